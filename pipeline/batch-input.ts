@@ -1,0 +1,23 @@
+import type { BatchInput } from './types';
+
+/** Why a batch cannot run at all, in words for whoever built it; undefined when it can. */
+export function batchInputProblem(input: unknown): string | undefined {
+  const b = input as Partial<BatchInput> | null;
+  if (!b || typeof b !== 'object') return 'a batch must be an object {sessionId, turn, step, calls}';
+  if (typeof b.sessionId !== 'string' || !b.sessionId) return 'sessionId must be a non-empty string';
+  for (const k of ['turn', 'step'] as const) {
+    if (!Number.isInteger(b[k]) || (b[k] as number) < 0) return `${k} must be a whole number >= 0`;
+  }
+  if (b.startSeq !== undefined && (!Number.isInteger(b.startSeq) || b.startSeq < 0)) return 'startSeq must be a whole number >= 0';
+  if (!Array.isArray(b.calls)) return 'calls must be an array of {id, name, arguments}';
+  const seen = new Set<string>();
+  for (const [i, c] of b.calls.entries()) {
+    if (!c || typeof c !== 'object') return `calls[${i}] must be an object {id, name, arguments}`;
+    if (typeof c.id !== 'string' || !c.id) return `calls[${i}].id must be a non-empty string`;
+    if (typeof c.name !== 'string' || !c.name) return `calls[${i}].name must be a non-empty string`;
+    if (typeof c.arguments !== 'string') return `calls[${i}].arguments must be the raw JSON string the model sent`;
+    if (seen.has(c.id)) return `calls[${i}].id ${JSON.stringify(c.id)} appears twice; call ids must be unique within a batch`;
+    seen.add(c.id);
+  }
+  return undefined;
+}

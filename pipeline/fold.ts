@@ -1,0 +1,88 @@
+// Waterfall folding: how the answers of many extensions become one, monotonically.
+import { snapshotJson } from './json';
+import { assertContentBlocks, errorCandidate, renderValue } from './normalize';
+import type { Candidate, ContentBlock, PreDecision } from './types';
+
+const RANK = { allow: 0, ask: 1, deny: 2 } as const;
+
+/**
+ * Folds a pre-execute answer into the decision so far. Only ever tightens: allow < ask < deny,
+ * so a later extension can neither turn a deny into an allow nor skip an ask. Ask reasons add up.
+ */
+export function foldPreDecision(current: PreDecision, next: PreDecision | undefined | void): PreDecision {
+  if (!next) return current;
+  if (RANK[next.kind] < RANK[current.kind]) return current;
+  if (next.kind === 'ask' && current.kind === 'ask') {
+    const reasons = [current.reason, next.reason].filter(Boolean);
+    return reasons.length ? { kind: 'ask', reason: reasons.join('; ') } : { kind: 'ask' };
+  }
+  return next;
+}
+
+/** Checks that an extension returned a real pre-execute decision; anything else is a bug in it. */
+export function parsePreDecision(value: unknown, who: string): PreDecision | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value === 'object') {
+    const v = value as { kind?: unknown; reason?: unknown };
+    if (v.kind === 'allow') return { kind: 'allow' };
+    if (v.kind === 'deny') {
+      if (typeof v.reason !== 'string' || !v.reason.trim()) throw new Error(`${who} denied without a reason: give deny a non-empty reason string`);
+      return { kind: 'deny', reason: v.reason };
+    }
+    if (v.kind === 'ask') {
+      if (v.reason !== undefined && typeof v.reason !== 'string') throw new Error(`${who} returned an ask whose reason is not a string`);
+      return v.reason ? { kind: 'ask', reason: v.reason } : { kind: 'ask' };
+    }
+  }
+  throw new Error(`${who} returned ${describe(value)}; a pre-execute handler returns {kind:'allow'|'deny'|'ask'} or nothing`);
+}
+
+/** A guard's answer: a non-empty string denies, nothing abstains; there is no way to allow. */
+export function parseGuardAnswer(value: unknown, who: string): string | undefined {
+  if (value === undefined || value === null || value === false) return undefined;
+  if (typeof value === 'string' && value.trim()) return value;
+  if (typeof value === 'object' && typeof (value as { reason?: unknown }).reason === 'string') return (value as { reason: string }).reason;
+  throw new Error(`${who} returned ${describe(value)}; a guard returns a denial reason string or nothing`);
+}
+
+export type PostVerdict =
+  | { action: 'accept'; content?: ContentBlock[]; value?: unknown }
+  | { action: 'block'; feedback: string };
+
+/**
+ * Applies one post-execute verdict. Accept may replace content OR value (content is then
+ * re-rendered from it), never both; block drops the value and turns the result into feedback.
+ */
+export function applyPostVerdict(candidate: Candidate, verdict: unknown, who: string): { candidate: Candidate; blocked: boolean } {
+  if (verdict === undefined || verdict === null) return { candidate, blocked: false };
+  const v = verdict as { action?: unknown; content?: unknown; value?: unknown; feedback?: unknown };
+  if (v.action === 'block') {
+    if (typeof v.feedback !== 'string' || !v.feedback.trim()) throw new Error(`${who} blocked without feedback: give block a non-empty feedback string`);
+    const blocked = errorCandidate(v.feedback, 'BLOCKED');
+    blocked.content = [{ type: 'text', text: v.feedback }];
+    return { candidate: blocked, blocked: true };
+  }
+  if (v.action !== 'accept') throw new Error(`${who} returned ${describe(verdict)}; post-execute returns {action:'accept'|'block'} or nothing`);
+  const hasContent = 'content' in v && v.content !== undefined;
+  const hasValue = 'value' in v && v.value !== undefined;
+  if (hasContent && hasValue) throw new Error(`${who} replaced both content and value; replace one of them`);
+  if (hasContent) {
+    const content = snapshotJson(v.content, 'content') as unknown as ContentBlock[];
+    assertContentBlocks(content, who);
+    return { candidate: { ...candidate, content }, blocked: false };
+  }
+  if (hasValue) {
+    const value = snapshotJson(v.value, 'value');
+    return { candidate: { ...candidate, value, content: renderValue(value) }, blocked: false };
+  }
+  return { candidate, blocked: false };
+}
+
+function describe(value: unknown): string {
+  if (typeof value !== 'object' || value === null) return `${typeof value} ${String(value)}`.slice(0, 80);
+  try {
+    return JSON.stringify(value).slice(0, 80);
+  } catch {
+    return 'an unprintable object';
+  }
+}

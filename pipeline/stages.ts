@@ -1,0 +1,97 @@
+// The contracts between the batch workflow and the stage activities. Everything here crosses
+// Temporal's wire, so it is plain JSON.
+import type { ApprovalPolicy, Candidate, Card, EventDraft, JsonObject, RetryPolicyInput, SessionState, StatePatch, ToolResult, UserMessage } from './types';
+
+/** Which call a stage is working on, with everything it may read. */
+export interface CallRef {
+  workflowId: string;
+  sessionId: string;
+  turn: number;
+  step: number;
+  callId: string;
+  name: string;
+  /** The frozen argument snapshot every stage sees. */
+  args: JsonObject;
+  argsDigest: string;
+  /** Stable across retries and worker restarts: `<workflowId>/<callId>`. */
+  idempotencyKey: string;
+  state: SessionState;
+  /** Code Mode: the run_code call a sub-call belongs to, and the outermost call of the batch. */
+  parentCallId?: string;
+  rootCallId?: string;
+}
+
+/** Where a call stands after pre-execute (and guards, when no person has to be asked). */
+export type Gate =
+  | { kind: 'dispatch' }
+  | { kind: 'ask'; reason?: string }
+  /** A denial: becomes `Error: <message>` and still goes through post-execute. */
+  | { kind: 'denied'; message: string; code: string }
+  /** A failure of the pipeline itself: skips post-execute. */
+  | { kind: 'failed'; message: string; code: string };
+
+/** What the workflow needs to know of a tool to schedule its body; the registry stays worker-side. */
+export interface ToolProfile {
+  concurrencySafe: boolean;
+  timeoutMs: number;
+  heartbeatTimeoutMs: number;
+  retry: RetryPolicyInput;
+  approval: ApprovalPolicy;
+  approvalTimeoutMs?: number;
+}
+
+export interface StageOutput {
+  contexts: UserMessage[];
+  events: EventDraft[];
+}
+
+export interface PreflightResult extends StageOutput {
+  gate: Gate;
+  card: Card;
+  profile?: ToolProfile;
+}
+
+export interface GuardsResult extends StageOutput {
+  gate: Gate;
+}
+
+export interface BodyResult {
+  /** `failed`: a wrapper around dispatch threw, so post-execute is skipped. */
+  outcome: 'ok' | 'failed';
+  candidate: Candidate;
+  bodyContexts: UserMessage[];
+  wrapperContexts: UserMessage[];
+  events: EventDraft[];
+  statePatch?: StatePatch;
+}
+
+export interface SettleRequest {
+  ref: CallRef;
+  candidate: Candidate;
+  skipPostExecute: boolean;
+  /** Contexts so far, in the order they will be injected. */
+  contexts: { pre: UserMessage[]; body: UserMessage[]; wrapper: UserMessage[] };
+}
+
+export interface SettleResult {
+  result: ToolResult;
+  card: Card;
+  events: EventDraft[];
+}
+
+/** Names of the failure types stage activities throw, matched by the workflow. */
+export const FailureTypes = {
+  TOOL_BODY: 'SluiceToolBodyError',
+} as const;
+
+/** Default body options when a tool sets none. */
+export const BODY_DEFAULTS = {
+  timeoutMs: 5 * 60_000,
+  heartbeatTimeoutMs: 30_000,
+  retry: { maximumAttempts: 3, initialIntervalMs: 500, backoffCoefficient: 2 } as RetryPolicyInput,
+};
+
+/** The card any UI shows when a tool's presentCall is missing, throws or returns nonsense. */
+export function genericCard(name: string, args: JsonObject): Card {
+  return { title: name, fields: args };
+}

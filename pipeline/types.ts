@@ -1,0 +1,188 @@
+// The vocabulary of Sluice, shared by workflow code and worker code. Pure types only.
+
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+export type JsonObject = { [key: string]: Json };
+
+export type ContentBlock =
+  | { type: 'text'; text: string }
+  | { type: 'image'; data: string; mimeType: string };
+
+/** A context message queued by a stage, injected as `user/message` once the batch settles. */
+export interface UserMessage {
+  role: 'user';
+  content: string;
+  /** Who queued it: `tool:<name>`, `pre-execute:<handler>`, `post-execute:<handler>`, ... */
+  source?: string;
+}
+
+/** One tool-call block of an assistant message, exactly as the model sent it. */
+export interface ToolCall {
+  id: string;
+  name: string;
+  /** The raw argument string the model sent. */
+  arguments: string;
+}
+
+export interface ToolError {
+  message: string;
+  code?: string;
+}
+
+/** The single model-facing outcome of one call. */
+export interface ToolResult {
+  content: ContentBlock[];
+  isError: boolean;
+  error?: ToolError;
+  meta?: JsonObject;
+  additionalContexts?: UserMessage[];
+  concludesTurn?: true;
+}
+
+/**
+ * A result on its way through the stages, before normalization. `value` is the body's
+ * structured value; content is its rendering unless a stage replaced it.
+ */
+export interface Candidate {
+  content: ContentBlock[];
+  value?: Json;
+  isError: boolean;
+  error?: ToolError;
+  meta?: JsonObject;
+  concludesTurn?: true;
+}
+
+export type PreDecision =
+  | { kind: 'allow' }
+  | { kind: 'deny'; reason: string }
+  | { kind: 'ask'; reason?: string };
+
+export type ApprovalOutcome = 'allowed-once' | 'rejected' | 'cancelled' | 'unavailable';
+
+/** What a tool says about asking a person: always, never grant, or leave it to pre-execute. */
+export type ApprovalPolicy = 'ask' | 'never' | 'auto';
+
+export interface Card {
+  title: string;
+  summary?: string;
+  /** Key facts shown on the card, e.g. the arguments. */
+  fields?: JsonObject;
+}
+
+export interface SessionEvent {
+  type: string;
+  seq: number;
+  time: string;
+  data: JsonObject;
+}
+
+/** An event a stage asks to record; the workflow gives it its seq and time. */
+export interface EventDraft {
+  type: string;
+  data: JsonObject;
+}
+
+/**
+ * State that later batches of a session need (fs observations, todos), in namespaces of keyed
+ * entries. It travels through workflow input and output, never in worker memory alone.
+ */
+export type SessionState = { [namespace: string]: { [key: string]: Json } };
+/** A patch of session state: a `null` value deletes the key. */
+export type StatePatch = { [namespace: string]: { [key: string]: Json | null } };
+
+export interface RetryPolicyInput {
+  initialIntervalMs?: number;
+  backoffCoefficient?: number;
+  maximumIntervalMs?: number;
+  maximumAttempts?: number;
+  nonRetryableErrorTypes?: string[];
+}
+
+export interface BatchOptions {
+  /** At most this many concurrency-safe bodies at once. Default 10. */
+  maxParallel?: number;
+  /** Deny timeout for approvals when the tool sets none. Default 10 minutes. */
+  approvalTimeoutMs?: number;
+  /** Whether any approval channel (signal, update, terminal, page) listens. Default true. */
+  approvalChannel?: boolean;
+}
+
+export interface BatchInput {
+  sessionId: string;
+  turn: number;
+  step: number;
+  calls: ToolCall[];
+  /** The seq the first event of this batch gets: the previous batch's `nextSeq`, or 0. */
+  startSeq?: number;
+  state?: SessionState;
+  options?: BatchOptions;
+}
+
+export type ModelMessage =
+  | { role: 'tool'; toolCallId: string; toolName: string; content: ContentBlock[]; isError: boolean }
+  | { role: 'user'; content: string; source?: string };
+
+export interface BatchOutput {
+  sessionId: string;
+  turn: number;
+  step: number;
+  /** Tool results in model order, then the injected user messages. */
+  messages: ModelMessage[];
+  results: { callId: string; name: string; result: ToolResult }[];
+  events: SessionEvent[];
+  nextSeq: number;
+  concludesTurn: boolean;
+  cancelled: boolean;
+  state: SessionState;
+}
+
+export type CallStage =
+  | 'queued'
+  | 'pre-execute'
+  | 'awaiting-approval'
+  | 'guards'
+  | 'waiting-to-dispatch'
+  | 'executing'
+  | 'post-execute'
+  | 'done';
+
+export interface PendingApproval {
+  approvalId: string;
+  workflowId: string;
+  sessionId: string;
+  turn: number;
+  step: number;
+  callId: string;
+  toolName: string;
+  reason?: string;
+  card: Card;
+  arguments: Json;
+  /** sha-256 of the canonical JSON of the arguments shown; a decision may carry it. */
+  argsDigest: string;
+  askedAt: string;
+  expiresAt: string;
+  /** Set for Code Mode sub-calls: the run_code call the program belongs to. */
+  parentCallId?: string;
+}
+
+export interface BatchState {
+  workflowId: string;
+  sessionId: string;
+  turn: number;
+  step: number;
+  status: 'running' | 'awaiting-approval' | 'settling' | 'completed';
+  cancelRequested: boolean;
+  calls: { callId: string; name: string; stage: CallStage; isError?: boolean }[];
+  pending: PendingApproval[];
+  decided: { approvalId: string; callId: string; outcome: ApprovalOutcome; by?: string; reason?: string }[];
+  nextSeq: number;
+}
+
+/** A person's (or integration's) decision, sent by signal or update. */
+export interface ApprovalDecision {
+  approvalId: string;
+  decision: 'approve' | 'deny';
+  by?: string;
+  reason?: string;
+  /** When given, must equal the pending approval's argsDigest. */
+  argsDigest?: string;
+}

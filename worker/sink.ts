@@ -1,0 +1,95 @@
+// Session events leave the workflow through a sink. The default writes one append-only JSONL
+// file per session, so a person can `tail -f` it.
+import { promises as fs } from 'node:fs';
+import * as path from 'node:path';
+import type { SessionEvent } from '../pipeline/types';
+
+export interface EventSink {
+  /**
+   * Appends events in seq order. Called at least once per chunk (activities retry), so it must
+   * skip events it already holds: the JSONL sink does it by seq.
+   */
+  append(sessionId: string, events: SessionEvent[]): Promise<void>;
+}
+
+export function sessionLogPath(stateDir: string, sessionId: string): string {
+  return path.join(stateDir, 'sessions', `${encodeURIComponent(sessionId)}.jsonl`);
+}
+
+export class JsonlSessionLog implements EventSink {
+  private readonly lastSeq = new Map<string, number>();
+  private readonly queues = new Map<string, Promise<void>>();
+
+  constructor(private readonly stateDir: string) {}
+
+  append(sessionId: string, events: SessionEvent[]): Promise<void> {
+    // One writer per session at a time, so the seq check and the append cannot interleave.
+    const prev = this.queues.get(sessionId) ?? Promise.resolve();
+    const next = prev.catch(() => undefined).then(() => this.write(sessionId, events));
+    this.queues.set(sessionId, next);
+    return next;
+  }
+
+  private async write(sessionId: string, events: SessionEvent[]): Promise<void> {
+    const file = sessionLogPath(this.stateDir, sessionId);
+    let last = this.lastSeq.get(sessionId);
+    if (last === undefined) last = await readLastSeq(file);
+    const fresh = events.filter((e) => e.seq > last!).sort((a, b) => a.seq - b.seq);
+    if (fresh.length === 0) return;
+    await fs.mkdir(path.dirname(file), { recursive: true });
+    await fs.appendFile(file, fresh.map((e) => JSON.stringify(e)).join('\n') + '\n');
+    this.lastSeq.set(sessionId, fresh[fresh.length - 1].seq);
+  }
+}
+
+/** The highest seq in a session log, reading only its tail. */
+export async function readLastSeq(file: string): Promise<number> {
+  let handle;
+  try {
+    handle = await fs.open(file, 'r');
+  } catch {
+    return -1;
+  }
+  try {
+    const { size } = await handle.stat();
+    let tailSize = 64 * 1024;
+    for (;;) {
+      const start = Math.max(0, size - tailSize);
+      const buf = Buffer.alloc(size - start);
+      await handle.read(buf, 0, buf.length, start);
+      const lines = buf.toString('utf8').split('\n').filter((l) => l.trim());
+      // The first line of a partial read may be cut; use it only when the read began at 0.
+      for (let i = lines.length - 1; i >= (start === 0 ? 0 : 1); i--) {
+        try {
+          const seq = JSON.parse(lines[i]).seq;
+          if (Number.isInteger(seq)) return seq;
+        } catch {
+          // a torn last line from a crash mid-append: look further back
+        }
+      }
+      if (start === 0) return -1;
+      tailSize *= 4;
+    }
+  } finally {
+    await handle.close();
+  }
+}
+
+export async function readSessionLog(stateDir: string, sessionId: string): Promise<SessionEvent[]> {
+  let text: string;
+  try {
+    text = await fs.readFile(sessionLogPath(stateDir, sessionId), 'utf8');
+  } catch {
+    return [];
+  }
+  const out: SessionEvent[] = [];
+  for (const line of text.split('\n')) {
+    if (!line.trim()) continue;
+    try {
+      out.push(JSON.parse(line));
+    } catch {
+      // a torn line from a crash mid-append carries no complete event
+    }
+  }
+  return out;
+}

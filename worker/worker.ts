@@ -1,0 +1,38 @@
+// A Sluice worker: the batch workflow plus the stage activities built from a user's config.
+import { NativeConnection, Worker, type WorkflowBundleOption } from '@temporalio/worker';
+import * as path from 'node:path';
+import { createSinkActivities } from '../activities/sink';
+import { createStageActivities } from '../activities/stages';
+import type { SluiceConfig } from './config';
+import { JsonlSessionLog } from './sink';
+
+export const DEFAULT_TASK_QUEUE = 'sluice';
+export const DEFAULT_STATE_DIR = '.sluice';
+
+export interface SluiceWorkerOptions {
+  connection: NativeConnection;
+  namespace?: string;
+  taskQueue?: string;
+  config: SluiceConfig;
+  /** The git-ignored folder for session logs (and the embedded server's database). */
+  stateDir?: string;
+  /** A prebuilt bundle (tests build one per run); otherwise workflows/ is bundled at start. */
+  workflowBundle?: WorkflowBundleOption;
+  identity?: string;
+  maxCachedWorkflows?: number;
+}
+
+export const WORKFLOWS_PATH = path.join(__dirname, '..', 'workflows', 'index.ts');
+
+export async function createSluiceWorker(opts: SluiceWorkerOptions): Promise<Worker> {
+  const sink = opts.config.sink ?? new JsonlSessionLog(opts.stateDir ?? DEFAULT_STATE_DIR);
+  return Worker.create({
+    connection: opts.connection,
+    namespace: opts.namespace ?? 'default',
+    taskQueue: opts.taskQueue ?? DEFAULT_TASK_QUEUE,
+    ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
+    activities: { ...createStageActivities(opts.config), ...createSinkActivities(sink) },
+    ...(opts.identity ? { identity: opts.identity } : {}),
+    ...(opts.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: opts.maxCachedWorkflows } : {}),
+  });
+}

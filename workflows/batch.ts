@@ -1,0 +1,133 @@
+// One batch of tool calls from one assistant message, as one durable workflow.
+//
+//   tool/call → pre-execute → (approval) → guards → execute waterfall → body
+//     → post-execute → normalize → finalizeContent → tools/result → tool/result
+//   … every call of the batch settled → additionalContexts injected as user/message
+//
+// Admission (tool/call to guards) goes one call at a time in model order. Bodies of
+// concurrency-safe calls overlap up to maxParallel; any other call is a barrier. Results commit
+// in model order. A cancel stops new calls, drains started ones, and aborts the rest.
+import { allHandlersFinished, ApplicationFailure, CancellationScope, condition, setHandler, workflowInfo } from '@temporalio/workflow';
+import { batchInputProblem } from '../pipeline/batch-input';
+import type { BatchInput, BatchOutput, BatchState, CallStage, ModelMessage, SessionState, ToolResult } from '../pipeline/types';
+import { Approvals } from './approvals';
+import { CallPipeline, type Admission, type Settlement } from './call-pipeline';
+import { stateQuery } from './definitions';
+import { EventLog } from './event-log';
+
+const DEFAULT_MAX_PARALLEL = 10;
+
+export async function toolBatch(input: BatchInput): Promise<BatchOutput> {
+  const problem = batchInputProblem(input);
+  if (problem) throw ApplicationFailure.nonRetryable(problem, 'SluiceInvalidBatch');
+  const events = new EventLog(input.sessionId, input.startSeq ?? 0);
+  const streaming = events.streamToSink();
+  const state: SessionState = JSON.parse(JSON.stringify(input.state ?? {}));
+  let cancelRequested = false;
+  const approvals = new Approvals(events, () => cancelRequested);
+  const stages = new Map<string, { callId: string; name: string; stage: CallStage; isError?: boolean }>(
+    input.calls.map((c) => [c.id, { callId: c.id, name: c.name, stage: 'queued' }]),
+  );
+  const tracker = {
+    stage(callId: string, stage: CallStage, isError?: boolean) {
+      const entry = stages.get(callId) ?? { callId, name: '?', stage };
+      stages.set(callId, { ...entry, stage, ...(isError !== undefined ? { isError } : {}) });
+    },
+  };
+  const pipeline = new CallPipeline(input, events, approvals, state, tracker, () => cancelRequested);
+  let settled = false;
+
+  setHandler(stateQuery, (): BatchState => ({
+    workflowId: workflowInfo().workflowId,
+    sessionId: input.sessionId,
+    turn: input.turn,
+    step: input.step,
+    status: settled ? 'completed' : approvals.pending.length ? 'awaiting-approval' : 'running',
+    cancelRequested,
+    calls: [...stages.values()],
+    pending: approvals.pending,
+    decided: approvals.decided,
+    nextSeq: events.nextSeq,
+  }));
+
+  CancellationScope.current().cancelRequested.catch(() => {
+    cancelRequested = true;
+    pipeline.cancelRunningBodies();
+  });
+
+  // Everything below drains to the end even when the batch is cancelled: cancel is a flag the
+  // stages look at, so every started call still commits exactly one tool/result.
+  const results = await CancellationScope.nonCancellable(async () => {
+    const n = input.calls.length;
+    const admissions: Admission[] = [];
+    const outcomes: Promise<Settlement>[] = [];
+    const maxParallel = Math.max(1, input.options?.maxParallel ?? DEFAULT_MAX_PARALLEL);
+    const running = new Set<Promise<Settlement>>();
+
+    const admitInModelOrder = async () => {
+      for (const [i, call] of input.calls.entries()) {
+        if (cancelRequested) {
+          admissions[i] = pipeline.abortUnstarted(call);
+          outcomes[i] = pipeline.dispatch(admissions[i]);
+          continue;
+        }
+        const adm = await pipeline.admit(call);
+        admissions[i] = adm;
+        if (adm.verdict.kind !== 'dispatch') {
+          outcomes[i] = pipeline.dispatch(adm);
+          continue;
+        }
+        const exclusive = adm.profile?.concurrencySafe !== true;
+        if (exclusive) await Promise.all(running); // a barrier: nothing runs beside it
+        await condition(() => running.size < maxParallel);
+        const body = pipeline.dispatch(adm);
+        outcomes[i] = body;
+        if (exclusive) {
+          await body;
+        } else {
+          running.add(body);
+          void body.finally(() => running.delete(body));
+        }
+      }
+    };
+
+    const commitInModelOrder = async () => {
+      const out: ToolResult[] = [];
+      for (let i = 0; i < n; i++) {
+        await condition(() => outcomes[i] !== undefined);
+        out.push(await pipeline.settle(admissions[i], await outcomes[i]));
+      }
+      return out;
+    };
+
+    const [, committed] = await Promise.all([admitInModelOrder(), commitInModelOrder()]);
+    return committed;
+  });
+
+  // The batch has settled: only now do the queued contexts follow the tool results, FIFO.
+  const messages: ModelMessage[] = input.calls.map((call, i) => ({ role: 'tool', toolCallId: call.id, toolName: call.name, content: results[i].content, isError: results[i].isError }));
+  input.calls.forEach((call, i) => {
+    (results[i].additionalContexts ?? []).forEach((ctx, k) => {
+      const id = `${call.id}:context:${k}`;
+      events.record('user/message', { id, role: 'user', content: ctx.content, source: ctx.source ?? `tool:${call.name}` });
+      messages.push({ role: 'user', content: ctx.content, source: ctx.source ?? `tool:${call.name}` });
+    });
+  });
+  settled = true;
+
+  events.close();
+  await streaming;
+  await condition(allHandlersFinished);
+  return {
+    sessionId: input.sessionId,
+    turn: input.turn,
+    step: input.step,
+    messages,
+    results: input.calls.map((call, i) => ({ callId: call.id, name: call.name, result: results[i] })),
+    events: events.events,
+    nextSeq: events.nextSeq,
+    concludesTurn: results.some((r) => r.concludesTurn === true),
+    cancelled: cancelRequested,
+    state,
+  };
+}

@@ -1,0 +1,254 @@
+// The pipeline of one call, stage by stage, as the seed's diagram draws it. The batch workflow
+// decides WHEN each part runs (ordering, parallelism, cancellation); this file decides WHAT runs.
+import { ActivityFailure, ApplicationFailure, CancellationScope, CancelledFailure, proxyActivities, TimeoutFailure, workflowInfo } from '@temporalio/workflow';
+import type { StageActivities } from '../activities/stages';
+import { argsDigest } from '../pipeline/digest';
+import { snapshotArguments } from '../pipeline/json';
+import { errorCandidate, ErrorCodes, normalizeResult } from '../pipeline/normalize';
+import { BODY_DEFAULTS, genericCard, type CallRef, type Gate, type ToolProfile } from '../pipeline/stages';
+import type { BatchInput, CallStage, Candidate, Card, JsonObject, SessionState, StatePatch, ToolCall, ToolResult, UserMessage } from '../pipeline/types';
+import type { Approvals } from './approvals';
+import type { EventLog } from './event-log';
+
+// Pre-execute, guards and settle run extension code that is expected to be quick; a worker dying
+// mid-stage is retried, an extension's own throw is turned into a result by the activity itself.
+const stages = proxyActivities<StageActivities>({
+  startToCloseTimeout: '2m',
+  retry: { maximumAttempts: 5, initialInterval: '500ms', maximumInterval: '10s' },
+});
+
+export const DEFAULT_APPROVAL_TIMEOUT_MS = 10 * 60_000;
+
+/** A call after admission: either ready to dispatch, or already holding its result-to-be. */
+export interface Admission {
+  call: ToolCall;
+  ref?: CallRef;
+  card: Card;
+  profile?: ToolProfile;
+  preContexts: UserMessage[];
+  verdict: { kind: 'dispatch' } | ({ kind: 'settle' } & Settlement);
+}
+
+export interface Settlement {
+  candidate: Candidate;
+  skipPostExecute: boolean;
+  bodyContexts?: UserMessage[];
+  wrapperContexts?: UserMessage[];
+}
+
+export interface CallTracker {
+  stage(callId: string, stage: CallStage, isError?: boolean): void;
+}
+
+export class CallPipeline {
+  private readonly bodyScopes = new Set<CancellationScope>();
+
+  constructor(
+    private readonly input: BatchInput,
+    private readonly events: EventLog,
+    private readonly approvals: Approvals,
+    private readonly state: SessionState,
+    private readonly tracker: CallTracker,
+    private readonly isCancelled: () => boolean,
+  ) {}
+
+  /** Stages 1–6: tool/call, argument snapshot, pre-execute, approval, guards. */
+  async admit(call: ToolCall, lineage: { parentCallId?: string; rootCallId?: string } = {}): Promise<Admission> {
+    // 1. tool/call, before anything else for this call
+    this.events.record('tool/call', { turn: this.input.turn, step: this.input.step, callId: call.id, name: call.name, arguments: call.arguments });
+    this.tracker.stage(call.id, 'pre-execute');
+
+    // 3. argument snapshot: parsed once, lossless, frozen; every later stage sees this copy
+    let args: JsonObject;
+    try {
+      args = snapshotArguments(call.arguments);
+    } catch (err) {
+      return settleNow(call, { title: call.name }, errorCandidate((err as Error).message, ErrorCodes.INVALID_ARGS), true);
+    }
+    const ref = this.refFor(call, args, lineage);
+
+    // 4. pre-execute waterfall (and guards, when no person needs to be asked)
+    let pre;
+    try {
+      pre = await stages.preflight(ref);
+    } catch (err) {
+      return settleNow(call, genericCard(call.name, args), stageFailure('pre-execute', err), true, ref);
+    }
+    this.events.recordAll(pre.events);
+    const admission: Admission = { call, ref, card: pre.card, profile: pre.profile, preContexts: pre.contexts, verdict: { kind: 'dispatch' } };
+    let gate: Gate = pre.gate;
+
+    // 5. approval, only on ask
+    if (gate.kind === 'ask') {
+      this.tracker.stage(call.id, 'awaiting-approval');
+      const decided = await this.approvals.ask(ref, {
+        reason: gate.reason,
+        card: pre.card,
+        policy: pre.profile?.approval ?? 'auto',
+        timeoutMs: pre.profile?.approvalTimeoutMs ?? this.input.options?.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS,
+        channel: this.input.options?.approvalChannel !== false,
+      });
+      if (decided.outcome !== 'allowed-once') {
+        gate = { kind: 'denied', code: ErrorCodes.DENIED, message: approvalDenial(decided.outcome, decided.reason, decided.by) };
+      } else {
+        // 6. monotonic guards, after the person said yes
+        this.tracker.stage(call.id, 'guards');
+        try {
+          const guarded = await stages.runGuards(ref);
+          this.events.recordAll(guarded.events);
+          admission.preContexts = [...admission.preContexts, ...guarded.contexts];
+          gate = guarded.gate;
+        } catch (err) {
+          gate = { kind: 'failed', code: ErrorCodes.PIPELINE_FAILED, message: stageFailure('guards', err).error!.message };
+        }
+      }
+    }
+
+    if (gate.kind === 'denied') admission.verdict = { kind: 'settle', candidate: errorCandidate(gate.message, gate.code), skipPostExecute: false };
+    else if (gate.kind === 'failed') admission.verdict = { kind: 'settle', candidate: errorCandidate(gate.message, gate.code), skipPostExecute: true };
+    else if (gate.kind === 'ask') throw ApplicationFailure.nonRetryable('internal: ask gate survived approval');
+    this.tracker.stage(call.id, admission.verdict.kind === 'dispatch' ? 'waiting-to-dispatch' : 'post-execute');
+    return admission;
+  }
+
+  /** Stages 7–8: the execute waterfall around the tool body, as a retried, heartbeating activity. */
+  async dispatch(adm: Admission): Promise<Settlement> {
+    if (adm.verdict.kind === 'settle') return adm.verdict;
+    if (this.isCancelled()) {
+      return { candidate: errorCandidate('the batch was cancelled before this call was dispatched; it did not run', ErrorCodes.ABORTED_BEFORE_DISPATCH), skipPostExecute: false };
+    }
+    const ref = { ...adm.ref!, state: this.state };
+    const p = adm.profile ?? { ...BODY_DEFAULTS, concurrencySafe: false, approval: 'auto' as const };
+    const body = proxyActivities<StageActivities>({
+      startToCloseTimeout: p.timeoutMs,
+      heartbeatTimeout: p.heartbeatTimeoutMs,
+      retry: {
+        maximumAttempts: p.retry.maximumAttempts,
+        initialInterval: p.retry.initialIntervalMs,
+        backoffCoefficient: p.retry.backoffCoefficient,
+        maximumInterval: p.retry.maximumIntervalMs,
+        nonRetryableErrorTypes: p.retry.nonRetryableErrorTypes,
+      },
+      cancellationType: 'WAIT_CANCELLATION_COMPLETED',
+      summary: `${adm.call.name} ${adm.call.id}`,
+    });
+    this.tracker.stage(adm.call.id, 'executing');
+    const scope = new CancellationScope({ cancellable: true });
+    this.bodyScopes.add(scope);
+    try {
+      const out = await scope.run(() => body.executeBody(ref));
+      this.events.recordAll(out.events);
+      if (out.statePatch) applyPatch(this.state, out.statePatch);
+      return { candidate: out.candidate, skipPostExecute: out.outcome === 'failed', bodyContexts: out.bodyContexts, wrapperContexts: out.wrapperContexts };
+    } catch (err) {
+      return { candidate: bodyFailure(adm.call.name, p.timeoutMs, err), skipPostExecute: false };
+    } finally {
+      this.bodyScopes.delete(scope);
+      this.tracker.stage(adm.call.id, 'post-execute');
+    }
+  }
+
+  /** Stages 9–13: post-execute, normalization, finalizeContent, tools/result, then `tool/result`. */
+  async settle(adm: Admission, s: Settlement): Promise<ToolResult> {
+    let result: ToolResult;
+    if (!adm.ref) {
+      result = normalizeResult(s.candidate);
+    } else {
+      try {
+        const settled = await stages.settle({
+          ref: { ...adm.ref, state: this.state },
+          candidate: s.candidate,
+          skipPostExecute: s.skipPostExecute,
+          contexts: { pre: adm.preContexts, body: s.bodyContexts ?? [], wrapper: s.wrapperContexts ?? [] },
+        });
+        this.events.recordAll(settled.events);
+        result = settled.result;
+      } catch (err) {
+        // The worker-side settle failed for good: the same pure normalization, applied here.
+        result = normalizeResult(stageFailure('post-execute', err));
+      }
+    }
+    this.events.record('tool/result', {
+      turn: this.input.turn,
+      step: this.input.step,
+      callId: adm.call.id,
+      name: adm.call.name,
+      content: result.content,
+      isError: result.isError,
+      ...(result.error ? { error: result.error as unknown as JsonObject } : {}),
+      ...(result.meta ? { meta: result.meta } : {}),
+    });
+    this.tracker.stage(adm.call.id, 'done', result.isError);
+    return result;
+  }
+
+  /** A call the batch never started: a tool/call + tool/result pair, and nothing run. */
+  abortUnstarted(call: ToolCall): Admission {
+    this.events.record('tool/call', { turn: this.input.turn, step: this.input.step, callId: call.id, name: call.name, arguments: call.arguments });
+    return settleNow(call, { title: call.name }, errorCandidate('the batch was cancelled before this call started; it did not run', ErrorCodes.ABORTED_BEFORE_DISPATCH), true);
+  }
+
+  /** Batch cancel: running bodies are asked to stop (bash kills its process group). */
+  cancelRunningBodies(): void {
+    for (const scope of this.bodyScopes) scope.cancel();
+  }
+
+  private refFor(call: ToolCall, args: JsonObject, lineage: { parentCallId?: string; rootCallId?: string }): CallRef {
+    const { workflowId } = workflowInfo();
+    return {
+      workflowId,
+      sessionId: this.input.sessionId,
+      turn: this.input.turn,
+      step: this.input.step,
+      callId: call.id,
+      name: call.name,
+      args,
+      argsDigest: argsDigest(args),
+      idempotencyKey: `${workflowId}/${call.id}`,
+      state: this.state,
+      ...lineage,
+    };
+  }
+}
+
+function settleNow(call: ToolCall, card: Card, candidate: Candidate, skipPostExecute: boolean, ref?: CallRef): Admission {
+  return { call, ref, card, preContexts: [], verdict: { kind: 'settle', candidate, skipPostExecute } };
+}
+
+function approvalDenial(outcome: string, reason?: string, by?: string): string {
+  switch (outcome) {
+    case 'rejected':
+      return `the call was rejected${by ? ` by ${by}` : ''}${reason ? `: ${reason}` : ''}. Do not retry it unchanged; ask the user what they want instead.`;
+    case 'cancelled':
+      return 'the batch was cancelled while this call awaited approval; it did not run.';
+    default:
+      return `approval was required but not given (${reason ?? 'no approval channel answered'}); the call did not run.`;
+  }
+}
+
+function causeMessage(err: unknown): string {
+  let e = err as { cause?: unknown; message?: string } | undefined;
+  while (e && e.cause && (e instanceof ActivityFailure || !(e as { message?: string }).message)) e = e.cause as typeof e;
+  return e?.message ?? String(err);
+}
+
+function stageFailure(stage: string, err: unknown): Candidate {
+  return errorCandidate(`the ${stage} stage failed and the call did not complete: ${causeMessage(err)}`, ErrorCodes.PIPELINE_FAILED);
+}
+
+function bodyFailure(name: string, timeoutMs: number, err: unknown): Candidate {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  if (cause instanceof CancelledFailure) return errorCandidate(`${name} was aborted because the batch was cancelled`, ErrorCodes.ABORTED);
+  if (cause instanceof TimeoutFailure) return errorCandidate(`${name} timed out (limit ${Math.round(timeoutMs / 1000)}s) and was not retried further`, ErrorCodes.TOOL_FAILED);
+  return errorCandidate(causeMessage(err), ErrorCodes.TOOL_FAILED);
+}
+
+export function applyPatch(state: SessionState, patch: StatePatch): void {
+  for (const [ns, entries] of Object.entries(patch)) {
+    const target = (state[ns] ??= {});
+    for (const [k, v] of Object.entries(entries)) {
+      if (v === null) delete target[k];
+      else target[k] = v;
+    }
+  }
+}

@@ -1,0 +1,25 @@
+// Names a client, a page or the stock `temporal` CLI uses to talk to a running batch.
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { ApprovalDecision, ApprovalOutcome, BatchState } from '../pipeline/types';
+
+export const BATCH_WORKFLOW = 'toolBatch';
+
+/** Fire-and-forget decision: for integrations that must not depend on a worker being up. */
+export const decideSignal = defineSignal<[ApprovalDecision]>('sluice.decide');
+/** Confirmed decision: the validator refuses unknown, decided or mismatched ids with an error. */
+export const decideUpdate = defineUpdate<{ approvalId: string; outcome: ApprovalOutcome }, [ApprovalDecision]>('sluice.decide');
+export const stateQuery = defineQuery<BatchState>('sluice.state');
+
+/** True while any call of the batch waits for a person. */
+export const AWAITING_APPROVAL = defineSearchAttributeKey('SluiceAwaitingApproval', SearchAttributeType.BOOL);
+/** The ids of the approvals a batch waits on, so a decision finds its batch with no worker up. */
+export const PENDING_APPROVALS = defineSearchAttributeKey('SluicePendingApprovals', SearchAttributeType.KEYWORD_LIST);
+export const SESSION_ID = defineSearchAttributeKey('SluiceSessionId', SearchAttributeType.KEYWORD);
+
+/** Registered on the dev server at start, and by `sluice setup` on any other server. */
+export const SEARCH_ATTRIBUTES = { SluiceAwaitingApproval: 'Bool', SluicePendingApprovals: 'KeywordList', SluiceSessionId: 'Keyword' } as const;
+
+export function batchWorkflowId(sessionId: string, turn: number, step: number): string {
+  return `sluice-batch:${sessionId}:${turn}:${step}`;
+}

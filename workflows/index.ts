@@ -1,0 +1,2 @@
+// The workflow bundle's entry: every workflow type a Sluice worker registers.
+export { toolBatch } from './batch';
