@@ -1,0 +1,30 @@
+// The bench's Sluice config: a trivial concurrency-safe tool with no hooks, so what is measured is
+// the pipeline's own cost; and the same tool behind an approval, for the approval path.
+import { z } from 'zod';
+import { defineConfig, defineTool } from '../worker/config';
+
+const input = z.object({ text: z.string() });
+
+/** The body every system runs: Sluice as a tool, bare Temporal as an activity, and in-process. */
+export function echoBody({ text }: { text: string }): string {
+  return text;
+}
+
+export const echo = defineTool({
+  name: 'echo',
+  description: 'Returns its text.',
+  input,
+  isConcurrencySafe: () => true,
+  execute: (args) => echoBody(args),
+});
+
+export const approvedEcho = defineTool({
+  name: 'approved_echo',
+  description: 'Returns its text, once a person approves.',
+  input,
+  isConcurrencySafe: () => true,
+  approval: 'ask',
+  execute: (args) => echoBody(args),
+});
+
+export default defineConfig({ tools: [echo, approvedEcho] });

@@ -1,0 +1,402 @@
+// `npm run bench`: what durability costs. On one embedded dev server and one worker process, the
+// Sluice pipeline, a bare Temporal workflow running the same body as one activity per call, and
+// the body called in-process, over a grid of batch sizes and batches in flight; then the
+// approval path. Writes bench/results/<BENCH_OUT>.json, .svg and .md.
+//
+// Settings (env): BENCH_BATCHES batches per grid cell and system (default 40; at least the
+// number in flight per round), BENCH_ROUNDS Sluice/bare alternations per cell (2), BENCH_SIZES (1,10,50),
+// BENCH_CONCURRENCY (1,8,32), BENCH_HISTORY_SAMPLES histories fetched per cell (5),
+// BENCH_APPROVAL_SAMPLES decisions timed one at a time (30), BENCH_PENDING batches awaiting
+// approval at once (1000; 0 skips), BENCH_DB `file` (SQLite in a temp folder, as the embedded
+// server keeps it) or `memory`, BENCH_OUT result name (latest), BENCH_LABEL free text.
+import { temporal } from '@temporalio/proto';
+import { bundleWorkflowCode, NativeConnection } from '@temporalio/worker';
+import { fork, execSync, type ChildProcess } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { SluiceClient } from '../client/client';
+import type { BatchOutput } from '../pipeline/types';
+import { stateQuery } from '../workflows/definitions';
+import { freePort, startDevServer } from '../worker/dev-server';
+import { WORKFLOWS_PATH } from '../worker/worker';
+import { echo, echoBody } from './config';
+import { markdownReport } from './report';
+import { plotSvg } from './plot';
+import type { ApprovalFigures, BenchResult, Cell, SystemFigures } from './result';
+import { mean, percentile, pool, round } from './stats';
+import type { WorkerArgs, WorkerReply, WorkerRequest } from './worker';
+
+const int = (name: string, fallback: number) => {
+  const v = process.env[name];
+  if (v === undefined || v === '') return fallback;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`${name}=${v} must be a whole number`);
+  return n;
+};
+const ints = (name: string, fallback: string) =>
+  (process.env[name] || fallback).split(',').map((s) => {
+    const n = Number(s.trim());
+    if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must be a comma-separated list of positive whole numbers, not ${process.env[name]}`);
+    return n;
+  });
+
+const settings = {
+  batches: int('BENCH_BATCHES', 40),
+  sizes: ints('BENCH_SIZES', '1,10,50'),
+  concurrency: ints('BENCH_CONCURRENCY', '1,8,32'),
+  rounds: Math.max(1, int('BENCH_ROUNDS', 2)),
+  historySamples: int('BENCH_HISTORY_SAMPLES', 5),
+  approvalSamples: int('BENCH_APPROVAL_SAMPLES', 30),
+  pending: int('BENCH_PENDING', 1000),
+  db: process.env.BENCH_DB || 'file',
+  out: process.env.BENCH_OUT || 'latest',
+  label: process.env.BENCH_LABEL || '',
+};
+const MAX_PARALLEL = 10;
+const SLUICE_QUEUE = 'bench-sluice';
+const BARE_QUEUE = 'bench-bare';
+const MiB = 1024 * 1024;
+
+const log = (line: string) => console.log(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}`);
+
+async function main(): Promise<void> {
+  const started = performance.now();
+  const loadAvgStart = os.loadavg();
+  const runDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-bench-'));
+  const server = await startDevServer({ stateDir: path.resolve('.sluice'), port: await freePort(), headless: true, dbFile: settings.db === 'memory' ? ':memory:' : path.join(runDir, 'temporal.db'), log });
+  let worker: WorkerProcess | undefined;
+  let connection: NativeConnection | undefined;
+  try {
+    log(`dev server at ${server.address}; bundling workflows`);
+    const quiet = { log() {}, trace() {}, debug() {}, info() {}, warn: (m: string) => console.warn(m), error: (m: string) => console.error(m) };
+    const sluiceBundle = path.join(runDir, 'sluice-bundle.js');
+    const bareBundle = path.join(runDir, 'bare-bundle.js');
+    fs.writeFileSync(sluiceBundle, (await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quiet })).code);
+    fs.writeFileSync(bareBundle, (await bundleWorkflowCode({ workflowsPath: path.join(__dirname, 'bare-workflow.ts'), logger: quiet })).code);
+
+    worker = await startWorker({ address: server.address, sluiceTaskQueue: SLUICE_QUEUE, bareTaskQueue: BARE_QUEUE, sluiceBundle, bareBundle, stateDir: path.join(runDir, 'state') });
+    connection = await NativeConnection.connect({ address: server.address });
+    const client = new SluiceClient({ connection, taskQueue: SLUICE_QUEUE });
+    const systems = new Systems(client, `${Date.now().toString(36)}`);
+
+    log('warming up');
+    for (const size of [1, 10]) {
+      await pool(12, 4, (i) => systems.sluice(`warm-${size}`, i, size));
+      await pool(12, 4, (i) => systems.bare(`warm-${size}`, i, size));
+    }
+
+    const grid: Cell[] = [];
+    for (const size of settings.sizes) {
+      for (const concurrency of settings.concurrency) {
+        grid.push(await runCell(systems, worker, size, concurrency));
+      }
+    }
+    const approval = settings.approvalSamples > 0 || settings.pending > 0 ? await runApproval(systems, worker) : undefined;
+
+    const result: BenchResult = {
+      meta: {
+        date: new Date().toISOString(),
+        commit: gitCommit(),
+        label: settings.label,
+        node: process.version,
+        cpus: os.cpus().length,
+        loadAvgStart: loadAvgStart.map((x) => round(x)),
+        loadAvgEnd: os.loadavg().map((x) => round(x)),
+        server: `temporal server start-dev (${path.basename(server.cli)}), SQLite ${settings.db === 'memory' ? 'in memory' : 'file in a temp folder'}, headless`,
+        worker: 'one child process running the Sluice worker and the bare worker (two task queues); the load generator and the in-process runs are in the parent',
+        maxCachedWorkflows: worker.maxCachedWorkflows,
+        maxParallel: MAX_PARALLEL,
+        batchesPerCell: settings.batches,
+        historySamples: settings.historySamples,
+        durationSec: round((performance.now() - started) / 1000, 1),
+      },
+      grid,
+      ...(approval ? { approval } : {}),
+      targets: targetsOf(grid),
+    };
+    const base = path.join(__dirname, 'results', settings.out);
+    fs.mkdirSync(path.dirname(base), { recursive: true });
+    fs.writeFileSync(`${base}.json`, JSON.stringify(result, null, 2) + '\n');
+    const before = readBefore(settings.out);
+    fs.writeFileSync(`${base}.svg`, plotSvg(result, before));
+    const md = markdownReport(result, before);
+    fs.writeFileSync(`${base}.md`, md);
+    console.log('\n' + md);
+    log(`wrote ${path.relative(process.cwd(), base)}.{json,svg,md} in ${result.meta.durationSec}s`);
+  } finally {
+    await worker?.stop();
+    await connection?.close();
+    await server.stop();
+    fs.rmSync(runDir, { recursive: true, force: true });
+  }
+}
+
+/** The three systems under test, each running one batch of `size` echo calls per job. */
+class Systems {
+  readonly sluiceIds: string[] = [];
+  readonly bareIds: string[] = [];
+
+  constructor(
+    readonly client: SluiceClient,
+    private readonly tag: string,
+  ) {}
+
+  private calls(size: number, key: string) {
+    return Array.from({ length: size }, (_, k) => ({ id: `c${k}`, name: echo.name, arguments: JSON.stringify({ text: `${key}:${k}` }) }));
+  }
+
+  async sluice(cell: string, i: number, size: number): Promise<void> {
+    const key = `${cell}-${i}`;
+    const out = await this.client.runBatch({ sessionId: `bench-${this.tag}-${key}`, turn: 1, step: 1, calls: this.calls(size, key), options: { maxParallel: MAX_PARALLEL } });
+    checkSluice(out, size, key);
+    this.sluiceIds.push(`sluice-batch:bench-${this.tag}-${key}:1:1`);
+  }
+
+  async bare(cell: string, i: number, size: number): Promise<void> {
+    const key = `${cell}-${i}`;
+    const workflowId = `bare-${this.tag}-${key}`;
+    const out = (await this.client.temporal.workflow.execute('bareBatch', { taskQueue: BARE_QUEUE, workflowId, args: [{ calls: this.calls(size, key), maxParallel: MAX_PARALLEL }] })) as { content: string }[];
+    if (out.length !== size || out.some((r, k) => r.content !== `${key}:${k}`)) throw new Error(`bare batch ${key} returned wrong results`);
+    this.bareIds.push(workflowId);
+  }
+
+  async inProcess(cell: string, i: number, size: number): Promise<void> {
+    const key = `${cell}-${i}`;
+    const out = await Promise.all(this.calls(size, key).map(async (c) => echoBody(JSON.parse(c.arguments))));
+    if (out.length !== size) throw new Error('in-process batch lost calls');
+  }
+}
+
+function checkSluice(out: BatchOutput, size: number, key: string): void {
+  const bad = out.results.find((r, k) => r.result.isError || r.result.content[0]?.type !== 'text' || (r.result.content[0] as { text: string }).text !== `${key}:${k}`);
+  if (out.results.length !== size || bad) throw new Error(`sluice batch ${key} returned a wrong result: ${JSON.stringify(bad?.result ?? out.results.length)}`);
+}
+
+async function runCell(systems: Systems, worker: WorkerProcess, size: number, concurrency: number): Promise<Cell> {
+  // Sluice and bare alternate in rounds, so a change in the machine's background load over the
+  // cell weighs on both alike; each round keeps at least `concurrency` batches in flight.
+  const rounds = Math.max(1, Math.min(settings.rounds, Math.floor(settings.batches / concurrency)));
+  const perRound = Math.max(Math.ceil(settings.batches / rounds), concurrency);
+  const n = perRound * rounds;
+  const cell = `b${size}-c${concurrency}`;
+  log(`cell: ${n} batches of ${size} call(s), ${concurrency} in flight, in ${rounds} round(s)`);
+
+  const runs = { sluice: { latencies: [] as number[], wallMs: 0 }, bare: { latencies: [] as number[], wallMs: 0 }, inProcess: { latencies: [] as number[], wallMs: 0 } };
+  const mem = { sluice: { rss: 0, peakRss: 0 }, bare: { rss: 0, peakRss: 0 } };
+  const s0 = systems.sluiceIds.length;
+  const b0 = systems.bareIds.length;
+  for (let round = 0; round < rounds; round++) {
+    const order = round % 2 === 0 ? (['sluice', 'bare'] as const) : (['bare', 'sluice'] as const);
+    for (const system of order) {
+      await worker.memory(); // resets the peak
+      const run = await pool(perRound, concurrency, (i) => systems[system](cell, round * perRound + i, size));
+      const m = await worker.memory();
+      runs[system].latencies.push(...run.latencies);
+      runs[system].wallMs += run.wallMs;
+      mem[system] = { rss: m.rss, peakRss: Math.max(mem[system].peakRss, m.peakRss) };
+    }
+    const run = await pool(perRound, concurrency, (i) => systems.inProcess(cell, round * perRound + i, size));
+    runs.inProcess.latencies.push(...run.latencies);
+    runs.inProcess.wallMs += run.wallMs;
+  }
+  const [sluiceRun, bareRun, inProcRun, sluiceMem, bareMem] = [runs.sluice, runs.bare, runs.inProcess, mem.sluice, mem.bare];
+
+  const sluice = { ...figures(sluiceRun, n, size), ...(await histories(systems, systems.sluiceIds.slice(s0), size)), workerRssMiB: round(sluiceMem.rss / MiB, 1), workerPeakRssMiB: round(sluiceMem.peakRss / MiB, 1) };
+  const bare = { ...figures(bareRun, n, size), ...(await histories(systems, systems.bareIds.slice(b0), size)), workerRssMiB: round(bareMem.rss / MiB, 1), workerPeakRssMiB: round(bareMem.peakRss / MiB, 1) };
+  const inProcess = figures(inProcRun, n, size, 4);
+  const c: Cell = {
+    batchSize: size,
+    concurrency,
+    batches: n,
+    sluice,
+    bare,
+    inProcess,
+    ratio: {
+      p50: round(sluice.p50Ms / bare.p50Ms),
+      p99: round(sluice.p99Ms / bare.p99Ms),
+      throughput: round(sluice.batchesPerSec / bare.batchesPerSec),
+      eventsPerCall: round(sluice.eventsPerCall! / bare.eventsPerCall!),
+      historyBytesPerCall: round(sluice.historyBytesPerCall! / bare.historyBytesPerCall!),
+    },
+  };
+  log(`  sluice p50 ${sluice.p50Ms} ms, ${sluice.batchesPerSec}/s, ${sluice.eventsPerCall} ev/call | bare p50 ${bare.p50Ms} ms, ${bare.batchesPerSec}/s, ${bare.eventsPerCall} ev/call | ratio p50 ${c.ratio.p50}, throughput ${c.ratio.throughput}`);
+  return c;
+}
+
+function figures(run: { latencies: number[]; wallMs: number }, n: number, size: number, digits = 1): SystemFigures {
+  const perSec = n / (run.wallMs / 1000);
+  return { p50Ms: round(percentile(run.latencies, 50), digits), p99Ms: round(percentile(run.latencies, 99), digits), batchesPerSec: round(perSec, 1), callsPerSec: round(perSec * size, 1) };
+}
+
+/** Events and encoded bytes per call, over the last few histories of the cell. */
+async function histories(systems: Systems, ids: string[], size: number): Promise<Pick<SystemFigures, 'eventsPerCall' | 'historyBytesPerCall' | 'eventTypesPerCall'>> {
+  const sample = ids.slice(-settings.historySamples);
+  if (sample.length === 0) return {};
+  const events: number[] = [];
+  const bytes: number[] = [];
+  const types: Record<string, number> = {};
+  for (const [k, id] of sample.entries()) {
+    const history = await systems.client.temporal.workflow.getHandle(id).fetchHistory();
+    const list = history.events ?? [];
+    events.push(list.length / size);
+    bytes.push(temporal.api.history.v1.History.encode(history).finish().length / size);
+    if (k === sample.length - 1) {
+      for (const e of list) {
+        const name = temporal.api.enums.v1.EventType[e.eventType ?? 0]?.replace(/^EVENT_TYPE_/, '') ?? String(e.eventType);
+        types[name] = round((types[name] ?? 0) + 1 / size, 2);
+      }
+    }
+  }
+  return { eventsPerCall: round(mean(events), 2), historyBytesPerCall: Math.round(mean(bytes)), eventTypesPerCall: types };
+}
+
+async function runApproval(systems: Systems, worker: WorkerProcess): Promise<ApprovalFigures> {
+  const client = systems.client;
+  const tag = `${Date.now().toString(36)}`;
+  const start = (key: string) =>
+    client.startBatch({ sessionId: `bench-approval-${tag}-${key}`, turn: 1, step: 1, calls: [{ id: 'c0', name: 'approved_echo', arguments: JSON.stringify({ text: key }) }], options: { approvalTimeoutMs: 30 * 60_000 } });
+  const pendingId = async (workflowId: string): Promise<string> => {
+    for (;;) {
+      const state = await client.batchState(workflowId);
+      if (state.pending.length > 0) return state.pending[0].approvalId;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  };
+  const timedDecisions = async (kind: 'signal' | 'update') => {
+    const latencies: number[] = [];
+    for (let i = 0; i < settings.approvalSamples; i++) {
+      const handle = await start(`${kind}-${i}`);
+      const approvalId = await pendingId(handle.workflowId);
+      const t0 = performance.now();
+      if (kind === 'signal') await client.signalDecision({ workflowId: handle.workflowId, approvalId, decision: 'approve', by: 'bench' });
+      else await client.approve(approvalId, { workflowId: handle.workflowId, by: 'bench' });
+      const out = await handle.result();
+      latencies.push(performance.now() - t0);
+      if (out.results[0].result.isError) throw new Error(`approved batch failed: ${JSON.stringify(out.results[0].result)}`);
+    }
+    return { samples: latencies.length, p50Ms: round(percentile(latencies, 50), 1), p99Ms: round(percentile(latencies, 99), 1) };
+  };
+  log(`approval: ${settings.approvalSamples} decisions by signal, then by update, one batch at a time`);
+  const signalToResult = await timedDecisions('signal');
+  const updateToResult = await timedDecisions('update');
+  log(`  signal→result p50 ${signalToResult.p50Ms} ms p99 ${signalToResult.p99Ms} ms; update→result p50 ${updateToResult.p50Ms} ms p99 ${updateToResult.p99Ms} ms`);
+
+  const n = settings.pending;
+  const idle = await worker.memory();
+  log(`approval: ${n} batches awaiting approval at once`);
+  const handles: Awaited<ReturnType<typeof start>>[] = [];
+  const t0 = performance.now();
+  await pool(n, 32, async (i) => {
+    handles[i] = await start(`bulk-${i}`);
+  });
+  const startMs = performance.now() - t0;
+  const approvalIds: string[] = [];
+  await pool(n, 32, async (i) => {
+    approvalIds[i] = await pendingId(handles[i].workflowId);
+  });
+  const allPendingMs = performance.now() - t0;
+  await new Promise((r) => setTimeout(r, 1000)); // let the worker settle before reading its memory
+  const awaiting = await worker.memory();
+
+  const t1 = performance.now();
+  await pool(n, 32, (i) => client.signalDecision({ workflowId: handles[i].workflowId, approvalId: approvalIds[i], decision: 'approve', by: 'bench' }));
+  const signalsSentMs = performance.now() - t1;
+  await pool(n, 64, async (i) => {
+    const out = await handles[i].result();
+    if (out.results[0].result.isError) throw new Error(`bulk-approved batch failed: ${JSON.stringify(out.results[0].result)}`);
+  });
+  const drainMs = performance.now() - t1;
+  const drained = await worker.memory();
+  // A query on a finished batch must not be mistaken for one still pending.
+  const state = await client.temporal.workflow.getHandle(handles[0].workflowId).query(stateQuery);
+  if (state.pending.length) throw new Error('a bulk-approved batch still lists a pending approval');
+  const bulk = {
+    batches: n,
+    startMs: round(startMs, 0),
+    allPendingMs: round(allPendingMs, 0),
+    workerRssIdleMiB: round(idle.rss / MiB, 1),
+    workerRssAwaitingMiB: round(awaiting.rss / MiB, 1),
+    signalsSentMs: round(signalsSentMs, 0),
+    drainMs: round(drainMs, 0),
+    drainBatchesPerSec: round(n / (drainMs / 1000), 1),
+    workerPeakRssDrainMiB: round(drained.peakRss / MiB, 1),
+  };
+  log(`  ${n} pending: worker RSS ${bulk.workerRssAwaitingMiB} MiB (idle ${bulk.workerRssIdleMiB}); drained in ${bulk.drainMs} ms (${bulk.drainBatchesPerSec}/s)`);
+  return { signalToResult, updateToResult, bulk };
+}
+
+function targetsOf(grid: Cell[]): BenchResult['targets'] {
+  const out: BenchResult['targets'] = [];
+  for (const c of grid) {
+    out.push({ name: `p50 Sluice/bare, ${c.batchSize} call(s) × ${c.concurrency} in flight`, value: c.ratio.p50, limit: '≤ 1.5', met: c.ratio.p50 <= 1.5 });
+  }
+  for (const c of grid) {
+    out.push({ name: `throughput Sluice/bare, ${c.batchSize} call(s) × ${c.concurrency} in flight`, value: c.ratio.throughput, limit: '≥ 0.6', met: c.ratio.throughput >= 0.6 });
+  }
+  for (const size of [...new Set(grid.map((c) => c.batchSize))]) {
+    const cells = grid.filter((c) => c.batchSize === size);
+    const worst = Math.max(...cells.map((c) => c.sluice.eventsPerCall ?? NaN));
+    out.push({ name: `history events per call, batch of ${size} (worst cell)`, value: worst, limit: size === 10 ? '≤ 10' : 'reported', met: size !== 10 || worst <= 10 });
+  }
+  return out;
+}
+
+function readBefore(out: string): BenchResult | undefined {
+  const file = path.join(__dirname, 'results', 'before.json');
+  if (out === 'before' || !fs.existsSync(file)) return undefined;
+  return JSON.parse(fs.readFileSync(file, 'utf8')) as BenchResult;
+}
+
+function gitCommit(): string {
+  try {
+    const head = execSync('git rev-parse --short HEAD', { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    const dirty = execSync('git status --porcelain -- workflows activities pipeline worker', { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    return dirty ? `${head}+changes` : head;
+  } catch {
+    return 'unknown';
+  }
+}
+
+interface WorkerProcess {
+  maxCachedWorkflows: number;
+  memory(): Promise<{ rss: number; peakRss: number }>;
+  stop(): Promise<void>;
+}
+
+function startWorker(args: WorkerArgs): Promise<WorkerProcess> {
+  const child: ChildProcess = fork(path.join(__dirname, 'worker.ts'), [JSON.stringify(args)], { execArgv: ['--require', 'tsx/cjs'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const waiting: ((r: WorkerReply) => void)[] = [];
+  child.on('message', (m: WorkerReply) => waiting.shift()?.(m));
+  const next = () => new Promise<WorkerReply>((resolve) => waiting.push(resolve));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const request = (m: WorkerRequest) => child.send(m);
+  return new Promise((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`the bench worker exited (${code}) before it was ready`)));
+    next().then((first) => {
+      if (first.kind !== 'ready') return reject(new Error(`the bench worker failed to start: ${first.kind === 'failed' ? first.error : first.kind}`));
+      resolve({
+        maxCachedWorkflows: first.maxCachedWorkflows,
+        async memory() {
+          const reply = next();
+          request({ kind: 'memory' });
+          const m = await reply;
+          if (m.kind !== 'memory') throw new Error(`unexpected worker reply ${m.kind}`);
+          return m;
+        },
+        async stop() {
+          if (child.exitCode !== null || child.signalCode !== null) return;
+          request({ kind: 'stop' });
+          const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+          await exited;
+          clearTimeout(timer);
+        },
+      });
+    });
+  });
+}
+
+main().catch((err) => {
+  console.error(`bench failed: ${err?.stack ?? err}`);
+  process.exit(1);
+});
