@@ -6,12 +6,13 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { applyPostVerdict, foldPreDecision, parseGuardAnswer, parsePreDecision } from '../pipeline/fold';
 import { deepFreeze, snapshotJson } from '../pipeline/json';
 import { errorCandidate, ErrorCodes, normalizeResult, renderValue } from '../pipeline/normalize';
-import { BODY_DEFAULTS, FailureTypes, genericCard, type BodyResult, type CallRef, type Gate, type GuardsResult, type PreflightResult, type SettleRequest, type SettleResult, type ToolProfile } from '../pipeline/stages';
+import { BODY_DEFAULTS, FailureTypes, genericCard, type BodyResult, type CallRef, type Gate, type GuardsResult, type PreflightDeferred, type PreflightResult, type StagePlan, type SettleRequest, type SettleResult, type ToolProfile } from '../pipeline/stages';
 import type { ApprovalPolicy, Candidate, Card, EventDraft, JsonObject, PreDecision, StatePatch, UserMessage } from '../pipeline/types';
-import { handlerOf, nameOf, ToolOutput, type CallInfo, type SluiceConfig, type StageContext, type ToolContext, type ToolDefinition } from '../worker/config';
+import { handlerOf, isLongRunning, nameOf, ToolOutput, type CallInfo, type SluiceConfig, type StageContext, type ToolContext, type ToolDefinition } from '../worker/config';
 
 export interface StageActivities {
-  preflight(ref: CallRef): Promise<PreflightResult>;
+  /** Run as a local activity while the plan allows it; answers `deferred` when it does not. */
+  preflight(ref: CallRef): Promise<PreflightResult | PreflightDeferred>;
   runGuards(ref: CallRef): Promise<GuardsResult>;
   executeBody(ref: CallRef): Promise<BodyResult>;
   settle(req: SettleRequest): Promise<SettleResult>;
@@ -27,6 +28,7 @@ class BodyThrew extends Error {
 export function createStageActivities(config: SluiceConfig): StageActivities {
   const registry = new Map<string, ToolDefinition>();
   for (const t of config.tools) for (const n of [t.name, ...(t.aliases ?? [])]) registry.set(n, t);
+  const plan = stagePlan(config);
 
   function collector(ref: CallRef, source: string) {
     const contexts: UserMessage[] = [];
@@ -76,15 +78,16 @@ export function createStageActivities(config: SluiceConfig): StageActivities {
 
   return {
     async preflight(ref) {
+      if (Context.current().info.isLocal && plan.preflight === 'activity') return { deferred: true, plan };
       const c = collector(ref, 'pre-execute');
       const tool = registry.get(ref.name);
       if (!tool) {
         const known = [...new Set(config.tools.map((t) => t.name))].join(', ');
-        return { gate: { kind: 'denied', code: ErrorCodes.UNKNOWN_TOOL, message: `unknown tool ${JSON.stringify(ref.name)}; the available tools are: ${known}` }, card: genericCard(ref.name, ref.args), contexts: [], events: [] };
+        return { gate: { kind: 'denied', code: ErrorCodes.UNKNOWN_TOOL, message: `unknown tool ${JSON.stringify(ref.name)}; the available tools are: ${known}` }, card: genericCard(ref.name, ref.args), contexts: [], events: [], plan };
       }
       const parsed = parseArgs(tool, ref);
       const card = presentCallCard(tool, ref, parsed.ok ? parsed.args : ref.args);
-      if (!parsed.ok) return { gate: parsed.gate, card, contexts: [], events: [] };
+      if (!parsed.ok) return { gate: parsed.gate, card, contexts: [], events: [], plan };
       const profile = profileOf(tool, parsed.args);
 
       let decision: PreDecision = profile.approval === 'ask' ? { kind: 'ask', reason: `${tool.name} asks for approval before it runs` } : { kind: 'allow' };
@@ -94,7 +97,7 @@ export function createStageActivities(config: SluiceConfig): StageActivities {
         try {
           decision = foldPreDecision(decision, parsePreDecision(await handlerOf(h)(c.ctx), who));
         } catch (err) {
-          return { gate: { kind: 'failed', code: ErrorCodes.PIPELINE_FAILED, message: `${who} threw: ${messageOf(err)}` }, card, profile, contexts: c.contexts, events: c.events };
+          return { gate: { kind: 'failed', code: ErrorCodes.PIPELINE_FAILED, message: `${who} threw: ${messageOf(err)}` }, card, profile, contexts: c.contexts, events: c.events, plan };
         }
         if (decision.kind === 'deny') break;
       }
@@ -102,7 +105,7 @@ export function createStageActivities(config: SluiceConfig): StageActivities {
       if (decision.kind === 'deny') gate = { kind: 'denied', code: ErrorCodes.DENIED, message: decision.reason };
       else if (decision.kind === 'ask') gate = decision.reason ? { kind: 'ask', reason: decision.reason } : { kind: 'ask' };
       else gate = await runGuardChain(ref, c);
-      return { gate, card, profile, contexts: c.contexts, events: c.events };
+      return { gate, card, profile, contexts: c.contexts, events: c.events, plan };
     },
 
     async runGuards(ref) {
@@ -231,6 +234,17 @@ export function createStageActivities(config: SluiceConfig): StageActivities {
       }
       return { result, card, events: c.events };
     },
+  };
+}
+
+/** Local activities must finish within seconds: a stage qualifies when none of its extensions is long-running. */
+function stagePlan(config: SluiceConfig): StagePlan {
+  const local = config.localStages !== false;
+  const quick = (...exts: unknown[][]) => local && !exts.flat().some((e) => isLongRunning(e as never));
+  return {
+    preflight: quick(config.preExecute ?? [], config.guards ?? []) ? 'local' : 'activity',
+    guards: quick(config.guards ?? []) ? 'local' : 'activity',
+    settle: quick(config.postExecute ?? [], config.onResult ?? []) ? 'local' : 'activity',
   };
 }
 

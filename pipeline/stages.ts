@@ -49,6 +49,25 @@ export interface PreflightResult extends StageOutput {
   gate: Gate;
   card: Card;
   profile?: ToolProfile;
+  plan: StagePlan;
+}
+
+/**
+ * Which stages run as local activities, as the worker's config allows: a stage whose extensions
+ * are all quick runs in the worker that runs the batch, recorded as one marker. The workflow
+ * learns the plan from the first preflight, so a replay takes the same path.
+ */
+export interface StagePlan {
+  preflight: StageKind;
+  guards: StageKind;
+  settle: StageKind;
+}
+export type StageKind = 'local' | 'activity';
+
+/** A local preflight's answer when the config wants preflight as a regular activity. */
+export interface PreflightDeferred {
+  deferred: true;
+  plan: StagePlan;
 }
 
 export interface GuardsResult extends StageOutput {

@@ -58,8 +58,12 @@ export interface ResultNotice {
 /** Sees the frozen outcome; cannot change it; its throws are logged and contained. */
 export type ResultObserver = (notice: ResultNotice) => void;
 
-/** An extension with a name (shown in events and errors), or a bare function. */
-export type Named<F> = F | { name: string; handler: F };
+/**
+ * An extension with a name (shown in events and errors), or a bare function. `longRunning` marks
+ * one that may take more than a few seconds (a command hook, a remote policy service): the stage
+ * it belongs to then runs as a regular activity instead of a local one.
+ */
+export type Named<F> = F | { name: string; handler: F; longRunning?: boolean };
 
 export interface ToolDefinition<Args = any> {
   name: string;
@@ -106,6 +110,13 @@ export interface SluiceConfig {
   sink?: EventSink;
   /** Bound on a result's text before it is truncated with a note. */
   maxResultChars?: number;
+  /**
+   * Pre-execute, guards and settle (post-execute, finalizeContent, tools/result) run as local
+   * activities, in the worker that runs the batch with no round trip through the server, unless
+   * one of their extensions is `longRunning`. `false` makes every stage a regular activity.
+   * Tool bodies are always regular activities. Default true.
+   */
+  localStages?: boolean;
 }
 
 export function defineConfig(config: SluiceConfig): SluiceConfig {
@@ -126,6 +137,10 @@ export function toolSchemas(config: Pick<SluiceConfig, 'tools'>): { name: string
 
 export function nameOf(ext: Named<(...args: never[]) => unknown>, fallback: string): string {
   return ext.name || fallback;
+}
+
+export function isLongRunning(ext: Named<unknown>): boolean {
+  return typeof ext === 'object' && ext !== null && (ext as { longRunning?: boolean }).longRunning === true;
 }
 
 export function handlerOf<F>(ext: Named<F>): F {

@@ -1,11 +1,11 @@
 // The pipeline of one call, stage by stage, as the seed's diagram draws it. The batch workflow
 // decides WHEN each part runs (ordering, parallelism, cancellation); this file decides WHAT runs.
-import { ActivityFailure, ApplicationFailure, CancellationScope, CancelledFailure, proxyActivities, TimeoutFailure, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, CancellationScope, CancelledFailure, proxyActivities, proxyLocalActivities, TimeoutFailure, workflowInfo } from '@temporalio/workflow';
 import type { StageActivities } from '../activities/stages';
 import { argsDigest } from '../pipeline/digest';
 import { snapshotArguments } from '../pipeline/json';
 import { errorCandidate, ErrorCodes, normalizeResult } from '../pipeline/normalize';
-import { BODY_DEFAULTS, genericCard, type CallRef, type Gate, type ToolProfile } from '../pipeline/stages';
+import { BODY_DEFAULTS, genericCard, type CallRef, type Gate, type GuardsResult, type PreflightResult, type SettleRequest, type SettleResult, type StagePlan, type ToolProfile } from '../pipeline/stages';
 import type { BatchInput, CallStage, Candidate, Card, JsonObject, SessionState, StatePatch, ToolCall, ToolResult, UserMessage } from '../pipeline/types';
 import type { Approvals } from './approvals';
 import type { EventLog } from './event-log';
@@ -14,6 +14,14 @@ import type { EventLog } from './event-log';
 // mid-stage is retried, an extension's own throw is turned into a result by the activity itself.
 const stages = proxyActivities<StageActivities>({
   startToCloseTimeout: '2m',
+  retry: { maximumAttempts: 5, initialInterval: '500ms', maximumInterval: '10s' },
+});
+
+// The same stages as local activities, when the worker's config says their extensions are quick:
+// they run in the worker that runs the batch, one marker each in history and no round trip
+// through the server. A worker dying mid-stage means the stage runs again, as with activities.
+const localStages = proxyLocalActivities<StageActivities>({
+  startToCloseTimeout: '30s',
   retry: { maximumAttempts: 5, initialInterval: '500ms', maximumInterval: '10s' },
 });
 
@@ -42,6 +50,8 @@ export interface CallTracker {
 
 export class CallPipeline {
   private readonly bodyScopes = new Set<CancellationScope>();
+  /** Learnt from the first preflight; until then, preflight is tried as a local activity. */
+  private plan?: StagePlan;
 
   constructor(
     private readonly input: BatchInput,
@@ -70,7 +80,7 @@ export class CallPipeline {
     // 4. pre-execute waterfall (and guards, when no person needs to be asked)
     let pre;
     try {
-      pre = await stages.preflight(ref);
+      pre = await this.preflight(ref);
     } catch (err) {
       return settleNow(call, genericCard(call.name, args), stageFailure('pre-execute', err), true, ref);
     }
@@ -94,7 +104,7 @@ export class CallPipeline {
         // 6. monotonic guards, after the person said yes
         this.tracker.stage(call.id, 'guards');
         try {
-          const guarded = await stages.runGuards(ref);
+          const guarded = await this.runGuards(ref);
           this.events.recordAll(guarded.events);
           admission.preContexts = [...admission.preContexts, ...guarded.contexts];
           gate = guarded.gate;
@@ -155,7 +165,7 @@ export class CallPipeline {
       result = normalizeResult(s.candidate);
     } else {
       try {
-        const settled = await stages.settle({
+        const settled = await this.settleStage({
           ref: { ...adm.ref, state: this.state },
           candidate: s.candidate,
           skipPostExecute: s.skipPostExecute,
@@ -191,6 +201,25 @@ export class CallPipeline {
   /** Batch cancel: running bodies are asked to stop (bash kills its process group). */
   cancelRunningBodies(): void {
     for (const scope of this.bodyScopes) scope.cancel();
+  }
+
+  private async preflight(ref: CallRef): Promise<PreflightResult> {
+    if (this.plan?.preflight !== 'activity') {
+      const reply = await this.events.whileLocal(localStages.preflight(ref));
+      this.plan = reply.plan;
+      if (!('deferred' in reply)) return reply;
+    }
+    const reply = await stages.preflight(ref);
+    if ('deferred' in reply) throw ApplicationFailure.nonRetryable('internal: a preflight activity deferred itself');
+    return reply;
+  }
+
+  private runGuards(ref: CallRef): Promise<GuardsResult> {
+    return this.plan?.guards === 'local' ? this.events.whileLocal(localStages.runGuards(ref)) : stages.runGuards(ref);
+  }
+
+  private settleStage(req: SettleRequest): Promise<SettleResult> {
+    return this.plan?.settle === 'local' ? this.events.whileLocal(localStages.settle(req)) : stages.settle(req);
   }
 
   private refFor(call: ToolCall, args: JsonObject, lineage: { parentCallId?: string; rootCallId?: string }): CallRef {

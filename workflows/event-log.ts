@@ -1,5 +1,5 @@
 // The session's event record as the batch workflow keeps it: seq-numbered in record order, kept
-// in the workflow's output, and streamed to the worker-side sink one chunk per workflow step.
+// in the workflow's output, and streamed to the worker-side sink whenever the workflow waits.
 import { condition, log, proxyLocalActivities } from '@temporalio/workflow';
 import type { SinkActivities } from '../activities/sink';
 import type { EventDraft, JsonObject, SessionEvent } from '../pipeline/types';
@@ -13,6 +13,7 @@ export class EventLog {
   readonly events: SessionEvent[] = [];
   private unflushed: SessionEvent[] = [];
   private closed = false;
+  private localStages = 0;
 
   constructor(
     private readonly sessionId: string,
@@ -35,12 +36,26 @@ export class EventLog {
   }
 
   /**
-   * Writes events to the sink as they come, in seq order, one write per batch of events that
-   * arrive together. The sink skips seqs it already has, so activity retries write nothing twice.
+   * Awaits a local stage activity. While one runs the workflow waits on nothing slow, so the sink
+   * write waits too and takes the events of a whole chain of local stages in one chunk.
+   */
+  async whileLocal<T>(stage: Promise<T>): Promise<T> {
+    this.localStages++;
+    try {
+      return await stage;
+    } finally {
+      this.localStages--;
+    }
+  }
+
+  /**
+   * Writes events to the sink in seq order, one write each time the workflow waits on something
+   * slow (a tool body, a person, the server). The sink skips seqs it already has, so activity
+   * retries write nothing twice.
    */
   async streamToSink(): Promise<void> {
     for (;;) {
-      await condition(() => this.unflushed.length > 0 || this.closed);
+      await condition(() => (this.unflushed.length > 0 && this.localStages === 0) || this.closed);
       if (this.unflushed.length === 0) return;
       const chunk = this.unflushed.splice(0);
       try {
