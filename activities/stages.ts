@@ -34,7 +34,7 @@ export function createStageActivities(config: SluiceConfig): StageActivities {
     const tool = registry.get(ref.name);
     const ctx: StageContext = {
       call: callInfo(ref),
-      tool: tool ? Object.freeze({ name: tool.name, description: tool.description }) : undefined,
+      tool: tool ? Object.freeze({ name: tool.name, description: tool.description, aliases: Object.freeze([...(tool.aliases ?? [])]) }) : undefined,
       sessionId: ref.sessionId,
       turn: ref.turn,
       step: ref.step,
