@@ -129,9 +129,10 @@ export function commandHooks(opts: CommandHooksOptions): CommandHooks {
     return mergePost(await runPoint(ctx, 'post-execute', selected, r));
   };
 
+  // A command hook may run for up to its timeout: its stage must be a regular activity.
   return {
-    preExecute: preHooks.length ? [{ name: 'command hooks (PreToolUse)', handler: pre }] : [],
-    postExecute: postHooks.length ? [{ name: 'command hooks (PostToolUse)', handler: post }] : [],
+    preExecute: preHooks.length ? [{ name: 'command hooks (PreToolUse)', handler: pre, longRunning: true }] : [],
+    postExecute: postHooks.length ? [{ name: 'command hooks (PostToolUse)', handler: post, longRunning: true }] : [],
     hooks,
     warnings,
   };

@@ -1,0 +1,173 @@
+// Local stage activities change where a stage runs, never what it does: the same batch through
+// every stage plan gives the same results, events and sink log; histories show which stages were
+// local; every history replays; and the sink still gets events while the workflow waits.
+import { Worker } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { z } from 'zod';
+import type { BatchOutput, JsonObject, PendingApproval, SessionEvent } from '../pipeline/types';
+import { defineConfig, defineTool, type SluiceConfig } from '../worker/config';
+import { readSessionLog } from '../worker/sink';
+import { batch, startHarness, text, type Harness } from './harness';
+
+const released = new Map<string, () => void>();
+const waitForRelease = (key: string) => new Promise<void>((resolve) => released.set(key, resolve));
+
+function configFor(plan: Variant): SluiceConfig {
+  const pre = function policy(ctx: { call: { id: string; args: Readonly<JsonObject> }; addContext(t: string): void }) {
+    const t = ctx.call.args.text;
+    if (t === 'deny-me') return { kind: 'deny' as const, reason: 'policy says no' };
+    if (t === 'pre-throw') throw new Error('pre-execute exploded');
+    ctx.addContext(`pre context for ${ctx.call.id}`);
+  };
+  const post = function rewrite(ctx: { call: { id: string; args: Readonly<JsonObject> }; result: { isError: boolean }; addContext(t: string): void; emit(type: string, data: JsonObject): void }) {
+    ctx.emit('test/post-seen', { callId: ctx.call.id, isError: ctx.result.isError });
+    if (ctx.call.args.text === 'rewrite') return { action: 'accept' as const, content: [{ type: 'text' as const, text: 'rewritten' }] };
+    ctx.addContext(`post context for ${ctx.call.id}`);
+  };
+  return defineConfig({
+    tools: [
+      defineTool({ name: 'echo', description: 'echo', input: z.object({ text: z.string() }), isConcurrencySafe: () => true, execute: ({ text }) => text }),
+      defineTool({ name: 'broken', description: 'always throws', input: z.object({}), retry: { maximumAttempts: 1 }, execute: () => { throw new Error('disk on fire'); } }),
+      defineTool({ name: 'held', description: 'waits until the test releases it', input: z.object({ key: z.string() }), execute: async ({ key }) => (await waitForRelease(key), `released ${key}`) }),
+      defineTool({ name: 'deploy', description: 'asks first', input: z.object({ env: z.string() }), approval: 'ask', execute: ({ env }) => `deployed ${env}` }),
+    ],
+    preExecute: [plan === 'long pre-execute' ? { name: 'policy', handler: pre, longRunning: true } : pre],
+    guards: [(ctx) => (ctx.call.args.text === 'guard-deny' || ctx.call.args.env === 'frozen' ? 'guard says no' : undefined)],
+    postExecute: [plan === 'long post-execute' ? { name: 'rewrite', handler: post, longRunning: true } : post],
+    ...(plan === 'all activities' ? { localStages: false } : {}),
+  });
+}
+
+const VARIANTS = ['local stages', 'all activities', 'long pre-execute', 'long post-execute'] as const;
+type Variant = (typeof VARIANTS)[number];
+/** The stage activities each plan schedules on the server; the rest run as local activities. */
+const SCHEDULED: Record<Variant, string[]> = {
+  'local stages': ['executeBody'],
+  'all activities': ['executeBody', 'preflight', 'runGuards', 'settle'],
+  'long pre-execute': ['executeBody', 'preflight'],
+  'long post-execute': ['executeBody', 'settle'],
+};
+
+const harnesses = new Map<Variant, Harness>();
+beforeAll(async () => {
+  for (const v of VARIANTS) harnesses.set(v, await startHarness(`plan-${v.replace(/ /g, '-')}`, configFor(v)));
+});
+afterAll(async () => {
+  for (const h of harnesses.values()) await h.close();
+});
+
+const mixedBatch = () =>
+  batch([
+    { name: 'echo', args: { text: 'hello' } },
+    { name: 'echo', args: { text: 'deny-me' } },
+    { name: 'echo', args: { text: 'guard-deny' } },
+    { name: 'echo', args: { text: 'pre-throw' } },
+    { name: 'echo', args: { text: 'rewrite' } },
+    { name: 'nope', args: {} },
+    { name: 'broken', args: {} },
+    { name: 'echo', args: '{"text": ' },
+  ]);
+
+/**
+ * What must not depend on the plan: results, messages, and each kind of event in its order.
+ * (Admission of one call and the commit of an earlier one overlap, so how tool/call and
+ * tool/result events interleave depends on timing in every plan.)
+ */
+function comparable(out: BatchOutput) {
+  const byType: Record<string, JsonObject[]> = {};
+  for (const e of out.events) (byType[e.type] ??= []).push(e.data);
+  expect(out.events.map((e) => e.seq)).toEqual(out.events.map((_, i) => i));
+  return { results: out.results, messages: out.messages, byType, nextSeq: out.nextSeq, state: out.state };
+}
+
+async function historyOf(h: Harness, workflowId: string) {
+  return h.client.temporal.workflow.getHandle(workflowId).fetchHistory();
+}
+
+function scheduledTypes(history: Awaited<ReturnType<typeof historyOf>>): string[] {
+  const names = (history.events ?? []).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name).filter((n): n is string => !!n);
+  return [...new Set(names)].sort();
+}
+
+async function waitForPending(h: Harness, workflowId: string): Promise<PendingApproval> {
+  for (let i = 0; i < 200; i++) {
+    const state = await h.client.batchState(workflowId).catch(() => undefined);
+    if (state?.pending.length) return state.pending[0];
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`no approval became pending in ${workflowId}`);
+}
+
+async function waitForLog(h: Harness, sessionId: string, seen: (events: SessionEvent[]) => boolean): Promise<SessionEvent[]> {
+  for (let i = 0; i < 200; i++) {
+    const log = await readSessionLog(h.stateDir, sessionId);
+    if (seen(log)) return log;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`the session log of ${sessionId} never showed what was expected`);
+}
+
+describe('stage plans', () => {
+  it('every plan gives the same results, events and sink log for the same batch', async () => {
+    const outputs = new Map<Variant, BatchOutput>();
+    for (const v of VARIANTS) {
+      const h = harnesses.get(v)!;
+      const req = mixedBatch();
+      const out = await h.client.runBatch(req);
+      outputs.set(v, out);
+      expect(await readSessionLog(h.stateDir, req.sessionId), v).toEqual(out.events);
+    }
+    const local = outputs.get('local stages')!;
+    const byCall = Object.fromEntries(local.results.map((r) => [r.callId, { text: text(r.result), isError: r.result.isError, code: r.result.error?.code }]));
+    expect(byCall).toEqual({
+      'call-1': { text: 'hello', isError: false, code: undefined },
+      'call-2': { text: 'Error: policy says no', isError: true, code: 'DENIED' },
+      'call-3': { text: 'Error: guard says no', isError: true, code: 'DENIED' },
+      'call-4': { text: expect.stringContaining('pre-execute exploded'), isError: true, code: 'PIPELINE_FAILED' },
+      'call-5': { text: 'rewritten', isError: false, code: undefined },
+      'call-6': { text: expect.stringContaining('unknown tool "nope"'), isError: true, code: 'UNKNOWN_TOOL' },
+      'call-7': { text: expect.stringContaining('disk on fire'), isError: true, code: 'TOOL_FAILED' },
+      'call-8': { text: expect.stringContaining('Error:'), isError: true, code: 'INVALID_ARGS' },
+    });
+    // Denials and body failures go through post-execute; failures of the pipeline itself do not.
+    const postSeen = local.events.filter((e) => e.type === 'test/post-seen').map((e) => e.data.callId);
+    expect(postSeen).toEqual(['call-1', 'call-2', 'call-3', 'call-5', 'call-6', 'call-7']);
+    for (const v of VARIANTS) expect(comparable(outputs.get(v)!), v).toEqual(comparable(local));
+  });
+
+  it('schedules on the server only the stages the plan makes activities, and every history replays', async () => {
+    for (const v of VARIANTS) {
+      const h = harnesses.get(v)!;
+      const req = batch([{ name: 'echo', args: { text: 'a' } }, { name: 'deploy', args: { env: 'staging' } }]);
+      const handle = await h.client.startBatch(req);
+      const pending = await waitForPending(h, handle.workflowId);
+      await h.client.approve(pending.approvalId, { workflowId: handle.workflowId, by: 'test' });
+      const out = await handle.result();
+      expect(out.results.map((r) => text(r.result)), v).toEqual(['a', 'deployed staging']);
+
+      const history = await historyOf(h, handle.workflowId);
+      expect(scheduledTypes(history), v).toEqual(SCHEDULED[v]);
+      const markers = (history.events ?? []).filter((e) => e.markerRecordedEventAttributes).length;
+      expect(markers, v).toBeGreaterThan(0);
+      await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') }, replayName: v }, history, handle.workflowId);
+    }
+  });
+
+  it('the sink gets approval/asked while a person is awaited, and tool/call while a body runs', async () => {
+    for (const v of VARIANTS) {
+      const h = harnesses.get(v)!;
+      const req = batch([{ name: 'deploy', args: { env: 'frozen' } }, { name: 'held', args: { key: v } }]);
+      const handle = await h.client.startBatch(req);
+      const pending = await waitForPending(h, handle.workflowId);
+      await waitForLog(h, req.sessionId, (log) => log.some((e) => e.type === 'approval/asked' && e.data.callId === 'call-1'));
+      await h.client.approve(pending.approvalId, { workflowId: handle.workflowId, by: 'test' });
+      await waitForLog(h, req.sessionId, (l) => l.some((e) => e.type === 'tool/call' && e.data.callId === 'call-2'));
+      for (let i = 0; i < 200 && !released.has(v); i++) await new Promise((r) => setTimeout(r, 50));
+      expect(await readSessionLog(h.stateDir, req.sessionId), v).not.toContainEqual(expect.objectContaining({ type: 'tool/result', data: expect.objectContaining({ callId: 'call-2' }) }));
+      released.get(v)!();
+      const out = await handle.result();
+      expect(out.results.map((r) => text(r.result)), v).toEqual(['Error: guard says no', `released ${v}`]);
+      expect(await readSessionLog(h.stateDir, req.sessionId), v).toEqual(out.events);
+    }
+  });
+});
