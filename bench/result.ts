@@ -58,6 +58,7 @@ export interface BenchResult {
     maxCachedWorkflows: number;
     maxParallel: number;
     batchesPerCell: number;
+    maxCallsPerCell: number;
     historySamples: number;
     durationSec: number;
   };

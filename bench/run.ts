@@ -3,8 +3,9 @@
 // the body called in-process, over a grid of batch sizes and batches in flight; then the
 // approval path. Writes bench/results/<BENCH_OUT>.json, .svg and .md.
 //
-// Settings (env): BENCH_BATCHES batches per grid cell and system (default 40; at least the
-// number in flight per round), BENCH_ROUNDS Sluice/bare alternations per cell (2), BENCH_SIZES (1,10,50),
+// Settings (env): BENCH_BATCHES batches per grid cell and system (default 40), capped at
+// BENCH_MAX_CALLS calls per cell and system (500), and at least the number in flight;
+// BENCH_ROUNDS Sluice/bare alternations per cell (2), BENCH_SIZES (1,10,50),
 // BENCH_CONCURRENCY (1,8,32), BENCH_HISTORY_SAMPLES histories fetched per cell (5),
 // BENCH_APPROVAL_SAMPLES decisions timed one at a time (30), BENCH_PENDING batches awaiting
 // approval at once (1000; 0 skips), BENCH_DB `file` (SQLite in a temp folder, as the embedded
@@ -43,6 +44,7 @@ const ints = (name: string, fallback: string) =>
 
 const settings = {
   batches: int('BENCH_BATCHES', 40),
+  maxCalls: int('BENCH_MAX_CALLS', 500),
   sizes: ints('BENCH_SIZES', '1,10,50'),
   concurrency: ints('BENCH_CONCURRENCY', '1,8,32'),
   rounds: Math.max(1, int('BENCH_ROUNDS', 2)),
@@ -108,6 +110,7 @@ async function main(): Promise<void> {
         maxCachedWorkflows: worker.maxCachedWorkflows,
         maxParallel: MAX_PARALLEL,
         batchesPerCell: settings.batches,
+        maxCallsPerCell: settings.maxCalls,
         historySamples: settings.historySamples,
         durationSec: round((performance.now() - started) / 1000, 1),
       },
@@ -176,8 +179,9 @@ function checkSluice(out: BatchOutput, size: number, key: string): void {
 async function runCell(systems: Systems, worker: WorkerProcess, size: number, concurrency: number): Promise<Cell> {
   // Sluice and bare alternate in rounds, so a change in the machine's background load over the
   // cell weighs on both alike; each round keeps at least `concurrency` batches in flight.
-  const rounds = Math.max(1, Math.min(settings.rounds, Math.floor(settings.batches / concurrency)));
-  const perRound = Math.max(Math.ceil(settings.batches / rounds), concurrency);
+  const wanted = Math.max(1, Math.min(settings.batches, Math.floor(settings.maxCalls / size)));
+  const rounds = Math.max(1, Math.min(settings.rounds, Math.floor(wanted / concurrency)));
+  const perRound = Math.max(Math.ceil(wanted / rounds), concurrency);
   const n = perRound * rounds;
   const cell = `b${size}-c${concurrency}`;
   log(`cell: ${n} batches of ${size} call(s), ${concurrency} in flight, in ${rounds} round(s)`);

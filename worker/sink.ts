@@ -6,8 +6,8 @@ import type { SessionEvent } from '../pipeline/types';
 
 export interface EventSink {
   /**
-   * Appends events in seq order. Called at least once per chunk (activities retry), so it must
-   * skip events it already holds: the JSONL sink does it by seq.
+   * Appends events in seq order. Called at least once per chunk (again on every replay of the
+   * batch), so it must skip events it already holds: the JSONL sink does it by seq.
    */
   append(sessionId: string, events: SessionEvent[]): Promise<void>;
 }

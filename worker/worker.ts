@@ -1,10 +1,10 @@
 // A Sluice worker: the batch workflow plus the stage activities built from a user's config.
 import { NativeConnection, Worker, type WorkflowBundleOption } from '@temporalio/worker';
 import * as path from 'node:path';
-import { createSinkActivities } from '../activities/sink';
 import { createStageActivities } from '../activities/stages';
 import type { SluiceConfig } from './config';
 import { JsonlSessionLog } from './sink';
+import { sessionEventSinks } from './workflow-sinks';
 
 export const DEFAULT_TASK_QUEUE = 'sluice';
 export const DEFAULT_STATE_DIR = '.sluice';
@@ -36,7 +36,8 @@ export async function createSluiceWorker(opts: SluiceWorkerOptions): Promise<Wor
     namespace: opts.namespace ?? 'default',
     taskQueue: opts.taskQueue ?? DEFAULT_TASK_QUEUE,
     ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
-    activities: { ...createStageActivities(opts.config), ...createSinkActivities(sink) },
+    activities: createStageActivities(opts.config),
+    sinks: sessionEventSinks(sink),
     ...(opts.identity ? { identity: opts.identity } : {}),
     ...(opts.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: opts.maxCachedWorkflows } : {}),
     stickyQueueScheduleToStartTimeout: opts.stickyQueueScheduleToStartTimeoutMs ?? 3_000,

@@ -21,8 +21,6 @@ export async function toolBatch(input: BatchInput): Promise<BatchOutput> {
   const problem = batchInputProblem(input);
   if (problem) throw ApplicationFailure.nonRetryable(problem, 'SluiceInvalidBatch');
   const events = new EventLog(input.sessionId, input.startSeq ?? 0);
-  // Cancel is a flag the stages read, never an exception: the sink keeps streaming to the end.
-  const streaming = CancellationScope.nonCancellable(() => events.streamToSink());
   const state: SessionState = JSON.parse(JSON.stringify(input.state ?? {}));
   let cancelRequested = false;
   const approvals = new Approvals(events, () => cancelRequested);
@@ -116,8 +114,6 @@ export async function toolBatch(input: BatchInput): Promise<BatchOutput> {
   });
   settled = true;
 
-  events.close();
-  await streaming;
   await CancellationScope.nonCancellable(() => condition(allHandlersFinished));
   return {
     sessionId: input.sessionId,

@@ -205,7 +205,7 @@ export class CallPipeline {
 
   private async preflight(ref: CallRef): Promise<PreflightResult> {
     if (this.plan?.preflight !== 'activity') {
-      const reply = await this.events.whileLocal(localStages.preflight(ref));
+      const reply = await localStages.preflight(ref);
       this.plan = reply.plan;
       if (!('deferred' in reply)) return reply;
     }
@@ -215,11 +215,11 @@ export class CallPipeline {
   }
 
   private runGuards(ref: CallRef): Promise<GuardsResult> {
-    return this.plan?.guards === 'local' ? this.events.whileLocal(localStages.runGuards(ref)) : stages.runGuards(ref);
+    return this.plan?.guards === 'local' ? localStages.runGuards(ref) : stages.runGuards(ref);
   }
 
   private settleStage(req: SettleRequest): Promise<SettleResult> {
-    return this.plan?.settle === 'local' ? this.events.whileLocal(localStages.settle(req)) : stages.settle(req);
+    return this.plan?.settle === 'local' ? localStages.settle(req) : stages.settle(req);
   }
 
   private refFor(call: ToolCall, args: JsonObject, lineage: { parentCallId?: string; rootCallId?: string }): CallRef {

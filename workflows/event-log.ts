@@ -1,19 +1,22 @@
 // The session's event record as the batch workflow keeps it: seq-numbered in record order, kept
-// in the workflow's output, and streamed to the worker-side sink whenever the workflow waits.
-import { condition, log, proxyLocalActivities } from '@temporalio/workflow';
-import type { SinkActivities } from '../activities/sink';
+// in the workflow's output, and handed to the worker-side sink as it grows.
+import { proxySinks, type Sinks } from '@temporalio/workflow';
 import type { EventDraft, JsonObject, SessionEvent } from '../pipeline/types';
 
-const sink = proxyLocalActivities<SinkActivities>({
-  startToCloseTimeout: '10s',
-  retry: { maximumAttempts: 10, initialInterval: '200ms', maximumInterval: '5s' },
-});
+/**
+ * Events leave the workflow through a Temporal workflow sink, not an activity: nothing in history,
+ * no wait. The worker writes them before it reports the workflow task done and again on every
+ * replay, so each event reaches the sink at least once (worker/sink.ts).
+ */
+export interface SessionEventSinks extends Sinks {
+  sessionEvents: { append(sessionId: string, events: SessionEvent[]): void };
+}
+
+const { sessionEvents } = proxySinks<SessionEventSinks>();
 
 export class EventLog {
   readonly events: SessionEvent[] = [];
   private unflushed: SessionEvent[] = [];
-  private closed = false;
-  private localStages = 0;
 
   constructor(
     private readonly sessionId: string,
@@ -27,7 +30,8 @@ export class EventLog {
   record(type: string, data: JsonObject): SessionEvent {
     const event: SessionEvent = { type, seq: this.seq++, time: new Date().toISOString(), data };
     this.events.push(event);
-    this.unflushed.push(event);
+    // Events recorded together (in one synchronous stretch of workflow code) go as one chunk.
+    if (this.unflushed.push(event) === 1) void Promise.resolve().then(() => this.flush());
     return event;
   }
 
@@ -35,39 +39,7 @@ export class EventLog {
     for (const d of drafts) this.record(d.type, d.data);
   }
 
-  /**
-   * Awaits a local stage activity. While one runs the workflow waits on nothing slow, so the sink
-   * write waits too and takes the events of a whole chain of local stages in one chunk.
-   */
-  async whileLocal<T>(stage: Promise<T>): Promise<T> {
-    this.localStages++;
-    try {
-      return await stage;
-    } finally {
-      this.localStages--;
-    }
-  }
-
-  /**
-   * Writes events to the sink in seq order, one write each time the workflow waits on something
-   * slow (a tool body, a person, the server). The sink skips seqs it already has, so activity
-   * retries write nothing twice.
-   */
-  async streamToSink(): Promise<void> {
-    for (;;) {
-      await condition(() => (this.unflushed.length > 0 && this.localStages === 0) || this.closed);
-      if (this.unflushed.length === 0) return;
-      const chunk = this.unflushed.splice(0);
-      try {
-        await sink.appendEvents({ sessionId: this.sessionId, events: chunk });
-      } catch (err) {
-        // The events stay in history and in the output; `sluice events` can rebuild the log.
-        log.warn('session sink write failed; events remain in the workflow history', { error: String(err), firstSeq: chunk[0].seq });
-      }
-    }
-  }
-
-  close(): void {
-    this.closed = true;
+  private flush(): void {
+    sessionEvents.append(this.sessionId, this.unflushed.splice(0));
   }
 }
