@@ -6,16 +6,21 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { applyPostVerdict, foldPreDecision, parseGuardAnswer, parsePreDecision } from '../pipeline/fold';
 import { deepFreeze, snapshotJson } from '../pipeline/json';
 import { errorCandidate, ErrorCodes, normalizeResult, renderValue } from '../pipeline/normalize';
-import { BODY_DEFAULTS, FailureTypes, genericCard, type BodyResult, type CallRef, type Gate, type GuardsResult, type PreflightDeferred, type PreflightResult, type StagePlan, type SettleRequest, type SettleResult, type ToolProfile } from '../pipeline/stages';
+import { BODY_DEFAULTS, FailureTypes, genericCard, type BodyResult, type CallRef, type Gate, type GuardsResult, type PreflightReply, type PreflightResult, type StagePlan, type SettleRequest, type SettleResult, type ToolProfile } from '../pipeline/stages';
 import type { ApprovalPolicy, Candidate, Card, EventDraft, JsonObject, PreDecision, StatePatch, UserMessage } from '../pipeline/types';
 import { handlerOf, isLongRunning, nameOf, ToolOutput, type CallInfo, type SluiceConfig, type StageContext, type ToolContext, type ToolDefinition } from '../worker/config';
 
 export interface StageActivities {
-  /** Run as a local activity while the plan allows it; answers `deferred` when it does not. */
-  preflight(ref: CallRef): Promise<PreflightResult | PreflightDeferred>;
+  /**
+   * Pre-execute (and guards) for calls in model order, one at a time, stopping after any call
+   * that the next must wait for (see admitsNext). As a local activity it answers `deferred`,
+   * running nothing, when the plan wants preflight as a regular activity.
+   */
+  preflight(refs: CallRef[]): Promise<PreflightReply>;
   runGuards(ref: CallRef): Promise<GuardsResult>;
   executeBody(ref: CallRef): Promise<BodyResult>;
-  settle(req: SettleRequest): Promise<SettleResult>;
+  /** Settles calls in model order, one after the other. */
+  settle(reqs: SettleRequest[]): Promise<SettleResult[]>;
 }
 
 /** Marks a throw that came out of the tool body itself, as opposed to a wrapper around it. */
@@ -76,41 +81,112 @@ export function createStageActivities(config: SluiceConfig): StageActivities {
     return { kind: 'dispatch' };
   }
 
-  return {
-    async preflight(ref) {
-      if (Context.current().info.isLocal && plan.preflight === 'activity') return { deferred: true, plan };
-      const c = collector(ref, 'pre-execute');
-      const tool = registry.get(ref.name);
-      if (!tool) {
-        const known = [...new Set(config.tools.map((t) => t.name))].join(', ');
-        return { gate: { kind: 'denied', code: ErrorCodes.UNKNOWN_TOOL, message: `unknown tool ${JSON.stringify(ref.name)}; the available tools are: ${known}` }, card: genericCard(ref.name, ref.args), contexts: [], events: [], plan };
-      }
-      const parsed = parseArgs(tool, ref);
-      const card = presentCallCard(tool, ref, parsed.ok ? parsed.args : ref.args);
-      if (!parsed.ok) return { gate: parsed.gate, card, contexts: [], events: [], plan };
-      const profile = profileOf(tool, parsed.args);
+  async function preflightOne(ref: CallRef): Promise<PreflightResult> {
+    const c = collector(ref, 'pre-execute');
+    const tool = registry.get(ref.name);
+    if (!tool) {
+      const known = [...new Set(config.tools.map((t) => t.name))].join(', ');
+      return { gate: { kind: 'denied', code: ErrorCodes.UNKNOWN_TOOL, message: `unknown tool ${JSON.stringify(ref.name)}; the available tools are: ${known}` }, card: genericCard(ref.name, ref.args), contexts: [], events: [] };
+    }
+    const parsed = parseArgs(tool, ref);
+    const card = presentCallCard(tool, ref, parsed.ok ? parsed.args : ref.args);
+    if (!parsed.ok) return { gate: parsed.gate, card, contexts: [], events: [] };
+    const profile = profileOf(tool, parsed.args);
 
-      // A tool's own policy opens the waterfall: `ask` asks a person, `never` asks and is refused
-      // at once (the asked/decided pair stays in the record), `auto` leaves it to the extensions.
-      let decision: PreDecision =
-        profile.approval === 'ask' ? { kind: 'ask', reason: `${tool.name} asks for approval before it runs` }
-        : profile.approval === 'never' ? { kind: 'ask', reason: `${tool.name} is never approved` }
-        : { kind: 'allow' };
-      for (const [i, h] of (config.preExecute ?? []).entries()) {
-        const who = `pre-execute handler ${nameOf(h, `#${i}`)}`;
+    // A tool's own policy opens the waterfall: `ask` asks a person, `never` asks and is refused
+    // at once (the asked/decided pair stays in the record), `auto` leaves it to the extensions.
+    let decision: PreDecision =
+      profile.approval === 'ask' ? { kind: 'ask', reason: `${tool.name} asks for approval before it runs` }
+      : profile.approval === 'never' ? { kind: 'ask', reason: `${tool.name} is never approved` }
+      : { kind: 'allow' };
+    for (const [i, h] of (config.preExecute ?? []).entries()) {
+      const who = `pre-execute handler ${nameOf(h, `#${i}`)}`;
+      c.withSource(who);
+      try {
+        decision = foldPreDecision(decision, parsePreDecision(await handlerOf(h)(c.ctx), who));
+      } catch (err) {
+        return { gate: { kind: 'failed', code: ErrorCodes.PIPELINE_FAILED, message: `${who} threw: ${messageOf(err)}` }, card, profile, contexts: c.contexts, events: c.events };
+      }
+      if (decision.kind === 'deny') break;
+    }
+    let gate: Gate;
+    if (decision.kind === 'deny') gate = { kind: 'denied', code: ErrorCodes.DENIED, message: decision.reason };
+    else if (decision.kind === 'ask') gate = decision.reason ? { kind: 'ask', reason: decision.reason } : { kind: 'ask' };
+    else gate = await runGuardChain(ref, c);
+    return { gate, card, profile, contexts: c.contexts, events: c.events };
+  }
+
+  async function settleOne({ ref, candidate, skipPostExecute, contexts }: SettleRequest): Promise<SettleResult> {
+    const tool = registry.get(ref.name);
+    const c = collector(ref, 'post-execute');
+    let current = candidate;
+    let bodyContexts = contexts.body;
+    if (!skipPostExecute) {
+      for (const [i, h] of (config.postExecute ?? []).entries()) {
+        const who = `post-execute handler ${nameOf(h, `#${i}`)}`;
         c.withSource(who);
         try {
-          decision = foldPreDecision(decision, parsePreDecision(await handlerOf(h)(c.ctx), who));
+          const verdict = await handlerOf(h)({ ...c.ctx, result: deepFreeze(structuredClone(current)) });
+          const applied = applyPostVerdict(current, verdict, who);
+          current = applied.candidate;
+          if (applied.blocked) {
+            bodyContexts = [];
+            break;
+          }
         } catch (err) {
-          return { gate: { kind: 'failed', code: ErrorCodes.PIPELINE_FAILED, message: `${who} threw: ${messageOf(err)}` }, card, profile, contexts: c.contexts, events: c.events, plan };
+          current = errorCandidate(`${who} threw: ${messageOf(err)}`, ErrorCodes.PIPELINE_FAILED);
+          break;
         }
-        if (decision.kind === 'deny') break;
       }
-      let gate: Gate;
-      if (decision.kind === 'deny') gate = { kind: 'denied', code: ErrorCodes.DENIED, message: decision.reason };
-      else if (decision.kind === 'ask') gate = decision.reason ? { kind: 'ask', reason: decision.reason } : { kind: 'ask' };
-      else gate = await runGuardChain(ref, c);
-      return { gate, card, profile, contexts: c.contexts, events: c.events, plan };
+    }
+    const queued = [...contexts.pre, ...bodyContexts, ...contexts.wrapper, ...c.contexts];
+    let result = normalizeResult(current, queued, { maxResultChars: config.maxResultChars });
+
+    if (tool?.finalizeContent) {
+      try {
+        const content = tool.finalizeContent(result.content, { call: callInfo(ref), isError: result.isError });
+        if (content && typeof (content as unknown as Promise<unknown>).then === 'function') throw new Error('finalizeContent must be synchronous');
+        result = normalizeResult({ ...result, content }, result.additionalContexts ?? [], { maxResultChars: config.maxResultChars });
+      } catch (err) {
+        result = normalizeResult(errorCandidate(`${tool.name}.finalizeContent failed: ${messageOf(err)}`, ErrorCodes.INVALID_TOOL_OUTPUT), result.additionalContexts ?? []);
+      }
+    }
+
+    for (const [i, o] of (config.onResult ?? []).entries()) {
+      try {
+        handlerOf(o)({ call: callInfo(ref), sessionId: ref.sessionId, result, idempotencyKey: ref.idempotencyKey });
+      } catch (err) {
+        Context.current().log.warn(`tools/result observer ${nameOf(o, `#${i}`)} threw; the outcome is unchanged`, { error: messageOf(err), callId: ref.callId });
+      }
+    }
+
+    let card: Card = { title: ref.name, summary: result.isError ? 'failed' : 'done' };
+    if (tool?.presentResult) {
+      try {
+        card = checkCard(tool.presentResult(parsedOr(tool, ref), result)) ?? card;
+      } catch {
+        // a throwing presentResult gets the generic card
+      }
+    }
+    return { result, card, events: c.events };
+  }
+
+  return {
+    async preflight(refs) {
+      if (Context.current().info.isLocal && plan.preflight === 'activity') return { plan, deferred: true, results: [] };
+      const results: PreflightResult[] = [];
+      for (const ref of refs) {
+        const result = await preflightOne(ref);
+        results.push(result);
+        if (!admitsNext(result)) break;
+      }
+      return { plan, deferred: false, results };
+    },
+
+    async settle(reqs) {
+      const results: SettleResult[] = [];
+      for (const req of reqs) results.push(await settleOne(req));
+      return results;
     },
 
     async runGuards(ref) {
@@ -184,62 +260,16 @@ export function createStageActivities(config: SluiceConfig): StageActivities {
         clearInterval(beat);
       }
     },
-
-    async settle({ ref, candidate, skipPostExecute, contexts }) {
-      const tool = registry.get(ref.name);
-      const c = collector(ref, 'post-execute');
-      let current = candidate;
-      let bodyContexts = contexts.body;
-      if (!skipPostExecute) {
-        for (const [i, h] of (config.postExecute ?? []).entries()) {
-          const who = `post-execute handler ${nameOf(h, `#${i}`)}`;
-          c.withSource(who);
-          try {
-            const verdict = await handlerOf(h)({ ...c.ctx, result: deepFreeze(structuredClone(current)) });
-            const applied = applyPostVerdict(current, verdict, who);
-            current = applied.candidate;
-            if (applied.blocked) {
-              bodyContexts = [];
-              break;
-            }
-          } catch (err) {
-            current = errorCandidate(`${who} threw: ${messageOf(err)}`, ErrorCodes.PIPELINE_FAILED);
-            break;
-          }
-        }
-      }
-      const queued = [...contexts.pre, ...bodyContexts, ...contexts.wrapper, ...c.contexts];
-      let result = normalizeResult(current, queued, { maxResultChars: config.maxResultChars });
-
-      if (tool?.finalizeContent) {
-        try {
-          const content = tool.finalizeContent(result.content, { call: callInfo(ref), isError: result.isError });
-          if (content && typeof (content as unknown as Promise<unknown>).then === 'function') throw new Error('finalizeContent must be synchronous');
-          result = normalizeResult({ ...result, content }, result.additionalContexts ?? [], { maxResultChars: config.maxResultChars });
-        } catch (err) {
-          result = normalizeResult(errorCandidate(`${tool.name}.finalizeContent failed: ${messageOf(err)}`, ErrorCodes.INVALID_TOOL_OUTPUT), result.additionalContexts ?? []);
-        }
-      }
-
-      for (const [i, o] of (config.onResult ?? []).entries()) {
-        try {
-          handlerOf(o)({ call: callInfo(ref), sessionId: ref.sessionId, result, idempotencyKey: ref.idempotencyKey });
-        } catch (err) {
-          Context.current().log.warn(`tools/result observer ${nameOf(o, `#${i}`)} threw; the outcome is unchanged`, { error: messageOf(err), callId: ref.callId });
-        }
-      }
-
-      let card: Card = { title: ref.name, summary: result.isError ? 'failed' : 'done' };
-      if (tool?.presentResult) {
-        try {
-          card = checkCard(tool.presentResult(parsedOr(tool, ref), result)) ?? card;
-        } catch {
-          // a throwing presentResult gets the generic card
-        }
-      }
-      return { result, card, events: c.events };
-    },
   };
+}
+
+/**
+ * Whether the next call's preflight may run right after this one's without anything in between:
+ * yes after a denial or a concurrency-safe dispatch; no after an ask (a person decides first) or
+ * an exclusive call (its body runs alone, and may change the session state).
+ */
+function admitsNext(r: PreflightResult): boolean {
+  return r.gate.kind === 'denied' || r.gate.kind === 'failed' || (r.gate.kind === 'dispatch' && r.profile?.concurrencySafe === true);
 }
 
 /** Local activities must finish within seconds: a stage qualifies when none of its extensions is long-running. */

@@ -49,13 +49,20 @@ export interface PreflightResult extends StageOutput {
   gate: Gate;
   card: Card;
   profile?: ToolProfile;
+}
+
+/** Preflight results for calls in model order; `deferred` (and none) when it must run as an activity. */
+export interface PreflightReply {
   plan: StagePlan;
+  deferred: boolean;
+  results: PreflightResult[];
 }
 
 /**
  * Which stages run as local activities, as the worker's config allows: a stage whose extensions
- * are all quick runs in the worker that runs the batch, recorded as one marker. The workflow
- * learns the plan from the first preflight, so a replay takes the same path.
+ * are all quick runs in the worker that runs the batch, recorded as one marker, and takes the
+ * calls that are ready together. The workflow learns the plan from the first preflight, so a
+ * replay takes the same path.
  */
 export interface StagePlan {
   preflight: StageKind;
@@ -64,11 +71,6 @@ export interface StagePlan {
 }
 export type StageKind = 'local' | 'activity';
 
-/** A local preflight's answer when the config wants preflight as a regular activity. */
-export interface PreflightDeferred {
-  deferred: true;
-  plan: StagePlan;
-}
 
 export interface GuardsResult extends StageOutput {
   gate: Gate;

@@ -4,7 +4,7 @@
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
-import type { BatchOutput, JsonObject, PendingApproval, SessionEvent } from '../pipeline/types';
+import type { BatchOutput, JsonObject, PendingApproval, SessionEvent, SessionState } from '../pipeline/types';
 import { defineConfig, defineTool, type SluiceConfig } from '../worker/config';
 import { readSessionLog } from '../worker/sink';
 import { sessionEventSinks } from '../worker/workflow-sinks';
@@ -12,15 +12,25 @@ import { batch, startHarness, text, type Harness } from './harness';
 
 const released = new Map<string, () => void>();
 const waitForRelease = (key: string) => new Promise<void>((resolve) => released.set(key, resolve));
+/** Per session: the order pre-execute, post-execute and tools/result saw the calls in, and the state marks pre-execute saw. */
+const seen = new Map<string, { pre: string[]; post: string[]; observed: string[]; marks: Map<string, string[]> }>();
+const seenIn = (sessionId: string) => {
+  if (!seen.has(sessionId)) seen.set(sessionId, { pre: [], post: [], observed: [], marks: new Map() });
+  return seen.get(sessionId)!;
+};
 
 function configFor(plan: Variant): SluiceConfig {
-  const pre = function policy(ctx: { call: { id: string; args: Readonly<JsonObject> }; addContext(t: string): void }) {
+  const pre = function policy(ctx: { sessionId: string; call: { id: string; args: Readonly<JsonObject> }; state: Readonly<SessionState>; addContext(t: string): void }) {
+    const log = seenIn(ctx.sessionId);
+    log.pre.push(ctx.call.id);
+    log.marks.set(ctx.call.id, Object.keys(ctx.state.marks ?? {}));
     const t = ctx.call.args.text;
     if (t === 'deny-me') return { kind: 'deny' as const, reason: 'policy says no' };
     if (t === 'pre-throw') throw new Error('pre-execute exploded');
     ctx.addContext(`pre context for ${ctx.call.id}`);
   };
-  const post = function rewrite(ctx: { call: { id: string; args: Readonly<JsonObject> }; result: { isError: boolean }; addContext(t: string): void; emit(type: string, data: JsonObject): void }) {
+  const post = function rewrite(ctx: { sessionId: string; call: { id: string; args: Readonly<JsonObject> }; result: { isError: boolean }; addContext(t: string): void; emit(type: string, data: JsonObject): void }) {
+    seenIn(ctx.sessionId).post.push(ctx.call.id);
     ctx.emit('test/post-seen', { callId: ctx.call.id, isError: ctx.result.isError });
     if (ctx.call.args.text === 'rewrite') return { action: 'accept' as const, content: [{ type: 'text' as const, text: 'rewritten' }] };
     ctx.addContext(`post context for ${ctx.call.id}`);
@@ -31,10 +41,22 @@ function configFor(plan: Variant): SluiceConfig {
       defineTool({ name: 'broken', description: 'always throws', input: z.object({}), retry: { maximumAttempts: 1 }, execute: () => { throw new Error('disk on fire'); } }),
       defineTool({ name: 'held', description: 'waits until the test releases it', input: z.object({ key: z.string() }), execute: async ({ key }) => (await waitForRelease(key), `released ${key}`) }),
       defineTool({ name: 'deploy', description: 'asks first', input: z.object({ env: z.string() }), approval: 'ask', execute: ({ env }) => `deployed ${env}` }),
+      defineTool({
+        name: 'mark',
+        description: 'marks the session state with its call id, once released if it is held',
+        input: z.object({ hold: z.string().optional() }),
+        isConcurrencySafe: () => true,
+        async execute({ hold }, ctx) {
+          if (hold) await waitForRelease(hold);
+          ctx.setState('marks', ctx.call.id, true);
+          return 'marked';
+        },
+      }),
     ],
     preExecute: [plan === 'long pre-execute' ? { name: 'policy', handler: pre, longRunning: true } : pre],
     guards: [(ctx) => (ctx.call.args.text === 'guard-deny' || ctx.call.args.env === 'frozen' ? 'guard says no' : undefined)],
     postExecute: [plan === 'long post-execute' ? { name: 'rewrite', handler: post, longRunning: true } : post],
+    onResult: [(n) => void seenIn(n.sessionId).observed.push(n.call.id)],
     ...(plan === 'all activities' ? { localStages: false } : {}),
   });
 }
@@ -136,6 +158,38 @@ describe('stage plans', () => {
     for (const v of VARIANTS) expect(comparable(outputs.get(v)!), v).toEqual(comparable(local));
   });
 
+  it('local stages that take several calls at once still run them one at a time, in model order', async () => {
+    for (const v of VARIANTS) {
+      const h = harnesses.get(v)!;
+      const req = batch(Array.from({ length: 13 }, (_, i) => ({ name: 'echo', args: { text: i === 6 ? 'deny-me' : `t${i}` } })));
+      const out = await h.client.runBatch(req);
+      const ids = req.calls.map((c) => c.id);
+      const log = seenIn(req.sessionId);
+      expect(log.pre, v).toEqual(ids);
+      expect(log.post, v).toEqual(ids);
+      expect(log.observed, v).toEqual(ids);
+      expect(out.events.filter((e) => e.type === 'tool/result').map((e) => e.data.callId), v).toEqual(ids);
+    }
+  });
+
+  it('a preflight run ahead of a wait for a free slot is run again when a body changed the state meanwhile', async () => {
+    for (const v of VARIANTS) {
+      const h = harnesses.get(v)!;
+      // maxParallel 2: call-3 and call-4 are preflighted together while call-1 and call-2 run;
+      // call-4 is admitted only after call-1 finished and marked the state.
+      const req = batch([{ name: 'mark' }, { name: 'mark', args: { hold: `slot-${v}` } }, { name: 'mark' }, { name: 'mark' }], { options: { maxParallel: 2 } });
+      const handle = await h.client.startBatch(req);
+      const log = seenIn(req.sessionId);
+      for (let i = 0; i < 400 && !log.marks.has('call-4'); i++) await new Promise((r) => setTimeout(r, 25));
+      for (let i = 0; i < 200 && !released.has(`slot-${v}`); i++) await new Promise((r) => setTimeout(r, 25));
+      released.get(`slot-${v}`)!();
+      const out = await handle.result();
+      expect(out.results.map((r) => text(r.result)), v).toEqual(['marked', 'marked', 'marked', 'marked']);
+      expect(log.marks.get('call-4'), v).toContain('call-1');
+      expect(Object.keys(out.state.marks ?? {}).sort(), v).toEqual(['call-1', 'call-2', 'call-3', 'call-4']);
+    }
+  });
+
   it('schedules on the server only the stages the plan makes activities, and every history replays', async () => {
     for (const v of VARIANTS) {
       const h = harnesses.get(v)!;
@@ -152,11 +206,14 @@ describe('stage plans', () => {
       const markers = (history.events ?? []).filter((e) => e.markerRecordedEventAttributes).length;
       if (v === 'all activities') expect(markers, v).toBe(1);
       else expect(markers, v).toBeGreaterThan(1);
-      // A replay hands every event to the sink again: what a worker that crashed before a write needs.
+      // A replay hands every event to the sink again: what a worker that crashed before a write
+      // needs. (Workflow time after a local activity may read differently on replay, so times are
+      // left out; the sink keeps the first copy of each seq.)
       const replayed: SessionEvent[] = [];
       const sinks = sessionEventSinks({ append: async (_s, events) => void replayed.push(...events) });
       await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') }, replayName: v, sinks }, history, handle.workflowId);
-      expect([...new Map(replayed.map((e) => [e.seq, e])).values()], v).toEqual(out.events);
+      const untimed = (events: SessionEvent[]) => events.map(({ type, seq, data }) => ({ type, seq, data: { ...data, expiresAt: null, latencyMs: null } }));
+      expect(untimed([...new Map(replayed.map((e) => [e.seq, e])).values()]), v).toEqual(untimed(out.events));
     }
   });
 

@@ -11,11 +11,9 @@ import { allHandlersFinished, ApplicationFailure, CancellationScope, condition, 
 import { batchInputProblem } from '../pipeline/batch-input';
 import type { BatchInput, BatchOutput, BatchState, CallStage, ModelMessage, SessionState, ToolResult } from '../pipeline/types';
 import { Approvals } from './approvals';
-import { CallPipeline, type Admission, type Settlement } from './call-pipeline';
+import { CallPipeline, DEFAULT_MAX_PARALLEL, type Admission, type Settlement } from './call-pipeline';
 import { stateQuery } from './definitions';
 import { EventLog } from './event-log';
-
-const DEFAULT_MAX_PARALLEL = 10;
 
 export async function toolBatch(input: BatchInput): Promise<BatchOutput> {
   const problem = batchInputProblem(input);

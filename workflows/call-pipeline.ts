@@ -5,7 +5,7 @@ import type { StageActivities } from '../activities/stages';
 import { argsDigest } from '../pipeline/digest';
 import { snapshotArguments } from '../pipeline/json';
 import { errorCandidate, ErrorCodes, normalizeResult } from '../pipeline/normalize';
-import { BODY_DEFAULTS, genericCard, type CallRef, type Gate, type GuardsResult, type PreflightResult, type SettleRequest, type SettleResult, type StagePlan, type ToolProfile } from '../pipeline/stages';
+import { BODY_DEFAULTS, genericCard, type CallRef, type Gate, type GuardsResult, type PreflightResult, type SettleResult, type StagePlan, type ToolProfile } from '../pipeline/stages';
 import type { BatchInput, CallStage, Candidate, Card, JsonObject, SessionState, StatePatch, ToolCall, ToolResult, UserMessage } from '../pipeline/types';
 import type { Approvals } from './approvals';
 import type { EventLog } from './event-log';
@@ -26,6 +26,7 @@ const localStages = proxyLocalActivities<StageActivities>({
 });
 
 export const DEFAULT_APPROVAL_TIMEOUT_MS = 10 * 60_000;
+export const DEFAULT_MAX_PARALLEL = 10;
 
 /** A call after admission: either ready to dispatch, or already holding its result-to-be. */
 export interface Admission {
@@ -52,6 +53,15 @@ export class CallPipeline {
   private readonly bodyScopes = new Set<CancellationScope>();
   /** Learnt from the first preflight; until then, preflight is tried as a local activity. */
   private plan?: StagePlan;
+  /** Each call of the batch by its place in model order. */
+  private readonly order: Map<string, number>;
+  // Local stages take the calls that are ready along, in model order, in one local activity: a
+  // preflight the calls after it, a settle the finished calls after it. Their results wait here.
+  private readonly preflightedAhead = new Map<string, { result: PreflightResult; stateVersion: number }>();
+  private readonly finished = new Map<string, { adm: Admission; s: Settlement }>();
+  private readonly settledAhead = new Map<string, { result: SettleResult } | { error: unknown }>();
+  /** Bumped by every state patch: a preflight run ahead on older state is run again. */
+  private stateVersion = 0;
 
   constructor(
     private readonly input: BatchInput,
@@ -60,7 +70,9 @@ export class CallPipeline {
     private readonly state: SessionState,
     private readonly tracker: CallTracker,
     private readonly isCancelled: () => boolean,
-  ) {}
+  ) {
+    this.order = new Map(input.calls.map((c, i) => [c.id, i]));
+  }
 
   /** Stages 1–6: tool/call, argument snapshot, pre-execute, approval, guards. */
   async admit(call: ToolCall, lineage: { parentCallId?: string; rootCallId?: string } = {}): Promise<Admission> {
@@ -123,6 +135,12 @@ export class CallPipeline {
 
   /** Stages 7–8: the execute waterfall around the tool body, as a retried, heartbeating activity. */
   async dispatch(adm: Admission): Promise<Settlement> {
+    const s = await this.runBody(adm);
+    if (this.order.has(adm.call.id)) this.finished.set(adm.call.id, { adm, s });
+    return s;
+  }
+
+  private async runBody(adm: Admission): Promise<Settlement> {
     if (adm.verdict.kind === 'settle') return adm.verdict;
     if (this.isCancelled()) {
       return { candidate: errorCandidate('the batch was cancelled before this call was dispatched; it did not run', ErrorCodes.ABORTED_BEFORE_DISPATCH), skipPostExecute: false };
@@ -148,7 +166,10 @@ export class CallPipeline {
     try {
       const out = await scope.run(() => body.executeBody(ref));
       this.events.recordAll(out.events);
-      if (out.statePatch) applyPatch(this.state, out.statePatch);
+      if (out.statePatch) {
+        applyPatch(this.state, out.statePatch);
+        this.stateVersion++;
+      }
       return { candidate: out.candidate, skipPostExecute: out.outcome === 'failed', bodyContexts: out.bodyContexts, wrapperContexts: out.wrapperContexts };
     } catch (err) {
       return { candidate: bodyFailure(adm.call.name, p.timeoutMs, err), skipPostExecute: false };
@@ -165,12 +186,7 @@ export class CallPipeline {
       result = normalizeResult(s.candidate);
     } else {
       try {
-        const settled = await this.settleStage({
-          ref: { ...adm.ref, state: this.state },
-          candidate: s.candidate,
-          skipPostExecute: s.skipPostExecute,
-          contexts: { pre: adm.preContexts, body: s.bodyContexts ?? [], wrapper: s.wrapperContexts ?? [] },
-        });
+        const settled = await this.settleStage(adm, s);
         this.events.recordAll(settled.events);
         result = settled.result;
       } catch (err) {
@@ -204,22 +220,86 @@ export class CallPipeline {
   }
 
   private async preflight(ref: CallRef): Promise<PreflightResult> {
+    const ahead = this.preflightedAhead.get(ref.callId);
+    this.preflightedAhead.delete(ref.callId);
+    if (ahead && ahead.stateVersion === this.stateVersion) return ahead.result;
     if (this.plan?.preflight !== 'activity') {
-      const reply = await localStages.preflight(ref);
+      const refs = [ref, ...this.followersOf(ref)];
+      const stateVersion = this.stateVersion;
+      const reply = await localStages.preflight(refs);
       this.plan = reply.plan;
-      if (!('deferred' in reply)) return reply;
+      if (!reply.deferred) {
+        reply.results.slice(1).forEach((result, k) => this.preflightedAhead.set(refs[k + 1].callId, { result, stateVersion }));
+        return reply.results[0];
+      }
     }
-    const reply = await stages.preflight(ref);
-    if ('deferred' in reply) throw ApplicationFailure.nonRetryable('internal: a preflight activity deferred itself');
-    return reply;
+    return (await stages.preflight([ref])).results[0];
+  }
+
+  /** The calls after this one, up to the batch's parallelism, whose arguments parse. */
+  private followersOf(ref: CallRef): CallRef[] {
+    const at = this.order.get(ref.callId);
+    if (at === undefined) return [];
+    const out: CallRef[] = [];
+    const room = Math.max(1, this.input.options?.maxParallel ?? DEFAULT_MAX_PARALLEL) - 1;
+    for (const call of this.input.calls.slice(at + 1, at + 1 + room)) {
+      let args: JsonObject;
+      try {
+        args = snapshotArguments(call.arguments);
+      } catch {
+        break;
+      }
+      out.push(this.refFor(call, args, {}));
+    }
+    return out;
   }
 
   private runGuards(ref: CallRef): Promise<GuardsResult> {
     return this.plan?.guards === 'local' ? localStages.runGuards(ref) : stages.runGuards(ref);
   }
 
-  private settleStage(req: SettleRequest): Promise<SettleResult> {
-    return this.plan?.settle === 'local' ? localStages.settle(req) : stages.settle(req);
+  private async settleStage(adm: Admission, s: Settlement): Promise<SettleResult> {
+    const ahead = this.settledAhead.get(adm.call.id);
+    if (ahead) {
+      this.settledAhead.delete(adm.call.id);
+      if ('error' in ahead) throw ahead.error;
+      return ahead.result;
+    }
+    this.finished.delete(adm.call.id);
+    if (this.plan?.settle !== 'local') return (await stages.settle([this.settleRequest(adm, s)]))[0];
+    const group = [{ adm, s }, ...this.finishedAfter(adm.call.id)];
+    let results: SettleResult[];
+    try {
+      results = await localStages.settle(group.map((g) => this.settleRequest(g.adm, g.s)));
+    } catch (err) {
+      for (const g of group.slice(1)) this.settledAhead.set(g.adm.call.id, { error: err });
+      throw err;
+    }
+    group.slice(1).forEach((g, k) => this.settledAhead.set(g.adm.call.id, { result: results[k + 1] }));
+    return results[0];
+  }
+
+  /** The calls right after this one whose dispatch has finished (those with no stages to run are passed over). */
+  private finishedAfter(callId: string): { adm: Admission; s: Settlement }[] {
+    const at = this.order.get(callId);
+    const out: { adm: Admission; s: Settlement }[] = [];
+    if (at === undefined) return out;
+    for (const call of this.input.calls.slice(at + 1)) {
+      const f = this.finished.get(call.id);
+      if (!f) break;
+      this.finished.delete(call.id);
+      if (f.adm.ref) out.push(f);
+    }
+    return out;
+  }
+
+  private settleRequest(adm: Admission, s: Settlement) {
+    return {
+      ref: { ...adm.ref!, state: this.state },
+      candidate: s.candidate,
+      skipPostExecute: s.skipPostExecute,
+      contexts: { pre: adm.preContexts, body: s.bodyContexts ?? [], wrapper: s.wrapperContexts ?? [] },
+    };
   }
 
   private refFor(call: ToolCall, args: JsonObject, lineage: { parentCallId?: string; rootCallId?: string }): CallRef {
