@@ -5,7 +5,7 @@ const f = (x: number | undefined, digits = 1) => (x === undefined || !Number.isF
 
 export function markdownReport(r: BenchResult, before?: BenchResult): string {
   const lines: string[] = [];
-  lines.push(`Run ${r.meta.date} at ${r.meta.commit}${r.meta.label ? ` (${r.meta.label})` : ''}: node ${r.meta.node}, ${r.meta.cpus} cores, load average ${r.meta.loadAvgStart[0]} at start, ${r.meta.batchesPerCell} batches per cell and system (at most ${r.meta.maxCallsPerCell} calls, at least the number in flight; the batches column says how many ran), maxParallel ${r.meta.maxParallel}, worker sticky cache ${r.meta.maxCachedWorkflows} workflows, ${r.meta.durationSec} s in all.`);
+  lines.push(`Run ${r.meta.date} at ${r.meta.commit}${r.meta.label ? ` (${r.meta.label})` : ''}: node ${r.meta.node}, ${r.meta.cpus} cores, load average ${r.meta.loadAvgStart[0]} at start, ${r.meta.batchesPerCell} batches per cell and system (at most ${r.meta.maxCallsPerCell} calls, at least the number in flight; the batches column says how many ran), maxParallel ${r.meta.maxParallel}, worker sticky cache ${r.meta.maxCachedWorkflows} workflows, ${r.meta.eagerActivitiesPerTask ?? 3} eager activities per workflow task, ${r.meta.durationSec} s in all.`);
   lines.push('');
   lines.push('| calls/batch | in flight | batches | Sluice p50 / p99 ms | bare p50 / p99 ms | in-process p50 ms | Sluice batches/s | bare batches/s | in-process batches/s | events/call Sluice / bare | history bytes/call Sluice / bare | worker RSS MiB (peak) | p50 Sluice/bare | throughput Sluice/bare |');
   lines.push('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');

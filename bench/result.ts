@@ -56,6 +56,8 @@ export interface BenchResult {
     server: string;
     worker: string;
     maxCachedWorkflows: number;
+    /** Eager activity reservations per workflow task, both workers (Temporal's default is 3). */
+    eagerActivitiesPerTask: number;
     maxParallel: number;
     batchesPerCell: number;
     maxCallsPerCell: number;

@@ -3,13 +3,15 @@
 // the body called in-process, over a grid of batch sizes and batches in flight; then the
 // approval path. Writes bench/results/<BENCH_OUT>.json, .svg and .md.
 //
-// Settings (env): BENCH_BATCHES batches per grid cell and system (default 40), capped at
+// Settings (env): BENCH_BATCHES batches per grid cell and system (default 40; 0 skips the grid), capped at
 // BENCH_MAX_CALLS calls per cell and system (500), and at least the number in flight;
 // BENCH_ROUNDS Sluice/bare alternations per cell (2), BENCH_SIZES (1,10,50),
 // BENCH_CONCURRENCY (1,8,32), BENCH_HISTORY_SAMPLES histories fetched per cell (5),
 // BENCH_APPROVAL_SAMPLES decisions timed one at a time (30), BENCH_PENDING batches awaiting
 // approval at once (1000; 0 skips), BENCH_DB `file` (SQLite in a temp folder, as the embedded
-// server keeps it) or `memory`, BENCH_OUT result name (latest), BENCH_LABEL free text.
+// server keeps it) or `memory`, BENCH_MAX_CACHED and BENCH_EAGER (both workers' sticky cache size
+// and eager activity reservations per workflow task; Temporal's defaults when unset),
+// BENCH_OUT result name (latest), BENCH_LABEL free text.
 import { temporal } from '@temporalio/proto';
 import { bundleWorkflowCode, NativeConnection } from '@temporalio/worker';
 import { fork, execSync, type ChildProcess } from 'node:child_process';
@@ -52,6 +54,8 @@ const settings = {
   approvalSamples: int('BENCH_APPROVAL_SAMPLES', 30),
   pending: int('BENCH_PENDING', 1000),
   db: process.env.BENCH_DB || 'file',
+  maxCached: process.env.BENCH_MAX_CACHED ? int('BENCH_MAX_CACHED', 0) : undefined,
+  eager: process.env.BENCH_EAGER ? int('BENCH_EAGER', 0) : undefined,
   out: process.env.BENCH_OUT || 'latest',
   label: process.env.BENCH_LABEL || '',
 };
@@ -77,7 +81,16 @@ async function main(): Promise<void> {
     fs.writeFileSync(sluiceBundle, (await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quiet })).code);
     fs.writeFileSync(bareBundle, (await bundleWorkflowCode({ workflowsPath: path.join(__dirname, 'bare-workflow.ts'), logger: quiet })).code);
 
-    worker = await startWorker({ address: server.address, sluiceTaskQueue: SLUICE_QUEUE, bareTaskQueue: BARE_QUEUE, sluiceBundle, bareBundle, stateDir: path.join(runDir, 'state') });
+    worker = await startWorker({
+      address: server.address,
+      sluiceTaskQueue: SLUICE_QUEUE,
+      bareTaskQueue: BARE_QUEUE,
+      sluiceBundle,
+      bareBundle,
+      stateDir: path.join(runDir, 'state'),
+      ...(settings.maxCached !== undefined ? { maxCachedWorkflows: settings.maxCached } : {}),
+      ...(settings.eager !== undefined ? { maxEagerActivities: settings.eager } : {}),
+    });
     connection = await NativeConnection.connect({ address: server.address });
     const client = new SluiceClient({ connection, taskQueue: SLUICE_QUEUE });
     const systems = new Systems(client, `${Date.now().toString(36)}`);
@@ -89,7 +102,7 @@ async function main(): Promise<void> {
     }
 
     const grid: Cell[] = [];
-    for (const size of settings.sizes) {
+    for (const size of settings.batches > 0 ? settings.sizes : []) {
       for (const concurrency of settings.concurrency) {
         grid.push(await runCell(systems, worker, size, concurrency));
       }
@@ -108,6 +121,7 @@ async function main(): Promise<void> {
         server: `temporal server start-dev (${path.basename(server.cli)}), SQLite ${settings.db === 'memory' ? 'in memory' : 'file in a temp folder'}, headless`,
         worker: 'one child process running the Sluice worker and the bare worker (two task queues); the load generator and the in-process runs are in the parent',
         maxCachedWorkflows: worker.maxCachedWorkflows,
+        eagerActivitiesPerTask: settings.eager ?? 3,
         maxParallel: MAX_PARALLEL,
         batchesPerCell: settings.batches,
         maxCallsPerCell: settings.maxCalls,

@@ -16,14 +16,16 @@ export interface WorkerArgs {
   bareBundle: string;
   stateDir: string;
   maxCachedWorkflows?: number;
+  maxEagerActivities?: number;
 }
 
 async function main(args: WorkerArgs): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('WARN') });
   const connection = await NativeConnection.connect({ address: args.address });
   const cache = args.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: args.maxCachedWorkflows } : {};
-  const sluice = await createSluiceWorker({ connection, taskQueue: args.sluiceTaskQueue, config, stateDir: args.stateDir, workflowBundle: { codePath: args.sluiceBundle }, ...cache });
-  const bare = await Worker.create({ connection, taskQueue: args.bareTaskQueue, workflowBundle: { codePath: args.bareBundle }, activities: bareActivities, ...cache });
+  const eager = args.maxEagerActivities !== undefined ? { maxEagerActivityReservationsPerWorkflowTask: args.maxEagerActivities } : {};
+  const sluice = await createSluiceWorker({ connection, taskQueue: args.sluiceTaskQueue, config, stateDir: args.stateDir, workflowBundle: { codePath: args.sluiceBundle }, ...cache, ...eager });
+  const bare = await Worker.create({ connection, taskQueue: args.bareTaskQueue, workflowBundle: { codePath: args.bareBundle }, activities: bareActivities, ...cache, ...eager });
   const running = Promise.all([sluice.run(), bare.run()]);
 
   // Peak RSS between two reads, sampled often enough to catch a cell's high point.

@@ -20,6 +20,7 @@ export interface SluiceWorkerOptions {
   workflowBundle?: WorkflowBundleOption;
   identity?: string;
   maxCachedWorkflows?: number;
+  maxEagerActivityReservationsPerWorkflowTask?: number;
   /**
    * How long a workflow task waits on a dead worker's sticky queue before any worker may take
    * it. Temporal's default is 10 s; a batch resumes after a worker crash that much sooner.
@@ -40,6 +41,7 @@ export async function createSluiceWorker(opts: SluiceWorkerOptions): Promise<Wor
     sinks: sessionEventSinks(sink),
     ...(opts.identity ? { identity: opts.identity } : {}),
     ...(opts.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: opts.maxCachedWorkflows } : {}),
+    ...(opts.maxEagerActivityReservationsPerWorkflowTask !== undefined ? { maxEagerActivityReservationsPerWorkflowTask: opts.maxEagerActivityReservationsPerWorkflowTask } : {}),
     stickyQueueScheduleToStartTimeout: opts.stickyQueueScheduleToStartTimeoutMs ?? 3_000,
   });
 }
