@@ -121,9 +121,12 @@ export function auditHistory(loaded: LoadedHistory): BatchAudit {
   const updates = new Map<string, DecisionAudit>();
   let output: BatchOutput | undefined;
 
+  // Workflow code sees the time its task started; an update is applied then, not when recorded.
+  let taskStartedAt = audit.startedAt;
   for (const e of events) {
     const at = timeOf(e);
-    if (e.activityTaskScheduledEventAttributes) {
+    if (e.workflowTaskStartedEventAttributes) taskStartedAt = at;
+    else if (e.activityTaskScheduledEventAttributes) {
       const a = e.activityTaskScheduledEventAttributes;
       const type = a.activityType?.name ?? '?';
       const inp = decode(a.input) as CallRef | SettleRequest | undefined;
@@ -175,7 +178,7 @@ export function auditHistory(loaded: LoadedHistory): BatchAudit {
     } else if (e.workflowExecutionUpdateAcceptedEventAttributes) {
       const req = e.workflowExecutionUpdateAcceptedEventAttributes.acceptedRequest;
       if (req?.input?.name !== 'sluice.decide') continue;
-      const d: DecisionAudit = { at, via: 'update', ...decisionFields(decode(req.input.args)), ...(req.meta?.identity ? { identity: req.meta.identity } : {}), result: 'pending' };
+      const d: DecisionAudit = { at: taskStartedAt, via: 'update', ...decisionFields(decode(req.input.args)), ...(req.meta?.identity ? { identity: req.meta.identity } : {}), result: 'pending' };
       updates.set(req.meta?.updateId ?? '', d);
       audit.decisions.push(d);
     } else if (e.workflowExecutionUpdateCompletedEventAttributes) {

@@ -3,12 +3,18 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { BatchOutput, SessionEvent } from '../pipeline/types';
+import { runDev } from '../scripts/dev';
+import { runWorker } from '../worker/main';
 import { readSessionLog, sessionLogPath } from '../worker/sink';
 import { DEFAULT_STATE_DIR, DEFAULT_TASK_QUEUE } from '../worker/worker';
 import { SluiceClient, SluiceError, type BatchRequest } from './client';
 import { connect } from './connection';
-import { DEFAULT_INBOX_HOST, DEFAULT_INBOX_PORT } from './inbox/server';
+import { auditHistories } from './audit';
+import { historyToJson, loadHistories, type LoadedHistory } from './history';
+import { DEFAULT_INBOX_HOST, DEFAULT_INBOX_PORT, startInbox } from './inbox/server';
 import { renderAudit, renderPendingCard, renderResultCard } from './render';
+import { replayHistories } from './replay';
+import { ensureSearchAttributes } from './setup';
 
 const HELP = `sluice — durable tool batches for AI agents, on Temporal
 
@@ -134,7 +140,6 @@ async function client(v: Values) {
 }
 
 async function dev(v: Values): Promise<number> {
-  const { runDev } = await import('../scripts/dev');
   await runDev({
     stateDir: v['state-dir'] ?? DEFAULT_STATE_DIR,
     config: v.config,
@@ -154,7 +159,6 @@ export function inboxSettings(v: Values): { host: string; port: number; trustedU
 }
 
 async function ui(v: Values, out: (s: string) => void): Promise<number> {
-  const { startInbox } = await import('./inbox/server');
   const settings = inboxSettings(v);
   const { sluice, close } = await client(v);
   const inbox = await startInbox({ client: sluice, ...settings });
@@ -172,8 +176,7 @@ async function ui(v: Values, out: (s: string) => void): Promise<number> {
 }
 
 /** Histories for the targets; a server connection only when some target is not a file. */
-async function withHistories<T>(v: Values, targets: string[], use: (h: import('./history').LoadedHistory[]) => Promise<T>): Promise<T> {
-  const { loadHistories } = await import('./history');
+async function withHistories<T>(v: Values, targets: string[], use: (h: LoadedHistory[]) => Promise<T>): Promise<T> {
   const needsServer = targets.some((t) => !t.endsWith('.json') && !fs.existsSync(t));
   const c = needsServer ? await client(v) : undefined;
   try {
@@ -187,7 +190,6 @@ async function withHistories<T>(v: Values, targets: string[], use: (h: import('.
 
 async function audit(v: Values, targets: string[], out: (s: string) => void): Promise<number> {
   if (targets.length === 0) throw new UsageError('audit needs a batch workflow id, a session id or a history .json file');
-  const { auditHistories } = await import('./audit');
   return withHistories(v, targets, async (histories) => {
     const result = auditHistories(histories);
     out(v.json ? JSON.stringify(result, null, 2) : renderAudit(result));
@@ -197,7 +199,6 @@ async function audit(v: Values, targets: string[], out: (s: string) => void): Pr
 
 async function replay(v: Values, targets: string[], out: (s: string) => void): Promise<number> {
   if (targets.length === 0) throw new UsageError('replay needs batch workflow ids, session ids or history .json files');
-  const { replayHistories } = await import('./replay');
   return withHistories(v, targets, async (histories) => {
     const results = await replayHistories(histories, { ...(v.workflows ? { workflowsPath: path.resolve(v.workflows) } : {}) });
     if (v.json) out(JSON.stringify(results, null, 2));
@@ -210,7 +211,6 @@ async function replay(v: Values, targets: string[], out: (s: string) => void): P
 
 async function exportHistory(v: Values, workflowId: string | undefined, out: (s: string) => void): Promise<number> {
   if (!workflowId) throw new UsageError('export needs a batch workflow id (see `npx sluice audit <session>` for the ids)');
-  const { historyToJson } = await import('./history');
   const { sluice, close } = await client(v);
   try {
     const json = historyToJson(await sluice.temporal.workflow.getHandle(workflowId).fetchHistory());
@@ -225,13 +225,11 @@ async function exportHistory(v: Values, workflowId: string | undefined, out: (s:
 }
 
 async function worker(v: Values): Promise<number> {
-  const { runWorker } = await import('../worker/main');
   await runWorker({ config: v.config, address: v.address, namespace: v.namespace, taskQueue: v['task-queue'], stateDir: v['state-dir'] });
   return 0;
 }
 
 async function setup(v: Values, out: (s: string) => void): Promise<number> {
-  const { ensureSearchAttributes } = await import('./setup');
   const c = await connect({ address: v.address, namespace: v.namespace });
   try {
     const added = await ensureSearchAttributes(c.connection, c.namespace);

@@ -61,7 +61,7 @@ function renderBatchAudit(b: BatchAudit): string {
       for (const f of c.body.failures) lines.push(row('', `attempt ${f.attempt} failed: ${clip(f.message, 160)}${f.type ? ` [${f.type}]` : ''}`));
     }
     if (c.settle) {
-      const what = c.settle.rewritten ? `rewrote the result: ${clip(c.settle.before?.text ?? '', 70)} → ${clip(c.settle.after?.text ?? '', 70)}` : 'kept the result';
+      const what = c.settle.rewritten ? `rewrote the result: ${changed(c.settle.before?.text ?? '', c.settle.after?.text ?? '')}` : 'kept the result';
       stage(lines, 'post-execute', c.settle, what);
     }
     if (c.result) {
@@ -103,6 +103,19 @@ function clock(iso: string | undefined): string {
 
 function seconds(ms: number): string {
   return `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)}s`;
+}
+
+/** The part of a text that a rewrite changed, with a little context: `…before… → …after…`. */
+function changed(before: string, after: string): string {
+  const a = before.replace(/\s+/g, ' ').trim();
+  const b = after.replace(/\s+/g, ' ').trim();
+  let start = 0;
+  while (start < a.length && start < b.length && a[start] === b[start]) start++;
+  let end = 0;
+  while (end < a.length - start && end < b.length - start && a[a.length - 1 - end] === b[b.length - 1 - end]) end++;
+  const from = Math.max(0, start - 20);
+  const cut = (s: string) => `${from > 0 ? '…' : ''}${clip(s.slice(from, s.length - Math.max(0, end - 20)), 70)}${end > 20 ? '…' : ''}`;
+  return `${cut(a)} → ${cut(b)}`;
 }
 
 function clip(s: string, n: number): string {

@@ -98,7 +98,7 @@ export class Approvals {
   }
 
   private recordRefusal(d: ApprovalDecision, refusal: DecisionRefusal, via: 'signal' | 'update'): void {
-    log.warn(`approval ${via} refused`, { approvalId: d.approvalId.slice(0, 200), code: refusal.code });
+    log.info(`approval ${via} refused`, { approvalId: d.approvalId.slice(0, 200), code: refusal.code });
     if (this.events.isClosed || this.refusalsRecorded >= MAX_REFUSAL_EVENTS) return;
     this.refusalsRecorded++;
     this.events.record('approval/refused', {
