@@ -1,6 +1,6 @@
 // Decisions are bound to the arguments shown, refused decisions stay visible to an auditor, and
 // the stock `temporal workflow signal` command decides with nothing but the documented JSON.
-import { spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -18,6 +18,15 @@ const send = defineTool({
   execute: ({ to }) => `sent to ${to}`,
 });
 const quick = defineTool({ name: 'quick', description: 'asks, with a 1 s deny timeout', input: z.object({}), approval: 'ask', approvalTimeoutMs: 1_000, execute: () => 'quick ran' });
+
+/** The stock Temporal CLI, run without blocking: the worker that answers it lives in this process. */
+function temporal(args: string[]): Promise<{ status: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(inject('temporalCli'), [...args, '--address', inject('temporalAddress'), '--namespace', 'default'], (err, stdout, stderr) =>
+      resolve({ status: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+}
 
 let h: Harness;
 beforeAll(async () => {
@@ -87,17 +96,30 @@ describe('decisions', () => {
   it('the stock `temporal workflow signal` command decides; a signal with another digest is refused and recorded', async () => {
     const handle = await h.client.startBatch(batch([{ id: 'c1', name: 'send', args: { to: 'ops' } }]));
     const p = await pendingOf(handle.workflowId, 'c1');
-    const signal = (payload: object) =>
-      spawnSync(inject('temporalCli'), ['workflow', 'signal', '--address', inject('temporalAddress'), '--namespace', 'default', '--workflow-id', handle.workflowId, '--name', 'sluice.decide', '--input', JSON.stringify(payload)], { encoding: 'utf8' });
+    const signal = (payload: object) => temporal(['workflow', 'signal', '--workflow-id', handle.workflowId, '--name', 'sluice.decide', '--input', JSON.stringify(payload)]);
 
-    const wrong = signal({ approvalId: p.approvalId, decision: 'approve', by: 'ops', argsDigest: 'sha256:stale' });
+    const wrong = await signal({ approvalId: p.approvalId, decision: 'approve', by: 'ops', argsDigest: 'sha256:stale' });
     expect(wrong.status, wrong.stderr).toBe(0);
-    const ok = signal({ approvalId: p.approvalId, decision: 'approve', by: 'ops', reason: 'ticket 42' });
+    const ok = await signal({ approvalId: p.approvalId, decision: 'approve', by: 'ops', reason: 'ticket 42' });
     expect(ok.status, ok.stderr).toBe(0);
 
     const out = await handle.result();
     expect(text(out.results[0].result)).toBe('sent to ops');
     expect(out.events.find((e) => e.type === 'approval/refused')?.data).toMatchObject({ code: 'digest-mismatch', via: 'signal', by: 'ops' });
     expect(out.events.find((e) => e.type === 'approval/decided')?.data).toMatchObject({ outcome: 'allowed-once', by: 'ops', reason: 'ticket 42' });
+  });
+
+  it('the stock `temporal workflow update execute` command decides, and tells why it refuses', async () => {
+    const handle = await h.client.startBatch(batch([{ id: 'c1', name: 'send', args: { to: 'ops' } }]));
+    const p = await pendingOf(handle.workflowId, 'c1');
+    const update = (payload: object) => temporal(['workflow', 'update', 'execute', '--workflow-id', handle.workflowId, '--name', 'sluice.decide', '--input', JSON.stringify(payload)]);
+
+    const bare = await update({ approvalId: p.approvalId, decision: 'deny', by: 'ops' });
+    expect(bare.status).not.toBe(0);
+    expect(bare.stdout + bare.stderr).toContain('must carry the argsDigest');
+    const ok = await update({ approvalId: p.approvalId, decision: 'deny', by: 'ops', argsDigest: p.argsDigest });
+    expect(ok.status, ok.stderr).toBe(0);
+    expect(ok.stdout).toContain('rejected');
+    expect((await handle.result()).results[0].result.isError).toBe(true);
   });
 });
