@@ -364,6 +364,8 @@ function summarize(e: SessionEvent): string {
       return `${d.id} for ${d.callId}${d.reason ? `: ${d.reason}` : ''}`;
     case 'approval/decided':
       return `${d.id} ${d.outcome}${d.by ? ` by ${d.by}` : ''}${d.reason ? `: ${d.reason}` : ''}`;
+    case 'approval/refused':
+      return `${d.id} ${d.decision}${d.by ? ` by ${d.by}` : ''} refused (${d.code}, via ${d.via}): ${d.problem}`;
     default:
       return JSON.stringify(d).slice(0, 160);
   }

@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import { SluiceClient } from '../client/client';
 import { connect } from '../client/connection';
 import { startInbox, type Inbox } from '../client/inbox/server';
-import { runWorker } from '../worker/main';
+import { installRuntime, runWorker } from '../worker/main';
 import { startDevServer, portOpen } from '../worker/dev-server';
 
 export interface DevOptions {
@@ -29,6 +29,7 @@ export async function runDev(opts: DevOptions): Promise<void> {
   let inbox: Inbox | undefined;
   let closeInbox = async () => {};
   if (opts.inbox) {
+    installRuntime();
     const c = await connect({ address: server.address });
     try {
       inbox = await startInbox({ client: new SluiceClient({ connection: c.connection, namespace: c.namespace, taskQueue: opts.taskQueue }), ...opts.inbox });

@@ -9,6 +9,7 @@ import { readHistoryFile } from '../client/history';
 import { renderAudit } from '../client/render';
 import type { BatchOutput } from '../pipeline/types';
 import demoConfig from '../sluice.config';
+import type { StageContext } from '../worker/config';
 import { readSessionLog } from '../worker/sink';
 import { startHarness, type Harness } from './harness';
 
@@ -16,7 +17,13 @@ const FIXTURE = path.join(__dirname, 'fixtures', 'histories', 'mixed-batch.json'
 
 let h: Harness;
 beforeAll(async () => {
-  h = await startHarness('audit', demoConfig);
+  // The demo's tools and policy, plus a pre-execute handler that records hook events as the
+  // command-hook dialects do, so the audit must place them under the right call and stage.
+  const hookLike = (ctx: StageContext) => {
+    ctx.emit('hook/invoked', { turn: ctx.turn, point: 'pre-execute', dialect: 'test', handlerId: 'audit-hook' });
+    ctx.emit('hook/result', { turn: ctx.turn, point: 'pre-execute', handlerId: 'audit-hook', decision: 'allow', durationMs: 1 });
+  };
+  h = await startHarness('audit', { ...demoConfig, preExecute: [...(demoConfig.preExecute ?? []), hookLike] });
 });
 afterAll(() => h?.close());
 
@@ -105,6 +112,13 @@ describe('audit', () => {
       ['auditor-test', 'applied'],
     ]);
     expect(audit.batches[0].calls.find((c) => c.callId === 'q')!.body!.attempts).toBe(2);
+    expect(audit.batches[0].calls.map((c) => c.preExecute!.emitted.map((e) => `${e.type}:${e.data.handlerId}`))).toEqual([
+      ['hook/invoked:audit-hook', 'hook/result:audit-hook'],
+      ['hook/invoked:audit-hook', 'hook/result:audit-hook'],
+      ['hook/invoked:audit-hook', 'hook/result:audit-hook'],
+    ]);
+    const printed = await cli(['audit', first.workflowId, '--address', inject('temporalAddress')]);
+    expect(printed.output).toContain('hook/result {"turn":1,"point":"pre-execute","handlerId":"audit-hook","decision":"allow","durationMs":1}');
     expect(audit.batches[1].calls[0].settle?.rewritten).toBe(true);
   });
 
