@@ -5,27 +5,11 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { bashTool } from '../tools';
+import { alive, pidsIn, treeCommand } from './processes';
 import { call, session } from './tool-context';
 
 const root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-bash-')));
 const tools = [bashTool({ root, maxOutputChars: 200 })];
-
-/** Live and not a zombie (a killed process whose parent has not reaped it yet is gone for us). */
-export function alive(pid: number): boolean {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-  } catch {
-    return false;
-  }
-}
-
-/** A command that starts a tree (sleep in the shell, and in a nested shell) and writes the pids. */
-export function treeCommand(pidFile: string): string {
-  return `sleep 300 & echo $! > ${pidFile}; bash -c 'sleep 301 & echo $! >> ${pidFile}; wait' & echo $! >> ${pidFile}; wait`;
-}
-
-const pidsIn = (file: string) => fs.readFileSync(file, 'utf8').trim().split('\n').map(Number);
 
 describe('bash', () => {
   it('runs in the workspace root and returns output and exit code', async () => {
@@ -57,7 +41,7 @@ describe('bash', () => {
     const pidFile = path.join(root, 'abort.pids');
     const abort = new AbortController();
     const running = call(tools, 'bash', { command: treeCommand(pidFile) }, session(), abort.signal);
-    await vi.waitFor(() => expect(fs.existsSync(pidFile) && pidsIn(pidFile).length === 3).toBe(true), { timeout: 5000 });
+    await vi.waitFor(() => expect(pidsIn(pidFile)).toHaveLength(3), { timeout: 5000 });
     abort.abort();
     await expect(running).rejects.toThrow(/batch was cancelled/);
     const pids = pidsIn(pidFile);

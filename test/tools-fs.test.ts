@@ -311,6 +311,12 @@ describe('glob', () => {
     expect(r.meta).toMatchObject({ truncated: true });
   });
 
+  it('says so when path is missing or a file', async () => {
+    expect(await call(tools, 'glob', { pattern: '*', path: 'nowhere' }, s)).toMatchObject({ isError: true, code: 'FS_NOT_FOUND' });
+    expect(await call(tools, 'glob', { pattern: '*', path: 'keep.log' }, s)).toMatchObject({ isError: true, code: 'FS_NOT_A_FILE' });
+    expect(await call(tools, 'grep', { pattern: 'x', path: 'nowhere' }, s)).toMatchObject({ isError: true, code: 'FS_NOT_FOUND' });
+  });
+
   it('denies patterns and paths that leave the workspace', async () => {
     expect(await call(tools, 'glob', { pattern: '../*' }, s)).toMatchObject({ isError: true, code: 'FS_OUTSIDE_WORKSPACE' });
     expect(await call(tools, 'glob', { pattern: '*', path: outside }, s)).toMatchObject({ isError: true, code: 'FS_OUTSIDE_WORKSPACE' });

@@ -5,7 +5,7 @@ import picomatch from 'picomatch';
 import { z } from 'zod';
 import { defineTool, toolOutput, type ToolDefinition } from '../../worker/config';
 import { answering, ToolErrorCodes, ToolFailure } from '../errors';
-import { walk } from './walk';
+import { searchStart, walk } from './walk';
 import { resolveInWorkspace, type Workspace } from './workspace';
 
 export interface SearchLimits {
@@ -37,6 +37,7 @@ export function globTool(workspace: () => Promise<Workspace>, limits: SearchLimi
       answering(async () => {
         const ws = await workspace();
         const base = await resolveInWorkspace(ws, args.path ?? '.');
+        if ((await searchStart(base)) === 'file') throw new ToolFailure(`${base.rel} is a file; glob's path must be a folder. Use read to see the file.`, ToolErrorCodes.FS_NOT_A_FILE);
         const { pattern, fromRoot } = relativePattern(args.pattern, ws);
         const matches = picomatch(pattern, { dot: true });
         const found: string[] = [];

@@ -7,7 +7,7 @@ import { defineTool, toolOutput, type ToolDefinition } from '../../worker/config
 import { answering, ToolErrorCodes, ToolFailure } from '../errors';
 import { looksBinary } from './files';
 import type { SearchLimits } from './glob';
-import { walk, type WalkEntry } from './walk';
+import { searchStart, walk, type WalkEntry } from './walk';
 import { resolveInWorkspace, type Workspace } from './workspace';
 
 /** Files larger than this are skipped (and counted in a note). */
@@ -117,7 +117,7 @@ function compile(args: GrepArgs): RegExp {
 }
 
 async function* filesUnder(ws: Workspace, base: { abs: string; rel: string }, limits: SearchLimits, onStoppedEarly: () => void): AsyncGenerator<WalkEntry> {
-  if ((await fs.stat(base.abs).catch(() => undefined))?.isFile()) {
+  if ((await searchStart(base)) === 'file') {
     yield { ...base, isDir: false };
     return;
   }

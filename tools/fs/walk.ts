@@ -3,7 +3,8 @@
 import ignore, { type Ignore } from 'ignore';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
-import { leavesBase, type Workspace } from './workspace';
+import { ToolErrorCodes, ToolFailure } from '../errors';
+import { leavesBase, type Workspace, type WorkspacePath } from './workspace';
 
 export interface WalkEntry {
   /** Where to read it: for a linked file, the link's real target. */
@@ -81,6 +82,13 @@ export function walk(ws: Workspace, base: { abs: string; rel: string }, maxEntri
       return state.stoppedEarly;
     },
   };
+}
+
+/** Whether a search starts at a file or a folder; a missing start is the model's to fix. */
+export async function searchStart(base: WorkspacePath): Promise<'file' | 'folder'> {
+  const stat = await fs.stat(base.abs).catch(() => undefined);
+  if (!stat) throw new ToolFailure(`${base.rel} does not exist. Check the path (glob with pattern "*" lists the workspace root).`, ToolErrorCodes.FS_NOT_FOUND);
+  return stat.isDirectory() ? 'folder' : 'file';
 }
 
 /** The later (deeper) .gitignore decides, as in git; `!pattern` re-includes. */
