@@ -23,7 +23,7 @@ export interface Harness {
 
 export async function startHarness(name: string, config: SluiceConfig, opts: { autoStart?: boolean } = {}): Promise<Harness> {
   if (!runtimeQuieted) {
-    Runtime.install({ logger: new (require('@temporalio/worker').DefaultLogger)('WARN') });
+    Runtime.install({ logger: new (require('@temporalio/worker').DefaultLogger)('ERROR') });
     runtimeQuieted = true;
   }
   const connection = await NativeConnection.connect({ address: inject('temporalAddress') });
@@ -71,4 +71,44 @@ export function batch(calls: { id?: string; name: string; args?: object | string
 
 export function text(result: { content: { type: string; text?: string }[] }): string {
   return result.content.map((b) => (b.type === 'text' ? b.text : `[${b.type}]`)).join('');
+}
+
+/**
+ * A worker in its own process, so a test can kill it with SIGKILL mid-stage and start another.
+ * `configFile` is a module exporting defineConfig(...) (see test/fixtures/).
+ */
+export interface ChildWorker {
+  pid: number;
+  kill(signal?: NodeJS.Signals): Promise<void>;
+  /** Resolves when the worker printed that it polls. */
+  ready: Promise<void>;
+}
+
+export function spawnWorker(configFile: string, taskQueue: string, stateDir: string, env: Record<string, string> = {}): ChildWorker {
+  const { spawn } = require('node:child_process') as typeof import('node:child_process');
+  const child = spawn(
+    process.execPath,
+    ['--require', 'tsx/cjs', path.join(__dirname, '..', 'worker', 'main.ts'), '--config', configFile, '--task-queue', taskQueue, '--address', inject('temporalAddress'), '--state-dir', stateDir, '--workflow-bundle', inject('workflowBundlePath')],
+    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } },
+  );
+  let out = '';
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const ready = new Promise<void>((resolve, reject) => {
+    const onData = (d: Buffer) => {
+      out += d.toString();
+      if (out.includes('sluice worker:')) resolve();
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+    child.once('exit', (code) => reject(new Error(`worker exited (${code}) before it was ready:\n${out}`)));
+  });
+  ready.catch(() => undefined);
+  return {
+    pid: child.pid!,
+    ready,
+    async kill(signal: NodeJS.Signals = 'SIGKILL') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      await exited;
+    },
+  };
 }

@@ -21,7 +21,7 @@ export async function toolBatch(input: BatchInput): Promise<BatchOutput> {
   const problem = batchInputProblem(input);
   if (problem) throw ApplicationFailure.nonRetryable(problem, 'SluiceInvalidBatch');
   const events = new EventLog(input.sessionId, input.startSeq ?? 0);
-  // Outside the root scope's cancellation: a cancelled batch still drains, so its log must too.
+  // Cancel is a flag the stages read, never an exception: the sink keeps streaming to the end.
   const streaming = CancellationScope.nonCancellable(() => events.streamToSink());
   const state: SessionState = JSON.parse(JSON.stringify(input.state ?? {}));
   let cancelRequested = false;

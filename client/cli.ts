@@ -1,0 +1,279 @@
+// `sluice`: the command line. Every failure prints what happened and what to do, and exits non-zero.
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { parseArgs } from 'node:util';
+import type { BatchOutput, SessionEvent } from '../pipeline/types';
+import { readSessionLog, sessionLogPath } from '../worker/sink';
+import { DEFAULT_STATE_DIR, DEFAULT_TASK_QUEUE } from '../worker/worker';
+import { SluiceClient, SluiceError, type BatchRequest } from './client';
+import { connect } from './connection';
+import { renderPendingCard, renderResultCard } from './render';
+
+const HELP = `sluice — durable tool batches for AI agents, on Temporal
+
+Usage: npx sluice <command> [options]
+
+Commands:
+  dev                     Embedded Temporal dev server + a worker, in the foreground
+  worker                  A worker against TEMPORAL_ADDRESS (or --address)
+  setup                   Register Sluice's search attributes on the target server
+  batch <calls.json>      Run a batch and print its outcome (--json for machines)
+  approvals               List calls waiting for approval, across all batches
+  approve <approvalId>    Approve a pending call (--by NAME, --reason TEXT, --signal)
+  deny <approvalId>       Deny a pending call (--by NAME, --reason TEXT, --signal)
+  events <sessionId>      Print a session's events (--json, --follow)
+
+Common options:
+  --address host:port     Temporal frontend (default: TEMPORAL_ADDRESS, then localhost:7233)
+  --namespace NAME        Temporal namespace (default: TEMPORAL_NAMESPACE, then "default")
+  --task-queue NAME       Task queue of the Sluice workers (default "${DEFAULT_TASK_QUEUE}")
+  --config FILE           Sluice config module for dev/worker (default sluice.config.ts)
+  --state-dir DIR         State folder: dev server database, session logs (default ${DEFAULT_STATE_DIR})
+  --json                  Machine-readable output
+
+Connection settings also come from Temporal's standard environment and config profiles:
+TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS_*, TEMPORAL_PROFILE.`;
+
+const OPTIONS = {
+  address: { type: 'string' },
+  namespace: { type: 'string' },
+  'task-queue': { type: 'string' },
+  config: { type: 'string' },
+  'state-dir': { type: 'string' },
+  json: { type: 'boolean' },
+  by: { type: 'string' },
+  reason: { type: 'string' },
+  digest: { type: 'string' },
+  workflow: { type: 'string' },
+  signal: { type: 'boolean' },
+  follow: { type: 'boolean' },
+  port: { type: 'string' },
+  'ui-port': { type: 'string' },
+  headless: { type: 'boolean' },
+  session: { type: 'string' },
+  turn: { type: 'string' },
+  step: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+type Values = ReturnType<typeof parse>['values'];
+function parse(argv: string[]) {
+  return parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
+}
+
+export class UsageError extends Error {}
+
+export async function main(argv: string[], out: (s: string) => void = (s) => process.stdout.write(s + '\n')): Promise<number> {
+  let parsed;
+  try {
+    parsed = parse(argv);
+  } catch (err) {
+    out(`${(err as Error).message}\n\nRun \`npx sluice --help\` for usage.`);
+    return 2;
+  }
+  const { values, positionals } = parsed;
+  const [command, ...rest] = positionals;
+  if (values.help || !command || command === 'help') {
+    out(HELP);
+    return command || values.help ? 0 : 2;
+  }
+  try {
+    switch (command) {
+      case 'dev':
+        return await dev(values);
+      case 'worker':
+        return await worker(values);
+      case 'setup':
+        return await setup(values, out);
+      case 'batch':
+        return await batch(values, rest[0], out);
+      case 'approvals':
+        return await approvals(values, out);
+      case 'approve':
+      case 'deny':
+        return await decide(values, command, rest[0], out);
+      case 'events':
+        return await events(values, rest[0], out);
+      default:
+        throw new UsageError(`unknown command "${command}". Run \`npx sluice --help\` for the list.`);
+    }
+  } catch (err) {
+    out(`sluice ${command}: ${(err as Error).message}`);
+    return err instanceof UsageError ? 2 : 1;
+  }
+}
+
+async function client(v: Values) {
+  const c = await connect({ address: v.address, namespace: v.namespace });
+  return { sluice: new SluiceClient({ connection: c.connection, namespace: c.namespace, taskQueue: v['task-queue'] }), close: () => c.connection.close() };
+}
+
+async function dev(v: Values): Promise<number> {
+  const { runDev } = await import('../scripts/dev');
+  await runDev({
+    stateDir: v['state-dir'] ?? DEFAULT_STATE_DIR,
+    config: v.config,
+    port: v.port ? Number(v.port) : undefined,
+    uiPort: v['ui-port'] ? Number(v['ui-port']) : undefined,
+    headless: v.headless,
+    taskQueue: v['task-queue'],
+  });
+  return 0;
+}
+
+async function worker(v: Values): Promise<number> {
+  const { runWorker } = await import('../worker/main');
+  await runWorker({ config: v.config, address: v.address, namespace: v.namespace, taskQueue: v['task-queue'], stateDir: v['state-dir'] });
+  return 0;
+}
+
+async function setup(v: Values, out: (s: string) => void): Promise<number> {
+  const { ensureSearchAttributes } = await import('./setup');
+  const c = await connect({ address: v.address, namespace: v.namespace });
+  try {
+    const added = await ensureSearchAttributes(c.connection, c.namespace);
+    out(added.length ? `registered search attributes: ${added.join(', ')}` : 'search attributes already registered');
+    return 0;
+  } finally {
+    await c.connection.close();
+  }
+}
+
+/** Reads a calls file: a whole batch {sessionId, turn, step, calls}, or just an array of calls. */
+export function readCallsFile(file: string | undefined, v: Pick<Values, 'session' | 'turn' | 'step'>): BatchRequest {
+  if (!file) throw new UsageError('batch needs a calls file: npx sluice batch calls.json');
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new UsageError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message}`);
+  }
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch (err) {
+    throw new UsageError(`${file} is not valid JSON (${(err as Error).message}). Expected {"sessionId": "...", "turn": 1, "step": 1, "calls": [{"id": "...", "name": "...", "arguments": {...}}]} or just the calls array.`);
+  }
+  const base = (Array.isArray(data) ? { calls: data } : data) as Partial<BatchRequest>;
+  if (!base || typeof base !== 'object' || !Array.isArray(base.calls)) {
+    throw new UsageError(`${file} has no "calls" array. Expected {"sessionId", "turn", "step", "calls": [{"id", "name", "arguments"}]} or just the calls array.`);
+  }
+  return {
+    ...base,
+    sessionId: v.session ?? base.sessionId ?? `cli-${path.basename(file, '.json')}`,
+    turn: v.turn !== undefined ? Number(v.turn) : (base.turn ?? 1),
+    step: v.step !== undefined ? Number(v.step) : (base.step ?? 1),
+  } as BatchRequest;
+}
+
+async function batch(v: Values, file: string | undefined, out: (s: string) => void): Promise<number> {
+  const request = readCallsFile(file, v);
+  const { sluice, close } = await client(v);
+  try {
+    const handle = await sluice.startBatch(request);
+    if (!v.json) out(`batch ${handle.workflowId} running (${request.calls.length} call(s)); waiting for its result ...`);
+    const output: BatchOutput = await handle.result();
+    if (v.json) out(JSON.stringify(output, null, 2));
+    else printOutput(output, out);
+    return output.results.some((r) => r.result.isError) ? 3 : 0;
+  } finally {
+    await close();
+  }
+}
+
+export function printOutput(output: BatchOutput, out: (s: string) => void): void {
+  for (const r of output.results) out(renderResultCard(r.name, r.callId, r.result));
+  for (const m of output.messages) if (m.role === 'user') out(`+ context (${m.source ?? 'user'}): ${m.content}`);
+  out(`next seq ${output.nextSeq}${output.concludesTurn ? '; the turn concludes' : ''}${output.cancelled ? '; the batch was cancelled' : ''}`);
+}
+
+async function approvals(v: Values, out: (s: string) => void): Promise<number> {
+  const { sluice, close } = await client(v);
+  try {
+    const pending = await sluice.pendingApprovals();
+    if (v.json) out(JSON.stringify(pending, null, 2));
+    else if (pending.length === 0) out('no calls are waiting for approval');
+    else for (const p of pending) out(renderPendingCard(p) + '\n');
+    return 0;
+  } finally {
+    await close();
+  }
+}
+
+async function decide(v: Values, command: 'approve' | 'deny', approvalId: string | undefined, out: (s: string) => void): Promise<number> {
+  if (!approvalId) throw new UsageError(`${command} needs an approval id; list them with \`npx sluice approvals\``);
+  const { sluice, close } = await client(v);
+  const by = v.by ?? process.env.SLUICE_APPROVER ?? process.env.USER ?? 'cli';
+  const decision = { approvalId, decision: command === 'approve' ? ('approve' as const) : ('deny' as const), by, ...(v.reason ? { reason: v.reason } : {}), ...(v.digest ? { argsDigest: v.digest } : {}), ...(v.workflow ? { workflowId: v.workflow } : {}) };
+  try {
+    if (v.signal) {
+      await sluice.signalDecision(decision);
+      out(`sent: ${command} ${approvalId} as a signal (applied when a worker runs the batch)`);
+    } else {
+      const r = await sluice.decide(decision);
+      out(v.json ? JSON.stringify(r) : `${approvalId}: ${r.outcome}`);
+    }
+    return 0;
+  } catch (err) {
+    if (err instanceof SluiceError) {
+      out(err.message);
+      return 1;
+    }
+    throw err;
+  } finally {
+    await close();
+  }
+}
+
+async function events(v: Values, sessionId: string | undefined, out: (s: string) => void): Promise<number> {
+  if (!sessionId) throw new UsageError('events needs a session id');
+  const stateDir = v['state-dir'] ?? DEFAULT_STATE_DIR;
+  const print = (e: SessionEvent) => out(v.json ? JSON.stringify(e) : `${String(e.seq).padStart(5)} ${e.time} ${e.type.padEnd(22)} ${summarize(e)}`);
+  let list: SessionEvent[];
+  if (fs.existsSync(sessionLogPath(stateDir, sessionId))) {
+    list = await readSessionLog(stateDir, sessionId);
+  } else {
+    const { sluice, close } = await client(v);
+    try {
+      list = await sluice.sessionEvents(sessionId);
+    } finally {
+      await close();
+    }
+    if (list.length === 0) throw new Error(`no events for session ${sessionId}: no log in ${stateDir}/sessions and no finished batch on the server`);
+  }
+  list.forEach(print);
+  if (v.follow) {
+    let last = list.length ? list[list.length - 1].seq : -1;
+    for (;;) {
+      await new Promise((r) => setTimeout(r, 500));
+      for (const e of await readSessionLog(stateDir, sessionId)) if (e.seq > last) (print(e), (last = e.seq));
+    }
+  }
+  return 0;
+}
+
+function summarize(e: SessionEvent): string {
+  const d = e.data as Record<string, unknown>;
+  switch (e.type) {
+    case 'tool/call':
+      return `${d.callId} ${d.name} ${String(d.arguments).slice(0, 120)}`;
+    case 'tool/result':
+      return `${d.callId} ${d.isError ? 'error' : 'ok'}: ${JSON.stringify(d.content).slice(0, 120)}`;
+    case 'approval/asked':
+      return `${d.id} for ${d.callId}${d.reason ? `: ${d.reason}` : ''}`;
+    case 'approval/decided':
+      return `${d.id} ${d.outcome}${d.by ? ` by ${d.by}` : ''}${d.reason ? `: ${d.reason}` : ''}`;
+    default:
+      return JSON.stringify(d).slice(0, 160);
+  }
+}
+
+if (require.main === module) {
+  main(process.argv.slice(2)).then(
+    (code) => process.exit(code),
+    (err) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
+}

@@ -1,0 +1,54 @@
+// A worker process: `npx sluice worker`, or spawned by tests that kill it with -9.
+import { Runtime, DefaultLogger } from '@temporalio/worker';
+import { connect } from '../client/connection';
+import { ensureSearchAttributes } from '../client/setup';
+import { loadConfig } from './load-config';
+import { createSluiceWorker, DEFAULT_STATE_DIR, DEFAULT_TASK_QUEUE } from './worker';
+
+export interface RunWorkerOptions {
+  config?: string;
+  address?: string;
+  namespace?: string;
+  taskQueue?: string;
+  stateDir?: string;
+  workflowBundlePath?: string;
+  log?: (line: string) => void;
+}
+
+export async function runWorker(opts: RunWorkerOptions): Promise<void> {
+  const log = opts.log ?? ((l: string) => console.log(l));
+  if (!process.env.SLUICE_VERBOSE) Runtime.install({ logger: new DefaultLogger('WARN') });
+  const config = loadConfig(opts.config);
+  const { connection, namespace, address } = await connect({ address: opts.address, namespace: opts.namespace });
+  await ensureSearchAttributes(connection, namespace);
+  const taskQueue = opts.taskQueue ?? DEFAULT_TASK_QUEUE;
+  const worker = await createSluiceWorker({
+    connection,
+    namespace,
+    taskQueue,
+    config,
+    stateDir: opts.stateDir ?? DEFAULT_STATE_DIR,
+    ...(opts.workflowBundlePath ? { workflowBundle: { codePath: opts.workflowBundlePath } } : {}),
+  });
+  log(`sluice worker: ${config.tools.length} tool(s) on task queue "${taskQueue}" at ${address} (namespace ${namespace}), pid ${process.pid}`);
+  await worker.run();
+  await connection.close();
+}
+
+if (require.main === module) {
+  const arg = (name: string) => {
+    const i = process.argv.indexOf(`--${name}`);
+    return i > 0 ? process.argv[i + 1] : undefined;
+  };
+  runWorker({
+    config: arg('config'),
+    address: arg('address'),
+    namespace: arg('namespace'),
+    taskQueue: arg('task-queue'),
+    stateDir: arg('state-dir'),
+    workflowBundlePath: arg('workflow-bundle'),
+  }).catch((err) => {
+    console.error(`sluice worker: ${err.message ?? err}`);
+    process.exit(1);
+  });
+}
