@@ -4,9 +4,9 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
-import { bashTool } from '../tools';
-import { alive, pidsIn, treeCommand } from './processes';
-import { call, session } from './tool-context';
+import { bashTool } from '../../tools';
+import { alive, pidsIn, treeCommand } from '../processes';
+import { call, session } from '../tool-context';
 
 const root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-bash-')));
 const tools = [bashTool({ root, maxOutputChars: 200 })];

@@ -1,7 +1,7 @@
 // todo_write called directly: validation, the recorded event and the session state.
 import { describe, expect, it } from 'vitest';
-import { todoWriteTool } from '../tools';
-import { call, session } from './tool-context';
+import { todoWriteTool } from '../../tools';
+import { call, session } from '../tool-context';
 
 const tools = [todoWriteTool()];
 

@@ -4,8 +4,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { fsTools, ledgerWriteIntent, type WriteIntentPolicy } from '../tools';
-import { call, session, type Session } from './tool-context';
+import { fsTools, ledgerWriteIntent, type WriteIntentPolicy } from '../../tools';
+import { call, session, type Session } from '../tool-context';
 
 let root: string;
 let outside: string;
