@@ -6,6 +6,7 @@ import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { BatchRequest } from '../client/client';
 import type { BatchOutput, SessionEvent } from '../pipeline/types';
+import { commandHooks } from '../hooks';
 import { bashTool, fsTools, todoWriteTool, versionOf } from '../tools';
 import { defineConfig } from '../worker/config';
 import { batchWorkflowId } from '../workflows/definitions';
@@ -18,9 +19,27 @@ const outside = path.join(base, 'outside');
 fs.mkdirSync(root);
 fs.mkdirSync(outside);
 
+/** A Claude Code project whose PreToolUse hook keeps `Edit|Write` away from .env files. */
+function claudeProject(): string {
+  const dir = path.join(base, 'claude-project');
+  fs.mkdirSync(path.join(dir, '.claude'), { recursive: true });
+  fs.writeFileSync(
+    path.join(dir, '.claude', 'protect-env.js'),
+    `let s = ''; process.stdin.on('data', (d) => (s += d)).on('end', () => {
+      const { tool_input } = JSON.parse(s);
+      if (/(^|\\/)\\.env$/.test(tool_input.file_path)) console.log(JSON.stringify({ hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'deny', permissionDecisionReason: tool_input.file_path + ' holds secrets' } }));
+    });`,
+  );
+  const hook = { type: 'command', command: 'node "$CLAUDE_PROJECT_DIR/.claude/protect-env.js"' };
+  fs.writeFileSync(path.join(dir, '.claude', 'settings.json'), JSON.stringify({ hooks: { PreToolUse: [{ matcher: 'Edit|Write', hooks: [hook] }] } }));
+  return dir;
+}
+
 let h: Harness;
 beforeAll(async () => {
+  const hooks = commandHooks({ workspace: claudeProject() });
   const config = defineConfig({
+    preExecute: hooks.preExecute,
     tools: [
       ...fsTools({ root }),
       todoWriteTool(),
@@ -117,6 +136,32 @@ describe('tool-fs through the pipeline', () => {
     expect(out.results.map((r) => r.result.isError)).toEqual([false, false, false, false]);
     expect(get('two.txt')).toBe('two\n');
     expect(text(out.results[3].result)).toContain('two.txt');
+  });
+});
+
+describe('Claude Code hooks on the built-in tools', () => {
+  it('match Edit|Write by alias and see Claude Code field names in tool_input', async () => {
+    put('.env', 'KEY=1\n');
+    const first = await h.client.runBatch(
+      batch([
+        { name: 'read', args: { file_path: '.env' } },
+        { name: 'write', args: { file_path: 'notes.txt', content: 'fine' } },
+      ]),
+    );
+    expect(first.results.map((r) => r.result.isError)).toEqual([false, false]);
+    const second = await h.client.runBatch(
+      after(first, [
+        { name: 'Edit', args: { file_path: '.env', old_string: 'KEY=1', new_string: 'KEY=2' } },
+        { name: 'write', args: { file_path: path.join(root, '.env'), content: 'KEY=3\n' } },
+      ]),
+    );
+    for (const r of second.results) {
+      expect(r.result).toMatchObject({ isError: true, error: { code: 'DENIED' } });
+      expect(text(r.result)).toContain('.env holds secrets');
+    }
+    expect(get('.env')).toBe('KEY=1\n');
+    // the hook ran for write and edit only, never for read
+    expect(ofType([...first.events, ...second.events], 'hook/invoked')).toHaveLength(3);
   });
 });
 

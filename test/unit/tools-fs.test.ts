@@ -295,6 +295,8 @@ describe('glob', () => {
     expect((await call(t, 'glob', { pattern: '*.log' }, s)).text).toBe('keep.log');
     expect((await call(t, 'glob', { pattern: '*' }, s)).text.split('\n')).toEqual(['.gitignore', 'keep.log', 'src/']);
     expect((await call(t, 'glob', { pattern: '*.ts', path: 'src' }, s)).text.split('\n')).toEqual(['src/a.ts', 'src/b.ts']);
+    expect((await call(t, 'glob', { pattern: '**/*.ts', path: 'src' }, s)).text.split('\n')).toEqual(['src/a.ts', 'src/b.ts', 'src/gen/main.ts']);
+    expect((await call(t, 'glob', { pattern: '**', path: 'src/gen' }, s)).text.split('\n')).toEqual(['src/gen/.gitignore', 'src/gen/main.ts']);
     expect((await call(t, 'glob', { pattern: '**/HEAD' }, s)).text).toMatch(/^No files match/);
     expect((await call(t, 'glob', { pattern: `${root}/src/*.ts` }, s)).text.split('\n')).toEqual(['src/a.ts', 'src/b.ts']);
   });

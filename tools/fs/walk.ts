@@ -30,10 +30,10 @@ export interface WalkResult {
 export function walk(ws: Workspace, base: { abs: string; rel: string }, maxEntries: number): WalkResult {
   const state = { stoppedEarly: false };
   async function* entries(): AsyncGenerator<WalkEntry> {
-    let layers = await layersDownTo(ws, base.rel);
+    let layers = await layersAbove(ws, base.rel);
     // A folder asked for by name is searched even when it is ignored (as ripgrep does); only
-    // its own .gitignore files then apply.
-    if (base.rel !== '.' && isIgnored(layers, base.rel, true)) layers = layers.filter((l) => l.dir === base.rel);
+    // the .gitignore files inside it then apply.
+    if (isIgnored(layers, base.rel, true)) layers = [];
     let visited = 0;
     const stack: { abs: string; rel: string; layers: Layer[] }[] = [{ abs: base.abs, rel: base.rel, layers }];
     while (stack.length) {
@@ -104,9 +104,9 @@ function isIgnored(layers: Layer[], rel: string, isDir: boolean): boolean {
   return ignored;
 }
 
-/** The .gitignore files from the root down to the folder a walk starts in. */
-async function layersDownTo(ws: Workspace, rel: string): Promise<Layer[]> {
-  const dirs = rel === '.' ? ['.'] : ['.', ...rel.split('/').map((_, i, parts) => parts.slice(0, i + 1).join('/'))];
+/** The .gitignore files of the folders above the one a walk starts in, root first. */
+async function layersAbove(ws: Workspace, rel: string): Promise<Layer[]> {
+  const dirs = rel === '.' ? [] : ['.', ...rel.split('/').slice(0, -1).map((_, i, parts) => parts.slice(0, i + 1).join('/'))];
   const layers: Layer[] = [];
   for (const dir of dirs) {
     const file = path.join(ws.realRoot, dir, '.gitignore');
