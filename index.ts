@@ -10,3 +10,5 @@ export { ensureSearchAttributes } from './client/setup';
 export { batchWorkflowId, decideSignal, decideUpdate, stateQuery } from './workflows/definitions';
 export { ErrorCodes } from './pipeline/normalize';
 export type * from './pipeline/types';
+export { fsTools, todoWriteTool, bashTool, ledgerWriteIntent, ledgerEditIntent } from './tools';
+export { commandHooks } from './hooks';
