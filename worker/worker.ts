@@ -20,6 +20,11 @@ export interface SluiceWorkerOptions {
   workflowBundle?: WorkflowBundleOption;
   identity?: string;
   maxCachedWorkflows?: number;
+  /**
+   * How long a workflow task waits on a dead worker's sticky queue before any worker may take
+   * it. Temporal's default is 10 s; a batch resumes after a worker crash that much sooner.
+   */
+  stickyQueueScheduleToStartTimeoutMs?: number;
 }
 
 export const WORKFLOWS_PATH = path.join(__dirname, '..', 'workflows', 'index.ts');
@@ -34,5 +39,6 @@ export async function createSluiceWorker(opts: SluiceWorkerOptions): Promise<Wor
     activities: { ...createStageActivities(opts.config), ...createSinkActivities(sink) },
     ...(opts.identity ? { identity: opts.identity } : {}),
     ...(opts.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: opts.maxCachedWorkflows } : {}),
+    stickyQueueScheduleToStartTimeout: opts.stickyQueueScheduleToStartTimeoutMs ?? 3_000,
   });
 }

@@ -147,7 +147,7 @@ export class Approvals {
 
     let ended: { outcome: ApprovalOutcome; by?: string; reason?: string; expired?: true };
     if (opts.policy === 'never') {
-      ended = { outcome: 'rejected', by: 'policy', reason: `${ref.name} is never approved${opts.reason ? ` (${opts.reason})` : ''}` };
+      ended = { outcome: 'rejected', by: 'policy', reason: opts.reason ?? `${ref.name} is never approved` };
     } else if (!opts.channel) {
       ended = { outcome: 'unavailable', reason: opts.reason ?? 'approval required, and no approval channel is configured' };
     } else {
