@@ -66,7 +66,7 @@ export class InboxFeed {
    * Batches that asked for approval while the inbox watched: they stay listed for a while after
    * they finish, however many other batches ran since, so a decided card can show how it ended.
    */
-  private readonly asked = new Map<string, { workflowId: string; lastSeen: number }>();
+  private readonly asked = new Map<string, { workflowId: string; lastSeen: number; closed?: Execution }>();
 
   async snapshot(): Promise<InboxSnapshot> {
     const temporal = this.client.temporal;
@@ -79,7 +79,8 @@ export class InboxFeed {
     for (const [runId, a] of this.asked) {
       if (now - a.lastSeen > ASKED_KEPT_MS) this.asked.delete(runId);
       else if (!byRun.has(runId)) {
-        const wf = await temporal.workflow.getHandle(a.workflowId, runId).describe().catch(() => undefined);
+        const wf = a.closed ?? (await temporal.workflow.getHandle(a.workflowId, runId).describe().catch(() => undefined));
+        if (wf && wf.status.name !== 'RUNNING') a.closed = wf; // a finished run does not change: describe it once
         if (wf) byRun.set(runId, wf);
       }
     }
