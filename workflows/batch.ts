@@ -112,6 +112,7 @@ export async function toolBatch(input: BatchInput): Promise<BatchOutput> {
   });
   settled = true;
 
+  events.close();
   await CancellationScope.nonCancellable(() => condition(allHandlersFinished));
   return {
     sessionId: input.sessionId,

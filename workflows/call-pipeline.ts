@@ -5,7 +5,7 @@ import type { StageActivities } from '../activities/stages';
 import { argsDigest } from '../pipeline/digest';
 import { snapshotArguments } from '../pipeline/json';
 import { errorCandidate, ErrorCodes, normalizeResult } from '../pipeline/normalize';
-import { BODY_DEFAULTS, genericCard, type CallRef, type Gate, type GuardsResult, type PreflightResult, type SettleResult, type StagePlan, type ToolProfile } from '../pipeline/stages';
+import { BODY_DEFAULTS, genericCard, genericResultCard, type CallRef, type Gate, type GuardsResult, type PreflightResult, type SettleResult, type StagePlan, type ToolProfile } from '../pipeline/stages';
 import type { BatchInput, CallStage, Candidate, Card, JsonObject, SessionState, StatePatch, ToolCall, ToolResult, UserMessage } from '../pipeline/types';
 import type { Approvals } from './approvals';
 import type { EventLog } from './event-log';
@@ -182,6 +182,7 @@ export class CallPipeline {
   /** Stages 9–13: post-execute, normalization, finalizeContent, tools/result, then `tool/result`. */
   async settle(adm: Admission, s: Settlement): Promise<ToolResult> {
     let result: ToolResult;
+    let card: Card | undefined;
     if (!adm.ref) {
       result = normalizeResult(s.candidate);
     } else {
@@ -189,11 +190,14 @@ export class CallPipeline {
         const settled = await this.settleStage(adm, s);
         this.events.recordAll(settled.events);
         result = settled.result;
+        card = settled.card;
       } catch (err) {
         // The worker-side settle failed for good: the same pure normalization, applied here.
         result = normalizeResult(stageFailure('post-execute', err));
       }
     }
+    // The completed card travels with the result, so any UI renders it from the event alone.
+    card ??= genericResultCard(adm.call.name, result.isError);
     this.events.record('tool/result', {
       turn: this.input.turn,
       step: this.input.step,
@@ -203,6 +207,7 @@ export class CallPipeline {
       isError: result.isError,
       ...(result.error ? { error: result.error as unknown as JsonObject } : {}),
       ...(result.meta ? { meta: result.meta } : {}),
+      card: card as unknown as JsonObject,
     });
     this.tracker.stage(adm.call.id, 'done', result.isError);
     return result;

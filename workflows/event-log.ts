@@ -17,6 +17,7 @@ const { sessionEvents } = proxySinks<SessionEventSinks>();
 export class EventLog {
   readonly events: SessionEvent[] = [];
   private unflushed: SessionEvent[] = [];
+  private closed = false;
 
   constructor(
     private readonly sessionId: string,
@@ -25,6 +26,11 @@ export class EventLog {
 
   get nextSeq(): number {
     return this.seq;
+  }
+
+  /** True once the batch settled: its record ends with the injected contexts, nothing after. */
+  get isClosed(): boolean {
+    return this.closed;
   }
 
   record(type: string, data: JsonObject): SessionEvent {
@@ -37,6 +43,10 @@ export class EventLog {
 
   recordAll(drafts: EventDraft[]): void {
     for (const d of drafts) this.record(d.type, d.data);
+  }
+
+  close(): void {
+    this.closed = true;
   }
 
   private flush(): void {
