@@ -81,7 +81,7 @@ export function createStageActivities(config: SluiceConfig): StageActivities {
     return { kind: 'dispatch' };
   }
 
-  async function preflightOne(ref: CallRef): Promise<PreflightResult> {
+  async function preflightOne(ref: CallRef): Promise<Omit<PreflightResult, 'callId'>> {
     const c = collector(ref, 'pre-execute');
     const tool = registry.get(ref.name);
     if (!tool) {
@@ -116,7 +116,7 @@ export function createStageActivities(config: SluiceConfig): StageActivities {
     return { gate, card, profile, contexts: c.contexts, events: c.events };
   }
 
-  async function settleOne({ ref, candidate, skipPostExecute, contexts }: SettleRequest): Promise<SettleResult> {
+  async function settleOne({ ref, candidate, skipPostExecute, contexts }: SettleRequest): Promise<Omit<SettleResult, 'callId' | 'before'>> {
     const tool = registry.get(ref.name);
     const c = collector(ref, 'post-execute');
     let current = candidate;
@@ -176,7 +176,7 @@ export function createStageActivities(config: SluiceConfig): StageActivities {
       if (Context.current().info.isLocal && plan.preflight === 'activity') return { plan, deferred: true, results: [] };
       const results: PreflightResult[] = [];
       for (const ref of refs) {
-        const result = await preflightOne(ref);
+        const result = { callId: ref.callId, ...(await preflightOne(ref)) };
         results.push(result);
         if (!admitsNext(result)) break;
       }
@@ -185,14 +185,18 @@ export function createStageActivities(config: SluiceConfig): StageActivities {
 
     async settle(reqs) {
       const results: SettleResult[] = [];
-      for (const req of reqs) results.push(await settleOne(req));
+      for (const req of reqs) {
+        const settled = await settleOne(req);
+        const changed = settled.result.isError !== req.candidate.isError || JSON.stringify(settled.result.content) !== JSON.stringify(req.candidate.content);
+        results.push({ callId: req.ref.callId, ...settled, ...(changed ? { before: req.candidate } : {}) });
+      }
       return results;
     },
 
     async runGuards(ref) {
       const c = collector(ref, 'guard');
       const gate = await runGuardChain(ref, c);
-      return { gate, contexts: c.contexts, events: c.events };
+      return { callId: ref.callId, gate, contexts: c.contexts, events: c.events };
     },
 
     async executeBody(ref) {

@@ -101,15 +101,21 @@ async function main(): Promise<void> {
       await pool(12, 4, (i) => systems.bare(`warm-${size}`, i, size));
     }
 
+    const maxCachedWorkflows = worker.maxCachedWorkflows;
     const grid: Cell[] = [];
     for (const size of settings.batches > 0 ? settings.sizes : []) {
       for (const concurrency of settings.concurrency) {
         grid.push(await runCell(systems, worker, size, concurrency));
       }
     }
-    const approval = settings.approvalSamples > 0 || settings.pending > 0 ? await runApproval(systems, worker) : undefined;
-
-    const result: BenchResult = {
+    const base = path.join(__dirname, 'results', settings.out);
+    fs.mkdirSync(path.dirname(base), { recursive: true });
+    const write = (approval?: ApprovalFigures) => {
+      const result = resultOf(grid, approval);
+      fs.writeFileSync(`${base}.json`, JSON.stringify(result, null, 2) + '\n');
+      return result;
+    };
+    const resultOf = (grid: Cell[], approval?: ApprovalFigures): BenchResult => ({
       meta: {
         date: new Date().toISOString(),
         commit: gitCommit(),
@@ -120,7 +126,7 @@ async function main(): Promise<void> {
         loadAvgEnd: os.loadavg().map((x) => round(x)),
         server: `temporal server start-dev (${path.basename(server.cli)}), SQLite ${settings.db === 'memory' ? 'in memory' : 'file in a temp folder'}, headless`,
         worker: 'one child process running the Sluice worker and the bare worker (two task queues); the load generator and the in-process runs are in the parent',
-        maxCachedWorkflows: worker.maxCachedWorkflows,
+        maxCachedWorkflows,
         eagerActivitiesPerTask: settings.eager ?? 3,
         maxParallel: MAX_PARALLEL,
         batchesPerCell: settings.batches,
@@ -131,10 +137,10 @@ async function main(): Promise<void> {
       grid,
       ...(approval ? { approval } : {}),
       targets: targetsOf(grid),
-    };
-    const base = path.join(__dirname, 'results', settings.out);
-    fs.mkdirSync(path.dirname(base), { recursive: true });
-    fs.writeFileSync(`${base}.json`, JSON.stringify(result, null, 2) + '\n');
+    });
+    write(); // the grid is kept even if the approval part fails
+    const approval = settings.approvalSamples > 0 || settings.pending > 0 ? await runApproval(systems, worker) : undefined;
+    const result = write(approval);
     const before = readBefore(settings.out);
     fs.writeFileSync(`${base}.svg`, plotSvg(result, before));
     const md = markdownReport(result, before);
@@ -274,11 +280,15 @@ async function runApproval(systems: Systems, worker: WorkerProcess): Promise<App
   const tag = `${Date.now().toString(36)}`;
   const start = (key: string) =>
     client.startBatch({ sessionId: `bench-approval-${tag}-${key}`, turn: 1, step: 1, calls: [{ id: 'c0', name: 'approved_echo', arguments: JSON.stringify({ text: key }) }], options: { approvalTimeoutMs: 30 * 60_000 } });
+  // A query can time out while the worker is busy with a thousand starts: ask again.
   const pendingId = async (workflowId: string): Promise<string> => {
-    for (;;) {
-      const state = await client.batchState(workflowId);
-      if (state.pending.length > 0) return state.pending[0].approvalId;
-      await new Promise((r) => setTimeout(r, 10));
+    for (let attempt = 0; ; attempt++) {
+      const state = await client.batchState(workflowId).catch((err) => {
+        if (attempt > 50) throw err;
+        return undefined;
+      });
+      if (state && state.pending.length > 0) return state.pending[0].approvalId;
+      await new Promise((r) => setTimeout(r, state ? 10 : 200));
     }
   };
   const timedDecisions = async (kind: 'signal' | 'update') => {

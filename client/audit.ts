@@ -1,9 +1,10 @@
 // `sluice audit`: what happened to every call of a batch, read from its workflow history alone —
-// the stage activities (their inputs, results, attempts and failures), the decisions that arrived
+// the stage activities (their inputs, results, attempts and failures; a local activity's marker
+// keeps its result and attempt, and the results name their calls), the decisions that arrived
 // by signal or update (accepted or refused), and the session events in the batch's result.
 import type { temporal } from '@temporalio/proto';
 import type { BatchInput, BatchOutput, Candidate, Card, ContentBlock, EventDraft, SessionEvent, ToolResult } from '../pipeline/types';
-import type { BodyResult, CallRef, Gate, GuardsResult, PreflightResult, SettleRequest, SettleResult } from '../pipeline/stages';
+import type { BodyResult, CallRef, Gate, GuardsResult, PreflightReply, PreflightResult, SettleRequest, SettleResult } from '../pipeline/stages';
 import { decode, type LoadedHistory } from './history';
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
@@ -129,7 +130,9 @@ export function auditHistory(loaded: LoadedHistory): BatchAudit {
     else if (e.activityTaskScheduledEventAttributes) {
       const a = e.activityTaskScheduledEventAttributes;
       const type = a.activityType?.name ?? '?';
-      const inp = decode(a.input) as CallRef | SettleRequest | undefined;
+      // preflight and settle take a list of calls (one, when they run as activities)
+      const raw = decode(a.input) as CallRef | CallRef[] | SettleRequest[] | undefined;
+      const inp = Array.isArray(raw) ? raw[0] : raw;
       const ref = inp && 'ref' in inp ? inp.ref : (inp as CallRef | undefined);
       if (!ref?.callId) continue;
       const run: StageRun = { attempts: 1, failures: [], outcome: 'running', scheduledAt: at, emitted: [] };
@@ -142,6 +145,21 @@ export function auditHistory(loaded: LoadedHistory): BatchAudit {
         c.settle = run;
         c.settle.before = excerpt((inp as SettleRequest).candidate);
       }
+    } else if (e.markerRecordedEventAttributes?.markerName === LOCAL_ACTIVITY_MARKER) {
+      const m = e.markerRecordedEventAttributes;
+      const meta = decode(m.details?.data) as { activity_type?: string; attempt?: number } | undefined;
+      const result = decode(m.details?.result);
+      if (!meta?.activity_type || m.failure || result === undefined) continue;
+      const stage = meta.activity_type;
+      const results = stage === 'preflight' ? ((result as PreflightReply).deferred ? [] : (result as PreflightReply).results) : stage === 'settle' ? (result as SettleResult[]) : stage === 'runGuards' ? [result as GuardsResult] : [];
+      for (const r of results) {
+        const c = call(r.callId);
+        const run: StageRun = { attempts: meta.attempt ?? 1, failures: [], outcome: 'completed', scheduledAt: at, closedAt: at, emitted: [] };
+        if (stage === 'preflight') c.preExecute = run;
+        else if (stage === 'runGuards') c.guards = run;
+        else c.settle = run;
+        completeStage(c, stage, r);
+      }
     } else if (e.activityTaskStartedEventAttributes) {
       const a = e.activityTaskStartedEventAttributes;
       const act = activities.get(String(a.scheduledEventId));
@@ -153,7 +171,9 @@ export function auditHistory(loaded: LoadedHistory): BatchAudit {
       const act = activities.get(String(a.scheduledEventId));
       if (!act) continue;
       Object.assign(act.run, { outcome: 'completed', closedAt: at });
-      completeStage(call(act.callId), act.type, decode(a.result));
+      const result = decode(a.result) as PreflightReply | SettleResult[] | unknown;
+      const own = act.type === 'preflight' ? (result as PreflightReply).results?.[0] : act.type === 'settle' ? (result as SettleResult[])[0] : result;
+      completeStage(call(act.callId), act.type, own);
     } else if (e.activityTaskFailedEventAttributes) {
       const a = e.activityTaskFailedEventAttributes;
       const act = activities.get(String(a.scheduledEventId));
@@ -219,6 +239,8 @@ function completeStage(c: CallAudit, type: string, result: unknown): void {
     Object.assign(c.body, { candidate: excerpt(r.candidate), emitted: r.events ?? [] });
   } else if (type === 'settle' && c.settle) {
     const r = result as SettleResult;
+    if (r.before) c.settle.before = excerpt(r.before);
+    c.settle.before ??= excerpt(r.result);
     const after = excerpt(r.result);
     Object.assign(c.settle, { after, rewritten: !!c.settle.before && (c.settle.before.text !== after.text || c.settle.before.isError !== after.isError), emitted: r.events ?? [] });
     c.result ??= { isError: r.result.isError, text: after.text, ...(r.result.error ? { error: r.result.error } : {}), card: r.card };
@@ -266,6 +288,8 @@ function applyEvents(audit: BatchAudit, events: SessionEvent[], call: (id: strin
     }
   }
 }
+
+const LOCAL_ACTIVITY_MARKER = 'core_local_activity';
 
 function gateFields(gate: Gate | undefined): { gate?: string; message?: string; code?: string } {
   if (!gate) return {};

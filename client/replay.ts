@@ -3,6 +3,7 @@
 import { bundleWorkflowCode, Worker } from '@temporalio/worker';
 import { DeterminismViolationError } from '@temporalio/workflow';
 import { WORKFLOWS_PATH } from '../worker/worker';
+import { sessionEventSinks } from '../worker/workflow-sinks';
 import type { LoadedHistory } from './history';
 
 export interface ReplayOutcome {
@@ -28,7 +29,8 @@ export async function replayHistories(histories: LoadedHistory[], opts: ReplayOp
   const sources = new Map(histories.map((h) => [h.workflowId, h.source]));
   const out: ReplayOutcome[] = [];
   const results = Worker.runReplayHistories(
-    { workflowBundle, replayName: 'sluice-replay' },
+    // A replay hands the batch's events to the sink again; here they go nowhere.
+    { workflowBundle, replayName: 'sluice-replay', sinks: sessionEventSinks({ append: async () => undefined }) },
     histories.map((h) => ({ workflowId: h.workflowId, history: h.history })),
   );
   for await (const r of results) {

@@ -46,6 +46,8 @@ export interface StageOutput {
 }
 
 export interface PreflightResult extends StageOutput {
+  /** Results name their call: a local activity's marker keeps the result, not the input. */
+  callId: string;
   gate: Gate;
   card: Card;
   profile?: ToolProfile;
@@ -73,6 +75,7 @@ export type StageKind = 'local' | 'activity';
 
 
 export interface GuardsResult extends StageOutput {
+  callId: string;
   gate: Gate;
 }
 
@@ -95,9 +98,12 @@ export interface SettleRequest {
 }
 
 export interface SettleResult {
+  callId: string;
   result: ToolResult;
   card: Card;
   events: EventDraft[];
+  /** The candidate settle started from, when post-execute, normalization or finalizeContent changed it (for the audit). */
+  before?: Candidate;
 }
 
 /** Names of the failure types stage activities throw, matched by the workflow. */

@@ -68,7 +68,7 @@ describe('replay', () => {
     const broken = workflowCopy('timer-before-preflight', (src) =>
       src
         .replace("import { ActivityFailure,", "import { sleep, ActivityFailure,")
-        .replace('pre = await stages.preflight(ref);', "await sleep('1 ms');\n      pre = await stages.preflight(ref);"),
+        .replace('pre = await this.preflight(ref);', "await sleep('1 ms');\n      pre = await this.preflight(ref);"),
     );
     const failed = await cli(['replay', FIXTURE, '--workflows', broken]);
     expect(failed.code, failed.output).toBe(1);
