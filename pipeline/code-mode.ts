@@ -28,17 +28,12 @@ export interface CodeCallRequest {
   argsDigest: string;
 }
 
-/** What the program sees of a sub-call's settled result. */
-export interface CodeCallOutcome {
-  subCallId: string;
-  isError: boolean;
-  /** On error: the error message only (what the program's promise rejects with). */
-  message?: string;
-  /** On success: the tool's structured value when the model-facing content is exactly its rendering. */
-  value?: Json;
-  /** On success: the model-facing text of the result. */
-  text: string;
-}
+/** What the program sees of a sub-call's settled result. `batchCancelled`: the program must stop. */
+export type CodeCallOutcome =
+  /** The tool's structured value while the model-facing content is exactly its rendering, else that content's text. */
+  | { subCallId: string; isError: false; value: Json; batchCancelled?: true }
+  /** The error message only: what the program's promise rejects with. */
+  | { subCallId: string; isError: true; message: string; batchCancelled?: true };
 
 export function subCallId(parentCallId: string, index: number): string {
   return `${parentCallId}:code:${index}`;
@@ -60,7 +55,7 @@ export function codeCallUpdateId(req: Pick<CodeCallRequest, 'parentCallId' | 'in
  */
 export function programOutcome(subCall: string, result: ToolResult, bodyValue: Json | undefined): CodeCallOutcome {
   const text = result.content.map((b) => (b.type === 'text' ? b.text : `[${b.type} ${b.mimeType}]`)).join('');
-  if (result.isError) return { subCallId: subCall, isError: true, message: result.error?.message ?? text, text };
+  if (result.isError) return { subCallId: subCall, isError: true, message: result.error?.message ?? text };
   const untouched = bodyValue !== undefined && canonicalJson(result.content as unknown as Json) === canonicalJson(renderValue(bodyValue) as unknown as Json);
-  return { subCallId: subCall, isError: false, text, ...(untouched ? { value: bodyValue } : {}) };
+  return { subCallId: subCall, isError: false, value: untouched ? bodyValue : text };
 }

@@ -63,7 +63,7 @@ it('completes a program whose worker was killed while it waited on an approval, 
   await first.kill('SIGKILL');
   const second = start();
   await second.ready;
-  expect(await client.approve(pending.approvalId, { by: 'tester' })).toMatchObject({ outcome: 'allowed-once' });
+  expect(await client.approve(pending.approvalId, { by: 'tester', workflowId: handle.workflowId })).toMatchObject({ outcome: 'allowed-once' });
 
   const out = await handle.result();
   const r = out.results[0].result;

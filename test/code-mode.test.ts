@@ -32,13 +32,12 @@ const config = defineConfig({
       description: 'Appends a line to guarded.log, after a person approves.',
       input: z.object({ line: z.string() }),
       approval: 'ask',
-      approvalTimeoutMs: 1_500,
       execute: ({ line }) => {
         fs.appendFileSync(path.join(dir, 'guarded.log'), `${line}\n`);
         return `appended ${line}`;
       },
     }),
-    codeModeTool({ limits: { cpuMs: 1_000 } }),
+    codeModeTool({ limits: { cpuMs: 1_000 }, heartbeatTimeoutMs: 3_000 }),
   ],
   preExecute: [
     {
@@ -65,7 +64,7 @@ beforeAll(async () => {
 });
 afterAll(() => h?.close());
 
-const runCode = (code: string, description = 'test program') => batch([{ name: 'run_code', args: { code, description } }]);
+const runCode = (code: string, description = 'test program', options = {}) => batch([{ name: 'run_code', args: { code, description } }], { options });
 const types = (out: BatchOutput) => out.events.map((e) => e.type);
 const ofType = (out: BatchOutput, type: string) => out.events.filter((e) => e.type === type);
 
@@ -154,7 +153,7 @@ describe('approval inside a program', () => {
     expect(await waitFor(() => h.client.findApproval(pending.approvalId), 'the approval in search attributes')).toBe(handle.workflowId);
     await waitFor(async () => (await h.client.pendingApprovals()).find((p) => p.approvalId === pending.approvalId), 'the approval in the pending list');
 
-    expect(await h.client.approve(pending.approvalId, { by: 'tester' })).toEqual({ approvalId: pending.approvalId, outcome: 'allowed-once' });
+    expect(await h.client.approve(pending.approvalId, { by: 'tester', workflowId: handle.workflowId })).toEqual({ approvalId: pending.approvalId, outcome: 'allowed-once' });
     const out = await handle.result();
     expect(text(out.results[0].result)).toBe('Result:\nappended approved-1');
     expect(fs.readFileSync(path.join(dir, 'guarded.log'), 'utf8').split('\n').filter((l) => l === 'approved-1')).toHaveLength(1);
@@ -165,14 +164,14 @@ describe('approval inside a program', () => {
   it('rejects the sub-call when the person says no', async () => {
     const handle = await h.client.startBatch(runCode(program.replace('LINE', 'rejected-1')));
     const pending = await pendingInside(handle.workflowId);
-    await h.client.deny(pending.approvalId, { by: 'tester', reason: 'not today' });
+    await h.client.deny(pending.approvalId, { by: 'tester', reason: 'not today', workflowId: handle.workflowId });
     const out = await handle.result();
     expect(text(out.results[0].result)).toBe('Result:\nrefused: the call was rejected by tester: not today. Do not retry it unchanged; ask the user what they want instead.');
     expect(fs.existsSync(path.join(dir, 'guarded.log')) && fs.readFileSync(path.join(dir, 'guarded.log'), 'utf8').includes('rejected-1')).toBe(false);
   });
 
   it('fails the program with CODE_RUN_FAILED when nobody answers and it does not catch', async () => {
-    const out = await h.client.runBatch(runCode("await tools.guarded({ line: 'timed-out-1' });\nreturn 'unreachable';"));
+    const out = await h.client.runBatch(runCode("await tools.guarded({ line: 'timed-out-1' });\nreturn 'unreachable';", 'test program', { approvalTimeoutMs: 1_500 }));
     const r = out.results[0].result;
     expect(r.error?.code).toBe('CODE_RUN_FAILED');
     expect(r.error?.message).toMatch(/^the program failed: Error: approval was required but not given \(no decision within 2s \(deny timeout\)\); the call did not run\./);
@@ -194,10 +193,24 @@ describe('approval inside a program', () => {
     expect(await refusal({ index: 3, name: 'read_file' })).toBe('sub-call #3 of call-1 arrived before sub-call #1; sub-calls run one at a time, in order');
     expect(await refusal({ index: 1, name: 'read_file', token: 'guess' })).toBe('the sub-call does not carry the token of run_code call call-1');
     expect(await refusal({ index: 1, name: 'run_code' })).toBe('a program cannot call run_code itself; call the other tools directly');
-    await h.client.deny(pending.approvalId);
+    await h.client.deny(pending.approvalId, { workflowId: handle.workflowId });
     const out = await handle.result();
     // Refused requests left nothing in the batch's record.
     expect(ofType(out, 'tool/code-dispatch-start')).toHaveLength(1);
+  });
+});
+
+describe('cancelling the batch', () => {
+  it('stops a program that waits on an approval inside it, and the sub-call with it', async () => {
+    const handle = await h.client.startBatch(runCode("await tools.guarded({ line: 'cancelled-1' });"));
+    await pendingInside(handle.workflowId);
+    await h.client.temporal.workflow.getHandle(handle.workflowId).cancel();
+    const out = await handle.result();
+    expect(out.cancelled).toBe(true);
+    expect(ofType(out, 'approval/decided')[0].data.outcome).toBe('cancelled');
+    expect(ofType(out, 'tool/code-dispatch')[0].data).toMatchObject({ subCallId: 'call-1:code:0', isError: true });
+    expect(out.results[0].result.error).toEqual({ message: 'run_code was aborted because the batch was cancelled', code: 'ABORTED' });
+    expect(fs.existsSync(path.join(dir, 'guarded.log')) && fs.readFileSync(path.join(dir, 'guarded.log'), 'utf8').includes('cancelled-1')).toBe(false);
   });
 });
 

@@ -37,7 +37,7 @@ export async function toolBatch(input: BatchInput): Promise<BatchOutput> {
     },
   };
   const pipeline = new CallPipeline(input, events, approvals, state, tracker, () => cancelRequested);
-  new CodeCalls(input, pipeline, (callId, name, parentCallId) => stages.set(callId, { callId, name, stage: 'queued', parentCallId }));
+  new CodeCalls(input, pipeline, () => cancelRequested, (callId, name, parentCallId) => stages.set(callId, { callId, name, stage: 'queued', parentCallId }));
   let settled = false;
 
   setHandler(stateQuery, (): BatchState => ({

@@ -65,8 +65,7 @@ export class CallPipeline {
   /** Stages 1–6: tool/call, argument snapshot, pre-execute, approval, guards. */
   async admit(call: ToolCall, lineage: Lineage = {}): Promise<Admission> {
     // 1. tool/call (a sub-call's tool/code-dispatch-start), before anything else for this call
-    if (lineage.parentCallId) this.events.record('tool/code-dispatch-start', codeDispatchFields(call, lineage));
-    else this.events.record('tool/call', { turn: this.input.turn, step: this.input.step, callId: call.id, name: call.name, arguments: call.arguments });
+    this.recordStart(call, lineage);
     this.tracker.stage(call.id, 'pre-execute');
 
     // 3. argument snapshot: parsed once, lossless, frozen; every later stage sees this copy
@@ -215,15 +214,20 @@ export class CallPipeline {
     return held;
   }
 
-  /** A call the batch never started: a tool/call + tool/result pair, and nothing run. */
-  abortUnstarted(call: ToolCall): Admission {
-    this.events.record('tool/call', { turn: this.input.turn, step: this.input.step, callId: call.id, name: call.name, arguments: call.arguments });
-    return settleNow(call, {}, { title: call.name }, errorCandidate('the batch was cancelled before this call started; it did not run', ErrorCodes.ABORTED_BEFORE_DISPATCH), true);
+  /** A call the batch never started: a tool/call + tool/result pair (or a sub-call's pair), and nothing run. */
+  abortUnstarted(call: ToolCall, lineage: Lineage = {}): Admission {
+    this.recordStart(call, lineage);
+    return settleNow(call, lineage, { title: call.name }, errorCandidate('the batch was cancelled before this call started; it did not run', ErrorCodes.ABORTED_BEFORE_DISPATCH), true);
   }
 
   /** Batch cancel: running bodies are asked to stop (bash kills its process group). */
   cancelRunningBodies(): void {
     for (const scope of this.bodyScopes) scope.cancel();
+  }
+
+  private recordStart(call: ToolCall, lineage: Lineage): void {
+    if (lineage.parentCallId) this.events.record('tool/code-dispatch-start', codeDispatchFields(call, lineage));
+    else this.events.record('tool/call', { turn: this.input.turn, step: this.input.step, callId: call.id, name: call.name, arguments: call.arguments });
   }
 
   private refFor(call: ToolCall, args: JsonObject, lineage: Lineage): CallRef {

@@ -3,7 +3,7 @@
 // retried body, post-execute), in this batch's history. The outcome of every sub-call is kept per
 // index, so a program re-run after a crash gets its earlier sub-calls' outcomes instead of running
 // them again, and a re-run that asks for something else at an index is refused as non-deterministic.
-import { setHandler, workflowInfo } from '@temporalio/workflow';
+import { CancellationScope, setHandler, workflowInfo } from '@temporalio/workflow';
 import { MAX_SUBCALLS_PER_BATCH, MAX_SUBCALLS_PER_PROGRAM, programOutcome, RUN_CODE, subCallId, type CodeCallOutcome, type CodeCallRequest } from '../pipeline/code-mode';
 import { argsDigest } from '../pipeline/digest';
 import { snapshotArguments } from '../pipeline/json';
@@ -26,6 +26,7 @@ export class CodeCalls {
   constructor(
     private readonly input: BatchInput,
     private readonly pipeline: CallPipeline,
+    private readonly isCancelled: () => boolean,
     private readonly onSubCall: (subCallId: string, name: string, parentCallId: string) => void,
   ) {
     setHandler(codeCallUpdate, (req) => this.run(req), {
@@ -77,7 +78,9 @@ export class CodeCalls {
     const seen = this.records.get(req.parentCallId) ?? [];
     this.records.set(req.parentCallId, seen);
     if (req.index < seen.length) return seen[req.index].outcome;
-    const record: SubCallRecord = { name: req.name, argsDigest: req.argsDigest, outcome: this.execute(req) };
+    // Like the batch's own calls, a sub-call always runs to its recorded end: a batch cancel reaches
+    // it as the pipeline's cancel flag (approval cancelled, no dispatch, running body aborted).
+    const record: SubCallRecord = { name: req.name, argsDigest: req.argsDigest, outcome: CancellationScope.nonCancellable(() => this.execute(req)) };
     seen.push(record);
     this.total++;
     return record.outcome;
@@ -86,8 +89,10 @@ export class CodeCalls {
   private async execute(req: CodeCallRequest): Promise<CodeCallOutcome> {
     const id = subCallId(req.parentCallId, req.index);
     this.onSubCall(id, req.name, req.parentCallId);
+    const call = { id, name: req.name, arguments: req.arguments };
     // Every run_code call is a top-level call (a program cannot call run_code), so it is the root.
-    const adm = await this.pipeline.admit({ id, name: req.name, arguments: req.arguments }, { parentCallId: req.parentCallId, rootCallId: req.parentCallId });
+    const lineage = { parentCallId: req.parentCallId, rootCallId: req.parentCallId };
+    const adm = this.isCancelled() ? this.pipeline.abortUnstarted(call, lineage) : await this.pipeline.admit(call, lineage);
     if (adm.verdict.kind === 'dispatch' && !this.pipeline.isExecuting(req.parentCallId)) {
       // The program stopped (it failed for good, or timed out) while this sub-call waited: nobody
       // would see its result, so its body must not run.
@@ -96,6 +101,8 @@ export class CodeCalls {
     const settlement = await this.pipeline.dispatch(adm);
     const result = await this.pipeline.settle(adm, settlement);
     this.pipeline.deferContexts(req.parentCallId, result.additionalContexts ?? []);
-    return programOutcome(id, result, settlement.candidate.value);
+    const outcome = programOutcome(id, result, settlement.candidate.value);
+    // A cancelled batch starts nothing new: the program is told to stop, not to carry on.
+    return this.isCancelled() ? { ...outcome, batchCancelled: true } : outcome;
   }
 }

@@ -69,7 +69,8 @@ export function codeModeTool(options: CodeModeOptions = {}): ToolDefinition {
           const request: CodeCallRequest = { token: ctx.idempotencyKey, parentCallId: ctx.call.id, index, name, arguments: JSON.stringify(args), argsDigest: argsDigest(args) };
           try {
             const out = await batch.executeUpdate(codeCallUpdate, { args: [request], updateId: codeCallUpdateId(request) });
-            return out.isError ? { ok: false, message: out.message ?? out.text } : { ok: true, value: out.value !== undefined ? out.value : out.text };
+            if (out.batchCancelled) return { fatal: 'the batch was cancelled', kind: 'cancelled' };
+            return out.isError ? { ok: false, message: out.message } : { ok: true, value: out.value };
           } catch (err) {
             // Refused by the workflow (non-determinism, limits, the call no longer running): the run
             // ends. Anything else (the server unreachable) fails this attempt, and a retry resumes.
@@ -78,7 +79,9 @@ export function codeModeTool(options: CodeModeOptions = {}): ToolDefinition {
           }
         },
       });
-      if (outcome.kind === 'cancelled') throw new Error(outcome.error);
+      // Stopped by this activity's own cancellation (the batch's cancel, or a worker shutting down):
+      // the throw lets Temporal decide, so a shutdown re-runs the program on another worker.
+      if (outcome.kind === 'cancelled' && ctx.signal.aborted) throw new Error(outcome.error);
       return render(outcome);
     },
   });
@@ -87,6 +90,11 @@ export function codeModeTool(options: CodeModeOptions = {}): ToolDefinition {
 function render(outcome: ProgramOutcome) {
   const logs = outcome.logs.length ? `Logs:\n${outcome.logs.join('\n')}` : '';
   const meta = { subCalls: outcome.calls, cpuMs: outcome.cpuMs };
+  if (outcome.kind === 'cancelled') {
+    // The batch was cancelled while a sub-call ran: the same error the workflow gives a cancelled body.
+    const message = `${RUN_CODE} was aborted because the batch was cancelled`;
+    return toolOutput({ content: [{ type: 'text', text: [`Error: ${message}`, logs].filter(Boolean).join('\n\n') }], isError: true, error: { message, code: ErrorCodes.ABORTED }, meta });
+  }
   if (!outcome.ok) {
     const message = `the program failed: ${outcome.error}`;
     const content: ContentBlock[] = [{ type: 'text', text: [`Error: ${message}`, logs && `${logs}\n(logs before it stopped)`].filter(Boolean).join('\n\n') }];

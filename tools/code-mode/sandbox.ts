@@ -21,7 +21,7 @@ export const DEFAULT_LIMITS: SandboxLimits = {
 };
 
 /** How a sub-call ended, for the program: a value, a rejection it may catch, or the end of the run. */
-export type SubCallAnswer = { ok: true; value: Json } | { ok: false; message: string } | { fatal: string };
+export type SubCallAnswer = { ok: true; value: Json } | { ok: false; message: string } | { fatal: string; kind?: 'fatal' | 'cancelled' };
 
 export interface RunProgramOptions {
   code: string;
@@ -143,7 +143,7 @@ export async function runProgram(opts: RunProgramOptions): Promise<ProgramOutcom
           }
           if (finished) return;
           calls++;
-          if ('fatal' in got) return fail('fatal', got.fatal);
+          if ('fatal' in got) return fail(got.kind ?? 'fatal', got.fatal);
           answer(got.ok ? { type: 'answer', callNo: call.callNo, ok: true, json: JSON.stringify(got.value) } : { type: 'answer', callNo: call.callNo, ok: false, message: got.message });
         }
       } finally {
