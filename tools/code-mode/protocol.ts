@@ -21,7 +21,7 @@ export interface ThreadData {
   now: number;
   limits: SandboxLimits;
   /** The compiled QuickJS module, shared so each run only instantiates it. */
-  wasmModule?: WebAssembly.Module;
+  wasmModule: WebAssembly.Module;
 }
 
 /** Why a program stopped without a result. */

@@ -13,7 +13,7 @@ import type { ParentMessage, StopKind, ThreadData, ThreadMessage } from './proto
 
 const WASM_PAGE = 64 * 1024;
 /** The QuickJS build needs this much linear memory before the program allocates anything. */
-export const MIN_MEMORY_BYTES = 256 * WASM_PAGE;
+const MIN_MEMORY_BYTES = 256 * WASM_PAGE;
 
 const data = workerData as ThreadData;
 const post = (m: ThreadMessage) => parentPort!.postMessage(m);
@@ -32,7 +32,7 @@ class Stop extends Error {
 async function main(): Promise<void> {
   const { limits } = data;
   const memory = new WebAssembly.Memory({ initial: MIN_MEMORY_BYTES / WASM_PAGE, maximum: Math.max(MIN_MEMORY_BYTES, limits.memoryBytes) / WASM_PAGE });
-  const quickjs = await newQuickJSWASMModuleFromVariant(newVariant(variant, { wasmMemory: memory, ...(data.wasmModule ? { wasmModule: data.wasmModule } : {}) }));
+  const quickjs = await newQuickJSWASMModuleFromVariant(newVariant(variant, { wasmMemory: memory, wasmModule: data.wasmModule }));
   const runtime = quickjs.newRuntime();
   // QuickJS's own accounting misses large blocks in this build; the fixed-size linear memory above
   // is the hard cap, this only makes small-object floods fail a little earlier.
@@ -68,6 +68,7 @@ async function main(): Promise<void> {
 
   const host = ctx.newObject();
   ctx.newFunction('call', (nameHandle, describedHandle) => {
+    if (stop) return rejected(ctx, stop.message);
     const name = ctx.getString(nameHandle);
     let args: JsonObject;
     try {
