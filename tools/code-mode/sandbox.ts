@@ -62,7 +62,8 @@ function quickjsModule(): Promise<WebAssembly.Module> {
 function threadSource(): string {
   const entry = path.join(__dirname, `sandbox-thread${path.extname(__filename)}`);
   // Under tsx (the Sluice worker, the tests) the thread must register it too to load TypeScript.
-  return `${entry.endsWith('.ts') ? "require('tsx/cjs');\n" : ''}require(${JSON.stringify(entry)});`;
+  // Paths are absolute: an eval'd thread resolves modules from the process's working directory.
+  return `${entry.endsWith('.ts') ? `require(${JSON.stringify(require.resolve('tsx/cjs'))});\n` : ''}require(${JSON.stringify(entry)});`;
 }
 
 export async function runProgram(opts: RunProgramOptions): Promise<ProgramOutcome> {
