@@ -153,7 +153,7 @@ describe('approval inside a program', () => {
     expect(await waitFor(() => h.client.findApproval(pending.approvalId), 'the approval in search attributes')).toBe(handle.workflowId);
     await waitFor(async () => (await h.client.pendingApprovals()).find((p) => p.approvalId === pending.approvalId), 'the approval in the pending list');
 
-    expect(await h.client.approve(pending.approvalId, { by: 'tester', workflowId: handle.workflowId })).toEqual({ approvalId: pending.approvalId, outcome: 'allowed-once' });
+    expect(await h.client.approve(pending.approvalId, { by: 'tester', workflowId: handle.workflowId })).toEqual({ approvalId: pending.approvalId, outcome: 'allowed-once', by: 'tester' });
     const out = await handle.result();
     expect(text(out.results[0].result)).toBe('Result:\nappended approved-1');
     expect(fs.readFileSync(path.join(dir, 'guarded.log'), 'utf8').split('\n').filter((l) => l === 'approved-1')).toHaveLength(1);
