@@ -97,6 +97,7 @@ export class CallPipeline {
         policy: pre.profile?.approval ?? 'auto',
         timeoutMs: pre.profile?.approvalTimeoutMs ?? this.input.options?.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS,
         channel: this.input.options?.approvalChannel !== false,
+        ...(lineage.parentCallId ? { abandoned: () => this.parentEnded(lineage.parentCallId!) } : {}),
       });
       if (decided.outcome !== 'allowed-once') {
         gate = { kind: 'denied', code: ErrorCodes.DENIED, message: approvalDenial(decided.outcome, decided.reason, decided.by) };
@@ -203,6 +204,11 @@ export class CallPipeline {
     return this.executing.has(callId);
   }
 
+  /** Why a sub-call's program is gone, once its run_code call's body stopped running. */
+  private parentEnded(parentCallId: string): string | undefined {
+    return this.executing.has(parentCallId) ? undefined : `the program of ${parentCallId} ended`;
+  }
+
   /** Holds a sub-call's contexts for its run_code call: they follow that call's result, after the batch. */
   deferContexts(parentCallId: string, contexts: UserMessage[]): void {
     if (contexts.length) this.deferred.set(parentCallId, [...(this.deferred.get(parentCallId) ?? []), ...contexts]);
@@ -261,7 +267,7 @@ function approvalDenial(outcome: string, reason?: string, by?: string): string {
     case 'rejected':
       return `the call was rejected${by ? ` by ${by}` : ''}${reason ? `: ${reason}` : ''}. Do not retry it unchanged; ask the user what they want instead.`;
     case 'cancelled':
-      return 'the batch was cancelled while this call awaited approval; it did not run.';
+      return `${reason ?? 'the batch was cancelled'} while this call awaited approval; it did not run.`;
     default:
       return `approval was required but not given (${reason ?? 'no approval channel answered'}); the call did not run.`;
   }
