@@ -34,6 +34,7 @@ export function createStageActivities(config: SluiceConfig): StageActivities {
   const registry = new Map<string, ToolDefinition>();
   for (const t of config.tools) for (const n of [t.name, ...(t.aliases ?? [])]) registry.set(n, t);
   const plan = stagePlan(config);
+  const toolNames = Object.freeze([...new Set(config.tools.map((t) => t.name))]);
 
   function collector(ref: CallRef, source: string) {
     const contexts: UserMessage[] = [];
@@ -212,6 +213,7 @@ export function createStageActivities(config: SluiceConfig): StageActivities {
       const toolCtx = (side: ReturnType<typeof collector>): ToolContext => ({
         ...side.ctx,
         attempt: activity.info.attempt,
+        toolNames,
         signal: activity.cancellationSignal,
         heartbeat: (d?: unknown) => activity.heartbeat(d),
         setState(ns, key, value) {

@@ -88,8 +88,13 @@ export class SluiceClient {
 
   /** Finds the batch that waits on an approval id, from search attributes alone (no worker needed). */
   async findApproval(approvalId: string): Promise<string> {
-    for await (const wf of this.temporal.workflow.list({ query: `SluicePendingApprovals = '${approvalId.replace(/'/g, '')}'` })) {
-      return wf.workflowId;
+    // Search attributes reach visibility a moment after the ask: look again briefly before
+    // telling a person their id is unknown.
+    for (let attempt = 0; attempt < 4; attempt++) {
+      if (attempt) await new Promise((r) => setTimeout(r, 250 * 2 ** attempt));
+      for await (const wf of this.temporal.workflow.list({ query: `SluicePendingApprovals = '${approvalId.replace(/'/g, '')}'` })) {
+        return wf.workflowId;
+      }
     }
     throw new SluiceError(`no batch is waiting on approval ${approvalId}: it may have been decided or expired already. List pending ones with \`npx sluice approvals\`.`);
   }
