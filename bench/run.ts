@@ -19,7 +19,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { SluiceClient } from '../client/client';
-import type { BatchOutput } from '../pipeline/types';
+import type { BatchOutput, PendingApproval } from '../pipeline/types';
 import { stateQuery } from '../workflows/definitions';
 import { freePort, startDevServer } from '../worker/dev-server';
 import { WORKFLOWS_PATH } from '../worker/worker';
@@ -281,13 +281,13 @@ async function runApproval(systems: Systems, worker: WorkerProcess): Promise<App
   const start = (key: string) =>
     client.startBatch({ sessionId: `bench-approval-${tag}-${key}`, turn: 1, step: 1, calls: [{ id: 'c0', name: 'approved_echo', arguments: JSON.stringify({ text: key }) }], options: { approvalTimeoutMs: 30 * 60_000 } });
   // A query can time out while the worker is busy with a thousand starts: ask again.
-  const pendingId = async (workflowId: string): Promise<string> => {
+  const pendingId = async (workflowId: string): Promise<PendingApproval> => {
     for (let attempt = 0; ; attempt++) {
       const state = await client.batchState(workflowId).catch((err) => {
         if (attempt > 50) throw err;
         return undefined;
       });
-      if (state && state.pending.length > 0) return state.pending[0].approvalId;
+      if (state && state.pending.length > 0) return state.pending[0];
       await new Promise((r) => setTimeout(r, state ? 10 : 200));
     }
   };
@@ -295,10 +295,10 @@ async function runApproval(systems: Systems, worker: WorkerProcess): Promise<App
     const latencies: number[] = [];
     for (let i = 0; i < settings.approvalSamples; i++) {
       const handle = await start(`${kind}-${i}`);
-      const approvalId = await pendingId(handle.workflowId);
+      const { approvalId, argsDigest } = await pendingId(handle.workflowId);
       const t0 = performance.now();
       if (kind === 'signal') await client.signalDecision({ workflowId: handle.workflowId, approvalId, decision: 'approve', by: 'bench' });
-      else await client.approve(approvalId, { workflowId: handle.workflowId, by: 'bench' });
+      else await client.approve(approvalId, { workflowId: handle.workflowId, by: 'bench', argsDigest });
       const out = await handle.result();
       latencies.push(performance.now() - t0);
       if (out.results[0].result.isError) throw new Error(`approved batch failed: ${JSON.stringify(out.results[0].result)}`);
@@ -321,7 +321,7 @@ async function runApproval(systems: Systems, worker: WorkerProcess): Promise<App
   const startMs = performance.now() - t0;
   const approvalIds: string[] = [];
   await pool(n, 32, async (i) => {
-    approvalIds[i] = await pendingId(handles[i].workflowId);
+    approvalIds[i] = (await pendingId(handles[i].workflowId)).approvalId;
   });
   const allPendingMs = performance.now() - t0;
   await new Promise((r) => setTimeout(r, 1000)); // let the worker settle before reading its memory
