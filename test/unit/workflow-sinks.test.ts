@@ -1,0 +1,46 @@
+// The worker side of session event delivery: chunks of one session reach the EventSink one at a
+// time in the order the workflow handed them over, and a failing write is tried again.
+import type { WorkflowInfo } from '@temporalio/workflow';
+import { describe, expect, it } from 'vitest';
+import type { SessionEvent } from '../../pipeline/types';
+import { sessionEventSinks } from '../../worker/workflow-sinks';
+
+const info = {} as WorkflowInfo;
+const events = (...seqs: number[]): SessionEvent[] => seqs.map((seq) => ({ type: 'test', seq, time: '2026-01-01T00:00:00.000Z', data: {} }));
+
+describe('session event sinks', () => {
+  it('writes the chunks of a session one at a time, in the order handed over', async () => {
+    const written: number[][] = [];
+    let writing = 0;
+    let overlapped = false;
+    const sinks = sessionEventSinks({
+      async append(_sessionId, chunk) {
+        overlapped ||= writing > 0;
+        writing++;
+        // The first chunk is the slowest: a sink that raced would finish it last.
+        await new Promise((r) => setTimeout(r, chunk[0].seq === 0 ? 30 : 1));
+        written.push(chunk.map((e) => e.seq));
+        writing--;
+      },
+    });
+    const append = sinks.sessionEvents.append.fn;
+    await Promise.all([append(info, 's', events(0, 1)), append(info, 's', events(2)), append(info, 's', events(3, 4))]);
+    expect(written).toEqual([[0, 1], [2], [3, 4]]);
+    expect(overlapped).toBe(false);
+    expect(sinks.sessionEvents.append.callDuringReplay).toBe(true);
+  });
+
+  it('tries a failing write again, and the chunk gets through', async () => {
+    let attempts = 0;
+    const written: number[] = [];
+    const sinks = sessionEventSinks({
+      async append(_sessionId, chunk) {
+        if (++attempts < 3) throw new Error('disk busy');
+        written.push(...chunk.map((e) => e.seq));
+      },
+    });
+    await sinks.sessionEvents.append.fn(info, 's', events(7));
+    expect(attempts).toBe(3);
+    expect(written).toEqual([7]);
+  });
+});
