@@ -286,6 +286,8 @@ function stagePlan(config: SluiceConfig): StagePlan {
     preflight: quick(config.preExecute ?? [], config.guards ?? []) ? 'local' : 'activity',
     guards: quick(config.guards ?? []) ? 'local' : 'activity',
     settle: quick(config.postExecute ?? [], config.onResult ?? []) ? 'local' : 'activity',
+    settleHooks: (config.postExecute ?? []).length + (config.onResult ?? []).length > 0,
+    ...(config.maxResultChars !== undefined ? { maxResultChars: config.maxResultChars } : {}),
   };
 }
 
@@ -319,6 +321,7 @@ function profileOf(tool: ToolDefinition, args: unknown): ToolProfile {
     retry: { ...BODY_DEFAULTS.retry, ...(tool.retry ?? {}) },
     approval,
     ...(tool.approvalTimeoutMs !== undefined ? { approvalTimeoutMs: tool.approvalTimeoutMs } : {}),
+    finalizes: !!(tool.finalizeContent || tool.presentResult),
   };
 }
 

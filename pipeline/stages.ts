@@ -38,6 +38,8 @@ export interface ToolProfile {
   retry: RetryPolicyInput;
   approval: ApprovalPolicy;
   approvalTimeoutMs?: number;
+  /** The tool has a finalizeContent or a presentResult: code that only the worker can run at settle. */
+  finalizes: boolean;
 }
 
 export interface StageOutput {
@@ -70,6 +72,12 @@ export interface StagePlan {
   preflight: StageKind;
   guards: StageKind;
   settle: StageKind;
+  /**
+   * Whether any post-execute handler or tools/result observer is configured. With none, a call
+   * whose tool does not finalize settles in the workflow: the same normalization, no activity.
+   */
+  settleHooks: boolean;
+  maxResultChars?: number;
 }
 export type StageKind = 'local' | 'activity';
 

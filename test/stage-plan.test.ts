@@ -6,6 +6,8 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import type { BatchOutput, JsonObject, PendingApproval, SessionEvent, SessionState } from '../pipeline/types';
 import { defineConfig, defineTool, type SluiceConfig } from '../worker/config';
+import { decode } from '../client/history';
+import type { SettleResult } from '../pipeline/stages';
 import { readSessionLog } from '../worker/sink';
 import { sessionEventSinks } from '../worker/workflow-sinks';
 import { batch, startHarness, text, type Harness } from './harness';
@@ -233,5 +235,45 @@ describe('stage plans', () => {
       expect(out.results.map((r) => text(r.result)), v).toEqual(['Error: guard says no', `released ${v}`]);
       expect(await readSessionLog(h.stateDir, req.sessionId), v).toEqual(out.events);
     }
+  });
+});
+
+describe('settle with nothing for a worker to run', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness(
+      'plan-no-settle-hooks',
+      defineConfig({
+        tools: [
+          defineTool({ name: 'echo', description: 'echo', input: z.object({ text: z.string() }), isConcurrencySafe: () => true, execute: ({ text }, ctx) => (ctx.addContext(`body ${text}`), text) }),
+          defineTool({ name: 'big', description: 'a lot of text', input: z.object({ n: z.number() }), isConcurrencySafe: () => true, execute: ({ n }) => 'x'.repeat(n) }),
+          defineTool({ name: 'finalized', description: 'has a finalizeContent', input: z.object({}), isConcurrencySafe: () => true, execute: () => 'raw', finalizeContent: (content) => [...content, { type: 'text', text: ' [final]' }] }),
+        ],
+        preExecute: [(ctx) => ctx.addContext(`pre ${ctx.call.id}`)],
+        maxResultChars: 200,
+      }),
+    );
+  });
+  afterAll(() => h?.close());
+
+  it('settles in the workflow with the same normalization, and in the worker only where worker code runs', async () => {
+    const req = batch([{ name: 'echo', args: { text: 'a' } }, { name: 'big', args: { n: 5000 } }, { name: 'finalized' }, { name: 'nope' }]);
+    const out = await h.client.runBatch(req);
+    const [a, big, fin, nope] = out.results.map((r) => r.result);
+    expect(text(a)).toBe('a');
+    expect(a.additionalContexts!.map((c) => c.content)).toEqual(['pre call-1', 'body a']);
+    expect(text(big).length).toBeLessThan(1000);
+    expect(text(big)).toContain('truncated');
+    expect(text(fin)).toBe('raw [final]');
+    expect(nope.error?.code).toBe('UNKNOWN_TOOL');
+    expect(out.events.filter((e) => e.type === 'tool/result').map((e) => (e.data.card as { summary?: string }).summary)).toEqual(['done', 'done', 'done', 'failed']);
+
+    const history = await historyOf(h, `sluice-batch:${req.sessionId}:1:1`);
+    const settledByWorker = (history.events ?? [])
+      .map((e) => e.markerRecordedEventAttributes)
+      .filter((m) => (decode(m?.details?.data) as { activity_type?: string } | undefined)?.activity_type === 'settle')
+      .flatMap((m) => (decode(m!.details!.result) as SettleResult[]).map((r) => r.callId));
+    // finalizeContent is worker code; an unknown tool has no profile, so the worker settles it.
+    expect(settledByWorker.sort()).toEqual(['call-3', 'call-4']);
   });
 });

@@ -304,6 +304,7 @@ export class CallPipeline {
       return ahead.result;
     }
     this.finished.delete(adm.call.id);
+    if (this.settlesHere(adm)) return this.settleHere(adm, s);
     if (this.plan?.settle !== 'local') return (await stages.settle([this.settleRequest(adm, s)]))[0];
     const group = [{ adm, s }, ...this.finishedAfter(adm.call.id)];
     let results: SettleResult[];
@@ -317,6 +318,19 @@ export class CallPipeline {
     return results[0];
   }
 
+  /** No post-execute, no observers, no finalizeContent or presentResult: nothing for a worker to run. */
+  private settlesHere(adm: Admission): boolean {
+    return this.plan?.settleHooks === false && adm.profile?.finalizes === false;
+  }
+
+  /** Settle with nothing worker-side to run: the activity's normalization, here, and the generic card. */
+  private settleHere(adm: Admission, s: Settlement): SettleResult {
+    const req = this.settleRequest(adm, s);
+    const queued = [...req.contexts.pre, ...req.contexts.body, ...req.contexts.wrapper];
+    const result = normalizeResult(s.candidate, queued, { maxResultChars: this.plan?.maxResultChars });
+    return { callId: adm.call.id, result, card: genericResultCard(adm.call.name, result.isError), events: [] };
+  }
+
   /** The calls right after this one whose dispatch has finished (those with no stages to run are passed over). */
   private finishedAfter(callId: string): { adm: Admission; s: Settlement }[] {
     const at = this.order.get(callId);
@@ -326,7 +340,7 @@ export class CallPipeline {
       const f = this.finished.get(call.id);
       if (!f) break;
       this.finished.delete(call.id);
-      if (f.adm.ref) out.push(f);
+      if (f.adm.ref && !this.settlesHere(f.adm)) out.push(f);
     }
     return out;
   }
