@@ -27,6 +27,8 @@ const localStages = proxyLocalActivities<StageActivities>({
 
 export const DEFAULT_APPROVAL_TIMEOUT_MS = 10 * 60_000;
 export const DEFAULT_MAX_PARALLEL = 10;
+/** At most this many calls ride along with one local preflight: it must still finish within seconds. */
+const PREFLIGHT_AHEAD = 63;
 
 /** Code Mode: the run_code call a sub-call belongs to, and the outermost call of the batch. */
 export interface Lineage {
@@ -274,13 +276,15 @@ export class CallPipeline {
     return (await stages.preflight([ref])).results[0];
   }
 
-  /** The calls after this one, up to the batch's parallelism, whose arguments parse. */
+  /**
+   * The calls after this one whose arguments parse, up to PREFLIGHT_AHEAD. Those that wait for a
+   * free slot first are run again if a body changed the state meanwhile (see preflight).
+   */
   private followersOf(ref: CallRef): CallRef[] {
     const at = this.order.get(ref.callId);
     if (at === undefined) return [];
     const out: CallRef[] = [];
-    const room = Math.max(1, this.input.options?.maxParallel ?? DEFAULT_MAX_PARALLEL) - 1;
-    for (const call of this.input.calls.slice(at + 1, at + 1 + room)) {
+    for (const call of this.input.calls.slice(at + 1, at + 1 + PREFLIGHT_AHEAD)) {
       let args: JsonObject;
       try {
         args = snapshotArguments(call.arguments);
