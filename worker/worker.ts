@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import { createSinkActivities } from '../activities/sink';
 import { createStageActivities } from '../activities/stages';
 import type { SluiceConfig } from './config';
+import { withHeartbeats } from './liveness';
 import { JsonlSessionLog } from './sink';
 
 export const DEFAULT_TASK_QUEUE = 'sluice';
@@ -31,7 +32,7 @@ export async function createSluiceWorker(opts: SluiceWorkerOptions): Promise<Wor
     namespace: opts.namespace ?? 'default',
     taskQueue: opts.taskQueue ?? DEFAULT_TASK_QUEUE,
     ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
-    activities: { ...createStageActivities(opts.config), ...createSinkActivities(sink) },
+    activities: { ...withHeartbeats(createStageActivities(opts.config)), ...createSinkActivities(sink) },
     ...(opts.identity ? { identity: opts.identity } : {}),
     ...(opts.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: opts.maxCachedWorkflows } : {}),
   });

@@ -12,8 +12,11 @@ import type { EventLog } from './event-log';
 
 // Pre-execute, guards and settle run extension code that is expected to be quick; a worker dying
 // mid-stage is retried, an extension's own throw is turned into a result by the activity itself.
+// The stages heartbeat while they run (worker/liveness.ts), so a killed worker's stage is retried
+// after the heartbeat timeout rather than the start-to-close timeout.
 const stages = proxyActivities<StageActivities>({
   startToCloseTimeout: '2m',
+  heartbeatTimeout: '10s',
   retry: { maximumAttempts: 5, initialInterval: '500ms', maximumInterval: '10s' },
 });
 
