@@ -5,9 +5,10 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { applyPostVerdict, foldPreDecision, parseGuardAnswer, parsePreDecision } from '../pipeline/fold';
 import { deepFreeze, snapshotJson } from '../pipeline/json';
-import { errorCandidate, ErrorCodes, normalizeResult, renderValue } from '../pipeline/normalize';
+import { DEFAULT_MAX_RESULT_CHARS, errorCandidate, ErrorCodes, normalizeResult, renderValue } from '../pipeline/normalize';
 import { BODY_DEFAULTS, FailureTypes, genericCard, type BodyResult, type CallRef, type Gate, type GuardsResult, type PreflightResult, type SettleRequest, type SettleResult, type ToolProfile } from '../pipeline/stages';
 import type { ApprovalPolicy, Candidate, Card, EventDraft, JsonObject, PreDecision, StatePatch, UserMessage } from '../pipeline/types';
+import { claimCheck, stashCandidate, unstashCandidate, type ResultStore } from '../worker/claim-check';
 import { handlerOf, nameOf, ToolOutput, type CallInfo, type SluiceConfig, type StageContext, type ToolContext, type ToolDefinition } from '../worker/config';
 
 export interface StageActivities {
@@ -17,6 +18,9 @@ export interface StageActivities {
   settle(req: SettleRequest): Promise<SettleResult>;
 }
 
+/** A body result bigger than this (or than its batch share) crosses history as a stored preview. */
+const DEFAULT_BODY_INLINE_BYTES = 64 * 1024;
+
 /** Marks a throw that came out of the tool body itself, as opposed to a wrapper around it. */
 class BodyThrew extends Error {
   constructor(readonly original: unknown) {
@@ -24,7 +28,9 @@ class BodyThrew extends Error {
   }
 }
 
-export function createStageActivities(config: SluiceConfig): StageActivities {
+export function createStageActivities(config: SluiceConfig, deps: { resultStore?: ResultStore } = {}): StageActivities {
+  const store = config.resultStore ?? deps.resultStore;
+  const bounds = (ref: CallRef) => ({ maxChars: config.maxResultChars ?? DEFAULT_MAX_RESULT_CHARS, maxBytes: ref.inlineBytes ?? Infinity });
   const registry = new Map<string, ToolDefinition>();
   for (const t of config.tools) for (const n of [t.name, ...(t.aliases ?? [])]) registry.set(n, t);
 
@@ -159,14 +165,14 @@ export function createStageActivities(config: SluiceConfig): StageActivities {
           if (err instanceof BodyThrew) {
             if (activity.cancellationSignal.aborted) throw new CancelledFailure('the batch was cancelled while the tool ran');
             const original = err.original as { nonRetryable?: boolean; name?: string };
-            throw ApplicationFailure.create({ message: `${tool.name} failed: ${err.message}`, type: FailureTypes.TOOL_BODY, nonRetryable: original?.nonRetryable === true });
+            throw ApplicationFailure.create({ message: `${tool.name} failed: ${clip(err.message)}`, type: FailureTypes.TOOL_BODY, nonRetryable: original?.nonRetryable === true });
           }
           outcome = 'failed';
           candidate = errorCandidate(`an execute wrapper failed around ${tool.name}: ${messageOf(err)}`, ErrorCodes.PIPELINE_FAILED);
         }
         return {
           outcome,
-          candidate,
+          candidate: await stashCandidate(store, ref.idempotencyKey, candidate, ref.inlineBytes ?? DEFAULT_BODY_INLINE_BYTES),
           bodyContexts: bodySide.contexts,
           wrapperContexts: wrapperSide.contexts,
           events: [...wrapperSide.events, ...bodySide.events],
@@ -180,7 +186,7 @@ export function createStageActivities(config: SluiceConfig): StageActivities {
     async settle({ ref, candidate, skipPostExecute, contexts }) {
       const tool = registry.get(ref.name);
       const c = collector(ref, 'post-execute');
-      let current = candidate;
+      let current = await unstashCandidate(store, candidate);
       let bodyContexts = contexts.body;
       if (!skipPostExecute) {
         for (const [i, h] of (config.postExecute ?? []).entries()) {
@@ -201,17 +207,21 @@ export function createStageActivities(config: SluiceConfig): StageActivities {
         }
       }
       const queued = [...contexts.pre, ...bodyContexts, ...contexts.wrapper, ...c.contexts];
-      let result = normalizeResult(current, queued, { maxResultChars: config.maxResultChars });
+      // Bounds apply after finalizeContent, by the claim check: the stored copy is what the model
+      // would have seen without them.
+      let result = normalizeResult(current, queued, { maxResultChars: Infinity });
 
       if (tool?.finalizeContent) {
         try {
           const content = tool.finalizeContent(result.content, { call: callInfo(ref), isError: result.isError });
           if (content && typeof (content as unknown as Promise<unknown>).then === 'function') throw new Error('finalizeContent must be synchronous');
-          result = normalizeResult({ ...result, content }, result.additionalContexts ?? [], { maxResultChars: config.maxResultChars });
+          result = normalizeResult({ ...result, content }, result.additionalContexts ?? [], { maxResultChars: Infinity });
         } catch (err) {
           result = normalizeResult(errorCandidate(`${tool.name}.finalizeContent failed: ${messageOf(err)}`, ErrorCodes.INVALID_TOOL_OUTPUT), result.additionalContexts ?? []);
         }
       }
+
+      result = deepFreeze(await claimCheck(store, ref.idempotencyKey, result, bounds(ref)));
 
       for (const [i, o] of (config.onResult ?? []).entries()) {
         try {
@@ -313,6 +323,11 @@ function checkCandidate(out: unknown, who: string): Candidate {
     throw new Error(`${who} must return a candidate {content, isError, ...}, e.g. what next() returned`);
   }
   return structuredClone(c) as Candidate;
+}
+
+/** A thrown message crosses history as a failure: keep it readable and small. */
+function clip(message: string, max = 4000): string {
+  return message.length > max ? `${message.slice(0, max)} [${message.length - max} more characters cut]` : message;
 }
 
 function messageOf(err: unknown): string {

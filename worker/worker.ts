@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import { createSinkActivities } from '../activities/sink';
 import { createStageActivities } from '../activities/stages';
 import type { SluiceConfig } from './config';
+import { FileResultStore } from './claim-check';
 import { withHeartbeats } from './liveness';
 import { JsonlSessionLog } from './sink';
 
@@ -26,13 +27,14 @@ export interface SluiceWorkerOptions {
 export const WORKFLOWS_PATH = path.join(__dirname, '..', 'workflows', 'index.ts');
 
 export async function createSluiceWorker(opts: SluiceWorkerOptions): Promise<Worker> {
-  const sink = opts.config.sink ?? new JsonlSessionLog(opts.stateDir ?? DEFAULT_STATE_DIR);
+  const stateDir = opts.stateDir ?? DEFAULT_STATE_DIR;
+  const sink = opts.config.sink ?? new JsonlSessionLog(stateDir);
   return Worker.create({
     connection: opts.connection,
     namespace: opts.namespace ?? 'default',
     taskQueue: opts.taskQueue ?? DEFAULT_TASK_QUEUE,
     ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
-    activities: { ...withHeartbeats(createStageActivities(opts.config)), ...createSinkActivities(sink) },
+    activities: { ...withHeartbeats(createStageActivities(opts.config, { resultStore: new FileResultStore(path.join(stateDir, 'results')) })), ...createSinkActivities(sink) },
     ...(opts.identity ? { identity: opts.identity } : {}),
     ...(opts.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: opts.maxCachedWorkflows } : {}),
   });

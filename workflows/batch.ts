@@ -9,6 +9,7 @@
 // in model order. A cancel stops new calls, drains started ones, and aborts the rest.
 import { allHandlersFinished, ApplicationFailure, CancellationScope, condition, setHandler, workflowInfo } from '@temporalio/workflow';
 import { batchInputProblem } from '../pipeline/batch-input';
+import { outputProblem } from '../pipeline/budget';
 import type { BatchInput, BatchOutput, BatchState, CallStage, ModelMessage, SessionState, ToolResult } from '../pipeline/types';
 import { Approvals } from './approvals';
 import { CallPipeline, type Admission, type Settlement } from './call-pipeline';
@@ -118,7 +119,7 @@ export async function toolBatch(input: BatchInput): Promise<BatchOutput> {
   events.close();
   await streaming;
   await condition(allHandlersFinished);
-  return {
+  const output: BatchOutput = {
     sessionId: input.sessionId,
     turn: input.turn,
     step: input.step,
@@ -130,4 +131,9 @@ export async function toolBatch(input: BatchInput): Promise<BatchOutput> {
     cancelled: cancelRequested,
     state,
   };
+  // Last line of defence: an output over Temporal's payload limit would fail the workflow task
+  // forever. The results are in the session log and this history either way.
+  const tooBig = outputProblem(output);
+  if (tooBig) throw ApplicationFailure.nonRetryable(tooBig, 'SluiceOutputTooLarge');
+  return output;
 }

@@ -4,7 +4,8 @@ import { ActivityFailure, ApplicationFailure, CancellationScope, CancelledFailur
 import type { StageActivities } from '../activities/stages';
 import { argsDigest } from '../pipeline/digest';
 import { snapshotArguments } from '../pipeline/json';
-import { errorCandidate, ErrorCodes, normalizeResult } from '../pipeline/normalize';
+import { InlineBudget, MAX_ARGUMENT_CHARS } from '../pipeline/budget';
+import { errorCandidate, ErrorCodes, fitResult, normalizeResult } from '../pipeline/normalize';
 import { BODY_DEFAULTS, genericCard, type CallRef, type Gate, type ToolProfile } from '../pipeline/stages';
 import type { BatchInput, CallStage, Candidate, Card, JsonObject, SessionState, StatePatch, ToolCall, ToolResult, UserMessage } from '../pipeline/types';
 import type { Approvals } from './approvals';
@@ -45,6 +46,7 @@ export interface CallTracker {
 
 export class CallPipeline {
   private readonly bodyScopes = new Set<CancellationScope>();
+  private readonly budget: InlineBudget;
 
   constructor(
     private readonly input: BatchInput,
@@ -53,13 +55,19 @@ export class CallPipeline {
     private readonly state: SessionState,
     private readonly tracker: CallTracker,
     private readonly isCancelled: () => boolean,
-  ) {}
+  ) {
+    this.budget = new InlineBudget(input.calls);
+  }
 
   /** Stages 1–6: tool/call, argument snapshot, pre-execute, approval, guards. */
   async admit(call: ToolCall, lineage: { parentCallId?: string; rootCallId?: string } = {}): Promise<Admission> {
     // 1. tool/call, before anything else for this call
-    this.events.record('tool/call', { turn: this.input.turn, step: this.input.step, callId: call.id, name: call.name, arguments: call.arguments });
+    this.events.record('tool/call', { turn: this.input.turn, step: this.input.step, callId: call.id, name: call.name, arguments: call.arguments, ...(call.argumentsChars !== undefined ? { argumentsChars: call.argumentsChars } : {}) });
     this.tracker.stage(call.id, 'pre-execute');
+    if (call.argumentsChars !== undefined) {
+      const message = `the arguments were ${call.argumentsChars} characters, over the ${MAX_ARGUMENT_CHARS}-character limit for one call, so they were not sent and the call did not run. Split the work into smaller calls (e.g. write a large file in parts).`;
+      return settleNow(call, { title: call.name }, errorCandidate(message, ErrorCodes.INVALID_ARGS), true);
+    }
 
     // 3. argument snapshot: parsed once, lossless, frozen; every later stage sees this copy
     let args: JsonObject;
@@ -120,7 +128,7 @@ export class CallPipeline {
     if (this.isCancelled()) {
       return { candidate: errorCandidate('the batch was cancelled before this call was dispatched; it did not run', ErrorCodes.ABORTED_BEFORE_DISPATCH), skipPostExecute: false };
     }
-    const ref = { ...adm.ref!, state: this.state };
+    const ref = { ...adm.ref!, state: this.state, inlineBytes: this.budget.share(workflowInfo().historySize) };
     const p = adm.profile ?? { ...BODY_DEFAULTS, concurrencySafe: false, approval: 'auto' as const };
     const body = proxyActivities<StageActivities>({
       startToCloseTimeout: p.timeoutMs,
@@ -154,12 +162,13 @@ export class CallPipeline {
   /** Stages 9–13: post-execute, normalization, finalizeContent, tools/result, then `tool/result`. */
   async settle(adm: Admission, s: Settlement): Promise<ToolResult> {
     let result: ToolResult;
+    const share = this.budget.share(workflowInfo().historySize);
     if (!adm.ref) {
       result = normalizeResult(s.candidate);
     } else {
       try {
         const settled = await stages.settle({
-          ref: { ...adm.ref, state: this.state },
+          ref: { ...adm.ref, state: this.state, inlineBytes: share },
           candidate: s.candidate,
           skipPostExecute: s.skipPostExecute,
           contexts: { pre: adm.preContexts, body: s.bodyContexts ?? [], wrapper: s.wrapperContexts ?? [] },
@@ -171,6 +180,9 @@ export class CallPipeline {
         result = normalizeResult(stageFailure('post-execute', err));
       }
     }
+    // The share holds even against a worker that ignored it: the output must stay one payload.
+    result = fitResult(result, { maxChars: Infinity, maxBytes: share });
+    this.budget.commit(result);
     this.events.record('tool/result', {
       turn: this.input.turn,
       step: this.input.step,
