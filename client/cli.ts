@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { BatchOutput, SessionEvent } from '../pipeline/types';
 import { readSessionLog, sessionLogPath } from '../worker/sink';
+import { dataConverterFromEnv } from '../worker/codec';
 import { DEFAULT_STATE_DIR, DEFAULT_TASK_QUEUE } from '../worker/worker';
 import { SluiceClient, SluiceError, type BatchRequest } from './client';
 import { connect } from './connection';
@@ -22,6 +23,7 @@ Commands:
   approve <approvalId>    Approve a pending call (--by NAME, --reason TEXT, --signal)
   deny <approvalId>       Deny a pending call (--by NAME, --reason TEXT, --signal)
   events <sessionId>      Print a session's events (--json, --follow)
+  codec-server            Decrypt payloads for the Temporal Web UI (--port, --ui-origin; needs SLUICE_CODEC_KEYS)
 
 Common options:
   --address host:port     Temporal frontend (default: TEMPORAL_ADDRESS, then localhost:7233)
@@ -32,7 +34,9 @@ Common options:
   --json                  Machine-readable output
 
 Connection settings also come from Temporal's standard environment and config profiles:
-TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS_*, TEMPORAL_PROFILE.`;
+TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS_*, TEMPORAL_PROFILE.
+SLUICE_CODEC_KEYS="<id>:<base64 32-byte key>[,<old id>:<old key>]" encrypts every payload
+(set the same value for workers, the CLI and the codec server).`;
 
 const OPTIONS = {
   address: { type: 'string' },
@@ -53,6 +57,7 @@ const OPTIONS = {
   session: { type: 'string' },
   turn: { type: 'string' },
   step: { type: 'string' },
+  'ui-origin': { type: 'string', multiple: true },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -94,6 +99,8 @@ export async function main(argv: string[], out: (s: string) => void = (s) => pro
         return await decide(values, command, rest[0], out);
       case 'events':
         return await events(values, rest[0], out);
+      case 'codec-server':
+        return await (await import('./codec-server')).runCodecServer({ port: values.port, origins: values['ui-origin'] }, out);
       default:
         throw new UsageError(`unknown command "${command}". Run \`npx sluice --help\` for the list.`);
     }
@@ -105,7 +112,7 @@ export async function main(argv: string[], out: (s: string) => void = (s) => pro
 
 async function client(v: Values) {
   const c = await connect({ address: v.address, namespace: v.namespace });
-  return { sluice: new SluiceClient({ connection: c.connection, namespace: c.namespace, taskQueue: v['task-queue'] }), close: () => c.connection.close() };
+  return { sluice: new SluiceClient({ connection: c.connection, namespace: c.namespace, taskQueue: v['task-queue'], dataConverter: dataConverterFromEnv() }), close: () => c.connection.close() };
 }
 
 async function dev(v: Values): Promise<number> {

@@ -1,5 +1,6 @@
 // The client library: run or start a batch, decide approvals, list what waits, read events.
 import { Client, WorkflowExecutionAlreadyStartedError, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
+import type { DataConverter } from '@temporalio/common';
 import type { NativeConnection } from '@temporalio/worker';
 import { batchInputProblem } from '../pipeline/batch-input';
 import { jsonBytes, MAX_ARGUMENT_CHARS, MAX_INPUT_BYTES } from '../pipeline/budget';
@@ -11,6 +12,8 @@ export interface SluiceClientOptions {
   connection: NativeConnection;
   namespace?: string;
   taskQueue?: string;
+  /** Payload encryption (worker/codec.ts): the same as the workers'. */
+  dataConverter?: DataConverter;
 }
 
 /** A batch's model-side input: tool calls whose arguments may still be parsed objects. */
@@ -28,7 +31,7 @@ export class SluiceClient {
   readonly taskQueue: string;
 
   constructor(opts: SluiceClientOptions) {
-    this.temporal = new Client({ connection: opts.connection, namespace: opts.namespace ?? 'default' });
+    this.temporal = new Client({ connection: opts.connection, namespace: opts.namespace ?? 'default', ...(opts.dataConverter ? { dataConverter: opts.dataConverter } : {}) });
     this.taskQueue = opts.taskQueue ?? DEFAULT_TASK_QUEUE;
   }
 

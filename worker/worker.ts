@@ -1,4 +1,5 @@
 // A Sluice worker: the batch workflow plus the stage activities built from a user's config.
+import type { DataConverter } from '@temporalio/common';
 import { NativeConnection, Worker, type WorkflowBundleOption } from '@temporalio/worker';
 import * as path from 'node:path';
 import { createSinkActivities } from '../activities/sink';
@@ -22,6 +23,8 @@ export interface SluiceWorkerOptions {
   workflowBundle?: WorkflowBundleOption;
   identity?: string;
   maxCachedWorkflows?: number;
+  /** Payload encryption (worker/codec.ts); the clients of these batches need the same. */
+  dataConverter?: DataConverter;
 }
 
 export const WORKFLOWS_PATH = path.join(__dirname, '..', 'workflows', 'index.ts');
@@ -36,6 +39,7 @@ export async function createSluiceWorker(opts: SluiceWorkerOptions): Promise<Wor
     ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
     activities: { ...withHeartbeats(createStageActivities(opts.config, { resultStore: new FileResultStore(path.join(stateDir, 'results')) })), ...createSinkActivities(sink) },
     ...(opts.identity ? { identity: opts.identity } : {}),
+    ...(opts.dataConverter ? { dataConverter: opts.dataConverter } : {}),
     ...(opts.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: opts.maxCachedWorkflows } : {}),
   });
 }
