@@ -4,12 +4,14 @@
 // is recorded), which is measured; approvals signalled while no worker runs are honoured.
 import { NativeConnection } from '@temporalio/worker';
 import type { WorkflowHandle } from '@temporalio/client';
+import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { SluiceClient } from '../../client/client';
 import type { BatchOutput } from '../../pipeline/types';
+import { dataConverterFromEnv } from '../../worker/codec';
 import { readSessionLog } from '../../worker/sink';
 import { EFFECTS, OBSERVED, type HoldPoint } from '../fixtures/faults.config';
 import { batch, spawnWorker, text, type ChildWorker } from '../harness';
@@ -22,8 +24,12 @@ let taskQueue: string;
 let worker: ChildWorker;
 const figures = emptyFigures();
 
+// The worker processes run as in production: payloads encrypted, keys from the environment.
+const workerEnv = () => ({ SLUICE_TEST_DIR: dir, SLUICE_CODEC_KEYS: codecKeys });
+const codecKeys = `faults:${randomBytes(32).toString('base64')}`;
+
 async function restartWorker(): Promise<void> {
-  worker = spawnWorker(FIXTURE, taskQueue, dir, { SLUICE_TEST_DIR: dir });
+  worker = spawnWorker(FIXTURE, taskQueue, dir, workerEnv());
   await worker.ready;
   figures.restarts++;
 }
@@ -76,9 +82,9 @@ function tallyEffects(tags: string[], windowTags: string[]): Map<string, number>
 beforeAll(async () => {
   connection = await NativeConnection.connect({ address: inject('temporalAddress') });
   taskQueue = `faults-kill-${process.pid}-${Date.now()}`;
-  client = new SluiceClient({ connection, taskQueue });
+  client = new SluiceClient({ connection, taskQueue, dataConverter: dataConverterFromEnv({ SLUICE_CODEC_KEYS: codecKeys }) });
   dir = fs.mkdtempSync(path.join(inject('runDir'), 'faults-kill-'));
-  worker = spawnWorker(FIXTURE, taskQueue, dir, { SLUICE_TEST_DIR: dir });
+  worker = spawnWorker(FIXTURE, taskQueue, dir, workerEnv());
   await worker.ready;
 });
 
