@@ -4,7 +4,7 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { applyPostVerdict, foldPreDecision, parseGuardAnswer, parsePreDecision } from '../pipeline/fold';
-import { deepFreeze, snapshotJson } from '../pipeline/json';
+import { deepFreeze, getOwn, setOwn, snapshotJson } from '../pipeline/json';
 import { DEFAULT_MAX_RESULT_CHARS, errorCandidate, ErrorCodes, normalizeResult, renderValue } from '../pipeline/normalize';
 import { BODY_DEFAULTS, FailureTypes, genericCard, type BodyResult, type CallRef, type Gate, type GuardsResult, type PreflightResult, type SettleRequest, type SettleResult, type ToolProfile } from '../pipeline/stages';
 import type { ApprovalPolicy, Candidate, Card, EventDraft, JsonObject, PreDecision, StatePatch, UserMessage } from '../pipeline/types';
@@ -133,7 +133,8 @@ export function createStageActivities(config: SluiceConfig, deps: { resultStore?
         signal: activity.cancellationSignal,
         heartbeat: (d?: unknown) => activity.heartbeat(d),
         setState(ns, key, value) {
-          (patch[ns] ??= {})[key] = value === null ? null : snapshotJson(value, `state ${ns}.${key}`);
+          if (!getOwn(patch, ns)) setOwn(patch, ns, {});
+          setOwn(patch[ns], key, value === null ? null : snapshotJson(value, `state ${ns}.${key}`));
         },
       });
 

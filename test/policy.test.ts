@@ -130,6 +130,18 @@ describe("a call's identity is protected", () => {
   });
 });
 
+describe('arguments cannot smuggle fields', () => {
+  it('a "__proto__" key stays an ordinary key: no stage and no schema sees inherited fields', async () => {
+    ran.length = 0;
+    tampering.length = 0;
+    const req = batch([{ name: 'record', args: '{"path": "/tmp/p", "__proto__": {"mode": "tamper", "path": "/etc/shadow"}}' }]);
+    const out = await h.client.runBatch(req);
+    expect(text(out.results[0].result)).toBe('ran on /tmp/p as call-1');
+    expect(ran).toEqual([{ args: { path: '/tmp/p' }, callId: 'call-1', name: 'record' }]);
+    expect(tampering).toEqual([]); // the pre-execute handler saw no mode either
+  });
+});
+
 describe('broken hooks fail closed', () => {
   it.each([
     ['garbage', /returned string yes please; a pre-execute handler returns/],

@@ -3,7 +3,7 @@
 import { ActivityFailure, ApplicationFailure, CancellationScope, CancelledFailure, proxyActivities, TimeoutFailure, workflowInfo } from '@temporalio/workflow';
 import type { StageActivities } from '../activities/stages';
 import { argsDigest } from '../pipeline/digest';
-import { snapshotArguments } from '../pipeline/json';
+import { getOwn, setOwn, snapshotArguments } from '../pipeline/json';
 import { InlineBudget, MAX_ARGUMENT_CHARS } from '../pipeline/budget';
 import { errorCandidate, ErrorCodes, fitResult, normalizeResult } from '../pipeline/normalize';
 import { BODY_DEFAULTS, genericCard, type CallRef, type Gate, type ToolProfile } from '../pipeline/stages';
@@ -260,10 +260,11 @@ function bodyFailure(name: string, timeoutMs: number, err: unknown): Candidate {
 
 export function applyPatch(state: SessionState, patch: StatePatch): void {
   for (const [ns, entries] of Object.entries(patch)) {
-    const target = (state[ns] ??= {});
+    if (!getOwn(state, ns)) setOwn(state, ns, {});
+    const target = state[ns];
     for (const [k, v] of Object.entries(entries)) {
       if (v === null) delete target[k];
-      else target[k] = v;
+      else setOwn(target, k, v);
     }
   }
 }
