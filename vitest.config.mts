@@ -7,7 +7,7 @@ export default defineConfig({
     // Each file runs its own worker on its own task queue against the one dev server.
     fileParallelism: true,
     maxWorkers: 2,
-    testTimeout: 120_000,
+    testTimeout: 60_000,
     hookTimeout: 180_000,
     pool: 'forks',
   },

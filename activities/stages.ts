@@ -40,7 +40,7 @@ export function createStageActivities(config: SluiceConfig, deps: { resultStore?
     const tool = registry.get(ref.name);
     const ctx: StageContext = {
       call: callInfo(ref),
-      tool: tool ? Object.freeze({ name: tool.name, description: tool.description }) : undefined,
+      tool: tool ? Object.freeze({ name: tool.name, description: tool.description, aliases: Object.freeze([...(tool.aliases ?? [])]) }) : undefined,
       sessionId: ref.sessionId,
       turn: ref.turn,
       step: ref.step,
@@ -93,7 +93,12 @@ export function createStageActivities(config: SluiceConfig, deps: { resultStore?
       if (!parsed.ok) return { gate: parsed.gate, card, contexts: [], events: [] };
       const profile = profileOf(tool, parsed.args);
 
-      let decision: PreDecision = profile.approval === 'ask' ? { kind: 'ask', reason: `${tool.name} asks for approval before it runs` } : { kind: 'allow' };
+      // A tool's own policy opens the waterfall: `ask` asks a person, `never` asks and is refused
+      // at once (the asked/decided pair stays in the record), `auto` leaves it to the extensions.
+      let decision: PreDecision =
+        profile.approval === 'ask' ? { kind: 'ask', reason: `${tool.name} asks for approval before it runs` }
+        : profile.approval === 'never' ? { kind: 'ask', reason: `${tool.name} is never approved` }
+        : { kind: 'allow' };
       for (const [i, h] of (config.preExecute ?? []).entries()) {
         const who = `pre-execute handler ${nameOf(h, `#${i}`)}`;
         c.withSource(who);

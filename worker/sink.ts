@@ -33,12 +33,33 @@ export class JsonlSessionLog implements EventSink {
   private async write(sessionId: string, events: SessionEvent[]): Promise<void> {
     const file = sessionLogPath(this.stateDir, sessionId);
     let last = this.lastSeq.get(sessionId);
+    const firstWriteHere = last === undefined;
     if (last === undefined) last = await readLastSeq(file);
     const fresh = events.filter((e) => e.seq > last!).sort((a, b) => a.seq - b.seq);
     if (fresh.length === 0) return;
     await fs.mkdir(path.dirname(file), { recursive: true });
-    await fs.appendFile(file, fresh.map((e) => JSON.stringify(e)).join('\n') + '\n');
+    // After a crash mid-append the file may end in a torn line: start on a fresh one.
+    const lead = firstWriteHere && (await endsTorn(file)) ? '\n' : '';
+    await fs.appendFile(file, lead + fresh.map((e) => JSON.stringify(e)).join('\n') + '\n');
     this.lastSeq.set(sessionId, fresh[fresh.length - 1].seq);
+  }
+}
+
+async function endsTorn(file: string): Promise<boolean> {
+  let handle;
+  try {
+    handle = await fs.open(file, 'r');
+  } catch {
+    return false;
+  }
+  try {
+    const { size } = await handle.stat();
+    if (size === 0) return false;
+    const last = Buffer.alloc(1);
+    await handle.read(last, 0, 1, size - 1);
+    return last[0] !== 0x0a;
+  } finally {
+    await handle.close();
   }
 }
 

@@ -25,6 +25,11 @@ export interface SluiceWorkerOptions {
   maxCachedWorkflows?: number;
   /** Payload encryption (worker/codec.ts); the clients of these batches need the same. */
   dataConverter?: DataConverter;
+  /**
+   * How long a workflow task waits on a dead worker's sticky queue before any worker may take
+   * it. Temporal's default is 10 s; a batch resumes after a worker crash that much sooner.
+   */
+  stickyQueueScheduleToStartTimeoutMs?: number;
 }
 
 export const WORKFLOWS_PATH = path.join(__dirname, '..', 'workflows', 'index.ts');
@@ -41,5 +46,6 @@ export async function createSluiceWorker(opts: SluiceWorkerOptions): Promise<Wor
     ...(opts.identity ? { identity: opts.identity } : {}),
     ...(opts.dataConverter ? { dataConverter: opts.dataConverter } : {}),
     ...(opts.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: opts.maxCachedWorkflows } : {}),
+    stickyQueueScheduleToStartTimeout: opts.stickyQueueScheduleToStartTimeoutMs ?? 3_000,
   });
 }

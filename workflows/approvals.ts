@@ -105,7 +105,7 @@ export class Approvals {
 
     let result: Decided;
     if (opts.policy === 'never') {
-      result = { approvalId, callId: ref.callId, outcome: 'rejected', by: 'policy', reason: `${ref.name} is never approved${opts.reason ? ` (${opts.reason})` : ''}` };
+      result = { approvalId, callId: ref.callId, outcome: 'rejected', by: 'policy', reason: opts.reason ?? `${ref.name} is never approved` };
     } else if (!opts.channel) {
       result = { approvalId, callId: ref.callId, outcome: 'unavailable', reason: opts.reason ?? 'approval required, and no approval channel is configured' };
     } else {

@@ -22,7 +22,8 @@ export async function toolBatch(input: BatchInput): Promise<BatchOutput> {
   const problem = batchInputProblem(input);
   if (problem) throw ApplicationFailure.nonRetryable(problem, 'SluiceInvalidBatch');
   const events = new EventLog(input.sessionId, input.startSeq ?? 0);
-  const streaming = events.streamToSink();
+  // Cancel is a flag the stages read, never an exception: the sink keeps streaming to the end.
+  const streaming = CancellationScope.nonCancellable(() => events.streamToSink());
   const state: SessionState = JSON.parse(JSON.stringify(input.state ?? {}));
   let cancelRequested = false;
   const approvals = new Approvals(events, () => cancelRequested);
@@ -118,7 +119,7 @@ export async function toolBatch(input: BatchInput): Promise<BatchOutput> {
 
   events.close();
   await streaming;
-  await condition(allHandlersFinished);
+  await CancellationScope.nonCancellable(() => condition(allHandlersFinished));
   const output: BatchOutput = {
     sessionId: input.sessionId,
     turn: input.turn,

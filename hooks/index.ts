@@ -1,0 +1,159 @@
+// Command hooks in the Claude Code and Codex dialects, as Sluice extensions:
+//   PreToolUse → one pre-execute handler; PostToolUse (and Claude Code's PostToolUseFailure) → one
+//   post-execute handler. Each runs every matching hook in parallel inside the stage's activity,
+//   records hook/invoked + hook/result for each, and merges their answers, most restrictive first.
+//
+//   const hooks = commandHooks({ workspace: '/path/to/project' });
+//   defineConfig({ tools, preExecute: [...hooks.preExecute], postExecute: [...hooks.postExecute] });
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { ErrorCodes } from '../pipeline/normalize';
+import type { Candidate, JsonObject } from '../pipeline/types';
+import type { Named, PostExecuteHandler, PreExecuteHandler, StageContext } from '../worker/config';
+import { hookInput, interpretRun, type HookVerdict } from './dialects';
+import { matchesAny } from './matcher';
+import { mergePost, mergePre } from './merge';
+import { runHookCommand } from './run';
+import { loadHooks, type CommandHook, type HookSource } from './settings';
+
+export type { HookVerdict } from './dialects';
+export type { CommandHook, Dialect, HookEvent, HookSource } from './settings';
+
+export interface CommandHooksOptions {
+  /** The project the hooks belong to: their working directory and CLAUDE_PROJECT_DIR. */
+  workspace: string;
+  /**
+   * Settings files to read (relative to the workspace). Default: `.claude/settings.json`,
+   * `.claude/settings.local.json` and `.codex/hooks.json`, each skipped when missing.
+   */
+  sources?: (string | HookSource)[];
+  /** What hooks get as `transcript_path`, e.g. the session's JSONL log; null when not given. */
+  transcriptPath?: (sessionId: string) => string;
+}
+
+export interface CommandHooks {
+  preExecute: Named<PreExecuteHandler>[];
+  postExecute: Named<PostExecuteHandler>[];
+  /** Every hook that was loaded, in file order. */
+  hooks: readonly CommandHook[];
+  /** What the settings held that Sluice does not run; worth logging at startup. */
+  warnings: readonly string[];
+}
+
+/** Results of calls that never reached their tool: no post hook runs for them, as in Claude Code. */
+const NEVER_RAN = new Set<string>([ErrorCodes.DENIED, ErrorCodes.UNKNOWN_TOOL, ErrorCodes.INVALID_ARGS, ErrorCodes.ABORTED_BEFORE_DISPATCH]);
+const SUMMARY_CHARS = 500;
+
+export function commandHooks(opts: CommandHooksOptions): CommandHooks {
+  const workspace = path.resolve(opts.workspace);
+  if (!fs.statSync(workspace, { throwIfNoEntry: false })?.isDirectory()) {
+    throw new Error(`commandHooks: workspace ${workspace} is not a directory; pass the project folder the hooks belong to`);
+  }
+  const { hooks, warnings } = loadHooks(workspace, opts.sources);
+  const env = { ...process.env, CLAUDE_PROJECT_DIR: workspace };
+
+  async function runPoint(ctx: StageContext, point: 'pre-execute' | 'post-execute', selected: CommandHook[], result?: Readonly<Candidate>): Promise<HookVerdict[]> {
+    for (const hook of selected) {
+      ctx.emit('hook/invoked', {
+        turn: ctx.turn,
+        point,
+        dialect: hook.dialect,
+        handlerId: hook.id,
+        ...(hook.matcher !== undefined ? { matcher: hook.matcher } : {}),
+        event: hook.event,
+        callId: ctx.call.id,
+        command: clip(hook.command),
+      });
+    }
+    const runs = await Promise.all(
+      selected.map(async (hook) => {
+        const stdin = hookInput({
+          dialect: hook.dialect,
+          event: hook.event,
+          sessionId: ctx.sessionId,
+          turn: ctx.turn,
+          cwd: workspace,
+          toolName: ctx.call.name,
+          toolInput: ctx.call.args,
+          toolUseId: ctx.call.id,
+          ...(opts.transcriptPath ? { transcriptPath: opts.transcriptPath(ctx.sessionId) } : {}),
+          ...(result ? { result } : {}),
+        });
+        const run = await runHookCommand(hook.command, { cwd: workspace, env, stdin: JSON.stringify(stdin), timeoutMs: hook.timeoutSec * 1000 });
+        return { hook, run, verdict: interpretRun(run, hook) };
+      }),
+    );
+    // Recorded and applied in config order, whatever order the processes finished in.
+    for (const { hook, run, verdict } of runs) {
+      const stderr = run.stderr.trim();
+      const data: JsonObject = {
+        turn: ctx.turn,
+        point,
+        handlerId: hook.id,
+        event: hook.event,
+        callId: ctx.call.id,
+        decision: verdict.decision,
+        durationMs: run.durationMs,
+      };
+      if (run.exitCode !== null) data.exitCode = run.exitCode;
+      if (run.signal) data.signal = run.signal;
+      if (run.timedOut) data.timedOut = true;
+      if (stderr) data.stderrSummary = clip(stderr);
+      if (verdict.reason) data.reason = clip(verdict.reason);
+      if (verdict.error) data.error = verdict.error;
+      if (verdict.warnings.length) data.warnings = verdict.warnings;
+      if (verdict.systemMessage) data.systemMessage = clip(verdict.systemMessage);
+      if (verdict.context) data.additionalContext = clip(verdict.context);
+      ctx.emit('hook/result', data);
+      if (verdict.context) ctx.addContext(verdict.context);
+    }
+    return runs.map((r) => r.verdict);
+  }
+
+  const preHooks = hooks.filter((h) => h.event === 'PreToolUse');
+  const postHooks = hooks.filter((h) => h.event !== 'PreToolUse');
+
+  const pre: PreExecuteHandler = async (ctx) => {
+    const selected = select(preHooks, ctx, () => true);
+    if (!selected.length) return undefined;
+    return mergePre(await runPoint(ctx, 'pre-execute', selected));
+  };
+
+  const post: PostExecuteHandler = async (ctx) => {
+    const r = ctx.result;
+    if (r.isError && NEVER_RAN.has(r.error?.code ?? '')) return undefined;
+    // Claude Code splits success (PostToolUse) from failure (PostToolUseFailure); Codex has one event.
+    const wanted = (h: CommandHook) => (h.dialect === 'codex' ? h.event === 'PostToolUse' : h.event === (r.isError ? 'PostToolUseFailure' : 'PostToolUse'));
+    const selected = select(postHooks, ctx, wanted);
+    if (!selected.length) return undefined;
+    return mergePost(await runPoint(ctx, 'post-execute', selected, r));
+  };
+
+  return {
+    preExecute: preHooks.length ? [{ name: 'command hooks (PreToolUse)', handler: pre }] : [],
+    postExecute: postHooks.length ? [{ name: 'command hooks (PostToolUse)', handler: post }] : [],
+    hooks,
+    warnings,
+  };
+}
+
+/**
+ * The hooks whose matcher selects any name the call goes by: the name the model used, the tool's
+ * own name and its aliases. Claude Code runs an identical command once per event.
+ */
+function select(hooks: CommandHook[], ctx: StageContext, wanted: (h: CommandHook) => boolean): CommandHook[] {
+  const names = [...new Set([ctx.call.name, ...(ctx.tool ? [ctx.tool.name, ...ctx.tool.aliases] : [])])];
+  const seen = new Set<string>();
+  return hooks.filter((h) => {
+    if (!wanted(h) || !matchesAny(h.compiled, names)) return false;
+    if (h.dialect !== 'claude') return true;
+    const key = `${h.event}\0${h.command}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}
+
+function clip(text: string): string {
+  return text.length > SUMMARY_CHARS ? `${text.slice(0, SUMMARY_CHARS - 1)}…` : text;
+}

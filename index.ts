@@ -1,0 +1,14 @@
+// Sluice's public surface.
+export { defineConfig, defineTool, toolOutput, toolSchemas } from './worker/config';
+export type { SluiceConfig, ToolDefinition, ToolContext, StageContext, PostExecuteContext, PreExecuteHandler, Guard, ExecuteWrapper, PostExecuteHandler, ResultObserver } from './worker/config';
+export { createSluiceWorker, DEFAULT_TASK_QUEUE } from './worker/worker';
+export { JsonlSessionLog, type EventSink } from './worker/sink';
+export { startDevServer, findTemporalCli } from './worker/dev-server';
+export { SluiceClient, SluiceError } from './client/client';
+export { connect } from './client/connection';
+export { ensureSearchAttributes } from './client/setup';
+export { batchWorkflowId, decideSignal, decideUpdate, stateQuery } from './workflows/definitions';
+export { ErrorCodes } from './pipeline/normalize';
+export type * from './pipeline/types';
+export { fsTools, todoWriteTool, bashTool, ledgerWriteIntent, ledgerEditIntent } from './tools';
+export { commandHooks } from './hooks';

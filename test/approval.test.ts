@@ -1,0 +1,143 @@
+// Approval: the four outcomes, one-shot decisions, policy `never`, no channel, digest binding,
+// and the search attributes and query that let any UI find what waits.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import type { BatchOutput, PendingApproval, SessionEvent } from '../pipeline/types';
+import { defineConfig, defineTool } from '../worker/config';
+import { batch, startHarness, text, type Harness } from './harness';
+
+const ran: string[] = [];
+const config = defineConfig({
+  tools: [
+    defineTool({
+      name: 'deploy',
+      description: 'deploys',
+      input: z.object({ env: z.string() }),
+      approval: 'ask',
+      presentCall: ({ env }) => ({ title: `Deploy to ${env}`, summary: 'risky' }),
+      execute: ({ env }, ctx) => (ran.push(ctx.call.id), `deployed ${env}`),
+    }),
+    defineTool({ name: 'forbidden', description: 'never approved', input: z.object({}), approval: 'never', execute: (_a, ctx) => (ran.push(ctx.call.id), 'ran') }),
+    defineTool({ name: 'maybe', description: 'asks via pre-execute', input: z.object({ level: z.number() }), execute: (_a, ctx) => (ran.push(ctx.call.id), 'ran') }),
+    defineTool({ name: 'fast_ask', description: 'asks with its own deny timeout', input: z.object({}), approval: 'ask', approvalTimeoutMs: 1_000, execute: (_a, ctx) => (ran.push(ctx.call.id), 'ran') }),
+  ],
+  preExecute: [
+    (ctx) => {
+      if (ctx.call.name === 'maybe' && (ctx.call.args as { level: number }).level > 5) return { kind: 'ask', reason: 'level above 5' };
+    },
+  ],
+  guards: [(ctx) => (ctx.call.name === 'deploy' && (ctx.call.args as { env: string }).env === 'prod-eu' ? 'prod-eu is frozen' : undefined)],
+});
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness('approval', config);
+});
+afterAll(() => h?.close());
+
+async function waitForPending(workflowId: string, count = 1): Promise<PendingApproval[]> {
+  for (let i = 0; i < 200; i++) {
+    const state = await h.client.batchState(workflowId).catch(() => undefined);
+    if (state && state.pending.length >= count) return state.pending;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`no pending approval appeared in ${workflowId}`);
+}
+
+const decidedEvent = (events: SessionEvent[]) => events.find((e) => e.type === 'approval/decided')!.data;
+
+describe('approval outcomes', () => {
+  it('allowed-once: approved through the update, the body runs, who decided is recorded', async () => {
+    const handle = await h.client.startBatch(batch([{ id: 'a1', name: 'deploy', args: { env: 'staging' } }], { options: { approvalTimeoutMs: 60_000 } }));
+    const [p] = await waitForPending(handle.workflowId);
+    expect(p).toMatchObject({ callId: 'a1', toolName: 'deploy', card: { title: 'Deploy to staging', summary: 'risky' }, arguments: { env: 'staging' } });
+    expect(p.argsDigest).toMatch(/^sha256:[0-9a-f]{64}$/);
+    // any UI finds it by search attribute, with no knowledge of the workflow id
+    expect(await h.client.findApproval(p.approvalId)).toBe(handle.workflowId);
+    expect((await h.client.pendingApprovals()).map((x) => x.approvalId)).toContain(p.approvalId);
+
+    const r = await h.client.approve(p.approvalId, { by: 'alice', reason: 'looks fine', argsDigest: p.argsDigest });
+    expect(r).toEqual({ approvalId: p.approvalId, outcome: 'allowed-once' });
+    const out: BatchOutput = await handle.result();
+    expect(text(out.results[0].result)).toBe('deployed staging');
+    expect(decidedEvent(out.events)).toMatchObject({ id: p.approvalId, outcome: 'allowed-once', by: 'alice', reason: 'looks fine' });
+    expect(out.events.map((e) => e.type)).toEqual(['tool/call', 'approval/asked', 'approval/decided', 'tool/result']);
+    // decided: no longer listed as waiting
+    await expect(h.client.findApproval(p.approvalId)).rejects.toThrow(/no batch is waiting on approval/);
+  });
+
+  it('rejected: a deny sent as a signal, with its reason, becomes a denial result', async () => {
+    const handle = await h.client.startBatch(batch([{ id: 'r1', name: 'deploy', args: { env: 'prod' } }]));
+    const [p] = await waitForPending(handle.workflowId);
+    await h.client.signalDecision({ approvalId: p.approvalId, decision: 'deny', by: 'bob', reason: 'not on a Friday' });
+    const out = await handle.result();
+    const r = out.results[0].result;
+    expect(r.error?.code).toBe('DENIED');
+    expect(text(r)).toMatch(/^Error: the call was rejected by bob: not on a Friday/);
+    expect(decidedEvent(out.events)).toMatchObject({ outcome: 'rejected', by: 'bob' });
+    expect(ran).not.toContain('r1');
+  });
+
+  it('unavailable: nobody answers before the deny timeout (the tool’s own timeout wins)', async () => {
+    const out = await h.client.runBatch(batch([{ id: 't1', name: 'fast_ask' }], { options: { approvalTimeoutMs: 60_000 } }));
+    expect(text(out.results[0].result)).toMatch(/approval was required but not given \(no decision within 1s \(deny timeout\)\)/);
+    expect(decidedEvent(out.events)).toMatchObject({ outcome: 'unavailable' });
+    expect(ran).not.toContain('t1');
+  });
+
+  it('cancelled: the batch is cancelled while a call waits', async () => {
+    const handle = await h.client.startBatch(batch([{ id: 'c1', name: 'deploy', args: { env: 'qa' } }]));
+    await waitForPending(handle.workflowId);
+    await handle.cancel();
+    const out = await handle.result();
+    expect(out.cancelled).toBe(true);
+    expect(decidedEvent(out.events)).toMatchObject({ outcome: 'cancelled' });
+    expect(text(out.results[0].result)).toMatch(/cancelled while this call awaited approval/);
+  });
+
+  it('guards still run after a person approves, and can deny', async () => {
+    const handle = await h.client.startBatch(batch([{ id: 'ge', name: 'deploy', args: { env: 'prod-eu' } }]));
+    const [p] = await waitForPending(handle.workflowId);
+    await h.client.approve(p.approvalId, { by: 'carol' });
+    const out = await handle.result();
+    expect(text(out.results[0].result)).toBe('Error: prod-eu is frozen');
+    expect(ran).not.toContain('ge');
+  });
+});
+
+describe('one-shot decisions', () => {
+  it('the first decision wins; later, unknown and mismatched ones are refused without harm', async () => {
+    const handle = await h.client.startBatch(batch([{ id: 'o1', name: 'deploy', args: { env: 'dev' } }, { id: 'o2', name: 'maybe', args: { level: 9 } }]));
+    const [p1] = await waitForPending(handle.workflowId);
+    await expect(h.client.approve(p1.approvalId, { workflowId: handle.workflowId, argsDigest: 'sha256:' + '0'.repeat(64) })).rejects.toThrow(/arguments you were shown .* are not the ones/);
+    await expect(h.client.approve('no-such-id', { workflowId: handle.workflowId })).rejects.toThrow(/no approval no-such-id is pending/);
+    await h.client.temporal.workflow.getHandle(handle.workflowId).signal('sluice.decide', { garbage: true } as never);
+    await h.client.approve(p1.approvalId, { by: 'first' });
+    await expect(h.client.deny(p1.approvalId, { by: 'second', workflowId: handle.workflowId })).rejects.toThrow(/already decided: allowed-once by first/);
+
+    // the second call asks because a pre-execute handler said so
+    const pending = await waitForPending(handle.workflowId);
+    const p2 = pending.find((x) => x.callId === 'o2')!;
+    expect(p2.reason).toBe('level above 5');
+    await h.client.deny(p2.approvalId, { by: 'dave' });
+    const out = await handle.result();
+    expect(out.results.map((r) => r.result.isError)).toEqual([false, true]);
+    expect(out.events.filter((e) => e.type === 'approval/decided').map((e) => e.data.by)).toEqual(['first', 'dave']);
+  });
+});
+
+describe('policies without a person', () => {
+  it('policy never: rejected at once, and the asked/decided pair is still recorded', async () => {
+    const out = await h.client.runBatch(batch([{ id: 'n1', name: 'forbidden' }]));
+    expect(out.events.map((e) => e.type)).toEqual(['tool/call', 'approval/asked', 'approval/decided', 'tool/result']);
+    expect(decidedEvent(out.events)).toMatchObject({ outcome: 'rejected', by: 'policy' });
+    expect(ran).not.toContain('n1');
+  });
+
+  it('no approval channel at all: an ask is denied with the ask’s reason (fail closed)', async () => {
+    const out = await h.client.runBatch(batch([{ id: 'nc', name: 'maybe', args: { level: 7 } }], { options: { approvalChannel: false } }));
+    expect(decidedEvent(out.events)).toMatchObject({ outcome: 'unavailable', reason: 'level above 5' });
+    expect(out.results[0].result.error?.code).toBe('DENIED');
+    expect(ran).not.toContain('nc');
+  });
+});

@@ -1,0 +1,38 @@
+// `npm start` end to end, without a terminal: its own dev server, the scripted session, the ask
+// denied by the deny timeout.
+import { spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { describe, expect, inject, it } from 'vitest';
+import { freePort } from '../worker/dev-server';
+import { readSessionLog } from '../worker/sink';
+
+describe('the demo agent session (npm start)', () => {
+  it('runs allow, deny, ask, retry, rewrite and context to completion', async () => {
+    const stateDir = fs.mkdtempSync(path.join(inject('runDir'), 'demo-'));
+    const port = await freePort();
+    const root = path.join(__dirname, '..');
+    const child = spawn(process.execPath, ['--require', 'tsx/cjs', path.join(root, 'scripts', 'demo.ts')], {
+      cwd: root,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, SLUICE_PORT: String(port), SLUICE_STATE_DIR: stateDir, SLUICE_DEMO_APPROVAL_TIMEOUT_MS: '1500', TEMPORAL_CLI: inject('temporalCli') },
+    });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (out += d));
+    const code = await new Promise<number | null>((r) => child.on('exit', r));
+    expect(code, out).toBe(0);
+    expect(out).toContain(`Temporal Web UI: http://127.0.0.1:${port + 1000}`);
+    expect(out).toMatch(/✓ get_weather \(t1-weather-lisbon\)/);
+    expect(out).toMatch(/✓ fetch_quote \(t1-quote\): .*"attempt": 2/); // flaky, succeeded on retry
+    expect(out).toMatch(/"apiKey": "\[REDACTED\]"/); // post-execute rewrite
+    expect(out).toMatch(/\+ context \(post-execute handler redactSecrets\)/); // injected context
+    expect(out).toMatch(/✗ delete_files \(t3-delete\): Error: deleting files is not allowed/); // deny
+    expect(out).toMatch(/┌ approval [0-9a-f-]{36}\n│ Send email to ada@example.com/); // the pending card
+    expect(out).toMatch(/✗ send_email \(t3-email\): Error: approval was required but not given/); // ask → deny timeout
+    const session = /Session (demo-\d+)\./.exec(out)![1];
+    const events = await readSessionLog(stateDir, session);
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i));
+    expect(events.filter((e) => e.type === 'tool/result')).toHaveLength(6);
+  });
+});

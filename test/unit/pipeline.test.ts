@@ -1,0 +1,163 @@
+// The pure pipeline code: lossless snapshots, digests, monotonic folding, normalization.
+import { createHash } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { readCallsFile } from '../../client/cli';
+import { batchInputProblem } from '../../pipeline/batch-input';
+import { argsDigest, sha256Hex } from '../../pipeline/digest';
+import { applyPostVerdict, foldPreDecision, parseGuardAnswer, parsePreDecision } from '../../pipeline/fold';
+import { canonicalJson, snapshotArguments, snapshotJson } from '../../pipeline/json';
+import { errorCandidate, normalizeResult } from '../../pipeline/normalize';
+import type { Candidate } from '../../pipeline/types';
+import { JsonlSessionLog, readLastSeq, readSessionLog, sessionLogPath } from '../../worker/sink';
+
+describe('snapshotJson', () => {
+  it('copies plain JSON into frozen objects', () => {
+    const src = { a: [1, 'x', null, { b: true }] };
+    const snap = snapshotJson(src) as typeof src;
+    expect(snap).toEqual(src);
+    expect(snap).not.toBe(src);
+    expect(Object.isFrozen(snap) && Object.isFrozen(snap.a) && Object.isFrozen(snap.a[3])).toBe(true);
+  });
+
+  it.each([
+    ['undefined', { a: undefined }, /a is not lossless JSON: a undefined/],
+    ['BigInt', { a: 1n }, /bigint/],
+    ['NaN', [NaN], /\[0\] is not lossless JSON: NaN/],
+    ['Infinity', { x: { y: Infinity } }, /x\.y .*Infinity/],
+    ['-0', { z: -0 }, /-0 would become 0/],
+    ['a function', { f() {} }, /function/],
+    ['a Date', { d: new Date(0) }, /instance of Date/],
+    ['a Map', { m: new Map() }, /instance of Map/],
+    ['a symbol key', { [Symbol('s')]: 1 }, /symbol key/],
+    ['a sparse array', [1, , 3], /holes/],
+    ['a getter', Object.defineProperty({}, 'g', { enumerable: true, get: () => 1 }), /getter\/setter/],
+  ])('refuses %s, naming where', (_label, value, message) => {
+    expect(() => snapshotJson(value)).toThrow(message);
+  });
+
+  it('refuses cycles but accepts shared (acyclic) references', () => {
+    const shared = { k: 1 };
+    expect(snapshotJson({ a: shared, b: shared })).toEqual({ a: { k: 1 }, b: { k: 1 } });
+    const cyc: Record<string, unknown> = {};
+    cyc.me = cyc;
+    expect(() => snapshotJson(cyc)).toThrow(/cycle/);
+  });
+
+  it('parses model argument strings into a frozen object, or says what is wrong', () => {
+    expect(snapshotArguments('{"path":"a.txt"}')).toEqual({ path: 'a.txt' });
+    expect(() => snapshotArguments('{"path":')).toThrow(/arguments is not lossless JSON: not valid JSON/);
+    expect(() => snapshotArguments('"just a string"')).toThrow(/must be a JSON object/);
+    expect(() => snapshotArguments('null')).toThrow(/must be a JSON object/);
+  });
+});
+
+describe('digests', () => {
+  it('sha256Hex equals node:crypto on ASCII, multi-byte and long input', () => {
+    for (const s of ['', 'abc', 'héllo wörld ✓ 😀', 'x'.repeat(1000), 'a'.repeat(55), 'a'.repeat(56), 'a'.repeat(64)]) {
+      expect(sha256Hex(s)).toBe(createHash('sha256').update(s, 'utf8').digest('hex'));
+    }
+  });
+
+  it('argsDigest ignores key order but not values', () => {
+    expect(argsDigest({ a: 1, b: [1, { c: 2, d: 3 }] })).toBe(argsDigest({ b: [1, { d: 3, c: 2 }], a: 1 }));
+    expect(argsDigest({ a: 1 })).not.toBe(argsDigest({ a: 2 }));
+    expect(canonicalJson({ b: 1, a: { d: null, c: 'x' } })).toBe('{"a":{"c":"x","d":null},"b":1}');
+  });
+});
+
+describe('decision folding', () => {
+  it('only tightens: allow < ask < deny', () => {
+    const deny = { kind: 'deny', reason: 'no' } as const;
+    expect(foldPreDecision(deny, { kind: 'allow' })).toBe(deny);
+    expect(foldPreDecision(deny, { kind: 'ask' })).toBe(deny);
+    expect(foldPreDecision({ kind: 'ask', reason: 'a' }, { kind: 'allow' })).toEqual({ kind: 'ask', reason: 'a' });
+    expect(foldPreDecision({ kind: 'ask', reason: 'a' }, { kind: 'ask', reason: 'b' })).toEqual({ kind: 'ask', reason: 'a; b' });
+    expect(foldPreDecision({ kind: 'allow' }, undefined)).toEqual({ kind: 'allow' });
+    expect(foldPreDecision({ kind: 'allow' }, deny)).toBe(deny);
+  });
+
+  it('rejects answers that are not decisions, naming the extension', () => {
+    expect(() => parsePreDecision({ kind: 'deny' }, 'pre-execute handler x')).toThrow(/pre-execute handler x denied without a reason/);
+    expect(() => parsePreDecision('yes', 'h')).toThrow(/h returned string yes/);
+    expect(parsePreDecision(undefined, 'h')).toBeUndefined();
+    expect(parseGuardAnswer('no', 'g')).toBe('no');
+    expect(parseGuardAnswer(undefined, 'g')).toBeUndefined();
+    expect(() => parseGuardAnswer({ kind: 'allow' }, 'guard g')).toThrow(/a guard returns a denial reason string or nothing/);
+  });
+
+  it('post-execute: replace content or value, never both; block drops the value', () => {
+    const c: Candidate = { content: [{ type: 'text', text: '{"v":1}' }], value: { v: 1 }, isError: false };
+    expect(applyPostVerdict(c, { action: 'accept', value: { v: 2 } }, 'p').candidate).toMatchObject({ value: { v: 2 }, content: [{ type: 'text', text: '{\n  "v": 2\n}' }] });
+    expect(applyPostVerdict(c, { action: 'accept', content: [{ type: 'text', text: 'hi' }] }, 'p').candidate).toMatchObject({ value: { v: 1 }, content: [{ type: 'text', text: 'hi' }] });
+    expect(() => applyPostVerdict(c, { action: 'accept', value: 1, content: [] }, 'p')).toThrow(/replaced both/);
+    const blocked = applyPostVerdict(c, { action: 'block', feedback: 'nope' }, 'p');
+    expect(blocked.blocked).toBe(true);
+    expect(blocked.candidate.value).toBeUndefined();
+    expect(blocked.candidate).toMatchObject({ isError: true, error: { code: 'BLOCKED', message: 'nope' } });
+    expect(() => applyPostVerdict(c, { action: 'accept', content: [{ type: 'video' }] }, 'p')).toThrow(/content\[0\]/);
+  });
+});
+
+describe('normalizeResult', () => {
+  it('freezes a lossless result and keeps contexts', () => {
+    const r = normalizeResult({ content: [{ type: 'text', text: 'ok' }], isError: false, meta: { n: 1 } }, [{ role: 'user', content: 'ctx', source: 's' }]);
+    expect(r).toEqual({ content: [{ type: 'text', text: 'ok' }], isError: false, meta: { n: 1 }, additionalContexts: [{ role: 'user', content: 'ctx', source: 's' }] });
+    expect(Object.isFrozen(r) && Object.isFrozen(r.content[0])).toBe(true);
+  });
+
+  it('turns an unrecordable candidate into INVALID_TOOL_OUTPUT instead of throwing', () => {
+    const r = normalizeResult({ content: [{ type: 'text', text: 'x' }], isError: false, meta: { big: 1n } as never });
+    expect(r.error?.code).toBe('INVALID_TOOL_OUTPUT');
+    expect(r.isError).toBe(true);
+  });
+
+  it('errorCandidate renders `Error: <message>`', () => {
+    expect(errorCandidate('boom', 'X')).toEqual({ content: [{ type: 'text', text: 'Error: boom' }], isError: true, error: { message: 'boom', code: 'X' } });
+  });
+
+  it('truncates text and drops images over the bound, with a note', () => {
+    const r = normalizeResult({ content: [{ type: 'text', text: 'a'.repeat(30) }, { type: 'image', data: 'b'.repeat(30), mimeType: 'image/png' }], isError: false }, [], { maxResultChars: 40 });
+    expect(r.content).toHaveLength(2);
+    expect(r.content[0]).toEqual({ type: 'text', text: 'a'.repeat(30) });
+    expect((r.content[1] as { text: string }).text).toMatch(/truncated: showing 30 of 60 characters; the rest is over the result size bound and was dropped\] \[1 image\(s\) left out\]/);
+    expect(r.meta).toEqual({ truncated: true, originalChars: 60 });
+  });
+});
+
+describe('batch input', () => {
+  it('names the first problem', () => {
+    expect(batchInputProblem(null)).toMatch(/must be an object/);
+    expect(batchInputProblem({ sessionId: 's', turn: 1.5, step: 1, calls: [] })).toMatch(/turn must be a whole number/);
+    expect(batchInputProblem({ sessionId: 's', turn: 1, step: 1, calls: [{ id: 'a', name: 'x', arguments: {} }] })).toMatch(/raw JSON string/);
+    expect(batchInputProblem({ sessionId: 's', turn: 1, step: 1, calls: [{ id: 'a', name: 'x', arguments: '{}' }] })).toBeUndefined();
+  });
+
+  it('the CLI reads a batch or a bare array of calls, and explains a broken file', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'calls-'));
+    const f = (name: string, body: string) => (fs.writeFileSync(path.join(dir, name), body), path.join(dir, name));
+    expect(readCallsFile(f('a.json', '[{"id":"1","name":"echo","arguments":{"text":"x"}}]'), {})).toMatchObject({ sessionId: 'cli-a', turn: 1, step: 1 });
+    expect(readCallsFile(f('b.json', '{"sessionId":"s","turn":3,"step":2,"calls":[]}'), { turn: '4' })).toMatchObject({ sessionId: 's', turn: 4, step: 2 });
+    expect(() => readCallsFile(f('c.json', '{"calls": [}'), {})).toThrow(/is not valid JSON/);
+    expect(() => readCallsFile(f('d.json', '{"cals": []}'), {})).toThrow(/has no "calls" array/);
+    expect(() => readCallsFile(path.join(dir, 'missing.json'), {})).toThrow(/no such file/);
+  });
+});
+
+describe('the JSONL session log', () => {
+  it('appends each seq once, in order, and survives a torn last line', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sink-'));
+    const ev = (seq: number) => ({ type: 't', seq, time: 'now', data: {} });
+    const sink = new JsonlSessionLog(dir);
+    await sink.append('s/1', [ev(0), ev(1)]);
+    await sink.append('s/1', [ev(1), ev(2)]); // a retried chunk
+    expect((await readSessionLog(dir, 's/1')).map((e) => e.seq)).toEqual([0, 1, 2]);
+    fs.appendFileSync(sessionLogPath(dir, 's/1'), '{"type":"t","seq":3,"ti');
+    expect(await readLastSeq(sessionLogPath(dir, 's/1'))).toBe(2);
+    const fresh = new JsonlSessionLog(dir); // a new worker: reads the tail, not its memory
+    await fresh.append('s/1', [ev(2), ev(3)]);
+    expect((await readSessionLog(dir, 's/1')).map((e) => e.seq)).toEqual([0, 1, 2, 3]);
+  });
+});

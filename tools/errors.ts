@@ -1,0 +1,54 @@
+// How a built-in tool reports a failure the model should act on: an error result, not a throw.
+// A throw would make Temporal retry the body; these failures are answers, and retrying them
+// would only repeat the same answer (and lose the events the body recorded).
+import { ErrorCodes } from '../pipeline/normalize';
+import type { JsonObject } from '../pipeline/types';
+import { toolOutput, type ToolOutput } from '../worker/config';
+
+/** Codes of the built-in tools, beyond the pipeline's own. */
+export const ToolErrorCodes = {
+  FS_NOT_OBSERVED: ErrorCodes.FS_NOT_OBSERVED,
+  FS_NOT_FOUND: ErrorCodes.FS_NOT_FOUND,
+  FS_STALE_VERSION: ErrorCodes.FS_STALE_VERSION,
+  INVALID_ARGS: ErrorCodes.INVALID_ARGS,
+  PIPELINE_FAILED: ErrorCodes.PIPELINE_FAILED,
+  TOOL_FAILED: ErrorCodes.TOOL_FAILED,
+  /** The path is outside the workspace root (`..`, an absolute path elsewhere, a symlink out). */
+  FS_OUTSIDE_WORKSPACE: 'FS_OUTSIDE_WORKSPACE',
+  /** A directory where a file was expected, or the other way round. */
+  FS_NOT_A_FILE: 'FS_NOT_A_FILE',
+  FS_BINARY_FILE: 'FS_BINARY_FILE',
+  FS_TOO_LARGE: 'FS_TOO_LARGE',
+  /** edit: old_string does not occur in the file. */
+  FS_NO_MATCH: 'FS_NO_MATCH',
+  /** edit: old_string occurs more than once and replace_all was not set. */
+  FS_AMBIGUOUS_MATCH: 'FS_AMBIGUOUS_MATCH',
+  /** bash: the command ran past its timeout and its process group was killed. */
+  COMMAND_TIMEOUT: 'COMMAND_TIMEOUT',
+} as const;
+
+/** An error result with `Error: <message>` as its content, as every denial and failure reads. */
+export function toolError(message: string, code: string, meta?: JsonObject): ToolOutput {
+  return toolOutput({ isError: true, error: { message, code }, content: [{ type: 'text', text: `Error: ${message}` }], ...(meta ? { meta } : {}) });
+}
+
+/** A failure a tool body detects and turns into a result (see toolError). */
+export class ToolFailure extends Error {
+  constructor(
+    message: string,
+    readonly code: string,
+  ) {
+    super(message);
+    this.name = 'ToolFailure';
+  }
+}
+
+/** Runs a body, turning a ToolFailure into an error result; any other throw stays a throw. */
+export async function answering<T>(body: () => Promise<T>): Promise<T | ToolOutput> {
+  try {
+    return await body();
+  } catch (err) {
+    if (err instanceof ToolFailure) return toolError(err.message, err.code);
+    throw err;
+  }
+}

@@ -1,0 +1,202 @@
+// grep: searches file contents with a regular expression, over the files glob would see
+// (.gitignore respected, binary files skipped), with ripgrep-like options and output.
+import * as fs from 'node:fs/promises';
+import picomatch from 'picomatch';
+import { z } from 'zod';
+import { defineTool, toolOutput, type ToolDefinition } from '../../worker/config';
+import { answering, ToolErrorCodes, ToolFailure } from '../errors';
+import { looksBinary } from './files';
+import type { SearchLimits } from './glob';
+import { searchStart, walk, type WalkEntry } from './walk';
+import { resolveInWorkspace, type Workspace } from './workspace';
+
+/** Files larger than this are skipped (and counted in a note). */
+const MAX_FILE_BYTES = 5 * 1024 * 1024;
+const MAX_LINE_CHARS = 500;
+
+/** ripgrep's names for common file types, so `type: "ts"` works as the model expects. */
+const FILE_TYPES: Record<string, string> = {
+  js: '*.{js,jsx,mjs,cjs}',
+  ts: '*.{ts,tsx,mts,cts}',
+  py: '*.{py,pyi}',
+  go: '*.go',
+  rust: '*.rs',
+  java: '*.java',
+  c: '*.{c,h}',
+  cpp: '*.{cpp,cc,cxx,hpp,hh,hxx,h}',
+  md: '*.{md,markdown}',
+  json: '*.json',
+  yaml: '*.{yaml,yml}',
+  html: '*.{html,htm}',
+  css: '*.{css,scss,less}',
+  sh: '*.{sh,bash,zsh}',
+};
+
+const count = z.number().int().min(0);
+const input = z.strictObject({
+  pattern: z.string().min(1).describe('A regular expression (JavaScript syntax) to search for'),
+  path: z.string().min(1).optional().describe('A file or folder to search in (default: the workspace root)'),
+  glob: z.string().min(1).optional().describe('Only search files matching this glob, e.g. "*.ts" or "src/**/*.{ts,tsx}"'),
+  type: z.enum(Object.keys(FILE_TYPES) as [string, ...string[]]).optional().describe('Only search files of this type'),
+  output_mode: z.enum(['content', 'files_with_matches', 'count']).optional().describe('"files_with_matches" (default): paths; "content": matching lines; "count": matches per file'),
+  '-i': z.boolean().optional().describe('Ignore case'),
+  '-n': z.boolean().optional().describe('Show line numbers (content mode; default true)'),
+  '-A': count.optional().describe('Lines of context after each match (content mode)'),
+  '-B': count.optional().describe('Lines of context before each match (content mode)'),
+  '-C': count.optional().describe('Lines of context before and after each match (content mode)'),
+  multiline: z.boolean().optional().describe('Let the pattern span lines (`.` then matches newlines too)'),
+  head_limit: z.number().int().min(1).optional().describe('Show at most this many output lines or paths'),
+});
+type GrepArgs = z.infer<typeof input>;
+
+export function grepTool(workspace: () => Promise<Workspace>, limits: SearchLimits): ToolDefinition<GrepArgs> {
+  return defineTool({
+    name: 'grep',
+    aliases: ['Grep'],
+    description:
+      'Searches the contents of workspace files with a regular expression (JavaScript syntax). ' +
+      'Files ignored by .gitignore, binary files and the .git folder are skipped. ' +
+      'output_mode "files_with_matches" (default) lists paths, "content" shows matching lines as path:line:text (with -A/-B/-C context), "count" counts per file. ' +
+      `Narrow with path, glob or type; at most ${limits.maxResults} results unless head_limit says otherwise.`,
+    input,
+    isConcurrencySafe: () => true,
+    presentCall: (a) => ({ title: `Grep ${a.pattern}`, ...(a.path || a.glob ? { summary: [a.path && `in ${a.path}`, a.glob && `files ${a.glob}`].filter(Boolean).join(', ') } : {}) }),
+    execute: (args, _ctx) => answering(() => grep(args, workspace, limits)),
+  });
+}
+
+async function grep(args: GrepArgs, workspace: () => Promise<Workspace>, limits: SearchLimits) {
+  const ws = await workspace();
+  const base = await resolveInWorkspace(ws, args.path ?? '.');
+  const regex = compile(args);
+  const mode = args.output_mode ?? 'files_with_matches';
+  const cap = args.head_limit ?? limits.maxResults;
+  const wanted = [args.glob, args.type && FILE_TYPES[args.type]].filter((g): g is string => !!g).map((g) => picomatch(g, { dot: true, basename: true }));
+
+  const out: string[] = [];
+  let more = false;
+  let skippedLarge = 0;
+  let stoppedEarly = false;
+  for await (const file of filesUnder(ws, base, limits, () => (stoppedEarly = true))) {
+    const under = base.rel === '.' || file.rel === base.rel ? file.rel : file.rel.slice(base.rel.length + 1);
+    if (!wanted.every((m) => m(under))) continue;
+    const text = await readText(file.abs);
+    if (text === 'too-large') {
+      skippedLarge++;
+      continue;
+    }
+    if (text === undefined) continue;
+    const lines = matchingLines(text, regex, args.multiline === true);
+    if (lines.matched.size === 0) continue;
+    const produced = mode === 'files_with_matches' ? [file.rel] : mode === 'count' ? [`${file.rel}:${lines.matches}`] : render(file.rel, lines, args);
+    for (const line of produced) {
+      if (out.length >= cap) {
+        more = true;
+        break;
+      }
+      out.push(line);
+    }
+    if (more) break;
+  }
+
+  const notes: string[] = [];
+  if (more) notes.push(`[Output stopped at ${cap} ${mode === 'content' ? 'lines' : 'results'}; there are more. Narrow the pattern, path or glob${args.head_limit ? '' : ', or raise head_limit'}.]`);
+  if (stoppedEarly) notes.push(`[The search stopped after ${limits.maxEntries} entries, so matches may be missing; narrow the path.]`);
+  if (skippedLarge) notes.push(`[${skippedLarge} file(s) over ${MAX_FILE_BYTES} bytes were not searched; use bash to search them.]`);
+  const text = out.length ? [...out, ...notes].join('\n') : [`No matches for ${JSON.stringify(args.pattern)} under ${base.rel}.`, ...notes].join('\n');
+  return toolOutput({ content: [{ type: 'text', text }], meta: { results: out.length, truncated: more || stoppedEarly } });
+}
+
+function compile(args: GrepArgs): RegExp {
+  const flags = `g${args['-i'] ? 'i' : ''}${args.multiline ? 's' : ''}`;
+  try {
+    return new RegExp(args.pattern, flags);
+  } catch (err) {
+    throw new ToolFailure(`the pattern is not a valid regular expression: ${(err as Error).message}. grep uses JavaScript regex syntax; escape special characters like ( [ { . * + ? with a backslash to match them literally.`, ToolErrorCodes.INVALID_ARGS);
+  }
+}
+
+async function* filesUnder(ws: Workspace, base: { abs: string; rel: string }, limits: SearchLimits, onStoppedEarly: () => void): AsyncGenerator<WalkEntry> {
+  if ((await searchStart(base)) === 'file') {
+    yield { ...base, isDir: false };
+    return;
+  }
+  const w = walk(ws, base, limits.maxEntries);
+  for await (const e of w.entries) if (!e.isDir) yield e;
+  if (w.stoppedEarly) onStoppedEarly();
+}
+
+async function readText(abs: string): Promise<string | 'too-large' | undefined> {
+  try {
+    const stat = await fs.stat(abs);
+    if (stat.size > MAX_FILE_BYTES) return 'too-large';
+    const bytes = await fs.readFile(abs);
+    return looksBinary(bytes) ? undefined : bytes.toString('utf8');
+  } catch {
+    return undefined; // vanished or unreadable since the walk saw it
+  }
+}
+
+interface Matches {
+  lines: string[];
+  /** 0-based indexes of lines with (part of) a match. */
+  matched: Set<number>;
+  /** Matching lines, or matches when multiline. */
+  matches: number;
+}
+
+function matchingLines(text: string, regex: RegExp, multiline: boolean): Matches {
+  const lines = text.split('\n').map((l) => (l.endsWith('\r') ? l.slice(0, -1) : l));
+  if (lines.length > 1 && lines[lines.length - 1] === '') lines.pop();
+  const matched = new Set<number>();
+  if (!multiline) {
+    lines.forEach((line, i) => {
+      regex.lastIndex = 0;
+      if (regex.test(line)) matched.add(i);
+    });
+    return { lines, matched, matches: matched.size };
+  }
+  const starts: number[] = [];
+  for (let i = 0, at = 0; i < lines.length; i++) {
+    starts.push(at);
+    at = text.indexOf('\n', at) + 1 || text.length;
+  }
+  const lineAt = (offset: number) => {
+    let lo = 0;
+    let hi = starts.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (starts[mid] <= offset) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo;
+  };
+  let n = 0;
+  regex.lastIndex = 0;
+  for (let m = regex.exec(text); m; m = regex.exec(text)) {
+    n++;
+    const end = m.index + Math.max(m[0].length - 1, 0);
+    for (let i = lineAt(m.index); i <= lineAt(end); i++) matched.add(i);
+    if (m[0].length === 0) regex.lastIndex++;
+  }
+  return { lines, matched, matches: n };
+}
+
+/** ripgrep's layout: `path:12:text` for a match, `path-11-text` for context, `--` between groups. */
+function render(rel: string, m: Matches, args: GrepArgs): string[] {
+  const before = args['-B'] ?? args['-C'] ?? 0;
+  const after = args['-A'] ?? args['-C'] ?? 0;
+  const numbered = args['-n'] !== false;
+  const shown = new Set<number>();
+  for (const i of m.matched) for (let k = Math.max(0, i - before); k <= Math.min(m.lines.length - 1, i + after); k++) shown.add(k);
+  const out: string[] = [];
+  let last = -2;
+  for (const i of [...shown].sort((a, b) => a - b)) {
+    if ((before || after) && last >= 0 && i > last + 1) out.push('--');
+    const sep = m.matched.has(i) ? ':' : '-';
+    const line = m.lines[i].length > MAX_LINE_CHARS ? `${m.lines[i].slice(0, MAX_LINE_CHARS)}… [line cut]` : m.lines[i];
+    out.push(numbered ? `${rel}${sep}${i + 1}${sep}${line}` : `${rel}${sep}${line}`);
+    last = i;
+  }
+  return out;
+}
