@@ -32,11 +32,19 @@ async function restartWorker(): Promise<void> {
   worker = spawnWorker(FIXTURE, taskQueue, dir, workerEnv());
   await worker.ready;
   figures.restarts++;
+  down = false;
 }
 
 async function killWorker(): Promise<void> {
   await worker.kill('SIGKILL');
   figures.kills++;
+  down = true;
+}
+
+/** A test that failed with the worker down must not take the next one with it. */
+let down = false;
+async function ensureWorker(): Promise<void> {
+  if (down) await restartWorker();
 }
 
 const entered = (tag: string, point: HoldPoint) => lines(path.join(dir, `${tag}.${point}.entered`)).length;
@@ -99,6 +107,7 @@ describe('kill -9 of the worker at every stage boundary', () => {
     const t = (s: string) => `r${round}-${s}`;
 
     it(`round ${round}: calls held in pre-execute, approval, body, after the side effect and post-execute; a second kill during recovery`, { timeout: 300_000 }, async () => {
+      await ensureWorker();
       const held: [string, HoldPoint, Record<string, unknown>?][] = [
         ['pre', 'pre'],
         ['body', 'body'],
@@ -124,9 +133,9 @@ describe('kill -9 of the worker at every stage boundary', () => {
 
       await killWorker();
       figures.windowKills += 2; // window and window-keyed were both past their side effect
-      // No worker runs: the decisions go in by signal, found through search attributes alone.
-      await client.signalDecision({ approvalId: yesId, decision: 'approve', by: 'fault-test' });
-      await client.signalDecision({ approvalId: noId, decision: 'deny', by: 'fault-test', reason: 'not now' });
+      // No worker runs: the decisions go in by signal, which the server accepts and keeps.
+      await client.signalDecision({ approvalId: yesId, workflowId: approve.handle.workflowId, decision: 'approve', by: 'fault-test' });
+      await client.signalDecision({ approvalId: noId, workflowId: deny.handle.workflowId, decision: 'deny', by: 'fault-test', reason: 'not now' });
       for (const [name, point] of held) release(t(`${name}-b`), point);
       await restartWorker();
 
@@ -156,6 +165,7 @@ describe('kill -9 of the worker at every stage boundary', () => {
     });
 
     it(`round ${round}: one kill right after a tool/call and between two results`, { timeout: 300_000 }, async () => {
+      await ensureWorker();
       const afterCall = await start('after-tool-call', [{ tag: t('atc'), preDelayMs: 3_000 }]);
       const between = await start('between-results', [{ tag: t('br-a') }, { tag: t('br-b'), preDelayMs: 3_000 }]);
       await waitFor('the tool/call of atc', () => sessionHas(dir, afterCall.sessionId, (e) => e.type === 'tool/call'));
