@@ -6,7 +6,7 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { applyPostVerdict, foldPreDecision, parseGuardAnswer, parsePreDecision } from '../pipeline/fold';
 import { deepFreeze, getOwn, setOwn, snapshotJson } from '../pipeline/json';
 import { DEFAULT_MAX_RESULT_CHARS, errorCandidate, ErrorCodes, normalizeResult, renderValue } from '../pipeline/normalize';
-import { BODY_DEFAULTS, FailureTypes, genericCard, type BodyResult, type CallRef, type Gate, type GuardsResult, type PreflightResult, type SettleRequest, type SettleResult, type ToolProfile } from '../pipeline/stages';
+import { BODY_DEFAULTS, FailureTypes, genericCard, genericResultCard, type BodyResult, type CallRef, type Gate, type GuardsResult, type PreflightResult, type SettleRequest, type SettleResult, type ToolProfile } from '../pipeline/stages';
 import type { ApprovalPolicy, Candidate, Card, EventDraft, JsonObject, PreDecision, StatePatch, UserMessage } from '../pipeline/types';
 import { claimCheck, stashCandidate, unstashCandidate, type ResultStore } from '../worker/claim-check';
 import { handlerOf, nameOf, ToolOutput, type CallInfo, type SluiceConfig, type StageContext, type ToolContext, type ToolDefinition } from '../worker/config';
@@ -237,7 +237,7 @@ export function createStageActivities(config: SluiceConfig, deps: { resultStore?
         }
       }
 
-      let card: Card = { title: ref.name, summary: result.isError ? 'failed' : 'done' };
+      let card: Card = genericResultCard(ref.name, result.isError);
       if (tool?.presentResult) {
         try {
           card = checkCard(tool.presentResult(parsedOr(tool, ref), result)) ?? card;

@@ -3,12 +3,19 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { BatchOutput, SessionEvent } from '../pipeline/types';
+import { runDev } from '../scripts/dev';
+import { runWorker } from '../worker/main';
 import { readSessionLog, sessionLogPath } from '../worker/sink';
-import { dataConverterFromEnv } from '../worker/codec';
+import { codecFromEnv, dataConverterFromEnv, decryptHistory } from '../worker/codec';
 import { DEFAULT_STATE_DIR, DEFAULT_TASK_QUEUE } from '../worker/worker';
 import { SluiceClient, SluiceError, type BatchRequest } from './client';
 import { connect } from './connection';
-import { renderPendingCard, renderResultCard } from './render';
+import { auditHistories } from './audit';
+import { historyToJson, loadHistories, type LoadedHistory } from './history';
+import { DEFAULT_INBOX_HOST, DEFAULT_INBOX_PORT, startInbox } from './inbox/server';
+import { renderAudit, renderPendingCard, renderResultCard } from './render';
+import { replayHistories } from './replay';
+import { ensureSearchAttributes } from './setup';
 
 const HELP = `sluice — durable tool batches for AI agents, on Temporal
 
@@ -20,10 +27,17 @@ Commands:
   setup                   Register Sluice's search attributes on the target server
   batch <calls.json>      Run a batch and print its outcome (--json for machines)
   approvals               List calls waiting for approval, across all batches
-  approve <approvalId>    Approve a pending call (--by NAME, --reason TEXT, --signal)
-  deny <approvalId>       Deny a pending call (--by NAME, --reason TEXT, --signal)
+  approve <approvalId>    Approve a pending call (--by NAME, --reason TEXT, --digest D, --signal)
+  deny <approvalId>       Deny a pending call (--by NAME, --reason TEXT, --digest D, --signal)
   events <sessionId>      Print a session's events (--json, --follow)
+  ui                      Serve the approval inbox web page for the server at --address
+  audit <target>          Timeline of a batch or session from workflow histories (--json)
+  replay <target>...      Replay histories with the current workflow code; exit 1 on a
+                          determinism failure (--workflows FILE to replay another version)
+  export <workflowId>     Write a batch's history JSON (--out FILE, default stdout)
   codec-server            Decrypt payloads for the Temporal Web UI (--port, --ui-origin; needs SLUICE_CODEC_KEYS)
+
+  <target> is a batch's workflow id, a session id (all of its batches), or a history .json file.
 
 Common options:
   --address host:port     Temporal frontend (default: TEMPORAL_ADDRESS, then localhost:7233)
@@ -32,6 +46,9 @@ Common options:
   --config FILE           Sluice config module for dev/worker (default sluice.config.ts)
   --state-dir DIR         State folder: dev server database, session logs (default ${DEFAULT_STATE_DIR})
   --json                  Machine-readable output
+  --inbox-host ADDR       Bind address of the inbox page for dev/ui (default ${DEFAULT_INBOX_HOST})
+  --inbox-port N          Port of the inbox page for dev/ui (default ${DEFAULT_INBOX_PORT}); --no-inbox: none
+  --trusted-user-header H Take the approver's name from header H set by your proxy (e.g. X-Forwarded-User)
 
 Connection settings also come from Temporal's standard environment and config profiles:
 TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS_*, TEMPORAL_PROFILE.
@@ -58,6 +75,12 @@ const OPTIONS = {
   turn: { type: 'string' },
   step: { type: 'string' },
   'ui-origin': { type: 'string', multiple: true },
+  'inbox-host': { type: 'string' },
+  'inbox-port': { type: 'string' },
+  'no-inbox': { type: 'boolean' },
+  'trusted-user-header': { type: 'string' },
+  workflows: { type: 'string' },
+  out: { type: 'string', short: 'o' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -101,6 +124,14 @@ export async function main(argv: string[], out: (s: string) => void = (s) => pro
         return await events(values, rest[0], out);
       case 'codec-server':
         return await (await import('./codec-server')).runCodecServer({ port: values.port, origins: values['ui-origin'] }, out);
+      case 'ui':
+        return await ui(values, out);
+      case 'audit':
+        return await audit(values, rest, out);
+      case 'replay':
+        return await replay(values, rest, out);
+      case 'export':
+        return await exportHistory(values, rest[0], out);
       default:
         throw new UsageError(`unknown command "${command}". Run \`npx sluice --help\` for the list.`);
     }
@@ -116,7 +147,6 @@ async function client(v: Values) {
 }
 
 async function dev(v: Values): Promise<number> {
-  const { runDev } = await import('../scripts/dev');
   await runDev({
     stateDir: v['state-dir'] ?? DEFAULT_STATE_DIR,
     config: v.config,
@@ -124,18 +154,91 @@ async function dev(v: Values): Promise<number> {
     uiPort: v['ui-port'] ? Number(v['ui-port']) : undefined,
     headless: v.headless,
     taskQueue: v['task-queue'],
+    inbox: v['no-inbox'] ? undefined : inboxSettings(v),
   });
   return 0;
 }
 
+export function inboxSettings(v: Values): { host: string; port: number; trustedUserHeader?: string } {
+  const port = v['inbox-port'] !== undefined ? Number(v['inbox-port']) : DEFAULT_INBOX_PORT;
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--inbox-port must be a port number (0-65535), not ${JSON.stringify(v['inbox-port'])}`);
+  return { host: v['inbox-host'] ?? DEFAULT_INBOX_HOST, port, ...(v['trusted-user-header'] ? { trustedUserHeader: v['trusted-user-header'] } : {}) };
+}
+
+async function ui(v: Values, out: (s: string) => void): Promise<number> {
+  const settings = inboxSettings(v);
+  const { sluice, close } = await client(v);
+  const inbox = await startInbox({ client: sluice, ...settings });
+  out(`Approval inbox: ${inbox.url}   (Ctrl-C stops it)`);
+  if (!['127.0.0.1', 'localhost', '::1'].includes(settings.host) && !settings.trustedUserHeader) {
+    out(`warning: the inbox listens on ${settings.host} and anyone who reaches it can approve calls under any name; put it behind a proxy that authenticates and pass --trusted-user-header`);
+  }
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+  await inbox.close();
+  await close();
+  return 0;
+}
+
+/** Histories for the targets; a server connection only when some target is not a file. */
+async function withHistories<T>(v: Values, targets: string[], use: (h: LoadedHistory[]) => Promise<T>): Promise<T> {
+  const needsServer = targets.some((t) => !t.endsWith('.json') && !fs.existsSync(t));
+  const c = needsServer ? await client(v) : undefined;
+  try {
+    const all = [];
+    for (const t of targets) all.push(...(await loadHistories(t, c?.sluice.temporal)));
+    const codec = codecFromEnv();
+    if (codec) for (const h of all) await decryptHistory(h.history, codec);
+    return await use(all);
+  } finally {
+    await c?.close();
+  }
+}
+
+async function audit(v: Values, targets: string[], out: (s: string) => void): Promise<number> {
+  if (targets.length === 0) throw new UsageError('audit needs a batch workflow id, a session id or a history .json file');
+  return withHistories(v, targets, async (histories) => {
+    const result = auditHistories(histories);
+    out(v.json ? JSON.stringify(result, null, 2) : renderAudit(result));
+    return 0;
+  });
+}
+
+async function replay(v: Values, targets: string[], out: (s: string) => void): Promise<number> {
+  if (targets.length === 0) throw new UsageError('replay needs batch workflow ids, session ids or history .json files');
+  return withHistories(v, targets, async (histories) => {
+    const results = await replayHistories(histories, { ...(v.workflows ? { workflowsPath: path.resolve(v.workflows) } : {}) });
+    if (v.json) out(JSON.stringify(results, null, 2));
+    else for (const r of results) out(r.ok ? `ok      ${r.workflowId} (${r.source})` : `FAILED  ${r.workflowId} (${r.source}): ${r.failure}: ${r.message}`);
+    const failed = results.filter((r) => !r.ok).length;
+    if (!v.json) out(failed ? `${failed} of ${results.length} replay(s) failed: the workflow code no longer matches these histories. Keep the old behaviour for running batches (patched()), or re-record the fixtures if the change is intended.` : `${results.length} history(ies) replayed with no determinism failure`);
+    return failed ? 1 : 0;
+  });
+}
+
+async function exportHistory(v: Values, workflowId: string | undefined, out: (s: string) => void): Promise<number> {
+  if (!workflowId) throw new UsageError('export needs a batch workflow id (see `npx sluice audit <session>` for the ids)');
+  const { sluice, close } = await client(v);
+  try {
+    const json = historyToJson(await sluice.temporal.workflow.getHandle(workflowId).fetchHistory());
+    if (v.out) {
+      fs.writeFileSync(v.out, json);
+      out(`wrote ${v.out}`);
+    } else out(json.trimEnd());
+    return 0;
+  } finally {
+    await close();
+  }
+}
+
 async function worker(v: Values): Promise<number> {
-  const { runWorker } = await import('../worker/main');
   await runWorker({ config: v.config, address: v.address, namespace: v.namespace, taskQueue: v['task-queue'], stateDir: v['state-dir'] });
   return 0;
 }
 
 async function setup(v: Values, out: (s: string) => void): Promise<number> {
-  const { ensureSearchAttributes } = await import('./setup');
   const c = await connect({ address: v.address, namespace: v.namespace });
   try {
     const added = await ensureSearchAttributes(c.connection, c.namespace);
@@ -270,6 +373,8 @@ function summarize(e: SessionEvent): string {
       return `${d.id} for ${d.callId}${d.reason ? `: ${d.reason}` : ''}`;
     case 'approval/decided':
       return `${d.id} ${d.outcome}${d.by ? ` by ${d.by}` : ''}${d.reason ? `: ${d.reason}` : ''}`;
+    case 'approval/refused':
+      return `${d.id} ${d.decision}${d.by ? ` by ${d.by}` : ''} refused (${d.code}, via ${d.via}): ${d.problem}`;
     default:
       return JSON.stringify(d).slice(0, 160);
   }

@@ -1,11 +1,11 @@
 // The client library: run or start a batch, decide approvals, list what waits, read events.
-import { Client, WorkflowExecutionAlreadyStartedError, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
-import type { DataConverter } from '@temporalio/common';
+import { Client, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
+import { ApplicationFailure, type DataConverter } from '@temporalio/common';
 import type { NativeConnection } from '@temporalio/worker';
 import { batchInputProblem } from '../pipeline/batch-input';
 import { jsonBytes, MAX_ARGUMENT_CHARS, MAX_INPUT_BYTES } from '../pipeline/budget';
-import type { ApprovalDecision, ApprovalOutcome, BatchInput, BatchOutput, BatchState, Json, PendingApproval, SessionEvent, ToolCall } from '../pipeline/types';
-import { BATCH_WORKFLOW, batchWorkflowId, decideSignal, decideUpdate, SESSION_ID, stateQuery } from '../workflows/definitions';
+import type { ApprovalDecision, BatchInput, BatchOutput, BatchState, DecisionApplied, DecisionRefusal, Json, PendingApproval, SessionEvent, ToolCall } from '../pipeline/types';
+import { BATCH_WORKFLOW, batchWorkflowId, DECISION_REFUSED, decideSignal, decideUpdate, SESSION_ID, stateQuery } from '../workflows/definitions';
 import { DEFAULT_TASK_QUEUE } from '../worker/worker';
 
 export interface SluiceClientOptions {
@@ -19,10 +19,21 @@ export interface SluiceClientOptions {
 /** A batch's model-side input: tool calls whose arguments may still be parsed objects. */
 export type BatchRequest = Omit<BatchInput, 'calls'> & { calls: (Omit<ToolCall, 'arguments'> & { arguments: string | object })[] };
 
+/** How long findApproval waits for visibility to list a fresh approval. */
+const VISIBILITY_LAG_MS = 3_000;
+
 export class SluiceError extends Error {
   constructor(message: string) {
     super(message);
     this.name = 'SluiceError';
+  }
+}
+
+/** A decision the batch did not take: expired, decided already, unknown, or bound to other arguments. */
+export class DecisionRefusedError extends SluiceError {
+  constructor(readonly refusal: DecisionRefusal) {
+    super(`decision refused: ${refusal.message}`);
+    this.name = 'DecisionRefusedError';
   }
 }
 
@@ -83,25 +94,60 @@ export class SluiceClient {
 
   /** Finds the batch that waits on an approval id, from search attributes alone (no worker needed). */
   async findApproval(approvalId: string): Promise<string> {
-    for await (const wf of this.temporal.workflow.list({ query: `SluicePendingApprovals = '${approvalId.replace(/'/g, '')}'` })) {
-      return wf.workflowId;
+    // Visibility lags the workflow by a moment (more on a loaded or just-restarted server): an
+    // approval asked a second ago may not be listed yet, so look again for a few seconds.
+    const deadline = Date.now() + VISIBILITY_LAG_MS;
+    for (;;) {
+      for await (const wf of this.temporal.workflow.list({ query: `SluicePendingApprovals = '${approvalId.replace(/'/g, '')}'` })) {
+        return wf.workflowId;
+      }
+      if (Date.now() > deadline) break;
+      await new Promise((r) => setTimeout(r, 250));
     }
     throw new SluiceError(`no batch is waiting on approval ${approvalId}: it may have been decided or expired already. List pending ones with \`npx sluice approvals\`.`);
   }
 
   /**
-   * Decides an approval through the update, so the answer is confirmed: the outcome, or an error
-   * saying why the decision was refused (unknown id, already decided, arguments changed).
+   * Decides an approval through the update, so the answer is confirmed: the outcome, or a
+   * DecisionRefusedError saying why it was refused (expired, decided, unknown, arguments changed).
+   * Pass the argsDigest the person was shown; without one, the digest pending right now is used,
+   * which binds the decision to the call but not to what anybody saw.
    */
-  async decide(decision: ApprovalDecision & { workflowId?: string }): Promise<{ approvalId: string; outcome: ApprovalOutcome }> {
+  async decide(decision: ApprovalDecision & { workflowId?: string }): Promise<DecisionApplied> {
     const workflowId = decision.workflowId ?? (await this.findApproval(decision.approvalId));
     const { workflowId: _omit, ...payload } = decision;
+    const handle = this.temporal.workflow.getHandle(workflowId);
+    if (!payload.argsDigest) {
+      const pending = await handle.query(stateQuery).then((s) => s.pending.find((p) => p.approvalId === decision.approvalId), () => undefined);
+      if (pending) payload.argsDigest = pending.argsDigest;
+    }
     try {
-      return await this.temporal.workflow.getHandle(workflowId).executeUpdate(decideUpdate, { args: [payload], updateId: `decide:${decision.approvalId}:${decision.decision}:${decision.by ?? ''}` });
+      return await handle.executeUpdate(decideUpdate, { args: [payload], updateId: `decide:${decision.approvalId}:${decision.decision}:${decision.by ?? ''}:${payload.argsDigest ?? ''}` });
     } catch (err) {
-      if (err instanceof WorkflowUpdateFailedError) throw new SluiceError(`decision refused: ${(err.cause as Error)?.message ?? err.message}`);
+      if (err instanceof WorkflowUpdateFailedError) {
+        const cause = err.cause;
+        if (cause instanceof ApplicationFailure && cause.type === DECISION_REFUSED && cause.details?.[0]) throw new DecisionRefusedError(cause.details[0] as DecisionRefusal);
+        throw new SluiceError(`decision refused: ${cause?.message ?? err.message}`);
+      }
+      if (err instanceof WorkflowNotFoundError) throw await this.refusalAfterClose(workflowId, decision.approvalId);
       throw err;
     }
+  }
+
+  /** Why a decision came too late for a batch that has finished: how its ask ended, from the result. */
+  private async refusalAfterClose(workflowId: string, approvalId: string): Promise<SluiceError> {
+    let output: BatchOutput;
+    try {
+      output = await this.temporal.workflow.getHandle(workflowId).result();
+    } catch {
+      return new SluiceError(`batch ${workflowId} does not exist or did not complete; nothing can be decided there`);
+    }
+    const decided = output.events.find((e) => e.type === 'approval/decided' && e.data.id === approvalId);
+    if (!decided) return new DecisionRefusedError({ code: 'unknown', message: `batch ${workflowId} has finished, and it never asked approval ${approvalId}` });
+    const d = decided.data as { callId: string; outcome: DecisionRefusal['outcome']; by?: string; expired?: boolean };
+    const ended = { callId: d.callId, outcome: d.outcome, ...(d.by ? { by: d.by } : {}) };
+    if (d.expired) return new DecisionRefusedError({ code: 'expired', message: `approval ${approvalId} expired at ${decided.time}: nobody decided before the deny timeout, so the call was denied`, ...ended });
+    return new DecisionRefusedError({ code: 'decided', message: `approval ${approvalId} was already decided: ${d.outcome}${d.by ? ` by ${d.by}` : ''}`, ...ended });
   }
 
   /** Fire-and-forget decision by signal: accepted by the server even while no worker runs. */

@@ -1,5 +1,6 @@
-// Plain-text cards for terminals: the pending card of an ask, the completed card of a result.
+// Plain text for terminals: the pending card of an ask, the completed card of a result, an audit.
 import type { Card, PendingApproval, ToolResult } from '../pipeline/types';
+import type { BatchAudit, SessionAudit, StageRun } from './audit';
 
 const MAX_FIELD = 160;
 
@@ -31,4 +32,93 @@ function fieldLines(fields: Card['fields'] | undefined): string[] {
     const s = typeof v === 'string' ? v : JSON.stringify(v);
     return `│   ${k}: ${s.length > MAX_FIELD ? `${s.slice(0, MAX_FIELD)}…` : s}`;
   });
+}
+
+/** An audit as a timeline a person reads top to bottom: each batch, each call, each stage. */
+export function renderAudit(audit: SessionAudit): string {
+  return audit.batches.map(renderBatchAudit).join('\n\n');
+}
+
+function renderBatchAudit(b: BatchAudit): string {
+  const lines = [`batch ${b.workflowId} · session ${b.sessionId} · turn ${b.turn} · step ${b.step}`];
+  const took = b.closedAt ? ` (${seconds(Date.parse(b.closedAt) - Date.parse(b.startedAt))})` : '';
+  lines.push(`  ${b.status}: started ${b.startedAt}${b.closedAt ? `, closed ${b.closedAt}${took}` : ''}${b.failure ? ` — ${b.failure}` : ''}`);
+  for (const c of b.calls) {
+    lines.push('', `  call ${c.callId} ${c.name} ${clip(c.arguments ?? '', 140)}`);
+    if (c.preExecute) stage(lines, 'pre-execute', c.preExecute, gateText(c.preExecute));
+    if (c.approval) {
+      const a = c.approval;
+      lines.push(row('approval', `asked ${clock(a.askedAt)}${a.reason ? ` — ${a.reason}` : ''} (id ${a.id}${a.expiresAt ? `, deny timeout ${clock(a.expiresAt)}` : ''})`));
+      if (a.outcome) {
+        const who = a.expired ? 'expired: nobody decided before the deny timeout' : `${a.outcome}${a.by ? ` by ${a.by}` : ''}`;
+        lines.push(row('', `${who}${a.decisionReason && !a.expired ? ` — ${a.decisionReason}` : ''} at ${clock(a.decidedAt)}${a.latencyMs !== undefined ? `, ${seconds(a.latencyMs)} after the ask` : ''}`));
+      }
+    }
+    if (c.guards) stage(lines, 'guards', c.guards, gateText(c.guards));
+    if (c.body) {
+      const retried = c.body.attempts > 1 ? `on attempt ${c.body.attempts}` : 'on the first attempt';
+      stage(lines, 'body', c.body, `${c.body.outcome === 'completed' ? 'completed' : c.body.outcome} ${retried}${c.body.candidate?.isError ? ' (an error result)' : ''}`);
+      for (const f of c.body.failures) lines.push(row('', `attempt ${f.attempt} failed: ${clip(f.message, 160)}${f.type ? ` [${f.type}]` : ''}`));
+    }
+    if (c.settle) {
+      const what = c.settle.rewritten ? `rewrote the result: ${changed(c.settle.before?.text ?? '', c.settle.after?.text ?? '')}` : 'kept the result';
+      stage(lines, 'post-execute', c.settle, what);
+    }
+    if (c.result) {
+      const card = c.result.card ? `   [card: ${c.result.card.title}${c.result.card.summary ? ` — ${c.result.card.summary}` : ''}]` : '';
+      lines.push(row('result', `${c.result.isError ? '✗' : '✓'} ${clip(c.result.text, 160)}${c.result.error?.code ? ` [${c.result.error.code}]` : ''}${card}`));
+    } else lines.push(row('result', 'none yet'));
+  }
+  if (b.decisions.length) {
+    lines.push('', '  decisions received');
+    for (const d of b.decisions) {
+      const what = `${d.via} ${d.decision ?? '?'} ${d.approvalId ?? '?'}${d.by ? ` by ${d.by}` : ''}${d.reason ? ` ("${clip(d.reason, 60)}")` : ''}${d.argsDigest ? ` digest ${d.argsDigest.slice(0, 19)}…` : ''}`;
+      const fate = d.result === 'refused' ? `refused: ${clip(d.problem ?? '', 140)}` : d.result === 'applied' ? `applied${d.outcome ? ` (${d.outcome})` : ''}` : d.result;
+      lines.push(`    ${clock(d.at)} ${what} → ${fate}`);
+    }
+  }
+  if (b.contexts.length) {
+    lines.push('', '  contexts injected after the batch');
+    for (const c of b.contexts) lines.push(`    ${c.source ?? 'user'}: ${clip(c.content, 160)}`);
+  }
+  return lines.join('\n');
+}
+
+function stage(lines: string[], name: string, run: StageRun, what: string): void {
+  lines.push(row(name, run.outcome === 'completed' || name === 'body' ? what : `${run.outcome}${run.failures.length ? `: ${clip(run.failures[run.failures.length - 1].message, 140)}` : ''}`));
+  for (const e of run.emitted) lines.push(row('', `${e.type} ${clip(JSON.stringify(e.data), 140)}`));
+}
+
+function gateText(s: { gate?: string; message?: string; code?: string }): string {
+  return `${s.gate ?? '?'}${s.code ? ` [${s.code}]` : ''}${s.message ? `: ${clip(s.message, 140)}` : ''}`;
+}
+
+function row(label: string, text: string): string {
+  return `    ${label.padEnd(13)} ${text}`;
+}
+
+function clock(iso: string | undefined): string {
+  return iso ? iso.slice(11, 23) : '?';
+}
+
+function seconds(ms: number): string {
+  return `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)}s`;
+}
+
+/** The part of a text that a rewrite changed, with a little context: `…before… → …after…`. */
+function changed(before: string, after: string): string {
+  const a = before.replace(/\s+/g, ' ').trim();
+  const b = after.replace(/\s+/g, ' ').trim();
+  let start = 0;
+  while (start < a.length && start < b.length && a[start] === b[start]) start++;
+  let end = 0;
+  while (end < a.length - start && end < b.length - start && a[a.length - 1 - end] === b[b.length - 1 - end]) end++;
+  const from = Math.max(0, start - 20);
+  const cut = (s: string) => `${from > 0 ? '…' : ''}${clip(s.slice(from, s.length - Math.max(0, end - 20)), 70)}${end > 20 ? '…' : ''}`;
+  return `${cut(a)} → ${cut(b)}`;
+}
+
+function clip(s: string, n: number): string {
+  const one = s.replace(/\s+/g, ' ').trim();
+  return one.length > n ? `${one.slice(0, n)}…` : one;
 }

@@ -93,6 +93,11 @@ export const BODY_DEFAULTS = {
   retry: { maximumAttempts: 3, initialIntervalMs: 500, backoffCoefficient: 2 } as RetryPolicyInput,
 };
 
+/** The completed card when a tool has no presentResult, or it throws or returns nonsense. */
+export function genericResultCard(name: string, isError: boolean): Card {
+  return { title: name, summary: isError ? 'failed' : 'done' };
+}
+
 /** The card any UI shows when a tool's presentCall is missing, throws or returns nonsense. */
 export function genericCard(name: string, args: JsonObject): Card {
   return { title: name, fields: args };

@@ -180,8 +180,19 @@ export interface BatchState {
   cancelRequested: boolean;
   calls: { callId: string; name: string; stage: CallStage; isError?: boolean }[];
   pending: PendingApproval[];
-  decided: { approvalId: string; callId: string; outcome: ApprovalOutcome; by?: string; reason?: string }[];
+  decided: DecidedApproval[];
   nextSeq: number;
+}
+
+/** How an ask ended. `expired` marks an `unavailable` that came from the deny timeout. */
+export interface DecidedApproval {
+  approvalId: string;
+  callId: string;
+  outcome: ApprovalOutcome;
+  by?: string;
+  reason?: string;
+  decidedAt: string;
+  expired?: true;
 }
 
 /** A person's (or integration's) decision, sent by signal or update. */
@@ -190,6 +201,28 @@ export interface ApprovalDecision {
   decision: 'approve' | 'deny';
   by?: string;
   reason?: string;
-  /** When given, must equal the pending approval's argsDigest. */
+  /**
+   * The digest of the arguments the person was shown. Required by the update; optional on the
+   * signal. Either way, a digest that differs from the pending approval's refuses the decision.
+   */
   argsDigest?: string;
+}
+
+/** Why a decision was not taken; the update fails with it and `approval/refused` records it. */
+export type RefusalCode = 'unknown' | 'decided' | 'expired' | 'digest-mismatch' | 'digest-missing';
+
+export interface DecisionRefusal {
+  code: RefusalCode;
+  message: string;
+  callId?: string;
+  /** For `decided` / `expired`: how the ask ended. */
+  outcome?: ApprovalOutcome;
+  by?: string;
+}
+
+/** What the `sluice.decide` update returns once the decision has been applied. */
+export interface DecisionApplied {
+  approvalId: string;
+  outcome: ApprovalOutcome;
+  by?: string;
 }

@@ -7,6 +7,7 @@ import * as readline from 'node:readline/promises';
 import { Runtime, DefaultLogger } from '@temporalio/worker';
 import { SluiceClient } from '../client/client';
 import { connect } from '../client/connection';
+import { DEFAULT_INBOX_PORT, startInbox, type Inbox } from '../client/inbox/server';
 import { printOutput } from '../client/cli';
 import { renderPendingCard } from '../client/render';
 import { ensureSearchAttributes } from '../client/setup';
@@ -45,13 +46,21 @@ async function main() {
   const worker = await createSluiceWorker({ connection, namespace, taskQueue, config: loadConfig(path.join(__dirname, '..', 'sluice.config.ts')), stateDir });
   const running = worker.run();
   const client = new SluiceClient({ connection, namespace, taskQueue });
+  let inbox: Inbox | undefined;
+  try {
+    inbox = await startInbox({ client, port: Number(process.env.SLUICE_INBOX_PORT ?? DEFAULT_INBOX_PORT) });
+    console.log(`Approval inbox: ${inbox.url}`);
+  } catch (err) {
+    console.log(`Approval inbox: not started (${(err as Error).message})`);
+  }
 
   const sessionId = `demo-${new Date().toISOString().replace(/[-:.TZ]/g, '').slice(0, 14)}`;
   const interactive = process.stdin.isTTY === true;
   const approver = `${os.userInfo().username}@terminal`;
   let startSeq = 0;
   let state: SessionState = {};
-  console.log(`Session ${sessionId}. Approvals ${interactive ? 'are asked here (y/n)' : `wait for \`npx sluice approve <id>\` from another shell, or are denied after ${approvalTimeoutMs / 1000}s`}.\n`);
+  const elsewhere = `\`npx sluice approve <id>\` from another shell${inbox ? ` or a click in the inbox (${inbox.url})` : ''}`;
+  console.log(`Session ${sessionId}. Approvals ${interactive ? 'are asked here (y/n)' : `wait for ${elsewhere}, or are denied after ${approvalTimeoutMs / 1000}s`}.\n`);
 
   for (const [i, turn] of script.turns.entries()) {
     console.log(`model (turn ${i + 1}): ${turn.say}`);
@@ -90,6 +99,8 @@ async function main() {
 
   console.log(`\nSession log: ${sessionLogPath(stateDir, sessionId)}   (npx sluice events ${sessionId})`);
   console.log(`Each batch is a workflow "sluice-batch:${sessionId}:<turn>:1" in the Web UI: ${uiUrl}`);
+  console.log(`What happened, from the workflow histories: npx sluice audit ${sessionId}`);
+  await inbox?.close();
   worker.shutdown();
   await running;
   await connection.close();

@@ -1,6 +1,11 @@
-// `npx sluice dev`: the embedded Temporal dev server and a worker, in the foreground.
+// `npx sluice dev`: the embedded Temporal dev server, a worker and the approval inbox page, in
+// the foreground.
 import * as path from 'node:path';
-import { runWorker } from '../worker/main';
+import { SluiceClient } from '../client/client';
+import { connect } from '../client/connection';
+import { startInbox, type Inbox } from '../client/inbox/server';
+import { dataConverterFromEnv } from '../worker/codec';
+import { installRuntime, runWorker } from '../worker/main';
 import { startDevServer, portOpen } from '../worker/dev-server';
 
 export interface DevOptions {
@@ -10,6 +15,8 @@ export interface DevOptions {
   uiPort?: number;
   headless?: boolean;
   taskQueue?: string;
+  /** Where the approval inbox listens; undefined: no inbox. */
+  inbox?: { host: string; port: number; trustedUserHeader?: string };
 }
 
 export async function runDev(opts: DevOptions): Promise<void> {
@@ -20,10 +27,28 @@ export async function runDev(opts: DevOptions): Promise<void> {
   const server = await startDevServer({ stateDir: opts.stateDir, port, uiPort: opts.uiPort, headless: opts.headless, log: (l) => console.log(l) });
   console.log(`Temporal dev server: ${server.address} (database ${path.join(opts.stateDir, 'temporal.db')}, CLI ${server.cli})`);
   if (server.uiUrl) console.log(`Temporal Web UI:     ${server.uiUrl}`);
-  console.log(`Session logs:        ${path.join(opts.stateDir, 'sessions')}/<session>.jsonl   (Ctrl-C stops both)`);
+  let inbox: Inbox | undefined;
+  let closeInbox = async () => {};
+  if (opts.inbox) {
+    installRuntime();
+    const c = await connect({ address: server.address });
+    try {
+      inbox = await startInbox({ client: new SluiceClient({ connection: c.connection, namespace: c.namespace, taskQueue: opts.taskQueue, dataConverter: dataConverterFromEnv() }), ...opts.inbox });
+      console.log(`Approval inbox:      ${inbox.url}`);
+    } catch (err) {
+      // The worker matters more than the page: say why there is no page, and go on without it.
+      console.log(`Approval inbox:      not started: ${(err as Error).message}`);
+    }
+    closeInbox = async () => {
+      await inbox?.close();
+      await c.connection.close();
+    };
+  }
+  console.log(`Session logs:        ${path.join(opts.stateDir, 'sessions')}/<session>.jsonl   (Ctrl-C stops everything)`);
   try {
     await runWorker({ config: opts.config, address: server.address, taskQueue: opts.taskQueue, stateDir: opts.stateDir });
   } finally {
+    await closeInbox();
     await server.stop();
   }
 }

@@ -57,7 +57,7 @@ describe('approval outcomes', () => {
     expect((await h.client.pendingApprovals()).map((x) => x.approvalId)).toContain(p.approvalId);
 
     const r = await h.client.approve(p.approvalId, { by: 'alice', reason: 'looks fine', argsDigest: p.argsDigest });
-    expect(r).toEqual({ approvalId: p.approvalId, outcome: 'allowed-once' });
+    expect(r).toEqual({ approvalId: p.approvalId, outcome: 'allowed-once', by: 'alice' });
     const out: BatchOutput = await handle.result();
     expect(text(out.results[0].result)).toBe('deployed staging');
     expect(decidedEvent(out.events)).toMatchObject({ id: p.approvalId, outcome: 'allowed-once', by: 'alice', reason: 'looks fine' });

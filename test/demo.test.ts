@@ -15,7 +15,7 @@ describe('the demo agent session (npm start)', () => {
     const child = spawn(process.execPath, ['--require', 'tsx/cjs', path.join(root, 'scripts', 'demo.ts')], {
       cwd: root,
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, SLUICE_PORT: String(port), SLUICE_STATE_DIR: stateDir, SLUICE_DEMO_APPROVAL_TIMEOUT_MS: '1500', TEMPORAL_CLI: inject('temporalCli') },
+      env: { ...process.env, SLUICE_PORT: String(port), SLUICE_STATE_DIR: stateDir, SLUICE_DEMO_APPROVAL_TIMEOUT_MS: '1500', SLUICE_INBOX_PORT: '0', TEMPORAL_CLI: inject('temporalCli') },
     });
     let out = '';
     child.stdout.on('data', (d) => (out += d));
@@ -23,6 +23,7 @@ describe('the demo agent session (npm start)', () => {
     const code = await new Promise<number | null>((r) => child.on('exit', r));
     expect(code, out).toBe(0);
     expect(out).toContain(`Temporal Web UI: http://127.0.0.1:${port + 1000}`);
+    expect(out).toMatch(/Approval inbox: http:\/\/127\.0\.0\.1:\d+\//);
     expect(out).toMatch(/✓ get_weather \(t1-weather-lisbon\)/);
     expect(out).toMatch(/✓ fetch_quote \(t1-quote\): .*"attempt": 2/); // flaky, succeeded on retry
     expect(out).toMatch(/"apiKey": "\[REDACTED\]"/); // post-execute rewrite

@@ -9,7 +9,9 @@ import type { BatchOutput } from '../pipeline/types';
 import { dataConverterFromEnv, EncryptionCodec, ENCRYPTED_ENCODING, parseCodecKeys } from '../worker/codec';
 import { defineConfig, defineTool } from '../worker/config';
 import { batch, startHarness, text, type Harness } from './harness';
+import { main } from '../client/cli';
 import { SluiceClient } from '../client/client';
+import { inject } from 'vitest';
 
 const SECRETS = {
   arg: 'ARG-sk-live-4f9a1c',
@@ -91,6 +93,23 @@ describe('secrets in history', () => {
     await expect(plain.workflow.getHandle(id).result()).rejects.toThrow(/encoding|binary\/encrypted/i);
     const rotated = new SluiceClient({ connection: h.connection, taskQueue: h.taskQueue, dataConverter: dataConverterFromEnv({ SLUICE_CODEC_KEYS: `k2:${randomBytes(32).toString('base64')},k1:${keyB64}` }) });
     expect(((await rotated.temporal.workflow.getHandle(id).result()) as BatchOutput).results).toEqual(out.results);
+  });
+
+  it('auditors with the key read encrypted histories: sluice audit and replay decrypt them', async () => {
+    const req = batch([{ name: 'vault_read', args: { name: SECRETS.arg } }]);
+    await h.client.runBatch(req);
+    const id = `sluice-batch:${req.sessionId}:1:1`;
+    const lines: string[] = [];
+    const cli = (args: string[]) => main([...args, '--address', inject('temporalAddress')], (s) => lines.push(s));
+    process.env.SLUICE_CODEC_KEYS = env.SLUICE_CODEC_KEYS;
+    try {
+      expect(await cli(['audit', id, '--json'])).toBe(0);
+      expect(lines.join('\n')).toContain(SECRETS.arg);
+      expect(await cli(['replay', id])).toBe(0);
+      expect(lines.join('\n')).toMatch(/1 history\(ies\) replayed with no determinism failure/);
+    } finally {
+      delete process.env.SLUICE_CODEC_KEYS;
+    }
   });
 
   it('search attributes never carry arguments', async () => {

@@ -16,9 +16,18 @@ export interface RunWorkerOptions {
   log?: (line: string) => void;
 }
 
+let runtimeInstalled = false;
+
+/** Core's runtime can be set up once per process, before its first connection: quiet by default. */
+export function installRuntime(): void {
+  if (runtimeInstalled) return;
+  runtimeInstalled = true;
+  if (!process.env.SLUICE_VERBOSE) Runtime.install({ logger: new DefaultLogger('WARN') });
+}
+
 export async function runWorker(opts: RunWorkerOptions): Promise<void> {
   const log = opts.log ?? ((l: string) => console.log(l));
-  if (!process.env.SLUICE_VERBOSE) Runtime.install({ logger: new DefaultLogger('WARN') });
+  installRuntime();
   const config = loadConfig(opts.config);
   const { connection, namespace, address } = await connect({ address: opts.address, namespace: opts.namespace });
   await ensureSearchAttributes(connection, namespace);

@@ -1,18 +1,16 @@
 // Approval lives in the workflow, not in any process: a one-shot wait per ask, answered by a
-// signal or an update, with a deny timeout. The first valid decision wins.
-import { condition, log, setHandler, upsertSearchAttributes, uuid4, workflowInfo } from '@temporalio/workflow';
-import type { ApprovalDecision, ApprovalOutcome, ApprovalPolicy, Card, JsonObject, PendingApproval } from '../pipeline/types';
+// signal or an update, with a deny timeout. The first valid decision wins; every other decision
+// is refused, and the refusal is recorded as `approval/refused` so an auditor sees it.
+import { ApplicationFailure, condition, log, setHandler, upsertSearchAttributes, uuid4, workflowInfo } from '@temporalio/workflow';
+import type { ApprovalDecision, ApprovalOutcome, ApprovalPolicy, Card, DecidedApproval, DecisionRefusal, JsonObject, PendingApproval } from '../pipeline/types';
 import type { CallRef } from '../pipeline/stages';
-import { AWAITING_APPROVAL, decideSignal, decideUpdate, PENDING_APPROVALS } from './definitions';
+import { AWAITING_APPROVAL, DECISION_REFUSED, decideSignal, decideUpdate, PENDING_APPROVALS } from './definitions';
 import type { EventLog } from './event-log';
 
-export interface Decided {
-  approvalId: string;
-  callId: string;
-  outcome: ApprovalOutcome;
-  by?: string;
-  reason?: string;
-}
+/** Refusals recorded as events per batch; past this only the signal/update history keeps them. */
+const MAX_REFUSAL_EVENTS = 50;
+
+const MALFORMED = 'malformed decision: send {"approvalId": "<id>", "decision": "approve"|"deny", "argsDigest": "<digest shown>", "by"?: "<name>", "reason"?: "<text>"}';
 
 interface Entry {
   pending: PendingApproval;
@@ -21,29 +19,41 @@ interface Entry {
 
 export class Approvals {
   private readonly open = new Map<string, Entry>();
-  readonly decided: Decided[] = [];
+  readonly decided: DecidedApproval[] = [];
+  private refusalsRecorded = 0;
 
   constructor(
     private readonly events: EventLog,
     private readonly isCancelled: () => boolean,
   ) {
+    // The signal works with nothing but the stock `temporal` CLI, so the digest is optional there.
     setHandler(decideSignal, (d) => {
-      const problem = this.problemWith(d);
-      if (problem) log.warn('approval signal ignored', { problem, approvalId: String((d as ApprovalDecision)?.approvalId) });
+      if (malformed(d)) {
+        log.warn('approval signal ignored', { problem: MALFORMED });
+        return;
+      }
+      const refusal = this.refusalOf(d, false);
+      if (refusal) this.recordRefusal(d, refusal, 'signal');
       else this.open.get(d.approvalId)!.decision = normalizeDecision(d);
     });
+    // The update is what a page or the CLI sends after showing the card: it must carry the digest.
     setHandler(
       decideUpdate,
       async (d) => {
-        const entry = this.open.get(d.approvalId)!;
-        entry.decision ??= normalizeDecision(d);
+        const refusal = this.refusalOf(d, true);
+        if (refusal) {
+          this.recordRefusal(d, refusal, 'update');
+          throw ApplicationFailure.create({ message: refusal.message, type: DECISION_REFUSED, nonRetryable: true, details: [refusal] });
+        }
+        this.open.get(d.approvalId)!.decision = normalizeDecision(d);
         await condition(() => this.decided.some((x) => x.approvalId === d.approvalId));
-        return { approvalId: d.approvalId, outcome: this.decided.find((x) => x.approvalId === d.approvalId)!.outcome };
+        const done = this.decided.find((x) => x.approvalId === d.approvalId)!;
+        return { approvalId: d.approvalId, outcome: done.outcome, ...(done.by ? { by: done.by } : {}) };
       },
       {
+        // Only garbage is dropped without a trace; every well-formed refusal is recorded.
         validator: (d) => {
-          const problem = this.problemWith(d);
-          if (problem) throw new Error(problem);
+          if (malformed(d)) throw new Error(MALFORMED);
         },
       },
     );
@@ -54,25 +64,57 @@ export class Approvals {
   }
 
   /** Why a decision cannot be taken, in words for the person who sent it; undefined if it can. */
-  problemWith(d: unknown): string | undefined {
-    const x = d as Partial<ApprovalDecision> | null;
-    if (!x || typeof x !== 'object' || typeof x.approvalId !== 'string') {
-      return 'malformed decision: send {"approvalId": "<id>", "decision": "approve"|"deny", "by"?: "<name>", "reason"?: "<text>"}';
+  refusalOf(d: ApprovalDecision, digestRequired: boolean): DecisionRefusal | undefined {
+    const done = this.decided.find((e) => e.approvalId === d.approvalId);
+    if (done) {
+      const ended = { callId: done.callId, outcome: done.outcome, ...(done.by ? { by: done.by } : {}) };
+      if (done.expired) {
+        return { code: 'expired', message: `approval ${d.approvalId} expired at ${done.decidedAt}: nobody decided before the deny timeout, so the call was denied`, ...ended };
+      }
+      return { code: 'decided', message: `approval ${d.approvalId} was already decided: ${done.outcome}${done.by ? ` by ${done.by}` : ''}`, ...ended };
     }
-    if (x.decision !== 'approve' && x.decision !== 'deny') return `decision must be "approve" or "deny", not ${JSON.stringify(x.decision)}`;
-    const done = this.decided.find((e) => e.approvalId === x.approvalId);
-    if (done) return `approval ${x.approvalId} was already decided: ${done.outcome}${done.by ? ` by ${done.by}` : ''}`;
-    const entry = this.open.get(x.approvalId);
-    if (!entry) return `no approval ${x.approvalId} is pending in this batch; list pending ones with \`sluice approvals\``;
-    if (entry.decision) return `approval ${x.approvalId} was already decided by ${entry.decision.by ?? 'someone else'}`;
-    if (x.argsDigest !== undefined && x.argsDigest !== entry.pending.argsDigest) {
-      return `the arguments you were shown (digest ${x.argsDigest}) are not the ones this call would run with (${entry.pending.argsDigest}); reload and decide again`;
+    const entry = this.open.get(d.approvalId);
+    if (!entry) return { code: 'unknown', message: `no approval ${d.approvalId} is pending in this batch; list pending ones with \`npx sluice approvals\`` };
+    const callId = entry.pending.callId;
+    if (entry.decision) {
+      return { code: 'decided', message: `approval ${d.approvalId} was already decided by ${entry.decision.by ?? 'someone else'}`, callId, ...(entry.decision.by ? { by: entry.decision.by } : {}) };
+    }
+    if (d.argsDigest === undefined || d.argsDigest === '') {
+      if (!digestRequired) return undefined;
+      return {
+        code: 'digest-missing',
+        message: `a decision sent as an update must carry the argsDigest of the arguments you were shown (${entry.pending.toolName} call ${callId}); read it from \`npx sluice approvals --json\` or the sluice.state query`,
+        callId,
+      };
+    }
+    if (d.argsDigest !== entry.pending.argsDigest) {
+      return {
+        code: 'digest-mismatch',
+        message: `the arguments you were shown (digest ${String(d.argsDigest).slice(0, 80)}) are not the ones this call would run with (${entry.pending.argsDigest}); reload and decide again`,
+        callId,
+      };
     }
     return undefined;
   }
 
+  private recordRefusal(d: ApprovalDecision, refusal: DecisionRefusal, via: 'signal' | 'update'): void {
+    log.info(`approval ${via} refused`, { approvalId: d.approvalId.slice(0, 200), code: refusal.code });
+    if (this.events.isClosed || this.refusalsRecorded >= MAX_REFUSAL_EVENTS) return;
+    this.refusalsRecorded++;
+    this.events.record('approval/refused', {
+      id: d.approvalId.slice(0, 200),
+      ...(refusal.callId ? { callId: refusal.callId } : {}),
+      decision: d.decision,
+      ...(typeof d.by === 'string' && d.by ? { by: d.by.slice(0, 200) } : {}),
+      ...(typeof d.argsDigest === 'string' && d.argsDigest ? { argsDigest: d.argsDigest.slice(0, 200) } : {}),
+      code: refusal.code,
+      problem: refusal.message,
+      via,
+    });
+  }
+
   /** Asks for a one-shot decision on one call and records the asked/decided pair. */
-  async ask(ref: CallRef, opts: { reason?: string; card: Card; policy: ApprovalPolicy; timeoutMs: number; channel: boolean }): Promise<Decided> {
+  async ask(ref: CallRef, opts: { reason?: string; card: Card; policy: ApprovalPolicy; timeoutMs: number; channel: boolean }): Promise<DecidedApproval> {
     const approvalId = uuid4();
     const askedAt = new Date();
     const expiresAt = new Date(askedAt.getTime() + opts.timeoutMs);
@@ -103,11 +145,11 @@ export class Approvals {
       ...(ref.parentCallId ? { parentCallId: ref.parentCallId } : {}),
     });
 
-    let result: Decided;
+    let ended: { outcome: ApprovalOutcome; by?: string; reason?: string; expired?: true };
     if (opts.policy === 'never') {
-      result = { approvalId, callId: ref.callId, outcome: 'rejected', by: 'policy', reason: opts.reason ?? `${ref.name} is never approved` };
+      ended = { outcome: 'rejected', by: 'policy', reason: opts.reason ?? `${ref.name} is never approved` };
     } else if (!opts.channel) {
-      result = { approvalId, callId: ref.callId, outcome: 'unavailable', reason: opts.reason ?? 'approval required, and no approval channel is configured' };
+      ended = { outcome: 'unavailable', reason: opts.reason ?? 'approval required, and no approval channel is configured' };
     } else {
       const entry: Entry = { pending };
       this.open.set(approvalId, entry);
@@ -115,15 +157,17 @@ export class Approvals {
       await condition(() => entry.decision !== undefined || this.isCancelled(), opts.timeoutMs);
       const d = entry.decision;
       if (d) {
-        result = { approvalId, callId: ref.callId, outcome: d.decision === 'approve' ? 'allowed-once' : 'rejected', ...(d.by ? { by: d.by } : {}), ...(d.reason ? { reason: d.reason } : {}) };
+        ended = { outcome: d.decision === 'approve' ? 'allowed-once' : 'rejected', ...(d.by ? { by: d.by } : {}), ...(d.reason ? { reason: d.reason } : {}) };
       } else if (this.isCancelled()) {
-        result = { approvalId, callId: ref.callId, outcome: 'cancelled' };
+        ended = { outcome: 'cancelled' };
       } else {
-        result = { approvalId, callId: ref.callId, outcome: 'unavailable', reason: `no decision within ${Math.round(opts.timeoutMs / 1000)}s (deny timeout)` };
+        ended = { outcome: 'unavailable', reason: `no decision within ${Math.round(opts.timeoutMs / 1000)}s (deny timeout)`, expired: true };
       }
       this.open.delete(approvalId);
       this.markAwaiting();
     }
+    const decidedAt = new Date();
+    const result: DecidedApproval = { approvalId, callId: ref.callId, ...ended, decidedAt: decidedAt.toISOString() };
     this.decided.push(result);
     this.events.record('approval/decided', {
       id: approvalId,
@@ -131,7 +175,8 @@ export class Approvals {
       outcome: result.outcome,
       ...(result.by ? { by: result.by } : {}),
       ...(result.reason ? { reason: result.reason } : {}),
-      latencyMs: Date.now() - askedAt.getTime(),
+      ...(result.expired ? { expired: true } : {}),
+      latencyMs: decidedAt.getTime() - askedAt.getTime(),
     });
     return result;
   }
@@ -143,6 +188,11 @@ export class Approvals {
       { key: PENDING_APPROVALS, value: ids },
     ]);
   }
+}
+
+function malformed(d: unknown): boolean {
+  const x = d as Partial<ApprovalDecision> | null;
+  return !x || typeof x !== 'object' || typeof x.approvalId !== 'string' || !x.approvalId || (x.decision !== 'approve' && x.decision !== 'deny');
 }
 
 function normalizeDecision(d: ApprovalDecision): ApprovalDecision {

@@ -6,7 +6,7 @@ import { argsDigest } from '../pipeline/digest';
 import { getOwn, setOwn, snapshotArguments } from '../pipeline/json';
 import { InlineBudget, MAX_ARGUMENT_CHARS } from '../pipeline/budget';
 import { errorCandidate, ErrorCodes, fitResult, normalizeResult } from '../pipeline/normalize';
-import { BODY_DEFAULTS, genericCard, type CallRef, type Gate, type ToolProfile } from '../pipeline/stages';
+import { BODY_DEFAULTS, genericCard, genericResultCard, type CallRef, type Gate, type ToolProfile } from '../pipeline/stages';
 import type { BatchInput, CallStage, Candidate, Card, JsonObject, SessionState, StatePatch, ToolCall, ToolResult, UserMessage } from '../pipeline/types';
 import type { Approvals } from './approvals';
 import type { EventLog } from './event-log';
@@ -163,6 +163,7 @@ export class CallPipeline {
   async settle(adm: Admission, s: Settlement): Promise<ToolResult> {
     let result: ToolResult;
     const share = this.budget.share(workflowInfo().historySize);
+    let card: Card | undefined;
     if (!adm.ref) {
       result = normalizeResult(s.candidate);
     } else {
@@ -175,6 +176,7 @@ export class CallPipeline {
         });
         this.events.recordAll(settled.events);
         result = settled.result;
+        card = settled.card;
       } catch (err) {
         // The worker-side settle failed for good: the same pure normalization, applied here.
         result = normalizeResult(stageFailure('post-execute', err));
@@ -183,6 +185,8 @@ export class CallPipeline {
     // The share holds even against a worker that ignored it: the output must stay one payload.
     result = fitResult(result, { maxChars: Infinity, maxBytes: share });
     this.budget.commit(result);
+    // The completed card travels with the result, so any UI renders it from the event alone.
+    card ??= genericResultCard(adm.call.name, result.isError);
     this.events.record('tool/result', {
       turn: this.input.turn,
       step: this.input.step,
@@ -192,6 +196,7 @@ export class CallPipeline {
       isError: result.isError,
       ...(result.error ? { error: result.error as unknown as JsonObject } : {}),
       ...(result.meta ? { meta: result.meta } : {}),
+      card: card as unknown as JsonObject,
     });
     this.tracker.stage(adm.call.id, 'done', result.isError);
     return result;

@@ -1,14 +1,19 @@
 // Names a client, a page or the stock `temporal` CLI uses to talk to a running batch.
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { ApprovalDecision, ApprovalOutcome, BatchState } from '../pipeline/types';
+import type { ApprovalDecision, BatchState, DecisionApplied } from '../pipeline/types';
 
 export const BATCH_WORKFLOW = 'toolBatch';
 
 /** Fire-and-forget decision: for integrations that must not depend on a worker being up. */
 export const decideSignal = defineSignal<[ApprovalDecision]>('sluice.decide');
-/** Confirmed decision: the validator refuses unknown, decided or mismatched ids with an error. */
-export const decideUpdate = defineUpdate<{ approvalId: string; outcome: ApprovalOutcome }, [ApprovalDecision]>('sluice.decide');
+/**
+ * Confirmed decision, bound to the argsDigest the person was shown. A decision that cannot be
+ * taken fails the update with a `SluiceDecisionRefused` failure (details: a DecisionRefusal);
+ * the refusal stays in the history and is recorded as `approval/refused`.
+ */
+export const decideUpdate = defineUpdate<DecisionApplied, [ApprovalDecision]>('sluice.decide');
+export const DECISION_REFUSED = 'SluiceDecisionRefused';
 export const stateQuery = defineQuery<BatchState>('sluice.state');
 
 /** True while any call of the batch waits for a person. */

@@ -23,6 +23,11 @@ export class EventLog {
     return this.seq;
   }
 
+  /** True once the batch settled: events recorded now would miss the sink. */
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
   record(type: string, data: JsonObject): SessionEvent {
     const event: SessionEvent = { type, seq: this.seq++, time: new Date().toISOString(), data };
     this.events.push(event);

@@ -1,0 +1,315 @@
+// `sluice audit`: what happened to every call of a batch, read from its workflow history alone —
+// the stage activities (their inputs, results, attempts and failures), the decisions that arrived
+// by signal or update (accepted or refused), and the session events in the batch's result.
+import type { temporal } from '@temporalio/proto';
+import type { BatchInput, BatchOutput, Candidate, Card, ContentBlock, EventDraft, SessionEvent, ToolResult } from '../pipeline/types';
+import type { BodyResult, CallRef, Gate, GuardsResult, PreflightResult, SettleRequest, SettleResult } from '../pipeline/stages';
+import { decode, type LoadedHistory } from './history';
+
+type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
+type Failure = temporal.api.failure.v1.IFailure;
+
+export interface StageRun {
+  /** The attempt that ended the stage (1 when it was not retried). */
+  attempts: number;
+  /** Failed attempts the history keeps: the one before the last (as lastFailure) and the last. */
+  failures: { attempt: number; message: string; type?: string }[];
+  outcome: 'completed' | 'failed' | 'timed-out' | 'cancelled' | 'running';
+  scheduledAt: string;
+  closedAt?: string;
+  /** Events the stage recorded (hook/*, fs/observed, todo/write, ...). */
+  emitted: EventDraft[];
+}
+
+export interface CallAudit {
+  callId: string;
+  name: string;
+  arguments?: string;
+  /** Pre-execute (and, when nobody is asked, the guards): the gate it returned. */
+  preExecute?: StageRun & { gate?: string; message?: string; code?: string };
+  approval?: {
+    id: string;
+    reason?: string;
+    askedAt?: string;
+    expiresAt?: string;
+    argsDigest?: string;
+    outcome?: string;
+    by?: string;
+    decisionReason?: string;
+    decidedAt?: string;
+    latencyMs?: number;
+    expired?: boolean;
+  };
+  guards?: StageRun & { gate?: string; message?: string; code?: string };
+  body?: StageRun & { candidate?: { isError: boolean; text: string } };
+  /** Post-execute, normalization and finalizeContent: whether they changed the body's result. */
+  settle?: StageRun & { rewritten?: boolean; before?: { isError: boolean; text: string }; after?: { isError: boolean; text: string } };
+  result?: { isError: boolean; text: string; error?: { message: string; code?: string }; card?: Card };
+}
+
+export interface DecisionAudit {
+  at: string;
+  via: 'signal' | 'update';
+  approvalId?: string;
+  decision?: string;
+  by?: string;
+  reason?: string;
+  argsDigest?: string;
+  /** The client identity Temporal recorded for the sender. */
+  identity?: string;
+  /**
+   * applied: the batch took it; refused: it did not (problem says why); pending: an update still
+   * open; received: a signal to a batch still running (its fate shows once the batch completes);
+   * ignored: a signal the batch neither took nor recorded a refusal for (it came after the batch
+   * settled, or past the cap on recorded refusals).
+   */
+  result: 'applied' | 'refused' | 'pending' | 'received' | 'ignored';
+  outcome?: string;
+  problem?: string;
+}
+
+export interface BatchAudit {
+  workflowId: string;
+  sessionId: string;
+  turn: number;
+  step: number;
+  status: 'running' | 'completed' | 'failed' | 'cancelled' | 'terminated' | 'timed-out' | 'continued-as-new';
+  startedAt: string;
+  closedAt?: string;
+  failure?: string;
+  calls: CallAudit[];
+  decisions: DecisionAudit[];
+  /** Context messages injected after the batch settled. */
+  contexts: { source?: string; content: string }[];
+  /** The session events of the batch, from its result (empty while it runs or when it failed). */
+  events: SessionEvent[];
+}
+
+export interface SessionAudit {
+  batches: BatchAudit[];
+  /** Every event of the batches that completed, in seq order: the session log, rebuilt. */
+  events: SessionEvent[];
+}
+
+export function auditHistories(histories: LoadedHistory[]): SessionAudit {
+  const batches = histories.map((h) => auditHistory(h));
+  return { batches, events: batches.flatMap((b) => b.events).sort((a, b) => a.seq - b.seq) };
+}
+
+export function auditHistory(loaded: LoadedHistory): BatchAudit {
+  const events = loaded.history.events ?? [];
+  const input = decode(events[0]?.workflowExecutionStartedEventAttributes?.input) as BatchInput | undefined;
+  if (!input || !Array.isArray(input.calls)) throw new Error(`${loaded.workflowId} is not a Sluice batch: its first event carries no batch input`);
+  const audit: BatchAudit = {
+    workflowId: loaded.workflowId,
+    sessionId: input.sessionId,
+    turn: input.turn,
+    step: input.step,
+    status: 'running',
+    startedAt: timeOf(events[0]),
+    calls: input.calls.map((c) => ({ callId: c.id, name: c.name, arguments: c.arguments })),
+    decisions: [],
+    contexts: [],
+    events: [],
+  };
+  const call = (id: string) => {
+    let c = audit.calls.find((x) => x.callId === id);
+    if (!c) audit.calls.push((c = { callId: id, name: '?' }));
+    return c;
+  };
+  const activities = new Map<string, { type: string; callId: string; run: StageRun; input: unknown }>();
+  const updates = new Map<string, DecisionAudit>();
+  let output: BatchOutput | undefined;
+
+  // Workflow code sees the time its task started; an update is applied then, not when recorded.
+  let taskStartedAt = audit.startedAt;
+  for (const e of events) {
+    const at = timeOf(e);
+    if (e.workflowTaskStartedEventAttributes) taskStartedAt = at;
+    else if (e.activityTaskScheduledEventAttributes) {
+      const a = e.activityTaskScheduledEventAttributes;
+      const type = a.activityType?.name ?? '?';
+      const inp = decode(a.input) as CallRef | SettleRequest | undefined;
+      const ref = inp && 'ref' in inp ? inp.ref : (inp as CallRef | undefined);
+      if (!ref?.callId) continue;
+      const run: StageRun = { attempts: 1, failures: [], outcome: 'running', scheduledAt: at, emitted: [] };
+      activities.set(String(e.eventId), { type, callId: ref.callId, run, input: inp });
+      const c = call(ref.callId);
+      if (type === 'preflight') c.preExecute = run;
+      else if (type === 'runGuards') c.guards = run;
+      else if (type === 'executeBody') c.body = run;
+      else if (type === 'settle') {
+        c.settle = run;
+        c.settle.before = excerpt((inp as SettleRequest).candidate);
+      }
+    } else if (e.activityTaskStartedEventAttributes) {
+      const a = e.activityTaskStartedEventAttributes;
+      const act = activities.get(String(a.scheduledEventId));
+      if (!act) continue;
+      act.run.attempts = a.attempt ?? 1;
+      if (a.lastFailure) act.run.failures.push({ attempt: act.run.attempts - 1, ...failureOf(a.lastFailure) });
+    } else if (e.activityTaskCompletedEventAttributes) {
+      const a = e.activityTaskCompletedEventAttributes;
+      const act = activities.get(String(a.scheduledEventId));
+      if (!act) continue;
+      Object.assign(act.run, { outcome: 'completed', closedAt: at });
+      completeStage(call(act.callId), act.type, decode(a.result));
+    } else if (e.activityTaskFailedEventAttributes) {
+      const a = e.activityTaskFailedEventAttributes;
+      const act = activities.get(String(a.scheduledEventId));
+      if (!act) continue;
+      Object.assign(act.run, { outcome: 'failed', closedAt: at });
+      if (a.failure) act.run.failures.push({ attempt: act.run.attempts, ...failureOf(a.failure) });
+    } else if (e.activityTaskTimedOutEventAttributes) {
+      const a = e.activityTaskTimedOutEventAttributes;
+      const act = activities.get(String(a.scheduledEventId));
+      if (!act) continue;
+      Object.assign(act.run, { outcome: 'timed-out', closedAt: at });
+      if (a.failure) act.run.failures.push({ attempt: act.run.attempts, ...failureOf(a.failure) });
+    } else if (e.activityTaskCanceledEventAttributes) {
+      const act = activities.get(String(e.activityTaskCanceledEventAttributes.scheduledEventId));
+      if (act) Object.assign(act.run, { outcome: 'cancelled', closedAt: at });
+    } else if (e.workflowExecutionSignaledEventAttributes) {
+      const s = e.workflowExecutionSignaledEventAttributes;
+      if (s.signalName !== 'sluice.decide') continue;
+      const fields = decisionFields(decode(s.input));
+      const malformed = !fields.approvalId || (fields.decision !== 'approve' && fields.decision !== 'deny');
+      audit.decisions.push({ at, via: 'signal', ...fields, ...(s.identity ? { identity: s.identity } : {}), ...(malformed ? { result: 'refused', problem: 'malformed decision' } : { result: 'received' }) });
+    } else if (e.workflowExecutionUpdateAcceptedEventAttributes) {
+      const req = e.workflowExecutionUpdateAcceptedEventAttributes.acceptedRequest;
+      if (req?.input?.name !== 'sluice.decide') continue;
+      const d: DecisionAudit = { at: taskStartedAt, via: 'update', ...decisionFields(decode(req.input.args)), ...(req.meta?.identity ? { identity: req.meta.identity } : {}), result: 'pending' };
+      updates.set(req.meta?.updateId ?? '', d);
+      audit.decisions.push(d);
+    } else if (e.workflowExecutionUpdateCompletedEventAttributes) {
+      const u = e.workflowExecutionUpdateCompletedEventAttributes;
+      const d = updates.get(u.meta?.updateId ?? '');
+      if (!d) continue;
+      if (u.outcome?.failure) Object.assign(d, { result: 'refused', problem: u.outcome.failure.message ?? 'refused' });
+      else Object.assign(d, { result: 'applied', outcome: (decode(u.outcome?.success) as { outcome?: string } | undefined)?.outcome });
+    } else if (e.workflowExecutionCompletedEventAttributes) {
+      output = decode(e.workflowExecutionCompletedEventAttributes.result) as BatchOutput | undefined;
+      Object.assign(audit, { status: 'completed', closedAt: at });
+    } else if (e.workflowExecutionFailedEventAttributes) {
+      Object.assign(audit, { status: 'failed', closedAt: at, failure: e.workflowExecutionFailedEventAttributes.failure?.message ?? 'failed' });
+    } else if (e.workflowExecutionCanceledEventAttributes) {
+      Object.assign(audit, { status: 'cancelled', closedAt: at });
+    } else if (e.workflowExecutionTerminatedEventAttributes) {
+      Object.assign(audit, { status: 'terminated', closedAt: at, failure: e.workflowExecutionTerminatedEventAttributes.reason ?? undefined });
+    } else if (e.workflowExecutionTimedOutEventAttributes) {
+      Object.assign(audit, { status: 'timed-out', closedAt: at });
+    } else if (e.workflowExecutionContinuedAsNewEventAttributes) {
+      Object.assign(audit, { status: 'continued-as-new', closedAt: at });
+    }
+  }
+
+  if (output) applyEvents(audit, output.events, call);
+  return audit;
+}
+
+function completeStage(c: CallAudit, type: string, result: unknown): void {
+  if (type === 'preflight' && c.preExecute) {
+    const r = result as PreflightResult;
+    Object.assign(c.preExecute, gateFields(r.gate), { emitted: r.events ?? [] });
+  } else if (type === 'runGuards' && c.guards) {
+    const r = result as GuardsResult;
+    Object.assign(c.guards, gateFields(r.gate), { emitted: r.events ?? [] });
+  } else if (type === 'executeBody' && c.body) {
+    const r = result as BodyResult;
+    Object.assign(c.body, { candidate: excerpt(r.candidate), emitted: r.events ?? [] });
+  } else if (type === 'settle' && c.settle) {
+    const r = result as SettleResult;
+    const after = excerpt(r.result);
+    Object.assign(c.settle, { after, rewritten: !!c.settle.before && (c.settle.before.text !== after.text || c.settle.before.isError !== after.isError), emitted: r.events ?? [] });
+    c.result ??= { isError: r.result.isError, text: after.text, ...(r.result.error ? { error: r.result.error } : {}), card: r.card };
+  }
+}
+
+/** The batch's own record: approvals asked and decided, refusals, final results, contexts. */
+function applyEvents(audit: BatchAudit, events: SessionEvent[], call: (id: string) => CallAudit): void {
+  audit.events = events;
+  const refusals = events.filter((e) => e.type === 'approval/refused' && e.data.via === 'signal');
+  for (const d of audit.decisions) {
+    if (d.via !== 'signal') continue;
+    // Signals carry no answer; a refused one left an approval/refused event, in the same order.
+    if (d.result !== 'received') continue;
+    const i = refusals.findIndex((r) => r.data.id === d.approvalId && r.data.decision === d.decision && (r.data.by ?? undefined) === d.by);
+    if (i >= 0) {
+      Object.assign(d, { result: 'refused', problem: String(refusals[i].data.problem) });
+      refusals.splice(i, 1);
+    } else {
+      const decided = events.find((e) => e.type === 'approval/decided' && e.data.id === d.approvalId);
+      d.result = decided && (decided.data.by ?? undefined) === d.by ? 'applied' : 'ignored';
+      if (d.result === 'applied') d.outcome = String(decided!.data.outcome);
+    }
+  }
+  for (const e of events) {
+    const d = e.data as Record<string, any>;
+    if (e.type === 'approval/asked') {
+      call(d.callId).approval = { id: d.id, ...(d.reason ? { reason: d.reason } : {}), askedAt: e.time, ...(d.expiresAt ? { expiresAt: d.expiresAt } : {}), ...(d.argsDigest ? { argsDigest: d.argsDigest } : {}) };
+    } else if (e.type === 'approval/decided') {
+      const c = call(d.callId);
+      c.approval = {
+        ...(c.approval ?? { id: d.id }),
+        outcome: d.outcome,
+        ...(d.by ? { by: d.by } : {}),
+        ...(d.reason ? { decisionReason: d.reason } : {}),
+        decidedAt: e.time,
+        ...(typeof d.latencyMs === 'number' ? { latencyMs: d.latencyMs } : {}),
+        ...(d.expired ? { expired: true } : {}),
+      };
+    } else if (e.type === 'tool/result') {
+      const c = call(d.callId);
+      c.result = { isError: d.isError === true, text: contentText(d.content), ...(d.error ? { error: d.error } : {}), ...(d.card ? { card: d.card } : c.result?.card ? { card: c.result.card } : {}) };
+    } else if (e.type === 'user/message') {
+      audit.contexts.push({ ...(d.source ? { source: d.source } : {}), content: String(d.content) });
+    }
+  }
+}
+
+function gateFields(gate: Gate | undefined): { gate?: string; message?: string; code?: string } {
+  if (!gate) return {};
+  switch (gate.kind) {
+    case 'dispatch':
+      return { gate: 'allow' };
+    case 'ask':
+      return { gate: 'ask', ...(gate.reason ? { message: gate.reason } : {}) };
+    case 'denied':
+      return { gate: 'deny', message: gate.message, code: gate.code };
+    case 'failed':
+      return { gate: 'failed', message: gate.message, code: gate.code };
+  }
+}
+
+function decisionFields(d: unknown): Pick<DecisionAudit, 'approvalId' | 'decision' | 'by' | 'reason' | 'argsDigest'> {
+  const x = (d && typeof d === 'object' ? d : {}) as Record<string, unknown>;
+  const s = (k: string) => (typeof x[k] === 'string' && x[k] ? { [k]: x[k] as string } : {});
+  return { ...s('approvalId'), ...s('decision'), ...s('by'), ...s('reason'), ...s('argsDigest') };
+}
+
+function failureOf(f: Failure): { message: string; type?: string } {
+  let message = f.message ?? '';
+  if (f.timeoutFailureInfo) message = `${message || 'timed out'} (${timeoutName(f.timeoutFailureInfo.timeoutType)})`;
+  const type = f.applicationFailureInfo?.type ?? undefined;
+  return { message, ...(type ? { type } : {}) };
+}
+
+function timeoutName(t: number | null | undefined): string {
+  return ['unspecified', 'start-to-close', 'schedule-to-start', 'schedule-to-close', 'heartbeat'][t ?? 0] ?? 'timeout';
+}
+
+function excerpt(c: Candidate | ToolResult | undefined): { isError: boolean; text: string } {
+  return { isError: c?.isError === true, text: contentText(c?.content) };
+}
+
+function contentText(content: ContentBlock[] | unknown): string {
+  if (!Array.isArray(content)) return '';
+  return content.map((b: ContentBlock) => (b?.type === 'text' ? b.text : `[image ${b?.mimeType ?? ''}]`)).join('');
+}
+
+function timeOf(e: HistoryEvent | undefined): string {
+  const t = e?.eventTime;
+  if (!t) return '';
+  const seconds = typeof t.seconds === 'number' ? t.seconds : Number(t.seconds?.toString() ?? 0);
+  return new Date(seconds * 1000 + Math.floor((t.nanos ?? 0) / 1e6)).toISOString();
+}

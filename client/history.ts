@@ -1,0 +1,86 @@
+// Workflow histories for auditors: read from the server (a batch id, or every batch of a
+// session) or from an exported JSON file, in the same JSON as `temporal workflow show -o json`.
+import * as fs from 'node:fs';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { defaultPayloadConverter } from '@temporalio/common';
+import { historyFromJSON, historyToJSON } from '@temporalio/common/lib/proto-utils';
+import type { temporal } from '@temporalio/proto';
+import type { BatchInput } from '../pipeline/types';
+import { batchWorkflowId } from '../workflows/definitions';
+
+export type History = temporal.api.history.v1.IHistory;
+
+export interface LoadedHistory {
+  workflowId: string;
+  history: History;
+  /** Where it came from: `server` or the file's path. */
+  source: string;
+}
+
+export class HistoryNotFound extends Error {}
+
+/** A history file, a batch's workflow id, or a session id (every batch of it, oldest first). */
+export async function loadHistories(target: string, client?: Client): Promise<LoadedHistory[]> {
+  if (looksLikeFile(target)) return [readHistoryFile(target)];
+  if (!client) throw new HistoryNotFound(`${target} is not a history file, and no server is connected to look it up`);
+  try {
+    await client.workflow.getHandle(target).describe();
+    return [{ workflowId: target, history: await client.workflow.getHandle(target).fetchHistory(), source: 'server' }];
+  } catch (err) {
+    if (!(err instanceof WorkflowNotFoundError)) throw err;
+  }
+  const runs: { workflowId: string; runId: string; start: number }[] = [];
+  for await (const wf of client.workflow.list({ query: `SluiceSessionId = '${target.replace(/'/g, '')}'` })) {
+    runs.push({ workflowId: wf.workflowId, runId: wf.runId, start: wf.startTime.getTime() });
+  }
+  if (runs.length === 0) {
+    throw new HistoryNotFound(`no workflow ${target} and no batch of a session ${target} on this server (namespace and address right? \`npx sluice approvals\` lists running batches)`);
+  }
+  runs.sort((a, b) => a.start - b.start);
+  return Promise.all(runs.map(async (r) => ({ workflowId: r.workflowId, history: await client.workflow.getHandle(r.workflowId, r.runId).fetchHistory(), source: 'server' })));
+}
+
+function looksLikeFile(target: string): boolean {
+  return target.endsWith('.json') || (fs.existsSync(target) && fs.statSync(target).isFile());
+}
+
+export function readHistoryFile(file: string): LoadedHistory {
+  let data: unknown;
+  try {
+    data = JSON.parse(fs.readFileSync(file, 'utf8'));
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    throw new HistoryNotFound(`cannot read ${file}: ${e.code === 'ENOENT' ? 'no such file' : e.message}`);
+  }
+  let history: History;
+  try {
+    history = historyFromJSON(data);
+  } catch (err) {
+    throw new HistoryNotFound(`${file} is not a workflow history (${(err as Error).message}); export one with \`npx sluice export <workflowId>\` or \`temporal workflow show -w <id> -o json\``);
+  }
+  return { workflowId: workflowIdOf(history) ?? file, history, source: file };
+}
+
+/** The same JSON shape the Temporal CLI and UI export. */
+export function historyToJson(history: History): string {
+  return historyToJSON(history as temporal.api.history.v1.History) + '\n';
+}
+
+/** A batch's id follows from its input; histories themselves do not carry the workflow id. */
+export function workflowIdOf(history: History): string | undefined {
+  const started = history.events?.[0]?.workflowExecutionStartedEventAttributes;
+  const input = decode(started?.input) as Partial<BatchInput> | undefined;
+  if (!input || typeof input.sessionId !== 'string' || typeof input.turn !== 'number' || typeof input.step !== 'number') return undefined;
+  return batchWorkflowId(input.sessionId, input.turn, input.step);
+}
+
+/** The i-th payload of a payloads field, decoded with the default JSON converter. */
+export function decode(payloads: temporal.api.common.v1.IPayloads | null | undefined, i = 0): unknown {
+  const p = payloads?.payloads?.[i];
+  if (!p) return undefined;
+  try {
+    return defaultPayloadConverter.fromPayload(p);
+  } catch {
+    return undefined;
+  }
+}

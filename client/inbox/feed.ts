@@ -1,0 +1,218 @@
+// What the approval inbox shows, read from Temporal alone: the batches awaiting approval (by
+// search attribute, then the state query), and recent batches with their completed cards (from
+// the workflow results), so it works against any server with no access to a worker's files.
+import type { WorkflowExecutionInfo } from '@temporalio/client';
+import type { BatchOutput, BatchState, CallStage, Card, PendingApproval, SessionEvent, ToolError } from '../../pipeline/types';
+import { BATCH_WORKFLOW, stateQuery } from '../../workflows/definitions';
+import type { SluiceClient } from '../client';
+
+/** How long a page refresh waits for a worker to answer a batch's query. */
+const QUERY_DEADLINE_MS = 3_000;
+/** How long a batch that asked stays listed after its last ask was seen. */
+const ASKED_KEPT_MS = 15 * 60_000;
+
+export interface CallView {
+  callId: string;
+  name: string;
+  stage?: CallStage;
+  /** The raw argument string the model sent (completed batches). */
+  arguments?: string;
+  approval?: { id?: string; pending?: boolean; outcome?: string; by?: string; reason?: string; expired?: boolean };
+  result?: { isError: boolean; text: string; card: Card; error?: ToolError };
+}
+
+export interface BatchView {
+  workflowId: string;
+  runId: string;
+  sessionId: string;
+  turn: number;
+  step: number;
+  /** Temporal's execution status: RUNNING, COMPLETED, FAILED, TERMINATED, ... */
+  status: string;
+  startTime: string;
+  closeTime?: string;
+  calls: CallView[];
+  /** Set when the batch could not be read (no worker answers the query, ...). */
+  problem?: string;
+}
+
+export interface InboxSnapshot {
+  now: string;
+  pending: PendingApproval[];
+  batches: BatchView[];
+}
+
+export interface SessionTimeline {
+  sessionId: string;
+  /** Events of the session's finished batches, in seq order. */
+  events: SessionEvent[];
+  /** Batches still running: where each call stands. */
+  running: BatchView[];
+}
+
+/** What the inbox needs of a listed or described workflow execution. */
+type Execution = Pick<WorkflowExecutionInfo, 'workflowId' | 'runId' | 'status' | 'startTime' | 'closeTime'>;
+
+export class InboxFeed {
+  /** Results of finished batches never change: read each once. */
+  private readonly outputs = new Map<string, Promise<BatchOutput | undefined>>();
+
+  constructor(
+    private readonly client: SluiceClient,
+    private readonly recentLimit = 20,
+  ) {}
+
+  /**
+   * Batches that asked for approval while the inbox watched: they stay listed for a while after
+   * they finish, however many other batches ran since, so a decided card can show how it ended.
+   */
+  private readonly asked = new Map<string, { workflowId: string; lastSeen: number; closed?: Execution }>();
+
+  async snapshot(): Promise<InboxSnapshot> {
+    const temporal = this.client.temporal;
+    const awaiting = await take(temporal.workflow.list({ query: `SluiceAwaitingApproval = true AND ExecutionStatus = 'Running'` }), 200);
+    const recent = await take(temporal.workflow.list({ query: `WorkflowType = '${BATCH_WORKFLOW}'` }), this.recentLimit);
+    const now = Date.now();
+    for (const wf of awaiting) this.asked.set(wf.runId, { workflowId: wf.workflowId, lastSeen: now });
+    const byRun = new Map<string, Execution>();
+    for (const wf of [...awaiting, ...recent]) byRun.set(wf.runId, wf);
+    for (const [runId, a] of this.asked) {
+      if (now - a.lastSeen > ASKED_KEPT_MS) this.asked.delete(runId);
+      else if (!byRun.has(runId)) {
+        const wf = a.closed ?? (await temporal.workflow.getHandle(a.workflowId, runId).describe().catch(() => undefined));
+        if (wf && wf.status.name !== 'RUNNING') a.closed = wf; // a finished run does not change: describe it once
+        if (wf) byRun.set(runId, wf);
+      }
+    }
+    const views = await Promise.all([...byRun.values()].map((wf) => this.view(wf)));
+    const pending = views.flatMap((v) => v.pending).sort((a, b) => a.expiresAt.localeCompare(b.expiresAt));
+    const batches = views.map((v) => v.batch).sort((a, b) => b.startTime.localeCompare(a.startTime));
+    return { now: new Date(now).toISOString(), pending, batches };
+  }
+
+  async session(sessionId: string): Promise<SessionTimeline> {
+    const list = await take(this.client.temporal.workflow.list({ query: `SluiceSessionId = '${sessionId.replace(/'/g, '')}'` }), 1000);
+    const views = await Promise.all(list.map((wf) => this.view(wf)));
+    const events: SessionEvent[] = [];
+    for (const wf of list) {
+      if (wf.status.name !== 'COMPLETED') continue;
+      const out = await this.output(wf);
+      if (out) events.push(...out.events);
+    }
+    return {
+      sessionId,
+      events: events.sort((a, b) => a.seq - b.seq),
+      running: views.filter((v) => v.batch.status === 'RUNNING').map((v) => v.batch).sort((a, b) => a.turn - b.turn || a.step - b.step),
+    };
+  }
+
+  private async view(wf: Execution): Promise<{ batch: BatchView; pending: PendingApproval[] }> {
+    const batch: BatchView = {
+      workflowId: wf.workflowId,
+      runId: wf.runId,
+      ...idParts(wf.workflowId),
+      status: wf.status.name,
+      startTime: wf.startTime.toISOString(),
+      ...(wf.closeTime ? { closeTime: wf.closeTime.toISOString() } : {}),
+      calls: [],
+    };
+    if (wf.status.name === 'RUNNING') {
+      let state: BatchState;
+      try {
+        state = await this.client.temporal.withDeadline(Date.now() + QUERY_DEADLINE_MS, () => this.client.temporal.workflow.getHandle(wf.workflowId, wf.runId).query(stateQuery));
+      } catch (err) {
+        batch.problem = `no worker answered this batch's query (${(err as Error).message}); start one with \`npx sluice worker\``;
+        return { batch, pending: [] };
+      }
+      Object.assign(batch, { sessionId: state.sessionId, turn: state.turn, step: state.step });
+      batch.calls = viewsFromState(state);
+      return { batch, pending: state.pending };
+    }
+    if (wf.status.name === 'COMPLETED') {
+      const out = await this.output(wf);
+      if (out) {
+        Object.assign(batch, { sessionId: out.sessionId, turn: out.turn, step: out.step });
+        batch.calls = viewsFromEvents(out.events);
+      }
+    }
+    return { batch, pending: [] };
+  }
+
+  private output(wf: Execution): Promise<BatchOutput | undefined> {
+    let p = this.outputs.get(wf.runId);
+    if (!p) {
+      p = this.client.temporal.workflow
+        .getHandle(wf.workflowId, wf.runId)
+        .result()
+        .then(
+          (o) => o as BatchOutput,
+          () => undefined,
+        );
+      this.outputs.set(wf.runId, p);
+    }
+    return p;
+  }
+}
+
+/** Calls of a finished batch, each with its approval and completed card, from its events. */
+export function viewsFromEvents(events: SessionEvent[]): CallView[] {
+  const calls = new Map<string, CallView>();
+  for (const e of events) {
+    const d = e.data as Record<string, any>;
+    const callId = typeof d.callId === 'string' ? d.callId : undefined;
+    if (!callId) continue;
+    if (e.type === 'tool/call') {
+      calls.set(callId, { callId, name: d.name, arguments: d.arguments, stage: 'done' });
+      continue;
+    }
+    const call = calls.get(callId);
+    if (!call) continue;
+    if (e.type === 'approval/asked') call.approval = { id: d.id };
+    else if (e.type === 'approval/decided') {
+      call.approval = { id: d.id, outcome: d.outcome, ...(d.by ? { by: d.by } : {}), ...(d.reason ? { reason: d.reason } : {}), ...(d.expired ? { expired: true } : {}) };
+    } else if (e.type === 'tool/result') {
+      call.result = {
+        isError: d.isError === true,
+        text: contentText(d.content),
+        card: d.card && typeof d.card.title === 'string' ? d.card : { title: call.name, summary: d.isError ? 'failed' : 'done' },
+        ...(d.error ? { error: d.error } : {}),
+      };
+    }
+  }
+  return [...calls.values()];
+}
+
+/** Calls of a running batch: where each stands, and how its approvals went so far. */
+export function viewsFromState(state: BatchState): CallView[] {
+  return state.calls.map((c) => {
+    const pending = state.pending.find((p) => p.callId === c.callId);
+    const decided = [...state.decided].reverse().find((d) => d.callId === c.callId);
+    const view: CallView = { callId: c.callId, name: c.name, stage: c.stage };
+    if (pending) view.approval = { id: pending.approvalId, pending: true };
+    else if (decided) {
+      view.approval = { id: decided.approvalId, outcome: decided.outcome, ...(decided.by ? { by: decided.by } : {}), ...(decided.reason ? { reason: decided.reason } : {}), ...(decided.expired ? { expired: true } : {}) };
+    }
+    return view;
+  });
+}
+
+function contentText(content: unknown): string {
+  if (!Array.isArray(content)) return '';
+  return content.map((b: { type?: string; text?: string; mimeType?: string }) => (b?.type === 'text' ? b.text : `[image ${b?.mimeType ?? ''}]`)).join('');
+}
+
+/** Session, turn and step from a batch id `sluice-batch:<session>:<turn>:<step>`, for batches not yet read. */
+function idParts(workflowId: string): { sessionId: string; turn: number; step: number } {
+  const m = /^sluice-batch:(.*):(\d+):(\d+)$/.exec(workflowId);
+  return m ? { sessionId: m[1], turn: Number(m[2]), step: Number(m[3]) } : { sessionId: '', turn: 0, step: 0 };
+}
+
+async function take<T>(it: AsyncIterable<T>, n: number): Promise<T[]> {
+  const out: T[] = [];
+  if (n <= 0) return out;
+  for await (const x of it) {
+    out.push(x);
+    if (out.length >= n) break;
+  }
+  return out;
+}

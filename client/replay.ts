@@ -1,0 +1,51 @@
+// `sluice replay`: runs recorded histories through the current workflow code. A change to the
+// workflow that would break running or recorded batches fails here, before it reaches a worker.
+import { bundleWorkflowCode, Worker } from '@temporalio/worker';
+import { DeterminismViolationError } from '@temporalio/workflow';
+import { WORKFLOWS_PATH } from '../worker/worker';
+import type { LoadedHistory } from './history';
+
+export interface ReplayOutcome {
+  workflowId: string;
+  source: string;
+  ok: boolean;
+  /** nondeterminism: the code no longer produces the recorded commands; error: replay itself failed. */
+  failure?: 'nondeterminism' | 'error';
+  message?: string;
+}
+
+export interface ReplayOptions {
+  /** The workflows entry to bundle; default the installed Sluice's workflows/index.ts. */
+  workflowsPath?: string;
+  /** A prebuilt bundle instead (tests build one per run). */
+  workflowBundlePath?: string;
+}
+
+export async function replayHistories(histories: LoadedHistory[], opts: ReplayOptions = {}): Promise<ReplayOutcome[]> {
+  const workflowBundle = opts.workflowBundlePath
+    ? { codePath: opts.workflowBundlePath }
+    : await bundleWorkflowCode({ workflowsPath: opts.workflowsPath ?? WORKFLOWS_PATH, logger: quietBundler });
+  const sources = new Map(histories.map((h) => [h.workflowId, h.source]));
+  const out: ReplayOutcome[] = [];
+  const results = Worker.runReplayHistories(
+    { workflowBundle, replayName: 'sluice-replay' },
+    histories.map((h) => ({ workflowId: h.workflowId, history: h.history })),
+  );
+  for await (const r of results) {
+    const source = sources.get(r.workflowId) ?? 'server';
+    if (!r.error) out.push({ workflowId: r.workflowId, source, ok: true });
+    else out.push({ workflowId: r.workflowId, source, ok: false, failure: r.error instanceof DeterminismViolationError ? 'nondeterminism' : 'error', message: r.error.message });
+  }
+  return out;
+}
+
+const quietBundler = {
+  log() {},
+  trace() {},
+  debug() {},
+  info() {},
+  warn() {},
+  error(message: string) {
+    console.error(message);
+  },
+};

@@ -1,0 +1,87 @@
+// Recorded histories replay with the current workflow code; a non-deterministic change to the
+// workflow fails `sluice replay` with exit code 1, so CI catches it.
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { Worker } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { z } from 'zod';
+import { main } from '../client/cli';
+import { readHistoryFile } from '../client/history';
+import { defineConfig, defineTool } from '../worker/config';
+import { batch, startHarness, type Harness } from './harness';
+
+const FIXTURE = path.join(__dirname, 'fixtures', 'histories', 'mixed-batch.json');
+const ROOT = path.join(__dirname, '..');
+
+let h: Harness;
+let scratch: string;
+beforeAll(async () => {
+  h = await startHarness('replay', defineConfig({ tools: [defineTool({ name: 'echo', description: 'echo', input: z.object({ text: z.string() }), execute: ({ text }) => text })] }));
+  scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-replay-'));
+});
+afterAll(async () => {
+  await h?.close();
+  fs.rmSync(scratch, { recursive: true, force: true });
+});
+
+/** A copy of the workflow code that can be bundled on its own, optionally with one edit. */
+function workflowCopy(name: string, edit?: (callPipeline: string) => string): string {
+  const dir = path.join(scratch, name);
+  for (const sub of ['workflows', 'pipeline']) fs.cpSync(path.join(ROOT, sub), path.join(dir, sub), { recursive: true });
+  fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'));
+  if (edit) {
+    const file = path.join(dir, 'workflows', 'call-pipeline.ts');
+    const before = fs.readFileSync(file, 'utf8');
+    const after = edit(before);
+    expect(after, 'the edit must change the workflow code').not.toBe(before);
+    fs.writeFileSync(file, after);
+  }
+  return path.join(dir, 'workflows', 'index.ts');
+}
+
+function cli(args: string[]): Promise<{ code: number; output: string }> {
+  const lines: string[] = [];
+  return main(args, (s) => lines.push(s)).then((code) => ({ code, output: lines.join('\n') }));
+}
+
+describe('replay', () => {
+  it('the recorded fixture replays against the current workflow bundle', async () => {
+    const { history, workflowId } = readHistoryFile(FIXTURE);
+    expect(workflowId).toBe('sluice-batch:fixture-mixed:1:1');
+    await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history, workflowId);
+  });
+
+  it('`sluice export` writes a history that `sluice replay` replays; a non-deterministic change fails with exit 1', async () => {
+    const handle = await h.client.startBatch(batch([{ name: 'echo', args: { text: 'a' } }, { name: 'echo', args: { text: 'b' } }]));
+    await handle.result();
+    const exported = path.join(scratch, 'exported.json');
+    const exp = await cli(['export', handle.workflowId, '--out', exported, '--address', inject('temporalAddress')]);
+    expect(exp.code, exp.output).toBe(0);
+    expect(JSON.parse(fs.readFileSync(exported, 'utf8')).events[0].eventType).toBe('EVENT_TYPE_WORKFLOW_EXECUTION_STARTED');
+
+    const same = await cli(['replay', exported, FIXTURE, '--workflows', workflowCopy('unchanged')]);
+    expect(same.code, same.output).toBe(0);
+    expect(same.output).toContain('2 history(ies) replayed with no determinism failure');
+
+    // A timer before pre-execute: the code now issues a command the recorded history never had.
+    const broken = workflowCopy('timer-before-preflight', (src) =>
+      src
+        .replace("import { ActivityFailure,", "import { sleep, ActivityFailure,")
+        .replace('pre = await stages.preflight(ref);', "await sleep('1 ms');\n      pre = await stages.preflight(ref);"),
+    );
+    const failed = await cli(['replay', FIXTURE, '--workflows', broken]);
+    expect(failed.code, failed.output).toBe(1);
+    expect(failed.output).toMatch(/FAILED {2}sluice-batch:fixture-mixed:1:1 \(.*mixed-batch\.json\): nondeterminism/);
+  });
+
+  it('a missing or malformed history is a clear usage problem, not a crash', async () => {
+    const garbage = path.join(scratch, 'garbage.json');
+    fs.writeFileSync(garbage, '{"not": "a history"}');
+    const r = await cli(['replay', garbage]);
+    expect(r.code).toBe(1);
+    expect(r.output).toContain('is not a workflow history');
+    const none = await cli(['replay']);
+    expect(none.code).toBe(2);
+  });
+});
