@@ -193,7 +193,7 @@ describe('approval messages', () => {
     started.push(handle.workflowId);
     const first = await waitForPending(handle.workflowId);
     const second = await waitForPending(handle.workflowId, (p) => p.callId === 'call-2');
-    await expect(h.client.approve(first.approvalId, { workflowId: handle.workflowId })).rejects.toThrow(/already decided: unavailable/);
+    await expect(h.client.approve(first.approvalId, { workflowId: handle.workflowId })).rejects.toThrow(/expired at .*: nobody decided before the deny timeout, so the call was denied/);
     await h.client.signalDecision({ approvalId: first.approvalId, workflowId: handle.workflowId, decision: 'approve' });
     await h.client.approve(second.approvalId, { workflowId: handle.workflowId });
     const out = (await handle.result()) as BatchOutput;

@@ -165,7 +165,7 @@ describe('broken hooks fail closed', () => {
 });
 
 describe('approval forgery', () => {
-  it('the update refuses unknown ids, wrong digests and already-decided ids; none leaves a trace or fails a task', async () => {
+  it('the update refuses unknown ids, wrong digests and already-decided ids; the refusals are recorded, no task fails', async () => {
     ran.length = 0;
     const req = batch([{ name: 'record', args: { path: '/tmp/ask', mode: 'ask' } }]);
     const handle = await h.client.startBatch(req);
@@ -175,13 +175,14 @@ describe('approval forgery', () => {
     await expect(h.client.approve(pending.approvalId, { workflowId: handle.workflowId, argsDigest: 'sha256:' + '0'.repeat(64) })).rejects.toThrow(
       /the arguments you were shown .* are not the ones this call would run with/,
     );
-    await expect(h.client.approve(pending.approvalId, { workflowId: handle.workflowId, argsDigest: pending.argsDigest, by: 'alice' })).resolves.toEqual({ approvalId: pending.approvalId, outcome: 'allowed-once' });
+    await expect(h.client.approve(pending.approvalId, { workflowId: handle.workflowId, argsDigest: pending.argsDigest, by: 'alice' })).resolves.toMatchObject({ approvalId: pending.approvalId, outcome: 'allowed-once', by: 'alice' });
     const again = h.client.deny(pending.approvalId, { workflowId: handle.workflowId, by: 'mallory' });
     await expect(again).rejects.toBeInstanceOf(SluiceError);
     await expect(again).rejects.toThrow(/already decided: allowed-once by alice/);
 
     const out = (await handle.result()) as BatchOutput;
     expect(out.events.filter((e) => e.type === 'approval/decided').map((e) => e.data.by)).toEqual(['alice']);
+    expect(out.events.filter((e) => e.type === 'approval/refused').map((e) => e.data.code).slice(0, 2)).toEqual(['unknown', 'digest-mismatch']);
     expect(ran).toHaveLength(1);
     await expectNoWorkflowTaskFailed(handle.workflowId);
   });
