@@ -22,8 +22,10 @@ export const MAX_ARGUMENT_CHARS = 256 * 1024;
 export const MAX_INPUT_BYTES = 1024 * 1024;
 /** At most this many calls per batch: each costs about 17 history events (limit 51,200). */
 export const MAX_CALLS_PER_BATCH = 1000;
-/** Output bytes a call costs besides its content: event envelopes, ids, names, flags. */
+/** Output bytes of a call not yet settled, besides its arguments: event envelopes, ids, names. */
 const PER_CALL_OVERHEAD_BYTES = 600;
+/** JSON bytes of an event besides its data: type, seq, time. */
+export const EVENT_ENVELOPE_BYTES = 80;
 
 /** UTF-8 bytes of a string as JSON would write it (quotes and escapes included). */
 export function jsonStringBytes(s: string): number {
@@ -88,31 +90,37 @@ export function resultBytes(r: ToolResult): number {
 /**
  * The batch's running account. `share()` is what the next result may take inline: an even split
  * of what is left among the calls still to settle, bounded by the output and history targets.
+ * What is left is measured, not guessed: the events recorded so far (tool/call arguments, hook
+ * events, earlier tool/results), plus the copies of committed results in `results` and `messages`,
+ * plus what the calls still to come will need at least.
  */
 export class InlineBudget {
-  private outputLeft: number;
-  private callsLeft: number;
+  private readonly pending: number[];
+  private committedBytes = 0;
+  private settled = 0;
 
   constructor(calls: readonly ToolCall[]) {
-    const fixed = calls.reduce((n, c) => n + jsonStringBytes(c.arguments) + PER_CALL_OVERHEAD_BYTES, 0);
-    this.outputLeft = OUTPUT_TARGET_BYTES - fixed;
-    this.callsLeft = Math.max(1, calls.length);
+    this.pending = calls.map((c) => jsonStringBytes(c.arguments) + PER_CALL_OVERHEAD_BYTES);
   }
 
-  /** Bytes the next result may take inline, given the history size so far. */
-  share(historySizeBytes: number): number {
-    const left = Math.max(1, this.callsLeft);
-    // Content appears three times in the output; a result lands in history about eight times
-    // over (body result, settle input and output, sink marker, the final output).
-    const byOutput = Math.floor(this.outputLeft / 3 / left);
+  /** Bytes the next result may take inline, given the history size and the event bytes so far. */
+  share(historySizeBytes: number, eventBytes: number): number {
+    const left = Math.max(1, this.pending.length - this.settled);
+    const future = this.pending.slice(this.settled).reduce((a, b) => a + b, 0);
+    // Each result's content goes into its tool/result event and into results and messages; its
+    // contexts into results, messages and user/message events: three copies, one of them an
+    // event recorded after it settles. A result lands in history about eight times over (body
+    // result, settle input and output, sink marker, the final output).
+    const outputLeft = OUTPUT_TARGET_BYTES - eventBytes - 2 * this.committedBytes - future;
+    const byOutput = Math.floor(outputLeft / 3 / left);
     const byHistory = Math.floor((HISTORY_TARGET_BYTES - historySizeBytes) / 8 / left);
     return Math.max(MIN_SHARE_BYTES, Math.min(byOutput, byHistory));
   }
 
-  /** Accounts a committed result. */
+  /** Accounts a committed result; its tool/result event is counted with the other events. */
   commit(result: ToolResult): void {
-    this.outputLeft -= 3 * resultBytes(result);
-    this.callsLeft--;
+    this.committedBytes += resultBytes(result);
+    this.settled++;
   }
 }
 

@@ -4,7 +4,7 @@ import { ActivityFailure, ApplicationFailure, CancellationScope, CancelledFailur
 import type { StageActivities } from '../activities/stages';
 import { argsDigest } from '../pipeline/digest';
 import { getOwn, setOwn, snapshotArguments } from '../pipeline/json';
-import { InlineBudget, MAX_ARGUMENT_CHARS } from '../pipeline/budget';
+import { InlineBudget, jsonBytes, MAX_ARGUMENT_CHARS } from '../pipeline/budget';
 import { errorCandidate, ErrorCodes, fitResult, normalizeResult } from '../pipeline/normalize';
 import { BODY_DEFAULTS, genericCard, genericResultCard, type CallRef, type Gate, type ToolProfile } from '../pipeline/stages';
 import type { BatchInput, CallStage, Candidate, Card, JsonObject, SessionState, StatePatch, ToolCall, ToolResult, UserMessage } from '../pipeline/types';
@@ -128,7 +128,7 @@ export class CallPipeline {
     if (this.isCancelled()) {
       return { candidate: errorCandidate('the batch was cancelled before this call was dispatched; it did not run', ErrorCodes.ABORTED_BEFORE_DISPATCH), skipPostExecute: false };
     }
-    const ref = { ...adm.ref!, state: this.state, inlineBytes: this.budget.share(workflowInfo().historySize) };
+    const ref = { ...adm.ref!, state: this.state, inlineBytes: this.budget.share(workflowInfo().historySize, this.events.bytes) };
     const p = adm.profile ?? { ...BODY_DEFAULTS, concurrencySafe: false, approval: 'auto' as const };
     const body = proxyActivities<StageActivities>({
       startToCloseTimeout: p.timeoutMs,
@@ -162,7 +162,7 @@ export class CallPipeline {
   /** Stages 9–13: post-execute, normalization, finalizeContent, tools/result, then `tool/result`. */
   async settle(adm: Admission, s: Settlement): Promise<ToolResult> {
     let result: ToolResult;
-    const share = this.budget.share(workflowInfo().historySize);
+    const share = this.budget.share(workflowInfo().historySize, this.events.bytes);
     let card: Card | undefined;
     if (!adm.ref) {
       result = normalizeResult(s.candidate);
@@ -185,8 +185,9 @@ export class CallPipeline {
     // The share holds even against a worker that ignored it: the output must stay one payload.
     result = fitResult(result, { maxChars: Infinity, maxBytes: share });
     this.budget.commit(result);
-    // The completed card travels with the result, so any UI renders it from the event alone.
-    card ??= genericResultCard(adm.call.name, result.isError);
+    // The completed card travels with the result, so any UI renders it from the event alone; a
+    // card bigger than the result's own share gives way to the generic one.
+    if (!card || jsonBytes(card as unknown as JsonObject) > share) card = genericResultCard(adm.call.name, result.isError);
     this.events.record('tool/result', {
       turn: this.input.turn,
       step: this.input.step,

@@ -2,6 +2,7 @@
 // in the workflow's output, and streamed to the worker-side sink one chunk per workflow step.
 import { condition, log, proxyLocalActivities } from '@temporalio/workflow';
 import type { SinkActivities } from '../activities/sink';
+import { EVENT_ENVELOPE_BYTES, jsonBytes } from '../pipeline/budget';
 import type { EventDraft, JsonObject, SessionEvent } from '../pipeline/types';
 
 const sink = proxyLocalActivities<SinkActivities>({
@@ -13,6 +14,8 @@ export class EventLog {
   readonly events: SessionEvent[] = [];
   private unflushed: SessionEvent[] = [];
   private closed = false;
+  /** JSON bytes recorded so far: the events are part of the batch output (pipeline/budget.ts). */
+  bytes = 0;
 
   constructor(
     private readonly sessionId: string,
@@ -30,6 +33,7 @@ export class EventLog {
 
   record(type: string, data: JsonObject): SessionEvent {
     const event: SessionEvent = { type, seq: this.seq++, time: new Date().toISOString(), data };
+    this.bytes += jsonBytes(data) + EVENT_ENVELOPE_BYTES;
     this.events.push(event);
     this.unflushed.push(event);
     return event;
