@@ -19,9 +19,6 @@ export interface SluiceClientOptions {
 /** A batch's model-side input: tool calls whose arguments may still be parsed objects. */
 export type BatchRequest = Omit<BatchInput, 'calls'> & { calls: (Omit<ToolCall, 'arguments'> & { arguments: string | object })[] };
 
-/** How long findApproval waits for visibility to list a fresh approval. */
-const VISIBILITY_LAG_MS = 3_000;
-
 export class SluiceError extends Error {
   constructor(message: string) {
     super(message);
@@ -94,15 +91,13 @@ export class SluiceClient {
 
   /** Finds the batch that waits on an approval id, from search attributes alone (no worker needed). */
   async findApproval(approvalId: string): Promise<string> {
-    // Visibility lags the workflow by a moment (more on a loaded or just-restarted server): an
-    // approval asked a second ago may not be listed yet, so look again for a few seconds.
-    const deadline = Date.now() + VISIBILITY_LAG_MS;
-    for (;;) {
+    // Search attributes reach visibility a moment after the ask: look again briefly before
+    // telling a person their id is unknown.
+    for (let attempt = 0; attempt < 4; attempt++) {
+      if (attempt) await new Promise((r) => setTimeout(r, 250 * 2 ** attempt));
       for await (const wf of this.temporal.workflow.list({ query: `SluicePendingApprovals = '${approvalId.replace(/'/g, '')}'` })) {
         return wf.workflowId;
       }
-      if (Date.now() > deadline) break;
-      await new Promise((r) => setTimeout(r, 250));
     }
     throw new SluiceError(`no batch is waiting on approval ${approvalId}: it may have been decided or expired already. List pending ones with \`npx sluice approvals\`.`);
   }
