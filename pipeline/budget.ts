@@ -14,8 +14,8 @@ export const PAYLOAD_LIMIT_BYTES = 2 * 1024 * 1024;
 export const OUTPUT_TARGET_BYTES = 1536 * 1024;
 /** What a batch's history may reach from results: far below the 50 MB limit and 10 MB warning. */
 export const HISTORY_TARGET_BYTES = 8 * 1024 * 1024;
-/** The smallest share: room for the note that says where the full result is. */
-export const MIN_SHARE_BYTES = 512;
+/** The smallest share: room for the note that says where the full result is, and its meta. */
+export const MIN_SHARE_BYTES = 1024;
 /** One call's raw arguments above this never reach the workflow: the call gets INVALID_ARGS. */
 export const MAX_ARGUMENT_CHARS = 256 * 1024;
 /** A whole batch input above this is refused by the client: split the batch. */

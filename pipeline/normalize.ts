@@ -100,9 +100,13 @@ export function fitResult(result: ToolResult, opts: FitOptions): ToolResult {
     (opts.note ?? ((s: number, t: number) => `[truncated: showing ${s} of ${t} characters; the rest is over the result size bound and was dropped]`))(shown, total) +
     (images ? ` [${images} image(s) left out]` : '');
   const out: ToolResult = { content: [], isError: result.isError };
-  if (result.error) out.error = { ...result.error, message: cut(result.error.message, ERROR_MESSAGE_MAX_CHARS) };
+  if (result.error) out.error = { ...result.error, message: cut(result.error.message, Math.min(ERROR_MESSAGE_MAX_CHARS, Math.floor(maxBytes / 4))) };
   out.meta = { ...(result.meta ?? {}), ...(opts.meta ?? {}), truncated: true, originalChars: total };
-  if (jsonBytes(out.meta) > maxBytes / 4) out.meta = { ...(opts.meta ?? {}), truncated: true, originalChars: total, metaDropped: true };
+  if (jsonBytes(out.meta) > maxBytes / 4) {
+    // The tool's own meta gives way; where the full result is stored never does.
+    const stored = opts.meta?.storedResult ?? result.meta?.storedResult;
+    out.meta = { ...(stored !== undefined ? { storedResult: stored } : {}), truncated: true, originalChars: total, metaDropped: true };
+  }
   if (result.concludesTurn) out.concludesTurn = true;
   if (result.additionalContexts?.length) {
     const each = Math.max(64, Math.floor(maxBytes / 4 / result.additionalContexts.length));

@@ -13,7 +13,7 @@ import { batch, startHarness, text, type Harness } from './harness';
 const big = defineTool({
   name: 'big',
   description: 'Returns n characters of a repeating, position-marked text.',
-  input: z.object({ n: z.number().int().min(0) }),
+  input: z.object({ n: z.number().int().min(0), noise: z.number().int().min(0).optional() }),
   isConcurrencySafe: () => true,
   execute: ({ n }) => makeText(n),
 });
@@ -31,6 +31,12 @@ beforeAll(async () => {
     'large',
     defineConfig({
       tools: [big],
+      preExecute: [
+        function noisy(ctx) {
+          const noise = (ctx.call.args as { noise?: number }).noise;
+          if (noise) ctx.emit('test/noise', { pad: 'n'.repeat(noise) });
+        },
+      ],
       postExecute: [
         function measure(ctx) {
           ctx.emit('test/post-saw', { chars: ctx.result.content.map((b) => (b.type === 'text' ? b.text.length : 0)).reduce((a, b) => a + b, 0) });
@@ -89,9 +95,9 @@ describe('claim check', () => {
     expect(hist.bytes).toBeLessThan(1024 * 1024);
   });
 
-  it('150 calls of 400 KB each (60 MB in all) complete within the payload and history budgets', { timeout: 300_000 }, async () => {
+  it('150 calls of 400 KB each (60 MB in all), with 3 KB of hook events each, complete within the payload and history budgets', { timeout: 300_000 }, async () => {
     const n = 150;
-    const req = batch(Array.from({ length: n }, (_, i) => ({ id: `c${i}`, name: 'big', args: { n: 400_000 } })));
+    const req = batch(Array.from({ length: n }, (_, i) => ({ id: `c${i}`, name: 'big', args: { n: 400_000, noise: 3_000 } })));
     const handle = await h.client.startBatch(req);
     const out = (await handle.result()) as BatchOutput;
     expect(out.results).toHaveLength(n);
