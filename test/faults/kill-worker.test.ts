@@ -6,6 +6,7 @@ import { NativeConnection } from '@temporalio/worker';
 import type { WorkflowHandle } from '@temporalio/client';
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
+import { temporal } from '@temporalio/proto';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
@@ -71,6 +72,9 @@ async function finish(b: Running): Promise<BatchOutput> {
   figures.lost += check.lost;
   expect(check, `batch ${b.name}`).toEqual({ lost: 0, extraResults: 0, workflowTaskFailures: 0, logProblems: [] });
   expect(out.results.map((r) => r.callId)).toEqual(b.tags.map((_, i) => `call-${i + 1}`));
+  // The worker processes took SLUICE_CODEC_KEYS from their environment: no argument is in clear.
+  const raw = Buffer.from(temporal.api.history.v1.History.encode(await b.handle.fetchHistory()).finish());
+  for (const tag of b.tags) expect(raw.includes(tag), `${tag} in plaintext history`).toBe(false);
   return out;
 }
 
