@@ -12,3 +12,4 @@ export { ErrorCodes } from './pipeline/normalize';
 export type * from './pipeline/types';
 export { fsTools, todoWriteTool, bashTool, ledgerWriteIntent, ledgerEditIntent } from './tools';
 export { commandHooks } from './hooks';
+export { codeModeTool, type CodeModeOptions } from './tools/code-mode';

@@ -33,6 +33,7 @@ export function createStageActivities(config: SluiceConfig, deps: { resultStore?
   const bounds = (ref: CallRef) => ({ maxChars: config.maxResultChars ?? DEFAULT_MAX_RESULT_CHARS, maxBytes: ref.inlineBytes ?? Infinity });
   const registry = new Map<string, ToolDefinition>();
   for (const t of config.tools) for (const n of [t.name, ...(t.aliases ?? [])]) registry.set(n, t);
+  const toolNames = Object.freeze([...new Set(config.tools.map((t) => t.name))]);
 
   function collector(ref: CallRef, source: string) {
     const contexts: UserMessage[] = [];
@@ -135,6 +136,7 @@ export function createStageActivities(config: SluiceConfig, deps: { resultStore?
       const toolCtx = (side: ReturnType<typeof collector>): ToolContext => ({
         ...side.ctx,
         attempt: activity.info.attempt,
+        toolNames,
         signal: activity.cancellationSignal,
         heartbeat: (d?: unknown) => activity.heartbeat(d),
         setState(ns, key, value) {

@@ -178,7 +178,8 @@ export interface BatchState {
   step: number;
   status: 'running' | 'awaiting-approval' | 'settling' | 'completed';
   cancelRequested: boolean;
-  calls: { callId: string; name: string; stage: CallStage; isError?: boolean }[];
+  /** The batch's calls, then Code Mode sub-calls (with the run_code call they belong to) as they come. */
+  calls: { callId: string; name: string; stage: CallStage; isError?: boolean; parentCallId?: string }[];
   pending: PendingApproval[];
   decided: DecidedApproval[];
   nextSeq: number;

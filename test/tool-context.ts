@@ -23,6 +23,7 @@ export function session(id = 'unit'): Session {
         idempotencyKey: 'wf/c',
         state: structuredClone(s.state),
         attempt: 1,
+        toolNames: [],
         signal,
         heartbeat() {},
         addContext() {},

@@ -35,6 +35,8 @@ export interface StageContext {
 
 export interface ToolContext extends StageContext {
   readonly attempt: number;
+  /** The names of the tools this worker serves (Code Mode offers them to programs). */
+  readonly toolNames: readonly string[];
   /** Aborted when the batch is cancelled or the body times out: stop, and clean up. */
   readonly signal: AbortSignal;
   heartbeat(details?: unknown): void;

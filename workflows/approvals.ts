@@ -114,7 +114,11 @@ export class Approvals {
   }
 
   /** Asks for a one-shot decision on one call and records the asked/decided pair. */
-  async ask(ref: CallRef, opts: { reason?: string; card: Card; policy: ApprovalPolicy; timeoutMs: number; channel: boolean }): Promise<DecidedApproval> {
+  /**
+   * `abandoned` names why nobody needs the answer any more (a sub-call whose program ended): the
+   * wait then ends as cancelled with that reason.
+   */
+  async ask(ref: CallRef, opts: { reason?: string; card: Card; policy: ApprovalPolicy; timeoutMs: number; channel: boolean; abandoned?: () => string | undefined }): Promise<DecidedApproval> {
     const approvalId = uuid4();
     const askedAt = new Date();
     const expiresAt = new Date(askedAt.getTime() + opts.timeoutMs);
@@ -154,12 +158,15 @@ export class Approvals {
       const entry: Entry = { pending };
       this.open.set(approvalId, entry);
       this.markAwaiting();
-      await condition(() => entry.decision !== undefined || this.isCancelled(), opts.timeoutMs);
+      await condition(() => entry.decision !== undefined || this.isCancelled() || opts.abandoned?.() !== undefined, opts.timeoutMs);
       const d = entry.decision;
+      const abandoned = opts.abandoned?.();
       if (d) {
         ended = { outcome: d.decision === 'approve' ? 'allowed-once' : 'rejected', ...(d.by ? { by: d.by } : {}), ...(d.reason ? { reason: d.reason } : {}) };
       } else if (this.isCancelled()) {
         ended = { outcome: 'cancelled' };
+      } else if (abandoned !== undefined) {
+        ended = { outcome: 'cancelled', reason: abandoned };
       } else {
         ended = { outcome: 'unavailable', reason: `no decision within ${Math.round(opts.timeoutMs / 1000)}s (deny timeout)`, expired: true };
       }

@@ -13,6 +13,7 @@ import { outputProblem } from '../pipeline/budget';
 import type { BatchInput, BatchOutput, BatchState, CallStage, ModelMessage, SessionState, ToolResult } from '../pipeline/types';
 import { Approvals } from './approvals';
 import { CallPipeline, type Admission, type Settlement } from './call-pipeline';
+import { CodeCalls } from './code-calls';
 import { stateQuery } from './definitions';
 import { EventLog } from './event-log';
 
@@ -27,7 +28,7 @@ export async function toolBatch(input: BatchInput): Promise<BatchOutput> {
   const state: SessionState = JSON.parse(JSON.stringify(input.state ?? {}));
   let cancelRequested = false;
   const approvals = new Approvals(events, () => cancelRequested);
-  const stages = new Map<string, { callId: string; name: string; stage: CallStage; isError?: boolean }>(
+  const stages = new Map<string, { callId: string; name: string; stage: CallStage; isError?: boolean; parentCallId?: string }>(
     input.calls.map((c) => [c.id, { callId: c.id, name: c.name, stage: 'queued' }]),
   );
   const tracker = {
@@ -37,6 +38,7 @@ export async function toolBatch(input: BatchInput): Promise<BatchOutput> {
     },
   };
   const pipeline = new CallPipeline(input, events, approvals, state, tracker, () => cancelRequested);
+  new CodeCalls(input, pipeline, () => cancelRequested, (callId, name, parentCallId) => stages.set(callId, { callId, name, stage: 'queued', parentCallId }));
   let settled = false;
 
   setHandler(stateQuery, (): BatchState => ({

@@ -23,9 +23,16 @@ const stages = proxyActivities<StageActivities>({
 
 export const DEFAULT_APPROVAL_TIMEOUT_MS = 10 * 60_000;
 
+/** Code Mode: the run_code call a sub-call belongs to, and the outermost call of the batch. */
+export interface Lineage {
+  parentCallId?: string;
+  rootCallId?: string;
+}
+
 /** A call after admission: either ready to dispatch, or already holding its result-to-be. */
 export interface Admission {
   call: ToolCall;
+  lineage: Lineage;
   ref?: CallRef;
   card: Card;
   profile?: ToolProfile;
@@ -47,6 +54,9 @@ export interface CallTracker {
 export class CallPipeline {
   private readonly bodyScopes = new Set<CancellationScope>();
   private readonly budget: InlineBudget;
+  private readonly executing = new Set<string>();
+  /** Sub-calls' contexts, held for their run_code call's result instead of injected at the sub-call. */
+  private readonly deferred = new Map<string, UserMessage[]>();
 
   constructor(
     private readonly input: BatchInput,
@@ -60,13 +70,13 @@ export class CallPipeline {
   }
 
   /** Stages 1–6: tool/call, argument snapshot, pre-execute, approval, guards. */
-  async admit(call: ToolCall, lineage: { parentCallId?: string; rootCallId?: string } = {}): Promise<Admission> {
-    // 1. tool/call, before anything else for this call
-    this.events.record('tool/call', { turn: this.input.turn, step: this.input.step, callId: call.id, name: call.name, arguments: call.arguments, ...(call.argumentsChars !== undefined ? { argumentsChars: call.argumentsChars } : {}) });
+  async admit(call: ToolCall, lineage: Lineage = {}): Promise<Admission> {
+    // 1. tool/call (a sub-call's tool/code-dispatch-start), before anything else for this call
+    this.recordStart(call, lineage);
     this.tracker.stage(call.id, 'pre-execute');
     if (call.argumentsChars !== undefined) {
       const message = `the arguments were ${call.argumentsChars} characters, over the ${MAX_ARGUMENT_CHARS}-character limit for one call, so they were not sent and the call did not run. Split the work into smaller calls (e.g. write a large file in parts).`;
-      return settleNow(call, { title: call.name }, errorCandidate(message, ErrorCodes.INVALID_ARGS), true);
+      return settleNow(call, lineage, { title: call.name }, errorCandidate(message, ErrorCodes.INVALID_ARGS), true);
     }
 
     // 3. argument snapshot: parsed once, lossless, frozen; every later stage sees this copy
@@ -74,7 +84,7 @@ export class CallPipeline {
     try {
       args = snapshotArguments(call.arguments);
     } catch (err) {
-      return settleNow(call, { title: call.name }, errorCandidate((err as Error).message, ErrorCodes.INVALID_ARGS), true);
+      return settleNow(call, lineage, { title: call.name }, errorCandidate((err as Error).message, ErrorCodes.INVALID_ARGS), true);
     }
     const ref = this.refFor(call, args, lineage);
 
@@ -83,10 +93,10 @@ export class CallPipeline {
     try {
       pre = await stages.preflight(ref);
     } catch (err) {
-      return settleNow(call, genericCard(call.name, args), stageFailure('pre-execute', err), true, ref);
+      return settleNow(call, lineage, genericCard(call.name, args), stageFailure('pre-execute', err), true, ref);
     }
     this.events.recordAll(pre.events);
-    const admission: Admission = { call, ref, card: pre.card, profile: pre.profile, preContexts: pre.contexts, verdict: { kind: 'dispatch' } };
+    const admission: Admission = { call, lineage, ref, card: pre.card, profile: pre.profile, preContexts: pre.contexts, verdict: { kind: 'dispatch' } };
     let gate: Gate = pre.gate;
 
     // 5. approval, only on ask
@@ -98,6 +108,7 @@ export class CallPipeline {
         policy: pre.profile?.approval ?? 'auto',
         timeoutMs: pre.profile?.approvalTimeoutMs ?? this.input.options?.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS,
         channel: this.input.options?.approvalChannel !== false,
+        ...(lineage.parentCallId ? { abandoned: () => this.parentEnded(lineage.parentCallId!) } : {}),
       });
       if (decided.outcome !== 'allowed-once') {
         gate = { kind: 'denied', code: ErrorCodes.DENIED, message: approvalDenial(decided.outcome, decided.reason, decided.by) };
@@ -146,6 +157,7 @@ export class CallPipeline {
     this.tracker.stage(adm.call.id, 'executing');
     const scope = new CancellationScope({ cancellable: true });
     this.bodyScopes.add(scope);
+    this.executing.add(adm.call.id);
     try {
       const out = await scope.run(() => body.executeBody(ref));
       this.events.recordAll(out.events);
@@ -155,6 +167,7 @@ export class CallPipeline {
       return { candidate: bodyFailure(adm.call.name, p.timeoutMs, err), skipPostExecute: false };
     } finally {
       this.bodyScopes.delete(scope);
+      this.executing.delete(adm.call.id);
       this.tracker.stage(adm.call.id, 'post-execute');
     }
   }
@@ -172,7 +185,7 @@ export class CallPipeline {
           ref: { ...adm.ref, state: this.state, inlineBytes: share },
           candidate: s.candidate,
           skipPostExecute: s.skipPostExecute,
-          contexts: { pre: adm.preContexts, body: s.bodyContexts ?? [], wrapper: s.wrapperContexts ?? [] },
+          contexts: { pre: [...adm.preContexts, ...this.takeDeferred(adm.call.id)], body: s.bodyContexts ?? [], wrapper: s.wrapperContexts ?? [] },
         });
         this.events.recordAll(settled.events);
         result = settled.result;
@@ -184,29 +197,51 @@ export class CallPipeline {
     }
     // The share holds even against a worker that ignored it: the output must stay one payload.
     result = fitResult(result, { maxChars: Infinity, maxBytes: share });
-    this.budget.commit(result);
+    // A sub-call's result reaches the output only through its tool/code-dispatch event, which the
+    // event bytes count; the even split is among the batch's own calls.
+    if (!adm.lineage.parentCallId) this.budget.commit(result);
     // The completed card travels with the result, so any UI renders it from the event alone; a
     // card bigger than the result's own share gives way to the generic one.
     if (!card || jsonBytes(card as unknown as JsonObject) > share) card = genericResultCard(adm.call.name, result.isError);
-    this.events.record('tool/result', {
-      turn: this.input.turn,
-      step: this.input.step,
-      callId: adm.call.id,
-      name: adm.call.name,
+    const outcome = {
       content: result.content,
       isError: result.isError,
       ...(result.error ? { error: result.error as unknown as JsonObject } : {}),
       ...(result.meta ? { meta: result.meta } : {}),
       card: card as unknown as JsonObject,
-    });
+    };
+    // Only top-level calls get a tool/result: a sub-call's outcome belongs to its program, not the model.
+    if (adm.lineage.parentCallId) this.events.record('tool/code-dispatch', { ...codeDispatchFields(adm.call, adm.lineage), ...outcome });
+    else this.events.record('tool/result', { turn: this.input.turn, step: this.input.step, callId: adm.call.id, name: adm.call.name, ...outcome });
     this.tracker.stage(adm.call.id, 'done', result.isError);
     return result;
   }
 
-  /** A call the batch never started: a tool/call + tool/result pair, and nothing run. */
-  abortUnstarted(call: ToolCall): Admission {
-    this.events.record('tool/call', { turn: this.input.turn, step: this.input.step, callId: call.id, name: call.name, arguments: call.arguments });
-    return settleNow(call, { title: call.name }, errorCandidate('the batch was cancelled before this call started; it did not run', ErrorCodes.ABORTED_BEFORE_DISPATCH), true);
+  /** True while the call's body activity runs (a run_code program can call tools only then). */
+  isExecuting(callId: string): boolean {
+    return this.executing.has(callId);
+  }
+
+  /** Why a sub-call's program is gone, once its run_code call's body stopped running. */
+  private parentEnded(parentCallId: string): string | undefined {
+    return this.executing.has(parentCallId) ? undefined : `the program of ${parentCallId} ended`;
+  }
+
+  /** Holds a sub-call's contexts for its run_code call: they follow that call's result, after the batch. */
+  deferContexts(parentCallId: string, contexts: UserMessage[]): void {
+    if (contexts.length) this.deferred.set(parentCallId, [...(this.deferred.get(parentCallId) ?? []), ...contexts]);
+  }
+
+  private takeDeferred(callId: string): UserMessage[] {
+    const held = this.deferred.get(callId) ?? [];
+    this.deferred.delete(callId);
+    return held;
+  }
+
+  /** A call the batch never started: a tool/call + tool/result pair (or a sub-call's pair), and nothing run. */
+  abortUnstarted(call: ToolCall, lineage: Lineage = {}): Admission {
+    this.recordStart(call, lineage);
+    return settleNow(call, lineage, { title: call.name }, errorCandidate('the batch was cancelled before this call started; it did not run', ErrorCodes.ABORTED_BEFORE_DISPATCH), true);
   }
 
   /** Batch cancel: running bodies are asked to stop (bash kills its process group). */
@@ -214,7 +249,12 @@ export class CallPipeline {
     for (const scope of this.bodyScopes) scope.cancel();
   }
 
-  private refFor(call: ToolCall, args: JsonObject, lineage: { parentCallId?: string; rootCallId?: string }): CallRef {
+  private recordStart(call: ToolCall, lineage: Lineage): void {
+    if (lineage.parentCallId) this.events.record('tool/code-dispatch-start', codeDispatchFields(call, lineage));
+    else this.events.record('tool/call', { turn: this.input.turn, step: this.input.step, callId: call.id, name: call.name, arguments: call.arguments, ...(call.argumentsChars !== undefined ? { argumentsChars: call.argumentsChars } : {}) });
+  }
+
+  private refFor(call: ToolCall, args: JsonObject, lineage: Lineage): CallRef {
     const { workflowId } = workflowInfo();
     return {
       workflowId,
@@ -232,8 +272,12 @@ export class CallPipeline {
   }
 }
 
-function settleNow(call: ToolCall, card: Card, candidate: Candidate, skipPostExecute: boolean, ref?: CallRef): Admission {
-  return { call, ref, card, preContexts: [], verdict: { kind: 'settle', candidate, skipPostExecute } };
+function settleNow(call: ToolCall, lineage: Lineage, card: Card, candidate: Candidate, skipPostExecute: boolean, ref?: CallRef): Admission {
+  return { call, lineage, ref, card, preContexts: [], verdict: { kind: 'settle', candidate, skipPostExecute } };
+}
+
+function codeDispatchFields(call: ToolCall, lineage: Lineage): JsonObject {
+  return { rootCallId: lineage.rootCallId ?? lineage.parentCallId!, parentCallId: lineage.parentCallId!, subCallId: call.id, name: call.name, arguments: call.arguments };
 }
 
 function approvalDenial(outcome: string, reason?: string, by?: string): string {
@@ -241,7 +285,7 @@ function approvalDenial(outcome: string, reason?: string, by?: string): string {
     case 'rejected':
       return `the call was rejected${by ? ` by ${by}` : ''}${reason ? `: ${reason}` : ''}. Do not retry it unchanged; ask the user what they want instead.`;
     case 'cancelled':
-      return 'the batch was cancelled while this call awaited approval; it did not run.';
+      return `${reason ?? 'the batch was cancelled'} while this call awaited approval; it did not run.`;
     default:
       return `approval was required but not given (${reason ?? 'no approval channel answered'}); the call did not run.`;
   }

@@ -1,6 +1,7 @@
 // Names a client, a page or the stock `temporal` CLI uses to talk to a running batch.
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { CodeCallOutcome, CodeCallRequest } from '../pipeline/code-mode';
 import type { ApprovalDecision, BatchState, DecisionApplied } from '../pipeline/types';
 
 export const BATCH_WORKFLOW = 'toolBatch';
@@ -14,6 +15,8 @@ export const decideSignal = defineSignal<[ApprovalDecision]>('sluice.decide');
  */
 export const decideUpdate = defineUpdate<DecisionApplied, [ApprovalDecision]>('sluice.decide');
 export const DECISION_REFUSED = 'SluiceDecisionRefused';
+/** Code Mode: the run_code body asks its batch to run one sub-call through the whole pipeline. */
+export const codeCallUpdate = defineUpdate<CodeCallOutcome, [CodeCallRequest]>('sluice.codeCall');
 export const stateQuery = defineQuery<BatchState>('sluice.state');
 
 /** True while any call of the batch waits for a person. */

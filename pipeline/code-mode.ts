@@ -1,0 +1,61 @@
+// Code Mode's vocabulary, shared by the run_code body (worker side) and the batch workflow that
+// runs each sub-call through the pipeline.
+import { canonicalJson } from './json';
+import { renderValue } from './normalize';
+import type { Json, ToolResult } from './types';
+
+/** The reserved tool that runs a program; a program can call every other tool, never this one. */
+export const RUN_CODE = 'run_code';
+
+/** Sub-calls one program may make. Each is a workflow update, and Temporal keeps ~2,000 per run. */
+export const MAX_SUBCALLS_PER_PROGRAM = 500;
+/** Sub-calls one batch may hold across all its run_code calls, under Temporal's update limit. */
+export const MAX_SUBCALLS_PER_BATCH = 1_500;
+
+/**
+ * One `await tools.<name>(args)` of a program, sent by the run_code body to its batch workflow.
+ * `token` is the parent call's idempotency key (`<workflowId>/<parentCallId>`): it names the
+ * run_code call the sub-call belongs to, and the sub-call's own key derives from it.
+ */
+export interface CodeCallRequest {
+  token: string;
+  parentCallId: string;
+  /** 0-based, in the order the program submitted its calls. */
+  index: number;
+  name: string;
+  /** The lossless JSON snapshot of the arguments, as a JSON string. */
+  arguments: string;
+  argsDigest: string;
+}
+
+/** What the program sees of a sub-call's settled result. `batchCancelled`: the program must stop. */
+export type CodeCallOutcome =
+  /** The tool's structured value while the model-facing content is exactly its rendering, else that content's text. */
+  | { subCallId: string; isError: false; value: Json; batchCancelled?: true }
+  /** The error message only: what the program's promise rejects with. */
+  | { subCallId: string; isError: true; message: string; batchCancelled?: true };
+
+export function subCallId(parentCallId: string, index: number): string {
+  return `${parentCallId}:code:${index}`;
+}
+
+/**
+ * The update id of a sub-call. Temporal deduplicates updates by id, so a re-run of the program
+ * after a crash attaches to the same sub-call; the name and digest are part of it so that a re-run
+ * that asks for something else at the same index cannot be handed the old outcome by the server.
+ */
+export function codeCallUpdateId(req: Pick<CodeCallRequest, 'parentCallId' | 'index' | 'name' | 'argsDigest'>): string {
+  return `sluice-code:${req.parentCallId}:${req.index}:${req.name}:${req.argsDigest}`;
+}
+
+/**
+ * The program's view of a settled sub-call. The structured value is handed over only while the
+ * content still is its rendering: once a post-execute handler, finalizeContent or truncation changed
+ * what the model would see, the program gets that text instead, so no rewrite is bypassed.
+ */
+export function programOutcome(subCall: string, result: ToolResult, bodyValue: Json | undefined): CodeCallOutcome {
+  const text = result.content.map((b) => (b.type === 'text' ? b.text : `[${b.type} ${b.mimeType}]`)).join('');
+  if (result.isError) return { subCallId: subCall, isError: true, message: result.error?.message ?? text };
+  const untouched = bodyValue !== undefined && canonicalJson(result.content as unknown as Json) === canonicalJson(renderValue(bodyValue) as unknown as Json);
+  return { subCallId: subCall, isError: false, value: untouched ? bodyValue : text };
+}
