@@ -4,10 +4,11 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { applyPostVerdict, foldPreDecision, parseGuardAnswer, parsePreDecision } from '../pipeline/fold';
-import { deepFreeze, snapshotJson } from '../pipeline/json';
-import { errorCandidate, ErrorCodes, normalizeResult, renderValue } from '../pipeline/normalize';
+import { deepFreeze, getOwn, setOwn, snapshotJson } from '../pipeline/json';
+import { DEFAULT_MAX_RESULT_CHARS, errorCandidate, ErrorCodes, normalizeResult, renderValue } from '../pipeline/normalize';
 import { BODY_DEFAULTS, FailureTypes, genericCard, genericResultCard, type BodyResult, type CallRef, type Gate, type GuardsResult, type PreflightReply, type PreflightResult, type StagePlan, type SettleRequest, type SettleResult, type ToolProfile } from '../pipeline/stages';
 import type { ApprovalPolicy, Candidate, Card, EventDraft, JsonObject, PreDecision, StatePatch, UserMessage } from '../pipeline/types';
+import { claimCheck, stashCandidate, unstashCandidate, type ResultStore } from '../worker/claim-check';
 import { handlerOf, isLongRunning, nameOf, ToolOutput, type CallInfo, type SluiceConfig, type StageContext, type ToolContext, type ToolDefinition } from '../worker/config';
 
 export interface StageActivities {
@@ -23,6 +24,9 @@ export interface StageActivities {
   settle(reqs: SettleRequest[]): Promise<SettleResult[]>;
 }
 
+/** A body result bigger than this (or than its batch share) crosses history as a stored preview. */
+const DEFAULT_BODY_INLINE_BYTES = 64 * 1024;
+
 /** Marks a throw that came out of the tool body itself, as opposed to a wrapper around it. */
 class BodyThrew extends Error {
   constructor(readonly original: unknown) {
@@ -30,7 +34,9 @@ class BodyThrew extends Error {
   }
 }
 
-export function createStageActivities(config: SluiceConfig): StageActivities {
+export function createStageActivities(config: SluiceConfig, deps: { resultStore?: ResultStore } = {}): StageActivities {
+  const store = config.resultStore ?? deps.resultStore;
+  const bounds = (ref: CallRef) => ({ maxChars: config.maxResultChars ?? DEFAULT_MAX_RESULT_CHARS, maxBytes: ref.inlineBytes ?? Infinity });
   const registry = new Map<string, ToolDefinition>();
   for (const t of config.tools) for (const n of [t.name, ...(t.aliases ?? [])]) registry.set(n, t);
   const plan = stagePlan(config);
@@ -120,7 +126,7 @@ export function createStageActivities(config: SluiceConfig): StageActivities {
   async function settleOne({ ref, candidate, skipPostExecute, contexts }: SettleRequest): Promise<Omit<SettleResult, 'callId' | 'before'>> {
     const tool = registry.get(ref.name);
     const c = collector(ref, 'post-execute');
-    let current = candidate;
+    let current = await unstashCandidate(store, candidate);
     let bodyContexts = contexts.body;
     if (!skipPostExecute) {
       for (const [i, h] of (config.postExecute ?? []).entries()) {
@@ -141,17 +147,21 @@ export function createStageActivities(config: SluiceConfig): StageActivities {
       }
     }
     const queued = [...contexts.pre, ...bodyContexts, ...contexts.wrapper, ...c.contexts];
-    let result = normalizeResult(current, queued, { maxResultChars: config.maxResultChars });
+    // Bounds apply after finalizeContent, by the claim check: the stored copy is what the model
+    // would have seen without them.
+    let result = normalizeResult(current, queued, { maxResultChars: Infinity });
 
     if (tool?.finalizeContent) {
       try {
         const content = tool.finalizeContent(result.content, { call: callInfo(ref), isError: result.isError });
         if (content && typeof (content as unknown as Promise<unknown>).then === 'function') throw new Error('finalizeContent must be synchronous');
-        result = normalizeResult({ ...result, content }, result.additionalContexts ?? [], { maxResultChars: config.maxResultChars });
+        result = normalizeResult({ ...result, content }, result.additionalContexts ?? [], { maxResultChars: Infinity });
       } catch (err) {
         result = normalizeResult(errorCandidate(`${tool.name}.finalizeContent failed: ${messageOf(err)}`, ErrorCodes.INVALID_TOOL_OUTPUT), result.additionalContexts ?? []);
       }
     }
+
+    result = deepFreeze(await claimCheck(store, ref.idempotencyKey, result, bounds(ref)));
 
     for (const [i, o] of (config.onResult ?? []).entries()) {
       try {
@@ -217,7 +227,8 @@ export function createStageActivities(config: SluiceConfig): StageActivities {
         signal: activity.cancellationSignal,
         heartbeat: (d?: unknown) => activity.heartbeat(d),
         setState(ns, key, value) {
-          (patch[ns] ??= {})[key] = value === null ? null : snapshotJson(value, `state ${ns}.${key}`);
+          if (!getOwn(patch, ns)) setOwn(patch, ns, {});
+          setOwn(patch[ns], key, value === null ? null : snapshotJson(value, `state ${ns}.${key}`));
         },
       });
 
@@ -249,14 +260,14 @@ export function createStageActivities(config: SluiceConfig): StageActivities {
           if (err instanceof BodyThrew) {
             if (activity.cancellationSignal.aborted) throw new CancelledFailure('the batch was cancelled while the tool ran');
             const original = err.original as { nonRetryable?: boolean; name?: string };
-            throw ApplicationFailure.create({ message: `${tool.name} failed: ${err.message}`, type: FailureTypes.TOOL_BODY, nonRetryable: original?.nonRetryable === true });
+            throw ApplicationFailure.create({ message: `${tool.name} failed: ${clip(err.message)}`, type: FailureTypes.TOOL_BODY, nonRetryable: original?.nonRetryable === true });
           }
           outcome = 'failed';
           candidate = errorCandidate(`an execute wrapper failed around ${tool.name}: ${messageOf(err)}`, ErrorCodes.PIPELINE_FAILED);
         }
         return {
           outcome,
-          candidate,
+          candidate: await stashCandidate(store, ref.idempotencyKey, candidate, ref.inlineBytes ?? DEFAULT_BODY_INLINE_BYTES),
           bodyContexts: bodySide.contexts,
           wrapperContexts: wrapperSide.contexts,
           events: [...wrapperSide.events, ...bodySide.events],
@@ -371,6 +382,11 @@ function checkCandidate(out: unknown, who: string): Candidate {
     throw new Error(`${who} must return a candidate {content, isError, ...}, e.g. what next() returned`);
   }
   return structuredClone(c) as Candidate;
+}
+
+/** A thrown message crosses history as a failure: keep it readable and small. */
+function clip(message: string, max = 4000): string {
+  return message.length > max ? `${message.slice(0, max)} [${message.length - max} more characters cut]` : message;
 }
 
 function messageOf(err: unknown): string {

@@ -78,7 +78,7 @@ function panel(title: string, groups: string[], series: Series[], log: boolean):
 
 function niceCeil(x: number): number {
   const p = 10 ** Math.floor(Math.log10(x));
-  return [1, 2, 2.5, 5, 10].map((m) => m * p).find((v) => v >= x)!;
+  return [1, 2, 4, 8, 10].map((m) => m * p).find((v) => v >= x)!;
 }
 
 function fmt(v: number): string {

@@ -6,6 +6,7 @@ import type { BatchOutput, SessionEvent } from '../pipeline/types';
 import { runDev } from '../scripts/dev';
 import { runWorker } from '../worker/main';
 import { readSessionLog, sessionLogPath } from '../worker/sink';
+import { codecFromEnv, dataConverterFromEnv, decryptHistory } from '../worker/codec';
 import { DEFAULT_STATE_DIR, DEFAULT_TASK_QUEUE } from '../worker/worker';
 import { SluiceClient, SluiceError, type BatchRequest } from './client';
 import { connect } from './connection';
@@ -34,6 +35,7 @@ Commands:
   replay <target>...      Replay histories with the current workflow code; exit 1 on a
                           determinism failure (--workflows FILE to replay another version)
   export <workflowId>     Write a batch's history JSON (--out FILE, default stdout)
+  codec-server            Decrypt payloads for the Temporal Web UI (--port, --ui-origin; needs SLUICE_CODEC_KEYS)
 
   <target> is a batch's workflow id, a session id (all of its batches), or a history .json file.
 
@@ -49,7 +51,9 @@ Common options:
   --trusted-user-header H Take the approver's name from header H set by your proxy (e.g. X-Forwarded-User)
 
 Connection settings also come from Temporal's standard environment and config profiles:
-TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS_*, TEMPORAL_PROFILE.`;
+TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS_*, TEMPORAL_PROFILE.
+SLUICE_CODEC_KEYS="<id>:<base64 32-byte key>[,<old id>:<old key>]" encrypts every payload
+(set the same value for workers, the CLI and the codec server).`;
 
 const OPTIONS = {
   address: { type: 'string' },
@@ -70,6 +74,7 @@ const OPTIONS = {
   session: { type: 'string' },
   turn: { type: 'string' },
   step: { type: 'string' },
+  'ui-origin': { type: 'string', multiple: true },
   'inbox-host': { type: 'string' },
   'inbox-port': { type: 'string' },
   'no-inbox': { type: 'boolean' },
@@ -117,6 +122,8 @@ export async function main(argv: string[], out: (s: string) => void = (s) => pro
         return await decide(values, command, rest[0], out);
       case 'events':
         return await events(values, rest[0], out);
+      case 'codec-server':
+        return await (await import('./codec-server')).runCodecServer({ port: values.port, origins: values['ui-origin'] }, out);
       case 'ui':
         return await ui(values, out);
       case 'audit':
@@ -136,7 +143,7 @@ export async function main(argv: string[], out: (s: string) => void = (s) => pro
 
 async function client(v: Values) {
   const c = await connect({ address: v.address, namespace: v.namespace });
-  return { sluice: new SluiceClient({ connection: c.connection, namespace: c.namespace, taskQueue: v['task-queue'] }), close: () => c.connection.close() };
+  return { sluice: new SluiceClient({ connection: c.connection, namespace: c.namespace, taskQueue: v['task-queue'], dataConverter: dataConverterFromEnv() }), close: () => c.connection.close() };
 }
 
 async function dev(v: Values): Promise<number> {
@@ -182,6 +189,8 @@ async function withHistories<T>(v: Values, targets: string[], use: (h: LoadedHis
   try {
     const all = [];
     for (const t of targets) all.push(...(await loadHistories(t, c?.sluice.temporal)));
+    const codec = codecFromEnv();
+    if (codec) for (const h of all) await decryptHistory(h.history, codec);
     return await use(all);
   } finally {
     await c?.close();

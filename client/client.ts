@@ -1,9 +1,10 @@
 // The client library: run or start a batch, decide approvals, list what waits, read events.
 import { Client, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
+import { ApplicationFailure, type DataConverter } from '@temporalio/common';
 import type { NativeConnection } from '@temporalio/worker';
 import { batchInputProblem } from '../pipeline/batch-input';
-import type { ApprovalDecision, BatchInput, BatchOutput, BatchState, DecisionApplied, DecisionRefusal, PendingApproval, SessionEvent, ToolCall } from '../pipeline/types';
+import { jsonBytes, MAX_ARGUMENT_CHARS, MAX_INPUT_BYTES } from '../pipeline/budget';
+import type { ApprovalDecision, BatchInput, BatchOutput, BatchState, DecisionApplied, DecisionRefusal, Json, PendingApproval, SessionEvent, ToolCall } from '../pipeline/types';
 import { BATCH_WORKFLOW, batchWorkflowId, DECISION_REFUSED, decideSignal, decideUpdate, SESSION_ID, stateQuery } from '../workflows/definitions';
 import { DEFAULT_TASK_QUEUE } from '../worker/worker';
 
@@ -11,6 +12,8 @@ export interface SluiceClientOptions {
   connection: NativeConnection;
   namespace?: string;
   taskQueue?: string;
+  /** Payload encryption (worker/codec.ts): the same as the workers'. */
+  dataConverter?: DataConverter;
 }
 
 /** A batch's model-side input: tool calls whose arguments may still be parsed objects. */
@@ -36,7 +39,7 @@ export class SluiceClient {
   readonly taskQueue: string;
 
   constructor(opts: SluiceClientOptions) {
-    this.temporal = new Client({ connection: opts.connection, namespace: opts.namespace ?? 'default' });
+    this.temporal = new Client({ connection: opts.connection, namespace: opts.namespace ?? 'default', ...(opts.dataConverter ? { dataConverter: opts.dataConverter } : {}) });
     this.taskQueue = opts.taskQueue ?? DEFAULT_TASK_QUEUE;
   }
 
@@ -171,9 +174,22 @@ export class SluiceClient {
 export function toBatchInput(request: BatchRequest): BatchInput {
   const input: BatchInput = {
     ...request,
-    calls: (request.calls ?? []).map((c) => ({ id: c.id, name: c.name, arguments: typeof c.arguments === 'string' ? c.arguments : JSON.stringify(c.arguments) })),
+    calls: (request.calls ?? []).map((c) => withinArgumentLimit({ id: c.id, name: c.name, arguments: typeof c.arguments === 'string' ? c.arguments : JSON.stringify(c.arguments) })),
   };
   const problem = batchInputProblem(input);
   if (problem) throw new SluiceError(`malformed batch: ${problem}`);
+  const bytes = jsonBytes(input as unknown as Json);
+  if (bytes > MAX_INPUT_BYTES) {
+    throw new SluiceError(`the batch is ${bytes} bytes, over the ${MAX_INPUT_BYTES}-byte limit for one batch (Temporal refuses payloads over 2 MB); no batch was started. Send its calls in several batches.`);
+  }
   return input;
+}
+
+/**
+ * Arguments too large for Temporal never leave the client: the call goes with a preview, and the
+ * batch gives it an INVALID_ARGS result the model can act on, while the other calls run.
+ */
+function withinArgumentLimit(call: ToolCall): ToolCall {
+  if (typeof call.arguments !== 'string' || call.arguments.length <= MAX_ARGUMENT_CHARS) return call;
+  return { ...call, arguments: call.arguments.slice(0, 1000), argumentsChars: call.arguments.length };
 }

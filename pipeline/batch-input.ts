@@ -1,3 +1,4 @@
+import { MAX_CALLS_PER_BATCH } from './budget';
 import type { BatchInput } from './types';
 
 /** Why a batch cannot run at all, in words for whoever built it; undefined when it can. */
@@ -10,12 +11,14 @@ export function batchInputProblem(input: unknown): string | undefined {
   }
   if (b.startSeq !== undefined && (!Number.isInteger(b.startSeq) || b.startSeq < 0)) return 'startSeq must be a whole number >= 0';
   if (!Array.isArray(b.calls)) return 'calls must be an array of {id, name, arguments}';
+  if (b.calls.length > MAX_CALLS_PER_BATCH) return `a batch has at most ${MAX_CALLS_PER_BATCH} calls (this one has ${b.calls.length}): split it into several batches (steps)`;
   const seen = new Set<string>();
   for (const [i, c] of b.calls.entries()) {
     if (!c || typeof c !== 'object') return `calls[${i}] must be an object {id, name, arguments}`;
     if (typeof c.id !== 'string' || !c.id) return `calls[${i}].id must be a non-empty string`;
     if (typeof c.name !== 'string' || !c.name) return `calls[${i}].name must be a non-empty string`;
     if (typeof c.arguments !== 'string') return `calls[${i}].arguments must be the raw JSON string the model sent`;
+    if (c.argumentsChars !== undefined && (!Number.isInteger(c.argumentsChars) || c.argumentsChars < 0)) return `calls[${i}].argumentsChars must be a whole number >= 0`;
     if (seen.has(c.id)) return `calls[${i}].id ${JSON.stringify(c.id)} appears twice; call ids must be unique within a batch`;
     seen.add(c.id);
   }

@@ -57,7 +57,9 @@ function copy(value: unknown, path: string, ancestors: Set<object>): Json {
     const out: { [k: string]: Json } = {};
     for (const key of Reflect.ownKeys(value)) {
       if (typeof key === 'symbol') throw new NotLosslessJsonError(path, `symbol key ${String(key)}`);
-      out[key] = copy(readOwn(value, key, path), path ? `${path}.${key}` : key, ancestors);
+      // defineProperty, not assignment: a "__proto__" key must stay a plain own property, never
+      // become the copy's prototype (which would smuggle fields past the digest and the card).
+      Object.defineProperty(out, key, { value: copy(readOwn(value, key, path), path ? `${path}.${key}` : key, ancestors), enumerable: true, writable: true, configurable: true });
     }
     return Object.freeze(out);
   } finally {
@@ -92,6 +94,19 @@ export function canonicalJson(value: Json): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   const keys = Object.keys(value).sort();
   return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(value[k])}`).join(',')}}`;
+}
+
+/**
+ * Sets an own property whatever the key: keys from models (paths, names) may be "__proto__",
+ * which plain assignment would turn into a prototype change instead of an entry.
+ */
+export function setOwn<T>(obj: { [k: string]: T }, key: string, value: T): void {
+  Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
+}
+
+/** The own entry under a key, never an inherited one. */
+export function getOwn<T>(obj: { [k: string]: T }, key: string): T | undefined {
+  return Object.prototype.hasOwnProperty.call(obj, key) ? obj[key] : undefined;
 }
 
 /** Deep-freezes a JSON value in place. */

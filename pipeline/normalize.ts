@@ -1,4 +1,5 @@
 // Outer normalization: whatever the stages produced becomes one frozen, lossless ToolResult.
+import { jsonBytes, MIN_SHARE_BYTES, resultBytes, sliceToJsonBytes } from './budget';
 import { deepFreeze, snapshotJson } from './json';
 import type { Candidate, ContentBlock, Json, JsonObject, ToolResult, UserMessage } from './types';
 
@@ -18,8 +19,11 @@ export const ErrorCodes = {
   CODE_RUN_FAILED: 'CODE_RUN_FAILED',
 } as const;
 
-/** Default bound on a result's text; Temporal warns at 256 KB per payload and fails at 2 MB. */
-export const DEFAULT_MAX_RESULT_CHARS = 200_000;
+/**
+ * Default bound on a result's text. Above it the full result is stored aside and the model gets a
+ * preview with a note (worker/claim-check.ts); Temporal warns at 256 KB per payload, fails at 2 MB.
+ */
+export const DEFAULT_MAX_RESULT_CHARS = 64 * 1024;
 
 export function renderValue(value: Json | undefined): ContentBlock[] {
   if (value === undefined || value === null) return [{ type: 'text', text: '' }];
@@ -36,6 +40,8 @@ export function errorCandidate(message: string, code?: string, meta?: JsonObject
 
 export interface NormalizeOptions {
   maxResultChars?: number;
+  /** The batch's share for this result, in JSON bytes (pipeline/budget.ts). */
+  maxResultBytes?: number;
 }
 
 /**
@@ -58,34 +64,71 @@ export function normalizeResult(candidate: Candidate, contexts: UserMessage[] = 
     const message = `the tool's result could not be recorded: ${(err as Error).message}`;
     result = { content: [{ type: 'text', text: `Error: ${message}` }], isError: true, error: { message, code: ErrorCodes.INVALID_TOOL_OUTPUT } };
   }
-  truncate(result, opts.maxResultChars ?? DEFAULT_MAX_RESULT_CHARS);
   const ctx = contexts.map((m) => ({ role: 'user' as const, content: String(m.content), ...(m.source ? { source: String(m.source) } : {}) }));
   if (ctx.length) result.additionalContexts = ctx;
-  return deepFreeze(result);
+  return deepFreeze(fitResult(result, { maxChars: opts.maxResultChars ?? DEFAULT_MAX_RESULT_CHARS, maxBytes: opts.maxResultBytes ?? Infinity }));
 }
 
-function truncate(result: ToolResult, max: number): void {
-  let budget = max;
-  let cut = 0;
-  result.content = result.content.map((block) => {
-    const size = block.type === 'text' ? block.text.length : block.data.length;
-    if (size <= budget) {
-      budget -= size;
-      return block;
-    }
-    cut += size - Math.max(budget, 0);
-    if (block.type === 'image') {
-      budget = 0;
-      return { type: 'text', text: `[image of ${block.data.length} base64 characters omitted: over the result size bound]` };
-    }
-    const kept = block.text.slice(0, Math.max(budget, 0));
-    budget = 0;
-    return { type: 'text', text: kept };
-  });
-  if (cut > 0) {
-    result.content.push({ type: 'text', text: `\n[truncated: ${cut} characters over the ${max}-character result bound were dropped]` });
-    result.meta = { ...(result.meta ?? {}), truncated: true, truncatedChars: cut };
+export interface FitOptions {
+  maxChars: number;
+  maxBytes: number;
+  /** Extra meta for a result that did not fit, e.g. where its full copy is stored. */
+  meta?: JsonObject;
+  /** The note the model reads after the preview; says what was dropped and where it is. */
+  note?: (shownChars: number, totalChars: number) => string;
+}
+
+const ERROR_MESSAGE_MAX_CHARS = 2000;
+
+/** Whether a result is within both bounds as it stands. */
+export function resultFits(result: ToolResult, maxChars: number, maxBytes: number): boolean {
+  return contentChars(result.content) <= maxChars && resultBytes(result) <= maxBytes;
+}
+
+/**
+ * Shrinks a result to its bounds: the text becomes a preview (images are left out), then a note
+ * says what was dropped; an over-long error message, contexts or meta are cut too, so the whole
+ * result, as JSON, fits in maxBytes (or in MIN_SHARE_BYTES when the share is smaller).
+ */
+export function fitResult(result: ToolResult, opts: FitOptions): ToolResult {
+  if (resultFits(result, opts.maxChars, opts.maxBytes)) return result;
+  const maxBytes = Math.max(opts.maxBytes, MIN_SHARE_BYTES);
+  const total = contentChars(result.content);
+  const text = result.content.map((b) => (b.type === 'text' ? b.text : '')).join('');
+  const images = result.content.filter((b) => b.type === 'image').length;
+  const note = (shown: number) =>
+    (opts.note ?? ((s: number, t: number) => `[truncated: showing ${s} of ${t} characters; the rest is over the result size bound and was dropped]`))(shown, total) +
+    (images ? ` [${images} image(s) left out]` : '');
+  const out: ToolResult = { content: [], isError: result.isError };
+  if (result.error) out.error = { ...result.error, message: cut(result.error.message, Math.min(ERROR_MESSAGE_MAX_CHARS, Math.floor(maxBytes / 4))) };
+  out.meta = { ...(result.meta ?? {}), ...(opts.meta ?? {}), truncated: true, originalChars: total };
+  if (jsonBytes(out.meta) > maxBytes / 4) {
+    // The tool's own meta gives way; where the full result is stored never does.
+    const stored = opts.meta?.storedResult ?? result.meta?.storedResult;
+    out.meta = { ...(stored !== undefined ? { storedResult: stored } : {}), truncated: true, originalChars: total, metaDropped: true };
   }
+  if (result.concludesTurn) out.concludesTurn = true;
+  if (result.additionalContexts?.length) {
+    const each = Math.max(64, Math.floor(maxBytes / 4 / result.additionalContexts.length));
+    out.additionalContexts = result.additionalContexts.map((m) => {
+      const kept = sliceToJsonBytes(m.content, each);
+      return { ...m, content: kept.length < m.content.length ? `${kept} [context truncated]` : m.content };
+    });
+  }
+  // What is left for the preview once the note and everything else are in.
+  out.content = [{ type: 'text', text: `\n${note(total)}` }];
+  const room = maxBytes - resultBytes(out) - 32;
+  const preview = sliceToJsonBytes(text.slice(0, opts.maxChars), Math.max(0, room)).slice(0, Math.max(0, opts.maxChars));
+  out.content = preview ? [{ type: 'text', text: preview }, { type: 'text', text: `\n${note(preview.length)}` }] : [{ type: 'text', text: note(0) }];
+  return out;
+}
+
+function contentChars(content: ContentBlock[]): number {
+  return content.reduce((n, b) => n + (b.type === 'text' ? b.text.length : b.data.length), 0);
+}
+
+function cut(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max)} [${text.length - max} more characters cut]` : text;
 }
 
 export function assertContentBlocks(content: unknown, who: string): asserts content is ContentBlock[] {

@@ -19,6 +19,8 @@ export interface CallRef {
   /** Code Mode: the run_code call a sub-call belongs to, and the outermost call of the batch. */
   parentCallId?: string;
   rootCallId?: string;
+  /** This call's share of the batch's Temporal budget, in JSON bytes (pipeline/budget.ts). */
+  inlineBytes?: number;
 }
 
 /** Where a call stands after pre-execute (and guards, when no person has to be asked). */

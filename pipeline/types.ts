@@ -21,6 +21,11 @@ export interface ToolCall {
   name: string;
   /** The raw argument string the model sent. */
   arguments: string;
+  /**
+   * Set by the client when the model's arguments were too large to send through Temporal: their
+   * length in characters. `arguments` then holds only a preview and the call gets INVALID_ARGS.
+   */
+  argumentsChars?: number;
 }
 
 export interface ToolError {
@@ -49,6 +54,8 @@ export interface Candidate {
   error?: ToolError;
   meta?: JsonObject;
   concludesTurn?: true;
+  /** Set when the body's full candidate was stored aside (worker/claim-check.ts); content is a preview. */
+  stashed?: string;
 }
 
 export type PreDecision =

@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import { SluiceClient } from '../client/client';
 import { connect } from '../client/connection';
 import { startInbox, type Inbox } from '../client/inbox/server';
+import { dataConverterFromEnv } from '../worker/codec';
 import { installRuntime, runWorker } from '../worker/main';
 import { startDevServer, portOpen } from '../worker/dev-server';
 
@@ -32,7 +33,7 @@ export async function runDev(opts: DevOptions): Promise<void> {
     installRuntime();
     const c = await connect({ address: server.address });
     try {
-      inbox = await startInbox({ client: new SluiceClient({ connection: c.connection, namespace: c.namespace, taskQueue: opts.taskQueue }), ...opts.inbox });
+      inbox = await startInbox({ client: new SluiceClient({ connection: c.connection, namespace: c.namespace, taskQueue: opts.taskQueue, dataConverter: dataConverterFromEnv() }), ...opts.inbox });
       console.log(`Approval inbox:      ${inbox.url}`);
     } catch (err) {
       // The worker matters more than the page: say why there is no page, and go on without it.

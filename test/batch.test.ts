@@ -22,12 +22,15 @@ const config = defineConfig({
     defineTool({
       name: 'sleep',
       description: 'sleeps; safe or exclusive as asked',
-      input: z.object({ ms: z.number(), safe: z.boolean() }),
+      input: z.object({ ms: z.number(), safe: z.boolean(), waitFor: z.string().optional() }),
       isConcurrencySafe: ({ safe }) => safe,
-      async execute({ ms }, ctx) {
+      async execute({ ms, waitFor }, ctx) {
         const span = { id: ctx.call.id, start: Date.now(), end: 0 };
         spans.push(span);
         bodyRuns.set(ctx.idempotencyKey, (bodyRuns.get(ctx.idempotencyKey) ?? 0) + 1);
+        // Stay running until the partner body has started (or give up after 15 s): overlap is
+        // then a fact about scheduling, not about how fast the machine is.
+        for (let i = 0; waitFor && i < 150 && !spans.some((s) => s.id === waitFor); i++) await sleep(100, ctx.signal);
         await sleep(ms, ctx.signal);
         span.end = Date.now();
         return `slept ${ms}`;
@@ -42,18 +45,18 @@ beforeAll(async () => {
 });
 afterAll(() => h?.close());
 
-const call = (id: string, ms: number, safe: boolean) => ({ id, name: 'sleep', args: { ms, safe } });
+const call = (id: string, ms: number, safe: boolean, waitFor?: string) => ({ id, name: 'sleep', args: { ms, safe, ...(waitFor ? { waitFor } : {}) } });
 const span = (id: string) => spans.find((s) => s.id === id)!;
 const overlaps = (a: Span, b: Span) => a.start < b.end && b.start < a.end;
 
 describe('ordering under parallel calls', () => {
   it('concurrency-safe bodies overlap, an exclusive call is a barrier, results commit in model order', async () => {
-    const out = await h.client.runBatch(batch([call('s1', 1200, true), call('s2', 300, true), call('x', 300, false), call('s3', 300, true), call('s4', 300, true)]));
+    const out = await h.client.runBatch(batch([call('s1', 300, true, 's2'), call('s2', 100, true), call('x', 300, false), call('s3', 100, true, 's4'), call('s4', 100, true)]));
     expect(overlaps(span('s1'), span('s2'))).toBe(true);
     expect(span('x').start).toBeGreaterThanOrEqual(span('s1').end);
     expect(span('s3').start).toBeGreaterThanOrEqual(span('x').end);
     expect(overlaps(span('s3'), span('s4'))).toBe(true);
-    // s2 finished long before s1, yet the results are recorded in model order
+    // s2 finished before s1, yet the results are recorded in model order
     const resultOrder = out.events.filter((e) => e.type === 'tool/result').map((e) => e.data.callId);
     expect(resultOrder).toEqual(['s1', 's2', 'x', 's3', 's4']);
     expect(out.messages.map((m) => (m.role === 'tool' ? m.toolCallId : m.role))).toEqual(['s1', 's2', 'x', 's3', 's4']);

@@ -15,7 +15,7 @@ describe('programOutcome', () => {
     const redacted = normalizeResult({ content: [{ type: 'text', text: '[redacted]' }], value, isError: false });
     expect(programOutcome('c:code:1', redacted, value)).toEqual({ subCallId: 'c:code:1', isError: false, value: '[redacted]' });
     const truncated = normalizeResult({ content: renderValue('x'.repeat(50)), value: 'x'.repeat(50), isError: false }, [], { maxResultChars: 10 });
-    expect(programOutcome('c:code:2', truncated, 'x'.repeat(50))).toEqual({ subCallId: 'c:code:2', isError: false, value: `${'x'.repeat(10)}\n[truncated: 40 characters over the 10-character result bound were dropped]` });
+    expect(programOutcome('c:code:2', truncated, 'x'.repeat(50))).toEqual({ subCallId: 'c:code:2', isError: false, value: `${'x'.repeat(10)}\n[truncated: showing 10 of 50 characters; the rest is over the result size bound and was dropped]` });
   });
 
   it('gives an error its message only', () => {

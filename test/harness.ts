@@ -1,4 +1,5 @@
 // A Sluice worker on its own task queue against the run's dev server, for one test file.
+import type { DataConverter } from '@temporalio/common';
 import { NativeConnection, Runtime, type Worker } from '@temporalio/worker';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -21,7 +22,7 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-export async function startHarness(name: string, config: SluiceConfig, opts: { autoStart?: boolean } = {}): Promise<Harness> {
+export async function startHarness(name: string, config: SluiceConfig, opts: { autoStart?: boolean; dataConverter?: DataConverter } = {}): Promise<Harness> {
   if (!runtimeQuieted) {
     Runtime.install({ logger: new (require('@temporalio/worker').DefaultLogger)('ERROR') });
     runtimeQuieted = true;
@@ -29,7 +30,7 @@ export async function startHarness(name: string, config: SluiceConfig, opts: { a
   const connection = await NativeConnection.connect({ address: inject('temporalAddress') });
   const taskQueue = `${name}-${process.pid}-${Date.now()}`;
   const stateDir = fs.mkdtempSync(path.join(inject('runDir'), `${name}-`));
-  const client = new SluiceClient({ connection, taskQueue });
+  const client = new SluiceClient({ connection, taskQueue, dataConverter: opts.dataConverter });
   let running: Promise<void> | undefined;
   const h: Harness = {
     connection,
@@ -38,7 +39,7 @@ export async function startHarness(name: string, config: SluiceConfig, opts: { a
     stateDir,
     worker: undefined as unknown as Worker,
     async startWorker() {
-      h.worker = await createSluiceWorker({ connection, taskQueue, config, stateDir, workflowBundle: { codePath: inject('workflowBundlePath') } });
+      h.worker = await createSluiceWorker({ connection, taskQueue, config, stateDir, workflowBundle: { codePath: inject('workflowBundlePath') }, dataConverter: opts.dataConverter });
       running = h.worker.run();
     },
     async stopWorker() {

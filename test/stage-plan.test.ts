@@ -256,7 +256,7 @@ describe('settle with nothing for a worker to run', () => {
   });
   afterAll(() => h?.close());
 
-  it('settles in the workflow with the same normalization, and in the worker only where worker code runs', async () => {
+  it('settles in the workflow with the same normalization, and in the worker where worker code or the claim check runs', async () => {
     const req = batch([{ name: 'echo', args: { text: 'a' } }, { name: 'big', args: { n: 5000 } }, { name: 'finalized' }, { name: 'nope' }]);
     const out = await h.client.runBatch(req);
     const [a, big, fin, nope] = out.results.map((r) => r.result);
@@ -273,7 +273,8 @@ describe('settle with nothing for a worker to run', () => {
       .map((e) => e.markerRecordedEventAttributes)
       .filter((m) => (decode(m?.details?.data) as { activity_type?: string } | undefined)?.activity_type === 'settle')
       .flatMap((m) => (decode(m!.details!.result) as SettleResult[]).map((r) => r.callId));
-    // finalizeContent is worker code; an unknown tool has no profile, so the worker settles it.
-    expect(settledByWorker.sort()).toEqual(['call-3', 'call-4']);
+    // A result over its bound goes to the worker's claim check; finalizeContent is worker code;
+    // an unknown tool has no profile. Only the plain small result settles in the workflow.
+    expect(settledByWorker.sort()).toEqual(['call-2', 'call-3', 'call-4']);
   });
 });

@@ -231,12 +231,12 @@ describe('execute waterfall and post-execute', () => {
     expect(text(out.results[3].result)).toMatch(/cycle/);
   });
 
-  it('an oversized result is truncated to a preview with a note', async () => {
+  it('an oversized result is stored aside; the model gets a preview with a note', async () => {
     const out = await h.client.runBatch(batch([{ name: 'big', args: { n: 120_000 } }]));
     const r = out.results[0].result;
     expect(text(r).length).toBeLessThan(51_000);
-    expect(text(r)).toMatch(/\[truncated: 70000 characters over the 50000-character result bound were dropped\]/);
-    expect(r.meta).toMatchObject({ truncated: true });
+    expect(text(r)).toMatch(/\[truncated: showing 50000 of 120000 characters\. The full result is stored aside as sluice-result:/);
+    expect(r.meta).toMatchObject({ truncated: true, originalChars: 120_000, storedResult: { ref: expect.stringMatching(/^sluice-result:/) } });
   });
 });
 

@@ -1,5 +1,6 @@
 // The public surface a user writes against in `sluice.config.ts`: tools and extension points.
 import { z } from 'zod';
+import type { ResultStore } from './claim-check';
 import type { EventSink } from './sink';
 import type { PostVerdict } from '../pipeline/fold';
 import type { ApprovalPolicy, Candidate, Card, ContentBlock, Json, JsonObject, PreDecision, RetryPolicyInput, SessionState, ToolResult } from '../pipeline/types';
@@ -111,7 +112,11 @@ export interface SluiceConfig {
   onResult?: Named<ResultObserver>[];
   /** Where session events go; default: one JSONL file per session in the state folder. */
   sink?: EventSink;
-  /** Bound on a result's text before it is truncated with a note. */
+  /**
+   * Bound on a result's text (default 64 K characters). A bigger result is stored aside in the
+   * result store and the model gets a preview with a note; a batch of many calls may bound each
+   * result tighter, to keep within Temporal's payload and history limits.
+   */
   maxResultChars?: number;
   /**
    * Pre-execute, guards and settle (post-execute, finalizeContent, tools/result) run as local
@@ -120,6 +125,8 @@ export interface SluiceConfig {
    * Tool bodies are always regular activities. Default true.
    */
   localStages?: boolean;
+  /** Where results over the bound are stored; default: files in `<state folder>/results/`. */
+  resultStore?: ResultStore;
 }
 
 export function defineConfig(config: SluiceConfig): SluiceConfig {

@@ -2,6 +2,7 @@
 import { Runtime, DefaultLogger } from '@temporalio/worker';
 import { connect } from '../client/connection';
 import { ensureSearchAttributes } from '../client/setup';
+import { dataConverterFromEnv } from './codec';
 import { loadConfig } from './load-config';
 import { createSluiceWorker, DEFAULT_STATE_DIR, DEFAULT_TASK_QUEUE } from './worker';
 
@@ -37,9 +38,10 @@ export async function runWorker(opts: RunWorkerOptions): Promise<void> {
     taskQueue,
     config,
     stateDir: opts.stateDir ?? DEFAULT_STATE_DIR,
+    dataConverter: dataConverterFromEnv(),
     ...(opts.workflowBundlePath ? { workflowBundle: { codePath: opts.workflowBundlePath } } : {}),
   });
-  log(`sluice worker: ${config.tools.length} tool(s) on task queue "${taskQueue}" at ${address} (namespace ${namespace}), pid ${process.pid}`);
+  log(`sluice worker: ${config.tools.length} tool(s) on task queue "${taskQueue}" at ${address} (namespace ${namespace}), pid ${process.pid}${process.env.SLUICE_CODEC_KEYS ? ', payloads encrypted' : ''}`);
   await worker.run();
   await connection.close();
 }

@@ -1,8 +1,11 @@
 // A Sluice worker: the batch workflow plus the stage activities built from a user's config.
+import type { DataConverter } from '@temporalio/common';
 import { NativeConnection, Worker, type WorkflowBundleOption } from '@temporalio/worker';
 import * as path from 'node:path';
 import { createStageActivities } from '../activities/stages';
 import type { SluiceConfig } from './config';
+import { FileResultStore } from './claim-check';
+import { withHeartbeats } from './liveness';
 import { JsonlSessionLog } from './sink';
 import { sessionEventSinks } from './workflow-sinks';
 
@@ -21,6 +24,8 @@ export interface SluiceWorkerOptions {
   identity?: string;
   maxCachedWorkflows?: number;
   maxEagerActivityReservationsPerWorkflowTask?: number;
+  /** Payload encryption (worker/codec.ts); the clients of these batches need the same. */
+  dataConverter?: DataConverter;
   /**
    * How long a workflow task waits on a dead worker's sticky queue before any worker may take
    * it. Temporal's default is 10 s; a batch resumes after a worker crash that much sooner.
@@ -31,15 +36,17 @@ export interface SluiceWorkerOptions {
 export const WORKFLOWS_PATH = path.join(__dirname, '..', 'workflows', 'index.ts');
 
 export async function createSluiceWorker(opts: SluiceWorkerOptions): Promise<Worker> {
-  const sink = opts.config.sink ?? new JsonlSessionLog(opts.stateDir ?? DEFAULT_STATE_DIR);
+  const stateDir = opts.stateDir ?? DEFAULT_STATE_DIR;
+  const sink = opts.config.sink ?? new JsonlSessionLog(stateDir);
   return Worker.create({
     connection: opts.connection,
     namespace: opts.namespace ?? 'default',
     taskQueue: opts.taskQueue ?? DEFAULT_TASK_QUEUE,
     ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
-    activities: createStageActivities(opts.config),
+    activities: withHeartbeats(createStageActivities(opts.config, { resultStore: new FileResultStore(path.join(stateDir, 'results')) })),
     sinks: sessionEventSinks(sink),
     ...(opts.identity ? { identity: opts.identity } : {}),
+    ...(opts.dataConverter ? { dataConverter: opts.dataConverter } : {}),
     ...(opts.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: opts.maxCachedWorkflows } : {}),
     ...(opts.maxEagerActivityReservationsPerWorkflowTask !== undefined ? { maxEagerActivityReservationsPerWorkflowTask: opts.maxEagerActivityReservationsPerWorkflowTask } : {}),
     stickyQueueScheduleToStartTimeout: opts.stickyQueueScheduleToStartTimeoutMs ?? 3_000,

@@ -9,6 +9,7 @@
 // in model order. A cancel stops new calls, drains started ones, and aborts the rest.
 import { allHandlersFinished, ApplicationFailure, CancellationScope, condition, setHandler, workflowInfo } from '@temporalio/workflow';
 import { batchInputProblem } from '../pipeline/batch-input';
+import { outputProblem } from '../pipeline/budget';
 import type { BatchInput, BatchOutput, BatchState, CallStage, ModelMessage, SessionState, ToolResult } from '../pipeline/types';
 import { Approvals } from './approvals';
 import { CallPipeline, DEFAULT_MAX_PARALLEL, type Admission, type Settlement } from './call-pipeline';
@@ -116,7 +117,7 @@ export async function toolBatch(input: BatchInput): Promise<BatchOutput> {
 
   events.close();
   await CancellationScope.nonCancellable(() => condition(allHandlersFinished));
-  return {
+  const output: BatchOutput = {
     sessionId: input.sessionId,
     turn: input.turn,
     step: input.step,
@@ -128,4 +129,9 @@ export async function toolBatch(input: BatchInput): Promise<BatchOutput> {
     cancelled: cancelRequested,
     state,
   };
+  // Last line of defence: an output over Temporal's payload limit would fail the workflow task
+  // forever. The results are in the session log and this history either way.
+  const tooBig = outputProblem(output);
+  if (tooBig) throw ApplicationFailure.nonRetryable(tooBig, 'SluiceOutputTooLarge');
+  return output;
 }

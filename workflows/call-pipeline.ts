@@ -3,17 +3,21 @@
 import { ActivityFailure, ApplicationFailure, CancellationScope, CancelledFailure, proxyActivities, proxyLocalActivities, TimeoutFailure, workflowInfo } from '@temporalio/workflow';
 import type { StageActivities } from '../activities/stages';
 import { argsDigest } from '../pipeline/digest';
-import { snapshotArguments } from '../pipeline/json';
-import { errorCandidate, ErrorCodes, normalizeResult } from '../pipeline/normalize';
-import { BODY_DEFAULTS, genericCard, genericResultCard, type CallRef, type Gate, type GuardsResult, type PreflightResult, type SettleResult, type StagePlan, type ToolProfile } from '../pipeline/stages';
+import { getOwn, setOwn, snapshotArguments } from '../pipeline/json';
+import { InlineBudget, jsonBytes, MAX_ARGUMENT_CHARS } from '../pipeline/budget';
+import { DEFAULT_MAX_RESULT_CHARS, errorCandidate, ErrorCodes, fitResult, normalizeResult, resultFits } from '../pipeline/normalize';
+import { BODY_DEFAULTS, genericCard, genericResultCard, type CallRef, type Gate, type GuardsResult, type PreflightResult, type SettleRequest, type SettleResult, type StagePlan, type ToolProfile } from '../pipeline/stages';
 import type { BatchInput, CallStage, Candidate, Card, JsonObject, SessionState, StatePatch, ToolCall, ToolResult, UserMessage } from '../pipeline/types';
 import type { Approvals } from './approvals';
 import type { EventLog } from './event-log';
 
 // Pre-execute, guards and settle run extension code that is expected to be quick; a worker dying
 // mid-stage is retried, an extension's own throw is turned into a result by the activity itself.
+// The stages heartbeat while they run (worker/liveness.ts), so a killed worker's stage is retried
+// after the heartbeat timeout rather than the start-to-close timeout.
 const stages = proxyActivities<StageActivities>({
   startToCloseTimeout: '2m',
+  heartbeatTimeout: '10s',
   retry: { maximumAttempts: 5, initialInterval: '500ms', maximumInterval: '10s' },
 });
 
@@ -60,6 +64,7 @@ export interface CallTracker {
 
 export class CallPipeline {
   private readonly bodyScopes = new Set<CancellationScope>();
+  private readonly budget: InlineBudget;
   /** Learnt from the first preflight; until then, preflight is tried as a local activity. */
   private plan?: StagePlan;
   /** Each call of the batch by its place in model order. */
@@ -83,6 +88,7 @@ export class CallPipeline {
     private readonly tracker: CallTracker,
     private readonly isCancelled: () => boolean,
   ) {
+    this.budget = new InlineBudget(input.calls);
     this.order = new Map(input.calls.map((c, i) => [c.id, i]));
   }
 
@@ -91,6 +97,10 @@ export class CallPipeline {
     // 1. tool/call (a sub-call's tool/code-dispatch-start), before anything else for this call
     this.recordStart(call, lineage);
     this.tracker.stage(call.id, 'pre-execute');
+    if (call.argumentsChars !== undefined) {
+      const message = `the arguments were ${call.argumentsChars} characters, over the ${MAX_ARGUMENT_CHARS}-character limit for one call, so they were not sent and the call did not run. Split the work into smaller calls (e.g. write a large file in parts).`;
+      return settleNow(call, lineage, { title: call.name }, errorCandidate(message, ErrorCodes.INVALID_ARGS), true);
+    }
 
     // 3. argument snapshot: parsed once, lossless, frozen; every later stage sees this copy
     let args: JsonObject;
@@ -158,7 +168,7 @@ export class CallPipeline {
     if (this.isCancelled()) {
       return { candidate: errorCandidate('the batch was cancelled before this call was dispatched; it did not run', ErrorCodes.ABORTED_BEFORE_DISPATCH), skipPostExecute: false };
     }
-    const ref = { ...adm.ref!, state: this.state };
+    const ref = { ...adm.ref!, state: this.state, inlineBytes: this.budget.share(workflowInfo().historySize, this.events.bytes) };
     const p = adm.profile ?? { ...BODY_DEFAULTS, concurrencySafe: false, approval: 'auto' as const };
     const body = proxyActivities<StageActivities>({
       startToCloseTimeout: p.timeoutMs,
@@ -197,12 +207,13 @@ export class CallPipeline {
   /** Stages 9–13: post-execute, normalization, finalizeContent, tools/result, then `tool/result`. */
   async settle(adm: Admission, s: Settlement): Promise<ToolResult> {
     let result: ToolResult;
+    const share = this.budget.share(workflowInfo().historySize, this.events.bytes);
     let card: Card | undefined;
     if (!adm.ref) {
       result = normalizeResult(s.candidate);
     } else {
       try {
-        const settled = await this.settleStage(adm, s);
+        const settled = await this.settleStage(adm, s, share);
         this.events.recordAll(settled.events);
         result = settled.result;
         card = settled.card;
@@ -211,8 +222,14 @@ export class CallPipeline {
         result = normalizeResult(stageFailure('post-execute', err));
       }
     }
-    // The completed card travels with the result, so any UI renders it from the event alone.
-    card ??= genericResultCard(adm.call.name, result.isError);
+    // The share holds even against a worker that ignored it: the output must stay one payload.
+    result = fitResult(result, { maxChars: Infinity, maxBytes: share });
+    // A sub-call's result reaches the output only through its tool/code-dispatch event, which the
+    // event bytes count; the even split is among the batch's own calls.
+    if (!adm.lineage.parentCallId) this.budget.commit(result);
+    // The completed card travels with the result, so any UI renders it from the event alone; a
+    // card bigger than the result's own share gives way to the generic one.
+    if (!card || jsonBytes(card as unknown as JsonObject) > share) card = genericResultCard(adm.call.name, result.isError);
     const outcome = {
       content: result.content,
       isError: result.isError,
@@ -300,7 +317,7 @@ export class CallPipeline {
     return this.plan?.guards === 'local' ? localStages.runGuards(ref) : stages.runGuards(ref);
   }
 
-  private async settleStage(adm: Admission, s: Settlement): Promise<SettleResult> {
+  private async settleStage(adm: Admission, s: Settlement, share: number): Promise<SettleResult> {
     const ahead = this.settledAhead.get(adm.call.id);
     if (ahead) {
       this.settledAhead.delete(adm.call.id);
@@ -308,17 +325,21 @@ export class CallPipeline {
       return ahead.result;
     }
     this.finished.delete(adm.call.id);
-    if (this.settlesHere(adm)) return this.settleHere(adm, s);
-    if (this.plan?.settle !== 'local') return (await stages.settle([this.settleRequest(adm, s)]))[0];
-    const group = [{ adm, s }, ...this.finishedAfter(adm.call.id)];
+    const req = this.settleRequest(adm, s, share);
+    const here = this.settlesHere(adm) ? this.settleHere(req) : undefined;
+    if (here) return here;
+    if (this.plan?.settle !== 'local') return (await stages.settle([req]))[0];
+    // Calls settled ahead use this call's share: never more than their own turn would give them
+    // (shares only grow as results within their share commit), so the output stays in budget.
+    const group = [req, ...this.finishedAfter(adm.call.id).map((g) => this.settleRequest(g.adm, g.s, share))];
     let results: SettleResult[];
     try {
-      results = await localStages.settle(group.map((g) => this.settleRequest(g.adm, g.s)));
+      results = await localStages.settle(group);
     } catch (err) {
-      for (const g of group.slice(1)) this.settledAhead.set(g.adm.call.id, { error: err });
+      for (const g of group.slice(1)) this.settledAhead.set(g.ref.callId, { error: err });
       throw err;
     }
-    group.slice(1).forEach((g, k) => this.settledAhead.set(g.adm.call.id, { result: results[k + 1] }));
+    group.slice(1).forEach((g, k) => this.settledAhead.set(g.ref.callId, { result: results[k + 1] }));
     return results[0];
   }
 
@@ -327,12 +348,17 @@ export class CallPipeline {
     return this.plan?.settleHooks === false && adm.profile?.finalizes === false;
   }
 
-  /** Settle with nothing worker-side to run: the activity's normalization, here, and the generic card. */
-  private settleHere(adm: Admission, s: Settlement): SettleResult {
-    const req = this.settleRequest(adm, s);
+  /**
+   * The worker's settle when it has no code to run: the same normalization, and the generic card.
+   * Undefined when the result needs the worker after all: a body result stored aside, or one over
+   * its bounds, which the claim check stores aside.
+   */
+  private settleHere(req: SettleRequest): SettleResult | undefined {
+    if (req.candidate.stashed) return undefined;
     const queued = [...req.contexts.pre, ...req.contexts.body, ...req.contexts.wrapper];
-    const result = normalizeResult(s.candidate, queued, { maxResultChars: this.plan?.maxResultChars });
-    return { callId: adm.call.id, result, card: genericResultCard(adm.call.name, result.isError), events: [] };
+    const result = normalizeResult(req.candidate, queued, { maxResultChars: Infinity });
+    if (!resultFits(result, this.plan?.maxResultChars ?? DEFAULT_MAX_RESULT_CHARS, req.ref.inlineBytes ?? Infinity)) return undefined;
+    return { callId: req.ref.callId, result, card: genericResultCard(req.ref.name, result.isError), events: [] };
   }
 
   /** The calls right after this one whose dispatch has finished (those with no stages to run are passed over). */
@@ -349,9 +375,9 @@ export class CallPipeline {
     return out;
   }
 
-  private settleRequest(adm: Admission, s: Settlement) {
+  private settleRequest(adm: Admission, s: Settlement, share: number): SettleRequest {
     return {
-      ref: { ...adm.ref!, state: this.state },
+      ref: { ...adm.ref!, state: this.state, inlineBytes: share },
       candidate: s.candidate,
       skipPostExecute: s.skipPostExecute,
       contexts: { pre: [...adm.preContexts, ...this.takeDeferred(adm.call.id)], body: s.bodyContexts ?? [], wrapper: s.wrapperContexts ?? [] },
@@ -360,7 +386,7 @@ export class CallPipeline {
 
   private recordStart(call: ToolCall, lineage: Lineage): void {
     if (lineage.parentCallId) this.events.record('tool/code-dispatch-start', codeDispatchFields(call, lineage));
-    else this.events.record('tool/call', { turn: this.input.turn, step: this.input.step, callId: call.id, name: call.name, arguments: call.arguments });
+    else this.events.record('tool/call', { turn: this.input.turn, step: this.input.step, callId: call.id, name: call.name, arguments: call.arguments, ...(call.argumentsChars !== undefined ? { argumentsChars: call.argumentsChars } : {}) });
   }
 
   private refFor(call: ToolCall, args: JsonObject, lineage: Lineage): CallRef {
@@ -419,10 +445,11 @@ function bodyFailure(name: string, timeoutMs: number, err: unknown): Candidate {
 
 export function applyPatch(state: SessionState, patch: StatePatch): void {
   for (const [ns, entries] of Object.entries(patch)) {
-    const target = (state[ns] ??= {});
+    if (!getOwn(state, ns)) setOwn(state, ns, {});
+    const target = state[ns];
     for (const [k, v] of Object.entries(entries)) {
       if (v === null) delete target[k];
-      else target[k] = v;
+      else setOwn(target, k, v);
     }
   }
 }

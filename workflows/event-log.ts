@@ -1,6 +1,7 @@
 // The session's event record as the batch workflow keeps it: seq-numbered in record order, kept
 // in the workflow's output, and handed to the worker-side sink as it grows.
 import { proxySinks, type Sinks } from '@temporalio/workflow';
+import { EVENT_ENVELOPE_BYTES, jsonBytes } from '../pipeline/budget';
 import type { EventDraft, JsonObject, SessionEvent } from '../pipeline/types';
 
 /**
@@ -18,6 +19,8 @@ export class EventLog {
   readonly events: SessionEvent[] = [];
   private unflushed: SessionEvent[] = [];
   private closed = false;
+  /** JSON bytes recorded so far: the events are part of the batch output (pipeline/budget.ts). */
+  bytes = 0;
 
   constructor(
     private readonly sessionId: string,
@@ -35,6 +38,7 @@ export class EventLog {
 
   record(type: string, data: JsonObject): SessionEvent {
     const event: SessionEvent = { type, seq: this.seq++, time: new Date().toISOString(), data };
+    this.bytes += jsonBytes(data) + EVENT_ENVELOPE_BYTES;
     this.events.push(event);
     // Events recorded together (in one synchronous stretch of workflow code) go as one chunk.
     if (this.unflushed.push(event) === 1) void Promise.resolve().then(() => this.flush());

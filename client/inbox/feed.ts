@@ -85,6 +85,9 @@ export class InboxFeed {
       }
     }
     const views = await Promise.all([...byRun.values()].map((wf) => this.view(wf)));
+    // A batch seen waiting through the recent list (visibility may not show its search attribute
+    // yet) is followed to its end too, however many batches start after it.
+    for (const v of views) if (v.pending.length && !this.asked.has(v.batch.runId)) this.asked.set(v.batch.runId, { workflowId: v.batch.workflowId, lastSeen: now });
     const pending = views.flatMap((v) => v.pending).sort((a, b) => a.expiresAt.localeCompare(b.expiresAt));
     const batches = views.map((v) => v.batch).sort((a, b) => b.startTime.localeCompare(a.startTime));
     return { now: new Date(now).toISOString(), pending, batches };

@@ -120,9 +120,10 @@ describe('normalizeResult', () => {
 
   it('truncates text and drops images over the bound, with a note', () => {
     const r = normalizeResult({ content: [{ type: 'text', text: 'a'.repeat(30) }, { type: 'image', data: 'b'.repeat(30), mimeType: 'image/png' }], isError: false }, [], { maxResultChars: 40 });
+    expect(r.content).toHaveLength(2);
     expect(r.content[0]).toEqual({ type: 'text', text: 'a'.repeat(30) });
-    expect((r.content[1] as { text: string }).text).toMatch(/image of 30 base64 characters omitted/);
-    expect((r.content[2] as { text: string }).text).toMatch(/truncated: 20 characters over the 40-character result bound/);
+    expect((r.content[1] as { text: string }).text).toMatch(/truncated: showing 30 of 60 characters; the rest is over the result size bound and was dropped\] \[1 image\(s\) left out\]/);
+    expect(r.meta).toEqual({ truncated: true, originalChars: 60 });
   });
 });
 

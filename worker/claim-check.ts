@@ -1,0 +1,122 @@
+// Claim check: a result too big for its share of the batch's Temporal budget (pipeline/budget.ts)
+// is stored aside, keyed by the call's idempotency key, and only a preview with a note and a
+// reference crosses history. The store is pluggable; the default keeps files in the state folder.
+import { createHash } from 'node:crypto';
+import { promises as fs } from 'node:fs';
+import * as path from 'node:path';
+import { jsonBytes } from '../pipeline/budget';
+import { fitResult, resultFits } from '../pipeline/normalize';
+import type { Candidate, Json, JsonObject, ToolResult } from '../pipeline/types';
+
+export interface ResultStore {
+  /**
+   * Stores a value under a key and returns a reference to it. A retried activity writes the same
+   * key again: put must be idempotent (the last write wins, and both writes hold the same value).
+   */
+  put(key: string, value: Json): Promise<string>;
+  /** The value behind a reference, or undefined when this store does not have it. */
+  get(ref: string): Promise<Json | undefined>;
+}
+
+const FILE_REF = 'sluice-result:';
+
+/** Files under one folder, one per key: the default store, `<state folder>/results/`. */
+export class FileResultStore implements ResultStore {
+  constructor(readonly dir: string) {}
+
+  async put(key: string, value: Json): Promise<string> {
+    const name = fileNameFor(key);
+    await fs.mkdir(this.dir, { recursive: true });
+    // Write then rename: a worker killed mid-write leaves no half file under the real name.
+    const tmp = path.join(this.dir, `.${name}.${process.pid}.${Date.now()}.tmp`);
+    await fs.writeFile(tmp, JSON.stringify({ key, value }));
+    await fs.rename(tmp, path.join(this.dir, name));
+    return `${FILE_REF}${name}`;
+  }
+
+  async get(ref: string): Promise<Json | undefined> {
+    if (!ref.startsWith(FILE_REF)) return undefined;
+    const name = ref.slice(FILE_REF.length);
+    if (name !== path.basename(name) || name.startsWith('.')) return undefined;
+    try {
+      return (JSON.parse(await fs.readFile(path.join(this.dir, name), 'utf8')) as { value: Json }).value;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** The file behind a reference, for a person who wants to read a stored result. */
+  pathOf(ref: string): string | undefined {
+    return ref.startsWith(FILE_REF) ? path.join(this.dir, ref.slice(FILE_REF.length)) : undefined;
+  }
+}
+
+/** A readable, file-system-safe name for a key; long keys keep a readable prefix and a hash. */
+export function fileNameFor(key: string): string {
+  const readable = key.replace(/[^A-Za-z0-9._-]+/g, '_').replace(/^\.+/, '_');
+  const hash = createHash('sha256').update(key).digest('hex').slice(0, 16);
+  return `${readable.slice(0, 120)}-${hash}.json`;
+}
+
+export interface Bounds {
+  maxChars: number;
+  maxBytes: number;
+}
+
+/**
+ * The model-facing claim check: a result over its bounds is stored whole under the call's
+ * idempotency key and replaced by a preview, a note naming the reference, and `meta.storedResult`.
+ * When the store fails, the preview still goes out, and the note says the rest was dropped.
+ */
+export async function claimCheck(store: ResultStore | undefined, key: string, result: ToolResult, bounds: Bounds): Promise<ToolResult> {
+  if (resultFits(result, bounds.maxChars, bounds.maxBytes)) return result;
+  if (!store) return fitResult(result, bounds);
+  const full: JsonObject = { content: result.content as unknown as Json, isError: result.isError };
+  if (result.error) full.error = result.error as unknown as Json;
+  if (result.meta) full.meta = result.meta;
+  let ref: string;
+  try {
+    ref = await store.put(key, full);
+  } catch (err) {
+    return fitResult(result, { ...bounds, note: (shown, total) => `[truncated: showing ${shown} of ${total} characters; the full result could not be stored aside (${(err as Error).message}) and was dropped]` });
+  }
+  return fitResult(result, {
+    ...bounds,
+    meta: { storedResult: { ref, key, bytes: jsonBytes(full) } },
+    note: (shown, total) => `[truncated: showing ${shown} of ${total} characters. The full result is stored aside as ${ref}; it is too large to show here, so work from this part or ask for a narrower result.]`,
+  });
+}
+
+/**
+ * The body's side of the claim check: a candidate over the share is stored under
+ * `<idempotency key>#body` and crosses history as a preview carrying `stashed`; settle reads it
+ * back (unstashCandidate) so post-execute sees the whole result.
+ */
+export async function stashCandidate(store: ResultStore | undefined, key: string, candidate: Candidate, maxBytes: number): Promise<Candidate> {
+  if (!store || jsonBytes(candidate as unknown as Json) <= maxBytes) return candidate;
+  let ref: string;
+  try {
+    ref = await store.put(`${key}#body`, candidate as unknown as Json);
+  } catch {
+    return candidate; // settle's claim check still bounds it; history takes the larger body result
+  }
+  const preview = fitResult({ content: candidate.content, isError: candidate.isError, ...(candidate.error ? { error: candidate.error } : {}) }, { maxChars: Infinity, maxBytes: Math.floor(maxBytes / 2) });
+  return {
+    content: preview.content,
+    isError: candidate.isError,
+    ...(preview.error ? { error: preview.error } : {}),
+    ...(candidate.concludesTurn ? { concludesTurn: true as const } : {}),
+    stashed: ref,
+  };
+}
+
+export async function unstashCandidate(store: ResultStore | undefined, candidate: Candidate): Promise<Candidate> {
+  if (!candidate.stashed) return candidate;
+  const { stashed, ...preview } = candidate;
+  const full = store ? await store.get(stashed) : undefined;
+  if (full && typeof full === 'object' && !Array.isArray(full)) return full as unknown as Candidate;
+  return {
+    ...preview,
+    content: [...preview.content, { type: 'text', text: `\n[the full result (${stashed}) is not readable from this worker's result store; only this preview is left]` }],
+  };
+}
