@@ -68,6 +68,7 @@ const log = (line: string) => console.log(`[bench ${new Date().toISOString().sli
 
 async function main(): Promise<void> {
   const started = performance.now();
+  const commit = gitCommit(); // the code the worker loads now, not whatever is checked out at the end
   const loadAvgStart = os.loadavg();
   const runDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-bench-'));
   const server = await startDevServer({ stateDir: path.resolve('.sluice'), port: await freePort(), headless: true, dbFile: settings.db === 'memory' ? ':memory:' : path.join(runDir, 'temporal.db'), log });
@@ -118,7 +119,7 @@ async function main(): Promise<void> {
     const resultOf = (grid: Cell[], approval?: ApprovalFigures): BenchResult => ({
       meta: {
         date: new Date().toISOString(),
-        commit: gitCommit(),
+        commit,
         label: settings.label,
         node: process.version,
         cpus: os.cpus().length,
