@@ -65,12 +65,16 @@ async function main() {
   }
 }
 
-/** Worker identities and sticky queue names name the recording machine (pid@host-...); they mean nothing here. */
+/**
+ * Worker identities and sticky queue names name the recording machine (pid@host-...), and stack
+ * traces the folder it ran in; they mean nothing here.
+ */
 function scrubIdentities(value: unknown): unknown {
+  const root = path.resolve(__dirname, '..') + path.sep;
   const host = new RegExp(`^\\d+@${os.hostname().replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}.*$`);
   const scrub = (v: unknown): unknown => {
     if (Array.isArray(v)) return v.map(scrub);
-    if (typeof v === 'string') return host.test(v) ? 'sluice-record' : v;
+    if (typeof v === 'string') return host.test(v) ? 'sluice-record' : v.split(root).join('<repo>/');
     if (!v || typeof v !== 'object') return v;
     return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, scrub(x)]));
   };
