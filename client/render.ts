@@ -18,12 +18,11 @@ export function renderPendingCard(p: PendingApproval, now = Date.now()): string 
   return lines.join('\n');
 }
 
-export function renderResultCard(name: string, callId: string, result: ToolResult, card?: Card): string {
+export function renderResultCard(name: string, callId: string, result: ToolResult): string {
   const mark = result.isError ? '✗' : '✓';
   const text = result.content.map((b) => (b.type === 'text' ? b.text : `[image ${b.mimeType}]`)).join('');
   const oneLine = text.replace(/\s+/g, ' ').trim();
-  const head = card ? `${card.title}${card.summary ? ` — ${card.summary}` : ''}` : name;
-  return `${mark} ${head} (${callId}): ${oneLine.length > 200 ? `${oneLine.slice(0, 200)}…` : oneLine}`;
+  return `${mark} ${name} (${callId}): ${oneLine.length > 200 ? `${oneLine.slice(0, 200)}…` : oneLine}`;
 }
 
 function fieldLines(fields: Card['fields'] | undefined): string[] {
