@@ -1,6 +1,17 @@
 // Sluice's public surface.
 export { defineConfig, defineTool, toolOutput, toolSchemas } from './worker/config';
-export type { SluiceConfig, ToolDefinition, ToolContext, StageContext, PostExecuteContext, PreExecuteHandler, Guard, ExecuteWrapper, PostExecuteHandler, ResultObserver } from './worker/config';
+export type {
+  SluiceConfig,
+  ToolDefinition,
+  ToolContext,
+  StageContext,
+  PostExecuteContext,
+  PreExecuteHandler,
+  Guard,
+  ExecuteWrapper,
+  PostExecuteHandler,
+  ResultObserver,
+} from './worker/config';
 export { createSluiceWorker, DEFAULT_TASK_QUEUE } from './worker/worker';
 export { JsonlSessionLog, type EventSink } from './worker/sink';
 export { startDevServer, findTemporalCli } from './worker/dev-server';

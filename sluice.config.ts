@@ -51,7 +51,8 @@ export default defineConfig({
   tools: [weather, quote, customer, deleteFiles, sendEmail],
   preExecute: [
     function noDestructiveTools(ctx) {
-      if (ctx.call.name === 'delete_files') return { kind: 'deny', reason: 'deleting files is not allowed in this workspace' };
+      if (ctx.call.name === 'delete_files')
+        return { kind: 'deny', reason: 'deleting files is not allowed in this workspace' };
     },
   ],
   postExecute: [
@@ -59,7 +60,10 @@ export default defineConfig({
       const text = ctx.result.content.map((b) => (b.type === 'text' ? b.text : '')).join('');
       if (/sk-live-[0-9a-z]+/.test(text)) {
         ctx.addContext('A tool result contained a secret; it was redacted. Never ask the user for API keys.');
-        return { action: 'accept', content: [{ type: 'text', text: text.replace(/sk-live-[0-9a-z]+/g, '[REDACTED]') }] };
+        return {
+          action: 'accept',
+          content: [{ type: 'text', text: text.replace(/sk-live-[0-9a-z]+/g, '[REDACTED]') }],
+        };
       }
     },
   ],

@@ -5,11 +5,51 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { applyPostVerdict, foldPreDecision, parseGuardAnswer, parsePreDecision } from '../pipeline/fold';
 import { deepFreeze, getOwn, setOwn, snapshotJson } from '../pipeline/json';
-import { DEFAULT_MAX_RESULT_CHARS, errorCandidate, ErrorCodes, normalizeResult, renderValue } from '../pipeline/normalize';
-import { BODY_DEFAULTS, FailureTypes, genericCard, genericResultCard, type BodyResult, type CallRef, type Gate, type GuardsResult, type PreflightReply, type PreflightResult, type StagePlan, type SettleRequest, type SettleResult, type ToolProfile } from '../pipeline/stages';
-import type { ApprovalPolicy, Candidate, Card, EventDraft, JsonObject, PreDecision, StatePatch, UserMessage } from '../pipeline/types';
+import {
+  DEFAULT_MAX_RESULT_CHARS,
+  errorCandidate,
+  ErrorCodes,
+  normalizeResult,
+  renderValue,
+} from '../pipeline/normalize';
+import {
+  BODY_DEFAULTS,
+  FailureTypes,
+  genericCard,
+  genericResultCard,
+  type BodyResult,
+  type CallRef,
+  type Gate,
+  type GuardsResult,
+  type PreflightReply,
+  type PreflightResult,
+  type StagePlan,
+  type SettleRequest,
+  type SettleResult,
+  type ToolProfile,
+} from '../pipeline/stages';
+import type {
+  ApprovalPolicy,
+  Candidate,
+  Card,
+  EventDraft,
+  JsonObject,
+  PreDecision,
+  StatePatch,
+  UserMessage,
+} from '../pipeline/types';
 import { claimCheck, stashCandidate, unstashCandidate, type ResultStore } from '../worker/claim-check';
-import { handlerOf, isLongRunning, nameOf, ToolOutput, type CallInfo, type SluiceConfig, type StageContext, type ToolContext, type ToolDefinition } from '../worker/config';
+import {
+  handlerOf,
+  isLongRunning,
+  nameOf,
+  ToolOutput,
+  type CallInfo,
+  type SluiceConfig,
+  type StageContext,
+  type ToolContext,
+  type ToolDefinition,
+} from '../worker/config';
 
 export interface StageActivities {
   /**
@@ -36,7 +76,10 @@ class BodyThrew extends Error {
 
 export function createStageActivities(config: SluiceConfig, deps: { resultStore?: ResultStore } = {}): StageActivities {
   const store = config.resultStore ?? deps.resultStore;
-  const bounds = (ref: CallRef) => ({ maxChars: config.maxResultChars ?? DEFAULT_MAX_RESULT_CHARS, maxBytes: ref.inlineBytes ?? Infinity });
+  const bounds = (ref: CallRef) => ({
+    maxChars: config.maxResultChars ?? DEFAULT_MAX_RESULT_CHARS,
+    maxBytes: ref.inlineBytes ?? Infinity,
+  });
   const registry = new Map<string, ToolDefinition>();
   for (const t of config.tools) for (const n of [t.name, ...(t.aliases ?? [])]) registry.set(n, t);
   const plan = stagePlan(config);
@@ -48,7 +91,13 @@ export function createStageActivities(config: SluiceConfig, deps: { resultStore?
     const tool = registry.get(ref.name);
     const ctx: StageContext = {
       call: callInfo(ref),
-      tool: tool ? Object.freeze({ name: tool.name, description: tool.description, aliases: Object.freeze([...(tool.aliases ?? [])]) }) : undefined,
+      tool: tool
+        ? Object.freeze({
+            name: tool.name,
+            description: tool.description,
+            aliases: Object.freeze([...(tool.aliases ?? [])]),
+          })
+        : undefined,
       sessionId: ref.sessionId,
       turn: ref.turn,
       step: ref.step,
@@ -62,15 +111,31 @@ export function createStageActivities(config: SluiceConfig, deps: { resultStore?
         events.push({ type: String(type), data: snapshotJson(data, `${type} event`) as JsonObject });
       },
     };
-    return { ctx, contexts, events, withSource(s: string) { source = s; } };
+    return {
+      ctx,
+      contexts,
+      events,
+      withSource(s: string) {
+        source = s;
+      },
+    };
   }
 
   /** Parses the frozen args with the tool's schema: a denial, not a failure, when they don't fit. */
   function parseArgs(tool: ToolDefinition, ref: CallRef): { ok: true; args: unknown } | { ok: false; gate: Gate } {
     const parsed = tool.input.safeParse(ref.args);
     if (parsed.success) return { ok: true, args: parsed.data };
-    const issues = parsed.error.issues.map((i) => `${i.path.length ? i.path.join('.') : '(root)'}: ${i.message}`).join('; ');
-    return { ok: false, gate: { kind: 'denied', code: ErrorCodes.INVALID_ARGS, message: `invalid arguments for ${tool.name}: ${issues}. Fix the arguments to match the tool's input schema and call it again.` } };
+    const issues = parsed.error.issues
+      .map((i) => `${i.path.length ? i.path.join('.') : '(root)'}: ${i.message}`)
+      .join('; ');
+    return {
+      ok: false,
+      gate: {
+        kind: 'denied',
+        code: ErrorCodes.INVALID_ARGS,
+        message: `invalid arguments for ${tool.name}: ${issues}. Fix the arguments to match the tool's input schema and call it again.`,
+      },
+    };
   }
 
   async function runGuardChain(ref: CallRef, c: ReturnType<typeof collector>): Promise<Gate> {
@@ -93,7 +158,16 @@ export function createStageActivities(config: SluiceConfig, deps: { resultStore?
     const tool = registry.get(ref.name);
     if (!tool) {
       const known = [...new Set(config.tools.map((t) => t.name))].join(', ');
-      return { gate: { kind: 'denied', code: ErrorCodes.UNKNOWN_TOOL, message: `unknown tool ${JSON.stringify(ref.name)}; the available tools are: ${known}` }, card: genericCard(ref.name, ref.args), contexts: [], events: [] };
+      return {
+        gate: {
+          kind: 'denied',
+          code: ErrorCodes.UNKNOWN_TOOL,
+          message: `unknown tool ${JSON.stringify(ref.name)}; the available tools are: ${known}`,
+        },
+        card: genericCard(ref.name, ref.args),
+        contexts: [],
+        events: [],
+      };
     }
     const parsed = parseArgs(tool, ref);
     const card = presentCallCard(tool, ref, parsed.ok ? parsed.args : ref.args);
@@ -103,27 +177,41 @@ export function createStageActivities(config: SluiceConfig, deps: { resultStore?
     // A tool's own policy opens the waterfall: `ask` asks a person, `never` asks and is refused
     // at once (the asked/decided pair stays in the record), `auto` leaves it to the extensions.
     let decision: PreDecision =
-      profile.approval === 'ask' ? { kind: 'ask', reason: `${tool.name} asks for approval before it runs` }
-      : profile.approval === 'never' ? { kind: 'ask', reason: `${tool.name} is never approved` }
-      : { kind: 'allow' };
+      profile.approval === 'ask'
+        ? { kind: 'ask', reason: `${tool.name} asks for approval before it runs` }
+        : profile.approval === 'never'
+          ? { kind: 'ask', reason: `${tool.name} is never approved` }
+          : { kind: 'allow' };
     for (const [i, h] of (config.preExecute ?? []).entries()) {
       const who = `pre-execute handler ${nameOf(h, `#${i}`)}`;
       c.withSource(who);
       try {
         decision = foldPreDecision(decision, parsePreDecision(await handlerOf(h)(c.ctx), who));
       } catch (err) {
-        return { gate: { kind: 'failed', code: ErrorCodes.PIPELINE_FAILED, message: `${who} threw: ${messageOf(err)}` }, card, profile, contexts: c.contexts, events: c.events };
+        return {
+          gate: { kind: 'failed', code: ErrorCodes.PIPELINE_FAILED, message: `${who} threw: ${messageOf(err)}` },
+          card,
+          profile,
+          contexts: c.contexts,
+          events: c.events,
+        };
       }
       if (decision.kind === 'deny') break;
     }
     let gate: Gate;
     if (decision.kind === 'deny') gate = { kind: 'denied', code: ErrorCodes.DENIED, message: decision.reason };
-    else if (decision.kind === 'ask') gate = decision.reason ? { kind: 'ask', reason: decision.reason } : { kind: 'ask' };
+    else if (decision.kind === 'ask')
+      gate = decision.reason ? { kind: 'ask', reason: decision.reason } : { kind: 'ask' };
     else gate = await runGuardChain(ref, c);
     return { gate, card, profile, contexts: c.contexts, events: c.events };
   }
 
-  async function settleOne({ ref, candidate, skipPostExecute, contexts }: SettleRequest): Promise<Omit<SettleResult, 'callId' | 'before'>> {
+  async function settleOne({
+    ref,
+    candidate,
+    skipPostExecute,
+    contexts,
+  }: SettleRequest): Promise<Omit<SettleResult, 'callId' | 'before'>> {
     const tool = registry.get(ref.name);
     const c = collector(ref, 'post-execute');
     let current = await unstashCandidate(store, candidate);
@@ -154,10 +242,14 @@ export function createStageActivities(config: SluiceConfig, deps: { resultStore?
     if (tool?.finalizeContent) {
       try {
         const content = tool.finalizeContent(result.content, { call: callInfo(ref), isError: result.isError });
-        if (content && typeof (content as unknown as Promise<unknown>).then === 'function') throw new Error('finalizeContent must be synchronous');
+        if (content && typeof (content as unknown as Promise<unknown>).then === 'function')
+          throw new Error('finalizeContent must be synchronous');
         result = normalizeResult({ ...result, content }, result.additionalContexts ?? [], { maxResultChars: Infinity });
       } catch (err) {
-        result = normalizeResult(errorCandidate(`${tool.name}.finalizeContent failed: ${messageOf(err)}`, ErrorCodes.INVALID_TOOL_OUTPUT), result.additionalContexts ?? []);
+        result = normalizeResult(
+          errorCandidate(`${tool.name}.finalizeContent failed: ${messageOf(err)}`, ErrorCodes.INVALID_TOOL_OUTPUT),
+          result.additionalContexts ?? [],
+        );
       }
     }
 
@@ -167,7 +259,10 @@ export function createStageActivities(config: SluiceConfig, deps: { resultStore?
       try {
         handlerOf(o)({ call: callInfo(ref), sessionId: ref.sessionId, result, idempotencyKey: ref.idempotencyKey });
       } catch (err) {
-        Context.current().log.warn(`tools/result observer ${nameOf(o, `#${i}`)} threw; the outcome is unchanged`, { error: messageOf(err), callId: ref.callId });
+        Context.current().log.warn(`tools/result observer ${nameOf(o, `#${i}`)} threw; the outcome is unchanged`, {
+          error: messageOf(err),
+          callId: ref.callId,
+        });
       }
     }
 
@@ -198,7 +293,9 @@ export function createStageActivities(config: SluiceConfig, deps: { resultStore?
       const results: SettleResult[] = [];
       for (const req of reqs) {
         const settled = await settleOne(req);
-        const changed = settled.result.isError !== req.candidate.isError || JSON.stringify(settled.result.content) !== JSON.stringify(req.candidate.content);
+        const changed =
+          settled.result.isError !== req.candidate.isError ||
+          JSON.stringify(settled.result.content) !== JSON.stringify(req.candidate.content);
         results.push({ callId: req.ref.callId, ...settled, ...(changed ? { before: req.candidate } : {}) });
       }
       return results;
@@ -212,9 +309,14 @@ export function createStageActivities(config: SluiceConfig, deps: { resultStore?
 
     async executeBody(ref) {
       const tool = registry.get(ref.name);
-      if (!tool) throw ApplicationFailure.nonRetryable(`unknown tool ${ref.name} on this worker: is every worker running the same sluice config?`, FailureTypes.TOOL_BODY);
+      if (!tool)
+        throw ApplicationFailure.nonRetryable(
+          `unknown tool ${ref.name} on this worker: is every worker running the same sluice config?`,
+          FailureTypes.TOOL_BODY,
+        );
       const parsed = parseArgs(tool, ref);
-      if (!parsed.ok) throw ApplicationFailure.nonRetryable((parsed.gate as { message: string }).message, FailureTypes.TOOL_BODY);
+      if (!parsed.ok)
+        throw ApplicationFailure.nonRetryable((parsed.gate as { message: string }).message, FailureTypes.TOOL_BODY);
 
       const activity = Context.current();
       const wrapperSide = collector(ref, `execute wrapper`);
@@ -234,7 +336,10 @@ export function createStageActivities(config: SluiceConfig, deps: { resultStore?
 
       // Heartbeats carry liveness (a dead worker is noticed within the heartbeat timeout) and
       // deliver cancellation; the body need not call heartbeat() itself.
-      const beat = setInterval(() => activity.heartbeat(), Math.max(200, Math.floor(profileOf(tool, parsed.args).heartbeatTimeoutMs / 3)));
+      const beat = setInterval(
+        () => activity.heartbeat(),
+        Math.max(200, Math.floor(profileOf(tool, parsed.args).heartbeatTimeoutMs / 3)),
+      );
       try {
         const body = async (): Promise<Candidate> => {
           let value: unknown;
@@ -258,16 +363,29 @@ export function createStageActivities(config: SluiceConfig, deps: { resultStore?
           candidate = await chain();
         } catch (err) {
           if (err instanceof BodyThrew) {
-            if (activity.cancellationSignal.aborted) throw new CancelledFailure('the batch was cancelled while the tool ran');
+            if (activity.cancellationSignal.aborted)
+              throw new CancelledFailure('the batch was cancelled while the tool ran');
             const original = err.original as { nonRetryable?: boolean; name?: string };
-            throw ApplicationFailure.create({ message: `${tool.name} failed: ${clip(err.message)}`, type: FailureTypes.TOOL_BODY, nonRetryable: original?.nonRetryable === true });
+            throw ApplicationFailure.create({
+              message: `${tool.name} failed: ${clip(err.message)}`,
+              type: FailureTypes.TOOL_BODY,
+              nonRetryable: original?.nonRetryable === true,
+            });
           }
           outcome = 'failed';
-          candidate = errorCandidate(`an execute wrapper failed around ${tool.name}: ${messageOf(err)}`, ErrorCodes.PIPELINE_FAILED);
+          candidate = errorCandidate(
+            `an execute wrapper failed around ${tool.name}: ${messageOf(err)}`,
+            ErrorCodes.PIPELINE_FAILED,
+          );
         }
         return {
           outcome,
-          candidate: await stashCandidate(store, ref.idempotencyKey, candidate, ref.inlineBytes ?? DEFAULT_BODY_INLINE_BYTES),
+          candidate: await stashCandidate(
+            store,
+            ref.idempotencyKey,
+            candidate,
+            ref.inlineBytes ?? DEFAULT_BODY_INLINE_BYTES,
+          ),
           bodyContexts: bodySide.contexts,
           wrapperContexts: wrapperSide.contexts,
           events: [...wrapperSide.events, ...bodySide.events],
@@ -286,7 +404,11 @@ export function createStageActivities(config: SluiceConfig, deps: { resultStore?
  * an exclusive call (its body runs alone, and may change the session state).
  */
 function admitsNext(r: PreflightResult): boolean {
-  return r.gate.kind === 'denied' || r.gate.kind === 'failed' || (r.gate.kind === 'dispatch' && r.profile?.concurrencySafe === true);
+  return (
+    r.gate.kind === 'denied' ||
+    r.gate.kind === 'failed' ||
+    (r.gate.kind === 'dispatch' && r.profile?.concurrencySafe === true)
+  );
 }
 
 /** Local activities must finish within seconds: a stage qualifies when none of its extensions is long-running. */
@@ -303,7 +425,13 @@ function stagePlan(config: SluiceConfig): StagePlan {
 }
 
 function callInfo(ref: CallRef): CallInfo {
-  return Object.freeze({ id: ref.callId, name: ref.name, args: deepFreeze(structuredClone(ref.args)), argsDigest: ref.argsDigest, ...(ref.parentCallId ? { parentCallId: ref.parentCallId } : {}) });
+  return Object.freeze({
+    id: ref.callId,
+    name: ref.name,
+    args: deepFreeze(structuredClone(ref.args)),
+    argsDigest: ref.argsDigest,
+    ...(ref.parentCallId ? { parentCallId: ref.parentCallId } : {}),
+  });
 }
 
 function parsedOr(tool: ToolDefinition, ref: CallRef): unknown {
@@ -349,7 +477,13 @@ function checkCard(card: unknown): Card | undefined {
   try {
     const c = snapshotJson(card) as JsonObject;
     if (typeof c?.title !== 'string') return undefined;
-    return { title: c.title, ...(typeof c.summary === 'string' ? { summary: c.summary } : {}), ...(c.fields && typeof c.fields === 'object' && !Array.isArray(c.fields) ? { fields: c.fields as JsonObject } : {}) };
+    return {
+      title: c.title,
+      ...(typeof c.summary === 'string' ? { summary: c.summary } : {}),
+      ...(c.fields && typeof c.fields === 'object' && !Array.isArray(c.fields)
+        ? { fields: c.fields as JsonObject }
+        : {}),
+    };
   } catch {
     return undefined;
   }
@@ -360,19 +494,25 @@ function toCandidate(value: unknown): Candidate {
     if (value instanceof ToolOutput) {
       const f = value.fields;
       const v = f.value === undefined ? undefined : snapshotJson(f.value, 'value');
-      return checkCandidate({
-        content: f.content ?? renderValue(v),
-        ...(v !== undefined ? { value: v } : {}),
-        isError: f.isError === true,
-        ...(f.error ? { error: f.error } : f.isError ? { error: { message: 'the tool reported an error' } } : {}),
-        ...(f.meta ? { meta: f.meta } : {}),
-        ...(f.concludesTurn ? { concludesTurn: true as const } : {}),
-      }, 'tool output');
+      return checkCandidate(
+        {
+          content: f.content ?? renderValue(v),
+          ...(v !== undefined ? { value: v } : {}),
+          isError: f.isError === true,
+          ...(f.error ? { error: f.error } : f.isError ? { error: { message: 'the tool reported an error' } } : {}),
+          ...(f.meta ? { meta: f.meta } : {}),
+          ...(f.concludesTurn ? { concludesTurn: true as const } : {}),
+        },
+        'tool output',
+      );
     }
     const v = value === undefined ? null : snapshotJson(value, 'result');
     return { content: renderValue(v), value: v, isError: false };
   } catch (err) {
-    return errorCandidate(`the tool returned a value that cannot be recorded: ${messageOf(err)}`, ErrorCodes.INVALID_TOOL_OUTPUT);
+    return errorCandidate(
+      `the tool returned a value that cannot be recorded: ${messageOf(err)}`,
+      ErrorCodes.INVALID_TOOL_OUTPUT,
+    );
   }
 }
 
@@ -392,4 +532,3 @@ function clip(message: string, max = 4000): string {
 function messageOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
-

@@ -21,17 +21,40 @@ async function main() {
   const starts: number[] = [];
   for (let i = 0; i < SANDBOX_RUNS; i++) {
     const t = performance.now();
-    await runProgram({ code: 'return 1', toolNames: [], seed: `bench/${i}`, now: 0, callTool: async () => ({ ok: false, message: 'none' }) });
+    await runProgram({
+      code: 'return 1',
+      toolNames: [],
+      seed: `bench/${i}`,
+      now: 0,
+      callTool: async () => ({ ok: false, message: 'none' }),
+    });
     starts.push(performance.now() - t);
   }
-  console.log(`sandbox: a trivial program takes ${median(starts).toFixed(0)} ms (median of ${SANDBOX_RUNS}; thread, QuickJS instance, run)`);
+  console.log(
+    `sandbox: a trivial program takes ${median(starts).toFixed(0)} ms (median of ${SANDBOX_RUNS}; thread, QuickJS instance, run)`,
+  );
 
   const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-bench-'));
-  const server = await startDevServer({ stateDir: path.resolve('.sluice'), port: await freePort(), headless: true, dbFile: path.join(stateDir, 'temporal.db') });
+  const server = await startDevServer({
+    stateDir: path.resolve('.sluice'),
+    port: await freePort(),
+    headless: true,
+    dbFile: path.join(stateDir, 'temporal.db'),
+  });
   const connection = await NativeConnection.connect({ address: server.address });
   const taskQueue = `bench-code-mode-${process.pid}`;
-  const echo = defineTool({ name: 'echo', description: 'echo', input: z.object({ n: z.number() }), execute: ({ n }) => n });
-  const worker = await createSluiceWorker({ connection, taskQueue, stateDir, config: defineConfig({ tools: [echo, codeModeTool()] }) });
+  const echo = defineTool({
+    name: 'echo',
+    description: 'echo',
+    input: z.object({ n: z.number() }),
+    execute: ({ n }) => n,
+  });
+  const worker = await createSluiceWorker({
+    connection,
+    taskQueue,
+    stateDir,
+    config: defineConfig({ tools: [echo, codeModeTool()] }),
+  });
   const running = worker.run();
   const client = new SluiceClient({ connection, taskQueue });
   try {
@@ -42,10 +65,17 @@ async function main() {
     const direct = performance.now() - t;
     const code = `let sum = 0;\nfor (let n = 0; n < ${SUB_CALLS}; n++) sum += await tools.echo({ n });\nreturn sum;`;
     t = performance.now();
-    const out = await client.runBatch({ sessionId: `${session}-code`, turn: 1, step: 1, calls: [{ id: 'c', name: 'run_code', arguments: { code, description: 'bench' } }] });
+    const out = await client.runBatch({
+      sessionId: `${session}-code`,
+      turn: 1,
+      step: 1,
+      calls: [{ id: 'c', name: 'run_code', arguments: { code, description: 'bench' } }],
+    });
     const viaCode = performance.now() - t;
     if (out.results[0].result.isError) throw new Error(JSON.stringify(out.results[0].result));
-    console.log(`${SUB_CALLS} echo calls: ${(direct / SUB_CALLS).toFixed(1)} ms each as a batch of direct calls (sequential, not concurrency-safe); ${(viaCode / SUB_CALLS).toFixed(1)} ms each as sub-calls of one program (${viaCode.toFixed(0)} ms in all)`);
+    console.log(
+      `${SUB_CALLS} echo calls: ${(direct / SUB_CALLS).toFixed(1)} ms each as a batch of direct calls (sequential, not concurrency-safe); ${(viaCode / SUB_CALLS).toFixed(1)} ms each as sub-calls of one program (${viaCode.toFixed(0)} ms in all)`,
+    );
   } finally {
     worker.shutdown();
     await running;

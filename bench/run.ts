@@ -40,7 +40,8 @@ const int = (name: string, fallback: number) => {
 const ints = (name: string, fallback: string) =>
   (process.env[name] || fallback).split(',').map((s) => {
     const n = Number(s.trim());
-    if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must be a comma-separated list of positive whole numbers, not ${process.env[name]}`);
+    if (!Number.isInteger(n) || n < 1)
+      throw new Error(`${name} must be a comma-separated list of positive whole numbers, not ${process.env[name]}`);
     return n;
   });
 
@@ -71,16 +72,32 @@ async function main(): Promise<void> {
   const commit = gitCommit(); // the code the worker loads now, not whatever is checked out at the end
   const loadAvgStart = os.loadavg();
   const runDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-bench-'));
-  const server = await startDevServer({ stateDir: path.resolve('.sluice'), port: await freePort(), headless: true, dbFile: settings.db === 'memory' ? ':memory:' : path.join(runDir, 'temporal.db'), log });
+  const server = await startDevServer({
+    stateDir: path.resolve('.sluice'),
+    port: await freePort(),
+    headless: true,
+    dbFile: settings.db === 'memory' ? ':memory:' : path.join(runDir, 'temporal.db'),
+    log,
+  });
   let worker: WorkerProcess | undefined;
   let connection: NativeConnection | undefined;
   try {
     log(`dev server at ${server.address}; bundling workflows`);
-    const quiet = { log() {}, trace() {}, debug() {}, info() {}, warn: (m: string) => console.warn(m), error: (m: string) => console.error(m) };
+    const quiet = {
+      log() {},
+      trace() {},
+      debug() {},
+      info() {},
+      warn: (m: string) => console.warn(m),
+      error: (m: string) => console.error(m),
+    };
     const sluiceBundle = path.join(runDir, 'sluice-bundle.js');
     const bareBundle = path.join(runDir, 'bare-bundle.js');
     fs.writeFileSync(sluiceBundle, (await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quiet })).code);
-    fs.writeFileSync(bareBundle, (await bundleWorkflowCode({ workflowsPath: path.join(__dirname, 'bare-workflow.ts'), logger: quiet })).code);
+    fs.writeFileSync(
+      bareBundle,
+      (await bundleWorkflowCode({ workflowsPath: path.join(__dirname, 'bare-workflow.ts'), logger: quiet })).code,
+    );
 
     worker = await startWorker({
       address: server.address,
@@ -113,7 +130,7 @@ async function main(): Promise<void> {
     fs.mkdirSync(path.dirname(base), { recursive: true });
     const write = (approval?: ApprovalFigures) => {
       const result = resultOf(grid, approval);
-      fs.writeFileSync(`${base}.json`, JSON.stringify(result, null, 2) + '\n');
+      fs.writeFileSync(`${base}.json`, `${JSON.stringify(result, null, 2)}\n`);
       return result;
     };
     const resultOf = (grid: Cell[], approval?: ApprovalFigures): BenchResult => ({
@@ -126,7 +143,8 @@ async function main(): Promise<void> {
         loadAvgStart: loadAvgStart.map((x) => round(x)),
         loadAvgEnd: os.loadavg().map((x) => round(x)),
         server: `temporal server start-dev (${path.basename(server.cli)}), SQLite ${settings.db === 'memory' ? 'in memory' : 'file in a temp folder'}, headless`,
-        worker: 'one child process running the Sluice worker and the bare worker (two task queues); the load generator and the in-process runs are in the parent',
+        worker:
+          'one child process running the Sluice worker and the bare worker (two task queues); the load generator and the in-process runs are in the parent',
         maxCachedWorkflows,
         eagerActivitiesPerTask: settings.eager ?? 3,
         maxParallel: MAX_PARALLEL,
@@ -140,13 +158,14 @@ async function main(): Promise<void> {
       targets: targetsOf(grid),
     });
     write(); // the grid is kept even if the approval part fails
-    const approval = settings.approvalSamples > 0 || settings.pending > 0 ? await runApproval(systems, worker) : undefined;
+    const approval =
+      settings.approvalSamples > 0 || settings.pending > 0 ? await runApproval(systems, worker) : undefined;
     const result = write(approval);
     const before = readBefore(settings.out);
     fs.writeFileSync(`${base}.svg`, plotSvg(result, before));
     const md = markdownReport(result, before);
     fs.writeFileSync(`${base}.md`, md);
-    console.log('\n' + md);
+    console.log(`\n${md}`);
     log(`wrote ${path.relative(process.cwd(), base)}.{json,svg,md} in ${result.meta.durationSec}s`);
   } finally {
     await worker?.stop();
@@ -167,12 +186,22 @@ class Systems {
   ) {}
 
   private calls(size: number, key: string) {
-    return Array.from({ length: size }, (_, k) => ({ id: `c${k}`, name: echo.name, arguments: JSON.stringify({ text: `${key}:${k}` }) }));
+    return Array.from({ length: size }, (_, k) => ({
+      id: `c${k}`,
+      name: echo.name,
+      arguments: JSON.stringify({ text: `${key}:${k}` }),
+    }));
   }
 
   async sluice(cell: string, i: number, size: number): Promise<void> {
     const key = `${cell}-${i}`;
-    const out = await this.client.runBatch({ sessionId: `bench-${this.tag}-${key}`, turn: 1, step: 1, calls: this.calls(size, key), options: { maxParallel: MAX_PARALLEL } });
+    const out = await this.client.runBatch({
+      sessionId: `bench-${this.tag}-${key}`,
+      turn: 1,
+      step: 1,
+      calls: this.calls(size, key),
+      options: { maxParallel: MAX_PARALLEL },
+    });
     checkSluice(out, size, key);
     this.sluiceIds.push(`sluice-batch:bench-${this.tag}-${key}:1:1`);
   }
@@ -180,8 +209,13 @@ class Systems {
   async bare(cell: string, i: number, size: number): Promise<void> {
     const key = `${cell}-${i}`;
     const workflowId = `bare-${this.tag}-${key}`;
-    const out = (await this.client.temporal.workflow.execute('bareBatch', { taskQueue: BARE_QUEUE, workflowId, args: [{ calls: this.calls(size, key), maxParallel: MAX_PARALLEL }] })) as { content: string }[];
-    if (out.length !== size || out.some((r, k) => r.content !== `${key}:${k}`)) throw new Error(`bare batch ${key} returned wrong results`);
+    const out = (await this.client.temporal.workflow.execute('bareBatch', {
+      taskQueue: BARE_QUEUE,
+      workflowId,
+      args: [{ calls: this.calls(size, key), maxParallel: MAX_PARALLEL }],
+    })) as { content: string }[];
+    if (out.length !== size || out.some((r, k) => r.content !== `${key}:${k}`))
+      throw new Error(`bare batch ${key} returned wrong results`);
     this.bareIds.push(workflowId);
   }
 
@@ -193,8 +227,16 @@ class Systems {
 }
 
 function checkSluice(out: BatchOutput, size: number, key: string): void {
-  const bad = out.results.find((r, k) => r.result.isError || r.result.content[0]?.type !== 'text' || (r.result.content[0] as { text: string }).text !== `${key}:${k}`);
-  if (out.results.length !== size || bad) throw new Error(`sluice batch ${key} returned a wrong result: ${JSON.stringify(bad?.result ?? out.results.length)}`);
+  const bad = out.results.find(
+    (r, k) =>
+      r.result.isError ||
+      r.result.content[0]?.type !== 'text' ||
+      (r.result.content[0] as { text: string }).text !== `${key}:${k}`,
+  );
+  if (out.results.length !== size || bad)
+    throw new Error(
+      `sluice batch ${key} returned a wrong result: ${JSON.stringify(bad?.result ?? out.results.length)}`,
+    );
 }
 
 async function runCell(systems: Systems, worker: WorkerProcess, size: number, concurrency: number): Promise<Cell> {
@@ -207,7 +249,11 @@ async function runCell(systems: Systems, worker: WorkerProcess, size: number, co
   const cell = `b${size}-c${concurrency}`;
   log(`cell: ${n} batches of ${size} call(s), ${concurrency} in flight, in ${rounds} round(s)`);
 
-  const runs = { sluice: { latencies: [] as number[], wallMs: 0 }, bare: { latencies: [] as number[], wallMs: 0 }, inProcess: { latencies: [] as number[], wallMs: 0 } };
+  const runs = {
+    sluice: { latencies: [] as number[], wallMs: 0 },
+    bare: { latencies: [] as number[], wallMs: 0 },
+    inProcess: { latencies: [] as number[], wallMs: 0 },
+  };
   const mem = { sluice: { rss: 0, peakRss: 0 }, bare: { rss: 0, peakRss: 0 } };
   const s0 = systems.sluiceIds.length;
   const b0 = systems.bareIds.length;
@@ -225,10 +271,26 @@ async function runCell(systems: Systems, worker: WorkerProcess, size: number, co
     runs.inProcess.latencies.push(...run.latencies);
     runs.inProcess.wallMs += run.wallMs;
   }
-  const [sluiceRun, bareRun, inProcRun, sluiceMem, bareMem] = [runs.sluice, runs.bare, runs.inProcess, mem.sluice, mem.bare];
+  const [sluiceRun, bareRun, inProcRun, sluiceMem, bareMem] = [
+    runs.sluice,
+    runs.bare,
+    runs.inProcess,
+    mem.sluice,
+    mem.bare,
+  ];
 
-  const sluice = { ...figures(sluiceRun, n, size), ...(await histories(systems, systems.sluiceIds.slice(s0), size)), workerRssMiB: round(sluiceMem.rss / MiB, 1), workerPeakRssMiB: round(sluiceMem.peakRss / MiB, 1) };
-  const bare = { ...figures(bareRun, n, size), ...(await histories(systems, systems.bareIds.slice(b0), size)), workerRssMiB: round(bareMem.rss / MiB, 1), workerPeakRssMiB: round(bareMem.peakRss / MiB, 1) };
+  const sluice = {
+    ...figures(sluiceRun, n, size),
+    ...(await histories(systems, systems.sluiceIds.slice(s0), size)),
+    workerRssMiB: round(sluiceMem.rss / MiB, 1),
+    workerPeakRssMiB: round(sluiceMem.peakRss / MiB, 1),
+  };
+  const bare = {
+    ...figures(bareRun, n, size),
+    ...(await histories(systems, systems.bareIds.slice(b0), size)),
+    workerRssMiB: round(bareMem.rss / MiB, 1),
+    workerPeakRssMiB: round(bareMem.peakRss / MiB, 1),
+  };
   const inProcess = figures(inProcRun, n, size, 4);
   const c: Cell = {
     batchSize: size,
@@ -245,17 +307,28 @@ async function runCell(systems: Systems, worker: WorkerProcess, size: number, co
       historyBytesPerCall: round(sluice.historyBytesPerCall! / bare.historyBytesPerCall!),
     },
   };
-  log(`  sluice p50 ${sluice.p50Ms} ms, ${sluice.batchesPerSec}/s, ${sluice.eventsPerCall} ev/call | bare p50 ${bare.p50Ms} ms, ${bare.batchesPerSec}/s, ${bare.eventsPerCall} ev/call | ratio p50 ${c.ratio.p50}, throughput ${c.ratio.throughput}`);
+  log(
+    `  sluice p50 ${sluice.p50Ms} ms, ${sluice.batchesPerSec}/s, ${sluice.eventsPerCall} ev/call | bare p50 ${bare.p50Ms} ms, ${bare.batchesPerSec}/s, ${bare.eventsPerCall} ev/call | ratio p50 ${c.ratio.p50}, throughput ${c.ratio.throughput}`,
+  );
   return c;
 }
 
 function figures(run: { latencies: number[]; wallMs: number }, n: number, size: number, digits = 1): SystemFigures {
   const perSec = n / (run.wallMs / 1000);
-  return { p50Ms: round(percentile(run.latencies, 50), digits), p99Ms: round(percentile(run.latencies, 99), digits), batchesPerSec: round(perSec, 1), callsPerSec: round(perSec * size, 1) };
+  return {
+    p50Ms: round(percentile(run.latencies, 50), digits),
+    p99Ms: round(percentile(run.latencies, 99), digits),
+    batchesPerSec: round(perSec, 1),
+    callsPerSec: round(perSec * size, 1),
+  };
 }
 
 /** Events and encoded bytes per call, over the last few histories of the cell. */
-async function histories(systems: Systems, ids: string[], size: number): Promise<Pick<SystemFigures, 'eventsPerCall' | 'historyBytesPerCall' | 'eventTypesPerCall'>> {
+async function histories(
+  systems: Systems,
+  ids: string[],
+  size: number,
+): Promise<Pick<SystemFigures, 'eventsPerCall' | 'historyBytesPerCall' | 'eventTypesPerCall'>> {
   const sample = ids.slice(-settings.historySamples);
   if (sample.length === 0) return {};
   const events: number[] = [];
@@ -268,19 +341,30 @@ async function histories(systems: Systems, ids: string[], size: number): Promise
     bytes.push(temporal.api.history.v1.History.encode(history).finish().length / size);
     if (k === sample.length - 1) {
       for (const e of list) {
-        const name = temporal.api.enums.v1.EventType[e.eventType ?? 0]?.replace(/^EVENT_TYPE_/, '') ?? String(e.eventType);
+        const name =
+          temporal.api.enums.v1.EventType[e.eventType ?? 0]?.replace(/^EVENT_TYPE_/, '') ?? String(e.eventType);
         types[name] = round((types[name] ?? 0) + 1 / size, 2);
       }
     }
   }
-  return { eventsPerCall: round(mean(events), 2), historyBytesPerCall: Math.round(mean(bytes)), eventTypesPerCall: types };
+  return {
+    eventsPerCall: round(mean(events), 2),
+    historyBytesPerCall: Math.round(mean(bytes)),
+    eventTypesPerCall: types,
+  };
 }
 
 async function runApproval(systems: Systems, worker: WorkerProcess): Promise<ApprovalFigures> {
   const client = systems.client;
   const tag = `${Date.now().toString(36)}`;
   const start = (key: string) =>
-    client.startBatch({ sessionId: `bench-approval-${tag}-${key}`, turn: 1, step: 1, calls: [{ id: 'c0', name: 'approved_echo', arguments: JSON.stringify({ text: key }) }], options: { approvalTimeoutMs: 30 * 60_000 } });
+    client.startBatch({
+      sessionId: `bench-approval-${tag}-${key}`,
+      turn: 1,
+      step: 1,
+      calls: [{ id: 'c0', name: 'approved_echo', arguments: JSON.stringify({ text: key }) }],
+      options: { approvalTimeoutMs: 30 * 60_000 },
+    });
   // A query can time out while the worker is busy with a thousand starts: ask again.
   const pendingId = async (workflowId: string): Promise<PendingApproval> => {
     for (let attempt = 0; ; attempt++) {
@@ -298,18 +382,26 @@ async function runApproval(systems: Systems, worker: WorkerProcess): Promise<App
       const handle = await start(`${kind}-${i}`);
       const { approvalId, argsDigest } = await pendingId(handle.workflowId);
       const t0 = performance.now();
-      if (kind === 'signal') await client.signalDecision({ workflowId: handle.workflowId, approvalId, decision: 'approve', by: 'bench' });
+      if (kind === 'signal')
+        await client.signalDecision({ workflowId: handle.workflowId, approvalId, decision: 'approve', by: 'bench' });
       else await client.approve(approvalId, { workflowId: handle.workflowId, by: 'bench', argsDigest });
       const out = await handle.result();
       latencies.push(performance.now() - t0);
-      if (out.results[0].result.isError) throw new Error(`approved batch failed: ${JSON.stringify(out.results[0].result)}`);
+      if (out.results[0].result.isError)
+        throw new Error(`approved batch failed: ${JSON.stringify(out.results[0].result)}`);
     }
-    return { samples: latencies.length, p50Ms: round(percentile(latencies, 50), 1), p99Ms: round(percentile(latencies, 99), 1) };
+    return {
+      samples: latencies.length,
+      p50Ms: round(percentile(latencies, 50), 1),
+      p99Ms: round(percentile(latencies, 99), 1),
+    };
   };
   log(`approval: ${settings.approvalSamples} decisions by signal, then by update, one batch at a time`);
   const signalToResult = await timedDecisions('signal');
   const updateToResult = await timedDecisions('update');
-  log(`  signal→result p50 ${signalToResult.p50Ms} ms p99 ${signalToResult.p99Ms} ms; update→result p50 ${updateToResult.p50Ms} ms p99 ${updateToResult.p99Ms} ms`);
+  log(
+    `  signal→result p50 ${signalToResult.p50Ms} ms p99 ${signalToResult.p99Ms} ms; update→result p50 ${updateToResult.p50Ms} ms p99 ${updateToResult.p99Ms} ms`,
+  );
 
   const n = settings.pending;
   const idle = await worker.memory();
@@ -329,11 +421,19 @@ async function runApproval(systems: Systems, worker: WorkerProcess): Promise<App
   const awaiting = await worker.memory();
 
   const t1 = performance.now();
-  await pool(n, 32, (i) => client.signalDecision({ workflowId: handles[i].workflowId, approvalId: approvalIds[i], decision: 'approve', by: 'bench' }));
+  await pool(n, 32, (i) =>
+    client.signalDecision({
+      workflowId: handles[i].workflowId,
+      approvalId: approvalIds[i],
+      decision: 'approve',
+      by: 'bench',
+    }),
+  );
   const signalsSentMs = performance.now() - t1;
   await pool(n, 64, async (i) => {
     const out = await handles[i].result();
-    if (out.results[0].result.isError) throw new Error(`bulk-approved batch failed: ${JSON.stringify(out.results[0].result)}`);
+    if (out.results[0].result.isError)
+      throw new Error(`bulk-approved batch failed: ${JSON.stringify(out.results[0].result)}`);
   });
   const drainMs = performance.now() - t1;
   const drained = await worker.memory();
@@ -351,22 +451,39 @@ async function runApproval(systems: Systems, worker: WorkerProcess): Promise<App
     drainBatchesPerSec: round(n / (drainMs / 1000), 1),
     workerPeakRssDrainMiB: round(drained.peakRss / MiB, 1),
   };
-  log(`  ${n} pending: worker RSS ${bulk.workerRssAwaitingMiB} MiB (idle ${bulk.workerRssIdleMiB}); drained in ${bulk.drainMs} ms (${bulk.drainBatchesPerSec}/s)`);
+  log(
+    `  ${n} pending: worker RSS ${bulk.workerRssAwaitingMiB} MiB (idle ${bulk.workerRssIdleMiB}); drained in ${bulk.drainMs} ms (${bulk.drainBatchesPerSec}/s)`,
+  );
   return { signalToResult, updateToResult, bulk };
 }
 
 function targetsOf(grid: Cell[]): BenchResult['targets'] {
   const out: BenchResult['targets'] = [];
   for (const c of grid) {
-    out.push({ name: `p50 Sluice/bare, ${c.batchSize} call(s) × ${c.concurrency} in flight`, value: c.ratio.p50, limit: '≤ 1.5', met: c.ratio.p50 <= 1.5 });
+    out.push({
+      name: `p50 Sluice/bare, ${c.batchSize} call(s) × ${c.concurrency} in flight`,
+      value: c.ratio.p50,
+      limit: '≤ 1.5',
+      met: c.ratio.p50 <= 1.5,
+    });
   }
   for (const c of grid) {
-    out.push({ name: `throughput Sluice/bare, ${c.batchSize} call(s) × ${c.concurrency} in flight`, value: c.ratio.throughput, limit: '≥ 0.6', met: c.ratio.throughput >= 0.6 });
+    out.push({
+      name: `throughput Sluice/bare, ${c.batchSize} call(s) × ${c.concurrency} in flight`,
+      value: c.ratio.throughput,
+      limit: '≥ 0.6',
+      met: c.ratio.throughput >= 0.6,
+    });
   }
   for (const size of [...new Set(grid.map((c) => c.batchSize))]) {
     const cells = grid.filter((c) => c.batchSize === size);
     const worst = Math.max(...cells.map((c) => c.sluice.eventsPerCall ?? NaN));
-    out.push({ name: `history events per call, batch of ${size} (worst cell)`, value: worst, limit: size === 10 ? '≤ 10' : 'reported', met: size !== 10 || worst <= 10 });
+    out.push({
+      name: `history events per call, batch of ${size} (worst cell)`,
+      value: worst,
+      limit: size === 10 ? '≤ 10' : 'reported',
+      met: size !== 10 || worst <= 10,
+    });
   }
   return out;
 }
@@ -379,8 +496,14 @@ function readBefore(out: string): BenchResult | undefined {
 
 function gitCommit(): string {
   try {
-    const head = execSync('git rev-parse --short HEAD', { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-    const dirty = execSync('git status --porcelain -- workflows activities pipeline worker', { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    const head = execSync('git rev-parse --short HEAD', {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
+    const dirty = execSync('git status --porcelain -- workflows activities pipeline worker', {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
     return dirty ? `${head}+changes` : head;
   } catch {
     return 'unknown';
@@ -394,7 +517,10 @@ interface WorkerProcess {
 }
 
 function startWorker(args: WorkerArgs): Promise<WorkerProcess> {
-  const child: ChildProcess = fork(path.join(__dirname, 'worker.ts'), [JSON.stringify(args)], { execArgv: ['--require', 'tsx/cjs'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child: ChildProcess = fork(path.join(__dirname, 'worker.ts'), [JSON.stringify(args)], {
+    execArgv: ['--require', 'tsx/cjs'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   const waiting: ((r: WorkerReply) => void)[] = [];
   child.on('message', (m: WorkerReply) => waiting.shift()?.(m));
   const next = () => new Promise<WorkerReply>((resolve) => waiting.push(resolve));
@@ -403,7 +529,10 @@ function startWorker(args: WorkerArgs): Promise<WorkerProcess> {
   return new Promise((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`the bench worker exited (${code}) before it was ready`)));
     next().then((first) => {
-      if (first.kind !== 'ready') return reject(new Error(`the bench worker failed to start: ${first.kind === 'failed' ? first.error : first.kind}`));
+      if (first.kind !== 'ready')
+        return reject(
+          new Error(`the bench worker failed to start: ${first.kind === 'failed' ? first.error : first.kind}`),
+        );
       resolve({
         maxCachedWorkflows: first.maxCachedWorkflows,
         async memory() {

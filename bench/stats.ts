@@ -18,7 +18,11 @@ export function mean(values: number[]): number {
 }
 
 /** Runs `total` jobs with at most `concurrency` in flight; returns each job's latency (ms) and the wall time. */
-export async function pool(total: number, concurrency: number, job: (i: number) => Promise<void>): Promise<{ latencies: number[]; wallMs: number }> {
+export async function pool(
+  total: number,
+  concurrency: number,
+  job: (i: number) => Promise<void>,
+): Promise<{ latencies: number[]; wallMs: number }> {
   const latencies: number[] = [];
   let next = 0;
   const t0 = performance.now();

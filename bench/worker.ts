@@ -6,7 +6,10 @@ import { bareActivities } from './bare-activities';
 import config from './config';
 
 export type WorkerRequest = { kind: 'memory' } | { kind: 'stop' };
-export type WorkerReply = { kind: 'ready'; maxCachedWorkflows: number } | { kind: 'memory'; rss: number; peakRss: number } | { kind: 'failed'; error: string };
+export type WorkerReply =
+  | { kind: 'ready'; maxCachedWorkflows: number }
+  | { kind: 'memory'; rss: number; peakRss: number }
+  | { kind: 'failed'; error: string };
 
 export interface WorkerArgs {
   address: string;
@@ -23,9 +26,27 @@ async function main(args: WorkerArgs): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('WARN') });
   const connection = await NativeConnection.connect({ address: args.address });
   const cache = args.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: args.maxCachedWorkflows } : {};
-  const eager = args.maxEagerActivities !== undefined ? { maxEagerActivityReservationsPerWorkflowTask: args.maxEagerActivities } : {};
-  const sluice = await createSluiceWorker({ connection, taskQueue: args.sluiceTaskQueue, config, stateDir: args.stateDir, workflowBundle: { codePath: args.sluiceBundle }, ...cache, ...eager });
-  const bare = await Worker.create({ connection, taskQueue: args.bareTaskQueue, workflowBundle: { codePath: args.bareBundle }, activities: bareActivities, ...cache, ...eager });
+  const eager =
+    args.maxEagerActivities !== undefined
+      ? { maxEagerActivityReservationsPerWorkflowTask: args.maxEagerActivities }
+      : {};
+  const sluice = await createSluiceWorker({
+    connection,
+    taskQueue: args.sluiceTaskQueue,
+    config,
+    stateDir: args.stateDir,
+    workflowBundle: { codePath: args.sluiceBundle },
+    ...cache,
+    ...eager,
+  });
+  const bare = await Worker.create({
+    connection,
+    taskQueue: args.bareTaskQueue,
+    workflowBundle: { codePath: args.bareBundle },
+    activities: bareActivities,
+    ...cache,
+    ...eager,
+  });
   const running = Promise.all([sluice.run(), bare.run()]);
 
   // Peak RSS between two reads, sampled often enough to catch a cell's high point.

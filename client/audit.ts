@@ -3,8 +3,26 @@
 // keeps its result and attempt, and the results name their calls), the decisions that arrived
 // by signal or update (accepted or refused), and the session events in the batch's result.
 import type { temporal } from '@temporalio/proto';
-import type { BatchInput, BatchOutput, Candidate, Card, ContentBlock, EventDraft, SessionEvent, ToolResult } from '../pipeline/types';
-import type { BodyResult, CallRef, Gate, GuardsResult, PreflightReply, PreflightResult, SettleRequest, SettleResult } from '../pipeline/stages';
+import type {
+  BatchInput,
+  BatchOutput,
+  Candidate,
+  Card,
+  ContentBlock,
+  EventDraft,
+  SessionEvent,
+  ToolResult,
+} from '../pipeline/types';
+import type {
+  BodyResult,
+  CallRef,
+  Gate,
+  GuardsResult,
+  PreflightReply,
+  PreflightResult,
+  SettleRequest,
+  SettleResult,
+} from '../pipeline/stages';
 import { decode, type LoadedHistory } from './history';
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
@@ -44,7 +62,11 @@ export interface CallAudit {
   guards?: StageRun & { gate?: string; message?: string; code?: string };
   body?: StageRun & { candidate?: { isError: boolean; text: string } };
   /** Post-execute, normalization and finalizeContent: whether they changed the body's result. */
-  settle?: StageRun & { rewritten?: boolean; before?: { isError: boolean; text: string }; after?: { isError: boolean; text: string } };
+  settle?: StageRun & {
+    rewritten?: boolean;
+    before?: { isError: boolean; text: string };
+    after?: { isError: boolean; text: string };
+  };
   result?: { isError: boolean; text: string; error?: { message: string; code?: string }; card?: Card };
 }
 
@@ -100,7 +122,8 @@ export function auditHistories(histories: LoadedHistory[]): SessionAudit {
 export function auditHistory(loaded: LoadedHistory): BatchAudit {
   const events = loaded.history.events ?? [];
   const input = decode(events[0]?.workflowExecutionStartedEventAttributes?.input) as BatchInput | undefined;
-  if (!input || !Array.isArray(input.calls)) throw new Error(`${loaded.workflowId} is not a Sluice batch: its first event carries no batch input`);
+  if (!input || !Array.isArray(input.calls))
+    throw new Error(`${loaded.workflowId} is not a Sluice batch: its first event carries no batch input`);
   const audit: BatchAudit = {
     workflowId: loaded.workflowId,
     sessionId: input.sessionId,
@@ -151,10 +174,26 @@ export function auditHistory(loaded: LoadedHistory): BatchAudit {
       const result = decode(m.details?.result);
       if (!meta?.activity_type || m.failure || result === undefined) continue;
       const stage = meta.activity_type;
-      const results = stage === 'preflight' ? ((result as PreflightReply).deferred ? [] : (result as PreflightReply).results) : stage === 'settle' ? (result as SettleResult[]) : stage === 'runGuards' ? [result as GuardsResult] : [];
+      const results =
+        stage === 'preflight'
+          ? (result as PreflightReply).deferred
+            ? []
+            : (result as PreflightReply).results
+          : stage === 'settle'
+            ? (result as SettleResult[])
+            : stage === 'runGuards'
+              ? [result as GuardsResult]
+              : [];
       for (const r of results) {
         const c = call(r.callId);
-        const run: StageRun = { attempts: meta.attempt ?? 1, failures: [], outcome: 'completed', scheduledAt: at, closedAt: at, emitted: [] };
+        const run: StageRun = {
+          attempts: meta.attempt ?? 1,
+          failures: [],
+          outcome: 'completed',
+          scheduledAt: at,
+          closedAt: at,
+          emitted: [],
+        };
         if (stage === 'preflight') c.preExecute = run;
         else if (stage === 'runGuards') c.guards = run;
         else c.settle = run;
@@ -172,7 +211,12 @@ export function auditHistory(loaded: LoadedHistory): BatchAudit {
       if (!act) continue;
       Object.assign(act.run, { outcome: 'completed', closedAt: at });
       const result = decode(a.result) as PreflightReply | SettleResult[] | unknown;
-      const own = act.type === 'preflight' ? (result as PreflightReply).results?.[0] : act.type === 'settle' ? (result as SettleResult[])[0] : result;
+      const own =
+        act.type === 'preflight'
+          ? (result as PreflightReply).results?.[0]
+          : act.type === 'settle'
+            ? (result as SettleResult[])[0]
+            : result;
       completeStage(call(act.callId), act.type, own);
     } else if (e.activityTaskFailedEventAttributes) {
       const a = e.activityTaskFailedEventAttributes;
@@ -194,11 +238,23 @@ export function auditHistory(loaded: LoadedHistory): BatchAudit {
       if (s.signalName !== 'sluice.decide') continue;
       const fields = decisionFields(decode(s.input));
       const malformed = !fields.approvalId || (fields.decision !== 'approve' && fields.decision !== 'deny');
-      audit.decisions.push({ at, via: 'signal', ...fields, ...(s.identity ? { identity: s.identity } : {}), ...(malformed ? { result: 'refused', problem: 'malformed decision' } : { result: 'received' }) });
+      audit.decisions.push({
+        at,
+        via: 'signal',
+        ...fields,
+        ...(s.identity ? { identity: s.identity } : {}),
+        ...(malformed ? { result: 'refused', problem: 'malformed decision' } : { result: 'received' }),
+      });
     } else if (e.workflowExecutionUpdateAcceptedEventAttributes) {
       const req = e.workflowExecutionUpdateAcceptedEventAttributes.acceptedRequest;
       if (req?.input?.name !== 'sluice.decide') continue;
-      const d: DecisionAudit = { at: taskStartedAt, via: 'update', ...decisionFields(decode(req.input.args)), ...(req.meta?.identity ? { identity: req.meta.identity } : {}), result: 'pending' };
+      const d: DecisionAudit = {
+        at: taskStartedAt,
+        via: 'update',
+        ...decisionFields(decode(req.input.args)),
+        ...(req.meta?.identity ? { identity: req.meta.identity } : {}),
+        result: 'pending',
+      };
       updates.set(req.meta?.updateId ?? '', d);
       audit.decisions.push(d);
     } else if (e.workflowExecutionUpdateCompletedEventAttributes) {
@@ -206,16 +262,28 @@ export function auditHistory(loaded: LoadedHistory): BatchAudit {
       const d = updates.get(u.meta?.updateId ?? '');
       if (!d) continue;
       if (u.outcome?.failure) Object.assign(d, { result: 'refused', problem: u.outcome.failure.message ?? 'refused' });
-      else Object.assign(d, { result: 'applied', outcome: (decode(u.outcome?.success) as { outcome?: string } | undefined)?.outcome });
+      else
+        Object.assign(d, {
+          result: 'applied',
+          outcome: (decode(u.outcome?.success) as { outcome?: string } | undefined)?.outcome,
+        });
     } else if (e.workflowExecutionCompletedEventAttributes) {
       output = decode(e.workflowExecutionCompletedEventAttributes.result) as BatchOutput | undefined;
       Object.assign(audit, { status: 'completed', closedAt: at });
     } else if (e.workflowExecutionFailedEventAttributes) {
-      Object.assign(audit, { status: 'failed', closedAt: at, failure: e.workflowExecutionFailedEventAttributes.failure?.message ?? 'failed' });
+      Object.assign(audit, {
+        status: 'failed',
+        closedAt: at,
+        failure: e.workflowExecutionFailedEventAttributes.failure?.message ?? 'failed',
+      });
     } else if (e.workflowExecutionCanceledEventAttributes) {
       Object.assign(audit, { status: 'cancelled', closedAt: at });
     } else if (e.workflowExecutionTerminatedEventAttributes) {
-      Object.assign(audit, { status: 'terminated', closedAt: at, failure: e.workflowExecutionTerminatedEventAttributes.reason ?? undefined });
+      Object.assign(audit, {
+        status: 'terminated',
+        closedAt: at,
+        failure: e.workflowExecutionTerminatedEventAttributes.reason ?? undefined,
+      });
     } else if (e.workflowExecutionTimedOutEventAttributes) {
       Object.assign(audit, { status: 'timed-out', closedAt: at });
     } else if (e.workflowExecutionContinuedAsNewEventAttributes) {
@@ -242,8 +310,18 @@ function completeStage(c: CallAudit, type: string, result: unknown): void {
     if (r.before) c.settle.before = excerpt(r.before);
     c.settle.before ??= excerpt(r.result);
     const after = excerpt(r.result);
-    Object.assign(c.settle, { after, rewritten: !!c.settle.before && (c.settle.before.text !== after.text || c.settle.before.isError !== after.isError), emitted: r.events ?? [] });
-    c.result ??= { isError: r.result.isError, text: after.text, ...(r.result.error ? { error: r.result.error } : {}), card: r.card };
+    Object.assign(c.settle, {
+      after,
+      rewritten:
+        !!c.settle.before && (c.settle.before.text !== after.text || c.settle.before.isError !== after.isError),
+      emitted: r.events ?? [],
+    });
+    c.result ??= {
+      isError: r.result.isError,
+      text: after.text,
+      ...(r.result.error ? { error: r.result.error } : {}),
+      card: r.card,
+    };
   }
 }
 
@@ -255,7 +333,9 @@ function applyEvents(audit: BatchAudit, events: SessionEvent[], call: (id: strin
     if (d.via !== 'signal') continue;
     // Signals carry no answer; a refused one left an approval/refused event, in the same order.
     if (d.result !== 'received') continue;
-    const i = refusals.findIndex((r) => r.data.id === d.approvalId && r.data.decision === d.decision && (r.data.by ?? undefined) === d.by);
+    const i = refusals.findIndex(
+      (r) => r.data.id === d.approvalId && r.data.decision === d.decision && (r.data.by ?? undefined) === d.by,
+    );
     if (i >= 0) {
       Object.assign(d, { result: 'refused', problem: String(refusals[i].data.problem) });
       refusals.splice(i, 1);
@@ -268,7 +348,13 @@ function applyEvents(audit: BatchAudit, events: SessionEvent[], call: (id: strin
   for (const e of events) {
     const d = e.data as Record<string, any>;
     if (e.type === 'approval/asked') {
-      call(d.callId).approval = { id: d.id, ...(d.reason ? { reason: d.reason } : {}), askedAt: e.time, ...(d.expiresAt ? { expiresAt: d.expiresAt } : {}), ...(d.argsDigest ? { argsDigest: d.argsDigest } : {}) };
+      call(d.callId).approval = {
+        id: d.id,
+        ...(d.reason ? { reason: d.reason } : {}),
+        askedAt: e.time,
+        ...(d.expiresAt ? { expiresAt: d.expiresAt } : {}),
+        ...(d.argsDigest ? { argsDigest: d.argsDigest } : {}),
+      };
     } else if (e.type === 'approval/decided') {
       const c = call(d.callId);
       c.approval = {
@@ -282,7 +368,12 @@ function applyEvents(audit: BatchAudit, events: SessionEvent[], call: (id: strin
       };
     } else if (e.type === 'tool/result') {
       const c = call(d.callId);
-      c.result = { isError: d.isError === true, text: contentText(d.content), ...(d.error ? { error: d.error } : {}), ...(d.card ? { card: d.card } : c.result?.card ? { card: c.result.card } : {}) };
+      c.result = {
+        isError: d.isError === true,
+        text: contentText(d.content),
+        ...(d.error ? { error: d.error } : {}),
+        ...(d.card ? { card: d.card } : c.result?.card ? { card: c.result.card } : {}),
+      };
     } else if (e.type === 'user/message') {
       audit.contexts.push({ ...(d.source ? { source: d.source } : {}), content: String(d.content) });
     }

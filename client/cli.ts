@@ -91,7 +91,10 @@ function parse(argv: string[]) {
 
 export class UsageError extends Error {}
 
-export async function main(argv: string[], out: (s: string) => void = (s) => process.stdout.write(s + '\n')): Promise<number> {
+export async function main(
+  argv: string[],
+  out: (s: string) => void = (s) => process.stdout.write(`${s}\n`),
+): Promise<number> {
   let parsed;
   try {
     parsed = parse(argv);
@@ -123,7 +126,10 @@ export async function main(argv: string[], out: (s: string) => void = (s) => pro
       case 'events':
         return await events(values, rest[0], out);
       case 'codec-server':
-        return await (await import('./codec-server')).runCodecServer({ port: values.port, origins: values['ui-origin'] }, out);
+        return await (await import('./codec-server')).runCodecServer(
+          { port: values.port, origins: values['ui-origin'] },
+          out,
+        );
       case 'ui':
         return await ui(values, out);
       case 'audit':
@@ -143,7 +149,15 @@ export async function main(argv: string[], out: (s: string) => void = (s) => pro
 
 async function client(v: Values) {
   const c = await connect({ address: v.address, namespace: v.namespace });
-  return { sluice: new SluiceClient({ connection: c.connection, namespace: c.namespace, taskQueue: v['task-queue'], dataConverter: dataConverterFromEnv() }), close: () => c.connection.close() };
+  return {
+    sluice: new SluiceClient({
+      connection: c.connection,
+      namespace: c.namespace,
+      taskQueue: v['task-queue'],
+      dataConverter: dataConverterFromEnv(),
+    }),
+    close: () => c.connection.close(),
+  };
 }
 
 async function dev(v: Values): Promise<number> {
@@ -161,8 +175,13 @@ async function dev(v: Values): Promise<number> {
 
 export function inboxSettings(v: Values): { host: string; port: number; trustedUserHeader?: string } {
   const port = v['inbox-port'] !== undefined ? Number(v['inbox-port']) : DEFAULT_INBOX_PORT;
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--inbox-port must be a port number (0-65535), not ${JSON.stringify(v['inbox-port'])}`);
-  return { host: v['inbox-host'] ?? DEFAULT_INBOX_HOST, port, ...(v['trusted-user-header'] ? { trustedUserHeader: v['trusted-user-header'] } : {}) };
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw new UsageError(`--inbox-port must be a port number (0-65535), not ${JSON.stringify(v['inbox-port'])}`);
+  return {
+    host: v['inbox-host'] ?? DEFAULT_INBOX_HOST,
+    port,
+    ...(v['trusted-user-header'] ? { trustedUserHeader: v['trusted-user-header'] } : {}),
+  };
 }
 
 async function ui(v: Values, out: (s: string) => void): Promise<number> {
@@ -171,7 +190,9 @@ async function ui(v: Values, out: (s: string) => void): Promise<number> {
   const inbox = await startInbox({ client: sluice, ...settings });
   out(`Approval inbox: ${inbox.url}   (Ctrl-C stops it)`);
   if (!['127.0.0.1', 'localhost', '::1'].includes(settings.host) && !settings.trustedUserHeader) {
-    out(`warning: the inbox listens on ${settings.host} and anyone who reaches it can approve calls under any name; put it behind a proxy that authenticates and pass --trusted-user-header`);
+    out(
+      `warning: the inbox listens on ${settings.host} and anyone who reaches it can approve calls under any name; put it behind a proxy that authenticates and pass --trusted-user-header`,
+    );
   }
   await new Promise<void>((resolve) => {
     process.once('SIGINT', resolve);
@@ -198,7 +219,8 @@ async function withHistories<T>(v: Values, targets: string[], use: (h: LoadedHis
 }
 
 async function audit(v: Values, targets: string[], out: (s: string) => void): Promise<number> {
-  if (targets.length === 0) throw new UsageError('audit needs a batch workflow id, a session id or a history .json file');
+  if (targets.length === 0)
+    throw new UsageError('audit needs a batch workflow id, a session id or a history .json file');
   return withHistories(v, targets, async (histories) => {
     const result = auditHistories(histories);
     out(v.json ? JSON.stringify(result, null, 2) : renderAudit(result));
@@ -209,17 +231,31 @@ async function audit(v: Values, targets: string[], out: (s: string) => void): Pr
 async function replay(v: Values, targets: string[], out: (s: string) => void): Promise<number> {
   if (targets.length === 0) throw new UsageError('replay needs batch workflow ids, session ids or history .json files');
   return withHistories(v, targets, async (histories) => {
-    const results = await replayHistories(histories, { ...(v.workflows ? { workflowsPath: path.resolve(v.workflows) } : {}) });
+    const results = await replayHistories(histories, {
+      ...(v.workflows ? { workflowsPath: path.resolve(v.workflows) } : {}),
+    });
     if (v.json) out(JSON.stringify(results, null, 2));
-    else for (const r of results) out(r.ok ? `ok      ${r.workflowId} (${r.source})` : `FAILED  ${r.workflowId} (${r.source}): ${r.failure}: ${r.message}`);
+    else
+      for (const r of results)
+        out(
+          r.ok
+            ? `ok      ${r.workflowId} (${r.source})`
+            : `FAILED  ${r.workflowId} (${r.source}): ${r.failure}: ${r.message}`,
+        );
     const failed = results.filter((r) => !r.ok).length;
-    if (!v.json) out(failed ? `${failed} of ${results.length} replay(s) failed: the workflow code no longer matches these histories. Keep the old behaviour for running batches (patched()), or re-record the fixtures if the change is intended.` : `${results.length} history(ies) replayed with no determinism failure`);
+    if (!v.json)
+      out(
+        failed
+          ? `${failed} of ${results.length} replay(s) failed: the workflow code no longer matches these histories. Keep the old behaviour for running batches (patched()), or re-record the fixtures if the change is intended.`
+          : `${results.length} history(ies) replayed with no determinism failure`,
+      );
     return failed ? 1 : 0;
   });
 }
 
 async function exportHistory(v: Values, workflowId: string | undefined, out: (s: string) => void): Promise<number> {
-  if (!workflowId) throw new UsageError('export needs a batch workflow id (see `npx sluice audit <session>` for the ids)');
+  if (!workflowId)
+    throw new UsageError('export needs a batch workflow id (see `npx sluice audit <session>` for the ids)');
   const { sluice, close } = await client(v);
   try {
     const json = historyToJson(await sluice.temporal.workflow.getHandle(workflowId).fetchHistory());
@@ -234,7 +270,13 @@ async function exportHistory(v: Values, workflowId: string | undefined, out: (s:
 }
 
 async function worker(v: Values): Promise<number> {
-  await runWorker({ config: v.config, address: v.address, namespace: v.namespace, taskQueue: v['task-queue'], stateDir: v['state-dir'] });
+  await runWorker({
+    config: v.config,
+    address: v.address,
+    namespace: v.namespace,
+    taskQueue: v['task-queue'],
+    stateDir: v['state-dir'],
+  });
   return 0;
 }
 
@@ -256,17 +298,23 @@ export function readCallsFile(file: string | undefined, v: Pick<Values, 'session
   try {
     text = fs.readFileSync(file, 'utf8');
   } catch (err) {
-    throw new UsageError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message}`);
+    throw new UsageError(
+      `cannot read ${file}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message}`,
+    );
   }
   let data: unknown;
   try {
     data = JSON.parse(text);
   } catch (err) {
-    throw new UsageError(`${file} is not valid JSON (${(err as Error).message}). Expected {"sessionId": "...", "turn": 1, "step": 1, "calls": [{"id": "...", "name": "...", "arguments": {...}}]} or just the calls array.`);
+    throw new UsageError(
+      `${file} is not valid JSON (${(err as Error).message}). Expected {"sessionId": "...", "turn": 1, "step": 1, "calls": [{"id": "...", "name": "...", "arguments": {...}}]} or just the calls array.`,
+    );
   }
   const base = (Array.isArray(data) ? { calls: data } : data) as Partial<BatchRequest>;
   if (!base || typeof base !== 'object' || !Array.isArray(base.calls)) {
-    throw new UsageError(`${file} has no "calls" array. Expected {"sessionId", "turn", "step", "calls": [{"id", "name", "arguments"}]} or just the calls array.`);
+    throw new UsageError(
+      `${file} has no "calls" array. Expected {"sessionId", "turn", "step", "calls": [{"id", "name", "arguments"}]} or just the calls array.`,
+    );
   }
   return {
     ...base,
@@ -281,7 +329,8 @@ async function batch(v: Values, file: string | undefined, out: (s: string) => vo
   const { sluice, close } = await client(v);
   try {
     const handle = await sluice.startBatch(request);
-    if (!v.json) out(`batch ${handle.workflowId} running (${request.calls.length} call(s)); waiting for its result ...`);
+    if (!v.json)
+      out(`batch ${handle.workflowId} running (${request.calls.length} call(s)); waiting for its result ...`);
     const output: BatchOutput = await handle.result();
     if (v.json) out(JSON.stringify(output, null, 2));
     else printOutput(output, out);
@@ -294,7 +343,9 @@ async function batch(v: Values, file: string | undefined, out: (s: string) => vo
 export function printOutput(output: BatchOutput, out: (s: string) => void): void {
   for (const r of output.results) out(renderResultCard(r.name, r.callId, r.result));
   for (const m of output.messages) if (m.role === 'user') out(`+ context (${m.source ?? 'user'}): ${m.content}`);
-  out(`next seq ${output.nextSeq}${output.concludesTurn ? '; the turn concludes' : ''}${output.cancelled ? '; the batch was cancelled' : ''}`);
+  out(
+    `next seq ${output.nextSeq}${output.concludesTurn ? '; the turn concludes' : ''}${output.cancelled ? '; the batch was cancelled' : ''}`,
+  );
 }
 
 async function approvals(v: Values, out: (s: string) => void): Promise<number> {
@@ -303,18 +354,30 @@ async function approvals(v: Values, out: (s: string) => void): Promise<number> {
     const pending = await sluice.pendingApprovals();
     if (v.json) out(JSON.stringify(pending, null, 2));
     else if (pending.length === 0) out('no calls are waiting for approval');
-    else for (const p of pending) out(renderPendingCard(p) + '\n');
+    else for (const p of pending) out(`${renderPendingCard(p)}\n`);
     return 0;
   } finally {
     await close();
   }
 }
 
-async function decide(v: Values, command: 'approve' | 'deny', approvalId: string | undefined, out: (s: string) => void): Promise<number> {
+async function decide(
+  v: Values,
+  command: 'approve' | 'deny',
+  approvalId: string | undefined,
+  out: (s: string) => void,
+): Promise<number> {
   if (!approvalId) throw new UsageError(`${command} needs an approval id; list them with \`npx sluice approvals\``);
   const { sluice, close } = await client(v);
   const by = v.by ?? process.env.SLUICE_APPROVER ?? process.env.USER ?? 'cli';
-  const decision = { approvalId, decision: command === 'approve' ? ('approve' as const) : ('deny' as const), by, ...(v.reason ? { reason: v.reason } : {}), ...(v.digest ? { argsDigest: v.digest } : {}), ...(v.workflow ? { workflowId: v.workflow } : {}) };
+  const decision = {
+    approvalId,
+    decision: command === 'approve' ? ('approve' as const) : ('deny' as const),
+    by,
+    ...(v.reason ? { reason: v.reason } : {}),
+    ...(v.digest ? { argsDigest: v.digest } : {}),
+    ...(v.workflow ? { workflowId: v.workflow } : {}),
+  };
   try {
     if (v.signal) {
       await sluice.signalDecision(decision);
@@ -338,7 +401,8 @@ async function decide(v: Values, command: 'approve' | 'deny', approvalId: string
 async function events(v: Values, sessionId: string | undefined, out: (s: string) => void): Promise<number> {
   if (!sessionId) throw new UsageError('events needs a session id');
   const stateDir = v['state-dir'] ?? DEFAULT_STATE_DIR;
-  const print = (e: SessionEvent) => out(v.json ? JSON.stringify(e) : `${String(e.seq).padStart(5)} ${e.time} ${e.type.padEnd(22)} ${summarize(e)}`);
+  const print = (e: SessionEvent) =>
+    out(v.json ? JSON.stringify(e) : `${String(e.seq).padStart(5)} ${e.time} ${e.type.padEnd(22)} ${summarize(e)}`);
   let list: SessionEvent[];
   if (fs.existsSync(sessionLogPath(stateDir, sessionId))) {
     list = await readSessionLog(stateDir, sessionId);
@@ -349,14 +413,17 @@ async function events(v: Values, sessionId: string | undefined, out: (s: string)
     } finally {
       await close();
     }
-    if (list.length === 0) throw new Error(`no events for session ${sessionId}: no log in ${stateDir}/sessions and no finished batch on the server`);
+    if (list.length === 0)
+      throw new Error(
+        `no events for session ${sessionId}: no log in ${stateDir}/sessions and no finished batch on the server`,
+      );
   }
   list.forEach(print);
   if (v.follow) {
     let last = list.length ? list[list.length - 1].seq : -1;
     for (;;) {
       await new Promise((r) => setTimeout(r, 500));
-      for (const e of await readSessionLog(stateDir, sessionId)) if (e.seq > last) (print(e), (last = e.seq));
+      for (const e of await readSessionLog(stateDir, sessionId)) if (e.seq > last) print(e), (last = e.seq);
     }
   }
   return 0;

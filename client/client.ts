@@ -1,11 +1,36 @@
 // The client library: run or start a batch, decide approvals, list what waits, read events.
-import { Client, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
+import {
+  Client,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowNotFoundError,
+  WorkflowUpdateFailedError,
+  type WorkflowHandle,
+} from '@temporalio/client';
 import { ApplicationFailure, type DataConverter } from '@temporalio/common';
 import type { NativeConnection } from '@temporalio/worker';
 import { batchInputProblem } from '../pipeline/batch-input';
 import { jsonBytes, MAX_ARGUMENT_CHARS, MAX_INPUT_BYTES } from '../pipeline/budget';
-import type { ApprovalDecision, BatchInput, BatchOutput, BatchState, DecisionApplied, DecisionRefusal, Json, PendingApproval, SessionEvent, ToolCall } from '../pipeline/types';
-import { BATCH_WORKFLOW, batchWorkflowId, DECISION_REFUSED, decideSignal, decideUpdate, SESSION_ID, stateQuery } from '../workflows/definitions';
+import type {
+  ApprovalDecision,
+  BatchInput,
+  BatchOutput,
+  BatchState,
+  DecisionApplied,
+  DecisionRefusal,
+  Json,
+  PendingApproval,
+  SessionEvent,
+  ToolCall,
+} from '../pipeline/types';
+import {
+  BATCH_WORKFLOW,
+  batchWorkflowId,
+  DECISION_REFUSED,
+  decideSignal,
+  decideUpdate,
+  SESSION_ID,
+  stateQuery,
+} from '../workflows/definitions';
 import { DEFAULT_TASK_QUEUE } from '../worker/worker';
 
 export interface SluiceClientOptions {
@@ -17,7 +42,9 @@ export interface SluiceClientOptions {
 }
 
 /** A batch's model-side input: tool calls whose arguments may still be parsed objects. */
-export type BatchRequest = Omit<BatchInput, 'calls'> & { calls: (Omit<ToolCall, 'arguments'> & { arguments: string | object })[] };
+export type BatchRequest = Omit<BatchInput, 'calls'> & {
+  calls: (Omit<ToolCall, 'arguments'> & { arguments: string | object })[];
+};
 
 export class SluiceError extends Error {
   constructor(message: string) {
@@ -39,7 +66,11 @@ export class SluiceClient {
   readonly taskQueue: string;
 
   constructor(opts: SluiceClientOptions) {
-    this.temporal = new Client({ connection: opts.connection, namespace: opts.namespace ?? 'default', ...(opts.dataConverter ? { dataConverter: opts.dataConverter } : {}) });
+    this.temporal = new Client({
+      connection: opts.connection,
+      namespace: opts.namespace ?? 'default',
+      ...(opts.dataConverter ? { dataConverter: opts.dataConverter } : {}),
+    });
     this.taskQueue = opts.taskQueue ?? DEFAULT_TASK_QUEUE;
   }
 
@@ -78,7 +109,9 @@ export class SluiceClient {
   /** Every approval waiting for a person, across all batches (needs a worker to answer queries). */
   async pendingApprovals(): Promise<PendingApproval[]> {
     const out: PendingApproval[] = [];
-    for await (const wf of this.temporal.workflow.list({ query: `SluiceAwaitingApproval = true AND ExecutionStatus = 'Running'` })) {
+    for await (const wf of this.temporal.workflow.list({
+      query: `SluiceAwaitingApproval = true AND ExecutionStatus = 'Running'`,
+    })) {
       try {
         const state = await this.temporal.workflow.getHandle(wf.workflowId, wf.runId).query(stateQuery);
         out.push(...state.pending);
@@ -95,11 +128,15 @@ export class SluiceClient {
     // telling a person their id is unknown.
     for (let attempt = 0; attempt < 4; attempt++) {
       if (attempt) await new Promise((r) => setTimeout(r, 250 * 2 ** attempt));
-      for await (const wf of this.temporal.workflow.list({ query: `SluicePendingApprovals = '${approvalId.replace(/'/g, '')}'` })) {
+      for await (const wf of this.temporal.workflow.list({
+        query: `SluicePendingApprovals = '${approvalId.replace(/'/g, '')}'`,
+      })) {
         return wf.workflowId;
       }
     }
-    throw new SluiceError(`no batch is waiting on approval ${approvalId}: it may have been decided or expired already. List pending ones with \`npx sluice approvals\`.`);
+    throw new SluiceError(
+      `no batch is waiting on approval ${approvalId}: it may have been decided or expired already. List pending ones with \`npx sluice approvals\`.`,
+    );
   }
 
   /**
@@ -113,15 +150,22 @@ export class SluiceClient {
     const { workflowId: _omit, ...payload } = decision;
     const handle = this.temporal.workflow.getHandle(workflowId);
     if (!payload.argsDigest) {
-      const pending = await handle.query(stateQuery).then((s) => s.pending.find((p) => p.approvalId === decision.approvalId), () => undefined);
+      const pending = await handle.query(stateQuery).then(
+        (s) => s.pending.find((p) => p.approvalId === decision.approvalId),
+        () => undefined,
+      );
       if (pending) payload.argsDigest = pending.argsDigest;
     }
     try {
-      return await handle.executeUpdate(decideUpdate, { args: [payload], updateId: `decide:${decision.approvalId}:${decision.decision}:${decision.by ?? ''}:${payload.argsDigest ?? ''}` });
+      return await handle.executeUpdate(decideUpdate, {
+        args: [payload],
+        updateId: `decide:${decision.approvalId}:${decision.decision}:${decision.by ?? ''}:${payload.argsDigest ?? ''}`,
+      });
     } catch (err) {
       if (err instanceof WorkflowUpdateFailedError) {
         const cause = err.cause;
-        if (cause instanceof ApplicationFailure && cause.type === DECISION_REFUSED && cause.details?.[0]) throw new DecisionRefusedError(cause.details[0] as DecisionRefusal);
+        if (cause instanceof ApplicationFailure && cause.type === DECISION_REFUSED && cause.details?.[0])
+          throw new DecisionRefusedError(cause.details[0] as DecisionRefusal);
         throw new SluiceError(`decision refused: ${cause?.message ?? err.message}`);
       }
       if (err instanceof WorkflowNotFoundError) throw await this.refusalAfterClose(workflowId, decision.approvalId);
@@ -138,11 +182,24 @@ export class SluiceClient {
       return new SluiceError(`batch ${workflowId} does not exist or did not complete; nothing can be decided there`);
     }
     const decided = output.events.find((e) => e.type === 'approval/decided' && e.data.id === approvalId);
-    if (!decided) return new DecisionRefusedError({ code: 'unknown', message: `batch ${workflowId} has finished, and it never asked approval ${approvalId}` });
+    if (!decided)
+      return new DecisionRefusedError({
+        code: 'unknown',
+        message: `batch ${workflowId} has finished, and it never asked approval ${approvalId}`,
+      });
     const d = decided.data as { callId: string; outcome: DecisionRefusal['outcome']; by?: string; expired?: boolean };
     const ended = { callId: d.callId, outcome: d.outcome, ...(d.by ? { by: d.by } : {}) };
-    if (d.expired) return new DecisionRefusedError({ code: 'expired', message: `approval ${approvalId} expired at ${decided.time}: nobody decided before the deny timeout, so the call was denied`, ...ended });
-    return new DecisionRefusedError({ code: 'decided', message: `approval ${approvalId} was already decided: ${d.outcome}${d.by ? ` by ${d.by}` : ''}`, ...ended });
+    if (d.expired)
+      return new DecisionRefusedError({
+        code: 'expired',
+        message: `approval ${approvalId} expired at ${decided.time}: nobody decided before the deny timeout, so the call was denied`,
+        ...ended,
+      });
+    return new DecisionRefusedError({
+      code: 'decided',
+      message: `approval ${approvalId} was already decided: ${d.outcome}${d.by ? ` by ${d.by}` : ''}`,
+      ...ended,
+    });
   }
 
   /** Fire-and-forget decision by signal: accepted by the server even while no worker runs. */
@@ -163,7 +220,9 @@ export class SluiceClient {
   /** A session's events in seq order, from the results of its finished batches. */
   async sessionEvents(sessionId: string): Promise<SessionEvent[]> {
     const events: SessionEvent[] = [];
-    for await (const wf of this.temporal.workflow.list({ query: `SluiceSessionId = '${sessionId.replace(/'/g, '')}' AND ExecutionStatus = 'Completed'` })) {
+    for await (const wf of this.temporal.workflow.list({
+      query: `SluiceSessionId = '${sessionId.replace(/'/g, '')}' AND ExecutionStatus = 'Completed'`,
+    })) {
       const out = (await this.temporal.workflow.getHandle(wf.workflowId, wf.runId).result()) as BatchOutput;
       events.push(...out.events);
     }
@@ -174,13 +233,21 @@ export class SluiceClient {
 export function toBatchInput(request: BatchRequest): BatchInput {
   const input: BatchInput = {
     ...request,
-    calls: (request.calls ?? []).map((c) => withinArgumentLimit({ id: c.id, name: c.name, arguments: typeof c.arguments === 'string' ? c.arguments : JSON.stringify(c.arguments) })),
+    calls: (request.calls ?? []).map((c) =>
+      withinArgumentLimit({
+        id: c.id,
+        name: c.name,
+        arguments: typeof c.arguments === 'string' ? c.arguments : JSON.stringify(c.arguments),
+      }),
+    ),
   };
   const problem = batchInputProblem(input);
   if (problem) throw new SluiceError(`malformed batch: ${problem}`);
   const bytes = jsonBytes(input as unknown as Json);
   if (bytes > MAX_INPUT_BYTES) {
-    throw new SluiceError(`the batch is ${bytes} bytes, over the ${MAX_INPUT_BYTES}-byte limit for one batch (Temporal refuses payloads over 2 MB); no batch was started. Send its calls in several batches.`);
+    throw new SluiceError(
+      `the batch is ${bytes} bytes, over the ${MAX_INPUT_BYTES}-byte limit for one batch (Temporal refuses payloads over 2 MB); no batch was started. Send its calls in several batches.`,
+    );
   }
   return input;
 }

@@ -35,11 +35,24 @@ export async function startCodecServer(opts: CodecServerOptions): Promise<{ url:
       res.setHeader('Access-Control-Allow-Headers', 'Content-Type, X-Namespace, Authorization');
       res.setHeader('Vary', 'Origin');
     }
-    if (req.method === 'OPTIONS') return end(res, origin && origins.has(origin) ? 204 : 403, origin && origins.has(origin) ? undefined : { error: `origin ${origin ?? '(none)'} may not call this codec server; start it with --ui-origin ${origin ?? '<origin>'}` });
+    if (req.method === 'OPTIONS')
+      return end(
+        res,
+        origin && origins.has(origin) ? 204 : 403,
+        origin && origins.has(origin)
+          ? undefined
+          : {
+              error: `origin ${origin ?? '(none)'} may not call this codec server; start it with --ui-origin ${origin ?? '<origin>'}`,
+            },
+      );
     const route = (req.url ?? '').split('?')[0].replace(/\/+$/, '');
-    if (!route.endsWith('/encode') && !route.endsWith('/decode')) return end(res, 404, { error: 'POST /encode or /decode' });
+    if (!route.endsWith('/encode') && !route.endsWith('/decode'))
+      return end(res, 404, { error: 'POST /encode or /decode' });
     if (req.method !== 'POST') return end(res, 405, { error: 'use POST' });
-    if (origin && !origins.has(origin)) return end(res, 403, { error: `origin ${origin} may not call this codec server; start it with --ui-origin ${origin}` });
+    if (origin && !origins.has(origin))
+      return end(res, 403, {
+        error: `origin ${origin} may not call this codec server; start it with --ui-origin ${origin}`,
+      });
     readBody(req)
       .then(async (body) => {
         let payloads: Payload[];
@@ -107,25 +120,35 @@ function parsePayloads(body: string): Payload[] {
       if (typeof v !== 'string') throw new Error(`payloads[${i}].metadata.${k} must be a base64 string`);
       metadata[k] = Buffer.from(v, 'base64');
     }
-    if (p.data !== undefined && typeof p.data !== 'string') throw new Error(`payloads[${i}].data must be a base64 string`);
+    if (p.data !== undefined && typeof p.data !== 'string')
+      throw new Error(`payloads[${i}].data must be a base64 string`);
     return { metadata, data: Buffer.from(p.data ?? '', 'base64') };
   });
 }
 
 function toJson(p: Payload): JsonPayload {
   return {
-    metadata: Object.fromEntries(Object.entries(p.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v ?? []).toString('base64')])),
+    metadata: Object.fromEntries(
+      Object.entries(p.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v ?? []).toString('base64')]),
+    ),
     data: Buffer.from(p.data ?? []).toString('base64'),
   };
 }
 
 /** The CLI command: runs until interrupted. */
-export async function runCodecServer(v: { port?: string; origins?: string[] }, out: (s: string) => void): Promise<number> {
+export async function runCodecServer(
+  v: { port?: string; origins?: string[] },
+  out: (s: string) => void,
+): Promise<number> {
   const codec = codecFromEnv();
   if (!codec) throw new Error(`${CODEC_KEYS_ENV} is not set: the codec server needs the same keys as the workers`);
   const server = await startCodecServer({ codec, port: v.port ? Number(v.port) : undefined, origins: v.origins });
-  out(`codec server at ${server.url} (POST /encode, /decode), for browser origins ${(v.origins?.length ? v.origins : DEFAULT_UI_ORIGINS).join(', ')}`);
-  out(`In the Temporal Web UI: Settings (Data Encoder) -> ${server.url}; or \`temporal server start-dev --ui-codec-endpoint ${server.url}\`.`);
+  out(
+    `codec server at ${server.url} (POST /encode, /decode), for browser origins ${(v.origins?.length ? v.origins : DEFAULT_UI_ORIGINS).join(', ')}`,
+  );
+  out(
+    `In the Temporal Web UI: Settings (Data Encoder) -> ${server.url}; or \`temporal server start-dev --ui-codec-endpoint ${server.url}\`.`,
+  );
   await new Promise(() => undefined);
   return 0;
 }

@@ -34,10 +34,18 @@ export async function loadHistories(target: string, client?: Client): Promise<Lo
     runs.push({ workflowId: wf.workflowId, runId: wf.runId, start: wf.startTime.getTime() });
   }
   if (runs.length === 0) {
-    throw new HistoryNotFound(`no workflow ${target} and no batch of a session ${target} on this server (namespace and address right? \`npx sluice approvals\` lists running batches)`);
+    throw new HistoryNotFound(
+      `no workflow ${target} and no batch of a session ${target} on this server (namespace and address right? \`npx sluice approvals\` lists running batches)`,
+    );
   }
   runs.sort((a, b) => a.start - b.start);
-  return Promise.all(runs.map(async (r) => ({ workflowId: r.workflowId, history: await client.workflow.getHandle(r.workflowId, r.runId).fetchHistory(), source: 'server' })));
+  return Promise.all(
+    runs.map(async (r) => ({
+      workflowId: r.workflowId,
+      history: await client.workflow.getHandle(r.workflowId, r.runId).fetchHistory(),
+      source: 'server',
+    })),
+  );
 }
 
 function looksLikeFile(target: string): boolean {
@@ -56,21 +64,24 @@ export function readHistoryFile(file: string): LoadedHistory {
   try {
     history = historyFromJSON(data);
   } catch (err) {
-    throw new HistoryNotFound(`${file} is not a workflow history (${(err as Error).message}); export one with \`npx sluice export <workflowId>\` or \`temporal workflow show -w <id> -o json\``);
+    throw new HistoryNotFound(
+      `${file} is not a workflow history (${(err as Error).message}); export one with \`npx sluice export <workflowId>\` or \`temporal workflow show -w <id> -o json\``,
+    );
   }
   return { workflowId: workflowIdOf(history) ?? file, history, source: file };
 }
 
 /** The same JSON shape the Temporal CLI and UI export. */
 export function historyToJson(history: History): string {
-  return historyToJSON(history as temporal.api.history.v1.History) + '\n';
+  return `${historyToJSON(history as temporal.api.history.v1.History)}\n`;
 }
 
 /** A batch's id follows from its input; histories themselves do not carry the workflow id. */
 export function workflowIdOf(history: History): string | undefined {
   const started = history.events?.[0]?.workflowExecutionStartedEventAttributes;
   const input = decode(started?.input) as Partial<BatchInput> | undefined;
-  if (!input || typeof input.sessionId !== 'string' || typeof input.turn !== 'number' || typeof input.step !== 'number') return undefined;
+  if (!input || typeof input.sessionId !== 'string' || typeof input.turn !== 'number' || typeof input.step !== 'number')
+    return undefined;
   return batchWorkflowId(input.sessionId, input.turn, input.step);
 }
 

@@ -41,38 +41,72 @@ export function renderAudit(audit: SessionAudit): string {
 function renderBatchAudit(b: BatchAudit): string {
   const lines = [`batch ${b.workflowId} · session ${b.sessionId} · turn ${b.turn} · step ${b.step}`];
   const took = b.closedAt ? ` (${seconds(Date.parse(b.closedAt) - Date.parse(b.startedAt))})` : '';
-  lines.push(`  ${b.status}: started ${b.startedAt}${b.closedAt ? `, closed ${b.closedAt}${took}` : ''}${b.failure ? ` — ${b.failure}` : ''}`);
+  lines.push(
+    `  ${b.status}: started ${b.startedAt}${b.closedAt ? `, closed ${b.closedAt}${took}` : ''}${b.failure ? ` — ${b.failure}` : ''}`,
+  );
   for (const c of b.calls) {
     lines.push('', `  call ${c.callId} ${c.name} ${clip(c.arguments ?? '', 140)}`);
     if (c.preExecute) stage(lines, 'pre-execute', c.preExecute, gateText(c.preExecute));
     if (c.approval) {
       const a = c.approval;
-      lines.push(row('approval', `asked ${clock(a.askedAt)}${a.reason ? ` — ${a.reason}` : ''} (id ${a.id}${a.expiresAt ? `, deny timeout ${clock(a.expiresAt)}` : ''})`));
+      lines.push(
+        row(
+          'approval',
+          `asked ${clock(a.askedAt)}${a.reason ? ` — ${a.reason}` : ''} (id ${a.id}${a.expiresAt ? `, deny timeout ${clock(a.expiresAt)}` : ''})`,
+        ),
+      );
       if (a.outcome) {
-        const who = a.expired ? 'expired: nobody decided before the deny timeout' : `${a.outcome}${a.by ? ` by ${a.by}` : ''}`;
-        lines.push(row('', `${who}${a.decisionReason && !a.expired ? ` — ${a.decisionReason}` : ''} at ${clock(a.decidedAt)}${a.latencyMs !== undefined ? `, ${seconds(a.latencyMs)} after the ask` : ''}`));
+        const who = a.expired
+          ? 'expired: nobody decided before the deny timeout'
+          : `${a.outcome}${a.by ? ` by ${a.by}` : ''}`;
+        lines.push(
+          row(
+            '',
+            `${who}${a.decisionReason && !a.expired ? ` — ${a.decisionReason}` : ''} at ${clock(a.decidedAt)}${a.latencyMs !== undefined ? `, ${seconds(a.latencyMs)} after the ask` : ''}`,
+          ),
+        );
       }
     }
     if (c.guards) stage(lines, 'guards', c.guards, gateText(c.guards));
     if (c.body) {
       const retried = c.body.attempts > 1 ? `on attempt ${c.body.attempts}` : 'on the first attempt';
-      stage(lines, 'body', c.body, `${c.body.outcome === 'completed' ? 'completed' : c.body.outcome} ${retried}${c.body.candidate?.isError ? ' (an error result)' : ''}`);
-      for (const f of c.body.failures) lines.push(row('', `attempt ${f.attempt} failed: ${clip(f.message, 160)}${f.type ? ` [${f.type}]` : ''}`));
+      stage(
+        lines,
+        'body',
+        c.body,
+        `${c.body.outcome === 'completed' ? 'completed' : c.body.outcome} ${retried}${c.body.candidate?.isError ? ' (an error result)' : ''}`,
+      );
+      for (const f of c.body.failures)
+        lines.push(row('', `attempt ${f.attempt} failed: ${clip(f.message, 160)}${f.type ? ` [${f.type}]` : ''}`));
     }
     if (c.settle) {
-      const what = c.settle.rewritten ? `rewrote the result: ${changed(c.settle.before?.text ?? '', c.settle.after?.text ?? '')}` : 'kept the result';
+      const what = c.settle.rewritten
+        ? `rewrote the result: ${changed(c.settle.before?.text ?? '', c.settle.after?.text ?? '')}`
+        : 'kept the result';
       stage(lines, 'post-execute', c.settle, what);
     }
     if (c.result) {
-      const card = c.result.card ? `   [card: ${c.result.card.title}${c.result.card.summary ? ` — ${c.result.card.summary}` : ''}]` : '';
-      lines.push(row('result', `${c.result.isError ? '✗' : '✓'} ${clip(c.result.text, 160)}${c.result.error?.code ? ` [${c.result.error.code}]` : ''}${card}`));
+      const card = c.result.card
+        ? `   [card: ${c.result.card.title}${c.result.card.summary ? ` — ${c.result.card.summary}` : ''}]`
+        : '';
+      lines.push(
+        row(
+          'result',
+          `${c.result.isError ? '✗' : '✓'} ${clip(c.result.text, 160)}${c.result.error?.code ? ` [${c.result.error.code}]` : ''}${card}`,
+        ),
+      );
     } else lines.push(row('result', 'none yet'));
   }
   if (b.decisions.length) {
     lines.push('', '  decisions received');
     for (const d of b.decisions) {
       const what = `${d.via} ${d.decision ?? '?'} ${d.approvalId ?? '?'}${d.by ? ` by ${d.by}` : ''}${d.reason ? ` ("${clip(d.reason, 60)}")` : ''}${d.argsDigest ? ` digest ${d.argsDigest.slice(0, 19)}…` : ''}`;
-      const fate = d.result === 'refused' ? `refused: ${clip(d.problem ?? '', 140)}` : d.result === 'applied' ? `applied${d.outcome ? ` (${d.outcome})` : ''}` : d.result;
+      const fate =
+        d.result === 'refused'
+          ? `refused: ${clip(d.problem ?? '', 140)}`
+          : d.result === 'applied'
+            ? `applied${d.outcome ? ` (${d.outcome})` : ''}`
+            : d.result;
       lines.push(`    ${clock(d.at)} ${what} → ${fate}`);
     }
   }
@@ -84,7 +118,14 @@ function renderBatchAudit(b: BatchAudit): string {
 }
 
 function stage(lines: string[], name: string, run: StageRun, what: string): void {
-  lines.push(row(name, run.outcome === 'completed' || name === 'body' ? what : `${run.outcome}${run.failures.length ? `: ${clip(run.failures[run.failures.length - 1].message, 140)}` : ''}`));
+  lines.push(
+    row(
+      name,
+      run.outcome === 'completed' || name === 'body'
+        ? what
+        : `${run.outcome}${run.failures.length ? `: ${clip(run.failures[run.failures.length - 1].message, 140)}` : ''}`,
+    ),
+  );
   for (const e of run.emitted) lines.push(row('', `${e.type} ${clip(JSON.stringify(e.data), 140)}`));
 }
 
@@ -113,7 +154,8 @@ function changed(before: string, after: string): string {
   let end = 0;
   while (end < a.length - start && end < b.length - start && a[a.length - 1 - end] === b[b.length - 1 - end]) end++;
   const from = Math.max(0, start - 20);
-  const cut = (s: string) => `${from > 0 ? '…' : ''}${clip(s.slice(from, s.length - Math.max(0, end - 20)), 70)}${end > 20 ? '…' : ''}`;
+  const cut = (s: string) =>
+    `${from > 0 ? '…' : ''}${clip(s.slice(from, s.length - Math.max(0, end - 20)), 70)}${end > 20 ? '…' : ''}`;
   return `${cut(a)} → ${cut(b)}`;
 }
 

@@ -36,7 +36,14 @@ export async function replayHistories(histories: LoadedHistory[], opts: ReplayOp
   for await (const r of results) {
     const source = sources.get(r.workflowId) ?? 'server';
     if (!r.error) out.push({ workflowId: r.workflowId, source, ok: true });
-    else out.push({ workflowId: r.workflowId, source, ok: false, failure: r.error instanceof DeterminismViolationError ? 'nondeterminism' : 'error', message: r.error.message });
+    else
+      out.push({
+        workflowId: r.workflowId,
+        source,
+        ok: false,
+        failure: r.error instanceof DeterminismViolationError ? 'nondeterminism' : 'error',
+        message: r.error.message,
+      });
   }
   return out;
 }

@@ -17,10 +17,17 @@ export async function ensureSearchAttributes(connection: NativeConnection, names
   const missing = Object.entries(SEARCH_ATTRIBUTES).filter(([name]) => !(name in known));
   if (missing.length === 0) return [];
   try {
-    await connection.operatorService.addSearchAttributes({ namespace, searchAttributes: Object.fromEntries(missing.map(([n, t]) => [n, TYPES[t]])) });
+    await connection.operatorService.addSearchAttributes({
+      namespace,
+      searchAttributes: Object.fromEntries(missing.map(([n, t]) => [n, TYPES[t]])),
+    });
   } catch (err) {
-    const cmds = missing.map(([n, t]) => `temporal operator search-attribute create --namespace ${namespace} --name ${n} --type ${t}`).join('\n  ');
-    throw new Error(`Sluice needs search attributes this server lacks, and could not add them (${(err as Error).message}). Ask an admin to run:\n  ${cmds}`);
+    const cmds = missing
+      .map(([n, t]) => `temporal operator search-attribute create --namespace ${namespace} --name ${n} --type ${t}`)
+      .join('\n  ');
+    throw new Error(
+      `Sluice needs search attributes this server lacks, and could not add them (${(err as Error).message}). Ask an admin to run:\n  ${cmds}`,
+    );
   }
   return missing.map(([n]) => n);
 }

@@ -70,13 +70,17 @@ function textOf(content: readonly ContentBlock[]): string {
 /** What one finished run means, from its exit status first and its stdout second. */
 export function interpretRun(run: HookRun, hook: { id: string; event: HookEvent; timeoutSec: number }): HookVerdict {
   if (run.spawnError) return failed(`the hook could not be started: ${run.spawnError}`);
-  if (run.timedOut) return failed(`the hook did not finish within its ${hook.timeoutSec}s timeout; its process group was killed`);
+  if (run.timedOut)
+    return failed(`the hook did not finish within its ${hook.timeoutSec}s timeout; its process group was killed`);
   if (run.exitCode === null) return failed(`the hook was killed by ${run.signal ?? 'a signal'}`);
   if (run.exitCode === 2) {
-    const reason = run.stderr.trim() || `the ${hook.event} hook ${hook.id} blocked the call (exit 2) without giving a reason on stderr`;
+    const reason =
+      run.stderr.trim() ||
+      `the ${hook.event} hook ${hook.id} blocked the call (exit 2) without giving a reason on stderr`;
     return { decision: hook.event === 'PreToolUse' ? 'deny' : 'block', reason, warnings: [] };
   }
-  if (run.exitCode !== 0) return failed(`the hook exited with code ${run.exitCode}; it does not block (only exit 2 does)`);
+  if (run.exitCode !== 0)
+    return failed(`the hook exited with code ${run.exitCode}; it does not block (only exit 2 does)`);
   return parseHookStdout(run.stdout, hook.event, hook.id);
 }
 
@@ -88,10 +92,12 @@ export function parseHookStdout(stdout: string, event: HookEvent, id = 'the hook
   try {
     doc = JSON.parse(text);
   } catch (err) {
-    if (/^[[{]/.test(text)) return failed(`stdout looks like JSON but does not parse (${(err as Error).message}); no decision was taken`);
+    if (/^[[{]/.test(text))
+      return failed(`stdout looks like JSON but does not parse (${(err as Error).message}); no decision was taken`);
     return { decision: 'none', warnings: [`stdout is not JSON and was ignored: ${preview(text)}`] };
   }
-  if (!isObject(doc)) return { decision: 'none', warnings: [`stdout is JSON but not an object and was ignored: ${preview(text)}`] };
+  if (!isObject(doc))
+    return { decision: 'none', warnings: [`stdout is JSON but not an object and was ignored: ${preview(text)}`] };
 
   const v: HookVerdict = { decision: 'none', warnings: [] };
   if (typeof doc.systemMessage === 'string' && doc.systemMessage) v.systemMessage = doc.systemMessage;
@@ -100,7 +106,9 @@ export function parseHookStdout(stdout: string, event: HookEvent, id = 'the hook
   if (isObject(doc.hookSpecificOutput)) specific = doc.hookSpecificOutput;
   else if (doc.hookSpecificOutput !== undefined) v.warnings.push('hookSpecificOutput is not an object and was ignored');
   if (specific && specific.hookEventName !== undefined && specific.hookEventName !== event) {
-    v.warnings.push(`hookSpecificOutput is for ${JSON.stringify(specific.hookEventName)}, but the hook ran for ${event}; its fields were ignored`);
+    v.warnings.push(
+      `hookSpecificOutput is for ${JSON.stringify(specific.hookEventName)}, but the hook ran for ${event}; its fields were ignored`,
+    );
     specific = undefined;
   }
   if (specific?.additionalContext !== undefined) {
@@ -116,9 +124,16 @@ export function parseHookStdout(stdout: string, event: HookEvent, id = 'the hook
   return v;
 }
 
-function readPreAnswer(doc: Record<string, unknown>, specific: Record<string, unknown> | undefined, v: HookVerdict, id: string): void {
+function readPreAnswer(
+  doc: Record<string, unknown>,
+  specific: Record<string, unknown> | undefined,
+  v: HookVerdict,
+  id: string,
+): void {
   if (specific?.updatedInput !== undefined) {
-    v.warnings.push("updatedInput was ignored: a call's arguments are frozen before any hook runs and nothing may change them");
+    v.warnings.push(
+      "updatedInput was ignored: a call's arguments are frozen before any hook runs and nothing may change them",
+    );
   }
   const decision = specific?.permissionDecision;
   if (decision !== undefined) {
@@ -145,17 +160,26 @@ function readPreAnswer(doc: Record<string, unknown>, specific: Record<string, un
   if (v.decision === 'deny' && !v.reason) v.reason = `the PreToolUse hook ${id} denied the call`;
 }
 
-function readPostAnswer(doc: Record<string, unknown>, specific: Record<string, unknown> | undefined, v: HookVerdict, id: string, event: HookEvent): void {
+function readPostAnswer(
+  doc: Record<string, unknown>,
+  specific: Record<string, unknown> | undefined,
+  v: HookVerdict,
+  id: string,
+  event: HookEvent,
+): void {
   for (const field of ['updatedMCPToolOutput', 'updatedToolOutput']) {
-    if (specific?.[field] !== undefined) v.warnings.push(`${field} was ignored: Sluice hooks can block a result or add context, not rewrite it`);
+    if (specific?.[field] !== undefined)
+      v.warnings.push(`${field} was ignored: Sluice hooks can block a result or add context, not rewrite it`);
   }
   if (doc.decision === 'block') {
     v.decision = 'block';
-    v.reason = typeof doc.reason === 'string' && doc.reason.trim() ? doc.reason : `the ${event} hook ${id} blocked the result`;
+    v.reason =
+      typeof doc.reason === 'string' && doc.reason.trim() ? doc.reason : `the ${event} hook ${id} blocked the result`;
   } else if (doc.decision !== undefined) {
     v.warnings.push(`decision ${JSON.stringify(doc.decision)} is not block and was ignored`);
   }
-  if (doc.continue === false) v.warnings.push('continue:false cannot stop the agent from inside Sluice and was ignored');
+  if (doc.continue === false)
+    v.warnings.push('continue:false cannot stop the agent from inside Sluice and was ignored');
 }
 
 function failed(error: string): HookVerdict {

@@ -41,18 +41,30 @@ export interface CommandHooks {
 }
 
 /** Results of calls that never reached their tool: no post hook runs for them, as in Claude Code. */
-const NEVER_RAN = new Set<string>([ErrorCodes.DENIED, ErrorCodes.UNKNOWN_TOOL, ErrorCodes.INVALID_ARGS, ErrorCodes.ABORTED_BEFORE_DISPATCH]);
+const NEVER_RAN = new Set<string>([
+  ErrorCodes.DENIED,
+  ErrorCodes.UNKNOWN_TOOL,
+  ErrorCodes.INVALID_ARGS,
+  ErrorCodes.ABORTED_BEFORE_DISPATCH,
+]);
 const SUMMARY_CHARS = 500;
 
 export function commandHooks(opts: CommandHooksOptions): CommandHooks {
   const workspace = path.resolve(opts.workspace);
   if (!fs.statSync(workspace, { throwIfNoEntry: false })?.isDirectory()) {
-    throw new Error(`commandHooks: workspace ${workspace} is not a directory; pass the project folder the hooks belong to`);
+    throw new Error(
+      `commandHooks: workspace ${workspace} is not a directory; pass the project folder the hooks belong to`,
+    );
   }
   const { hooks, warnings } = loadHooks(workspace, opts.sources);
   const env = { ...process.env, CLAUDE_PROJECT_DIR: workspace };
 
-  async function runPoint(ctx: StageContext, point: 'pre-execute' | 'post-execute', selected: CommandHook[], result?: Readonly<Candidate>): Promise<HookVerdict[]> {
+  async function runPoint(
+    ctx: StageContext,
+    point: 'pre-execute' | 'post-execute',
+    selected: CommandHook[],
+    result?: Readonly<Candidate>,
+  ): Promise<HookVerdict[]> {
     for (const hook of selected) {
       ctx.emit('hook/invoked', {
         turn: ctx.turn,
@@ -79,7 +91,12 @@ export function commandHooks(opts: CommandHooksOptions): CommandHooks {
           ...(opts.transcriptPath ? { transcriptPath: opts.transcriptPath(ctx.sessionId) } : {}),
           ...(result ? { result } : {}),
         });
-        const run = await runHookCommand(hook.command, { cwd: workspace, env, stdin: JSON.stringify(stdin), timeoutMs: hook.timeoutSec * 1000 });
+        const run = await runHookCommand(hook.command, {
+          cwd: workspace,
+          env,
+          stdin: JSON.stringify(stdin),
+          timeoutMs: hook.timeoutSec * 1000,
+        });
         return { hook, run, verdict: interpretRun(run, hook) };
       }),
     );
@@ -123,7 +140,10 @@ export function commandHooks(opts: CommandHooksOptions): CommandHooks {
     const r = ctx.result;
     if (r.isError && NEVER_RAN.has(r.error?.code ?? '')) return undefined;
     // Claude Code splits success (PostToolUse) from failure (PostToolUseFailure); Codex has one event.
-    const wanted = (h: CommandHook) => (h.dialect === 'codex' ? h.event === 'PostToolUse' : h.event === (r.isError ? 'PostToolUseFailure' : 'PostToolUse'));
+    const wanted = (h: CommandHook) =>
+      h.dialect === 'codex'
+        ? h.event === 'PostToolUse'
+        : h.event === (r.isError ? 'PostToolUseFailure' : 'PostToolUse');
     const selected = select(postHooks, ctx, wanted);
     if (!selected.length) return undefined;
     return mergePost(await runPoint(ctx, 'post-execute', selected, r));

@@ -2,10 +2,7 @@
 // every tool; only letters, digits, `_` and `|` is a set of exact names; anything else is a
 // JavaScript regular expression tested unanchored (so `^Bash$` pins it, `Bash.*` does not).
 
-export type Matcher =
-  | { kind: 'all' }
-  | { kind: 'names'; names: readonly string[] }
-  | { kind: 'regex'; regex: RegExp };
+export type Matcher = { kind: 'all' } | { kind: 'names'; names: readonly string[] } | { kind: 'regex'; regex: RegExp };
 
 const EXACT = /^[A-Za-z0-9_|]+$/;
 
@@ -16,7 +13,9 @@ export function compileMatcher(matcher: string | undefined | null): Matcher {
   try {
     return { kind: 'regex', regex: new RegExp(matcher) };
   } catch (err) {
-    throw new Error(`matcher ${JSON.stringify(matcher)} is not a valid regular expression (${(err as Error).message}); use "*" for every tool, "A|B" for exact names, or a valid regex`);
+    throw new Error(
+      `matcher ${JSON.stringify(matcher)} is not a valid regular expression (${(err as Error).message}); use "*" for every tool, "A|B" for exact names, or a valid regex`,
+    );
   }
 }
 

@@ -5,7 +5,8 @@ import type { PreDecision } from '../pipeline/types';
 import type { HookVerdict } from './dialects';
 
 export function mergePre(verdicts: readonly HookVerdict[]): PreDecision | undefined {
-  const reasons = (d: HookVerdict['decision']) => verdicts.filter((v) => v.decision === d && v.reason).map((v) => v.reason!);
+  const reasons = (d: HookVerdict['decision']) =>
+    verdicts.filter((v) => v.decision === d && v.reason).map((v) => v.reason!);
   if (verdicts.some((v) => v.decision === 'deny')) return { kind: 'deny', reason: reasons('deny').join('; ') };
   if (verdicts.some((v) => v.decision === 'ask')) {
     const r = reasons('ask');

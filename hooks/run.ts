@@ -57,7 +57,12 @@ export function runHookCommand(command: string, opts: RunOptions): Promise<HookR
       });
     };
 
-    const child = spawn(SHELL, ['-c', command], { cwd: opts.cwd, env: opts.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(SHELL, ['-c', command], {
+      cwd: opts.cwd,
+      env: opts.env,
+      detached: true,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     child.on('error', (e) => finish(e.message));
     child.stdout.on('data', (b: Buffer) => out.add(b));
     child.stderr.on('data', (b: Buffer) => err.add(b));

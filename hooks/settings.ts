@@ -79,7 +79,9 @@ export function loadHooks(workspace: string, sources?: readonly (string | HookSo
       text = fs.readFileSync(file, 'utf8');
     } catch (err) {
       if (!explicit && (err as NodeJS.ErrnoException).code === 'ENOENT') continue;
-      throw new Error(`cannot read hook settings ${file}: ${(err as Error).message}. Fix the path in commandHooks({ sources }) or create the file.`);
+      throw new Error(
+        `cannot read hook settings ${file}: ${(err as Error).message}. Fix the path in commandHooks({ sources }) or create the file.`,
+      );
     }
     parseHookFile(text, { label: labelOf(workspace, file), dialect: dialectOf(source) }, out);
   }
@@ -93,31 +95,41 @@ export function parseHookFile(text: string, file: { label: string; dialect: Dial
   try {
     doc = JSON.parse(text);
   } catch (err) {
-    throw new Error(`hook settings ${where} are not valid JSON (${(err as Error).message}); fix the file, since the hooks in it would otherwise not run`);
+    throw new Error(
+      `hook settings ${where} are not valid JSON (${(err as Error).message}); fix the file, since the hooks in it would otherwise not run`,
+    );
   }
-  if (!isObject(doc)) throw new Error(`hook settings ${where} must be a JSON object like {"hooks": {"PreToolUse": [...]}}`);
-  if (doc.disableAllHooks === true) out.warnings.push(`${where}: disableAllHooks is not honoured; remove the hooks you do not want instead`);
+  if (!isObject(doc))
+    throw new Error(`hook settings ${where} must be a JSON object like {"hooks": {"PreToolUse": [...]}}`);
+  if (doc.disableAllHooks === true)
+    out.warnings.push(`${where}: disableAllHooks is not honoured; remove the hooks you do not want instead`);
   if (doc.hooks === undefined) return;
-  if (!isObject(doc.hooks)) throw new Error(`${where}: "hooks" must be an object keyed by event name, e.g. {"PreToolUse": [...]}`);
+  if (!isObject(doc.hooks))
+    throw new Error(`${where}: "hooks" must be an object keyed by event name, e.g. {"PreToolUse": [...]}`);
 
   for (const [event, groups] of Object.entries(doc.hooks)) {
     if (!(EVENTS[file.dialect] as readonly string[]).includes(event)) {
-      out.warnings.push(`${where}: ${event} hooks are ignored; Sluice runs ${EVENTS[file.dialect].join(', ')} hooks only`);
+      out.warnings.push(
+        `${where}: ${event} hooks are ignored; Sluice runs ${EVENTS[file.dialect].join(', ')} hooks only`,
+      );
       continue;
     }
-    if (!Array.isArray(groups)) throw new Error(`${where}: hooks.${event} must be an array of {"matcher", "hooks": [...]} groups`);
+    if (!Array.isArray(groups))
+      throw new Error(`${where}: hooks.${event} must be an array of {"matcher", "hooks": [...]} groups`);
     groups.forEach((group, gi) => {
       const at = `${where} hooks.${event}[${gi}]`;
       if (!isObject(group)) throw new Error(`${at} must be an object {"matcher": "...", "hooks": [...]}`);
       const matcher = group.matcher;
-      if (matcher !== undefined && matcher !== null && typeof matcher !== 'string') throw new Error(`${at}.matcher must be a string`);
+      if (matcher !== undefined && matcher !== null && typeof matcher !== 'string')
+        throw new Error(`${at}.matcher must be a string`);
       let compiled: Matcher;
       try {
         compiled = compileMatcher(matcher as string | undefined);
       } catch (err) {
         throw new Error(`${at}: ${(err as Error).message}`);
       }
-      if (!Array.isArray(group.hooks)) throw new Error(`${at}.hooks must be an array of {"type": "command", "command": "..."} handlers`);
+      if (!Array.isArray(group.hooks))
+        throw new Error(`${at}.hooks must be an array of {"type": "command", "command": "..."} handlers`);
       group.hooks.forEach((handler, hi) => {
         const hat = `${at}.hooks[${hi}]`;
         const hook = parseHandler(handler, hat, out.warnings);
@@ -135,27 +147,38 @@ export function parseHookFile(text: string, file: { label: string; dialect: Dial
   }
 }
 
-function parseHandler(handler: unknown, at: string, warnings: string[]): { command: string; timeoutSec: number } | undefined {
+function parseHandler(
+  handler: unknown,
+  at: string,
+  warnings: string[],
+): { command: string; timeoutSec: number } | undefined {
   if (!isObject(handler)) throw new Error(`${at} must be an object {"type": "command", "command": "..."}`);
   if (handler.type !== 'command') {
-    throw new Error(`${at} has type ${JSON.stringify(handler.type)}; Sluice runs only "command" hooks. Remove it or turn it into a command, since a tool gate that never runs would let calls through`);
+    throw new Error(
+      `${at} has type ${JSON.stringify(handler.type)}; Sluice runs only "command" hooks. Remove it or turn it into a command, since a tool gate that never runs would let calls through`,
+    );
   }
-  if (typeof handler.command !== 'string' || !handler.command.trim()) throw new Error(`${at} needs a non-empty "command" string`);
+  if (typeof handler.command !== 'string' || !handler.command.trim())
+    throw new Error(`${at} needs a non-empty "command" string`);
   if (handler.async === true) {
     warnings.push(`${at}: async hooks cannot gate a call and are skipped`);
     return undefined;
   }
   for (const field of ['if', 'once']) {
-    if (handler[field] !== undefined) warnings.push(`${at}: "${field}" is not supported; the hook runs for every call its matcher selects`);
+    if (handler[field] !== undefined)
+      warnings.push(`${at}: "${field}" is not supported; the hook runs for every call its matcher selects`);
   }
   const raw = handler.timeout ?? handler.timeoutSec ?? handler.timeout_sec;
   let timeoutSec = DEFAULT_TIMEOUT_SEC;
   if (raw !== undefined) {
-    if (typeof raw !== 'number' || !Number.isFinite(raw) || raw <= 0) throw new Error(`${at}.timeout must be a positive number of seconds, not ${JSON.stringify(raw)}`);
+    if (typeof raw !== 'number' || !Number.isFinite(raw) || raw <= 0)
+      throw new Error(`${at}.timeout must be a positive number of seconds, not ${JSON.stringify(raw)}`);
     timeoutSec = raw;
   }
   if (timeoutSec > MAX_TIMEOUT_SEC) {
-    warnings.push(`${at}: timeout ${timeoutSec}s is capped at ${MAX_TIMEOUT_SEC}s, the most a hook can take inside a pipeline stage`);
+    warnings.push(
+      `${at}: timeout ${timeoutSec}s is capped at ${MAX_TIMEOUT_SEC}s, the most a hook can take inside a pipeline stage`,
+    );
     timeoutSec = MAX_TIMEOUT_SEC;
   }
   return { command: handler.command, timeoutSec };

@@ -9,17 +9,21 @@ export function batchInputProblem(input: unknown): string | undefined {
   for (const k of ['turn', 'step'] as const) {
     if (!Number.isInteger(b[k]) || (b[k] as number) < 0) return `${k} must be a whole number >= 0`;
   }
-  if (b.startSeq !== undefined && (!Number.isInteger(b.startSeq) || b.startSeq < 0)) return 'startSeq must be a whole number >= 0';
+  if (b.startSeq !== undefined && (!Number.isInteger(b.startSeq) || b.startSeq < 0))
+    return 'startSeq must be a whole number >= 0';
   if (!Array.isArray(b.calls)) return 'calls must be an array of {id, name, arguments}';
-  if (b.calls.length > MAX_CALLS_PER_BATCH) return `a batch has at most ${MAX_CALLS_PER_BATCH} calls (this one has ${b.calls.length}): split it into several batches (steps)`;
+  if (b.calls.length > MAX_CALLS_PER_BATCH)
+    return `a batch has at most ${MAX_CALLS_PER_BATCH} calls (this one has ${b.calls.length}): split it into several batches (steps)`;
   const seen = new Set<string>();
   for (const [i, c] of b.calls.entries()) {
     if (!c || typeof c !== 'object') return `calls[${i}] must be an object {id, name, arguments}`;
     if (typeof c.id !== 'string' || !c.id) return `calls[${i}].id must be a non-empty string`;
     if (typeof c.name !== 'string' || !c.name) return `calls[${i}].name must be a non-empty string`;
     if (typeof c.arguments !== 'string') return `calls[${i}].arguments must be the raw JSON string the model sent`;
-    if (c.argumentsChars !== undefined && (!Number.isInteger(c.argumentsChars) || c.argumentsChars < 0)) return `calls[${i}].argumentsChars must be a whole number >= 0`;
-    if (seen.has(c.id)) return `calls[${i}].id ${JSON.stringify(c.id)} appears twice; call ids must be unique within a batch`;
+    if (c.argumentsChars !== undefined && (!Number.isInteger(c.argumentsChars) || c.argumentsChars < 0))
+      return `calls[${i}].argumentsChars must be a whole number >= 0`;
+    if (seen.has(c.id))
+      return `calls[${i}].id ${JSON.stringify(c.id)} appears twice; call ids must be unique within a batch`;
     seen.add(c.id);
   }
   return undefined;

@@ -56,6 +56,8 @@ export function codeCallUpdateId(req: Pick<CodeCallRequest, 'parentCallId' | 'in
 export function programOutcome(subCall: string, result: ToolResult, bodyValue: Json | undefined): CodeCallOutcome {
   const text = result.content.map((b) => (b.type === 'text' ? b.text : `[${b.type} ${b.mimeType}]`)).join('');
   if (result.isError) return { subCallId: subCall, isError: true, message: result.error?.message ?? text };
-  const untouched = bodyValue !== undefined && canonicalJson(result.content as unknown as Json) === canonicalJson(renderValue(bodyValue) as unknown as Json);
+  const untouched =
+    bodyValue !== undefined &&
+    canonicalJson(result.content as unknown as Json) === canonicalJson(renderValue(bodyValue) as unknown as Json);
   return { subCallId: subCall, isError: false, value: untouched ? bodyValue : text };
 }

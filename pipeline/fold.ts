@@ -26,22 +26,27 @@ export function parsePreDecision(value: unknown, who: string): PreDecision | und
     const v = value as { kind?: unknown; reason?: unknown };
     if (v.kind === 'allow') return { kind: 'allow' };
     if (v.kind === 'deny') {
-      if (typeof v.reason !== 'string' || !v.reason.trim()) throw new Error(`${who} denied without a reason: give deny a non-empty reason string`);
+      if (typeof v.reason !== 'string' || !v.reason.trim())
+        throw new Error(`${who} denied without a reason: give deny a non-empty reason string`);
       return { kind: 'deny', reason: v.reason };
     }
     if (v.kind === 'ask') {
-      if (v.reason !== undefined && typeof v.reason !== 'string') throw new Error(`${who} returned an ask whose reason is not a string`);
+      if (v.reason !== undefined && typeof v.reason !== 'string')
+        throw new Error(`${who} returned an ask whose reason is not a string`);
       return v.reason ? { kind: 'ask', reason: v.reason } : { kind: 'ask' };
     }
   }
-  throw new Error(`${who} returned ${describe(value)}; a pre-execute handler returns {kind:'allow'|'deny'|'ask'} or nothing`);
+  throw new Error(
+    `${who} returned ${describe(value)}; a pre-execute handler returns {kind:'allow'|'deny'|'ask'} or nothing`,
+  );
 }
 
 /** A guard's answer: a non-empty string denies, nothing abstains; there is no way to allow. */
 export function parseGuardAnswer(value: unknown, who: string): string | undefined {
   if (value === undefined || value === null || value === false) return undefined;
   if (typeof value === 'string' && value.trim()) return value;
-  if (typeof value === 'object' && typeof (value as { reason?: unknown }).reason === 'string') return (value as { reason: string }).reason;
+  if (typeof value === 'object' && typeof (value as { reason?: unknown }).reason === 'string')
+    return (value as { reason: string }).reason;
   throw new Error(`${who} returned ${describe(value)}; a guard returns a denial reason string or nothing`);
 }
 
@@ -53,16 +58,22 @@ export type PostVerdict =
  * Applies one post-execute verdict. Accept may replace content OR value (content is then
  * re-rendered from it), never both; block drops the value and turns the result into feedback.
  */
-export function applyPostVerdict(candidate: Candidate, verdict: unknown, who: string): { candidate: Candidate; blocked: boolean } {
+export function applyPostVerdict(
+  candidate: Candidate,
+  verdict: unknown,
+  who: string,
+): { candidate: Candidate; blocked: boolean } {
   if (verdict === undefined || verdict === null) return { candidate, blocked: false };
   const v = verdict as { action?: unknown; content?: unknown; value?: unknown; feedback?: unknown };
   if (v.action === 'block') {
-    if (typeof v.feedback !== 'string' || !v.feedback.trim()) throw new Error(`${who} blocked without feedback: give block a non-empty feedback string`);
+    if (typeof v.feedback !== 'string' || !v.feedback.trim())
+      throw new Error(`${who} blocked without feedback: give block a non-empty feedback string`);
     const blocked = errorCandidate(v.feedback, 'BLOCKED');
     blocked.content = [{ type: 'text', text: v.feedback }];
     return { candidate: blocked, blocked: true };
   }
-  if (v.action !== 'accept') throw new Error(`${who} returned ${describe(verdict)}; post-execute returns {action:'accept'|'block'} or nothing`);
+  if (v.action !== 'accept')
+    throw new Error(`${who} returned ${describe(verdict)}; post-execute returns {action:'accept'|'block'} or nothing`);
   const hasContent = 'content' in v && v.content !== undefined;
   const hasValue = 'value' in v && v.value !== undefined;
   if (hasContent && hasValue) throw new Error(`${who} replaced both content and value; replace one of them`);

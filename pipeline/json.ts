@@ -59,7 +59,12 @@ function copy(value: unknown, path: string, ancestors: Set<object>): Json {
       if (typeof key === 'symbol') throw new NotLosslessJsonError(path, `symbol key ${String(key)}`);
       // defineProperty, not assignment: a "__proto__" key must stay a plain own property, never
       // become the copy's prototype (which would smuggle fields past the digest and the card).
-      Object.defineProperty(out, key, { value: copy(readOwn(value, key, path), path ? `${path}.${key}` : key, ancestors), enumerable: true, writable: true, configurable: true });
+      Object.defineProperty(out, key, {
+        value: copy(readOwn(value, key, path), path ? `${path}.${key}` : key, ancestors),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
     }
     return Object.freeze(out);
   } finally {
@@ -106,7 +111,7 @@ export function setOwn<T>(obj: { [k: string]: T }, key: string, value: T): void 
 
 /** The own entry under a key, never an inherited one. */
 export function getOwn<T>(obj: { [k: string]: T }, key: string): T | undefined {
-  return Object.prototype.hasOwnProperty.call(obj, key) ? obj[key] : undefined;
+  return Object.hasOwn(obj, key) ? obj[key] : undefined;
 }
 
 /** Deep-freezes a JSON value in place. */

@@ -33,7 +33,11 @@ export function renderValue(value: Json | undefined): ContentBlock[] {
 
 /** The error result every denial and failure becomes: `Error: <message>`. */
 export function errorCandidate(message: string, code?: string, meta?: JsonObject): Candidate {
-  const c: Candidate = { content: [{ type: 'text', text: `Error: ${message}` }], isError: true, error: code ? { message, code } : { message } };
+  const c: Candidate = {
+    content: [{ type: 'text', text: `Error: ${message}` }],
+    isError: true,
+    error: code ? { message, code } : { message },
+  };
   if (meta) c.meta = meta;
   return c;
 }
@@ -49,24 +53,44 @@ export interface NormalizeOptions {
  * becomes an INVALID_TOOL_OUTPUT error instead of reaching history; oversized text is cut to a
  * preview with a note saying so.
  */
-export function normalizeResult(candidate: Candidate, contexts: UserMessage[] = [], opts: NormalizeOptions = {}): ToolResult {
+export function normalizeResult(
+  candidate: Candidate,
+  contexts: UserMessage[] = [],
+  opts: NormalizeOptions = {},
+): ToolResult {
   let result: ToolResult;
   try {
     const content = snapshotJson(candidate.content, 'content') as unknown as ContentBlock[];
     assertContentBlocks(content, 'result');
     result = { content: content.map((b) => ({ ...b })), isError: candidate.isError === true };
     if (candidate.error) {
-      result.error = snapshotJson({ message: String(candidate.error.message), ...(candidate.error.code ? { code: String(candidate.error.code) } : {}) }) as never;
+      result.error = snapshotJson({
+        message: String(candidate.error.message),
+        ...(candidate.error.code ? { code: String(candidate.error.code) } : {}),
+      }) as never;
     }
     if (candidate.meta !== undefined) result.meta = { ...(snapshotJson(candidate.meta, 'meta') as JsonObject) };
     if (candidate.concludesTurn === true) result.concludesTurn = true;
   } catch (err) {
     const message = `the tool's result could not be recorded: ${(err as Error).message}`;
-    result = { content: [{ type: 'text', text: `Error: ${message}` }], isError: true, error: { message, code: ErrorCodes.INVALID_TOOL_OUTPUT } };
+    result = {
+      content: [{ type: 'text', text: `Error: ${message}` }],
+      isError: true,
+      error: { message, code: ErrorCodes.INVALID_TOOL_OUTPUT },
+    };
   }
-  const ctx = contexts.map((m) => ({ role: 'user' as const, content: String(m.content), ...(m.source ? { source: String(m.source) } : {}) }));
+  const ctx = contexts.map((m) => ({
+    role: 'user' as const,
+    content: String(m.content),
+    ...(m.source ? { source: String(m.source) } : {}),
+  }));
   if (ctx.length) result.additionalContexts = ctx;
-  return deepFreeze(fitResult(result, { maxChars: opts.maxResultChars ?? DEFAULT_MAX_RESULT_CHARS, maxBytes: opts.maxResultBytes ?? Infinity }));
+  return deepFreeze(
+    fitResult(result, {
+      maxChars: opts.maxResultChars ?? DEFAULT_MAX_RESULT_CHARS,
+      maxBytes: opts.maxResultBytes ?? Infinity,
+    }),
+  );
 }
 
 export interface FitOptions {
@@ -97,15 +121,27 @@ export function fitResult(result: ToolResult, opts: FitOptions): ToolResult {
   const text = result.content.map((b) => (b.type === 'text' ? b.text : '')).join('');
   const images = result.content.filter((b) => b.type === 'image').length;
   const note = (shown: number) =>
-    (opts.note ?? ((s: number, t: number) => `[truncated: showing ${s} of ${t} characters; the rest is over the result size bound and was dropped]`))(shown, total) +
-    (images ? ` [${images} image(s) left out]` : '');
+    (
+      opts.note ??
+      ((s: number, t: number) =>
+        `[truncated: showing ${s} of ${t} characters; the rest is over the result size bound and was dropped]`)
+    )(shown, total) + (images ? ` [${images} image(s) left out]` : '');
   const out: ToolResult = { content: [], isError: result.isError };
-  if (result.error) out.error = { ...result.error, message: cut(result.error.message, Math.min(ERROR_MESSAGE_MAX_CHARS, Math.floor(maxBytes / 4))) };
+  if (result.error)
+    out.error = {
+      ...result.error,
+      message: cut(result.error.message, Math.min(ERROR_MESSAGE_MAX_CHARS, Math.floor(maxBytes / 4))),
+    };
   out.meta = { ...(result.meta ?? {}), ...(opts.meta ?? {}), truncated: true, originalChars: total };
   if (jsonBytes(out.meta) > maxBytes / 4) {
     // The tool's own meta gives way; where the full result is stored never does.
     const stored = opts.meta?.storedResult ?? result.meta?.storedResult;
-    out.meta = { ...(stored !== undefined ? { storedResult: stored } : {}), truncated: true, originalChars: total, metaDropped: true };
+    out.meta = {
+      ...(stored !== undefined ? { storedResult: stored } : {}),
+      truncated: true,
+      originalChars: total,
+      metaDropped: true,
+    };
   }
   if (result.concludesTurn) out.concludesTurn = true;
   if (result.additionalContexts?.length) {
@@ -118,8 +154,16 @@ export function fitResult(result: ToolResult, opts: FitOptions): ToolResult {
   // What is left for the preview once the note and everything else are in.
   out.content = [{ type: 'text', text: `\n${note(total)}` }];
   const room = maxBytes - resultBytes(out) - 32;
-  const preview = sliceToJsonBytes(text.slice(0, opts.maxChars), Math.max(0, room)).slice(0, Math.max(0, opts.maxChars));
-  out.content = preview ? [{ type: 'text', text: preview }, { type: 'text', text: `\n${note(preview.length)}` }] : [{ type: 'text', text: note(0) }];
+  const preview = sliceToJsonBytes(text.slice(0, opts.maxChars), Math.max(0, room)).slice(
+    0,
+    Math.max(0, opts.maxChars),
+  );
+  out.content = preview
+    ? [
+        { type: 'text', text: preview },
+        { type: 'text', text: `\n${note(preview.length)}` },
+      ]
+    : [{ type: 'text', text: note(0) }];
   return out;
 }
 
@@ -141,4 +185,3 @@ export function assertContentBlocks(content: unknown, who: string): asserts cont
     if (!ok) throw new Error(`${who}: content[${i}] is not {type:'text',text} or {type:'image',data,mimeType}`);
   });
 }
-

@@ -1,6 +1,17 @@
 // The contracts between the batch workflow and the stage activities. Everything here crosses
 // Temporal's wire, so it is plain JSON.
-import type { ApprovalPolicy, Candidate, Card, EventDraft, JsonObject, RetryPolicyInput, SessionState, StatePatch, ToolResult, UserMessage } from './types';
+import type {
+  ApprovalPolicy,
+  Candidate,
+  Card,
+  EventDraft,
+  JsonObject,
+  RetryPolicyInput,
+  SessionState,
+  StatePatch,
+  ToolResult,
+  UserMessage,
+} from './types';
 
 /** Which call a stage is working on, with everything it may read. */
 export interface CallRef {
@@ -82,7 +93,6 @@ export interface StagePlan {
   maxResultChars?: number;
 }
 export type StageKind = 'local' | 'activity';
-
 
 export interface GuardsResult extends StageOutput {
   callId: string;

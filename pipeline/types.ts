@@ -3,9 +3,7 @@
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 export type JsonObject = { [key: string]: Json };
 
-export type ContentBlock =
-  | { type: 'text'; text: string }
-  | { type: 'image'; data: string; mimeType: string };
+export type ContentBlock = { type: 'text'; text: string } | { type: 'image'; data: string; mimeType: string };
 
 /** A context message queued by a stage, injected as `user/message` once the batch settles. */
 export interface UserMessage {
@@ -58,10 +56,7 @@ export interface Candidate {
   stashed?: string;
 }
 
-export type PreDecision =
-  | { kind: 'allow' }
-  | { kind: 'deny'; reason: string }
-  | { kind: 'ask'; reason?: string };
+export type PreDecision = { kind: 'allow' } | { kind: 'deny'; reason: string } | { kind: 'ask'; reason?: string };
 
 export type ApprovalOutcome = 'allowed-once' | 'rejected' | 'cancelled' | 'unavailable';
 

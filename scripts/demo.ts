@@ -35,7 +35,9 @@ async function main() {
   } else {
     server = await startDevServer({ stateDir, port, log: (l) => console.log(l) });
     address = server.address;
-    console.log(`Started the Temporal dev server at ${address} (Temporal CLI: ${path.relative(process.cwd(), server.cli) || server.cli}).`);
+    console.log(
+      `Started the Temporal dev server at ${address} (Temporal CLI: ${path.relative(process.cwd(), server.cli) || server.cli}).`,
+    );
   }
   const uiUrl = server?.uiUrl ?? `http://127.0.0.1:${port + 1000}`;
   console.log(`Temporal Web UI: ${uiUrl}\n`);
@@ -43,7 +45,13 @@ async function main() {
   const { connection, namespace } = await connect({ address });
   await ensureSearchAttributes(connection, namespace);
   const taskQueue = 'sluice-demo';
-  const worker = await createSluiceWorker({ connection, namespace, taskQueue, config: loadConfig(path.join(__dirname, '..', 'sluice.config.ts')), stateDir });
+  const worker = await createSluiceWorker({
+    connection,
+    namespace,
+    taskQueue,
+    config: loadConfig(path.join(__dirname, '..', 'sluice.config.ts')),
+    stateDir,
+  });
   const running = worker.run();
   const client = new SluiceClient({ connection, namespace, taskQueue });
   let inbox: Inbox | undefined;
@@ -54,34 +62,56 @@ async function main() {
     console.log(`Approval inbox: not started (${(err as Error).message})`);
   }
 
-  const sessionId = `demo-${new Date().toISOString().replace(/[-:.TZ]/g, '').slice(0, 14)}`;
+  const sessionId = `demo-${new Date()
+    .toISOString()
+    .replace(/[-:.TZ]/g, '')
+    .slice(0, 14)}`;
   const interactive = process.stdin.isTTY === true;
   const approver = `${os.userInfo().username}@terminal`;
   let startSeq = 0;
   let state: SessionState = {};
   const elsewhere = `\`npx sluice approve <id>\` from another shell${inbox ? ` or a click in the inbox (${inbox.url})` : ''}`;
-  console.log(`Session ${sessionId}. Approvals ${interactive ? 'are asked here (y/n)' : `wait for ${elsewhere}, or are denied after ${approvalTimeoutMs / 1000}s`}.\n`);
+  console.log(
+    `Session ${sessionId}. Approvals ${interactive ? 'are asked here (y/n)' : `wait for ${elsewhere}, or are denied after ${approvalTimeoutMs / 1000}s`}.\n`,
+  );
 
   for (const [i, turn] of script.turns.entries()) {
     console.log(`model (turn ${i + 1}): ${turn.say}`);
     if (turn.calls.length === 0) break;
-    const handle = await client.startBatch({ sessionId, turn: i + 1, step: 1, calls: turn.calls, startSeq, state, options: { approvalTimeoutMs } });
+    const handle = await client.startBatch({
+      sessionId,
+      turn: i + 1,
+      step: 1,
+      calls: turn.calls,
+      startSeq,
+      state,
+      options: { approvalTimeoutMs },
+    });
     const result = handle.result();
     let done = false;
     void result.finally(() => (done = true)).catch(() => undefined);
     const shown = new Set<string>();
     while (!done) {
-      const pending = await handle.query<import('../pipeline/types').BatchState>('sluice.state').then((s) => s.pending, () => []);
+      const pending = await handle.query<import('../pipeline/types').BatchState>('sluice.state').then(
+        (s) => s.pending,
+        () => [],
+      );
       for (const p of pending.filter((x) => !shown.has(x.approvalId))) {
         shown.add(p.approvalId);
-        console.log('\n' + renderPendingCard(p));
+        console.log(`\n${renderPendingCard(p)}`);
         if (!interactive) continue;
         const rl = readline.createInterface({ input: process.stdin, output: process.stdout });
         const answer = (await rl.question('Approve this call? [y/N] ')).trim().toLowerCase();
         rl.close();
         const decision = answer === 'y' || answer === 'yes' ? 'approve' : 'deny';
         try {
-          const r = await client.decide({ approvalId: p.approvalId, decision, by: approver, workflowId: handle.workflowId, argsDigest: p.argsDigest });
+          const r = await client.decide({
+            approvalId: p.approvalId,
+            decision,
+            by: approver,
+            workflowId: handle.workflowId,
+            argsDigest: p.argsDigest,
+          });
           console.log(`→ ${r.outcome}`);
         } catch (err) {
           console.log(`→ ${(err as Error).message}`);

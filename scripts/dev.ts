@@ -22,10 +22,20 @@ export interface DevOptions {
 export async function runDev(opts: DevOptions): Promise<void> {
   const port = opts.port ?? 7233;
   if (await portOpen('127.0.0.1', port)) {
-    throw new Error(`something already listens on 127.0.0.1:${port}. If it is a Sluice dev server, run just a worker (\`npx sluice worker\`); otherwise choose another port with --port.`);
+    throw new Error(
+      `something already listens on 127.0.0.1:${port}. If it is a Sluice dev server, run just a worker (\`npx sluice worker\`); otherwise choose another port with --port.`,
+    );
   }
-  const server = await startDevServer({ stateDir: opts.stateDir, port, uiPort: opts.uiPort, headless: opts.headless, log: (l) => console.log(l) });
-  console.log(`Temporal dev server: ${server.address} (database ${path.join(opts.stateDir, 'temporal.db')}, CLI ${server.cli})`);
+  const server = await startDevServer({
+    stateDir: opts.stateDir,
+    port,
+    uiPort: opts.uiPort,
+    headless: opts.headless,
+    log: (l) => console.log(l),
+  });
+  console.log(
+    `Temporal dev server: ${server.address} (database ${path.join(opts.stateDir, 'temporal.db')}, CLI ${server.cli})`,
+  );
   if (server.uiUrl) console.log(`Temporal Web UI:     ${server.uiUrl}`);
   let inbox: Inbox | undefined;
   let closeInbox = async () => {};
@@ -33,7 +43,15 @@ export async function runDev(opts: DevOptions): Promise<void> {
     installRuntime();
     const c = await connect({ address: server.address });
     try {
-      inbox = await startInbox({ client: new SluiceClient({ connection: c.connection, namespace: c.namespace, taskQueue: opts.taskQueue, dataConverter: dataConverterFromEnv() }), ...opts.inbox });
+      inbox = await startInbox({
+        client: new SluiceClient({
+          connection: c.connection,
+          namespace: c.namespace,
+          taskQueue: opts.taskQueue,
+          dataConverter: dataConverterFromEnv(),
+        }),
+        ...opts.inbox,
+      });
       console.log(`Approval inbox:      ${inbox.url}`);
     } catch (err) {
       // The worker matters more than the page: say why there is no page, and go on without it.
@@ -44,9 +62,16 @@ export async function runDev(opts: DevOptions): Promise<void> {
       await c.connection.close();
     };
   }
-  console.log(`Session logs:        ${path.join(opts.stateDir, 'sessions')}/<session>.jsonl   (Ctrl-C stops everything)`);
+  console.log(
+    `Session logs:        ${path.join(opts.stateDir, 'sessions')}/<session>.jsonl   (Ctrl-C stops everything)`,
+  );
   try {
-    await runWorker({ config: opts.config, address: server.address, taskQueue: opts.taskQueue, stateDir: opts.stateDir });
+    await runWorker({
+      config: opts.config,
+      address: server.address,
+      taskQueue: opts.taskQueue,
+      stateDir: opts.stateDir,
+    });
   } finally {
     await closeInbox();
     await server.stop();

@@ -23,10 +23,21 @@ export const FIXTURE_APPROVER = 'fixture-approver';
 async function main() {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-record-'));
-  const server = await startDevServer({ stateDir: path.resolve('.sluice'), port: await freePort(), headless: true, dbFile: ':memory:' });
+  const server = await startDevServer({
+    stateDir: path.resolve('.sluice'),
+    port: await freePort(),
+    headless: true,
+    dbFile: ':memory:',
+  });
   const { connection, namespace } = await connect({ address: server.address });
   const taskQueue = 'sluice-record';
-  const worker = await createSluiceWorker({ connection, namespace, taskQueue, config: loadConfig(path.join(__dirname, '..', 'sluice.config.ts')), stateDir: scratch });
+  const worker = await createSluiceWorker({
+    connection,
+    namespace,
+    taskQueue,
+    config: loadConfig(path.join(__dirname, '..', 'sluice.config.ts')),
+    stateDir: scratch,
+  });
   const running = worker.run();
   try {
     const client = new SluiceClient({ connection, namespace, taskQueue });
@@ -37,7 +48,11 @@ async function main() {
       calls: [
         { id: 'weather', name: 'get_weather', arguments: { city: 'Lisbon' } },
         { id: 'delete', name: 'delete_files', arguments: { pattern: 'scratch/**' } },
-        { id: 'email', name: 'send_email', arguments: { to: 'ada@example.com', subject: 'Your summary', body: 'Lisbon is sunny.' } },
+        {
+          id: 'email',
+          name: 'send_email',
+          arguments: { to: 'ada@example.com', subject: 'Your summary', body: 'Lisbon is sunny.' },
+        },
         { id: 'quote', name: 'fetch_quote', arguments: { symbol: 'TMPRL' } },
         { id: 'customer', name: 'lookup_customer', arguments: { id: '42' } },
       ],
@@ -46,7 +61,12 @@ async function main() {
       const state = await client.batchState(handle.workflowId);
       const p = state.pending.find((x) => x.callId === 'email');
       if (p) {
-        await client.approve(p.approvalId, { workflowId: handle.workflowId, by: FIXTURE_APPROVER, reason: 'recorded fixture', argsDigest: p.argsDigest });
+        await client.approve(p.approvalId, {
+          workflowId: handle.workflowId,
+          by: FIXTURE_APPROVER,
+          reason: 'recorded fixture',
+          argsDigest: p.argsDigest,
+        });
         break;
       }
       await new Promise((r) => setTimeout(r, 100));
@@ -54,7 +74,7 @@ async function main() {
     await handle.result();
     const json = JSON.parse(historyToJson(await handle.fetchHistory()));
     fs.mkdirSync(path.dirname(FIXTURE), { recursive: true });
-    fs.writeFileSync(FIXTURE, JSON.stringify(scrubIdentities(json), null, 2) + '\n');
+    fs.writeFileSync(FIXTURE, `${JSON.stringify(scrubIdentities(json), null, 2)}\n`);
     console.log(`wrote ${path.relative(process.cwd(), FIXTURE)} (${json.events.length} events)`);
   } finally {
     worker.shutdown();

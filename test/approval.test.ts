@@ -17,16 +17,40 @@ const config = defineConfig({
       presentCall: ({ env }) => ({ title: `Deploy to ${env}`, summary: 'risky' }),
       execute: ({ env }, ctx) => (ran.push(ctx.call.id), `deployed ${env}`),
     }),
-    defineTool({ name: 'forbidden', description: 'never approved', input: z.object({}), approval: 'never', execute: (_a, ctx) => (ran.push(ctx.call.id), 'ran') }),
-    defineTool({ name: 'maybe', description: 'asks via pre-execute', input: z.object({ level: z.number() }), execute: (_a, ctx) => (ran.push(ctx.call.id), 'ran') }),
-    defineTool({ name: 'fast_ask', description: 'asks with its own deny timeout', input: z.object({}), approval: 'ask', approvalTimeoutMs: 1_000, execute: (_a, ctx) => (ran.push(ctx.call.id), 'ran') }),
+    defineTool({
+      name: 'forbidden',
+      description: 'never approved',
+      input: z.object({}),
+      approval: 'never',
+      execute: (_a, ctx) => (ran.push(ctx.call.id), 'ran'),
+    }),
+    defineTool({
+      name: 'maybe',
+      description: 'asks via pre-execute',
+      input: z.object({ level: z.number() }),
+      execute: (_a, ctx) => (ran.push(ctx.call.id), 'ran'),
+    }),
+    defineTool({
+      name: 'fast_ask',
+      description: 'asks with its own deny timeout',
+      input: z.object({}),
+      approval: 'ask',
+      approvalTimeoutMs: 1_000,
+      execute: (_a, ctx) => (ran.push(ctx.call.id), 'ran'),
+    }),
   ],
   preExecute: [
     (ctx) => {
-      if (ctx.call.name === 'maybe' && (ctx.call.args as { level: number }).level > 5) return { kind: 'ask', reason: 'level above 5' };
+      if (ctx.call.name === 'maybe' && (ctx.call.args as { level: number }).level > 5)
+        return { kind: 'ask', reason: 'level above 5' };
     },
   ],
-  guards: [(ctx) => (ctx.call.name === 'deploy' && (ctx.call.args as { env: string }).env === 'prod-eu' ? 'prod-eu is frozen' : undefined)],
+  guards: [
+    (ctx) =>
+      ctx.call.name === 'deploy' && (ctx.call.args as { env: string }).env === 'prod-eu'
+        ? 'prod-eu is frozen'
+        : undefined,
+  ],
 });
 
 let h: Harness;
@@ -48,9 +72,16 @@ const decidedEvent = (events: SessionEvent[]) => events.find((e) => e.type === '
 
 describe('approval outcomes', () => {
   it('allowed-once: approved through the update, the body runs, who decided is recorded', async () => {
-    const handle = await h.client.startBatch(batch([{ id: 'a1', name: 'deploy', args: { env: 'staging' } }], { options: { approvalTimeoutMs: 60_000 } }));
+    const handle = await h.client.startBatch(
+      batch([{ id: 'a1', name: 'deploy', args: { env: 'staging' } }], { options: { approvalTimeoutMs: 60_000 } }),
+    );
     const [p] = await waitForPending(handle.workflowId);
-    expect(p).toMatchObject({ callId: 'a1', toolName: 'deploy', card: { title: 'Deploy to staging', summary: 'risky' }, arguments: { env: 'staging' } });
+    expect(p).toMatchObject({
+      callId: 'a1',
+      toolName: 'deploy',
+      card: { title: 'Deploy to staging', summary: 'risky' },
+      arguments: { env: 'staging' },
+    });
     expect(p.argsDigest).toMatch(/^sha256:[0-9a-f]{64}$/);
     // any UI finds it by search attribute, with no knowledge of the workflow id
     expect(await h.client.findApproval(p.approvalId)).toBe(handle.workflowId);
@@ -60,7 +91,12 @@ describe('approval outcomes', () => {
     expect(r).toEqual({ approvalId: p.approvalId, outcome: 'allowed-once', by: 'alice' });
     const out: BatchOutput = await handle.result();
     expect(text(out.results[0].result)).toBe('deployed staging');
-    expect(decidedEvent(out.events)).toMatchObject({ id: p.approvalId, outcome: 'allowed-once', by: 'alice', reason: 'looks fine' });
+    expect(decidedEvent(out.events)).toMatchObject({
+      id: p.approvalId,
+      outcome: 'allowed-once',
+      by: 'alice',
+      reason: 'looks fine',
+    });
     expect(out.events.map((e) => e.type)).toEqual(['tool/call', 'approval/asked', 'approval/decided', 'tool/result']);
     // decided: no longer listed as waiting
     await expect(h.client.findApproval(p.approvalId)).rejects.toThrow(/no batch is waiting on approval/);
@@ -79,8 +115,12 @@ describe('approval outcomes', () => {
   });
 
   it('unavailable: nobody answers before the deny timeout (the tool’s own timeout wins)', async () => {
-    const out = await h.client.runBatch(batch([{ id: 't1', name: 'fast_ask' }], { options: { approvalTimeoutMs: 60_000 } }));
-    expect(text(out.results[0].result)).toMatch(/approval was required but not given \(no decision within 1s \(deny timeout\)\)/);
+    const out = await h.client.runBatch(
+      batch([{ id: 't1', name: 'fast_ask' }], { options: { approvalTimeoutMs: 60_000 } }),
+    );
+    expect(text(out.results[0].result)).toMatch(
+      /approval was required but not given \(no decision within 1s \(deny timeout\)\)/,
+    );
     expect(decidedEvent(out.events)).toMatchObject({ outcome: 'unavailable' });
     expect(ran).not.toContain('t1');
   });
@@ -107,13 +147,24 @@ describe('approval outcomes', () => {
 
 describe('one-shot decisions', () => {
   it('the first decision wins; later, unknown and mismatched ones are refused without harm', async () => {
-    const handle = await h.client.startBatch(batch([{ id: 'o1', name: 'deploy', args: { env: 'dev' } }, { id: 'o2', name: 'maybe', args: { level: 9 } }]));
+    const handle = await h.client.startBatch(
+      batch([
+        { id: 'o1', name: 'deploy', args: { env: 'dev' } },
+        { id: 'o2', name: 'maybe', args: { level: 9 } },
+      ]),
+    );
     const [p1] = await waitForPending(handle.workflowId);
-    await expect(h.client.approve(p1.approvalId, { workflowId: handle.workflowId, argsDigest: 'sha256:' + '0'.repeat(64) })).rejects.toThrow(/arguments you were shown .* are not the ones/);
-    await expect(h.client.approve('no-such-id', { workflowId: handle.workflowId })).rejects.toThrow(/no approval no-such-id is pending/);
+    await expect(
+      h.client.approve(p1.approvalId, { workflowId: handle.workflowId, argsDigest: `sha256:${'0'.repeat(64)}` }),
+    ).rejects.toThrow(/arguments you were shown .* are not the ones/);
+    await expect(h.client.approve('no-such-id', { workflowId: handle.workflowId })).rejects.toThrow(
+      /no approval no-such-id is pending/,
+    );
     await h.client.temporal.workflow.getHandle(handle.workflowId).signal('sluice.decide', { garbage: true } as never);
     await h.client.approve(p1.approvalId, { by: 'first' });
-    await expect(h.client.deny(p1.approvalId, { by: 'second', workflowId: handle.workflowId })).rejects.toThrow(/already decided: allowed-once by first/);
+    await expect(h.client.deny(p1.approvalId, { by: 'second', workflowId: handle.workflowId })).rejects.toThrow(
+      /already decided: allowed-once by first/,
+    );
 
     // the second call asks because a pre-execute handler said so
     const pending = await waitForPending(handle.workflowId);
@@ -135,7 +186,9 @@ describe('policies without a person', () => {
   });
 
   it('no approval channel at all: an ask is denied with the ask’s reason (fail closed)', async () => {
-    const out = await h.client.runBatch(batch([{ id: 'nc', name: 'maybe', args: { level: 7 } }], { options: { approvalChannel: false } }));
+    const out = await h.client.runBatch(
+      batch([{ id: 'nc', name: 'maybe', args: { level: 7 } }], { options: { approvalChannel: false } }),
+    );
     expect(decidedEvent(out.events)).toMatchObject({ outcome: 'unavailable', reason: 'level above 5' });
     expect(out.results[0].result.error?.code).toBe('DENIED');
     expect(ran).not.toContain('nc');

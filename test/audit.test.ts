@@ -21,7 +21,13 @@ beforeAll(async () => {
   // command-hook dialects do, so the audit must place them under the right call and stage.
   const hookLike = (ctx: StageContext) => {
     ctx.emit('hook/invoked', { turn: ctx.turn, point: 'pre-execute', dialect: 'test', handlerId: 'audit-hook' });
-    ctx.emit('hook/result', { turn: ctx.turn, point: 'pre-execute', handlerId: 'audit-hook', decision: 'allow', durationMs: 1 });
+    ctx.emit('hook/result', {
+      turn: ctx.turn,
+      point: 'pre-execute',
+      handlerId: 'audit-hook',
+      decision: 'allow',
+      durationMs: 1,
+    });
   };
   h = await startHarness('audit', { ...demoConfig, preExecute: [...(demoConfig.preExecute ?? []), hookLike] });
 });
@@ -36,7 +42,11 @@ describe('audit', () => {
   it('tells the story of the recorded batch: gates, approval, retry, rewrite, results', async () => {
     const audit = auditHistories([readHistoryFile(FIXTURE)]);
     const [b] = audit.batches;
-    expect(b).toMatchObject({ workflowId: 'sluice-batch:fixture-mixed:1:1', sessionId: 'fixture-mixed', status: 'completed' });
+    expect(b).toMatchObject({
+      workflowId: 'sluice-batch:fixture-mixed:1:1',
+      sessionId: 'fixture-mixed',
+      status: 'completed',
+    });
     const call = (id: string) => b.calls.find((c) => c.callId === id)!;
     expect(b.calls.map((c) => [c.callId, c.preExecute?.gate, c.result?.isError])).toEqual([
       ['weather', 'allow', false],
@@ -47,16 +57,36 @@ describe('audit', () => {
     ]);
     expect(call('delete').body).toBeUndefined();
     expect(call('delete').result?.error?.code).toBe('DENIED');
-    expect(call('email').approval).toMatchObject({ outcome: 'allowed-once', by: 'fixture-approver', decisionReason: 'recorded fixture' });
-    expect(call('email').approval!.latencyMs).toBe(Date.parse(call('email').approval!.decidedAt!) - Date.parse(call('email').approval!.askedAt!));
+    expect(call('email').approval).toMatchObject({
+      outcome: 'allowed-once',
+      by: 'fixture-approver',
+      decisionReason: 'recorded fixture',
+    });
+    expect(call('email').approval!.latencyMs).toBe(
+      Date.parse(call('email').approval!.decidedAt!) - Date.parse(call('email').approval!.askedAt!),
+    );
     expect(call('email').guards?.gate).toBe('allow');
     expect(call('email').result?.card?.title).toBe('Email sent to ada@example.com');
-    expect(call('quote').body).toMatchObject({ attempts: 2, outcome: 'completed', failures: [{ attempt: 1, message: 'fetch_quote failed: upstream quote service timed out' }] });
+    expect(call('quote').body).toMatchObject({
+      attempts: 2,
+      outcome: 'completed',
+      failures: [{ attempt: 1, message: 'fetch_quote failed: upstream quote service timed out' }],
+    });
     expect(call('customer').settle?.rewritten).toBe(true);
     expect(call('customer').result?.text).toContain('[REDACTED]');
     expect(call('weather').settle?.rewritten).toBe(false);
-    expect(b.decisions).toEqual([expect.objectContaining({ via: 'update', decision: 'approve', by: 'fixture-approver', result: 'applied', outcome: 'allowed-once' })]);
-    expect(b.contexts).toEqual([{ source: 'post-execute handler redactSecrets', content: expect.stringContaining('redacted') }]);
+    expect(b.decisions).toEqual([
+      expect.objectContaining({
+        via: 'update',
+        decision: 'approve',
+        by: 'fixture-approver',
+        result: 'applied',
+        outcome: 'allowed-once',
+      }),
+    ]);
+    expect(b.contexts).toEqual([
+      { source: 'post-execute handler redactSecrets', content: expect.stringContaining('redacted') },
+    ]);
 
     const printed = await cli(['audit', FIXTURE]);
     expect(printed.code).toBe(0);
@@ -89,14 +119,27 @@ describe('audit', () => {
       const p = (await h.client.batchState(first.workflowId)).pending[0];
       if (p) {
         // A refused decision first: the audit must show it, and the log must hold its event.
-        await h.client.approve(p.approvalId, { workflowId: first.workflowId, by: 'mallory', argsDigest: 'sha256:bogus' }).catch(() => undefined);
-        await h.client.approve(p.approvalId, { workflowId: first.workflowId, by: 'auditor-test', argsDigest: p.argsDigest });
+        await h.client
+          .approve(p.approvalId, { workflowId: first.workflowId, by: 'mallory', argsDigest: 'sha256:bogus' })
+          .catch(() => undefined);
+        await h.client.approve(p.approvalId, {
+          workflowId: first.workflowId,
+          by: 'auditor-test',
+          argsDigest: p.argsDigest,
+        });
         break;
       }
       await new Promise((r) => setTimeout(r, 100));
     }
     const out1: BatchOutput = await first.result();
-    const out2 = await h.client.runBatch({ sessionId, turn: 2, step: 1, startSeq: out1.nextSeq, state: out1.state, calls: [{ id: 'c', name: 'lookup_customer', arguments: { id: '7' } }] });
+    const out2 = await h.client.runBatch({
+      sessionId,
+      turn: 2,
+      step: 1,
+      startSeq: out1.nextSeq,
+      state: out1.state,
+      calls: [{ id: 'c', name: 'lookup_customer', arguments: { id: '7' } }],
+    });
     expect(out2.nextSeq).toBeGreaterThan(out1.nextSeq);
 
     const r = await cli(['audit', sessionId, '--json', '--address', inject('temporalAddress')]);
@@ -112,13 +155,17 @@ describe('audit', () => {
       ['auditor-test', 'applied'],
     ]);
     expect(audit.batches[0].calls.find((c) => c.callId === 'q')!.body!.attempts).toBe(2);
-    expect(audit.batches[0].calls.map((c) => c.preExecute!.emitted.map((e) => `${e.type}:${e.data.handlerId}`))).toEqual([
+    expect(
+      audit.batches[0].calls.map((c) => c.preExecute!.emitted.map((e) => `${e.type}:${e.data.handlerId}`)),
+    ).toEqual([
       ['hook/invoked:audit-hook', 'hook/result:audit-hook'],
       ['hook/invoked:audit-hook', 'hook/result:audit-hook'],
       ['hook/invoked:audit-hook', 'hook/result:audit-hook'],
     ]);
     const printed = await cli(['audit', first.workflowId, '--address', inject('temporalAddress')]);
-    expect(printed.output).toContain('hook/result {"turn":1,"point":"pre-execute","handlerId":"audit-hook","decision":"allow","durationMs":1}');
+    expect(printed.output).toContain(
+      'hook/result {"turn":1,"point":"pre-execute","handlerId":"audit-hook","decision":"allow","durationMs":1}',
+    );
     expect(audit.batches[1].calls[0].settle?.rewritten).toBe(true);
   });
 

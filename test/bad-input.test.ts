@@ -40,7 +40,12 @@ const BAD_VALUES: Record<string, () => unknown> = {
   fn: () => ({ f: () => 1 }),
 };
 
-const echo = defineTool({ name: 'echo', description: 'Echo.', input: z.object({ text: z.string() }), execute: ({ text }) => text });
+const echo = defineTool({
+  name: 'echo',
+  description: 'Echo.',
+  input: z.object({ text: z.string() }),
+  execute: ({ text }) => text,
+});
 const bad = defineTool({
   name: 'bad_value',
   description: 'Returns a value that is not lossless JSON.',
@@ -55,7 +60,14 @@ const ask = defineTool({
   approvalTimeoutMs: 1_500,
   execute: () => 'ran',
 });
-const askLong = defineTool({ name: 'ask_long', description: 'Asks, with time to answer.', input: z.object({}), approval: 'ask', approvalTimeoutMs: 60_000, execute: () => 'ran' });
+const askLong = defineTool({
+  name: 'ask_long',
+  description: 'Asks, with time to answer.',
+  input: z.object({}),
+  approval: 'ask',
+  approvalTimeoutMs: 60_000,
+  execute: () => 'ran',
+});
 
 let h: Harness;
 const started: string[] = [];
@@ -74,7 +86,8 @@ beforeAll(async () => {
       ],
       postExecute: [
         function greedy(ctx) {
-          if ((ctx.call.args as { text?: string }).text === 'both') return { action: 'accept', content: [{ type: 'text', text: 'x' }], value: 'y' };
+          if ((ctx.call.args as { text?: string }).text === 'both')
+            return { action: 'accept', content: [{ type: 'text', text: 'x' }], value: 'y' };
         },
       ],
     }),
@@ -86,7 +99,10 @@ afterAll(() => h?.close());
 afterEach(async () => {
   for (const id of started.splice(0)) {
     const types = await historyEventTypes(h.client.temporal.workflow.getHandle(id));
-    expect(types.filter((t) => t === 'EVENT_TYPE_WORKFLOW_TASK_FAILED'), id).toEqual([]);
+    expect(
+      types.filter((t) => t === 'EVENT_TYPE_WORKFLOW_TASK_FAILED'),
+      id,
+    ).toEqual([]);
   }
 });
 
@@ -96,7 +112,10 @@ async function run(calls: { name: string; args?: object | string }[], extra = {}
   return (await handle.result()) as BatchOutput;
 }
 
-const err = (out: BatchOutput, i: number) => ({ code: out.results[i].result.error?.code, text: text(out.results[i].result) });
+const err = (out: BatchOutput, i: number) => ({
+  code: out.results[i].result.error?.code,
+  text: text(out.results[i].result),
+});
 
 describe('calls', () => {
   it('an unknown tool, arguments that are not JSON, not an object, or fail the schema: error results, and the good call runs', async () => {
@@ -107,10 +126,22 @@ describe('calls', () => {
       { name: 'echo', args: { text: 42 } },
       { name: 'echo', args: { text: 'fine' } },
     ]);
-    expect(err(out, 0)).toEqual({ code: 'UNKNOWN_TOOL', text: expect.stringMatching(/^Error: unknown tool "no_such_tool"; the available tools are: echo, bad_value/) });
-    expect(err(out, 1)).toEqual({ code: 'INVALID_ARGS', text: expect.stringMatching(/^Error: arguments is not lossless JSON: not valid JSON/) });
-    expect(err(out, 2)).toEqual({ code: 'INVALID_ARGS', text: 'Error: arguments is not lossless JSON: must be a JSON object' });
-    expect(err(out, 3)).toEqual({ code: 'INVALID_ARGS', text: expect.stringMatching(/invalid arguments for echo: text: .*Fix the arguments/) });
+    expect(err(out, 0)).toEqual({
+      code: 'UNKNOWN_TOOL',
+      text: expect.stringMatching(/^Error: unknown tool "no_such_tool"; the available tools are: echo, bad_value/),
+    });
+    expect(err(out, 1)).toEqual({
+      code: 'INVALID_ARGS',
+      text: expect.stringMatching(/^Error: arguments is not lossless JSON: not valid JSON/),
+    });
+    expect(err(out, 2)).toEqual({
+      code: 'INVALID_ARGS',
+      text: 'Error: arguments is not lossless JSON: must be a JSON object',
+    });
+    expect(err(out, 3)).toEqual({
+      code: 'INVALID_ARGS',
+      text: expect.stringMatching(/invalid arguments for echo: text: .*Fix the arguments/),
+    });
     expect(text(out.results[4].result)).toBe('fine');
     expect(out.events.filter((e) => e.type === 'tool/result')).toHaveLength(5);
   });
@@ -121,7 +152,10 @@ describe('calls', () => {
       { name: 'echo', args: huge },
       { name: 'echo', args: { text: 'after' } },
     ]);
-    expect(err(out, 0)).toEqual({ code: 'INVALID_ARGS', text: `Error: the arguments were ${huge.length} characters, over the ${MAX_ARGUMENT_CHARS}-character limit for one call, so they were not sent and the call did not run. Split the work into smaller calls (e.g. write a large file in parts).` });
+    expect(err(out, 0)).toEqual({
+      code: 'INVALID_ARGS',
+      text: `Error: the arguments were ${huge.length} characters, over the ${MAX_ARGUMENT_CHARS}-character limit for one call, so they were not sent and the call did not run. Split the work into smaller calls (e.g. write a large file in parts).`,
+    });
     expect(text(out.results[1].result)).toBe('after');
     expect(out.events.find((e) => e.type === 'tool/call')?.data).toMatchObject({ argumentsChars: huge.length });
   });
@@ -129,8 +163,12 @@ describe('calls', () => {
   it('a batch over the input limit, or over 1,000 calls, is refused before anything starts', async () => {
     const big = batch(Array.from({ length: 6 }, (_, i) => ({ name: 'echo', args: { text: 'y'.repeat(200_000 + i) } })));
     await expect(h.client.startBatch(big)).rejects.toThrow(SluiceError);
-    await expect(h.client.startBatch(big)).rejects.toThrow(/over the 1048576-byte limit for one batch .* no batch was started/);
-    await expect(h.client.temporal.workflow.getHandle(`sluice-batch:${big.sessionId}:1:1`).describe()).rejects.toBeInstanceOf(WorkflowNotFoundError);
+    await expect(h.client.startBatch(big)).rejects.toThrow(
+      /over the 1048576-byte limit for one batch .* no batch was started/,
+    );
+    await expect(
+      h.client.temporal.workflow.getHandle(`sluice-batch:${big.sessionId}:1:1`).describe(),
+    ).rejects.toBeInstanceOf(WorkflowNotFoundError);
     const many = batch(Array.from({ length: 1001 }, (_, i) => ({ id: `c${i}`, name: 'echo', args: { text: 'x' } })));
     await expect(h.client.startBatch(many)).rejects.toThrow(/at most 1000 calls \(this one has 1001\)/);
   });
@@ -155,10 +193,16 @@ describe('results', () => {
       { name: 'echo', args: { text: 'number' } },
       { name: 'echo', args: { text: 'both' } },
     ]);
-    expect(err(out, 0).text).toMatch(/pre-execute handler picky threw: pre-execute handler picky denied without a reason/);
-    expect(err(out, 1).text).toMatch(/pre-execute handler picky returned \{"kind":"maybe"\}; a pre-execute handler returns/);
+    expect(err(out, 0).text).toMatch(
+      /pre-execute handler picky threw: pre-execute handler picky denied without a reason/,
+    );
+    expect(err(out, 1).text).toMatch(
+      /pre-execute handler picky returned \{"kind":"maybe"\}; a pre-execute handler returns/,
+    );
     expect(err(out, 2).text).toMatch(/pre-execute handler picky returned number 42/);
-    expect(err(out, 3).text).toMatch(/post-execute handler greedy threw: post-execute handler greedy replaced both content and value/);
+    expect(err(out, 3).text).toMatch(
+      /post-execute handler greedy threw: post-execute handler greedy replaced both content and value/,
+    );
     for (let i = 0; i < 4; i++) expect(out.results[i].result.error?.code).toBe('PIPELINE_FAILED');
   });
 });
@@ -170,17 +214,44 @@ describe('approval messages', () => {
     started.push(handle.workflowId);
     const pending = await waitForPending(handle.workflowId);
     const wf = h.client.temporal.workflow.getHandle(handle.workflowId);
-    for (const garbage of [null, 'approve', 42, [], {}, { approvalId: 5 }, { approvalId: pending.approvalId, decision: 'maybe' }, { approvalId: 'nope', decision: 'approve' }]) {
+    for (const garbage of [
+      null,
+      'approve',
+      42,
+      [],
+      {},
+      { approvalId: 5 },
+      { approvalId: pending.approvalId, decision: 'maybe' },
+      { approvalId: 'nope', decision: 'approve' },
+    ]) {
       await wf.signal('sluice.decide', garbage);
     }
-    await h.client.signalDecision({ approvalId: pending.approvalId, workflowId: handle.workflowId, decision: 'approve', by: 'forger', argsDigest: 'sha256:bad' });
+    await h.client.signalDecision({
+      approvalId: pending.approvalId,
+      workflowId: handle.workflowId,
+      decision: 'approve',
+      by: 'forger',
+      argsDigest: 'sha256:bad',
+    });
     // Still waiting: nothing above counted.
     const state = await h.client.batchState(handle.workflowId);
     expect(state.pending.map((p) => p.approvalId)).toEqual([pending.approvalId]);
-    await h.client.signalDecision({ approvalId: pending.approvalId, workflowId: handle.workflowId, decision: 'approve', by: 'first' });
-    await h.client.signalDecision({ approvalId: pending.approvalId, workflowId: handle.workflowId, decision: 'deny', by: 'second' });
+    await h.client.signalDecision({
+      approvalId: pending.approvalId,
+      workflowId: handle.workflowId,
+      decision: 'approve',
+      by: 'first',
+    });
+    await h.client.signalDecision({
+      approvalId: pending.approvalId,
+      workflowId: handle.workflowId,
+      decision: 'deny',
+      by: 'second',
+    });
     const out = (await handle.result()) as BatchOutput;
-    expect(out.events.filter((e) => e.type === 'approval/decided').map((e) => [e.data.outcome, e.data.by])).toEqual([['allowed-once', 'first']]);
+    expect(out.events.filter((e) => e.type === 'approval/decided').map((e) => [e.data.outcome, e.data.by])).toEqual([
+      ['allowed-once', 'first'],
+    ]);
     expect(text(out.results[0].result)).toBe('ran');
   });
 
@@ -193,11 +264,16 @@ describe('approval messages', () => {
     started.push(handle.workflowId);
     const first = await waitForPending(handle.workflowId);
     const second = await waitForPending(handle.workflowId, (p) => p.callId === 'call-2');
-    await expect(h.client.approve(first.approvalId, { workflowId: handle.workflowId })).rejects.toThrow(/expired at .*: nobody decided before the deny timeout, so the call was denied/);
+    await expect(h.client.approve(first.approvalId, { workflowId: handle.workflowId })).rejects.toThrow(
+      /expired at .*: nobody decided before the deny timeout, so the call was denied/,
+    );
     await h.client.signalDecision({ approvalId: first.approvalId, workflowId: handle.workflowId, decision: 'approve' });
     await h.client.approve(second.approvalId, { workflowId: handle.workflowId });
     const out = (await handle.result()) as BatchOutput;
-    expect(err(out, 0)).toEqual({ code: 'DENIED', text: expect.stringMatching(/approval was required but not given \(no decision within 2s \(deny timeout\)\)/) });
+    expect(err(out, 0)).toEqual({
+      code: 'DENIED',
+      text: expect.stringMatching(/approval was required but not given \(no decision within 2s \(deny timeout\)\)/),
+    });
     expect(text(out.results[1].result)).toBe('ran');
   });
 });
@@ -213,7 +289,9 @@ describe('batch files (sluice batch)', () => {
   it('a missing file, bad JSON or no calls array: a usage error that shows the expected shape', () => {
     expect(() => readCallsFile(path.join(dir(), 'none.json'), {})).toThrow(/cannot read .*none.json: no such file/);
     expect(() => readCallsFile(write('bad.json', '{"calls": [}'), {})).toThrow(UsageError);
-    expect(() => readCallsFile(write('bad.json', '{"calls": [}'), {})).toThrow(/is not valid JSON .*Expected \{"sessionId"/);
+    expect(() => readCallsFile(write('bad.json', '{"calls": [}'), {})).toThrow(
+      /is not valid JSON .*Expected \{"sessionId"/,
+    );
     expect(() => readCallsFile(write('nocalls.json', '{"sessionId": "s"}'), {})).toThrow(/has no "calls" array/);
     expect(() => readCallsFile(write('null.json', 'null'), {})).toThrow(/has no "calls" array/);
   });
@@ -224,7 +302,11 @@ describe('batch files (sluice batch)', () => {
     expect(lines.join('\n')).toMatch(/sluice batch: .*bad.json is not valid JSON/);
     lines.length = 0;
     const malformed = write('malformed.json', JSON.stringify({ calls: [{ id: 'a', arguments: '{}' }] }));
-    expect(await main(['batch', malformed, '--address', inject('temporalAddress'), '--task-queue', h.taskQueue], (s) => lines.push(s))).toBe(1);
+    expect(
+      await main(['batch', malformed, '--address', inject('temporalAddress'), '--task-queue', h.taskQueue], (s) =>
+        lines.push(s),
+      ),
+    ).toBe(1);
     expect(lines.join('\n')).toMatch(/malformed batch: calls\[0\]\.name must be a non-empty string/);
   });
 });

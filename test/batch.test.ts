@@ -45,13 +45,25 @@ beforeAll(async () => {
 });
 afterAll(() => h?.close());
 
-const call = (id: string, ms: number, safe: boolean, waitFor?: string) => ({ id, name: 'sleep', args: { ms, safe, ...(waitFor ? { waitFor } : {}) } });
+const call = (id: string, ms: number, safe: boolean, waitFor?: string) => ({
+  id,
+  name: 'sleep',
+  args: { ms, safe, ...(waitFor ? { waitFor } : {}) },
+});
 const span = (id: string) => spans.find((s) => s.id === id)!;
 const overlaps = (a: Span, b: Span) => a.start < b.end && b.start < a.end;
 
 describe('ordering under parallel calls', () => {
   it('concurrency-safe bodies overlap, an exclusive call is a barrier, results commit in model order', async () => {
-    const out = await h.client.runBatch(batch([call('s1', 300, true, 's2'), call('s2', 100, true), call('x', 300, false), call('s3', 100, true, 's4'), call('s4', 100, true)]));
+    const out = await h.client.runBatch(
+      batch([
+        call('s1', 300, true, 's2'),
+        call('s2', 100, true),
+        call('x', 300, false),
+        call('s3', 100, true, 's4'),
+        call('s4', 100, true),
+      ]),
+    );
     expect(overlaps(span('s1'), span('s2'))).toBe(true);
     expect(span('x').start).toBeGreaterThanOrEqual(span('s1').end);
     expect(span('s3').start).toBeGreaterThanOrEqual(span('x').end);
@@ -64,7 +76,12 @@ describe('ordering under parallel calls', () => {
 
   it('never runs more than maxParallel bodies at once', async () => {
     const ids = ['m1', 'm2', 'm3', 'm4', 'm5'];
-    await h.client.runBatch(batch(ids.map((id) => call(id, 400, true)), { options: { maxParallel: 2 } }));
+    await h.client.runBatch(
+      batch(
+        ids.map((id) => call(id, 400, true)),
+        { options: { maxParallel: 2 } },
+      ),
+    );
     const mine = ids.map(span);
     for (const s of mine) {
       const concurrent = mine.filter((o) => o !== s && overlaps(o, s) && o.start <= s.start);
@@ -108,8 +125,12 @@ describe('idempotent resubmission', () => {
   });
 
   it('refuses a malformed batch before starting anything', async () => {
-    await expect(h.client.startBatch({ sessionId: '', turn: 1, step: 1, calls: [] })).rejects.toThrow(/malformed batch: sessionId must be a non-empty string/);
-    await expect(h.client.startBatch(batch([call('dup', 1, true), call('dup', 1, true)]))).rejects.toThrow(/appears twice/);
+    await expect(h.client.startBatch({ sessionId: '', turn: 1, step: 1, calls: [] })).rejects.toThrow(
+      /malformed batch: sessionId must be a non-empty string/,
+    );
+    await expect(h.client.startBatch(batch([call('dup', 1, true), call('dup', 1, true)]))).rejects.toThrow(
+      /appears twice/,
+    );
   });
 });
 
@@ -117,7 +138,13 @@ describe('session events', () => {
   it('seq is continuous across batches, and the JSONL log holds each event once, in seq order', async () => {
     const first = batch([call('e1', 10, true), call('e2', 10, true)]);
     const out1 = await h.client.runBatch(first);
-    const out2 = await h.client.runBatch({ ...batch([call('e3', 10, false)]), sessionId: first.sessionId, turn: 2, startSeq: out1.nextSeq, state: out1.state });
+    const out2 = await h.client.runBatch({
+      ...batch([call('e3', 10, false)]),
+      sessionId: first.sessionId,
+      turn: 2,
+      startSeq: out1.nextSeq,
+      state: out1.state,
+    });
     const all = [...out1.events, ...out2.events];
     expect(all.map((e) => e.seq)).toEqual(all.map((_, i) => i));
     expect(out2.nextSeq).toBe(all.length);

@@ -13,14 +13,34 @@ describe('programOutcome', () => {
   it('hands over the text once something rewrote the content, so no rewrite is bypassed', () => {
     const value = { secret: 'hunter2' };
     const redacted = normalizeResult({ content: [{ type: 'text', text: '[redacted]' }], value, isError: false });
-    expect(programOutcome('c:code:1', redacted, value)).toEqual({ subCallId: 'c:code:1', isError: false, value: '[redacted]' });
-    const truncated = normalizeResult({ content: renderValue('x'.repeat(50)), value: 'x'.repeat(50), isError: false }, [], { maxResultChars: 10 });
-    expect(programOutcome('c:code:2', truncated, 'x'.repeat(50))).toEqual({ subCallId: 'c:code:2', isError: false, value: `${'x'.repeat(10)}\n[truncated: showing 10 of 50 characters; the rest is over the result size bound and was dropped]` });
+    expect(programOutcome('c:code:1', redacted, value)).toEqual({
+      subCallId: 'c:code:1',
+      isError: false,
+      value: '[redacted]',
+    });
+    const truncated = normalizeResult(
+      { content: renderValue('x'.repeat(50)), value: 'x'.repeat(50), isError: false },
+      [],
+      { maxResultChars: 10 },
+    );
+    expect(programOutcome('c:code:2', truncated, 'x'.repeat(50))).toEqual({
+      subCallId: 'c:code:2',
+      isError: false,
+      value: `${'x'.repeat(10)}\n[truncated: showing 10 of 50 characters; the rest is over the result size bound and was dropped]`,
+    });
   });
 
   it('gives an error its message only', () => {
-    const result = normalizeResult({ content: [{ type: 'text', text: 'Error: denied by policy' }], isError: true, error: { message: 'denied by policy', code: 'DENIED' } });
-    expect(programOutcome('c:code:3', result, undefined)).toEqual({ subCallId: 'c:code:3', isError: true, message: 'denied by policy' });
+    const result = normalizeResult({
+      content: [{ type: 'text', text: 'Error: denied by policy' }],
+      isError: true,
+      error: { message: 'denied by policy', code: 'DENIED' },
+    });
+    expect(programOutcome('c:code:3', result, undefined)).toEqual({
+      subCallId: 'c:code:3',
+      isError: true,
+      message: 'denied by policy',
+    });
   });
 });
 

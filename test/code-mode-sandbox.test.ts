@@ -6,7 +6,15 @@ import { runProgram, type SandboxLimits } from '../tools/code-mode';
 type Call = { index: number; name: string; args: JsonObject };
 type Answer = Awaited<ReturnType<Parameters<typeof runProgram>[0]['callTool']>>;
 
-function run(code: string, opts: { answer?: (c: Call) => Answer | Promise<Answer>; seed?: string; limits?: Partial<SandboxLimits>; signal?: AbortSignal } = {}) {
+function run(
+  code: string,
+  opts: {
+    answer?: (c: Call) => Answer | Promise<Answer>;
+    seed?: string;
+    limits?: Partial<SandboxLimits>;
+    signal?: AbortSignal;
+  } = {},
+) {
   const calls: Call[] = [];
   let inFlight = 0;
   let maxInFlight = 0;
@@ -21,7 +29,10 @@ function run(code: string, opts: { answer?: (c: Call) => Answer | Promise<Answer
       calls.push(call);
       maxInFlight = Math.max(maxInFlight, ++inFlight);
       try {
-        return await (opts.answer ?? ((c: Call) => (c.name === 'fail' ? { ok: false, message: `no ${c.index}` } : { ok: true, value: c.args })))(call);
+        return await (
+          opts.answer ??
+          ((c: Call) => (c.name === 'fail' ? { ok: false, message: `no ${c.index}` } : { ok: true, value: c.args }))
+        )(call);
       } finally {
         inFlight--;
       }
@@ -32,8 +43,15 @@ function run(code: string, opts: { answer?: (c: Call) => Answer | Promise<Answer
 
 describe('sandbox: results, logs and tool calls', () => {
   it('returns the program result and its console output', async () => {
-    const out = await run("console.log('n', 1, { a: [1] }, null, undefined);\nconsole.warn(new TypeError('careful'));\nreturn { sum: 1 + 2 };");
-    expect(out).toMatchObject({ ok: true, result: { sum: 3 }, logs: ['n 1 {"a":[1]} null undefined', '[warn] TypeError: careful'], calls: [] });
+    const out = await run(
+      "console.log('n', 1, { a: [1] }, null, undefined);\nconsole.warn(new TypeError('careful'));\nreturn { sum: 1 + 2 };",
+    );
+    expect(out).toMatchObject({
+      ok: true,
+      result: { sum: 3 },
+      logs: ['n 1 {"a":[1]} null undefined', '[warn] TypeError: careful'],
+      calls: [],
+    });
   });
 
   it('has no result when the program returns nothing', async () => {
@@ -43,19 +61,28 @@ describe('sandbox: results, logs and tool calls', () => {
   });
 
   it('hands a tool value to the program and serializes calls in submission order', async () => {
-    const out = await run("const [a, b, c] = await Promise.all([tools.echo({ n: 1 }), tools.echo({ n: 2 }), tools.echo({ n: 3 })]);\nreturn [a.n, b.n, c.n];", {
-      answer: async (c) => {
-        await new Promise((r) => setTimeout(r, 20));
-        return { ok: true, value: c.args };
+    const out = await run(
+      'const [a, b, c] = await Promise.all([tools.echo({ n: 1 }), tools.echo({ n: 2 }), tools.echo({ n: 3 })]);\nreturn [a.n, b.n, c.n];',
+      {
+        answer: async (c) => {
+          await new Promise((r) => setTimeout(r, 20));
+          return { ok: true, value: c.args };
+        },
       },
-    });
+    );
     expect(out.result).toEqual([1, 2, 3]);
-    expect(out.calls.map((c) => [c.index, c.args.n])).toEqual([[0, 1], [1, 2], [2, 3]]);
+    expect(out.calls.map((c) => [c.index, c.args.n])).toEqual([
+      [0, 1],
+      [1, 2],
+      [2, 3],
+    ]);
     expect(out.maxInFlight).toBe(1);
   });
 
   it('rejects a failed call with its message only, as an Error the program can catch', async () => {
-    const out = await run("try { await tools.fail({}); } catch (e) { return [e instanceof Error, e.name, e.message, typeof e.code, typeof e.cause]; }");
+    const out = await run(
+      'try { await tools.fail({}); } catch (e) { return [e instanceof Error, e.name, e.message, typeof e.code, typeof e.cause]; }',
+    );
     expect(out.result).toEqual([true, 'Error', 'no 0', 'undefined', 'undefined']);
   });
 
@@ -84,10 +111,16 @@ describe('sandbox: results, logs and tool calls', () => {
   });
 
   it('offers only the tools it was given', async () => {
-    const out = await run('return [Object.keys(tools), typeof tools.run_code, typeof host, typeof globalThis.__sluice];');
+    const out = await run(
+      'return [Object.keys(tools), typeof tools.run_code, typeof host, typeof globalThis.__sluice];',
+    );
     expect(out.result).toEqual([['echo', 'fail'], 'undefined', 'undefined', 'undefined']);
     const missing = await run("await tools.read_file({ path: 'x' });");
-    expect(missing).toMatchObject({ ok: false, kind: 'error', error: expect.stringMatching(/^TypeError: not a function/) });
+    expect(missing).toMatchObject({
+      ok: false,
+      kind: 'error',
+      error: expect.stringMatching(/^TypeError: not a function/),
+    });
   });
 
   it('does not count time spent waiting on tools against the CPU budget', async () => {
@@ -103,49 +136,81 @@ describe('sandbox: results, logs and tool calls', () => {
 });
 
 describe('sandbox: the same run replays identically', () => {
-  const probe = 'return [Math.random(), Math.random(), Date.now(), new Date().toISOString(), typeof Date(), new Date(0).getTime(), new Date() instanceof Date];';
+  const probe =
+    'return [Math.random(), Math.random(), Date.now(), new Date().toISOString(), typeof Date(), new Date(0).getTime(), new Date() instanceof Date];';
 
   it('seeds Math.random from the call and freezes the clock', async () => {
     const [a, b, c] = await Promise.all([run(probe), run(probe), run(probe, { seed: 'wf/call-2' })]);
     expect(a.result).toEqual(b.result);
     const [r1, r2, now, iso, str, epoch, isDate] = a.result as unknown[];
     expect(r1).not.toBe(r2);
-    expect([now, iso, str, epoch, isDate]).toEqual([Date.UTC(2024, 0, 2, 3, 4, 5), '2024-01-02T03:04:05.000Z', 'string', 0, true]);
+    expect([now, iso, str, epoch, isDate]).toEqual([
+      Date.UTC(2024, 0, 2, 3, 4, 5),
+      '2024-01-02T03:04:05.000Z',
+      'string',
+      0,
+      true,
+    ]);
     expect((c.result as unknown[])[0]).not.toBe(r1);
   });
 });
 
 describe('sandbox: failures and limits', () => {
   it('stops the run on a fatal answer, without further calls', async () => {
-    const out = await run('await tools.echo({ a: 1 });\nawait tools.echo({ a: 2 });', { answer: () => ({ fatal: 'the program is not deterministic' }) });
+    const out = await run('await tools.echo({ a: 1 });\nawait tools.echo({ a: 2 });', {
+      answer: () => ({ fatal: 'the program is not deterministic' }),
+    });
     expect(out).toMatchObject({ ok: false, kind: 'fatal', error: 'the program is not deterministic' });
     expect(out.calls).toHaveLength(1);
   });
 
   it('fails the run when answering a call throws, so the body can be retried', async () => {
-    await expect(run('await tools.echo({});', { answer: () => Promise.reject(new Error('server unreachable')) })).rejects.toThrow('server unreachable');
+    await expect(
+      run('await tools.echo({});', { answer: () => Promise.reject(new Error('server unreachable')) }),
+    ).rejects.toThrow('server unreachable');
   });
 
   it('stops a program that makes more calls than allowed', async () => {
-    const out = await run('for (let i = 0; ; i++) { try { await tools.echo({ i }); } catch (e) {} }', { limits: { maxCalls: 3 } });
-    expect(out).toMatchObject({ ok: false, kind: 'calls', error: 'the program made more than 3 tool calls (the limit for one run_code call) and was stopped; split the work across several run_code calls.' });
+    const out = await run('for (let i = 0; ; i++) { try { await tools.echo({ i }); } catch (e) {} }', {
+      limits: { maxCalls: 3 },
+    });
+    expect(out).toMatchObject({
+      ok: false,
+      kind: 'calls',
+      error:
+        'the program made more than 3 tool calls (the limit for one run_code call) and was stopped; split the work across several run_code calls.',
+    });
     expect(out.calls).toHaveLength(3);
   });
 
   it('reports a result that is not JSON', async () => {
     const out = await run('return { f() {} };');
-    expect(out).toMatchObject({ ok: false, kind: 'result', error: expect.stringContaining("the program's return value cannot be recorded: result.f is not lossless JSON: a function has no JSON form") });
+    expect(out).toMatchObject({
+      ok: false,
+      kind: 'result',
+      error: expect.stringContaining(
+        "the program's return value cannot be recorded: result.f is not lossless JSON: a function has no JSON form",
+      ),
+    });
   });
 
   it('reports a program that waits on a promise nothing settles', async () => {
     const out = await run('await new Promise(() => {});');
-    expect(out).toMatchObject({ ok: false, kind: 'error', error: expect.stringContaining('waiting on a promise that nothing will ever settle') });
+    expect(out).toMatchObject({
+      ok: false,
+      kind: 'error',
+      error: expect.stringContaining('waiting on a promise that nothing will ever settle'),
+    });
   });
 
   it('reports syntax errors and throws with the program line', async () => {
-    expect((await run('const a = 1;\nconst b = ;')).error).toBe("SyntaxError: unexpected token in expression: ';'\n  at program:2:11");
-    expect((await run("const a = 1;\nthrow new RangeError('bad ' + a);")).error).toBe('RangeError: bad 1\n  at anonymous (program:2:21)');
-    expect((await run("throw { code: 7 };")).error).toBe('the program threw {"code":7}');
+    expect((await run('const a = 1;\nconst b = ;')).error).toBe(
+      "SyntaxError: unexpected token in expression: ';'\n  at program:2:11",
+    );
+    expect((await run("const a = 1;\nthrow new RangeError('bad ' + a);")).error).toBe(
+      'RangeError: bad 1\n  at anonymous (program:2:21)',
+    );
+    expect((await run('throw { code: 7 };')).error).toBe('the program threw {"code":7}');
   });
 
   it('has no way out: no process, require, import, timers, network or eval of host code', async () => {
@@ -163,7 +228,10 @@ describe('sandbox: failures and limits', () => {
   });
 
   it('caps memory even for a program that catches out-of-memory errors', async () => {
-    const out = await run('const keep = [];\ntry { for (;;) keep.push(new Array(100000).fill(1)); } catch (e) { return [String(e), keep.length]; }', { limits: { memoryBytes: 32 * 2 ** 20 } });
+    const out = await run(
+      'const keep = [];\ntry { for (;;) keep.push(new Array(100000).fill(1)); } catch (e) { return [String(e), keep.length]; }',
+      { limits: { memoryBytes: 32 * 2 ** 20 } },
+    );
     const [error, arrays] = out.result as [string, number];
     expect(error).toBe('InternalError: out of memory');
     // 100,000 elements of 8 bytes each: the arrays kept fit in the 32 MB cap.
@@ -171,7 +239,9 @@ describe('sandbox: failures and limits', () => {
   });
 
   it('keeps the logs up to the cap and stops the program there', async () => {
-    const out = await run("for (let i = 0; i < 1000; i++) console.log('line ' + i);\nreturn 'unreachable';", { limits: { logChars: 100 } });
+    const out = await run("for (let i = 0; i < 1000; i++) console.log('line ' + i);\nreturn 'unreachable';", {
+      limits: { logChars: 100 },
+    });
     expect(out).toMatchObject({ ok: false, kind: 'logs' });
     expect(out.logs.join('\n').length).toBeLessThanOrEqual(100);
     expect(out.logs[0]).toBe('line 0');

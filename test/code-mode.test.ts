@@ -43,8 +43,15 @@ const config = defineConfig({
     {
       name: 'no-secrets',
       handler: (ctx) => {
-        if (ctx.call.parentCallId) lineage.push({ callId: ctx.call.id, parentCallId: ctx.call.parentCallId, idempotencyKey: ctx.idempotencyKey });
-        return ctx.call.name === 'read_file' && ctx.call.args.path === 'secret.txt' ? { kind: 'deny', reason: 'secret.txt is off limits' } : undefined;
+        if (ctx.call.parentCallId)
+          lineage.push({
+            callId: ctx.call.id,
+            parentCallId: ctx.call.parentCallId,
+            idempotencyKey: ctx.idempotencyKey,
+          });
+        return ctx.call.name === 'read_file' && ctx.call.args.path === 'secret.txt'
+          ? { kind: 'deny', reason: 'secret.txt is off limits' }
+          : undefined;
       },
     },
   ],
@@ -64,7 +71,8 @@ beforeAll(async () => {
 });
 afterAll(() => h?.close());
 
-const runCode = (code: string, description = 'test program', options = {}) => batch([{ name: 'run_code', args: { code, description } }], { options });
+const runCode = (code: string, description = 'test program', options = {}) =>
+  batch([{ name: 'run_code', args: { code, description } }], { options });
 const types = (out: BatchOutput) => out.events.map((e) => e.type);
 const ofType = (out: BatchOutput, type: string) => out.events.filter((e) => e.type === type);
 
@@ -84,7 +92,11 @@ async function pendingInside(workflowId: string) {
 
 describe('Code Mode sub-calls', () => {
   it('reads three files through the pipeline and returns their sum', async () => {
-    const out = await h.client.runBatch(runCode("let sum = 0;\nfor (const f of ['a.txt', 'b.txt', 'c.txt']) sum += Number(await tools.read_file({ path: f }));\nconsole.log('sum is', sum);\nreturn sum;"));
+    const out = await h.client.runBatch(
+      runCode(
+        "let sum = 0;\nfor (const f of ['a.txt', 'b.txt', 'c.txt']) sum += Number(await tools.read_file({ path: f }));\nconsole.log('sum is', sum);\nreturn sum;",
+      ),
+    );
     const r = out.results[0].result;
     expect(r.isError).toBe(false);
     expect(text(r)).toBe('Logs:\nsum is 6\n\nResult:\n6');
@@ -93,7 +105,13 @@ describe('Code Mode sub-calls', () => {
     const starts = ofType(out, 'tool/code-dispatch-start');
     const ends = ofType(out, 'tool/code-dispatch');
     expect(starts.map((e) => e.data.subCallId)).toEqual(['call-1:code:0', 'call-1:code:1', 'call-1:code:2']);
-    expect(starts[0].data).toEqual({ rootCallId: 'call-1', parentCallId: 'call-1', subCallId: 'call-1:code:0', name: 'read_file', arguments: '{"path":"a.txt"}' });
+    expect(starts[0].data).toEqual({
+      rootCallId: 'call-1',
+      parentCallId: 'call-1',
+      subCallId: 'call-1:code:0',
+      name: 'read_file',
+      arguments: '{"path":"a.txt"}',
+    });
     expect(ends.map((e) => [e.data.subCallId, e.data.isError, e.data.content])).toEqual([
       ['call-1:code:0', false, [{ type: 'text', text: '1' }]],
       ['call-1:code:1', false, [{ type: 'text', text: '2' }]],
@@ -114,16 +132,24 @@ describe('Code Mode sub-calls', () => {
 
     // Pre-execute saw each sub-call with its lineage; its idempotency key derives from the parent's.
     const wf = batchWorkflowId(out.sessionId, out.turn, out.step);
-    expect(lineage.filter((l) => l.idempotencyKey.startsWith(wf))).toEqual([0, 1, 2].map((n) => ({ callId: `call-1:code:${n}`, parentCallId: 'call-1', idempotencyKey: `${wf}/call-1:code:${n}` })));
+    expect(lineage.filter((l) => l.idempotencyKey.startsWith(wf))).toEqual(
+      [0, 1, 2].map((n) => ({
+        callId: `call-1:code:${n}`,
+        parentCallId: 'call-1',
+        idempotencyKey: `${wf}/call-1:code:${n}`,
+      })),
+    );
   });
 
   it('rejects a denied sub-call inside the program, which catches it and goes on', async () => {
     const out = await h.client.runBatch(
-      runCode("const got = [];\nfor (const p of ['a.txt', 'secret.txt', 'c.txt']) {\n  try { got.push(await tools.read_file({ path: p })); }\n  catch (e) { got.push('denied: ' + e.message); }\n}\nreturn got;"),
+      runCode(
+        "const got = [];\nfor (const p of ['a.txt', 'secret.txt', 'c.txt']) {\n  try { got.push(await tools.read_file({ path: p })); }\n  catch (e) { got.push('denied: ' + e.message); }\n}\nreturn got;",
+      ),
     );
     const r = out.results[0].result;
     expect(r.isError).toBe(false);
-    expect(text(r)).toBe('Result:\n' + JSON.stringify(['1', 'denied: secret.txt is off limits', '3'], null, 2));
+    expect(text(r)).toBe(`Result:\n${JSON.stringify(['1', 'denied: secret.txt is off limits', '3'], null, 2)}`);
     const ends = ofType(out, 'tool/code-dispatch');
     expect(ends.map((e) => e.data.isError)).toEqual([false, true, false]);
     expect(ends[1].data.error).toEqual({ message: 'secret.txt is off limits', code: 'DENIED' });
@@ -139,25 +165,59 @@ describe('Code Mode sub-calls', () => {
 });
 
 describe('approval inside a program', () => {
-  const program = "try {\n  return await tools.guarded({ line: 'LINE' });\n} catch (e) {\n  return 'refused: ' + e.message;\n}";
+  const program =
+    "try {\n  return await tools.guarded({ line: 'LINE' });\n} catch (e) {\n  return 'refused: ' + e.message;\n}";
 
   it('shows the approval everywhere, with its parent call, and runs the sub-call once approved', async () => {
     const req = runCode(program.replace('LINE', 'approved-1'));
     const handle = await h.client.startBatch(req);
     const pending = await pendingInside(handle.workflowId);
-    expect(pending).toMatchObject({ callId: 'call-1:code:0', parentCallId: 'call-1', toolName: 'guarded', arguments: { line: 'approved-1' } });
+    expect(pending).toMatchObject({
+      callId: 'call-1:code:0',
+      parentCallId: 'call-1',
+      toolName: 'guarded',
+      arguments: { line: 'approved-1' },
+    });
     const state = await h.client.batchState(handle.workflowId);
     expect(state.status).toBe('awaiting-approval');
-    expect(state.calls).toContainEqual(expect.objectContaining({ callId: 'call-1:code:0', name: 'guarded', parentCallId: 'call-1', stage: 'awaiting-approval' }));
+    expect(state.calls).toContainEqual(
+      expect.objectContaining({
+        callId: 'call-1:code:0',
+        name: 'guarded',
+        parentCallId: 'call-1',
+        stage: 'awaiting-approval',
+      }),
+    );
     // The search attributes list it too, so any approval UI finds it with no worker involved.
-    expect(await waitFor(() => h.client.findApproval(pending.approvalId), 'the approval in search attributes')).toBe(handle.workflowId);
-    await waitFor(async () => (await h.client.pendingApprovals()).find((p) => p.approvalId === pending.approvalId), 'the approval in the pending list');
+    expect(await waitFor(() => h.client.findApproval(pending.approvalId), 'the approval in search attributes')).toBe(
+      handle.workflowId,
+    );
+    await waitFor(
+      async () => (await h.client.pendingApprovals()).find((p) => p.approvalId === pending.approvalId),
+      'the approval in the pending list',
+    );
 
-    expect(await h.client.approve(pending.approvalId, { by: 'tester', workflowId: handle.workflowId })).toEqual({ approvalId: pending.approvalId, outcome: 'allowed-once', by: 'tester' });
+    expect(await h.client.approve(pending.approvalId, { by: 'tester', workflowId: handle.workflowId })).toEqual({
+      approvalId: pending.approvalId,
+      outcome: 'allowed-once',
+      by: 'tester',
+    });
     const out = await handle.result();
     expect(text(out.results[0].result)).toBe('Result:\nappended approved-1');
-    expect(fs.readFileSync(path.join(dir, 'guarded.log'), 'utf8').split('\n').filter((l) => l === 'approved-1')).toHaveLength(1);
-    expect(types(out)).toEqual(['tool/call', 'tool/code-dispatch-start', 'approval/asked', 'approval/decided', 'tool/code-dispatch', 'tool/result']);
+    expect(
+      fs
+        .readFileSync(path.join(dir, 'guarded.log'), 'utf8')
+        .split('\n')
+        .filter((l) => l === 'approved-1'),
+    ).toHaveLength(1);
+    expect(types(out)).toEqual([
+      'tool/call',
+      'tool/code-dispatch-start',
+      'approval/asked',
+      'approval/decided',
+      'tool/code-dispatch',
+      'tool/result',
+    ]);
     expect(ofType(out, 'approval/asked')[0].data.parentCallId).toBe('call-1');
   });
 
@@ -166,15 +226,26 @@ describe('approval inside a program', () => {
     const pending = await pendingInside(handle.workflowId);
     await h.client.deny(pending.approvalId, { by: 'tester', reason: 'not today', workflowId: handle.workflowId });
     const out = await handle.result();
-    expect(text(out.results[0].result)).toBe('Result:\nrefused: the call was rejected by tester: not today. Do not retry it unchanged; ask the user what they want instead.');
-    expect(fs.existsSync(path.join(dir, 'guarded.log')) && fs.readFileSync(path.join(dir, 'guarded.log'), 'utf8').includes('rejected-1')).toBe(false);
+    expect(text(out.results[0].result)).toBe(
+      'Result:\nrefused: the call was rejected by tester: not today. Do not retry it unchanged; ask the user what they want instead.',
+    );
+    expect(
+      fs.existsSync(path.join(dir, 'guarded.log')) &&
+        fs.readFileSync(path.join(dir, 'guarded.log'), 'utf8').includes('rejected-1'),
+    ).toBe(false);
   });
 
   it('fails the program with CODE_RUN_FAILED when nobody answers and it does not catch', async () => {
-    const out = await h.client.runBatch(runCode("await tools.guarded({ line: 'timed-out-1' });\nreturn 'unreachable';", 'test program', { approvalTimeoutMs: 1_500 }));
+    const out = await h.client.runBatch(
+      runCode("await tools.guarded({ line: 'timed-out-1' });\nreturn 'unreachable';", 'test program', {
+        approvalTimeoutMs: 1_500,
+      }),
+    );
     const r = out.results[0].result;
     expect(r.error?.code).toBe('CODE_RUN_FAILED');
-    expect(r.error?.message).toMatch(/^the program failed: Error: approval was required but not given \(no decision within 2s \(deny timeout\)\); the call did not run\./);
+    expect(r.error?.message).toMatch(
+      /^the program failed: Error: approval was required but not given \(no decision within 2s \(deny timeout\)\); the call did not run\./,
+    );
     expect(ofType(out, 'approval/decided')[0].data.outcome).toBe('unavailable');
   });
 
@@ -184,15 +255,33 @@ describe('approval inside a program', () => {
     const refusal = (req: object) =>
       h.client.temporal.workflow
         .getHandle(handle.workflowId)
-        .executeUpdate(codeCallUpdate, { args: [{ token: `${handle.workflowId}/call-1`, parentCallId: 'call-1', arguments: '{"path":"a.txt"}', argsDigest: argsDigest({ path: 'a.txt' }), ...req } as never] })
+        .executeUpdate(codeCallUpdate, {
+          args: [
+            {
+              token: `${handle.workflowId}/call-1`,
+              parentCallId: 'call-1',
+              arguments: '{"path":"a.txt"}',
+              argsDigest: argsDigest({ path: 'a.txt' }),
+              ...req,
+            } as never,
+          ],
+        })
         .then(
           () => 'accepted',
           (err: Error & { cause?: Error }) => err.cause?.message ?? err.message,
         );
-    expect(await refusal({ index: 0, name: 'read_file' })).toMatch(/^the program of run_code call call-1 is not deterministic: re-run after a restart, its sub-call #0 is read_file \(arguments sha256:\w+\), but the first run's sub-call #0 was guarded/);
-    expect(await refusal({ index: 3, name: 'read_file' })).toBe('sub-call #3 of call-1 arrived before sub-call #1; sub-calls run one at a time, in order');
-    expect(await refusal({ index: 1, name: 'read_file', token: 'guess' })).toBe('the sub-call does not carry the token of run_code call call-1');
-    expect(await refusal({ index: 1, name: 'run_code' })).toBe('a program cannot call run_code itself; call the other tools directly');
+    expect(await refusal({ index: 0, name: 'read_file' })).toMatch(
+      /^the program of run_code call call-1 is not deterministic: re-run after a restart, its sub-call #0 is read_file \(arguments sha256:\w+\), but the first run's sub-call #0 was guarded/,
+    );
+    expect(await refusal({ index: 3, name: 'read_file' })).toBe(
+      'sub-call #3 of call-1 arrived before sub-call #1; sub-calls run one at a time, in order',
+    );
+    expect(await refusal({ index: 1, name: 'read_file', token: 'guess' })).toBe(
+      'the sub-call does not carry the token of run_code call call-1',
+    );
+    expect(await refusal({ index: 1, name: 'run_code' })).toBe(
+      'a program cannot call run_code itself; call the other tools directly',
+    );
     await h.client.deny(pending.approvalId, { workflowId: handle.workflowId });
     const out = await handle.result();
     // Refused requests left nothing in the batch's record.
@@ -209,20 +298,46 @@ describe('cancelling the batch', () => {
     expect(out.cancelled).toBe(true);
     expect(ofType(out, 'approval/decided')[0].data.outcome).toBe('cancelled');
     expect(ofType(out, 'tool/code-dispatch')[0].data).toMatchObject({ subCallId: 'call-1:code:0', isError: true });
-    expect(out.results[0].result.error).toEqual({ message: 'run_code was aborted because the batch was cancelled', code: 'ABORTED' });
-    expect(fs.existsSync(path.join(dir, 'guarded.log')) && fs.readFileSync(path.join(dir, 'guarded.log'), 'utf8').includes('cancelled-1')).toBe(false);
+    expect(out.results[0].result.error).toEqual({
+      message: 'run_code was aborted because the batch was cancelled',
+      code: 'ABORTED',
+    });
+    expect(
+      fs.existsSync(path.join(dir, 'guarded.log')) &&
+        fs.readFileSync(path.join(dir, 'guarded.log'), 'utf8').includes('cancelled-1'),
+    ).toBe(false);
   });
 });
 
 describe('programs that break the limits end in CODE_RUN_FAILED', () => {
   const cases: [string, string, RegExp][] = [
     ['an endless loop', 'for (;;) {}', /used more than 1000 ms of CPU time \(the limit\) and was stopped/],
-    ['a memory bomb', 'const a = [];\nfor (;;) a.push(new Array(100000).fill(a.length));', /ran out of memory \(the limit is 64 MB\)/],
-    ['deep recursion', 'const f = (n) => f(n + 1) + 1;\nreturn f(0);', /overflowed its stack \(the limit is 512 KB\)[^]*at f \(program:1:\d+\) \(\d+ times\)/],
-    ['reaching process through the Function constructor', "return this.constructor.constructor('return process')();", /ReferenceError: 'process' is not defined/],
+    [
+      'a memory bomb',
+      'const a = [];\nfor (;;) a.push(new Array(100000).fill(a.length));',
+      /ran out of memory \(the limit is 64 MB\)/,
+    ],
+    [
+      'deep recursion',
+      'const f = (n) => f(n + 1) + 1;\nreturn f(0);',
+      /overflowed its stack \(the limit is 512 KB\)[^]*at f \(program:1:\d+\) \(\d+ times\)/,
+    ],
+    [
+      'reaching process through the Function constructor',
+      "return this.constructor.constructor('return process')();",
+      /ReferenceError: 'process' is not defined/,
+    ],
     ['import()', "return await import('fs');", /cannot import modules; call tools.<name>\(args\) instead/],
-    ['require', "return require('child_process').execSync('id').toString();", /ReferenceError: 'require' is not defined/],
-    ['50 MB of logs', "const mb = 'x'.repeat(1 << 20);\nfor (let i = 0; i < 50; i++) console.log(mb);", /wrote more than 100000 characters of logs \(the limit\) and was stopped/],
+    [
+      'require',
+      "return require('child_process').execSync('id').toString();",
+      /ReferenceError: 'require' is not defined/,
+    ],
+    [
+      '50 MB of logs',
+      "const mb = 'x'.repeat(1 << 20);\nfor (let i = 0; i < 50; i++) console.log(mb);",
+      /wrote more than 100000 characters of logs \(the limit\) and was stopped/,
+    ],
   ];
   for (const [what, code, message] of cases) {
     it(what, async () => {
@@ -243,7 +358,9 @@ describe('programs that break the limits end in CODE_RUN_FAILED', () => {
     );
     const r = out.results[0].result;
     expect(r.error?.code).toBe('CODE_RUN_FAILED');
-    expect(r.error?.message).toBe('the program failed: Error: arguments.path is not lossless JSON: NaN has no JSON form\n  at anonymous (program:6:22)');
+    expect(r.error?.message).toBe(
+      'the program failed: Error: arguments.path is not lossless JSON: NaN has no JSON form\n  at anonymous (program:6:22)',
+    );
     expect(text(r)).toContain(
       'Logs:\narguments.path is not lossless JSON: a function has no JSON form\narguments.path is not lossless JSON: a bigint has no JSON form\narguments.self is not lossless JSON: it contains a cycle',
     );
@@ -253,7 +370,12 @@ describe('programs that break the limits end in CODE_RUN_FAILED', () => {
   });
 
   it('leaves the worker healthy: a normal batch runs after all of them', async () => {
-    const out = await h.client.runBatch(batch([{ name: 'read_file', args: { path: 'b.txt' } }, { name: 'run_code', args: { code: "return await tools.read_file({ path: 'a.txt' })", description: 'read a' } }]));
+    const out = await h.client.runBatch(
+      batch([
+        { name: 'read_file', args: { path: 'b.txt' } },
+        { name: 'run_code', args: { code: "return await tools.read_file({ path: 'a.txt' })", description: 'read a' } },
+      ]),
+    );
     expect(out.results.map((x) => text(x.result))).toEqual(['2', 'Result:\n1']);
   });
 });

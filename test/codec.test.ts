@@ -31,7 +31,9 @@ describe('EncryptionCodec', () => {
     expect(value((await after.decode([old]))[0])).toBe('written before the rotation');
     const [fresh] = await after.encode([payload('after')]);
     expect(str(fresh.metadata![KEY_ID_METADATA])).toBe('k1');
-    await expect(before.decode([fresh])).rejects.toThrow(/encrypted with key "k1", which SLUICE_CODEC_KEYS does not hold \(it has k0\)/);
+    await expect(before.decode([fresh])).rejects.toThrow(
+      /encrypted with key "k1", which SLUICE_CODEC_KEYS does not hold \(it has k0\)/,
+    );
   });
 
   it('refuses altered ciphertext and a swapped key id', async () => {
@@ -40,7 +42,9 @@ describe('EncryptionCodec', () => {
     const flipped = Buffer.from(enc.data!);
     flipped[flipped.length - 20] ^= 1;
     await expect(codec.decode([{ ...enc, data: flipped }])).rejects.toThrow(/failed authentication/);
-    await expect(codec.decode([{ ...enc, metadata: { ...enc.metadata, [KEY_ID_METADATA]: Buffer.from('k0') } }])).rejects.toThrow(/failed authentication/);
+    await expect(
+      codec.decode([{ ...enc, metadata: { ...enc.metadata, [KEY_ID_METADATA]: Buffer.from('k0') } }]),
+    ).rejects.toThrow(/failed authentication/);
     await expect(codec.decode([{ ...enc, data: Buffer.alloc(5) }])).rejects.toThrow(/too short/);
   });
 
@@ -52,7 +56,9 @@ describe('EncryptionCodec', () => {
   it('explains bad key settings', () => {
     expect(() => parseCodecKeys('')).toThrow(/holds no key/);
     expect(() => parseCodecKeys('nokeyhere')).toThrow(/<key id>:<base64 key>/);
-    expect(() => parseCodecKeys(`a:${Buffer.alloc(16).toString('base64')}`)).toThrow(/"a" is 16 bytes; AES-256 needs 32/);
+    expect(() => parseCodecKeys(`a:${Buffer.alloc(16).toString('base64')}`)).toThrow(
+      /"a" is 16 bytes; AES-256 needs 32/,
+    );
     expect(() => parseCodecKeys(`a:${k1},a:${k0}`)).toThrow(/names key "a" twice/);
     expect(codecFromEnv({})).toBeUndefined();
     expect(codecFromEnv({ SLUICE_CODEC_KEYS: `k1:${k1}` })?.currentKeyId).toBe('k1');
@@ -68,9 +74,15 @@ describe('codec server', () => {
   afterAll(() => server?.close());
 
   const post = (route: string, body: string, origin?: string) =>
-    fetch(`${server.url}${route}`, { method: 'POST', body, headers: { 'content-type': 'application/json', ...(origin ? { origin } : {}) } });
+    fetch(`${server.url}${route}`, {
+      method: 'POST',
+      body,
+      headers: { 'content-type': 'application/json', ...(origin ? { origin } : {}) },
+    });
   const toJson = (p: Payload) => ({
-    metadata: Object.fromEntries(Object.entries(p.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v!).toString('base64')])),
+    metadata: Object.fromEntries(
+      Object.entries(p.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v!).toString('base64')]),
+    ),
     data: Buffer.from(p.data ?? []).toString('base64'),
   });
 
@@ -89,7 +101,10 @@ describe('codec server', () => {
   });
 
   it('answers the UI origin preflight and refuses other origins', async () => {
-    const ok = await fetch(`${server.url}/decode`, { method: 'OPTIONS', headers: { origin: 'http://localhost:8233', 'access-control-request-method': 'POST' } });
+    const ok = await fetch(`${server.url}/decode`, {
+      method: 'OPTIONS',
+      headers: { origin: 'http://localhost:8233', 'access-control-request-method': 'POST' },
+    });
     expect(ok.status).toBe(204);
     expect(ok.headers.get('access-control-allow-headers')).toMatch(/X-Namespace/);
     const other = await post('/decode', JSON.stringify({ payloads: [] }), 'http://evil.example');
@@ -101,7 +116,20 @@ describe('codec server', () => {
     expect((await post('/decode', 'not json')).status).toBe(400);
     expect(await (await post('/decode', '{"nope":1}')).json()).toEqual({ error: 'the body has no "payloads" array' });
     expect((await post('/elsewhere', '{}')).status).toBe(404);
-    const bad = await post('/decode', JSON.stringify({ payloads: [{ metadata: { encoding: Buffer.from(ENCRYPTED_ENCODING).toString('base64'), [KEY_ID_METADATA]: Buffer.from('zz').toString('base64') }, data: 'AAAA' }] }));
+    const bad = await post(
+      '/decode',
+      JSON.stringify({
+        payloads: [
+          {
+            metadata: {
+              encoding: Buffer.from(ENCRYPTED_ENCODING).toString('base64'),
+              [KEY_ID_METADATA]: Buffer.from('zz').toString('base64'),
+            },
+            data: 'AAAA',
+          },
+        ],
+      }),
+    );
     expect(bad.status).toBe(422);
     expect(((await bad.json()) as { error: string }).error).toMatch(/key "zz"/);
   });

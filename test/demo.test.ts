@@ -15,7 +15,14 @@ describe('the demo agent session (npm start)', () => {
     const child = spawn(process.execPath, ['--require', 'tsx/cjs', path.join(root, 'scripts', 'demo.ts')], {
       cwd: root,
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, SLUICE_PORT: String(port), SLUICE_STATE_DIR: stateDir, SLUICE_DEMO_APPROVAL_TIMEOUT_MS: '1500', SLUICE_INBOX_PORT: '0', TEMPORAL_CLI: inject('temporalCli') },
+      env: {
+        ...process.env,
+        SLUICE_PORT: String(port),
+        SLUICE_STATE_DIR: stateDir,
+        SLUICE_DEMO_APPROVAL_TIMEOUT_MS: '1500',
+        SLUICE_INBOX_PORT: '0',
+        TEMPORAL_CLI: inject('temporalCli'),
+      },
     });
     let out = '';
     child.stdout.on('data', (d) => (out += d));

@@ -31,7 +31,9 @@ export async function setup(project: TestProject) {
   const bundle = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietLogger });
   const bundlePath = path.join(runDir, 'workflow-bundle.js');
   fs.writeFileSync(bundlePath, bundle.code);
-  console.log(`test setup: Temporal dev server at ${server.address} (${server.cli}), workflows bundled, in ${Date.now() - started} ms`);
+  console.log(
+    `test setup: Temporal dev server at ${server.address} (${server.cli}), workflows bundled, in ${Date.now() - started} ms`,
+  );
   project.provide('temporalAddress', server.address);
   project.provide('workflowBundlePath', bundlePath);
   project.provide('temporalCli', server.cli);

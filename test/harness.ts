@@ -22,7 +22,11 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-export async function startHarness(name: string, config: SluiceConfig, opts: { autoStart?: boolean; dataConverter?: DataConverter } = {}): Promise<Harness> {
+export async function startHarness(
+  name: string,
+  config: SluiceConfig,
+  opts: { autoStart?: boolean; dataConverter?: DataConverter } = {},
+): Promise<Harness> {
   if (!runtimeQuieted) {
     Runtime.install({ logger: new (require('@temporalio/worker').DefaultLogger)('ERROR') });
     runtimeQuieted = true;
@@ -39,7 +43,14 @@ export async function startHarness(name: string, config: SluiceConfig, opts: { a
     stateDir,
     worker: undefined as unknown as Worker,
     async startWorker() {
-      h.worker = await createSluiceWorker({ connection, taskQueue, config, stateDir, workflowBundle: { codePath: inject('workflowBundlePath') }, dataConverter: opts.dataConverter });
+      h.worker = await createSluiceWorker({
+        connection,
+        taskQueue,
+        config,
+        stateDir,
+        workflowBundle: { codePath: inject('workflowBundlePath') },
+        dataConverter: opts.dataConverter,
+      });
       running = h.worker.run();
     },
     async stopWorker() {
@@ -59,13 +70,20 @@ export async function startHarness(name: string, config: SluiceConfig, opts: { a
 
 let batchCounter = 0;
 /** A batch on a fresh session, so tests never collide on workflow ids. */
-export function batch(calls: { id?: string; name: string; args?: object | string }[], extra: Partial<BatchRequest> = {}): BatchRequest {
+export function batch(
+  calls: { id?: string; name: string; args?: object | string }[],
+  extra: Partial<BatchRequest> = {},
+): BatchRequest {
   batchCounter++;
   return {
     sessionId: `s-${process.pid}-${Date.now()}-${batchCounter}`,
     turn: 1,
     step: 1,
-    calls: calls.map((c, i) => ({ id: c.id ?? `call-${i + 1}`, name: c.name, arguments: typeof c.args === 'string' ? c.args : JSON.stringify(c.args ?? {}) })),
+    calls: calls.map((c, i) => ({
+      id: c.id ?? `call-${i + 1}`,
+      name: c.name,
+      arguments: typeof c.args === 'string' ? c.args : JSON.stringify(c.args ?? {}),
+    })),
     ...extra,
   };
 }
@@ -85,11 +103,30 @@ export interface ChildWorker {
   ready: Promise<void>;
 }
 
-export function spawnWorker(configFile: string, taskQueue: string, stateDir: string, env: Record<string, string> = {}): ChildWorker {
+export function spawnWorker(
+  configFile: string,
+  taskQueue: string,
+  stateDir: string,
+  env: Record<string, string> = {},
+): ChildWorker {
   const { spawn } = require('node:child_process') as typeof import('node:child_process');
   const child = spawn(
     process.execPath,
-    ['--require', 'tsx/cjs', path.join(__dirname, '..', 'worker', 'main.ts'), '--config', configFile, '--task-queue', taskQueue, '--address', inject('temporalAddress'), '--state-dir', stateDir, '--workflow-bundle', inject('workflowBundlePath')],
+    [
+      '--require',
+      'tsx/cjs',
+      path.join(__dirname, '..', 'worker', 'main.ts'),
+      '--config',
+      configFile,
+      '--task-queue',
+      taskQueue,
+      '--address',
+      inject('temporalAddress'),
+      '--state-dir',
+      stateDir,
+      '--workflow-bundle',
+      inject('workflowBundlePath'),
+    ],
     { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } },
   );
   let out = '';

@@ -12,8 +12,10 @@ import { stateQuery } from '../workflows/definitions';
 import { batch, startHarness, text, type Harness } from './harness';
 
 const FIXTURES = path.join(__dirname, 'fixtures', 'hooks');
-const bash = (script: string, ...args: string[]) => ['bash', JSON.stringify(path.join(FIXTURES, script)), ...args.map((a) => JSON.stringify(a))].join(' ');
-const node = (script: string, ...args: string[]) => ['node', JSON.stringify(path.join(FIXTURES, script)), ...args.map((a) => JSON.stringify(a))].join(' ');
+const bash = (script: string, ...args: string[]) =>
+  ['bash', JSON.stringify(path.join(FIXTURES, script)), ...args.map((a) => JSON.stringify(a))].join(' ');
+const node = (script: string, ...args: string[]) =>
+  ['node', JSON.stringify(path.join(FIXTURES, script)), ...args.map((a) => JSON.stringify(a))].join(' ');
 const cmd = (command: string, extra: object = {}) => ({ type: 'command', command, ...extra });
 
 let workspace: string;
@@ -37,7 +39,23 @@ function probe(name: string, extra: { aliases?: string[]; fails?: boolean } = {}
   });
 }
 
-const TOOLS = ['t_exit2', 't_deny', 't_ask', 't_allow', 't_garbage', 't_badjson', 't_sleepy', 't_fail', 't_mismatch', 't_merge_deny', 't_merge_ask', 't_legacy', 't_post_block', 't_codex', 't_plain'];
+const TOOLS = [
+  't_exit2',
+  't_deny',
+  't_ask',
+  't_allow',
+  't_garbage',
+  't_badjson',
+  't_sleepy',
+  't_fail',
+  't_mismatch',
+  't_merge_deny',
+  't_merge_ask',
+  't_legacy',
+  't_post_block',
+  't_codex',
+  't_plain',
+];
 
 beforeAll(async () => {
   workspace = fs.mkdtempSync(path.join(inject('runDir'), 'hooks-ws-'));
@@ -67,7 +85,10 @@ beforeAll(async () => {
           { matcher: 't_legacy', hooks: [cmd(node('legacy.js', 'legacy says no'))] },
         ],
         PostToolUse: [
-          { matcher: 'Write', hooks: [cmd(node('context.js', 'run the formatter on')), cmd(node('capture.js', captureDir))] },
+          {
+            matcher: 'Write',
+            hooks: [cmd(node('context.js', 'run the formatter on')), cmd(node('capture.js', captureDir))],
+          },
           { matcher: 't_post_block', hooks: [cmd(bash('block-exit2.sh', 'the output leaked a token'))] },
           { matcher: 't_boom', hooks: [cmd(bash('block-exit2.sh', 'PostToolUse must not run for a failure'))] },
         ],
@@ -76,10 +97,25 @@ beforeAll(async () => {
     }),
   );
   // The same command again in the local file: Claude Code runs an identical command once.
-  fs.writeFileSync(path.join(workspace, '.claude', 'settings.local.json'), JSON.stringify({ hooks: { PreToolUse: [{ matcher: 't_allow', hooks: [cmd(allow)] }] } }));
+  fs.writeFileSync(
+    path.join(workspace, '.claude', 'settings.local.json'),
+    JSON.stringify({ hooks: { PreToolUse: [{ matcher: 't_allow', hooks: [cmd(allow)] }] } }),
+  );
   fs.writeFileSync(
     path.join(workspace, '.codex', 'hooks.json'),
-    JSON.stringify({ hooks: { PreToolUse: [{ matcher: 't_codex', hooks: [cmd(node('decide.js', 'deny', 'codex policy says no'), { timeout: 10 }), cmd(node('capture.js', captureDir))] }] } }),
+    JSON.stringify({
+      hooks: {
+        PreToolUse: [
+          {
+            matcher: 't_codex',
+            hooks: [
+              cmd(node('decide.js', 'deny', 'codex policy says no'), { timeout: 10 }),
+              cmd(node('capture.js', captureDir)),
+            ],
+          },
+        ],
+      },
+    }),
   );
 
   const hooks = commandHooks({ workspace });
@@ -99,7 +135,12 @@ const noChannel = { options: { approvalChannel: false } };
 
 async function run1(name: string, extra = {}) {
   const out = await h.client.runBatch(batch([{ id: 'c1', name, args: args() }], extra));
-  return { out, result: out.results[0].result, hookResults: ofType(out, 'hook/result'), invoked: ofType(out, 'hook/invoked') };
+  return {
+    out,
+    result: out.results[0].result,
+    hookResults: ofType(out, 'hook/result'),
+    invoked: ofType(out, 'hook/invoked'),
+  };
 }
 
 function ofType(out: BatchOutput, type: string): SessionEvent['data'][] {
@@ -113,8 +154,25 @@ describe('PreToolUse hooks', () => {
     expect(result.error?.code).toBe('DENIED');
     expect(text(result)).toContain('no writes to prod: the file is protected');
     expect(text(result)).not.toContain('ran with');
-    expect(invoked).toEqual([expect.objectContaining({ turn: 1, point: 'pre-execute', dialect: 'claude', handlerId: '.claude/settings.json:PreToolUse:0:0', matcher: 't_exit2', callId: 'c1' })]);
-    expect(hookResults).toEqual([expect.objectContaining({ point: 'pre-execute', handlerId: '.claude/settings.json:PreToolUse:0:0', decision: 'deny', exitCode: 2, stderrSummary: 'no writes to prod: the file is protected' })]);
+    expect(invoked).toEqual([
+      expect.objectContaining({
+        turn: 1,
+        point: 'pre-execute',
+        dialect: 'claude',
+        handlerId: '.claude/settings.json:PreToolUse:0:0',
+        matcher: 't_exit2',
+        callId: 'c1',
+      }),
+    ]);
+    expect(hookResults).toEqual([
+      expect.objectContaining({
+        point: 'pre-execute',
+        handlerId: '.claude/settings.json:PreToolUse:0:0',
+        decision: 'deny',
+        exitCode: 2,
+        stderrSummary: 'no writes to prod: the file is protected',
+      }),
+    ]);
     expect(typeof hookResults[0].durationMs).toBe('number');
   });
 
@@ -122,7 +180,11 @@ describe('PreToolUse hooks', () => {
     const { result, hookResults } = await run1('t_deny');
     expect(result.error?.code).toBe('DENIED');
     expect(text(result)).toContain('secrets must not leave the machine');
-    expect(hookResults[0]).toMatchObject({ decision: 'deny', exitCode: 0, reason: 'secrets must not leave the machine' });
+    expect(hookResults[0]).toMatchObject({
+      decision: 'deny',
+      exitCode: 0,
+      reason: 'secrets must not leave the machine',
+    });
   });
 
   it('the legacy decision "block" denies', async () => {
@@ -142,7 +204,9 @@ describe('PreToolUse hooks', () => {
   });
 
   it('a JSON ask waits for a person, and runs once approved', async () => {
-    const handle = await h.client.startBatch(batch([{ id: 'c1', name: 't_ask', args: args() }], { options: { approvalTimeoutMs: 60_000 } }));
+    const handle = await h.client.startBatch(
+      batch([{ id: 'c1', name: 't_ask', args: args() }], { options: { approvalTimeoutMs: 60_000 } }),
+    );
     let pending = (await handle.query(stateQuery)).pending;
     while (!pending.length) {
       await new Promise((r) => setTimeout(r, 100));
@@ -187,7 +251,11 @@ describe('PreToolUse hooks', () => {
   it('a non-zero exit other than 2 is a recorded error that does not block', async () => {
     const { result, hookResults } = await run1('t_fail');
     expect(text(result)).toContain('t_fail ran with');
-    expect(hookResults[0]).toMatchObject({ decision: 'error', exitCode: 1, stderrSummary: 'linter crashed: segmentation fault' });
+    expect(hookResults[0]).toMatchObject({
+      decision: 'error',
+      exitCode: 1,
+      stderrSummary: 'linter crashed: segmentation fault',
+    });
   });
 
   it('a hookSpecificOutput for another event is dropped', async () => {
@@ -200,7 +268,11 @@ describe('PreToolUse hooks', () => {
   it('merges three hooks: deny beats ask beats allow', async () => {
     const denied = await run1('t_merge_deny', noChannel);
     expect(denied.hookResults.map((r) => r.decision)).toEqual(['allow', 'ask', 'deny']);
-    expect(denied.invoked.map((r) => r.handlerId)).toEqual(['.claude/settings.json:PreToolUse:9:0', '.claude/settings.json:PreToolUse:10:0', '.claude/settings.json:PreToolUse:11:0']);
+    expect(denied.invoked.map((r) => r.handlerId)).toEqual([
+      '.claude/settings.json:PreToolUse:9:0',
+      '.claude/settings.json:PreToolUse:10:0',
+      '.claude/settings.json:PreToolUse:11:0',
+    ]);
     expect(denied.invoked[1].matcher).toBe('^t_merge_');
     expect(text(denied.result)).toContain('hook three says no');
     expect(text(denied.result)).not.toContain('hook two');
@@ -225,10 +297,20 @@ describe('PreToolUse hooks', () => {
     const seen = JSON.parse(fs.readFileSync(path.join(captureDir, 'c1.PreToolUse.json'), 'utf8'));
     expect(seen.cwd).toBe(fs.realpathSync(workspace));
     expect(seen.projectDir).toBe(workspace);
-    expect(seen.stdin).toMatchObject({ cwd: workspace, hook_event_name: 'PreToolUse', tool_name: 'write', tool_input: args(), tool_use_id: 'c1', permission_mode: 'default' });
+    expect(seen.stdin).toMatchObject({
+      cwd: workspace,
+      hook_event_name: 'PreToolUse',
+      tool_name: 'write',
+      tool_input: args(),
+      tool_use_id: 'c1',
+      permission_mode: 'default',
+    });
     expect(seen.stdin.session_id).toMatch(/^s-/);
     const after = JSON.parse(fs.readFileSync(path.join(captureDir, 'c1.PostToolUse.json'), 'utf8'));
-    expect(after.stdin).toMatchObject({ hook_event_name: 'PostToolUse', tool_response: `write ran with ${JSON.stringify(args())}` });
+    expect(after.stdin).toMatchObject({
+      hook_event_name: 'PostToolUse',
+      tool_response: `write ran with ${JSON.stringify(args())}`,
+    });
   });
 
   it('reads Codex hooks.json: deny, with turn_id on stdin', async () => {

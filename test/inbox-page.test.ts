@@ -15,13 +15,20 @@ function chromiumPath(): string {
   const fromEnv = process.env.CHROMIUM_PATH;
   if (fromEnv) return fromEnv;
   try {
-    return execFileSync('sh', ['-c', 'command -v chromium || command -v chromium-browser'], { encoding: 'utf8' }).trim().split('\n')[0];
+    return execFileSync('sh', ['-c', 'command -v chromium || command -v chromium-browser'], { encoding: 'utf8' })
+      .trim()
+      .split('\n')[0];
   } catch {
-    throw new Error('the inbox tests need Chromium: install it with `apt-get install -y chromium`, or set CHROMIUM_PATH');
+    throw new Error(
+      'the inbox tests need Chromium: install it with `apt-get install -y chromium`, or set CHROMIUM_PATH',
+    );
   }
 }
 
-const email = { name: 'send_email', args: { to: 'ada@example.com', subject: 'Quarterly numbers', body: 'Revenue is up 12%.' } };
+const email = {
+  name: 'send_email',
+  args: { to: 'ada@example.com', subject: 'Quarterly numbers', body: 'Revenue is up 12%.' },
+};
 
 let h: Harness;
 let inbox: Inbox;
@@ -41,7 +48,15 @@ beforeAll(async () => {
     executablePath: chromiumPath(),
     headless: true,
     viewport: { width: 1100, height: 900 },
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+    ],
   });
 });
 
@@ -62,7 +77,8 @@ async function open(url: string, name?: string): Promise<Page> {
 /** The page updates on its own; give it the time a batch needs, not vitest's 1 s default. */
 const eventually = <T>(fn: () => Promise<T> | T) => expect.poll(fn, { timeout: 30_000, interval: 100 });
 
-const cardOf = (page: Page, workflowId: string, callId: string) => page.locator(`article.card[data-workflow-id="${workflowId}"][data-call-id="${callId}"]`);
+const cardOf = (page: Page, workflowId: string, callId: string) =>
+  page.locator(`article.card[data-workflow-id="${workflowId}"][data-call-id="${callId}"]`);
 
 async function waitPending(workflowId: string, callId: string) {
   for (;;) {
@@ -74,11 +90,18 @@ async function waitPending(workflowId: string, callId: string) {
 
 describe('approval inbox page', () => {
   it('shows a new ask without a reload; a click approves it and the card turns into its completed form', async () => {
-    await h.client.runBatch(batch([{ id: 'w', name: 'get_weather', args: { city: 'Lisbon' } }, { id: 'q', name: 'fetch_quote', args: { symbol: 'TMPRL' } }]));
+    await h.client.runBatch(
+      batch([
+        { id: 'w', name: 'get_weather', args: { city: 'Lisbon' } },
+        { id: 'q', name: 'fetch_quote', args: { symbol: 'TMPRL' } },
+      ]),
+    );
     const page = await open(inbox.url, 'alice');
     await eventually(() => page.locator('#conn').textContent()).toBe('live');
 
-    const handle = await h.client.startBatch(batch([{ id: 'mail', ...email }], { options: { approvalTimeoutMs: 120_000 } }));
+    const handle = await h.client.startBatch(
+      batch([{ id: 'mail', ...email }], { options: { approvalTimeoutMs: 120_000 } }),
+    );
     const card = cardOf(page, handle.workflowId, 'mail');
     await card.waitFor();
     expect(await card.getAttribute('data-state')).toBe('pending');
@@ -103,7 +126,10 @@ describe('approval inbox page', () => {
 
     const out = await handle.result();
     expect(text(out.results[0].result)).toContain('sent to ada@example.com');
-    expect(out.events.find((e) => e.type === 'approval/decided')?.data).toMatchObject({ outcome: 'allowed-once', by: 'alice' });
+    expect(out.events.find((e) => e.type === 'approval/decided')?.data).toMatchObject({
+      outcome: 'allowed-once',
+      by: 'alice',
+    });
 
     // The session view: the timeline of the session's events.
     await card.locator('a.session').click();
@@ -120,7 +146,9 @@ describe('approval inbox page', () => {
     await page.goto(proxied.url);
     await eventually(() => page.locator('#me').textContent()).toBe('Signed in as carol');
 
-    const handle = await h.client.startBatch(batch([{ id: 'mail', ...email }], { options: { approvalTimeoutMs: 120_000 } }));
+    const handle = await h.client.startBatch(
+      batch([{ id: 'mail', ...email }], { options: { approvalTimeoutMs: 120_000 } }),
+    );
     const card = cardOf(page, handle.workflowId, 'mail');
     await card.waitFor();
     await card.locator('input.reason').fill('not to customers on a Friday');
@@ -136,13 +164,21 @@ describe('approval inbox page', () => {
     // Without the header, the proxied inbox takes no decision at all.
     const bare = await browser.newPage();
     await bare.goto(proxied.url);
-    const res = await bare.evaluate(() => fetch('/api/decide', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ workflowId: 'w', approvalId: 'a', argsDigest: 'd', decision: 'approve', by: 'mallory' }) }).then((r) => r.status));
+    const res = await bare.evaluate(() =>
+      fetch('/api/decide', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ workflowId: 'w', approvalId: 'a', argsDigest: 'd', decision: 'approve', by: 'mallory' }),
+      }).then((r) => r.status),
+    );
     expect(res).toBe(401);
     await bare.close();
   });
 
   it('deciding an approval that expired meanwhile shows that it expired', async () => {
-    const handle = await h.client.startBatch(batch([{ id: 'mail', ...email }], { options: { approvalTimeoutMs: 1_500 } }));
+    const handle = await h.client.startBatch(
+      batch([{ id: 'mail', ...email }], { options: { approvalTimeoutMs: 1_500 } }),
+    );
     await waitPending(handle.workflowId, 'mail');
     const page = await open(stale.url, 'dave');
     const card = cardOf(page, handle.workflowId, 'mail');
@@ -158,22 +194,28 @@ describe('approval inbox page', () => {
     expect(await card.getAttribute('data-outcome')).toBe('expired');
     expect(await card.locator('h3').textContent()).toBe('Email to ada@example.com not sent');
     expect(await card.locator('.status').textContent()).toBe('expired (deny timeout), denied');
-    expect(await card.locator('.note').textContent()).toBe('Your decision: Expired: nobody decided before the deny timeout, so the call was denied. Your decision was not applied.');
+    expect(await card.locator('.note').textContent()).toBe(
+      'Your decision: Expired: nobody decided before the deny timeout, so the call was denied. Your decision was not applied.',
+    );
     await page.close();
   });
 
   it('refuses a decision whose digest is not that of the arguments pending, and records the refusal', async () => {
     const page = await open(inbox.url, 'erin');
-    const handle = await h.client.startBatch(batch([{ id: 'mail', ...email }], { options: { approvalTimeoutMs: 120_000 } }));
+    const handle = await h.client.startBatch(
+      batch([{ id: 'mail', ...email }], { options: { approvalTimeoutMs: 120_000 } }),
+    );
     const card = cardOf(page, handle.workflowId, 'mail');
     await card.waitFor();
     const shown = (await card.getAttribute('data-digest'))!;
     // As if the page had rendered other arguments than the ones the call runs with.
-    await card.evaluate((el) => el.setAttribute('data-digest', 'sha256:' + 'ab'.repeat(32)));
+    await card.evaluate((el) => el.setAttribute('data-digest', `sha256:${'ab'.repeat(32)}`));
     await card.locator('button.approve').click();
 
     await eventually(() => card.getAttribute('data-state')).toBe('refused');
-    expect(await card.locator('.status').textContent()).toMatch(/^Refused: the arguments you were shown \(digest sha256:(ab)+\) are not the ones this call would run with/);
+    expect(await card.locator('.status').textContent()).toMatch(
+      /^Refused: the arguments you were shown \(digest sha256:(ab)+\) are not the ones this call would run with/,
+    );
     expect((await h.client.batchState(handle.workflowId)).pending).toHaveLength(1);
 
     await card.evaluate((el, d) => el.setAttribute('data-digest', d), shown);
@@ -181,9 +223,18 @@ describe('approval inbox page', () => {
     await eventually(() => card.getAttribute('data-state')).toBe('completed');
     const out = await handle.result();
     expect(out.events.filter((e) => e.type === 'approval/refused').map((e) => e.data)).toEqual([
-      expect.objectContaining({ code: 'digest-mismatch', via: 'update', by: 'erin', callId: 'mail', decision: 'approve' }),
+      expect.objectContaining({
+        code: 'digest-mismatch',
+        via: 'update',
+        by: 'erin',
+        callId: 'mail',
+        decision: 'approve',
+      }),
     ]);
-    expect(out.events.find((e) => e.type === 'approval/decided')?.data).toMatchObject({ outcome: 'allowed-once', by: 'erin' });
+    expect(out.events.find((e) => e.type === 'approval/decided')?.data).toMatchObject({
+      outcome: 'allowed-once',
+      by: 'erin',
+    });
     await page.close();
   });
 });

@@ -39,7 +39,9 @@ beforeAll(async () => {
       ],
       postExecute: [
         function measure(ctx) {
-          ctx.emit('test/post-saw', { chars: ctx.result.content.map((b) => (b.type === 'text' ? b.text.length : 0)).reduce((a, b) => a + b, 0) });
+          ctx.emit('test/post-saw', {
+            chars: ctx.result.content.map((b) => (b.type === 'text' ? b.text.length : 0)).reduce((a, b) => a + b, 0),
+          });
         },
       ],
     }),
@@ -95,9 +97,13 @@ describe('claim check', () => {
     expect(hist.bytes).toBeLessThan(1024 * 1024);
   });
 
-  it('150 calls of 400 KB each (60 MB in all), with 3 KB of hook events each, complete within the payload and history budgets', { timeout: 300_000 }, async () => {
+  it('150 calls of 400 KB each (60 MB in all), with 3 KB of hook events each, complete within the payload and history budgets', {
+    timeout: 300_000,
+  }, async () => {
     const n = 150;
-    const req = batch(Array.from({ length: n }, (_, i) => ({ id: `c${i}`, name: 'big', args: { n: 400_000, noise: 3_000 } })));
+    const req = batch(
+      Array.from({ length: n }, (_, i) => ({ id: `c${i}`, name: 'big', args: { n: 400_000, noise: 3_000 } })),
+    );
     const handle = await h.client.startBatch(req);
     const out = (await handle.result()) as BatchOutput;
     expect(out.results).toHaveLength(n);
@@ -107,7 +113,9 @@ describe('claim check', () => {
     }
     const outputBytes = jsonBytes(out as unknown as Json);
     const hist = await historyOf(handle.workflowId);
-    console.log(`large batch: ${n} calls x 400 KB -> output ${outputBytes} bytes, history ${hist.events} events / ${hist.bytes} bytes`);
+    console.log(
+      `large batch: ${n} calls x 400 KB -> output ${outputBytes} bytes, history ${hist.events} events / ${hist.bytes} bytes`,
+    );
     expect(outputBytes).toBeLessThan(PAYLOAD_LIMIT_BYTES);
     expect(hist.bytes).toBeLessThan(HISTORY_TARGET_BYTES + 2 * 1024 * 1024);
     expect(hist.events).toBeLessThan(10_240);

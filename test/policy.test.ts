@@ -90,7 +90,9 @@ async function run(calls: { name?: string; args: object }[]): Promise<BatchOutpu
 
 async function expectNoWorkflowTaskFailed(workflowId: string) {
   const history = await h.client.temporal.workflow.getHandle(workflowId).fetchHistory();
-  const failed = (history.events ?? []).filter((e) => e.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED);
+  const failed = (history.events ?? []).filter(
+    (e) => e.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED,
+  );
   expect(failed).toEqual([]);
 }
 
@@ -106,7 +108,9 @@ describe('a later extension cannot loosen a decision', () => {
     ran.length = 0;
     const out = await run([{ args: { path: '/tmp/a', mode: 'guard-allow' } }]);
     expect(out.results[0].result.error?.code).toBe('PIPELINE_FAILED');
-    expect(text(out.results[0].result)).toMatch(/guard guardTriesToAllow returned .*a guard returns a denial reason string or nothing/);
+    expect(text(out.results[0].result)).toMatch(
+      /guard guardTriesToAllow returned .*a guard returns a denial reason string or nothing/,
+    );
     expect(ran).toEqual([]);
   });
 });
@@ -126,7 +130,11 @@ describe("a call's identity is protected", () => {
       'execute wrapper sets args.path: refused',
     ]);
     const call = out.events.find((e) => e.type === 'tool/call')!.data;
-    expect(call).toMatchObject({ callId: 'call-1', name: 'record', arguments: JSON.stringify({ path: '/tmp/real', mode: 'tamper' }) });
+    expect(call).toMatchObject({
+      callId: 'call-1',
+      name: 'record',
+      arguments: JSON.stringify({ path: '/tmp/real', mode: 'tamper' }),
+    });
   });
 });
 
@@ -134,7 +142,9 @@ describe('arguments cannot smuggle fields', () => {
   it('a "__proto__" key stays an ordinary key: no stage and no schema sees inherited fields', async () => {
     ran.length = 0;
     tampering.length = 0;
-    const req = batch([{ name: 'record', args: '{"path": "/tmp/p", "__proto__": {"mode": "tamper", "path": "/etc/shadow"}}' }]);
+    const req = batch([
+      { name: 'record', args: '{"path": "/tmp/p", "__proto__": {"mode": "tamper", "path": "/etc/shadow"}}' },
+    ]);
     const out = await h.client.runBatch(req);
     expect(text(out.results[0].result)).toBe('ran on /tmp/p as call-1');
     expect(ran).toEqual([{ args: { path: '/tmp/p' }, callId: 'call-1', name: 'record' }]);
@@ -156,7 +166,9 @@ describe('broken hooks fail closed', () => {
 
   it('a throwing approval policy asks; with no approval channel that is a denial', async () => {
     ran.length = 0;
-    const req = batch([{ name: 'record', args: { path: '/tmp/x', mode: 'policy-throws' } }], { options: { approvalChannel: false } });
+    const req = batch([{ name: 'record', args: { path: '/tmp/x', mode: 'policy-throws' } }], {
+      options: { approvalChannel: false },
+    });
     const out = await h.client.runBatch(req);
     expect(out.results[0].result.error?.code).toBe('DENIED');
     expect(out.events.find((e) => e.type === 'approval/decided')?.data.outcome).toBe('unavailable');
@@ -171,18 +183,31 @@ describe('approval forgery', () => {
     const handle = await h.client.startBatch(req);
     const pending = await waitForPending(handle.workflowId);
 
-    await expect(h.client.approve('00000000-0000-4000-8000-000000000000', { workflowId: handle.workflowId })).rejects.toThrow(/no approval 00000000-0000-4000-8000-000000000000 is pending in this batch/);
-    await expect(h.client.approve(pending.approvalId, { workflowId: handle.workflowId, argsDigest: 'sha256:' + '0'.repeat(64) })).rejects.toThrow(
-      /the arguments you were shown .* are not the ones this call would run with/,
-    );
-    await expect(h.client.approve(pending.approvalId, { workflowId: handle.workflowId, argsDigest: pending.argsDigest, by: 'alice' })).resolves.toMatchObject({ approvalId: pending.approvalId, outcome: 'allowed-once', by: 'alice' });
+    await expect(
+      h.client.approve('00000000-0000-4000-8000-000000000000', { workflowId: handle.workflowId }),
+    ).rejects.toThrow(/no approval 00000000-0000-4000-8000-000000000000 is pending in this batch/);
+    await expect(
+      h.client.approve(pending.approvalId, { workflowId: handle.workflowId, argsDigest: `sha256:${'0'.repeat(64)}` }),
+    ).rejects.toThrow(/the arguments you were shown .* are not the ones this call would run with/);
+    await expect(
+      h.client.approve(pending.approvalId, {
+        workflowId: handle.workflowId,
+        argsDigest: pending.argsDigest,
+        by: 'alice',
+      }),
+    ).resolves.toMatchObject({ approvalId: pending.approvalId, outcome: 'allowed-once', by: 'alice' });
     const again = h.client.deny(pending.approvalId, { workflowId: handle.workflowId, by: 'mallory' });
     await expect(again).rejects.toBeInstanceOf(SluiceError);
     await expect(again).rejects.toThrow(/already decided: allowed-once by alice/);
 
     const out = (await handle.result()) as BatchOutput;
     expect(out.events.filter((e) => e.type === 'approval/decided').map((e) => e.data.by)).toEqual(['alice']);
-    expect(out.events.filter((e) => e.type === 'approval/refused').map((e) => e.data.code).slice(0, 2)).toEqual(['unknown', 'digest-mismatch']);
+    expect(
+      out.events
+        .filter((e) => e.type === 'approval/refused')
+        .map((e) => e.data.code)
+        .slice(0, 2),
+    ).toEqual(['unknown', 'digest-mismatch']);
     expect(ran).toHaveLength(1);
     await expectNoWorkflowTaskFailed(handle.workflowId);
   });

@@ -11,7 +11,9 @@ import type { Candidate, Json, PreDecision } from '../pipeline/types';
 const RUNS = { numRuns: 300 };
 // Any JSON value, -0 excluded (JSON has no -0; snapshotJson refuses it), any UTF-16 in strings.
 const json = fc.jsonValue({ stringUnit: 'binary' }).map((v) => JSON.parse(JSON.stringify(v)) as Json);
-const jsonObject = fc.dictionary(fc.string({ unit: 'binary' }), json).map((v) => JSON.parse(JSON.stringify(v)) as { [k: string]: Json });
+const jsonObject = fc
+  .dictionary(fc.string({ unit: 'binary' }), json)
+  .map((v) => JSON.parse(JSON.stringify(v)) as { [k: string]: Json });
 
 function isDeepFrozen(v: unknown): boolean {
   if (v === null || typeof v !== 'object') return true;
@@ -28,7 +30,12 @@ function plant(v: Json, bad: unknown, pick: number): unknown {
     const keys = Object.keys(v);
     const k = keys[pick % keys.length];
     const out = { ...v };
-    Object.defineProperty(out, k, { value: plant(v[k], bad, Math.floor(pick / 2)), enumerable: true, writable: true, configurable: true });
+    Object.defineProperty(out, k, {
+      value: plant(v[k], bad, Math.floor(pick / 2)),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
     return out;
   }
   return { planted: bad };
@@ -50,7 +57,20 @@ describe('snapshotJson', () => {
 
   it('refuses any value holding something JSON would change, wherever it hides', () => {
     class Thing {}
-    const bads = fc.constantFrom<unknown>(undefined, 1n, NaN, Infinity, -Infinity, -0, () => 1, Symbol('s'), new Thing(), new Date(0), new Map(), [, 1]);
+    const bads = fc.constantFrom<unknown>(
+      undefined,
+      1n,
+      NaN,
+      Infinity,
+      -Infinity,
+      -0,
+      () => 1,
+      Symbol('s'),
+      new Thing(),
+      new Date(0),
+      new Map(),
+      [, 1],
+    );
     fc.assert(
       fc.property(json, bads, fc.nat(), (v, bad, pick) => {
         expect(() => snapshotJson(plant(v, bad, pick))).toThrow(NotLosslessJsonError);
@@ -66,7 +86,7 @@ describe('snapshotJson', () => {
         const args = snapshotArguments(raw);
         expect(JSON.stringify(args)).toBe(raw);
         expect(Object.getPrototypeOf(args)).toBe(Object.prototype);
-        for (const k of Object.keys(obj)) expect(Object.prototype.hasOwnProperty.call(args, k)).toBe(true);
+        for (const k of Object.keys(obj)) expect(Object.hasOwn(args, k)).toBe(true);
       }),
       RUNS,
     );
@@ -82,7 +102,13 @@ describe('canonicalJson', () => {
       const keys = Object.keys(v);
       const rotated = keys.map((_, i) => keys[(i + seed) % keys.length]);
       const out: { [k: string]: Json } = {};
-      for (const k of rotated) Object.defineProperty(out, k, { value: shuffle(v[k], seed + 1), enumerable: true, writable: true, configurable: true });
+      for (const k of rotated)
+        Object.defineProperty(out, k, {
+          value: shuffle(v[k], seed + 1),
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        });
       return out;
     }
     return v;
@@ -128,40 +154,64 @@ describe('byte accounting', () => {
 describe('normalization and bounds', () => {
   const block = fc.oneof(
     fc.record({ type: fc.constant('text' as const), text: fc.string({ unit: 'binary', maxLength: 3000 }) }),
-    fc.record({ type: fc.constant('image' as const), data: fc.base64String({ maxLength: 400 }), mimeType: fc.constant('image/png') }),
+    fc.record({
+      type: fc.constant('image' as const),
+      data: fc.base64String({ maxLength: 400 }),
+      mimeType: fc.constant('image/png'),
+    }),
   );
-  const candidate = fc.record({
-    content: fc.array(block, { maxLength: 4 }),
-    isError: fc.boolean(),
-    error: fc.option(fc.record({ message: fc.string({ maxLength: 3000 }), code: fc.constantFrom('TOOL_FAILED', 'DENIED') }), { nil: undefined }),
-    meta: fc.option(jsonObject, { nil: undefined }),
-  }).map((c) => JSON.parse(JSON.stringify(c)) as Candidate);
-  const contexts = fc.array(fc.record({ role: fc.constant('user' as const), content: fc.string({ maxLength: 2000 }) }), { maxLength: 3 });
+  const candidate = fc
+    .record({
+      content: fc.array(block, { maxLength: 4 }),
+      isError: fc.boolean(),
+      error: fc.option(
+        fc.record({ message: fc.string({ maxLength: 3000 }), code: fc.constantFrom('TOOL_FAILED', 'DENIED') }),
+        { nil: undefined },
+      ),
+      meta: fc.option(jsonObject, { nil: undefined }),
+    })
+    .map((c) => JSON.parse(JSON.stringify(c)) as Candidate);
+  const contexts = fc.array(
+    fc.record({ role: fc.constant('user' as const), content: fc.string({ maxLength: 2000 }) }),
+    { maxLength: 3 },
+  );
 
   it('a normalized result is lossless JSON, frozen, and fits the bounds it was given', () => {
     fc.assert(
-      fc.property(candidate, contexts, fc.integer({ min: 1, max: 4000 }), fc.integer({ min: 0, max: 20_000 }), (c, ctx, maxChars, maxBytes) => {
-        const r = normalizeResult(c, ctx, { maxResultChars: maxChars, maxResultBytes: maxBytes });
-        expect(snapshotJson(r)).toEqual(r);
-        expect(isDeepFrozen(r)).toBe(true);
-        expect(resultBytes(r)).toBeLessThanOrEqual(Math.max(maxBytes, MIN_SHARE_BYTES) + 64);
-        expect(r.isError).toBe(c.isError);
-      }),
+      fc.property(
+        candidate,
+        contexts,
+        fc.integer({ min: 1, max: 4000 }),
+        fc.integer({ min: 0, max: 20_000 }),
+        (c, ctx, maxChars, maxBytes) => {
+          const r = normalizeResult(c, ctx, { maxResultChars: maxChars, maxResultBytes: maxBytes });
+          expect(snapshotJson(r)).toEqual(r);
+          expect(isDeepFrozen(r)).toBe(true);
+          expect(resultBytes(r)).toBeLessThanOrEqual(Math.max(maxBytes, MIN_SHARE_BYTES) + 64);
+          expect(r.isError).toBe(c.isError);
+        },
+      ),
       RUNS,
     );
   });
 
   it('a result that did not fit keeps a prefix of its text as the preview, and says so', () => {
     fc.assert(
-      fc.property(fc.string({ unit: 'binary', minLength: 1, maxLength: 5000 }), fc.integer({ min: 0, max: 6000 }), (t, maxBytes) => {
-        const full = { content: [{ type: 'text' as const, text: t }], isError: false };
-        const r = fitResult(full, { maxChars: Infinity, maxBytes });
-        if (r === full) return;
-        const preview = r.content.length === 2 ? (r.content[0] as { text: string }).text : '';
-        expect(t.startsWith(preview)).toBe(true);
-        expect(r.meta).toMatchObject({ truncated: true, originalChars: t.length });
-        expect((r.content[r.content.length - 1] as { text: string }).text).toMatch(/truncated: showing \d+ of \d+ characters/);
-      }),
+      fc.property(
+        fc.string({ unit: 'binary', minLength: 1, maxLength: 5000 }),
+        fc.integer({ min: 0, max: 6000 }),
+        (t, maxBytes) => {
+          const full = { content: [{ type: 'text' as const, text: t }], isError: false };
+          const r = fitResult(full, { maxChars: Infinity, maxBytes });
+          if (r === full) return;
+          const preview = r.content.length === 2 ? (r.content[0] as { text: string }).text : '';
+          expect(t.startsWith(preview)).toBe(true);
+          expect(r.meta).toMatchObject({ truncated: true, originalChars: t.length });
+          expect((r.content[r.content.length - 1] as { text: string }).text).toMatch(
+            /truncated: showing \d+ of \d+ characters/,
+          );
+        },
+      ),
       RUNS,
     );
   });
@@ -171,7 +221,9 @@ describe('decision folding', () => {
   const RANK = { allow: 0, ask: 1, deny: 2 } as const;
   const decision: fc.Arbitrary<PreDecision> = fc.oneof(
     fc.constant({ kind: 'allow' as const }),
-    fc.option(fc.string({ minLength: 1, maxLength: 8 }), { nil: undefined }).map((reason) => (reason ? { kind: 'ask' as const, reason } : { kind: 'ask' as const })),
+    fc
+      .option(fc.string({ minLength: 1, maxLength: 8 }), { nil: undefined })
+      .map((reason) => (reason ? { kind: 'ask' as const, reason } : { kind: 'ask' as const })),
     fc.string({ minLength: 1, maxLength: 8 }).map((reason) => ({ kind: 'deny' as const, reason })),
   );
   const answers = fc.array(fc.option(decision, { nil: undefined }), { maxLength: 8 });
@@ -196,13 +248,18 @@ describe('decision folding', () => {
     fc.assert(
       fc.property(answers, fc.nat(), (xs, seed) => {
         const start: PreDecision = { kind: 'allow' };
-        const shuffled = xs.map((x, i) => ({ x, k: (i * 7919 + seed) % 101 })).sort((a, b) => a.k - b.k).map((e) => e.x);
+        const shuffled = xs
+          .map((x, i) => ({ x, k: (i * 7919 + seed) % 101 }))
+          .sort((a, b) => a.k - b.k)
+          .map((e) => e.x);
         const strictest = xs.reduce((m, x) => (x && RANK[x.kind] > m ? RANK[x.kind] : m), 0);
         expect(RANK[fold(start, xs).kind]).toBe(strictest);
         expect(RANK[fold(start, shuffled).kind]).toBe(strictest);
         const out = fold(start, xs);
         if (out.kind === 'ask') {
-          const reasons = xs.filter((x): x is PreDecision & { kind: 'ask' } => x?.kind === 'ask' && !!x.reason).map((x) => x.reason);
+          const reasons = xs
+            .filter((x): x is PreDecision & { kind: 'ask' } => x?.kind === 'ask' && !!x.reason)
+            .map((x) => x.reason);
           expect(out.reason).toBe(reasons.length ? reasons.join('; ') : undefined);
         }
       }),
@@ -259,8 +316,18 @@ describe('decision folding', () => {
         }
         const v = verdict as { content?: unknown; value?: unknown } | null;
         if (applied.blocked) expect(applied.candidate.value).toBeUndefined();
-        else if (v && typeof v === 'object' && v.content !== undefined) expect(applied.candidate.value).toEqual(base.value);
-        else if (v && typeof v === 'object' && v.value !== undefined) expect(applied.candidate.content).toEqual([{ type: 'text', text: typeof applied.candidate.value === 'string' ? applied.candidate.value : JSON.stringify(applied.candidate.value, null, 2) }]);
+        else if (v && typeof v === 'object' && v.content !== undefined)
+          expect(applied.candidate.value).toEqual(base.value);
+        else if (v && typeof v === 'object' && v.value !== undefined)
+          expect(applied.candidate.content).toEqual([
+            {
+              type: 'text',
+              text:
+                typeof applied.candidate.value === 'string'
+                  ? applied.candidate.value
+                  : JSON.stringify(applied.candidate.value, null, 2),
+            },
+          ]);
         else expect(applied.candidate).toBe(base);
       }),
       RUNS,

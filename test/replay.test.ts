@@ -17,7 +17,19 @@ const ROOT = path.join(__dirname, '..');
 let h: Harness;
 let scratch: string;
 beforeAll(async () => {
-  h = await startHarness('replay', defineConfig({ tools: [defineTool({ name: 'echo', description: 'echo', input: z.object({ text: z.string() }), execute: ({ text }) => text })] }));
+  h = await startHarness(
+    'replay',
+    defineConfig({
+      tools: [
+        defineTool({
+          name: 'echo',
+          description: 'echo',
+          input: z.object({ text: z.string() }),
+          execute: ({ text }) => text,
+        }),
+      ],
+    }),
+  );
   scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-replay-'));
 });
 afterAll(async () => {
@@ -28,7 +40,8 @@ afterAll(async () => {
 /** A copy of the workflow code that can be bundled on its own, optionally with one edit. */
 function workflowCopy(name: string, edit?: (callPipeline: string) => string): string {
   const dir = path.join(scratch, name);
-  for (const sub of ['workflows', 'pipeline']) fs.cpSync(path.join(ROOT, sub), path.join(dir, sub), { recursive: true });
+  for (const sub of ['workflows', 'pipeline'])
+    fs.cpSync(path.join(ROOT, sub), path.join(dir, sub), { recursive: true });
   fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'));
   if (edit) {
     const file = path.join(dir, 'workflows', 'call-pipeline.ts');
@@ -53,12 +66,19 @@ describe('replay', () => {
   });
 
   it('`sluice export` writes a history that `sluice replay` replays; a non-deterministic change fails with exit 1', async () => {
-    const handle = await h.client.startBatch(batch([{ name: 'echo', args: { text: 'a' } }, { name: 'echo', args: { text: 'b' } }]));
+    const handle = await h.client.startBatch(
+      batch([
+        { name: 'echo', args: { text: 'a' } },
+        { name: 'echo', args: { text: 'b' } },
+      ]),
+    );
     await handle.result();
     const exported = path.join(scratch, 'exported.json');
     const exp = await cli(['export', handle.workflowId, '--out', exported, '--address', inject('temporalAddress')]);
     expect(exp.code, exp.output).toBe(0);
-    expect(JSON.parse(fs.readFileSync(exported, 'utf8')).events[0].eventType).toBe('EVENT_TYPE_WORKFLOW_EXECUTION_STARTED');
+    expect(JSON.parse(fs.readFileSync(exported, 'utf8')).events[0].eventType).toBe(
+      'EVENT_TYPE_WORKFLOW_EXECUTION_STARTED',
+    );
 
     const same = await cli(['replay', exported, FIXTURE, '--workflows', workflowCopy('unchanged')]);
     expect(same.code, same.output).toBe(0);
@@ -67,7 +87,7 @@ describe('replay', () => {
     // A timer before pre-execute: the code now issues a command the recorded history never had.
     const broken = workflowCopy('timer-before-preflight', (src) =>
       src
-        .replace("import { ActivityFailure,", "import { sleep, ActivityFailure,")
+        .replace('import { ActivityFailure,', 'import { sleep, ActivityFailure,')
         .replace('pre = await this.preflight(ref);', "await sleep('1 ms');\n      pre = await this.preflight(ref);"),
     );
     const failed = await cli(['replay', FIXTURE, '--workflows', broken]);

@@ -22,7 +22,10 @@ afterAll(async () => {
   await h?.close();
 });
 
-const lines = (file: string) => (fs.existsSync(path.join(dir, file)) ? fs.readFileSync(path.join(dir, file), 'utf8').trim().split('\n').filter(Boolean) : []);
+const lines = (file: string) =>
+  fs.existsSync(path.join(dir, file))
+    ? fs.readFileSync(path.join(dir, file), 'utf8').trim().split('\n').filter(Boolean)
+    : [];
 const until = async (what: string, fn: () => boolean | Promise<boolean>) => {
   for (let i = 0; i < 300; i++) {
     if (await fn()) return;
@@ -35,7 +38,8 @@ const start = async () => {
   await worker.ready;
 };
 const oneResultPerCall = (out: BatchOutput) => {
-  for (const c of out.results) expect(out.events.filter((e) => e.type === 'tool/result' && e.data.callId === c.callId)).toHaveLength(1);
+  for (const c of out.results)
+    expect(out.events.filter((e) => e.type === 'tool/result' && e.data.callId === c.callId)).toHaveLength(1);
 };
 
 describe('worker restarts', () => {
@@ -61,7 +65,11 @@ describe('worker restarts', () => {
 
   it('mid-approval: a decision sent while no worker runs is honoured after the restart', async () => {
     await start();
-    const handle = await h.client.startBatch(batch([{ id: 'a1', name: 'append', args: { line: 'approved-line' } }], { options: { approvalTimeoutMs: 60_000 } }));
+    const handle = await h.client.startBatch(
+      batch([{ id: 'a1', name: 'append', args: { line: 'approved-line' } }], {
+        options: { approvalTimeoutMs: 60_000 },
+      }),
+    );
     let approvalId = '';
     await until('the ask', async () => {
       const state = await h.client.batchState(handle.workflowId).catch(() => undefined);
@@ -69,14 +77,22 @@ describe('worker restarts', () => {
       return approvalId !== '';
     });
     // search attributes reach visibility a moment after the workflow task that set them
-    await until('the approval to be searchable', () => h.client.findApproval(approvalId).then(() => true, () => false));
+    await until('the approval to be searchable', () =>
+      h.client.findApproval(approvalId).then(
+        () => true,
+        () => false,
+      ),
+    );
     await worker!.kill('SIGKILL');
     // no worker: the search attribute still finds the batch, and the signal is accepted
     await h.client.signalDecision({ approvalId, decision: 'approve', by: 'night-shift' });
     await start();
     const out = await handle.result();
     expect(out.results[0].result.isError).toBe(false);
-    expect(out.events.find((e) => e.type === 'approval/decided')!.data).toMatchObject({ outcome: 'allowed-once', by: 'night-shift' });
+    expect(out.events.find((e) => e.type === 'approval/decided')!.data).toMatchObject({
+      outcome: 'allowed-once',
+      by: 'night-shift',
+    });
     oneResultPerCall(out);
     expect(lines('done.log').filter((l) => l === 'approved-line')).toHaveLength(1);
     await worker!.kill('SIGTERM');

@@ -71,7 +71,13 @@ describe('secrets in history', () => {
     ]);
     const handle = await h.client.startBatch(req);
     const approval = await waitForPending(handle.workflowId);
-    await h.client.signalDecision({ approvalId: approval, workflowId: handle.workflowId, decision: 'approve', by: 'sec', reason: SECRETS.reason });
+    await h.client.signalDecision({
+      approvalId: approval,
+      workflowId: handle.workflowId,
+      decision: 'approve',
+      by: 'sec',
+      reason: SECRETS.reason,
+    });
     const out = (await handle.result()) as BatchOutput;
 
     // The codec-side client reads everything in clear.
@@ -81,7 +87,8 @@ describe('secrets in history', () => {
     expect(out.events.find((e) => e.type === 'approval/decided')?.data.reason).toBe(SECRETS.reason);
 
     const raw = await rawHistory(handle.workflowId);
-    for (const [what, secret] of Object.entries(SECRETS)) expect(raw.includes(secret), `${what} in plaintext history`).toBe(false);
+    for (const [what, secret] of Object.entries(SECRETS))
+      expect(raw.includes(secret), `${what} in plaintext history`).toBe(false);
     // What stays json/plain is Temporal's own: search attributes and local-activity marker details.
     expect(raw.includes(ENCRYPTED_ENCODING)).toBe(true);
   });
@@ -91,7 +98,13 @@ describe('secrets in history', () => {
     const out = await h.client.runBatch(req);
     const id = `sluice-batch:${req.sessionId}:1:1`;
     await expect(plain.workflow.getHandle(id).result()).rejects.toThrow(/encoding|binary\/encrypted/i);
-    const rotated = new SluiceClient({ connection: h.connection, taskQueue: h.taskQueue, dataConverter: dataConverterFromEnv({ SLUICE_CODEC_KEYS: `k2:${randomBytes(32).toString('base64')},k1:${keyB64}` }) });
+    const rotated = new SluiceClient({
+      connection: h.connection,
+      taskQueue: h.taskQueue,
+      dataConverter: dataConverterFromEnv({
+        SLUICE_CODEC_KEYS: `k2:${randomBytes(32).toString('base64')},k1:${keyB64}`,
+      }),
+    });
     expect(((await rotated.temporal.workflow.getHandle(id).result()) as BatchOutput).results).toEqual(out.results);
   });
 
@@ -119,9 +132,16 @@ describe('secrets in history', () => {
     const desc = await plain.workflow.getHandle(handle.workflowId).describe();
     const attrs = JSON.stringify(desc.raw.workflowExecutionInfo?.searchAttributes ?? {});
     const decoded = Object.fromEntries(
-      Object.entries(desc.raw.workflowExecutionInfo?.searchAttributes?.indexedFields ?? {}).map(([k, p]) => [k, Buffer.from(p.data ?? []).toString()]),
+      Object.entries(desc.raw.workflowExecutionInfo?.searchAttributes?.indexedFields ?? {}).map(([k, p]) => [
+        k,
+        Buffer.from(p.data ?? []).toString(),
+      ]),
     );
-    expect(Object.keys(decoded).sort()).toEqual(['BuildIds', 'SluiceAwaitingApproval', 'SluicePendingApprovals', 'SluiceSessionId'].filter((k) => k in decoded).sort());
+    expect(Object.keys(decoded).sort()).toEqual(
+      ['BuildIds', 'SluiceAwaitingApproval', 'SluicePendingApprovals', 'SluiceSessionId']
+        .filter((k) => k in decoded)
+        .sort(),
+    );
     expect(decoded.SluicePendingApprovals).toContain(approval);
     expect(decoded.SluiceSessionId).toContain(req.sessionId);
     for (const v of Object.values(decoded)) expect(v).not.toContain(SECRETS.arg);

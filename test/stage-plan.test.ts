@@ -22,7 +22,12 @@ const seenIn = (sessionId: string) => {
 };
 
 function configFor(plan: Variant): SluiceConfig {
-  const pre = function policy(ctx: { sessionId: string; call: { id: string; args: Readonly<JsonObject> }; state: Readonly<SessionState>; addContext(t: string): void }) {
+  const pre = function policy(ctx: {
+    sessionId: string;
+    call: { id: string; args: Readonly<JsonObject> };
+    state: Readonly<SessionState>;
+    addContext(t: string): void;
+  }) {
     const log = seenIn(ctx.sessionId);
     log.pre.push(ctx.call.id);
     log.marks.set(ctx.call.id, Object.keys(ctx.state.marks ?? {}));
@@ -31,18 +36,50 @@ function configFor(plan: Variant): SluiceConfig {
     if (t === 'pre-throw') throw new Error('pre-execute exploded');
     ctx.addContext(`pre context for ${ctx.call.id}`);
   };
-  const post = function rewrite(ctx: { sessionId: string; call: { id: string; args: Readonly<JsonObject> }; result: { isError: boolean }; addContext(t: string): void; emit(type: string, data: JsonObject): void }) {
+  const post = function rewrite(ctx: {
+    sessionId: string;
+    call: { id: string; args: Readonly<JsonObject> };
+    result: { isError: boolean };
+    addContext(t: string): void;
+    emit(type: string, data: JsonObject): void;
+  }) {
     seenIn(ctx.sessionId).post.push(ctx.call.id);
     ctx.emit('test/post-seen', { callId: ctx.call.id, isError: ctx.result.isError });
-    if (ctx.call.args.text === 'rewrite') return { action: 'accept' as const, content: [{ type: 'text' as const, text: 'rewritten' }] };
+    if (ctx.call.args.text === 'rewrite')
+      return { action: 'accept' as const, content: [{ type: 'text' as const, text: 'rewritten' }] };
     ctx.addContext(`post context for ${ctx.call.id}`);
   };
   return defineConfig({
     tools: [
-      defineTool({ name: 'echo', description: 'echo', input: z.object({ text: z.string() }), isConcurrencySafe: () => true, execute: ({ text }) => text }),
-      defineTool({ name: 'broken', description: 'always throws', input: z.object({}), retry: { maximumAttempts: 1 }, execute: () => { throw new Error('disk on fire'); } }),
-      defineTool({ name: 'held', description: 'waits until the test releases it', input: z.object({ key: z.string() }), execute: async ({ key }) => (await waitForRelease(key), `released ${key}`) }),
-      defineTool({ name: 'deploy', description: 'asks first', input: z.object({ env: z.string() }), approval: 'ask', execute: ({ env }) => `deployed ${env}` }),
+      defineTool({
+        name: 'echo',
+        description: 'echo',
+        input: z.object({ text: z.string() }),
+        isConcurrencySafe: () => true,
+        execute: ({ text }) => text,
+      }),
+      defineTool({
+        name: 'broken',
+        description: 'always throws',
+        input: z.object({}),
+        retry: { maximumAttempts: 1 },
+        execute: () => {
+          throw new Error('disk on fire');
+        },
+      }),
+      defineTool({
+        name: 'held',
+        description: 'waits until the test releases it',
+        input: z.object({ key: z.string() }),
+        execute: async ({ key }) => (await waitForRelease(key), `released ${key}`),
+      }),
+      defineTool({
+        name: 'deploy',
+        description: 'asks first',
+        input: z.object({ env: z.string() }),
+        approval: 'ask',
+        execute: ({ env }) => `deployed ${env}`,
+      }),
       defineTool({
         name: 'mark',
         description: 'marks the session state with its call id, once released if it is held',
@@ -56,7 +93,9 @@ function configFor(plan: Variant): SluiceConfig {
       }),
     ],
     preExecute: [plan === 'long pre-execute' ? { name: 'policy', handler: pre, longRunning: true } : pre],
-    guards: [(ctx) => (ctx.call.args.text === 'guard-deny' || ctx.call.args.env === 'frozen' ? 'guard says no' : undefined)],
+    guards: [
+      (ctx) => (ctx.call.args.text === 'guard-deny' || ctx.call.args.env === 'frozen' ? 'guard says no' : undefined),
+    ],
     postExecute: [plan === 'long post-execute' ? { name: 'rewrite', handler: post, longRunning: true } : post],
     onResult: [(n) => void seenIn(n.sessionId).observed.push(n.call.id)],
     ...(plan === 'all activities' ? { localStages: false } : {}),
@@ -110,7 +149,9 @@ async function historyOf(h: Harness, workflowId: string) {
 }
 
 function scheduledTypes(history: Awaited<ReturnType<typeof historyOf>>): string[] {
-  const names = (history.events ?? []).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name).filter((n): n is string => !!n);
+  const names = (history.events ?? [])
+    .map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name)
+    .filter((n): n is string => !!n);
   return [...new Set(names)].sort();
 }
 
@@ -123,7 +164,11 @@ async function waitForPending(h: Harness, workflowId: string): Promise<PendingAp
   throw new Error(`no approval became pending in ${workflowId}`);
 }
 
-async function waitForLog(h: Harness, sessionId: string, seen: (events: SessionEvent[]) => boolean): Promise<SessionEvent[]> {
+async function waitForLog(
+  h: Harness,
+  sessionId: string,
+  seen: (events: SessionEvent[]) => boolean,
+): Promise<SessionEvent[]> {
   for (let i = 0; i < 200; i++) {
     const log = await readSessionLog(h.stateDir, sessionId);
     if (seen(log)) return log;
@@ -143,7 +188,12 @@ describe('stage plans', () => {
       expect(await readSessionLog(h.stateDir, req.sessionId), v).toEqual(out.events);
     }
     const local = outputs.get('local stages')!;
-    const byCall = Object.fromEntries(local.results.map((r) => [r.callId, { text: text(r.result), isError: r.result.isError, code: r.result.error?.code }]));
+    const byCall = Object.fromEntries(
+      local.results.map((r) => [
+        r.callId,
+        { text: text(r.result), isError: r.result.isError, code: r.result.error?.code },
+      ]),
+    );
     expect(byCall).toEqual({
       'call-1': { text: 'hello', isError: false, code: undefined },
       'call-2': { text: 'Error: policy says no', isError: true, code: 'DENIED' },
@@ -163,14 +213,19 @@ describe('stage plans', () => {
   it('local stages that take several calls at once still run them one at a time, in model order', async () => {
     for (const v of VARIANTS) {
       const h = harnesses.get(v)!;
-      const req = batch(Array.from({ length: 13 }, (_, i) => ({ name: 'echo', args: { text: i === 6 ? 'deny-me' : `t${i}` } })));
+      const req = batch(
+        Array.from({ length: 13 }, (_, i) => ({ name: 'echo', args: { text: i === 6 ? 'deny-me' : `t${i}` } })),
+      );
       const out = await h.client.runBatch(req);
       const ids = req.calls.map((c) => c.id);
       const log = seenIn(req.sessionId);
       expect(log.pre, v).toEqual(ids);
       expect(log.post, v).toEqual(ids);
       expect(log.observed, v).toEqual(ids);
-      expect(out.events.filter((e) => e.type === 'tool/result').map((e) => e.data.callId), v).toEqual(ids);
+      expect(
+        out.events.filter((e) => e.type === 'tool/result').map((e) => e.data.callId),
+        v,
+      ).toEqual(ids);
     }
   });
 
@@ -179,14 +234,20 @@ describe('stage plans', () => {
       const h = harnesses.get(v)!;
       // maxParallel 2: call-3 and call-4 are preflighted together while call-1 and call-2 run;
       // call-4 is admitted only after call-1 finished and marked the state.
-      const req = batch([{ name: 'mark' }, { name: 'mark', args: { hold: `slot-${v}` } }, { name: 'mark' }, { name: 'mark' }], { options: { maxParallel: 2 } });
+      const req = batch(
+        [{ name: 'mark' }, { name: 'mark', args: { hold: `slot-${v}` } }, { name: 'mark' }, { name: 'mark' }],
+        { options: { maxParallel: 2 } },
+      );
       const handle = await h.client.startBatch(req);
       const log = seenIn(req.sessionId);
       for (let i = 0; i < 400 && !log.marks.has('call-4'); i++) await new Promise((r) => setTimeout(r, 25));
       for (let i = 0; i < 200 && !released.has(`slot-${v}`); i++) await new Promise((r) => setTimeout(r, 25));
       released.get(`slot-${v}`)!();
       const out = await handle.result();
-      expect(out.results.map((r) => text(r.result)), v).toEqual(['marked', 'marked', 'marked', 'marked']);
+      expect(
+        out.results.map((r) => text(r.result)),
+        v,
+      ).toEqual(['marked', 'marked', 'marked', 'marked']);
       expect(log.marks.get('call-4'), v).toContain('call-1');
       expect(Object.keys(out.state.marks ?? {}).sort(), v).toEqual(['call-1', 'call-2', 'call-3', 'call-4']);
     }
@@ -195,12 +256,18 @@ describe('stage plans', () => {
   it('schedules on the server only the stages the plan makes activities, and every history replays', async () => {
     for (const v of VARIANTS) {
       const h = harnesses.get(v)!;
-      const req = batch([{ name: 'echo', args: { text: 'a' } }, { name: 'deploy', args: { env: 'staging' } }]);
+      const req = batch([
+        { name: 'echo', args: { text: 'a' } },
+        { name: 'deploy', args: { env: 'staging' } },
+      ]);
       const handle = await h.client.startBatch(req);
       const pending = await waitForPending(h, handle.workflowId);
       await h.client.approve(pending.approvalId, { workflowId: handle.workflowId, by: 'test' });
       const out = await handle.result();
-      expect(out.results.map((r) => text(r.result)), v).toEqual(['a', 'deployed staging']);
+      expect(
+        out.results.map((r) => text(r.result)),
+        v,
+      ).toEqual(['a', 'deployed staging']);
 
       const history = await historyOf(h, handle.workflowId);
       expect(scheduledTypes(history), v).toEqual(SCHEDULED[v]);
@@ -213,8 +280,13 @@ describe('stage plans', () => {
       // left out; the sink keeps the first copy of each seq.)
       const replayed: SessionEvent[] = [];
       const sinks = sessionEventSinks({ append: async (_s, events) => void replayed.push(...events) });
-      await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') }, replayName: v, sinks }, history, handle.workflowId);
-      const untimed = (events: SessionEvent[]) => events.map(({ type, seq, data }) => ({ type, seq, data: { ...data, expiresAt: null, latencyMs: null } }));
+      await Worker.runReplayHistory(
+        { workflowBundle: { codePath: inject('workflowBundlePath') }, replayName: v, sinks },
+        history,
+        handle.workflowId,
+      );
+      const untimed = (events: SessionEvent[]) =>
+        events.map(({ type, seq, data }) => ({ type, seq, data: { ...data, expiresAt: null, latencyMs: null } }));
       expect(untimed([...new Map(replayed.map((e) => [e.seq, e])).values()]), v).toEqual(untimed(out.events));
     }
   });
@@ -222,17 +294,27 @@ describe('stage plans', () => {
   it('the sink gets approval/asked while a person is awaited, and tool/call while a body runs', async () => {
     for (const v of VARIANTS) {
       const h = harnesses.get(v)!;
-      const req = batch([{ name: 'deploy', args: { env: 'frozen' } }, { name: 'held', args: { key: v } }]);
+      const req = batch([
+        { name: 'deploy', args: { env: 'frozen' } },
+        { name: 'held', args: { key: v } },
+      ]);
       const handle = await h.client.startBatch(req);
       const pending = await waitForPending(h, handle.workflowId);
-      await waitForLog(h, req.sessionId, (log) => log.some((e) => e.type === 'approval/asked' && e.data.callId === 'call-1'));
+      await waitForLog(h, req.sessionId, (log) =>
+        log.some((e) => e.type === 'approval/asked' && e.data.callId === 'call-1'),
+      );
       await h.client.approve(pending.approvalId, { workflowId: handle.workflowId, by: 'test' });
       await waitForLog(h, req.sessionId, (l) => l.some((e) => e.type === 'tool/call' && e.data.callId === 'call-2'));
       for (let i = 0; i < 200 && !released.has(v); i++) await new Promise((r) => setTimeout(r, 50));
-      expect(await readSessionLog(h.stateDir, req.sessionId), v).not.toContainEqual(expect.objectContaining({ type: 'tool/result', data: expect.objectContaining({ callId: 'call-2' }) }));
+      expect(await readSessionLog(h.stateDir, req.sessionId), v).not.toContainEqual(
+        expect.objectContaining({ type: 'tool/result', data: expect.objectContaining({ callId: 'call-2' }) }),
+      );
       released.get(v)!();
       const out = await handle.result();
-      expect(out.results.map((r) => text(r.result)), v).toEqual(['Error: guard says no', `released ${v}`]);
+      expect(
+        out.results.map((r) => text(r.result)),
+        v,
+      ).toEqual(['Error: guard says no', `released ${v}`]);
       expect(await readSessionLog(h.stateDir, req.sessionId), v).toEqual(out.events);
     }
   });
@@ -245,9 +327,28 @@ describe('settle with nothing for a worker to run', () => {
       'plan-no-settle-hooks',
       defineConfig({
         tools: [
-          defineTool({ name: 'echo', description: 'echo', input: z.object({ text: z.string() }), isConcurrencySafe: () => true, execute: ({ text }, ctx) => (ctx.addContext(`body ${text}`), text) }),
-          defineTool({ name: 'big', description: 'a lot of text', input: z.object({ n: z.number() }), isConcurrencySafe: () => true, execute: ({ n }) => 'x'.repeat(n) }),
-          defineTool({ name: 'finalized', description: 'has a finalizeContent', input: z.object({}), isConcurrencySafe: () => true, execute: () => 'raw', finalizeContent: (content) => [...content, { type: 'text', text: ' [final]' }] }),
+          defineTool({
+            name: 'echo',
+            description: 'echo',
+            input: z.object({ text: z.string() }),
+            isConcurrencySafe: () => true,
+            execute: ({ text }, ctx) => (ctx.addContext(`body ${text}`), text),
+          }),
+          defineTool({
+            name: 'big',
+            description: 'a lot of text',
+            input: z.object({ n: z.number() }),
+            isConcurrencySafe: () => true,
+            execute: ({ n }) => 'x'.repeat(n),
+          }),
+          defineTool({
+            name: 'finalized',
+            description: 'has a finalizeContent',
+            input: z.object({}),
+            isConcurrencySafe: () => true,
+            execute: () => 'raw',
+            finalizeContent: (content) => [...content, { type: 'text', text: ' [final]' }],
+          }),
         ],
         preExecute: [(ctx) => ctx.addContext(`pre ${ctx.call.id}`)],
         maxResultChars: 200,
@@ -257,7 +358,12 @@ describe('settle with nothing for a worker to run', () => {
   afterAll(() => h?.close());
 
   it('settles in the workflow with the same normalization, and in the worker where worker code or the claim check runs', async () => {
-    const req = batch([{ name: 'echo', args: { text: 'a' } }, { name: 'big', args: { n: 5000 } }, { name: 'finalized' }, { name: 'nope' }]);
+    const req = batch([
+      { name: 'echo', args: { text: 'a' } },
+      { name: 'big', args: { n: 5000 } },
+      { name: 'finalized' },
+      { name: 'nope' },
+    ]);
     const out = await h.client.runBatch(req);
     const [a, big, fin, nope] = out.results.map((r) => r.result);
     expect(text(a)).toBe('a');
@@ -266,7 +372,9 @@ describe('settle with nothing for a worker to run', () => {
     expect(text(big)).toContain('truncated');
     expect(text(fin)).toBe('raw [final]');
     expect(nope.error?.code).toBe('UNKNOWN_TOOL');
-    expect(out.events.filter((e) => e.type === 'tool/result').map((e) => (e.data.card as { summary?: string }).summary)).toEqual(['done', 'done', 'done', 'failed']);
+    expect(
+      out.events.filter((e) => e.type === 'tool/result').map((e) => (e.data.card as { summary?: string }).summary),
+    ).toEqual(['done', 'done', 'done', 'failed']);
 
     const history = await historyOf(h, `sluice-batch:${req.sessionId}:1:1`);
     const settledByWorker = (history.events ?? [])

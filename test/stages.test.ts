@@ -5,14 +5,25 @@ import type { SessionEvent } from '../pipeline/types';
 import { defineConfig, defineTool, toolOutput } from '../worker/config';
 import { batch, startHarness, text, type Harness } from './harness';
 
-const seen = { post: [] as string[], finalize: [] as string[], observed: [] as string[], bodyArgs: [] as unknown[], attempts: new Map<string, number>() };
+const seen = {
+  post: [] as string[],
+  finalize: [] as string[],
+  observed: [] as string[],
+  bodyArgs: [] as unknown[],
+  attempts: new Map<string, number>(),
+};
 
 class Weird {
   x = 1;
 }
 
 const tools = [
-  defineTool({ name: 'echo', description: 'echo', input: z.object({ text: z.string() }), execute: ({ text }, ctx) => (seen.bodyArgs.push({ text }), ctx.addContext(`body context for ${text}`), text) }),
+  defineTool({
+    name: 'echo',
+    description: 'echo',
+    input: z.object({ text: z.string() }),
+    execute: ({ text }, ctx) => (seen.bodyArgs.push({ text }), ctx.addContext(`body context for ${text}`), text),
+  }),
   defineTool({
     name: 'flaky',
     description: 'fails on its first attempt',
@@ -24,15 +35,38 @@ const tools = [
       return `ok on attempt ${ctx.attempt}, key ${ctx.idempotencyKey}`;
     },
   }),
-  defineTool({ name: 'broken', description: 'always throws', input: z.object({}), retry: { maximumAttempts: 2, initialIntervalMs: 100 }, execute: () => { throw new Error('disk on fire'); } }),
-  defineTool({ name: 'weird_output', description: 'returns non-JSON', input: z.object({ kind: z.string() }), execute: ({ kind }) => {
-    if (kind === 'bigint') return { n: 10n };
-    if (kind === 'nan') return { n: NaN };
-    if (kind === 'class') return new Weird();
-    if (kind === 'cycle') { const a: Record<string, unknown> = {}; a.self = a; return a; }
-    if (kind === 'getter') return Object.defineProperty({}, 'boom', { enumerable: true, get() { throw new Error('getter threw'); } });
-    return undefined;
-  } }),
+  defineTool({
+    name: 'broken',
+    description: 'always throws',
+    input: z.object({}),
+    retry: { maximumAttempts: 2, initialIntervalMs: 100 },
+    execute: () => {
+      throw new Error('disk on fire');
+    },
+  }),
+  defineTool({
+    name: 'weird_output',
+    description: 'returns non-JSON',
+    input: z.object({ kind: z.string() }),
+    execute: ({ kind }) => {
+      if (kind === 'bigint') return { n: 10n };
+      if (kind === 'nan') return { n: NaN };
+      if (kind === 'class') return new Weird();
+      if (kind === 'cycle') {
+        const a: Record<string, unknown> = {};
+        a.self = a;
+        return a;
+      }
+      if (kind === 'getter')
+        return Object.defineProperty({}, 'boom', {
+          enumerable: true,
+          get() {
+            throw new Error('getter threw');
+          },
+        });
+      return undefined;
+    },
+  }),
   defineTool({
     name: 'finalized',
     description: 'has a finalizeContent',
@@ -44,8 +78,18 @@ const tools = [
       return [...content, { type: 'text', text: ' [final]' }];
     },
   }),
-  defineTool({ name: 'concluder', description: 'ends the turn', input: z.object({}), execute: () => toolOutput({ content: [{ type: 'text', text: 'bye' }], concludesTurn: true }) }),
-  defineTool({ name: 'big', description: 'returns a lot', input: z.object({ n: z.number() }), execute: ({ n }) => 'x'.repeat(n) }),
+  defineTool({
+    name: 'concluder',
+    description: 'ends the turn',
+    input: z.object({}),
+    execute: () => toolOutput({ content: [{ type: 'text', text: 'bye' }], concludesTurn: true }),
+  }),
+  defineTool({
+    name: 'big',
+    description: 'returns a lot',
+    input: z.object({ n: z.number() }),
+    execute: ({ n }) => 'x'.repeat(n),
+  }),
 ];
 
 const config = defineConfig({
@@ -124,10 +168,22 @@ describe('the allow path', () => {
     const r = out.results[0].result;
     expect(r.isError).toBe(false);
     expect(text(r)).toBe('hello');
-    expect(types(out.events)).toEqual(['tool/call', 'tool/result', 'user/message', 'user/message', 'user/message', 'user/message']);
+    expect(types(out.events)).toEqual([
+      'tool/call',
+      'tool/result',
+      'user/message',
+      'user/message',
+      'user/message',
+      'user/message',
+    ]);
     expect(out.events.map((e) => e.seq)).toEqual([0, 1, 2, 3, 4, 5]);
     // pre-execute, body-deferred, wrapper, post-execute
-    expect(r.additionalContexts!.map((c) => c.content)).toEqual(['pre context for a', 'body context for hello', 'wrapper context for a', 'post context for a']);
+    expect(r.additionalContexts!.map((c) => c.content)).toEqual([
+      'pre context for a',
+      'body context for hello',
+      'wrapper context for a',
+      'post context for a',
+    ]);
     expect(out.messages.map((m) => m.role)).toEqual(['tool', 'user', 'user', 'user', 'user']);
     expect(seen.observed).toContain('a');
   });
@@ -157,9 +213,24 @@ describe('the allow path', () => {
 
 describe('denials go through post-execute', () => {
   it.each([
-    ['unknown tool', { id: 'u1', name: 'nope', args: {} }, 'UNKNOWN_TOOL', /unknown tool "nope"; the available tools are: echo/],
-    ['schema failure', { id: 'v1', name: 'echo', args: { text: 5 } }, 'INVALID_ARGS', /invalid arguments for echo: text:/],
-    ['pre-execute deny, which a later handler cannot undo', { id: 'd1', name: 'echo', args: { text: 'deny-me' } }, 'DENIED', /policy says no/],
+    [
+      'unknown tool',
+      { id: 'u1', name: 'nope', args: {} },
+      'UNKNOWN_TOOL',
+      /unknown tool "nope"; the available tools are: echo/,
+    ],
+    [
+      'schema failure',
+      { id: 'v1', name: 'echo', args: { text: 5 } },
+      'INVALID_ARGS',
+      /invalid arguments for echo: text:/,
+    ],
+    [
+      'pre-execute deny, which a later handler cannot undo',
+      { id: 'd1', name: 'echo', args: { text: 'deny-me' } },
+      'DENIED',
+      /policy says no/,
+    ],
     ['guard deny', { id: 'g1', name: 'echo', args: { text: 'guard-deny' } }, 'DENIED', /guard says no secrets/],
   ])('%s', async (_label, call, code, message) => {
     const out = await h.client.runBatch(batch([call]));
@@ -176,10 +247,30 @@ describe('denials go through post-execute', () => {
 describe('pipeline failures skip post-execute', () => {
   it.each([
     ['arguments that are not JSON', { id: 'j1', name: 'echo', args: '{"text": ' }, 'INVALID_ARGS', /not valid JSON/],
-    ['arguments that are not an object', { id: 'j2', name: 'echo', args: '[1,2]' }, 'INVALID_ARGS', /must be a JSON object/],
-    ['a throwing pre-execute', { id: 'p1', name: 'echo', args: { text: 'pre-throw' } }, 'PIPELINE_FAILED', /pre-execute handler policy threw: pre-execute exploded/],
-    ['a throwing guard', { id: 'g2', name: 'echo', args: { text: 'guard-throw' } }, 'PIPELINE_FAILED', /guard noSecrets threw: guard exploded/],
-    ['a throwing execute wrapper', { id: 'w1', name: 'echo', args: { text: 'wrap-throw' } }, 'PIPELINE_FAILED', /execute wrapper failed around echo: wrapper exploded/],
+    [
+      'arguments that are not an object',
+      { id: 'j2', name: 'echo', args: '[1,2]' },
+      'INVALID_ARGS',
+      /must be a JSON object/,
+    ],
+    [
+      'a throwing pre-execute',
+      { id: 'p1', name: 'echo', args: { text: 'pre-throw' } },
+      'PIPELINE_FAILED',
+      /pre-execute handler policy threw: pre-execute exploded/,
+    ],
+    [
+      'a throwing guard',
+      { id: 'g2', name: 'echo', args: { text: 'guard-throw' } },
+      'PIPELINE_FAILED',
+      /guard noSecrets threw: guard exploded/,
+    ],
+    [
+      'a throwing execute wrapper',
+      { id: 'w1', name: 'echo', args: { text: 'wrap-throw' } },
+      'PIPELINE_FAILED',
+      /execute wrapper failed around echo: wrapper exploded/,
+    ],
   ])('%s', async (_label, call, code, message) => {
     const out = await h.client.runBatch(batch([call]));
     const r = out.results[0].result;
@@ -192,7 +283,10 @@ describe('pipeline failures skip post-execute', () => {
 
   it('post-execute that throws or replaces both content and value fails the call', async () => {
     const out = await h.client.runBatch(batch([echo('post-throw', 'pt'), echo('rewrite-both', 'rb')]));
-    expect(out.results[0].result.error).toEqual({ code: 'PIPELINE_FAILED', message: expect.stringMatching(/post-execute handler tagAndRewrite threw: post-execute exploded/) });
+    expect(out.results[0].result.error).toEqual({
+      code: 'PIPELINE_FAILED',
+      message: expect.stringMatching(/post-execute handler tagAndRewrite threw: post-execute exploded/),
+    });
     expect(out.results[1].result.error?.message).toMatch(/replaced both content and value/);
   });
 });
@@ -221,7 +315,9 @@ describe('execute waterfall and post-execute', () => {
 
   it('values that are not lossless JSON become INVALID_TOOL_OUTPUT, through post-execute', async () => {
     const kinds = ['bigint', 'nan', 'class', 'cycle', 'getter'];
-    const out = await h.client.runBatch(batch(kinds.map((kind, i) => ({ id: `wo${i}`, name: 'weird_output', args: { kind } }))));
+    const out = await h.client.runBatch(
+      batch(kinds.map((kind, i) => ({ id: `wo${i}`, name: 'weird_output', args: { kind } }))),
+    );
     for (const [i, r] of out.results.entries()) {
       expect(r.result.error?.code, kinds[i]).toBe('INVALID_TOOL_OUTPUT');
       expect(seen.post).toContain(`wo${i}`);
@@ -235,16 +331,30 @@ describe('execute waterfall and post-execute', () => {
     const out = await h.client.runBatch(batch([{ name: 'big', args: { n: 120_000 } }]));
     const r = out.results[0].result;
     expect(text(r).length).toBeLessThan(51_000);
-    expect(text(r)).toMatch(/\[truncated: showing 50000 of 120000 characters\. The full result is stored aside as sluice-result:/);
-    expect(r.meta).toMatchObject({ truncated: true, originalChars: 120_000, storedResult: { ref: expect.stringMatching(/^sluice-result:/) } });
+    expect(text(r)).toMatch(
+      /\[truncated: showing 50000 of 120000 characters\. The full result is stored aside as sluice-result:/,
+    );
+    expect(r.meta).toMatchObject({
+      truncated: true,
+      originalChars: 120_000,
+      storedResult: { ref: expect.stringMatching(/^sluice-result:/) },
+    });
   });
 });
 
 describe('finalizeContent, observers and identity', () => {
   it('finalizeContent runs exactly once per call; a throw becomes INVALID_TOOL_OUTPUT', async () => {
-    const out = await h.client.runBatch(batch([{ id: 'fz1', name: 'finalized', args: { mode: 'ok' } }, { id: 'fz2', name: 'finalized', args: { mode: 'throw' } }]));
+    const out = await h.client.runBatch(
+      batch([
+        { id: 'fz1', name: 'finalized', args: { mode: 'ok' } },
+        { id: 'fz2', name: 'finalized', args: { mode: 'throw' } },
+      ]),
+    );
     expect(text(out.results[0].result)).toBe('ok [final]');
-    expect(out.results[1].result.error).toMatchObject({ code: 'INVALID_TOOL_OUTPUT', message: expect.stringMatching(/finalize refused/) });
+    expect(out.results[1].result.error).toMatchObject({
+      code: 'INVALID_TOOL_OUTPUT',
+      message: expect.stringMatching(/finalize refused/),
+    });
     expect(seen.finalize.filter((id) => id === 'fz1')).toHaveLength(1);
     expect(seen.finalize.filter((id) => id === 'fz2')).toHaveLength(1);
   });

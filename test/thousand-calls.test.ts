@@ -8,7 +8,13 @@ import type { BatchOutput, Json } from '../pipeline/types';
 import { defineConfig, defineTool } from '../worker/config';
 import { batch, startHarness, text, type Harness } from './harness';
 
-const echo = defineTool({ name: 'echo', description: 'Echo.', input: z.object({ text: z.string() }), isConcurrencySafe: () => true, execute: ({ text }) => text });
+const echo = defineTool({
+  name: 'echo',
+  description: 'Echo.',
+  input: z.object({ text: z.string() }),
+  isConcurrencySafe: () => true,
+  execute: ({ text }) => text,
+});
 
 let h: Harness;
 beforeAll(async () => {
@@ -17,7 +23,9 @@ beforeAll(async () => {
 afterAll(() => h?.close());
 
 it(`a batch of ${MAX_CALLS_PER_BATCH} calls completes within Temporal's limits`, { timeout: 600_000 }, async () => {
-  const req = batch(Array.from({ length: MAX_CALLS_PER_BATCH }, (_, i) => ({ id: `c${i}`, name: 'echo', args: { text: `t${i}` } })));
+  const req = batch(
+    Array.from({ length: MAX_CALLS_PER_BATCH }, (_, i) => ({ id: `c${i}`, name: 'echo', args: { text: `t${i}` } })),
+  );
   const began = Date.now();
   const handle = await h.client.startBatch(req);
   const out = (await handle.result()) as BatchOutput;
@@ -31,9 +39,14 @@ it(`a batch of ${MAX_CALLS_PER_BATCH} calls completes within Temporal's limits`,
   const events = history.events ?? [];
   const E = temporal.api.enums.v1.EventType;
   expect(events.filter((e) => e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_FAILED)).toEqual([]);
-  const size = Number([...events].reverse().find((e) => e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_STARTED)?.workflowTaskStartedEventAttributes?.historySizeBytes ?? 0);
+  const size = Number(
+    [...events].reverse().find((e) => e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_STARTED)
+      ?.workflowTaskStartedEventAttributes?.historySizeBytes ?? 0,
+  );
   const outputBytes = jsonBytes(out as unknown as Json);
-  console.log(`${MAX_CALLS_PER_BATCH} calls: ${ms} ms, ${events.length} history events, ${size} history bytes, output ${outputBytes} bytes`);
+  console.log(
+    `${MAX_CALLS_PER_BATCH} calls: ${ms} ms, ${events.length} history events, ${size} history bytes, output ${outputBytes} bytes`,
+  );
   expect(events.length).toBeLessThan(51_200);
   expect(size).toBeLessThan(50 * 1024 * 1024);
   expect(outputBytes).toBeLessThan(PAYLOAD_LIMIT_BYTES);

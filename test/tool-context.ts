@@ -49,7 +49,13 @@ export interface Outcome {
 }
 
 /** Parses the args with the tool's schema (as preflight does) and runs the body. */
-export async function call(tools: ToolDefinition[], name: string, args: object, s: Session, signal?: AbortSignal): Promise<Outcome> {
+export async function call(
+  tools: ToolDefinition[],
+  name: string,
+  args: object,
+  s: Session,
+  signal?: AbortSignal,
+): Promise<Outcome> {
   const tool = tools.find((t) => t.name === name);
   if (!tool) throw new Error(`no tool ${name}`);
   const out = await tool.execute(tool.input.parse(args), s.ctx(signal));

@@ -31,7 +31,10 @@ function claudeProject(): string {
     });`,
   );
   const hook = { type: 'command', command: 'node "$CLAUDE_PROJECT_DIR/.claude/protect-env.js"' };
-  fs.writeFileSync(path.join(dir, '.claude', 'settings.json'), JSON.stringify({ hooks: { PreToolUse: [{ matcher: 'Edit|Write', hooks: [hook] }] } }));
+  fs.writeFileSync(
+    path.join(dir, '.claude', 'settings.json'),
+    JSON.stringify({ hooks: { PreToolUse: [{ matcher: 'Edit|Write', hooks: [hook] }] } }),
+  );
   return dir;
 }
 
@@ -49,7 +52,10 @@ beforeAll(async () => {
     postExecute: [
       {
         name: 'no-secret-todos',
-        handler: (ctx) => (ctx.call.name === 'todo_write' && JSON.stringify(ctx.call.args).includes('secret') ? { action: 'block', feedback: 'todo lists may not mention secrets' } : undefined),
+        handler: (ctx) =>
+          ctx.call.name === 'todo_write' && JSON.stringify(ctx.call.args).includes('secret')
+            ? { action: 'block', feedback: 'todo lists may not mention secrets' }
+            : undefined,
       },
     ],
   });
@@ -63,7 +69,14 @@ const ofType = (events: SessionEvent[], type: string) => events.filter((e) => e.
 
 /** The session's next batch: same session, next step, the previous batch's state and seq. */
 function after(prev: BatchOutput, calls: Parameters<typeof batch>[0]): BatchRequest {
-  return { ...batch(calls), sessionId: prev.sessionId, turn: prev.turn, step: prev.step + 1, state: prev.state, startSeq: prev.nextSeq };
+  return {
+    ...batch(calls),
+    sessionId: prev.sessionId,
+    turn: prev.turn,
+    step: prev.step + 1,
+    state: prev.state,
+    startSeq: prev.nextSeq,
+  };
 }
 
 describe('tool-fs through the pipeline', () => {
@@ -89,9 +102,13 @@ describe('tool-fs through the pipeline', () => {
   it('refuses a stale edit: the file changed on disk between the read and the edit', async () => {
     put('stale.txt', 'v1\n');
     const first = await h.client.runBatch(batch([{ name: 'read', args: { file_path: 'stale.txt' } }]));
-    expect(ofType(first.events, 'fs/observed')).toEqual([{ path: 'stale.txt', state: 'present', version: versionOf('v1\n'), partial: false }]);
+    expect(ofType(first.events, 'fs/observed')).toEqual([
+      { path: 'stale.txt', state: 'present', version: versionOf('v1\n'), partial: false },
+    ]);
     put('stale.txt', 'v2\n');
-    const second = await h.client.runBatch(after(first, [{ name: 'edit', args: { file_path: 'stale.txt', old_string: 'v1', new_string: 'mine' } }]));
+    const second = await h.client.runBatch(
+      after(first, [{ name: 'edit', args: { file_path: 'stale.txt', old_string: 'v1', new_string: 'mine' } }]),
+    );
     expect(second.results[0].result).toMatchObject({ isError: true, error: { code: 'FS_STALE_VERSION' } });
     expect(text(second.results[0].result)).toContain('Read the file again, then retry the edit.');
     expect(get('stale.txt')).toBe('v2\n');
@@ -101,7 +118,9 @@ describe('tool-fs through the pipeline', () => {
     put('durable.txt', 'before\n');
     const first = await h.client.runBatch(batch([{ name: 'read', args: { file_path: 'durable.txt' } }]));
     await h.stopWorker();
-    const handle = await h.client.startBatch(after(first, [{ name: 'Edit', args: { file_path: 'durable.txt', old_string: 'before', new_string: 'after' } }]));
+    const handle = await h.client.startBatch(
+      after(first, [{ name: 'Edit', args: { file_path: 'durable.txt', old_string: 'before', new_string: 'after' } }]),
+    );
     await h.startWorker();
     const second = await handle.result();
     expect(second.results[0].result).toMatchObject({ isError: false });
@@ -111,13 +130,17 @@ describe('tool-fs through the pipeline', () => {
     expect(second.events[0].seq).toBe(first.nextSeq);
   });
 
-  it('keeps sessions apart: session B cannot edit on session A\'s read', async () => {
+  it("keeps sessions apart: session B cannot edit on session A's read", async () => {
     put('shared.txt', 'common\n');
     const a = await h.client.runBatch(batch([{ name: 'read', args: { file_path: 'shared.txt' } }]));
-    const b = await h.client.runBatch(batch([{ name: 'edit', args: { file_path: 'shared.txt', old_string: 'common', new_string: 'B was here' } }]));
+    const b = await h.client.runBatch(
+      batch([{ name: 'edit', args: { file_path: 'shared.txt', old_string: 'common', new_string: 'B was here' } }]),
+    );
     expect(b.results[0].result).toMatchObject({ isError: true, error: { code: 'FS_NOT_OBSERVED' } });
     expect(b.state.fs).toBeUndefined();
-    const a2 = await h.client.runBatch(after(a, [{ name: 'edit', args: { file_path: 'shared.txt', old_string: 'common', new_string: 'A was here' } }]));
+    const a2 = await h.client.runBatch(
+      after(a, [{ name: 'edit', args: { file_path: 'shared.txt', old_string: 'common', new_string: 'A was here' } }]),
+    );
     expect(a2.results[0].result.isError).toBe(false);
     expect(get('shared.txt')).toBe('A was here\n');
   });
@@ -167,7 +190,9 @@ describe('Claude Code hooks on the built-in tools', () => {
 
 describe('bash through the pipeline', () => {
   it('is denied by default when nobody decides within the approval timeout', async () => {
-    const out = await h.client.runBatch(batch([{ name: 'bash', args: { command: 'touch ran.marker' } }], { options: { approvalTimeoutMs: 1000 } }));
+    const out = await h.client.runBatch(
+      batch([{ name: 'bash', args: { command: 'touch ran.marker' } }], { options: { approvalTimeoutMs: 1000 } }),
+    );
     expect(out.results[0].result).toMatchObject({ isError: true, error: { code: 'DENIED' } });
     expect(text(out.results[0].result)).toContain('approval was required but not given');
     expect(ofType(out.events, 'approval/decided')).toEqual([expect.objectContaining({ outcome: 'unavailable' })]);
@@ -176,7 +201,9 @@ describe('bash through the pipeline', () => {
 
   it('once approved, kills the whole process tree on timeout', async () => {
     const pidFile = path.join(base, 'pipeline-timeout.pids');
-    const req = batch([{ name: 'bash', args: { command: treeCommand(pidFile), timeout: 1500, description: 'start sleepers' } }]);
+    const req = batch([
+      { name: 'bash', args: { command: treeCommand(pidFile), timeout: 1500, description: 'start sleepers' } },
+    ]);
     const handle = await h.client.startBatch(req);
     await approveFirst(req);
     const out = await handle.result();
@@ -202,7 +229,19 @@ describe('bash through the pipeline', () => {
 
 describe('todo_write through the pipeline', () => {
   it('refuses an invalid list and records nothing', async () => {
-    const out = await h.client.runBatch(batch([{ name: 'TodoWrite', args: { todos: [{ content: 'a', status: 'in_progress' }, { content: 'b', status: 'in_progress' }] } }]));
+    const out = await h.client.runBatch(
+      batch([
+        {
+          name: 'TodoWrite',
+          args: {
+            todos: [
+              { content: 'a', status: 'in_progress' },
+              { content: 'b', status: 'in_progress' },
+            ],
+          },
+        },
+      ]),
+    );
     expect(out.results[0].result).toMatchObject({ isError: true, error: { code: 'INVALID_ARGS' } });
     expect(ofType(out.events, 'todo/write')).toEqual([]);
     expect(out.state.todo).toBeUndefined();

@@ -38,7 +38,8 @@ export type BashArgs = z.infer<typeof input>;
 const PIPE_DRAIN_MS = 1000;
 
 export function bashTool(opts: BashToolOptions): ToolDefinition<BashArgs> {
-  if (typeof opts?.root !== 'string' || !opts.root) throw new Error('bashTool needs a workspace root: bashTool({ root: "path/to/workspace" })');
+  if (typeof opts?.root !== 'string' || !opts.root)
+    throw new Error('bashTool needs a workspace root: bashTool({ root: "path/to/workspace" })');
   const defaultTimeoutMs = opts.defaultTimeoutMs ?? 120_000;
   const maxTimeoutMs = Math.max(opts.maxTimeoutMs ?? 600_000, defaultTimeoutMs);
   const maxOutputChars = opts.maxOutputChars ?? 30_000;
@@ -56,13 +57,24 @@ export function bashTool(opts: BashToolOptions): ToolDefinition<BashArgs> {
     // A command is not idempotent: after a crash it is reported as failed, never run twice.
     retry: { maximumAttempts: 1 },
     timeoutMs: maxTimeoutMs + 60_000,
-    presentCall: (a) => ({ title: 'Run command', summary: a.description ?? a.command, fields: { command: a.command, ...(a.timeout ? { timeout: a.timeout } : {}) } }),
+    presentCall: (a) => ({
+      title: 'Run command',
+      summary: a.description ?? a.command,
+      fields: { command: a.command, ...(a.timeout ? { timeout: a.timeout } : {}) },
+    }),
     execute: (args, ctx) =>
       answering(async () => {
         const { realRoot } = await openWorkspace(opts.root);
         const timeoutMs = Math.min(args.timeout ?? defaultTimeoutMs, maxTimeoutMs);
-        const run = await runInGroup(opts.shell ?? 'bash', args.command, { cwd: realRoot, env: opts.env ?? process.env, timeoutMs, signal: ctx.signal, maxOutputChars });
-        if (run.aborted) throw new Error('the command was stopped because the batch was cancelled; its process group was killed');
+        const run = await runInGroup(opts.shell ?? 'bash', args.command, {
+          cwd: realRoot,
+          env: opts.env ?? process.env,
+          timeoutMs,
+          signal: ctx.signal,
+          maxOutputChars,
+        });
+        if (run.aborted)
+          throw new Error('the command was stopped because the batch was cancelled; its process group was killed');
         const status = run.timedOut
           ? `[timed out after ${timeoutMs} ms; the command and its child processes were killed]`
           : run.exitCode !== null
@@ -73,7 +85,12 @@ export function bashTool(opts: BashToolOptions): ToolDefinition<BashArgs> {
         const meta = { exitCode: run.exitCode, signal: run.signal, timedOut: run.timedOut, outputCut: run.cutChars };
         if (run.timedOut) {
           const message = `the command timed out after ${timeoutMs} ms and was killed with everything it started. Run it with a longer timeout (at most ${maxTimeoutMs}), or make it finish sooner.`;
-          return toolOutput({ isError: true, error: { message, code: ToolErrorCodes.COMMAND_TIMEOUT }, content: [{ type: 'text', text: `Error: ${message}\n${text}` }], meta });
+          return toolOutput({
+            isError: true,
+            error: { message, code: ToolErrorCodes.COMMAND_TIMEOUT },
+            content: [{ type: 'text', text: `Error: ${message}\n${text}` }],
+            meta,
+          });
         }
         return toolOutput({ content: [{ type: 'text', text }], meta });
       }),
@@ -97,7 +114,12 @@ export function runInGroup(
 ): Promise<GroupRun> {
   return new Promise((resolve, reject) => {
     const out = new CappedOutput(o.maxOutputChars);
-    const child = spawn(shell, ['-c', command], { cwd: o.cwd, env: o.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(shell, ['-c', command], {
+      cwd: o.cwd,
+      env: o.env,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const pgid = child.pid;
     let timedOut = false;
     let aborted = false;
@@ -125,7 +147,9 @@ export function runInGroup(
       stream.on('data', (chunk: Buffer) => out.add(decoder.write(chunk)));
       stream.on('end', () => out.add(decoder.end()));
     }
-    const pipesClosed = Promise.all([child.stdout, child.stderr].map((s) => new Promise<void>((r) => s.once('close', () => r()))));
+    const pipesClosed = Promise.all(
+      [child.stdout, child.stderr].map((s) => new Promise<void>((r) => s.once('close', () => r()))),
+    );
 
     child.once('error', (err) => {
       clearTimeout(timer);
@@ -137,7 +161,10 @@ export function runInGroup(
       o.signal?.removeEventListener('abort', onAbort);
       // The shell is done; whatever it left behind in its group goes with it.
       killGroup();
-      const drained = await Promise.race([pipesClosed.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), PIPE_DRAIN_MS))]);
+      const drained = await Promise.race([
+        pipesClosed.then(() => true),
+        new Promise<boolean>((r) => setTimeout(() => r(false), PIPE_DRAIN_MS)),
+      ]);
       if (!drained) {
         child.stdout.destroy();
         child.stderr.destroy();

@@ -29,7 +29,12 @@ export const ToolErrorCodes = {
 
 /** An error result with `Error: <message>` as its content, as every denial and failure reads. */
 export function toolError(message: string, code: string, meta?: JsonObject): ToolOutput {
-  return toolOutput({ isError: true, error: { message, code }, content: [{ type: 'text', text: `Error: ${message}` }], ...(meta ? { meta } : {}) });
+  return toolOutput({
+    isError: true,
+    error: { message, code },
+    content: [{ type: 'text', text: `Error: ${message}` }],
+    ...(meta ? { meta } : {}),
+  });
 }
 
 /** A failure a tool body detects and turns into a result (see toolError). */

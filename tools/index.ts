@@ -1,7 +1,16 @@
 // The built-in tool families. A config picks what it needs, e.g.
 //   defineConfig({ tools: [...fsTools({ root }), todoWriteTool(), bashTool({ root })] })
 export { fsTools, ledgerEditIntent, ledgerWriteIntent, observationOf, versionOf, FS_STATE_NAMESPACE } from './fs';
-export type { DiskState, EditIntent, EditIntentPolicy, FsToolsOptions, IntentDecision, Observation, WriteIntent, WriteIntentPolicy } from './fs';
+export type {
+  DiskState,
+  EditIntent,
+  EditIntentPolicy,
+  FsToolsOptions,
+  IntentDecision,
+  Observation,
+  WriteIntent,
+  WriteIntentPolicy,
+} from './fs';
 export { todoWriteTool, validateTodos, TODO_STATE_KEY, TODO_STATE_NAMESPACE, type Todo } from './todo';
 export { bashTool, type BashArgs, type BashToolOptions } from './bash';
 export { ToolErrorCodes } from './errors';

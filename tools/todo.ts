@@ -16,7 +16,10 @@ const input = z.strictObject({
       z.strictObject({
         content: z.string().describe('What to do, in the imperative ("Run the tests")'),
         status,
-        activeForm: z.string().optional().describe('The same in the present continuous, shown while it is in progress ("Running the tests")'),
+        activeForm: z
+          .string()
+          .optional()
+          .describe('The same in the present continuous, shown while it is in progress ("Running the tests")'),
       }),
     )
     .describe('The complete list; it replaces the previous one'),
@@ -33,16 +36,27 @@ export function validateTodos(todos: readonly Todo[]): Todo[] {
   const seen = new Map<string, number>();
   const list = todos.map((t, i) => {
     const content = t.content.trim();
-    if (!content) throw new ToolFailure(`todos[${i}] has empty content; give every item a short description, or leave it out.`, ToolErrorCodes.INVALID_ARGS);
+    if (!content)
+      throw new ToolFailure(
+        `todos[${i}] has empty content; give every item a short description, or leave it out.`,
+        ToolErrorCodes.INVALID_ARGS,
+      );
     const first = seen.get(content);
-    if (first !== undefined) throw new ToolFailure(`todos[${i}] repeats todos[${first}] (${JSON.stringify(content)}); each item must be unique. Merge them or word them apart.`, ToolErrorCodes.INVALID_ARGS);
+    if (first !== undefined)
+      throw new ToolFailure(
+        `todos[${i}] repeats todos[${first}] (${JSON.stringify(content)}); each item must be unique. Merge them or word them apart.`,
+        ToolErrorCodes.INVALID_ARGS,
+      );
     seen.set(content, i);
     const activeForm = t.activeForm?.trim();
     return { content, status: t.status, ...(activeForm ? { activeForm } : {}) };
   });
   const active = list.flatMap((t, i) => (t.status === 'in_progress' ? [i] : []));
   if (active.length > 1) {
-    throw new ToolFailure(`${active.length} items are in_progress (todos[${active.join('], todos[')}]); at most one may be. Keep one in_progress and set the others to pending or completed.`, ToolErrorCodes.INVALID_ARGS);
+    throw new ToolFailure(
+      `${active.length} items are in_progress (todos[${active.join('], todos[')}]); at most one may be. Keep one in_progress and set the others to pending or completed.`,
+      ToolErrorCodes.INVALID_ARGS,
+    );
   }
   return list;
 }
@@ -65,9 +79,14 @@ export function todoWriteTool(): ToolDefinition<z.infer<typeof input>> {
         ctx.emit('todo/write', { todos: recorded });
         ctx.setState(TODO_STATE_NAMESPACE, TODO_STATE_KEY, recorded);
         const done = todos.filter((t) => t.status === 'completed').length;
-        const lines = todos.map((t) => `${MARK[t.status]} ${t.status === 'in_progress' && t.activeForm ? t.activeForm : t.content}`);
+        const lines = todos.map(
+          (t) => `${MARK[t.status]} ${t.status === 'in_progress' && t.activeForm ? t.activeForm : t.content}`,
+        );
         const head = todos.length ? `Todo list updated: ${done} of ${todos.length} completed.` : 'Todo list cleared.';
-        return toolOutput({ content: [{ type: 'text', text: [head, ...lines].join('\n') }], value: { todos: recorded } });
+        return toolOutput({
+          content: [{ type: 'text', text: [head, ...lines].join('\n') }],
+          value: { todos: recorded },
+        });
       }),
   });
 }

@@ -68,7 +68,12 @@ export interface Bounds {
  * idempotency key and replaced by a preview, a note naming the reference, and `meta.storedResult`.
  * When the store fails, the preview still goes out, and the note says the rest was dropped.
  */
-export async function claimCheck(store: ResultStore | undefined, key: string, result: ToolResult, bounds: Bounds): Promise<ToolResult> {
+export async function claimCheck(
+  store: ResultStore | undefined,
+  key: string,
+  result: ToolResult,
+  bounds: Bounds,
+): Promise<ToolResult> {
   if (resultFits(result, bounds.maxChars, bounds.maxBytes)) return result;
   if (!store) return fitResult(result, bounds);
   const full: JsonObject = { content: result.content as unknown as Json, isError: result.isError };
@@ -78,12 +83,17 @@ export async function claimCheck(store: ResultStore | undefined, key: string, re
   try {
     ref = await store.put(key, full);
   } catch (err) {
-    return fitResult(result, { ...bounds, note: (shown, total) => `[truncated: showing ${shown} of ${total} characters; the full result could not be stored aside (${(err as Error).message}) and was dropped]` });
+    return fitResult(result, {
+      ...bounds,
+      note: (shown, total) =>
+        `[truncated: showing ${shown} of ${total} characters; the full result could not be stored aside (${(err as Error).message}) and was dropped]`,
+    });
   }
   return fitResult(result, {
     ...bounds,
     meta: { storedResult: { ref, key, bytes: jsonBytes(full) } },
-    note: (shown, total) => `[truncated: showing ${shown} of ${total} characters. The full result is stored aside as ${ref}; it is too large to show here, so work from this part or ask for a narrower result.]`,
+    note: (shown, total) =>
+      `[truncated: showing ${shown} of ${total} characters. The full result is stored aside as ${ref}; it is too large to show here, so work from this part or ask for a narrower result.]`,
   });
 }
 
@@ -92,7 +102,12 @@ export async function claimCheck(store: ResultStore | undefined, key: string, re
  * `<idempotency key>#body` and crosses history as a preview carrying `stashed`; settle reads it
  * back (unstashCandidate) so post-execute sees the whole result.
  */
-export async function stashCandidate(store: ResultStore | undefined, key: string, candidate: Candidate, maxBytes: number): Promise<Candidate> {
+export async function stashCandidate(
+  store: ResultStore | undefined,
+  key: string,
+  candidate: Candidate,
+  maxBytes: number,
+): Promise<Candidate> {
   if (!store || jsonBytes(candidate as unknown as Json) <= maxBytes) return candidate;
   let ref: string;
   try {
@@ -100,7 +115,10 @@ export async function stashCandidate(store: ResultStore | undefined, key: string
   } catch {
     return candidate; // settle's claim check still bounds it; history takes the larger body result
   }
-  const preview = fitResult({ content: candidate.content, isError: candidate.isError, ...(candidate.error ? { error: candidate.error } : {}) }, { maxChars: Infinity, maxBytes: Math.floor(maxBytes / 2) });
+  const preview = fitResult(
+    { content: candidate.content, isError: candidate.isError, ...(candidate.error ? { error: candidate.error } : {}) },
+    { maxChars: Infinity, maxBytes: Math.floor(maxBytes / 2) },
+  );
   return {
     content: preview.content,
     isError: candidate.isError,
@@ -117,6 +135,12 @@ export async function unstashCandidate(store: ResultStore | undefined, candidate
   if (full && typeof full === 'object' && !Array.isArray(full)) return full as unknown as Candidate;
   return {
     ...preview,
-    content: [...preview.content, { type: 'text', text: `\n[the full result (${stashed}) is not readable from this worker's result store; only this preview is left]` }],
+    content: [
+      ...preview.content,
+      {
+        type: 'text',
+        text: `\n[the full result (${stashed}) is not readable from this worker's result store; only this preview is left]`,
+      },
+    ],
   };
 }

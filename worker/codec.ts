@@ -26,18 +26,29 @@ export interface CodecKey {
  */
 export function parseCodecKeys(spec: string): CodecKey[] {
   const keys: CodecKey[] = [];
-  for (const [i, entry] of spec.split(',').map((s) => s.trim()).filter(Boolean).entries()) {
+  for (const [i, entry] of spec
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .entries()) {
     const colon = entry.indexOf(':');
     const id = colon > 0 ? entry.slice(0, colon) : '';
     if (!/^[A-Za-z0-9._-]{1,64}$/.test(id)) {
-      throw new Error(`${CODEC_KEYS_ENV} entry ${i + 1} must be <key id>:<base64 key> with an id of letters, digits, . _ or -, e.g. k2025:$(${HOW_TO_MAKE_A_KEY})`);
+      throw new Error(
+        `${CODEC_KEYS_ENV} entry ${i + 1} must be <key id>:<base64 key> with an id of letters, digits, . _ or -, e.g. k2025:$(${HOW_TO_MAKE_A_KEY})`,
+      );
     }
     const key = Buffer.from(entry.slice(colon + 1), 'base64');
-    if (key.length !== 32) throw new Error(`${CODEC_KEYS_ENV} key "${id}" is ${key.length} bytes; AES-256 needs 32 random bytes, base64-encoded. Make one with: ${HOW_TO_MAKE_A_KEY}`);
-    if (keys.some((k) => k.id === id)) throw new Error(`${CODEC_KEYS_ENV} names key "${id}" twice; key ids must be unique`);
+    if (key.length !== 32)
+      throw new Error(
+        `${CODEC_KEYS_ENV} key "${id}" is ${key.length} bytes; AES-256 needs 32 random bytes, base64-encoded. Make one with: ${HOW_TO_MAKE_A_KEY}`,
+      );
+    if (keys.some((k) => k.id === id))
+      throw new Error(`${CODEC_KEYS_ENV} names key "${id}" twice; key ids must be unique`);
     keys.push({ id, key });
   }
-  if (keys.length === 0) throw new Error(`${CODEC_KEYS_ENV} holds no key; set it to <key id>:<base64 key>[,<older id>:<older key>...]`);
+  if (keys.length === 0)
+    throw new Error(`${CODEC_KEYS_ENV} holds no key; set it to <key id>:<base64 key>[,<older id>:<older key>...]`);
   return keys;
 }
 
@@ -74,9 +85,13 @@ export class EncryptionCodec implements PayloadCodec {
       if (Buffer.from(p.metadata?.encoding ?? []).toString() !== ENCRYPTED_ENCODING) return p;
       const id = Buffer.from(p.metadata?.[KEY_ID_METADATA] ?? []).toString();
       const key = this.byId.get(id);
-      if (!key) throw new Error(`a payload was encrypted with key "${id}", which ${CODEC_KEYS_ENV} does not hold (it has ${[...this.byId.keys()].join(', ')}); add that key, after the current one`);
+      if (!key)
+        throw new Error(
+          `a payload was encrypted with key "${id}", which ${CODEC_KEYS_ENV} does not hold (it has ${[...this.byId.keys()].join(', ')}); add that key, after the current one`,
+        );
       const data = Buffer.from(p.data ?? []);
-      if (data.length < IV_BYTES + TAG_BYTES) throw new Error(`an encrypted payload (key "${id}") is too short to be one: it was damaged`);
+      if (data.length < IV_BYTES + TAG_BYTES)
+        throw new Error(`an encrypted payload (key "${id}") is too short to be one: it was damaged`);
       const decipher = createDecipheriv('aes-256-gcm', key, data.subarray(0, IV_BYTES));
       decipher.setAAD(Buffer.from(id));
       decipher.setAuthTag(data.subarray(data.length - TAG_BYTES));
@@ -84,7 +99,9 @@ export class EncryptionCodec implements PayloadCodec {
       try {
         plain = Buffer.concat([decipher.update(data.subarray(IV_BYTES, data.length - TAG_BYTES)), decipher.final()]);
       } catch {
-        throw new Error(`an encrypted payload (key "${id}") failed authentication: it was altered, or "${id}" in ${CODEC_KEYS_ENV} is not the key it was written with`);
+        throw new Error(
+          `an encrypted payload (key "${id}") failed authentication: it was altered, or "${id}" in ${CODEC_KEYS_ENV} is not the key it was written with`,
+        );
       }
       return temporal.api.common.v1.Payload.decode(plain) as Payload;
     });

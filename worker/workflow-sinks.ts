@@ -36,7 +36,10 @@ async function write(sink: EventSink, sessionId: string, events: SessionEvent[])
     } catch (err) {
       if (attempt >= RETRY_DELAYS_MS.length) {
         // `sluice events` rebuilds the log from the batches' outputs.
-        Runtime.instance().logger.warn('session sink write failed; the events remain in the workflow history and output', { sessionId, firstSeq: events[0]?.seq, error: String(err) });
+        Runtime.instance().logger.warn(
+          'session sink write failed; the events remain in the workflow history and output',
+          { sessionId, firstSeq: events[0]?.seq, error: String(err) },
+        );
         return;
       }
       await new Promise((r) => setTimeout(r, RETRY_DELAYS_MS[attempt]));

@@ -1,8 +1,25 @@
 // Approval lives in the workflow, not in any process: a one-shot wait per ask, answered by a
 // signal or an update, with a deny timeout. The first valid decision wins; every other decision
 // is refused, and the refusal is recorded as `approval/refused` so an auditor sees it.
-import { ApplicationFailure, condition, log, setHandler, upsertSearchAttributes, uuid4, workflowInfo } from '@temporalio/workflow';
-import type { ApprovalDecision, ApprovalOutcome, ApprovalPolicy, Card, DecidedApproval, DecisionRefusal, JsonObject, PendingApproval } from '../pipeline/types';
+import {
+  ApplicationFailure,
+  condition,
+  log,
+  setHandler,
+  upsertSearchAttributes,
+  uuid4,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type {
+  ApprovalDecision,
+  ApprovalOutcome,
+  ApprovalPolicy,
+  Card,
+  DecidedApproval,
+  DecisionRefusal,
+  JsonObject,
+  PendingApproval,
+} from '../pipeline/types';
 import type { CallRef } from '../pipeline/stages';
 import { AWAITING_APPROVAL, DECISION_REFUSED, decideSignal, decideUpdate, PENDING_APPROVALS } from './definitions';
 import type { EventLog } from './event-log';
@@ -10,7 +27,8 @@ import type { EventLog } from './event-log';
 /** Refusals recorded as events per batch; past this only the signal/update history keeps them. */
 const MAX_REFUSAL_EVENTS = 50;
 
-const MALFORMED = 'malformed decision: send {"approvalId": "<id>", "decision": "approve"|"deny", "argsDigest": "<digest shown>", "by"?: "<name>", "reason"?: "<text>"}';
+const MALFORMED =
+  'malformed decision: send {"approvalId": "<id>", "decision": "approve"|"deny", "argsDigest": "<digest shown>", "by"?: "<name>", "reason"?: "<text>"}';
 
 interface Entry {
   pending: PendingApproval;
@@ -43,7 +61,12 @@ export class Approvals {
         const refusal = this.refusalOf(d, true);
         if (refusal) {
           this.recordRefusal(d, refusal, 'update');
-          throw ApplicationFailure.create({ message: refusal.message, type: DECISION_REFUSED, nonRetryable: true, details: [refusal] });
+          throw ApplicationFailure.create({
+            message: refusal.message,
+            type: DECISION_REFUSED,
+            nonRetryable: true,
+            details: [refusal],
+          });
         }
         this.open.get(d.approvalId)!.decision = normalizeDecision(d);
         await condition(() => this.decided.some((x) => x.approvalId === d.approvalId));
@@ -69,15 +92,32 @@ export class Approvals {
     if (done) {
       const ended = { callId: done.callId, outcome: done.outcome, ...(done.by ? { by: done.by } : {}) };
       if (done.expired) {
-        return { code: 'expired', message: `approval ${d.approvalId} expired at ${done.decidedAt}: nobody decided before the deny timeout, so the call was denied`, ...ended };
+        return {
+          code: 'expired',
+          message: `approval ${d.approvalId} expired at ${done.decidedAt}: nobody decided before the deny timeout, so the call was denied`,
+          ...ended,
+        };
       }
-      return { code: 'decided', message: `approval ${d.approvalId} was already decided: ${done.outcome}${done.by ? ` by ${done.by}` : ''}`, ...ended };
+      return {
+        code: 'decided',
+        message: `approval ${d.approvalId} was already decided: ${done.outcome}${done.by ? ` by ${done.by}` : ''}`,
+        ...ended,
+      };
     }
     const entry = this.open.get(d.approvalId);
-    if (!entry) return { code: 'unknown', message: `no approval ${d.approvalId} is pending in this batch; list pending ones with \`npx sluice approvals\`` };
+    if (!entry)
+      return {
+        code: 'unknown',
+        message: `no approval ${d.approvalId} is pending in this batch; list pending ones with \`npx sluice approvals\``,
+      };
     const callId = entry.pending.callId;
     if (entry.decision) {
-      return { code: 'decided', message: `approval ${d.approvalId} was already decided by ${entry.decision.by ?? 'someone else'}`, callId, ...(entry.decision.by ? { by: entry.decision.by } : {}) };
+      return {
+        code: 'decided',
+        message: `approval ${d.approvalId} was already decided by ${entry.decision.by ?? 'someone else'}`,
+        callId,
+        ...(entry.decision.by ? { by: entry.decision.by } : {}),
+      };
     }
     if (d.argsDigest === undefined || d.argsDigest === '') {
       if (!digestRequired) return undefined;
@@ -118,7 +158,17 @@ export class Approvals {
    * `abandoned` names why nobody needs the answer any more (a sub-call whose program ended): the
    * wait then ends as cancelled with that reason.
    */
-  async ask(ref: CallRef, opts: { reason?: string; card: Card; policy: ApprovalPolicy; timeoutMs: number; channel: boolean; abandoned?: () => string | undefined }): Promise<DecidedApproval> {
+  async ask(
+    ref: CallRef,
+    opts: {
+      reason?: string;
+      card: Card;
+      policy: ApprovalPolicy;
+      timeoutMs: number;
+      channel: boolean;
+      abandoned?: () => string | undefined;
+    },
+  ): Promise<DecidedApproval> {
     const approvalId = uuid4();
     const askedAt = new Date();
     const expiresAt = new Date(askedAt.getTime() + opts.timeoutMs);
@@ -153,22 +203,36 @@ export class Approvals {
     if (opts.policy === 'never') {
       ended = { outcome: 'rejected', by: 'policy', reason: opts.reason ?? `${ref.name} is never approved` };
     } else if (!opts.channel) {
-      ended = { outcome: 'unavailable', reason: opts.reason ?? 'approval required, and no approval channel is configured' };
+      ended = {
+        outcome: 'unavailable',
+        reason: opts.reason ?? 'approval required, and no approval channel is configured',
+      };
     } else {
       const entry: Entry = { pending };
       this.open.set(approvalId, entry);
       this.markAwaiting();
-      await condition(() => entry.decision !== undefined || this.isCancelled() || opts.abandoned?.() !== undefined, opts.timeoutMs);
+      await condition(
+        () => entry.decision !== undefined || this.isCancelled() || opts.abandoned?.() !== undefined,
+        opts.timeoutMs,
+      );
       const d = entry.decision;
       const abandoned = opts.abandoned?.();
       if (d) {
-        ended = { outcome: d.decision === 'approve' ? 'allowed-once' : 'rejected', ...(d.by ? { by: d.by } : {}), ...(d.reason ? { reason: d.reason } : {}) };
+        ended = {
+          outcome: d.decision === 'approve' ? 'allowed-once' : 'rejected',
+          ...(d.by ? { by: d.by } : {}),
+          ...(d.reason ? { reason: d.reason } : {}),
+        };
       } else if (this.isCancelled()) {
         ended = { outcome: 'cancelled' };
       } else if (abandoned !== undefined) {
         ended = { outcome: 'cancelled', reason: abandoned };
       } else {
-        ended = { outcome: 'unavailable', reason: `no decision within ${Math.round(opts.timeoutMs / 1000)}s (deny timeout)`, expired: true };
+        ended = {
+          outcome: 'unavailable',
+          reason: `no decision within ${Math.round(opts.timeoutMs / 1000)}s (deny timeout)`,
+          expired: true,
+        };
       }
       this.open.delete(approvalId);
       this.markAwaiting();
@@ -199,7 +263,13 @@ export class Approvals {
 
 function malformed(d: unknown): boolean {
   const x = d as Partial<ApprovalDecision> | null;
-  return !x || typeof x !== 'object' || typeof x.approvalId !== 'string' || !x.approvalId || (x.decision !== 'approve' && x.decision !== 'deny');
+  return (
+    !x ||
+    typeof x !== 'object' ||
+    typeof x.approvalId !== 'string' ||
+    !x.approvalId ||
+    (x.decision !== 'approve' && x.decision !== 'deny')
+  );
 }
 
 function normalizeDecision(d: ApprovalDecision): ApprovalDecision {

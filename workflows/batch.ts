@@ -7,10 +7,25 @@
 // Admission (tool/call to guards) goes one call at a time in model order. Bodies of
 // concurrency-safe calls overlap up to maxParallel; any other call is a barrier. Results commit
 // in model order. A cancel stops new calls, drains started ones, and aborts the rest.
-import { allHandlersFinished, ApplicationFailure, CancellationScope, condition, setHandler, workflowInfo } from '@temporalio/workflow';
+import {
+  allHandlersFinished,
+  ApplicationFailure,
+  CancellationScope,
+  condition,
+  setHandler,
+  workflowInfo,
+} from '@temporalio/workflow';
 import { batchInputProblem } from '../pipeline/batch-input';
 import { outputProblem } from '../pipeline/budget';
-import type { BatchInput, BatchOutput, BatchState, CallStage, ModelMessage, SessionState, ToolResult } from '../pipeline/types';
+import type {
+  BatchInput,
+  BatchOutput,
+  BatchState,
+  CallStage,
+  ModelMessage,
+  SessionState,
+  ToolResult,
+} from '../pipeline/types';
 import { Approvals } from './approvals';
 import { CallPipeline, DEFAULT_MAX_PARALLEL, type Admission, type Settlement } from './call-pipeline';
 import { CodeCalls } from './code-calls';
@@ -24,9 +39,10 @@ export async function toolBatch(input: BatchInput): Promise<BatchOutput> {
   const state: SessionState = JSON.parse(JSON.stringify(input.state ?? {}));
   let cancelRequested = false;
   const approvals = new Approvals(events, () => cancelRequested);
-  const stages = new Map<string, { callId: string; name: string; stage: CallStage; isError?: boolean; parentCallId?: string }>(
-    input.calls.map((c) => [c.id, { callId: c.id, name: c.name, stage: 'queued' }]),
-  );
+  const stages = new Map<
+    string,
+    { callId: string; name: string; stage: CallStage; isError?: boolean; parentCallId?: string }
+  >(input.calls.map((c) => [c.id, { callId: c.id, name: c.name, stage: 'queued' }]));
   const tracker = {
     stage(callId: string, stage: CallStage, isError?: boolean) {
       const entry = stages.get(callId) ?? { callId, name: '?', stage };
@@ -34,21 +50,29 @@ export async function toolBatch(input: BatchInput): Promise<BatchOutput> {
     },
   };
   const pipeline = new CallPipeline(input, events, approvals, state, tracker, () => cancelRequested);
-  new CodeCalls(input, pipeline, () => cancelRequested, (callId, name, parentCallId) => stages.set(callId, { callId, name, stage: 'queued', parentCallId }));
+  new CodeCalls(
+    input,
+    pipeline,
+    () => cancelRequested,
+    (callId, name, parentCallId) => stages.set(callId, { callId, name, stage: 'queued', parentCallId }),
+  );
   let settled = false;
 
-  setHandler(stateQuery, (): BatchState => ({
-    workflowId: workflowInfo().workflowId,
-    sessionId: input.sessionId,
-    turn: input.turn,
-    step: input.step,
-    status: settled ? 'completed' : approvals.pending.length ? 'awaiting-approval' : 'running',
-    cancelRequested,
-    calls: [...stages.values()],
-    pending: approvals.pending,
-    decided: approvals.decided,
-    nextSeq: events.nextSeq,
-  }));
+  setHandler(
+    stateQuery,
+    (): BatchState => ({
+      workflowId: workflowInfo().workflowId,
+      sessionId: input.sessionId,
+      turn: input.turn,
+      step: input.step,
+      status: settled ? 'completed' : approvals.pending.length ? 'awaiting-approval' : 'running',
+      cancelRequested,
+      calls: [...stages.values()],
+      pending: approvals.pending,
+      decided: approvals.decided,
+      nextSeq: events.nextSeq,
+    }),
+  );
 
   CancellationScope.current().cancelRequested.catch(() => {
     cancelRequested = true;
@@ -105,11 +129,22 @@ export async function toolBatch(input: BatchInput): Promise<BatchOutput> {
   });
 
   // The batch has settled: only now do the queued contexts follow the tool results, FIFO.
-  const messages: ModelMessage[] = input.calls.map((call, i) => ({ role: 'tool', toolCallId: call.id, toolName: call.name, content: results[i].content, isError: results[i].isError }));
+  const messages: ModelMessage[] = input.calls.map((call, i) => ({
+    role: 'tool',
+    toolCallId: call.id,
+    toolName: call.name,
+    content: results[i].content,
+    isError: results[i].isError,
+  }));
   input.calls.forEach((call, i) => {
     (results[i].additionalContexts ?? []).forEach((ctx, k) => {
       const id = `${call.id}:context:${k}`;
-      events.record('user/message', { id, role: 'user', content: ctx.content, source: ctx.source ?? `tool:${call.name}` });
+      events.record('user/message', {
+        id,
+        role: 'user',
+        content: ctx.content,
+        source: ctx.source ?? `tool:${call.name}`,
+      });
       messages.push({ role: 'user', content: ctx.content, source: ctx.source ?? `tool:${call.name}` });
     });
   });

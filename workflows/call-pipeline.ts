@@ -1,13 +1,52 @@
 // The pipeline of one call, stage by stage, as the seed's diagram draws it. The batch workflow
 // decides WHEN each part runs (ordering, parallelism, cancellation); this file decides WHAT runs.
-import { ActivityFailure, ApplicationFailure, CancellationScope, CancelledFailure, proxyActivities, proxyLocalActivities, TimeoutFailure, workflowInfo } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  CancellationScope,
+  CancelledFailure,
+  proxyActivities,
+  proxyLocalActivities,
+  TimeoutFailure,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { StageActivities } from '../activities/stages';
 import { argsDigest } from '../pipeline/digest';
 import { getOwn, setOwn, snapshotArguments } from '../pipeline/json';
 import { InlineBudget, jsonBytes, MAX_ARGUMENT_CHARS } from '../pipeline/budget';
-import { DEFAULT_MAX_RESULT_CHARS, errorCandidate, ErrorCodes, fitResult, normalizeResult, resultFits } from '../pipeline/normalize';
-import { BODY_DEFAULTS, genericCard, genericResultCard, type CallRef, type Gate, type GuardsResult, type PreflightResult, type SettleRequest, type SettleResult, type StagePlan, type ToolProfile } from '../pipeline/stages';
-import type { BatchInput, CallStage, Candidate, Card, JsonObject, SessionState, StatePatch, ToolCall, ToolResult, UserMessage } from '../pipeline/types';
+import {
+  DEFAULT_MAX_RESULT_CHARS,
+  errorCandidate,
+  ErrorCodes,
+  fitResult,
+  normalizeResult,
+  resultFits,
+} from '../pipeline/normalize';
+import {
+  BODY_DEFAULTS,
+  genericCard,
+  genericResultCard,
+  type CallRef,
+  type Gate,
+  type GuardsResult,
+  type PreflightResult,
+  type SettleRequest,
+  type SettleResult,
+  type StagePlan,
+  type ToolProfile,
+} from '../pipeline/stages';
+import type {
+  BatchInput,
+  CallStage,
+  Candidate,
+  Card,
+  JsonObject,
+  SessionState,
+  StatePatch,
+  ToolCall,
+  ToolResult,
+  UserMessage,
+} from '../pipeline/types';
 import type { Approvals } from './approvals';
 import type { EventLog } from './event-log';
 
@@ -107,7 +146,13 @@ export class CallPipeline {
     try {
       args = snapshotArguments(call.arguments);
     } catch (err) {
-      return settleNow(call, lineage, { title: call.name }, errorCandidate((err as Error).message, ErrorCodes.INVALID_ARGS), true);
+      return settleNow(
+        call,
+        lineage,
+        { title: call.name },
+        errorCandidate((err as Error).message, ErrorCodes.INVALID_ARGS),
+        true,
+      );
     }
     const ref = this.refFor(call, args, lineage);
 
@@ -119,7 +164,15 @@ export class CallPipeline {
       return settleNow(call, lineage, genericCard(call.name, args), stageFailure('pre-execute', err), true, ref);
     }
     this.events.recordAll(pre.events);
-    const admission: Admission = { call, lineage, ref, card: pre.card, profile: pre.profile, preContexts: pre.contexts, verdict: { kind: 'dispatch' } };
+    const admission: Admission = {
+      call,
+      lineage,
+      ref,
+      card: pre.card,
+      profile: pre.profile,
+      preContexts: pre.contexts,
+      verdict: { kind: 'dispatch' },
+    };
     let gate: Gate = pre.gate;
 
     // 5. approval, only on ask
@@ -129,12 +182,17 @@ export class CallPipeline {
         reason: gate.reason,
         card: pre.card,
         policy: pre.profile?.approval ?? 'auto',
-        timeoutMs: pre.profile?.approvalTimeoutMs ?? this.input.options?.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS,
+        timeoutMs:
+          pre.profile?.approvalTimeoutMs ?? this.input.options?.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS,
         channel: this.input.options?.approvalChannel !== false,
         ...(lineage.parentCallId ? { abandoned: () => this.parentEnded(lineage.parentCallId!) } : {}),
       });
       if (decided.outcome !== 'allowed-once') {
-        gate = { kind: 'denied', code: ErrorCodes.DENIED, message: approvalDenial(decided.outcome, decided.reason, decided.by) };
+        gate = {
+          kind: 'denied',
+          code: ErrorCodes.DENIED,
+          message: approvalDenial(decided.outcome, decided.reason, decided.by),
+        };
       } else {
         // 6. monotonic guards, after the person said yes
         this.tracker.stage(call.id, 'guards');
@@ -144,13 +202,23 @@ export class CallPipeline {
           admission.preContexts = [...admission.preContexts, ...guarded.contexts];
           gate = guarded.gate;
         } catch (err) {
-          gate = { kind: 'failed', code: ErrorCodes.PIPELINE_FAILED, message: stageFailure('guards', err).error!.message };
+          gate = {
+            kind: 'failed',
+            code: ErrorCodes.PIPELINE_FAILED,
+            message: stageFailure('guards', err).error!.message,
+          };
         }
       }
     }
 
-    if (gate.kind === 'denied') admission.verdict = { kind: 'settle', candidate: errorCandidate(gate.message, gate.code), skipPostExecute: false };
-    else if (gate.kind === 'failed') admission.verdict = { kind: 'settle', candidate: errorCandidate(gate.message, gate.code), skipPostExecute: true };
+    if (gate.kind === 'denied')
+      admission.verdict = {
+        kind: 'settle',
+        candidate: errorCandidate(gate.message, gate.code),
+        skipPostExecute: false,
+      };
+    else if (gate.kind === 'failed')
+      admission.verdict = { kind: 'settle', candidate: errorCandidate(gate.message, gate.code), skipPostExecute: true };
     else if (gate.kind === 'ask') throw ApplicationFailure.nonRetryable('internal: ask gate survived approval');
     this.tracker.stage(call.id, admission.verdict.kind === 'dispatch' ? 'waiting-to-dispatch' : 'post-execute');
     return admission;
@@ -166,9 +234,19 @@ export class CallPipeline {
   private async runBody(adm: Admission): Promise<Settlement> {
     if (adm.verdict.kind === 'settle') return adm.verdict;
     if (this.isCancelled()) {
-      return { candidate: errorCandidate('the batch was cancelled before this call was dispatched; it did not run', ErrorCodes.ABORTED_BEFORE_DISPATCH), skipPostExecute: false };
+      return {
+        candidate: errorCandidate(
+          'the batch was cancelled before this call was dispatched; it did not run',
+          ErrorCodes.ABORTED_BEFORE_DISPATCH,
+        ),
+        skipPostExecute: false,
+      };
     }
-    const ref = { ...adm.ref!, state: this.state, inlineBytes: this.budget.share(workflowInfo().historySize, this.events.bytes) };
+    const ref = {
+      ...adm.ref!,
+      state: this.state,
+      inlineBytes: this.budget.share(workflowInfo().historySize, this.events.bytes),
+    };
     const p = adm.profile ?? { ...BODY_DEFAULTS, concurrencySafe: false, approval: 'auto' as const };
     const body = proxyActivities<StageActivities>({
       startToCloseTimeout: p.timeoutMs,
@@ -194,7 +272,12 @@ export class CallPipeline {
         applyPatch(this.state, out.statePatch);
         this.stateVersion++;
       }
-      return { candidate: out.candidate, skipPostExecute: out.outcome === 'failed', bodyContexts: out.bodyContexts, wrapperContexts: out.wrapperContexts };
+      return {
+        candidate: out.candidate,
+        skipPostExecute: out.outcome === 'failed',
+        bodyContexts: out.bodyContexts,
+        wrapperContexts: out.wrapperContexts,
+      };
     } catch (err) {
       return { candidate: bodyFailure(adm.call.name, p.timeoutMs, err), skipPostExecute: false };
     } finally {
@@ -229,7 +312,8 @@ export class CallPipeline {
     if (!adm.lineage.parentCallId) this.budget.commit(result);
     // The completed card travels with the result, so any UI renders it from the event alone; a
     // card bigger than the result's own share gives way to the generic one.
-    if (!card || jsonBytes(card as unknown as JsonObject) > share) card = genericResultCard(adm.call.name, result.isError);
+    if (!card || jsonBytes(card as unknown as JsonObject) > share)
+      card = genericResultCard(adm.call.name, result.isError);
     const outcome = {
       content: result.content,
       isError: result.isError,
@@ -238,8 +322,16 @@ export class CallPipeline {
       card: card as unknown as JsonObject,
     };
     // Only top-level calls get a tool/result: a sub-call's outcome belongs to its program, not the model.
-    if (adm.lineage.parentCallId) this.events.record('tool/code-dispatch', { ...codeDispatchFields(adm.call, adm.lineage), ...outcome });
-    else this.events.record('tool/result', { turn: this.input.turn, step: this.input.step, callId: adm.call.id, name: adm.call.name, ...outcome });
+    if (adm.lineage.parentCallId)
+      this.events.record('tool/code-dispatch', { ...codeDispatchFields(adm.call, adm.lineage), ...outcome });
+    else
+      this.events.record('tool/result', {
+        turn: this.input.turn,
+        step: this.input.step,
+        callId: adm.call.id,
+        name: adm.call.name,
+        ...outcome,
+      });
     this.tracker.stage(adm.call.id, 'done', result.isError);
     return result;
   }
@@ -268,7 +360,16 @@ export class CallPipeline {
   /** A call the batch never started: a tool/call + tool/result pair (or a sub-call's pair), and nothing run. */
   abortUnstarted(call: ToolCall, lineage: Lineage = {}): Admission {
     this.recordStart(call, lineage);
-    return settleNow(call, lineage, { title: call.name }, errorCandidate('the batch was cancelled before this call started; it did not run', ErrorCodes.ABORTED_BEFORE_DISPATCH), true);
+    return settleNow(
+      call,
+      lineage,
+      { title: call.name },
+      errorCandidate(
+        'the batch was cancelled before this call started; it did not run',
+        ErrorCodes.ABORTED_BEFORE_DISPATCH,
+      ),
+      true,
+    );
   }
 
   /** Batch cancel: running bodies are asked to stop (bash kills its process group). */
@@ -286,7 +387,9 @@ export class CallPipeline {
       const reply = await localStages.preflight(refs);
       this.plan = reply.plan;
       if (!reply.deferred) {
-        reply.results.slice(1).forEach((result, k) => this.preflightedAhead.set(refs[k + 1].callId, { result, stateVersion }));
+        reply.results
+          .slice(1)
+          .forEach((result, k) => this.preflightedAhead.set(refs[k + 1].callId, { result, stateVersion }));
         return reply.results[0];
       }
     }
@@ -357,7 +460,8 @@ export class CallPipeline {
     if (req.candidate.stashed) return undefined;
     const queued = [...req.contexts.pre, ...req.contexts.body, ...req.contexts.wrapper];
     const result = normalizeResult(req.candidate, queued, { maxResultChars: Infinity });
-    if (!resultFits(result, this.plan?.maxResultChars ?? DEFAULT_MAX_RESULT_CHARS, req.ref.inlineBytes ?? Infinity)) return undefined;
+    if (!resultFits(result, this.plan?.maxResultChars ?? DEFAULT_MAX_RESULT_CHARS, req.ref.inlineBytes ?? Infinity))
+      return undefined;
     return { callId: req.ref.callId, result, card: genericResultCard(req.ref.name, result.isError), events: [] };
   }
 
@@ -380,13 +484,25 @@ export class CallPipeline {
       ref: { ...adm.ref!, state: this.state, inlineBytes: share },
       candidate: s.candidate,
       skipPostExecute: s.skipPostExecute,
-      contexts: { pre: [...adm.preContexts, ...this.takeDeferred(adm.call.id)], body: s.bodyContexts ?? [], wrapper: s.wrapperContexts ?? [] },
+      contexts: {
+        pre: [...adm.preContexts, ...this.takeDeferred(adm.call.id)],
+        body: s.bodyContexts ?? [],
+        wrapper: s.wrapperContexts ?? [],
+      },
     };
   }
 
   private recordStart(call: ToolCall, lineage: Lineage): void {
     if (lineage.parentCallId) this.events.record('tool/code-dispatch-start', codeDispatchFields(call, lineage));
-    else this.events.record('tool/call', { turn: this.input.turn, step: this.input.step, callId: call.id, name: call.name, arguments: call.arguments, ...(call.argumentsChars !== undefined ? { argumentsChars: call.argumentsChars } : {}) });
+    else
+      this.events.record('tool/call', {
+        turn: this.input.turn,
+        step: this.input.step,
+        callId: call.id,
+        name: call.name,
+        arguments: call.arguments,
+        ...(call.argumentsChars !== undefined ? { argumentsChars: call.argumentsChars } : {}),
+      });
   }
 
   private refFor(call: ToolCall, args: JsonObject, lineage: Lineage): CallRef {
@@ -407,12 +523,25 @@ export class CallPipeline {
   }
 }
 
-function settleNow(call: ToolCall, lineage: Lineage, card: Card, candidate: Candidate, skipPostExecute: boolean, ref?: CallRef): Admission {
+function settleNow(
+  call: ToolCall,
+  lineage: Lineage,
+  card: Card,
+  candidate: Candidate,
+  skipPostExecute: boolean,
+  ref?: CallRef,
+): Admission {
   return { call, lineage, ref, card, preContexts: [], verdict: { kind: 'settle', candidate, skipPostExecute } };
 }
 
 function codeDispatchFields(call: ToolCall, lineage: Lineage): JsonObject {
-  return { rootCallId: lineage.rootCallId ?? lineage.parentCallId!, parentCallId: lineage.parentCallId!, subCallId: call.id, name: call.name, arguments: call.arguments };
+  return {
+    rootCallId: lineage.rootCallId ?? lineage.parentCallId!,
+    parentCallId: lineage.parentCallId!,
+    subCallId: call.id,
+    name: call.name,
+    arguments: call.arguments,
+  };
 }
 
 function approvalDenial(outcome: string, reason?: string, by?: string): string {
@@ -428,18 +557,26 @@ function approvalDenial(outcome: string, reason?: string, by?: string): string {
 
 function causeMessage(err: unknown): string {
   let e = err as { cause?: unknown; message?: string } | undefined;
-  while (e && e.cause && (e instanceof ActivityFailure || !(e as { message?: string }).message)) e = e.cause as typeof e;
+  while (e?.cause && (e instanceof ActivityFailure || !(e as { message?: string }).message)) e = e.cause as typeof e;
   return e?.message ?? String(err);
 }
 
 function stageFailure(stage: string, err: unknown): Candidate {
-  return errorCandidate(`the ${stage} stage failed and the call did not complete: ${causeMessage(err)}`, ErrorCodes.PIPELINE_FAILED);
+  return errorCandidate(
+    `the ${stage} stage failed and the call did not complete: ${causeMessage(err)}`,
+    ErrorCodes.PIPELINE_FAILED,
+  );
 }
 
 function bodyFailure(name: string, timeoutMs: number, err: unknown): Candidate {
   const cause = err instanceof ActivityFailure ? err.cause : err;
-  if (cause instanceof CancelledFailure) return errorCandidate(`${name} was aborted because the batch was cancelled`, ErrorCodes.ABORTED);
-  if (cause instanceof TimeoutFailure) return errorCandidate(`${name} timed out (limit ${Math.round(timeoutMs / 1000)}s) and was not retried further`, ErrorCodes.TOOL_FAILED);
+  if (cause instanceof CancelledFailure)
+    return errorCandidate(`${name} was aborted because the batch was cancelled`, ErrorCodes.ABORTED);
+  if (cause instanceof TimeoutFailure)
+    return errorCandidate(
+      `${name} timed out (limit ${Math.round(timeoutMs / 1000)}s) and was not retried further`,
+      ErrorCodes.TOOL_FAILED,
+    );
   return errorCandidate(causeMessage(err), ErrorCodes.TOOL_FAILED);
 }
 

@@ -4,7 +4,15 @@
 // index, so a program re-run after a crash gets its earlier sub-calls' outcomes instead of running
 // them again, and a re-run that asks for something else at an index is refused as non-deterministic.
 import { CancellationScope, setHandler, workflowInfo } from '@temporalio/workflow';
-import { MAX_SUBCALLS_PER_BATCH, MAX_SUBCALLS_PER_PROGRAM, programOutcome, RUN_CODE, subCallId, type CodeCallOutcome, type CodeCallRequest } from '../pipeline/code-mode';
+import {
+  MAX_SUBCALLS_PER_BATCH,
+  MAX_SUBCALLS_PER_PROGRAM,
+  programOutcome,
+  RUN_CODE,
+  subCallId,
+  type CodeCallOutcome,
+  type CodeCallRequest,
+} from '../pipeline/code-mode';
 import { argsDigest } from '../pipeline/digest';
 import { snapshotArguments } from '../pipeline/json';
 import { errorCandidate, ErrorCodes } from '../pipeline/normalize';
@@ -40,13 +48,25 @@ export class CodeCalls {
   /** Why a sub-call request cannot be taken, in words for whoever wrote the program; undefined if it can. */
   private problemWith(req: unknown): string | undefined {
     const r = req as Partial<CodeCallRequest> | null;
-    if (!r || typeof r !== 'object' || typeof r.parentCallId !== 'string' || typeof r.name !== 'string' || typeof r.arguments !== 'string' || typeof r.argsDigest !== 'string' || !Number.isInteger(r.index) || (r.index as number) < 0) {
+    if (
+      !r ||
+      typeof r !== 'object' ||
+      typeof r.parentCallId !== 'string' ||
+      typeof r.name !== 'string' ||
+      typeof r.arguments !== 'string' ||
+      typeof r.argsDigest !== 'string' ||
+      !Number.isInteger(r.index) ||
+      (r.index as number) < 0
+    ) {
       return 'malformed Code Mode sub-call: send {token, parentCallId, index, name, arguments, argsDigest}';
     }
     const parent = this.input.calls.find((c) => c.id === r.parentCallId);
-    if (!parent || parent.name !== RUN_CODE) return `this batch has no ${RUN_CODE} call ${JSON.stringify(r.parentCallId)}`;
-    if (r.token !== `${workflowInfo().workflowId}/${r.parentCallId}`) return `the sub-call does not carry the token of ${RUN_CODE} call ${r.parentCallId}`;
-    if (!this.pipeline.isExecuting(r.parentCallId)) return `${RUN_CODE} call ${r.parentCallId} is not running any more; its program cannot call tools now`;
+    if (!parent || parent.name !== RUN_CODE)
+      return `this batch has no ${RUN_CODE} call ${JSON.stringify(r.parentCallId)}`;
+    if (r.token !== `${workflowInfo().workflowId}/${r.parentCallId}`)
+      return `the sub-call does not carry the token of ${RUN_CODE} call ${r.parentCallId}`;
+    if (!this.pipeline.isExecuting(r.parentCallId))
+      return `${RUN_CODE} call ${r.parentCallId} is not running any more; its program cannot call tools now`;
     if (r.name === RUN_CODE) return `a program cannot call ${RUN_CODE} itself; call the other tools directly`;
     let digest: string;
     try {
@@ -68,9 +88,12 @@ export class CodeCalls {
         'the recorded sub-calls were not run again. Fix the program and call run_code again.'
       );
     }
-    if (index > seen.length) return `sub-call #${index} of ${r.parentCallId} arrived before sub-call #${seen.length}; sub-calls run one at a time, in order`;
-    if (index >= MAX_SUBCALLS_PER_PROGRAM) return `a program may make at most ${MAX_SUBCALLS_PER_PROGRAM} tool calls; split the work across several run_code calls`;
-    if (this.total >= MAX_SUBCALLS_PER_BATCH) return `this batch already ran ${MAX_SUBCALLS_PER_BATCH} sub-calls, the most one batch may hold; continue in the next turn`;
+    if (index > seen.length)
+      return `sub-call #${index} of ${r.parentCallId} arrived before sub-call #${seen.length}; sub-calls run one at a time, in order`;
+    if (index >= MAX_SUBCALLS_PER_PROGRAM)
+      return `a program may make at most ${MAX_SUBCALLS_PER_PROGRAM} tool calls; split the work across several run_code calls`;
+    if (this.total >= MAX_SUBCALLS_PER_BATCH)
+      return `this batch already ran ${MAX_SUBCALLS_PER_BATCH} sub-calls, the most one batch may hold; continue in the next turn`;
     return undefined;
   }
 
@@ -80,7 +103,11 @@ export class CodeCalls {
     if (req.index < seen.length) return seen[req.index].outcome;
     // Like the batch's own calls, a sub-call always runs to its recorded end: a batch cancel reaches
     // it as the pipeline's cancel flag (approval cancelled, no dispatch, running body aborted).
-    const record: SubCallRecord = { name: req.name, argsDigest: req.argsDigest, outcome: CancellationScope.nonCancellable(() => this.execute(req)) };
+    const record: SubCallRecord = {
+      name: req.name,
+      argsDigest: req.argsDigest,
+      outcome: CancellationScope.nonCancellable(() => this.execute(req)),
+    };
     seen.push(record);
     this.total++;
     return record.outcome;
@@ -92,11 +119,20 @@ export class CodeCalls {
     const call = { id, name: req.name, arguments: req.arguments };
     // Every run_code call is a top-level call (a program cannot call run_code), so it is the root.
     const lineage = { parentCallId: req.parentCallId, rootCallId: req.parentCallId };
-    const adm = this.isCancelled() ? this.pipeline.abortUnstarted(call, lineage) : await this.pipeline.admit(call, lineage);
+    const adm = this.isCancelled()
+      ? this.pipeline.abortUnstarted(call, lineage)
+      : await this.pipeline.admit(call, lineage);
     if (adm.verdict.kind === 'dispatch' && !this.pipeline.isExecuting(req.parentCallId)) {
       // The program stopped (it failed for good, or timed out) while this sub-call waited: nobody
       // would see its result, so its body must not run.
-      adm.verdict = { kind: 'settle', candidate: errorCandidate(`${RUN_CODE} call ${req.parentCallId} ended before this sub-call was dispatched; it did not run`, ErrorCodes.ABORTED_BEFORE_DISPATCH), skipPostExecute: false };
+      adm.verdict = {
+        kind: 'settle',
+        candidate: errorCandidate(
+          `${RUN_CODE} call ${req.parentCallId} ended before this sub-call was dispatched; it did not run`,
+          ErrorCodes.ABORTED_BEFORE_DISPATCH,
+        ),
+        skipPostExecute: false,
+      };
     }
     const settlement = await this.pipeline.dispatch(adm);
     const result = await this.pipeline.settle(adm, settlement);

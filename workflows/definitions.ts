@@ -26,7 +26,11 @@ export const PENDING_APPROVALS = defineSearchAttributeKey('SluicePendingApproval
 export const SESSION_ID = defineSearchAttributeKey('SluiceSessionId', SearchAttributeType.KEYWORD);
 
 /** Registered on the dev server at start, and by `sluice setup` on any other server. */
-export const SEARCH_ATTRIBUTES = { SluiceAwaitingApproval: 'Bool', SluicePendingApprovals: 'KeywordList', SluiceSessionId: 'Keyword' } as const;
+export const SEARCH_ATTRIBUTES = {
+  SluiceAwaitingApproval: 'Bool',
+  SluicePendingApprovals: 'KeywordList',
+  SluiceSessionId: 'Keyword',
+} as const;
 
 export function batchWorkflowId(sessionId: string, turn: number, step: number): string {
   return `sluice-batch:${sessionId}:${turn}:${step}`;

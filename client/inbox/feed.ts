@@ -2,7 +2,15 @@
 // search attribute, then the state query), and recent batches with their completed cards (from
 // the workflow results), so it works against any server with no access to a worker's files.
 import type { WorkflowExecutionInfo } from '@temporalio/client';
-import type { BatchOutput, BatchState, CallStage, Card, PendingApproval, SessionEvent, ToolError } from '../../pipeline/types';
+import type {
+  BatchOutput,
+  BatchState,
+  CallStage,
+  Card,
+  PendingApproval,
+  SessionEvent,
+  ToolError,
+} from '../../pipeline/types';
 import { BATCH_WORKFLOW, stateQuery } from '../../workflows/definitions';
 import type { SluiceClient } from '../client';
 
@@ -70,8 +78,14 @@ export class InboxFeed {
 
   async snapshot(): Promise<InboxSnapshot> {
     const temporal = this.client.temporal;
-    const awaiting = await take(temporal.workflow.list({ query: `SluiceAwaitingApproval = true AND ExecutionStatus = 'Running'` }), 200);
-    const recent = await take(temporal.workflow.list({ query: `WorkflowType = '${BATCH_WORKFLOW}'` }), this.recentLimit);
+    const awaiting = await take(
+      temporal.workflow.list({ query: `SluiceAwaitingApproval = true AND ExecutionStatus = 'Running'` }),
+      200,
+    );
+    const recent = await take(
+      temporal.workflow.list({ query: `WorkflowType = '${BATCH_WORKFLOW}'` }),
+      this.recentLimit,
+    );
     const now = Date.now();
     for (const wf of awaiting) this.asked.set(wf.runId, { workflowId: wf.workflowId, lastSeen: now });
     const byRun = new Map<string, Execution>();
@@ -79,7 +93,12 @@ export class InboxFeed {
     for (const [runId, a] of this.asked) {
       if (now - a.lastSeen > ASKED_KEPT_MS) this.asked.delete(runId);
       else if (!byRun.has(runId)) {
-        const wf = a.closed ?? (await temporal.workflow.getHandle(a.workflowId, runId).describe().catch(() => undefined));
+        const wf =
+          a.closed ??
+          (await temporal.workflow
+            .getHandle(a.workflowId, runId)
+            .describe()
+            .catch(() => undefined));
         if (wf && wf.status.name !== 'RUNNING') a.closed = wf; // a finished run does not change: describe it once
         if (wf) byRun.set(runId, wf);
       }
@@ -87,14 +106,19 @@ export class InboxFeed {
     const views = await Promise.all([...byRun.values()].map((wf) => this.view(wf)));
     // A batch seen waiting through the recent list (visibility may not show its search attribute
     // yet) is followed to its end too, however many batches start after it.
-    for (const v of views) if (v.pending.length && !this.asked.has(v.batch.runId)) this.asked.set(v.batch.runId, { workflowId: v.batch.workflowId, lastSeen: now });
+    for (const v of views)
+      if (v.pending.length && !this.asked.has(v.batch.runId))
+        this.asked.set(v.batch.runId, { workflowId: v.batch.workflowId, lastSeen: now });
     const pending = views.flatMap((v) => v.pending).sort((a, b) => a.expiresAt.localeCompare(b.expiresAt));
     const batches = views.map((v) => v.batch).sort((a, b) => b.startTime.localeCompare(a.startTime));
     return { now: new Date(now).toISOString(), pending, batches };
   }
 
   async session(sessionId: string): Promise<SessionTimeline> {
-    const list = await take(this.client.temporal.workflow.list({ query: `SluiceSessionId = '${sessionId.replace(/'/g, '')}'` }), 1000);
+    const list = await take(
+      this.client.temporal.workflow.list({ query: `SluiceSessionId = '${sessionId.replace(/'/g, '')}'` }),
+      1000,
+    );
     const views = await Promise.all(list.map((wf) => this.view(wf)));
     const events: SessionEvent[] = [];
     for (const wf of list) {
@@ -105,7 +129,10 @@ export class InboxFeed {
     return {
       sessionId,
       events: events.sort((a, b) => a.seq - b.seq),
-      running: views.filter((v) => v.batch.status === 'RUNNING').map((v) => v.batch).sort((a, b) => a.turn - b.turn || a.step - b.step),
+      running: views
+        .filter((v) => v.batch.status === 'RUNNING')
+        .map((v) => v.batch)
+        .sort((a, b) => a.turn - b.turn || a.step - b.step),
     };
   }
 
@@ -122,7 +149,9 @@ export class InboxFeed {
     if (wf.status.name === 'RUNNING') {
       let state: BatchState;
       try {
-        state = await this.client.temporal.withDeadline(Date.now() + QUERY_DEADLINE_MS, () => this.client.temporal.workflow.getHandle(wf.workflowId, wf.runId).query(stateQuery));
+        state = await this.client.temporal.withDeadline(Date.now() + QUERY_DEADLINE_MS, () =>
+          this.client.temporal.workflow.getHandle(wf.workflowId, wf.runId).query(stateQuery),
+        );
       } catch (err) {
         batch.problem = `no worker answered this batch's query (${(err as Error).message}); start one with \`npx sluice worker\``;
         return { batch, pending: [] };
@@ -172,12 +201,21 @@ export function viewsFromEvents(events: SessionEvent[]): CallView[] {
     if (!call) continue;
     if (e.type === 'approval/asked') call.approval = { id: d.id };
     else if (e.type === 'approval/decided') {
-      call.approval = { id: d.id, outcome: d.outcome, ...(d.by ? { by: d.by } : {}), ...(d.reason ? { reason: d.reason } : {}), ...(d.expired ? { expired: true } : {}) };
+      call.approval = {
+        id: d.id,
+        outcome: d.outcome,
+        ...(d.by ? { by: d.by } : {}),
+        ...(d.reason ? { reason: d.reason } : {}),
+        ...(d.expired ? { expired: true } : {}),
+      };
     } else if (e.type === 'tool/result') {
       call.result = {
         isError: d.isError === true,
         text: contentText(d.content),
-        card: d.card && typeof d.card.title === 'string' ? d.card : { title: call.name, summary: d.isError ? 'failed' : 'done' },
+        card:
+          d.card && typeof d.card.title === 'string'
+            ? d.card
+            : { title: call.name, summary: d.isError ? 'failed' : 'done' },
         ...(d.error ? { error: d.error } : {}),
       };
     }
@@ -193,7 +231,13 @@ export function viewsFromState(state: BatchState): CallView[] {
     const view: CallView = { callId: c.callId, name: c.name, stage: c.stage };
     if (pending) view.approval = { id: pending.approvalId, pending: true };
     else if (decided) {
-      view.approval = { id: decided.approvalId, outcome: decided.outcome, ...(decided.by ? { by: decided.by } : {}), ...(decided.reason ? { reason: decided.reason } : {}), ...(decided.expired ? { expired: true } : {}) };
+      view.approval = {
+        id: decided.approvalId,
+        outcome: decided.outcome,
+        ...(decided.by ? { by: decided.by } : {}),
+        ...(decided.reason ? { reason: decided.reason } : {}),
+        ...(decided.expired ? { expired: true } : {}),
+      };
     }
     return view;
   });
@@ -201,7 +245,11 @@ export function viewsFromState(state: BatchState): CallView[] {
 
 function contentText(content: unknown): string {
   if (!Array.isArray(content)) return '';
-  return content.map((b: { type?: string; text?: string; mimeType?: string }) => (b?.type === 'text' ? b.text : `[image ${b?.mimeType ?? ''}]`)).join('');
+  return content
+    .map((b: { type?: string; text?: string; mimeType?: string }) =>
+      b?.type === 'text' ? b.text : `[image ${b?.mimeType ?? ''}]`,
+    )
+    .join('');
 }
 
 /** Session, turn and step from a batch id `sluice-batch:<session>:<turn>:<step>`, for batches not yet read. */

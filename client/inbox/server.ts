@@ -48,7 +48,11 @@ export async function startInbox(opts: InboxOptions): Promise<Inbox> {
   async function route(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://inbox');
     if (req.method === 'GET' && url.pathname === '/') {
-      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', ...SECURITY_HEADERS });
+      res.writeHead(200, {
+        'content-type': 'text/html; charset=utf-8',
+        'cache-control': 'no-store',
+        ...SECURITY_HEADERS,
+      });
       res.end(fs.readFileSync(PAGE));
       return;
     }
@@ -60,7 +64,8 @@ export async function startInbox(opts: InboxOptions): Promise<Inbox> {
     if (req.method === 'GET' && url.pathname === '/api/stream') return stream.subscribe(req, res);
     if (req.method === 'GET' && url.pathname === '/api/session') {
       const id = url.searchParams.get('id');
-      if (!id) return send(res, 400, { status: 'invalid', message: 'give the session id: /api/session?id=<sessionId>' });
+      if (!id)
+        return send(res, 400, { status: 'invalid', message: 'give the session id: /api/session?id=<sessionId>' });
       return send(res, 200, await feed.session(id));
     }
     if (req.method === 'POST' && url.pathname === '/api/decide') {
@@ -76,26 +81,54 @@ export async function startInbox(opts: InboxOptions): Promise<Inbox> {
     try {
       body = JSON.parse(await readBody(req));
     } catch (err) {
-      return send(res, 400, { status: 'invalid', message: `the request body must be JSON (${(err as Error).message})` });
+      return send(res, 400, {
+        status: 'invalid',
+        message: `the request body must be JSON (${(err as Error).message})`,
+      });
     }
     const { workflowId, approvalId, argsDigest, decision, reason } = body;
-    if (typeof workflowId !== 'string' || typeof approvalId !== 'string' || (decision !== 'approve' && decision !== 'deny')) {
-      return send(res, 400, { status: 'invalid', message: 'send {"workflowId", "approvalId", "argsDigest", "decision": "approve"|"deny", "reason"?, "by"?}' });
+    if (
+      typeof workflowId !== 'string' ||
+      typeof approvalId !== 'string' ||
+      (decision !== 'approve' && decision !== 'deny')
+    ) {
+      return send(res, 400, {
+        status: 'invalid',
+        message: 'send {"workflowId", "approvalId", "argsDigest", "decision": "approve"|"deny", "reason"?, "by"?}',
+      });
     }
     if (typeof argsDigest !== 'string' || !argsDigest) {
-      return send(res, 400, { status: 'invalid', message: 'the decision must carry the argsDigest of the card you were shown; reload the page' });
+      return send(res, 400, {
+        status: 'invalid',
+        message: 'the decision must carry the argsDigest of the card you were shown; reload the page',
+      });
     }
     let by: string;
     if (userHeader) {
       const fromProxy = headerValue(req, userHeader);
-      if (!fromProxy) return send(res, 401, { status: 'unauthenticated', message: `this inbox takes the approver from the ${opts.trustedUserHeader} header, and the request has none; open it through the proxy that sets it` });
+      if (!fromProxy)
+        return send(res, 401, {
+          status: 'unauthenticated',
+          message: `this inbox takes the approver from the ${opts.trustedUserHeader} header, and the request has none; open it through the proxy that sets it`,
+        });
       by = fromProxy;
     } else {
       by = typeof body.by === 'string' ? body.by.trim() : '';
-      if (!by) return send(res, 400, { status: 'invalid', message: 'enter your name at the top of the page: it is recorded with your decision' });
+      if (!by)
+        return send(res, 400, {
+          status: 'invalid',
+          message: 'enter your name at the top of the page: it is recorded with your decision',
+        });
     }
     try {
-      const applied = await opts.client.decide({ workflowId, approvalId, argsDigest, decision, by, ...(typeof reason === 'string' && reason.trim() ? { reason: reason.trim() } : {}) });
+      const applied = await opts.client.decide({
+        workflowId,
+        approvalId,
+        argsDigest,
+        decision,
+        by,
+        ...(typeof reason === 'string' && reason.trim() ? { reason: reason.trim() } : {}),
+      });
       send(res, 200, { status: 'applied', ...applied });
     } catch (err) {
       if (err instanceof DecisionRefusedError) send(res, 409, { status: err.refusal.code, ...err.refusal });
@@ -108,7 +141,13 @@ export async function startInbox(opts: InboxOptions): Promise<Inbox> {
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) =>
-      reject(err.code === 'EADDRINUSE' ? new Error(`the inbox cannot listen on ${opts.host ?? DEFAULT_INBOX_HOST}:${opts.port ?? DEFAULT_INBOX_PORT}: the port is in use; pick another with --inbox-port`) : err),
+      reject(
+        err.code === 'EADDRINUSE'
+          ? new Error(
+              `the inbox cannot listen on ${opts.host ?? DEFAULT_INBOX_HOST}:${opts.port ?? DEFAULT_INBOX_PORT}: the port is in use; pick another with --inbox-port`,
+            )
+          : err,
+      ),
     );
     server.listen(opts.port ?? DEFAULT_INBOX_PORT, opts.host ?? DEFAULT_INBOX_HOST, () => resolve());
   });
@@ -163,11 +202,16 @@ class SnapshotStream {
     if (this.clients.size === 0) return;
     this.running = true;
     try {
-      const snap: InboxSnapshot | { error: string } = await this.feed.snapshot().catch((err) => ({ error: `cannot read from Temporal: ${(err as Error).message}` }));
+      const snap: InboxSnapshot | { error: string } = await this.feed
+        .snapshot()
+        .catch((err) => ({ error: `cannot read from Temporal: ${(err as Error).message}` }));
       const { now: _now, ...rest } = snap as InboxSnapshot;
       const key = JSON.stringify(rest);
       if (key !== this.last?.key) {
-        this.last = { key, data: `event: ${'error' in snap ? 'problem' : 'snapshot'}\ndata: ${JSON.stringify(snap)}\n\n` };
+        this.last = {
+          key,
+          data: `event: ${'error' in snap ? 'problem' : 'snapshot'}\ndata: ${JSON.stringify(snap)}\n\n`,
+        };
         for (const c of this.clients) c.write(this.last.data);
       } else {
         for (const c of this.clients) c.write(': unchanged\n\n');
@@ -190,14 +234,16 @@ class SnapshotStream {
 }
 
 const SECURITY_HEADERS = {
-  'content-security-policy': "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src 'self' data:",
+  'content-security-policy':
+    "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src 'self' data:",
   'x-frame-options': 'DENY',
   'referrer-policy': 'no-referrer',
 };
 
 /** A decision must come from this page: JSON (no plain form post) and, when named, our own origin. */
 function crossSiteProblem(req: http.IncomingMessage): string | undefined {
-  if (!(req.headers['content-type'] ?? '').startsWith('application/json')) return 'decisions are JSON requests from the inbox page';
+  if (!(req.headers['content-type'] ?? '').startsWith('application/json'))
+    return 'decisions are JSON requests from the inbox page';
   const origin = req.headers.origin;
   if (origin && origin !== 'null') {
     let host: string;

@@ -15,7 +15,11 @@ export const ROUNDS = Math.max(1, Number(process.env.SLUICE_FAULT_ROUNDS ?? 1));
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-export async function waitFor<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 60_000): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  probe: () => T | undefined | false | Promise<T | undefined | false>,
+  timeoutMs = 60_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await probe();
@@ -39,7 +43,11 @@ export function countByTag(file: string): Map<string, number> {
   return m;
 }
 
-export async function sessionHas(stateDir: string, sessionId: string, match: (e: SessionEvent) => boolean): Promise<boolean> {
+export async function sessionHas(
+  stateDir: string,
+  sessionId: string,
+  match: (e: SessionEvent) => boolean,
+): Promise<boolean> {
   return (await readSessionLog(stateDir, sessionId)).some(match);
 }
 
@@ -69,14 +77,18 @@ export async function checkBatch(out: BatchOutput, handle: WorkflowHandle, state
   const types = await historyEventTypes(handle);
   const workflowTaskFailures = types.filter((t) => t === 'EVENT_TYPE_WORKFLOW_TASK_FAILED').length;
   // The session log: every seq of the batch exactly once, in order, the same events as the output.
-  const logged = (await readSessionLog(stateDir, out.sessionId)).filter((e) => e.seq >= (out.events[0]?.seq ?? 0) && e.seq < out.nextSeq);
+  const logged = (await readSessionLog(stateDir, out.sessionId)).filter(
+    (e) => e.seq >= (out.events[0]?.seq ?? 0) && e.seq < out.nextSeq,
+  );
   const logProblems: string[] = [];
   const seqs = logged.map((e) => e.seq);
   if (new Set(seqs).size !== seqs.length) logProblems.push(`duplicate seqs in the session log: ${seqs.join(',')}`);
-  if (logged.length !== out.events.length) logProblems.push(`session log has ${logged.length} events, the output ${out.events.length}`);
+  if (logged.length !== out.events.length)
+    logProblems.push(`session log has ${logged.length} events, the output ${out.events.length}`);
   for (const e of out.events) {
     const l = logged.find((x) => x.seq === e.seq);
-    if (!l || l.type !== e.type) logProblems.push(`seq ${e.seq}: output has ${e.type}, log has ${l?.type ?? 'nothing'}`);
+    if (!l || l.type !== e.type)
+      logProblems.push(`seq ${e.seq}: output has ${e.type}, log has ${l?.type ?? 'nothing'}`);
   }
   return { lost, extraResults, workflowTaskFailures, logProblems };
 }
@@ -98,10 +110,22 @@ export interface Figures {
 }
 
 export function emptyFigures(): Figures {
-  return { batches: 0, calls: 0, kills: 0, restarts: 0, lost: 0, duplicated: 0, windowKills: 0, windowDuplicates: 0, observerReruns: 0 };
+  return {
+    batches: 0,
+    calls: 0,
+    kills: 0,
+    restarts: 0,
+    lost: 0,
+    duplicated: 0,
+    windowKills: 0,
+    windowDuplicates: 0,
+    observerReruns: 0,
+  };
 }
 
 export function printFigures(title: string, f: Figures): void {
-  const row = Object.entries(f).map(([k, v]) => `${k}=${v}`).join(' ');
+  const row = Object.entries(f)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(' ');
   console.log(`FAULT FIGURES ${title}: ${row}`);
 }

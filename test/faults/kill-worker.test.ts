@@ -16,7 +16,17 @@ import { dataConverterFromEnv } from '../../worker/codec';
 import { readSessionLog } from '../../worker/sink';
 import { EFFECTS, OBSERVED, type HoldPoint } from '../fixtures/faults.config';
 import { batch, spawnWorker, text, type ChildWorker } from '../harness';
-import { checkBatch, countByTag, emptyFigures, FIXTURE, lines, printFigures, ROUNDS, sessionHas, waitFor } from './fault-kit';
+import {
+  checkBatch,
+  countByTag,
+  emptyFigures,
+  FIXTURE,
+  lines,
+  printFigures,
+  ROUNDS,
+  sessionHas,
+  waitFor,
+} from './fault-kit';
 
 let connection: NativeConnection;
 let client: SluiceClient;
@@ -94,7 +104,11 @@ function tallyEffects(tags: string[], windowTags: string[]): Map<string, number>
 beforeAll(async () => {
   connection = await NativeConnection.connect({ address: inject('temporalAddress') });
   taskQueue = `faults-kill-${process.pid}-${Date.now()}`;
-  client = new SluiceClient({ connection, taskQueue, dataConverter: dataConverterFromEnv({ SLUICE_CODEC_KEYS: codecKeys }) });
+  client = new SluiceClient({
+    connection,
+    taskQueue,
+    dataConverter: dataConverterFromEnv({ SLUICE_CODEC_KEYS: codecKeys }),
+  });
   dir = fs.mkdtempSync(path.join(inject('runDir'), 'faults-kill-'));
   worker = spawnWorker(FIXTURE, taskQueue, dir, workerEnv());
   await worker.ready;
@@ -110,7 +124,9 @@ describe('kill -9 of the worker at every stage boundary', () => {
   for (let round = 1; round <= ROUNDS; round++) {
     const t = (s: string) => `r${round}-${s}`;
 
-    it(`round ${round}: calls held in pre-execute, approval, body, after the side effect and post-execute; a second kill during recovery`, { timeout: 300_000 }, async () => {
+    it(`round ${round}: calls held in pre-execute, approval, body, after the side effect and post-execute; a second kill during recovery`, {
+      timeout: 300_000,
+    }, async () => {
       await ensureWorker();
       const held: [string, HoldPoint, Record<string, unknown>?][] = [
         ['pre', 'pre'],
@@ -121,25 +137,48 @@ describe('kill -9 of the worker at every stage boundary', () => {
       ];
       const batches: Running[] = [];
       for (const [name, point, extra] of held) {
-        batches.push(await start(name, [{ tag: t(`${name}-a`) }, { tag: t(`${name}-b`), holdAt: point, ...extra }, { tag: t(`${name}-c`) }]));
+        batches.push(
+          await start(name, [
+            { tag: t(`${name}-a`) },
+            { tag: t(`${name}-b`), holdAt: point, ...extra },
+            { tag: t(`${name}-c`) },
+          ]),
+        );
       }
-      const approve = await start('approve-by-signal', [{ tag: t('ap-a') }, { tag: t('ap-yes'), ask: true }, { tag: t('ap-c') }]);
+      const approve = await start('approve-by-signal', [
+        { tag: t('ap-a') },
+        { tag: t('ap-yes'), ask: true },
+        { tag: t('ap-c') },
+      ]);
       const deny = await start('deny-by-signal', [{ tag: t('ap-no'), ask: true }]);
       const twice = await start('killed-twice', [{ tag: t('twice-a') }, { tag: t('twice-b'), holdAt: 'body' }]);
 
       // Every call sits where it should: the kill lands in each stage at once.
-      for (const [name, point] of held) await waitFor(`${t(name)}-b in ${point}`, () => entered(t(`${name}-b`), point) > 0);
+      for (const [name, point] of held)
+        await waitFor(`${t(name)}-b in ${point}`, () => entered(t(`${name}-b`), point) > 0);
       await waitFor('twice-b in its body', () => entered(t('twice-b'), 'body') > 0);
       const asked = async (b: Running, callId: string) =>
-        (await readSessionLog(dir, b.sessionId)).find((e) => e.type === 'approval/asked' && e.data.callId === callId)?.data.id as string | undefined;
+        (await readSessionLog(dir, b.sessionId)).find((e) => e.type === 'approval/asked' && e.data.callId === callId)
+          ?.data.id as string | undefined;
       const yesId = await waitFor('the approval of ap-yes', () => asked(approve, 'call-2'));
       const noId = await waitFor('the approval of ap-no', () => asked(deny, 'call-1'));
 
       await killWorker();
       figures.windowKills += 2; // window and window-keyed were both past their side effect
       // No worker runs: the decisions go in by signal, which the server accepts and keeps.
-      await client.signalDecision({ approvalId: yesId, workflowId: approve.handle.workflowId, decision: 'approve', by: 'fault-test' });
-      await client.signalDecision({ approvalId: noId, workflowId: deny.handle.workflowId, decision: 'deny', by: 'fault-test', reason: 'not now' });
+      await client.signalDecision({
+        approvalId: yesId,
+        workflowId: approve.handle.workflowId,
+        decision: 'approve',
+        by: 'fault-test',
+      });
+      await client.signalDecision({
+        approvalId: noId,
+        workflowId: deny.handle.workflowId,
+        decision: 'deny',
+        by: 'fault-test',
+        reason: 'not now',
+      });
       for (const [name, point] of held) release(t(`${name}-b`), point);
       await restartWorker();
 
@@ -164,7 +203,8 @@ describe('kill -9 of the worker at every stage boundary', () => {
       expect(decided('deny-by-signal')).toMatchObject({ outcome: 'rejected', by: 'fault-test', reason: 'not now' });
       expect(outs.get('deny-by-signal')!.results[0].result.error?.code).toBe('DENIED');
       for (const [name, out] of outs) {
-        if (name !== 'deny-by-signal') for (const r of out.results) expect(text(r.result), `${name} ${r.callId}`).toMatch(/^appended /);
+        if (name !== 'deny-by-signal')
+          for (const r of out.results) expect(text(r.result), `${name} ${r.callId}`).toMatch(/^appended /);
       }
     });
 
@@ -173,16 +213,21 @@ describe('kill -9 of the worker at every stage boundary', () => {
       const afterCall = await start('after-tool-call', [{ tag: t('atc'), preDelayMs: 3_000 }]);
       const between = await start('between-results', [{ tag: t('br-a') }, { tag: t('br-b'), preDelayMs: 3_000 }]);
       await waitFor('the tool/call of atc', () => sessionHas(dir, afterCall.sessionId, (e) => e.type === 'tool/call'));
-      await waitFor('the tool/result of br-a', () => sessionHas(dir, between.sessionId, (e) => e.type === 'tool/result' && e.data.callId === 'call-1'));
+      await waitFor('the tool/result of br-a', () =>
+        sessionHas(dir, between.sessionId, (e) => e.type === 'tool/result' && e.data.callId === 'call-1'),
+      );
       await killWorker();
       // The kill landed where intended: neither pending call had its result yet.
       expect(await sessionHas(dir, afterCall.sessionId, (e) => e.type === 'tool/result')).toBe(false);
-      expect(await sessionHas(dir, between.sessionId, (e) => e.type === 'tool/result' && e.data.callId === 'call-2')).toBe(false);
+      expect(
+        await sessionHas(dir, between.sessionId, (e) => e.type === 'tool/result' && e.data.callId === 'call-2'),
+      ).toBe(false);
       await restartWorker();
       await finish(afterCall);
       await finish(between);
       const effects = tallyEffects([...afterCall.tags, ...between.tags], []);
-      for (const tag of [...afterCall.tags, ...between.tags]) expect(effects.get(tag), `side effects of ${tag}`).toBe(1);
+      for (const tag of [...afterCall.tags, ...between.tags])
+        expect(effects.get(tag), `side effects of ${tag}`).toBe(1);
     });
   }
 });

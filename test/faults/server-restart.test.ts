@@ -46,7 +46,13 @@ beforeAll(async () => {
   const taskQueue = `faults-server-${process.pid}`;
   workerConnection = await NativeConnection.connect({ address: `127.0.0.1:${port}` });
   clientConnection = await NativeConnection.connect({ address: `127.0.0.1:${port}` });
-  worker = await createSluiceWorker({ connection: workerConnection, taskQueue, config, stateDir: dir, workflowBundle: { codePath: inject('workflowBundlePath') } });
+  worker = await createSluiceWorker({
+    connection: workerConnection,
+    taskQueue,
+    config,
+    stateDir: dir,
+    workflowBundle: { codePath: inject('workflowBundlePath') },
+  });
   running = worker.run();
   client = new SluiceClient({ connection: clientConnection, taskQueue });
 });
@@ -84,22 +90,35 @@ describe('restart of the Temporal dev server mid-batch', () => {
     // 2. The server dies while srv-c waits for a person; the approval arrives after the restart.
     const approvalId = await waitFor(
       'the approval of srv-c',
-      async () => (await readSessionLog(dir, req.sessionId)).find((e) => e.type === 'approval/asked')?.data.id as string | undefined,
+      async () =>
+        (await readSessionLog(dir, req.sessionId)).find((e) => e.type === 'approval/asked')?.data.id as
+          | string
+          | undefined,
       120_000,
     );
     await killServer();
     await startServer();
     figures.restarts++;
     // Visibility (search attributes) catches up with the restarted server a moment later.
-    const workflowId = await waitFor('the batch to be listed as awaiting approval', () => client.findApproval(approvalId).catch(() => undefined));
+    const workflowId = await waitFor('the batch to be listed as awaiting approval', () =>
+      client.findApproval(approvalId).catch(() => undefined),
+    );
     await client.signalDecision({ approvalId, workflowId, decision: 'approve', by: 'after-restart' });
 
     const out = (await handle.result()) as BatchOutput;
     const check = await checkBatch(out, handle, dir);
     figures.lost += check.lost;
     expect(check).toEqual({ lost: 0, extraResults: 0, workflowTaskFailures: 0, logProblems: [] });
-    expect(out.results.map((r) => text(r.result))).toEqual(['appended srv-a', 'appended srv-b', 'appended srv-c', 'appended srv-d']);
-    expect(out.events.find((e) => e.type === 'approval/decided')?.data).toMatchObject({ outcome: 'allowed-once', by: 'after-restart' });
+    expect(out.results.map((r) => text(r.result))).toEqual([
+      'appended srv-a',
+      'appended srv-b',
+      'appended srv-c',
+      'appended srv-d',
+    ]);
+    expect(out.events.find((e) => e.type === 'approval/decided')?.data).toMatchObject({
+      outcome: 'allowed-once',
+      by: 'after-restart',
+    });
     const effects = countByTag(path.join(dir, EFFECTS));
     for (const tag of ['srv-a', 'srv-b', 'srv-c', 'srv-d']) {
       figures.duplicated += Math.max(0, (effects.get(tag) ?? 0) - 1);

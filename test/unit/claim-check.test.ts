@@ -4,7 +4,14 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { resultBytes } from '../../pipeline/budget';
-import { claimCheck, FileResultStore, fileNameFor, stashCandidate, unstashCandidate, type ResultStore } from '../../worker/claim-check';
+import {
+  claimCheck,
+  FileResultStore,
+  fileNameFor,
+  stashCandidate,
+  unstashCandidate,
+  type ResultStore,
+} from '../../worker/claim-check';
 
 const tmp = () => fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-claim-'));
 const big = (n: number) => ({ content: [{ type: 'text' as const, text: 'z'.repeat(n) }], isError: false });
@@ -30,7 +37,13 @@ describe('FileResultStore', () => {
     const dir = tmp();
     fs.writeFileSync(path.join(dir, '..', 'outside.json'), JSON.stringify({ value: 'secret' }));
     const store = new FileResultStore(dir);
-    for (const ref of ['sluice-result:../outside.json', 'sluice-result:/etc/passwd', 'sluice-result:.hidden', 'elsewhere:x']) expect(await store.get(ref)).toBeUndefined();
+    for (const ref of [
+      'sluice-result:../outside.json',
+      'sluice-result:/etc/passwd',
+      'sluice-result:.hidden',
+      'elsewhere:x',
+    ])
+      expect(await store.get(ref)).toBeUndefined();
   });
 });
 
@@ -51,7 +64,9 @@ describe('claimCheck', () => {
   it('says the rest was dropped when the store fails', async () => {
     const broken: ResultStore = { put: async () => Promise.reject(new Error('disk full')), get: async () => undefined };
     const r = await claimCheck(broken, 'k', big(5_000), { maxChars: 100, maxBytes: 10_000 });
-    expect(r.content.map((b) => (b.type === 'text' ? b.text : '')).join('')).toMatch(/could not be stored aside \(disk full\) and was dropped/);
+    expect(r.content.map((b) => (b.type === 'text' ? b.text : '')).join('')).toMatch(
+      /could not be stored aside \(disk full\) and was dropped/,
+    );
   });
 });
 
@@ -70,6 +85,8 @@ describe('stash and unstash', () => {
     const stashed = await stashCandidate(new FileResultStore(tmp()), 'wf/c2', big(100_000), 4_000);
     const back = await unstashCandidate(new FileResultStore(tmp()), stashed);
     expect(back.stashed).toBeUndefined();
-    expect(back.content[back.content.length - 1]).toMatchObject({ text: expect.stringMatching(/not readable from this worker's result store/) });
+    expect(back.content[back.content.length - 1]).toMatchObject({
+      text: expect.stringMatching(/not readable from this worker's result store/),
+    });
   });
 });

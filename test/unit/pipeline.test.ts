@@ -74,24 +74,36 @@ describe('decision folding', () => {
     expect(foldPreDecision(deny, { kind: 'allow' })).toBe(deny);
     expect(foldPreDecision(deny, { kind: 'ask' })).toBe(deny);
     expect(foldPreDecision({ kind: 'ask', reason: 'a' }, { kind: 'allow' })).toEqual({ kind: 'ask', reason: 'a' });
-    expect(foldPreDecision({ kind: 'ask', reason: 'a' }, { kind: 'ask', reason: 'b' })).toEqual({ kind: 'ask', reason: 'a; b' });
+    expect(foldPreDecision({ kind: 'ask', reason: 'a' }, { kind: 'ask', reason: 'b' })).toEqual({
+      kind: 'ask',
+      reason: 'a; b',
+    });
     expect(foldPreDecision({ kind: 'allow' }, undefined)).toEqual({ kind: 'allow' });
     expect(foldPreDecision({ kind: 'allow' }, deny)).toBe(deny);
   });
 
   it('rejects answers that are not decisions, naming the extension', () => {
-    expect(() => parsePreDecision({ kind: 'deny' }, 'pre-execute handler x')).toThrow(/pre-execute handler x denied without a reason/);
+    expect(() => parsePreDecision({ kind: 'deny' }, 'pre-execute handler x')).toThrow(
+      /pre-execute handler x denied without a reason/,
+    );
     expect(() => parsePreDecision('yes', 'h')).toThrow(/h returned string yes/);
     expect(parsePreDecision(undefined, 'h')).toBeUndefined();
     expect(parseGuardAnswer('no', 'g')).toBe('no');
     expect(parseGuardAnswer(undefined, 'g')).toBeUndefined();
-    expect(() => parseGuardAnswer({ kind: 'allow' }, 'guard g')).toThrow(/a guard returns a denial reason string or nothing/);
+    expect(() => parseGuardAnswer({ kind: 'allow' }, 'guard g')).toThrow(
+      /a guard returns a denial reason string or nothing/,
+    );
   });
 
   it('post-execute: replace content or value, never both; block drops the value', () => {
     const c: Candidate = { content: [{ type: 'text', text: '{"v":1}' }], value: { v: 1 }, isError: false };
-    expect(applyPostVerdict(c, { action: 'accept', value: { v: 2 } }, 'p').candidate).toMatchObject({ value: { v: 2 }, content: [{ type: 'text', text: '{\n  "v": 2\n}' }] });
-    expect(applyPostVerdict(c, { action: 'accept', content: [{ type: 'text', text: 'hi' }] }, 'p').candidate).toMatchObject({ value: { v: 1 }, content: [{ type: 'text', text: 'hi' }] });
+    expect(applyPostVerdict(c, { action: 'accept', value: { v: 2 } }, 'p').candidate).toMatchObject({
+      value: { v: 2 },
+      content: [{ type: 'text', text: '{\n  "v": 2\n}' }],
+    });
+    expect(
+      applyPostVerdict(c, { action: 'accept', content: [{ type: 'text', text: 'hi' }] }, 'p').candidate,
+    ).toMatchObject({ value: { v: 1 }, content: [{ type: 'text', text: 'hi' }] });
     expect(() => applyPostVerdict(c, { action: 'accept', value: 1, content: [] }, 'p')).toThrow(/replaced both/);
     const blocked = applyPostVerdict(c, { action: 'block', feedback: 'nope' }, 'p');
     expect(blocked.blocked).toBe(true);
@@ -103,8 +115,15 @@ describe('decision folding', () => {
 
 describe('normalizeResult', () => {
   it('freezes a lossless result and keeps contexts', () => {
-    const r = normalizeResult({ content: [{ type: 'text', text: 'ok' }], isError: false, meta: { n: 1 } }, [{ role: 'user', content: 'ctx', source: 's' }]);
-    expect(r).toEqual({ content: [{ type: 'text', text: 'ok' }], isError: false, meta: { n: 1 }, additionalContexts: [{ role: 'user', content: 'ctx', source: 's' }] });
+    const r = normalizeResult({ content: [{ type: 'text', text: 'ok' }], isError: false, meta: { n: 1 } }, [
+      { role: 'user', content: 'ctx', source: 's' },
+    ]);
+    expect(r).toEqual({
+      content: [{ type: 'text', text: 'ok' }],
+      isError: false,
+      meta: { n: 1 },
+      additionalContexts: [{ role: 'user', content: 'ctx', source: 's' }],
+    });
     expect(Object.isFrozen(r) && Object.isFrozen(r.content[0])).toBe(true);
   });
 
@@ -115,14 +134,30 @@ describe('normalizeResult', () => {
   });
 
   it('errorCandidate renders `Error: <message>`', () => {
-    expect(errorCandidate('boom', 'X')).toEqual({ content: [{ type: 'text', text: 'Error: boom' }], isError: true, error: { message: 'boom', code: 'X' } });
+    expect(errorCandidate('boom', 'X')).toEqual({
+      content: [{ type: 'text', text: 'Error: boom' }],
+      isError: true,
+      error: { message: 'boom', code: 'X' },
+    });
   });
 
   it('truncates text and drops images over the bound, with a note', () => {
-    const r = normalizeResult({ content: [{ type: 'text', text: 'a'.repeat(30) }, { type: 'image', data: 'b'.repeat(30), mimeType: 'image/png' }], isError: false }, [], { maxResultChars: 40 });
+    const r = normalizeResult(
+      {
+        content: [
+          { type: 'text', text: 'a'.repeat(30) },
+          { type: 'image', data: 'b'.repeat(30), mimeType: 'image/png' },
+        ],
+        isError: false,
+      },
+      [],
+      { maxResultChars: 40 },
+    );
     expect(r.content).toHaveLength(2);
     expect(r.content[0]).toEqual({ type: 'text', text: 'a'.repeat(30) });
-    expect((r.content[1] as { text: string }).text).toMatch(/truncated: showing 30 of 60 characters; the rest is over the result size bound and was dropped\] \[1 image\(s\) left out\]/);
+    expect((r.content[1] as { text: string }).text).toMatch(
+      /truncated: showing 30 of 60 characters; the rest is over the result size bound and was dropped\] \[1 image\(s\) left out\]/,
+    );
     expect(r.meta).toEqual({ truncated: true, originalChars: 60 });
   });
 });
@@ -131,15 +166,27 @@ describe('batch input', () => {
   it('names the first problem', () => {
     expect(batchInputProblem(null)).toMatch(/must be an object/);
     expect(batchInputProblem({ sessionId: 's', turn: 1.5, step: 1, calls: [] })).toMatch(/turn must be a whole number/);
-    expect(batchInputProblem({ sessionId: 's', turn: 1, step: 1, calls: [{ id: 'a', name: 'x', arguments: {} }] })).toMatch(/raw JSON string/);
-    expect(batchInputProblem({ sessionId: 's', turn: 1, step: 1, calls: [{ id: 'a', name: 'x', arguments: '{}' }] })).toBeUndefined();
+    expect(
+      batchInputProblem({ sessionId: 's', turn: 1, step: 1, calls: [{ id: 'a', name: 'x', arguments: {} }] }),
+    ).toMatch(/raw JSON string/);
+    expect(
+      batchInputProblem({ sessionId: 's', turn: 1, step: 1, calls: [{ id: 'a', name: 'x', arguments: '{}' }] }),
+    ).toBeUndefined();
   });
 
   it('the CLI reads a batch or a bare array of calls, and explains a broken file', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'calls-'));
     const f = (name: string, body: string) => (fs.writeFileSync(path.join(dir, name), body), path.join(dir, name));
-    expect(readCallsFile(f('a.json', '[{"id":"1","name":"echo","arguments":{"text":"x"}}]'), {})).toMatchObject({ sessionId: 'cli-a', turn: 1, step: 1 });
-    expect(readCallsFile(f('b.json', '{"sessionId":"s","turn":3,"step":2,"calls":[]}'), { turn: '4' })).toMatchObject({ sessionId: 's', turn: 4, step: 2 });
+    expect(readCallsFile(f('a.json', '[{"id":"1","name":"echo","arguments":{"text":"x"}}]'), {})).toMatchObject({
+      sessionId: 'cli-a',
+      turn: 1,
+      step: 1,
+    });
+    expect(readCallsFile(f('b.json', '{"sessionId":"s","turn":3,"step":2,"calls":[]}'), { turn: '4' })).toMatchObject({
+      sessionId: 's',
+      turn: 4,
+      step: 2,
+    });
     expect(() => readCallsFile(f('c.json', '{"calls": [}'), {})).toThrow(/is not valid JSON/);
     expect(() => readCallsFile(f('d.json', '{"cals": []}'), {})).toThrow(/has no "calls" array/);
     expect(() => readCallsFile(path.join(dir, 'missing.json'), {})).toThrow(/no such file/);

@@ -8,10 +8,25 @@ const tools = [todoWriteTool()];
 describe('todo_write', () => {
   it('trims items, records todo/write and keeps the list in session state', async () => {
     const s = session();
-    const r = await call(tools, 'todo_write', { todos: [{ content: '  Write tests ', status: 'completed' }, { content: 'Fix bug', status: 'in_progress', activeForm: 'Fixing bug' }, { content: 'Ship', status: 'pending', activeForm: '  ' }] }, s);
+    const r = await call(
+      tools,
+      'todo_write',
+      {
+        todos: [
+          { content: '  Write tests ', status: 'completed' },
+          { content: 'Fix bug', status: 'in_progress', activeForm: 'Fixing bug' },
+          { content: 'Ship', status: 'pending', activeForm: '  ' },
+        ],
+      },
+      s,
+    );
     expect(r.isError).toBe(false);
     expect(r.text).toBe('Todo list updated: 1 of 3 completed.\n[x] Write tests\n[~] Fixing bug\n[ ] Ship');
-    const todos = [{ content: 'Write tests', status: 'completed' }, { content: 'Fix bug', status: 'in_progress', activeForm: 'Fixing bug' }, { content: 'Ship', status: 'pending' }];
+    const todos = [
+      { content: 'Write tests', status: 'completed' },
+      { content: 'Fix bug', status: 'in_progress', activeForm: 'Fixing bug' },
+      { content: 'Ship', status: 'pending' },
+    ];
     expect(s.events).toEqual([{ type: 'todo/write', data: { todos } }]);
     expect(s.state.todo).toEqual({ list: todos });
   });
@@ -24,13 +39,43 @@ describe('todo_write', () => {
 
   it('rejects empty, duplicate (after trimming) and several in_progress items, recording nothing', async () => {
     const s = session();
-    const empty = await call(tools, 'todo_write', { todos: [{ content: 'a', status: 'pending' }, { content: '   ', status: 'pending' }] }, s);
+    const empty = await call(
+      tools,
+      'todo_write',
+      {
+        todos: [
+          { content: 'a', status: 'pending' },
+          { content: '   ', status: 'pending' },
+        ],
+      },
+      s,
+    );
     expect(empty).toMatchObject({ isError: true, code: 'INVALID_ARGS' });
     expect(empty.text).toContain('todos[1] has empty content');
-    const dup = await call(tools, 'todo_write', { todos: [{ content: 'a', status: 'pending' }, { content: ' a', status: 'completed' }] }, s);
+    const dup = await call(
+      tools,
+      'todo_write',
+      {
+        todos: [
+          { content: 'a', status: 'pending' },
+          { content: ' a', status: 'completed' },
+        ],
+      },
+      s,
+    );
     expect(dup).toMatchObject({ isError: true, code: 'INVALID_ARGS' });
     expect(dup.text).toContain('todos[1] repeats todos[0]');
-    const two = await call(tools, 'todo_write', { todos: [{ content: 'a', status: 'in_progress' }, { content: 'b', status: 'in_progress' }] }, s);
+    const two = await call(
+      tools,
+      'todo_write',
+      {
+        todos: [
+          { content: 'a', status: 'in_progress' },
+          { content: 'b', status: 'in_progress' },
+        ],
+      },
+      s,
+    );
     expect(two).toMatchObject({ isError: true, code: 'INVALID_ARGS' });
     expect(two.text).toContain('at most one may be');
     expect(s.events).toEqual([]);

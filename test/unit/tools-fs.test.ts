@@ -41,12 +41,20 @@ describe('confinement', () => {
 
   it('denies absolute paths outside the root and accepts those inside it', async () => {
     put('a.txt', 'hello\n');
-    expect(await call(tools, 'read', { file_path: path.join(outside, 'secret.txt') }, s)).toMatchObject({ isError: true, code: 'FS_OUTSIDE_WORKSPACE' });
-    expect(await call(tools, 'write', { file_path: '/etc/sluice-should-not-exist', content: 'x' }, s)).toMatchObject({ isError: true, code: 'FS_OUTSIDE_WORKSPACE' });
+    expect(await call(tools, 'read', { file_path: path.join(outside, 'secret.txt') }, s)).toMatchObject({
+      isError: true,
+      code: 'FS_OUTSIDE_WORKSPACE',
+    });
+    expect(await call(tools, 'write', { file_path: '/etc/sluice-should-not-exist', content: 'x' }, s)).toMatchObject({
+      isError: true,
+      code: 'FS_OUTSIDE_WORKSPACE',
+    });
     const inside = await call(tools, 'read', { file_path: path.join(root, 'a.txt') }, s);
     expect(inside.isError).toBe(false);
     expect(inside.text).toContain('hello');
-    expect(s.events).toEqual([{ type: 'fs/observed', data: expect.objectContaining({ path: 'a.txt', state: 'present' }) }]);
+    expect(s.events).toEqual([
+      { type: 'fs/observed', data: expect.objectContaining({ path: 'a.txt', state: 'present' }) },
+    ]);
   });
 
   it('denies symlinks at any depth that resolve outside, for reads, writes and new files under them', async () => {
@@ -62,7 +70,11 @@ describe('confinement', () => {
       ['edit', { file_path: 'link.txt', old_string: 'secret', new_string: 'public' }],
       ['grep', { pattern: 'secret', path: 'deep/er/out' }],
     ];
-    for (const [tool, args] of attempts) expect(await call(tools, tool, args, s), `${tool} ${JSON.stringify(args)}`).toMatchObject({ isError: true, code: 'FS_OUTSIDE_WORKSPACE' });
+    for (const [tool, args] of attempts)
+      expect(await call(tools, tool, args, s), `${tool} ${JSON.stringify(args)}`).toMatchObject({
+        isError: true,
+        code: 'FS_OUTSIDE_WORKSPACE',
+      });
     expect(fs.existsSync(path.join(outside, 'new.txt'))).toBe(false);
     expect(fs.existsSync(path.join(outside, 'missing'))).toBe(false);
     expect(fs.readFileSync(path.join(outside, 'secret.txt'), 'utf8')).toBe('secret\n');
@@ -76,14 +88,16 @@ describe('confinement', () => {
     fs.symlinkSync(path.join(root, 'real'), path.join(root, 'alias'));
     await call(tools, 'read', { file_path: 'alias/f.txt' }, s);
     expect(Object.keys(s.state.fs)).toEqual(['real/f.txt']);
-    expect(await call(tools, 'edit', { file_path: 'real/f.txt', old_string: 'one', new_string: 'two' }, s)).toMatchObject({ isError: false });
+    expect(
+      await call(tools, 'edit', { file_path: 'real/f.txt', old_string: 'one', new_string: 'two' }, s),
+    ).toMatchObject({ isError: false });
     expect(get('real/f.txt')).toBe('two\n');
   });
 });
 
 describe('read', () => {
   it('numbers lines, pages large files with a note, and records partial reads as partial', async () => {
-    put('big.txt', Array.from({ length: 12 }, (_, i) => `line ${i + 1}`).join('\n') + '\n');
+    put('big.txt', `${Array.from({ length: 12 }, (_, i) => `line ${i + 1}`).join('\n')}\n`);
     const first = await call(tools, 'read', { file_path: 'big.txt' }, s);
     expect(first.text).toContain('     1\tline 1');
     expect(first.text).not.toContain('line 6');
@@ -97,7 +111,11 @@ describe('read', () => {
 
     const whole = await call(tools, 'read', { file_path: 'big.txt', limit: 12 }, s);
     expect(whole.text).not.toContain('Showing');
-    expect(s.state.fs['big.txt']).toEqual({ state: 'present', partial: false, version: expect.stringMatching(/^sha256:[0-9a-f]{64}$/) });
+    expect(s.state.fs['big.txt']).toEqual({
+      state: 'present',
+      partial: false,
+      version: expect.stringMatching(/^sha256:[0-9a-f]{64}$/),
+    });
     expect(s.events.map((e) => e.data.partial)).toEqual([true, true, false]);
   });
 
@@ -121,7 +139,10 @@ describe('read', () => {
     const missing = await call(tools, 'read', { file_path: 'nope/x.txt' }, s);
     expect(missing).toMatchObject({ isError: true, code: 'FS_NOT_FOUND' });
     expect(s.state.fs['nope/x.txt']).toEqual({ state: 'absent', partial: false });
-    expect(s.events.at(-1)).toEqual({ type: 'fs/observed', data: { path: 'nope/x.txt', state: 'absent', partial: false } });
+    expect(s.events.at(-1)).toEqual({
+      type: 'fs/observed',
+      data: { path: 'nope/x.txt', state: 'absent', partial: false },
+    });
 
     fs.mkdirSync(path.join(root, 'dir'));
     expect(await call(tools, 'read', { file_path: 'dir' }, s)).toMatchObject({ isError: true, code: 'FS_NOT_A_FILE' });
@@ -163,7 +184,10 @@ describe('write', () => {
     expect(get('f.txt')).toBe('changed by someone else');
 
     await call(tools, 'read', { file_path: 'f.txt' }, s);
-    expect(await call(tools, 'write', { file_path: 'f.txt', content: 'mine' }, s)).toMatchObject({ isError: false, text: 'Replaced f.txt (4 bytes).' });
+    expect(await call(tools, 'write', { file_path: 'f.txt', content: 'mine' }, s)).toMatchObject({
+      isError: false,
+      text: 'Replaced f.txt (4 bytes).',
+    });
     expect(get('f.txt')).toBe('mine');
     // its own write counts as an observation: writing again needs no new read
     expect(await call(tools, 'write', { file_path: 'f.txt', content: 'again' }, s)).toMatchObject({ isError: false });
@@ -188,10 +212,18 @@ describe('write', () => {
     };
     const t = fsTools({ root, writeIntent });
     expect(await call(t, 'write', { file_path: 'scratch/a.txt', content: 'new' }, s)).toMatchObject({ isError: false });
-    expect(await call(t, 'write', { file_path: 'keep.txt', content: 'new' }, s)).toMatchObject({ isError: true, code: 'FS_NOT_OBSERVED' });
+    expect(await call(t, 'write', { file_path: 'keep.txt', content: 'new' }, s)).toMatchObject({
+      isError: true,
+      code: 'FS_NOT_OBSERVED',
+    });
     expect(seen).toEqual(['write:scratch/a.txt:present:never', 'write:keep.txt:present:never']);
 
-    const throwing = fsTools({ root, writeIntent: () => { throw new Error('policy service down'); } });
+    const throwing = fsTools({
+      root,
+      writeIntent: () => {
+        throw new Error('policy service down');
+      },
+    });
     const r = await call(throwing, 'write', { file_path: 'new.txt', content: 'x' }, s);
     expect(r).toMatchObject({ isError: true, code: 'PIPELINE_FAILED' });
     expect(r.text).toContain('fs/write-intent policy failed (policy service down)');
@@ -220,7 +252,9 @@ describe('edit', () => {
 
     await call(tools, 'read', { file_path: 'f.txt' }, s);
     fs.rmSync(path.join(root, 'f.txt'));
-    expect(await call(tools, 'edit', { file_path: 'f.txt', old_string: 'alpha', new_string: 'beta' }, s)).toMatchObject({ isError: true, code: 'FS_NOT_FOUND' });
+    expect(await call(tools, 'edit', { file_path: 'f.txt', old_string: 'alpha', new_string: 'beta' }, s)).toMatchObject(
+      { isError: true, code: 'FS_NOT_FOUND' },
+    );
   });
 
   it('judges by content, not mtime: a same-content rewrite is not stale', async () => {
@@ -228,49 +262,75 @@ describe('edit', () => {
     await call(tools, 'read', { file_path: 'f.txt' }, s);
     put('f.txt', 'same\n');
     fs.utimesSync(path.join(root, 'f.txt'), new Date(2001, 1, 1), new Date(2001, 1, 1));
-    expect(await call(tools, 'edit', { file_path: 'f.txt', old_string: 'same', new_string: 'new' }, s)).toMatchObject({ isError: false });
+    expect(await call(tools, 'edit', { file_path: 'f.txt', old_string: 'same', new_string: 'new' }, s)).toMatchObject({
+      isError: false,
+    });
   });
 
   it('needs exactly one match unless replace_all, keeps $ patterns literal, and chains without re-reading', async () => {
     put('f.txt', 'a = 1\nb = 1\n');
     await call(tools, 'read', { file_path: 'f.txt' }, s);
-    expect(await call(tools, 'edit', { file_path: 'f.txt', old_string: 'x = 9', new_string: 'y' }, s)).toMatchObject({ isError: true, code: 'FS_NO_MATCH' });
+    expect(await call(tools, 'edit', { file_path: 'f.txt', old_string: 'x = 9', new_string: 'y' }, s)).toMatchObject({
+      isError: true,
+      code: 'FS_NO_MATCH',
+    });
     const ambiguous = await call(tools, 'edit', { file_path: 'f.txt', old_string: '= 1', new_string: '= 2' }, s);
     expect(ambiguous).toMatchObject({ isError: true, code: 'FS_AMBIGUOUS_MATCH' });
     expect(ambiguous.text).toContain('occurs 2 times');
-    expect(await call(tools, 'edit', { file_path: 'f.txt', old_string: 'a = 1', new_string: "a = '$&'" }, s)).toMatchObject({ isError: false, text: 'Edited f.txt: replaced 1 occurrence.' });
-    expect(await call(tools, 'edit', { file_path: 'f.txt', old_string: '1', new_string: '3', replace_all: true }, s)).toMatchObject({ isError: false, text: 'Edited f.txt: replaced 1 occurrence.' });
+    expect(
+      await call(tools, 'edit', { file_path: 'f.txt', old_string: 'a = 1', new_string: "a = '$&'" }, s),
+    ).toMatchObject({ isError: false, text: 'Edited f.txt: replaced 1 occurrence.' });
+    expect(
+      await call(tools, 'edit', { file_path: 'f.txt', old_string: '1', new_string: '3', replace_all: true }, s),
+    ).toMatchObject({ isError: false, text: 'Edited f.txt: replaced 1 occurrence.' });
     expect(get('f.txt')).toBe("a = '$&'\nb = 3\n");
-    expect(await call(tools, 'edit', { file_path: 'f.txt', old_string: 'same', new_string: 'same' }, s)).toMatchObject({ isError: true, code: 'INVALID_ARGS' });
+    expect(await call(tools, 'edit', { file_path: 'f.txt', old_string: 'same', new_string: 'same' }, s)).toMatchObject({
+      isError: true,
+      code: 'INVALID_ARGS',
+    });
   });
 
   it('replaces every occurrence with replace_all and matches LF text in CRLF files', async () => {
     put('w.txt', 'x\r\ny\r\nx\r\n');
     await call(tools, 'read', { file_path: 'w.txt' }, s);
-    expect(await call(tools, 'edit', { file_path: 'w.txt', old_string: 'x\ny', new_string: 'x\nz' }, s)).toMatchObject({ isError: false });
-    expect(await call(tools, 'edit', { file_path: 'w.txt', old_string: 'x', new_string: 'q', replace_all: true }, s)).toMatchObject({ isError: false, text: 'Edited w.txt: replaced 2 occurrences.' });
+    expect(await call(tools, 'edit', { file_path: 'w.txt', old_string: 'x\ny', new_string: 'x\nz' }, s)).toMatchObject({
+      isError: false,
+    });
+    expect(
+      await call(tools, 'edit', { file_path: 'w.txt', old_string: 'x', new_string: 'q', replace_all: true }, s),
+    ).toMatchObject({ isError: false, text: 'Edited w.txt: replaced 2 occurrences.' });
     expect(get('w.txt')).toBe('q\r\nz\r\nq\r\n');
   });
 
   it('keeps a partial observation partial after an edit, so a whole-file write still needs a full read', async () => {
     put('f.txt', Array.from({ length: 10 }, (_, i) => `row ${i}`).join('\n'));
     await call(tools, 'read', { file_path: 'f.txt', limit: 2 }, s);
-    expect(await call(tools, 'edit', { file_path: 'f.txt', old_string: 'row 0', new_string: 'row zero' }, s)).toMatchObject({ isError: false });
+    expect(
+      await call(tools, 'edit', { file_path: 'f.txt', old_string: 'row 0', new_string: 'row zero' }, s),
+    ).toMatchObject({ isError: false });
     expect(s.state.fs['f.txt']).toMatchObject({ partial: true });
-    expect(await call(tools, 'write', { file_path: 'f.txt', content: 'x' }, s)).toMatchObject({ isError: true, code: 'FS_NOT_OBSERVED' });
+    expect(await call(tools, 'write', { file_path: 'f.txt', content: 'x' }, s)).toMatchObject({
+      isError: true,
+      code: 'FS_NOT_OBSERVED',
+    });
   });
 
   it('refuses binary files', async () => {
     put('b.bin', Buffer.from([1, 0, 2, 0]));
     await call(tools, 'read', { file_path: 'b.bin' }, s);
-    expect(await call(tools, 'edit', { file_path: 'b.bin', old_string: 'a', new_string: 'b' }, s)).toMatchObject({ isError: true, code: 'FS_BINARY_FILE' });
+    expect(await call(tools, 'edit', { file_path: 'b.bin', old_string: 'a', new_string: 'b' }, s)).toMatchObject({
+      isError: true,
+      code: 'FS_BINARY_FILE',
+    });
   });
 
   it('keeps sessions apart: one session reading does not license another', async () => {
     put('f.txt', 'shared\n');
     const other = session('other');
     await call(tools, 'read', { file_path: 'f.txt' }, s);
-    expect(await call(tools, 'edit', { file_path: 'f.txt', old_string: 'shared', new_string: 'b' }, other)).toMatchObject({ isError: true, code: 'FS_NOT_OBSERVED' });
+    expect(
+      await call(tools, 'edit', { file_path: 'f.txt', old_string: 'shared', new_string: 'b' }, other),
+    ).toMatchObject({ isError: true, code: 'FS_NOT_OBSERVED' });
   });
 });
 
@@ -291,18 +351,37 @@ describe('glob', () => {
 
   it('matches paths relative to path, respects nested .gitignore with negation, skips .git', async () => {
     const t = fsTools({ root });
-    expect((await call(t, 'glob', { pattern: '**/*.ts' }, s)).text.split('\n')).toEqual(['src/a.ts', 'src/b.ts', 'src/gen/main.ts']);
+    expect((await call(t, 'glob', { pattern: '**/*.ts' }, s)).text.split('\n')).toEqual([
+      'src/a.ts',
+      'src/b.ts',
+      'src/gen/main.ts',
+    ]);
     expect((await call(t, 'glob', { pattern: '*.log' }, s)).text).toBe('keep.log');
     expect((await call(t, 'glob', { pattern: '*' }, s)).text.split('\n')).toEqual(['.gitignore', 'keep.log', 'src/']);
-    expect((await call(t, 'glob', { pattern: '*.ts', path: 'src' }, s)).text.split('\n')).toEqual(['src/a.ts', 'src/b.ts']);
-    expect((await call(t, 'glob', { pattern: '**/*.ts', path: 'src' }, s)).text.split('\n')).toEqual(['src/a.ts', 'src/b.ts', 'src/gen/main.ts']);
-    expect((await call(t, 'glob', { pattern: '**', path: 'src/gen' }, s)).text.split('\n')).toEqual(['src/gen/.gitignore', 'src/gen/main.ts']);
+    expect((await call(t, 'glob', { pattern: '*.ts', path: 'src' }, s)).text.split('\n')).toEqual([
+      'src/a.ts',
+      'src/b.ts',
+    ]);
+    expect((await call(t, 'glob', { pattern: '**/*.ts', path: 'src' }, s)).text.split('\n')).toEqual([
+      'src/a.ts',
+      'src/b.ts',
+      'src/gen/main.ts',
+    ]);
+    expect((await call(t, 'glob', { pattern: '**', path: 'src/gen' }, s)).text.split('\n')).toEqual([
+      'src/gen/.gitignore',
+      'src/gen/main.ts',
+    ]);
     expect((await call(t, 'glob', { pattern: '**/HEAD' }, s)).text).toMatch(/^No files match/);
-    expect((await call(t, 'glob', { pattern: `${root}/src/*.ts` }, s)).text.split('\n')).toEqual(['src/a.ts', 'src/b.ts']);
+    expect((await call(t, 'glob', { pattern: `${root}/src/*.ts` }, s)).text.split('\n')).toEqual([
+      'src/a.ts',
+      'src/b.ts',
+    ]);
   });
 
   it('searches an ignored folder when asked for it by name', async () => {
-    expect((await call(fsTools({ root }), 'glob', { pattern: '**/*.ts', path: 'node_modules' }, s)).text).toBe('node_modules/m/index.ts');
+    expect((await call(fsTools({ root }), 'glob', { pattern: '**/*.ts', path: 'node_modules' }, s)).text).toBe(
+      'node_modules/m/index.ts',
+    );
   });
 
   it('caps its output with a note', async () => {
@@ -314,14 +393,29 @@ describe('glob', () => {
   });
 
   it('says so when path is missing or a file', async () => {
-    expect(await call(tools, 'glob', { pattern: '*', path: 'nowhere' }, s)).toMatchObject({ isError: true, code: 'FS_NOT_FOUND' });
-    expect(await call(tools, 'glob', { pattern: '*', path: 'keep.log' }, s)).toMatchObject({ isError: true, code: 'FS_NOT_A_FILE' });
-    expect(await call(tools, 'grep', { pattern: 'x', path: 'nowhere' }, s)).toMatchObject({ isError: true, code: 'FS_NOT_FOUND' });
+    expect(await call(tools, 'glob', { pattern: '*', path: 'nowhere' }, s)).toMatchObject({
+      isError: true,
+      code: 'FS_NOT_FOUND',
+    });
+    expect(await call(tools, 'glob', { pattern: '*', path: 'keep.log' }, s)).toMatchObject({
+      isError: true,
+      code: 'FS_NOT_A_FILE',
+    });
+    expect(await call(tools, 'grep', { pattern: 'x', path: 'nowhere' }, s)).toMatchObject({
+      isError: true,
+      code: 'FS_NOT_FOUND',
+    });
   });
 
   it('denies patterns and paths that leave the workspace', async () => {
-    expect(await call(tools, 'glob', { pattern: '../*' }, s)).toMatchObject({ isError: true, code: 'FS_OUTSIDE_WORKSPACE' });
-    expect(await call(tools, 'glob', { pattern: '*', path: outside }, s)).toMatchObject({ isError: true, code: 'FS_OUTSIDE_WORKSPACE' });
+    expect(await call(tools, 'glob', { pattern: '../*' }, s)).toMatchObject({
+      isError: true,
+      code: 'FS_OUTSIDE_WORKSPACE',
+    });
+    expect(await call(tools, 'glob', { pattern: '*', path: outside }, s)).toMatchObject({
+      isError: true,
+      code: 'FS_OUTSIDE_WORKSPACE',
+    });
   });
 });
 
@@ -335,16 +429,32 @@ describe('grep', () => {
   });
 
   it('lists files with matches by default, skipping ignored and binary files', async () => {
-    expect((await call(fsTools({ root }), 'grep', { pattern: 'foo' }, s)).text.split('\n')).toEqual(['src/a.ts', 'src/b.py']);
+    expect((await call(fsTools({ root }), 'grep', { pattern: 'foo' }, s)).text.split('\n')).toEqual([
+      'src/a.ts',
+      'src/b.py',
+    ]);
   });
 
   it('shows content with line numbers and context, case-insensitive, filtered by glob or type', async () => {
     const t = fsTools({ root });
-    expect((await call(t, 'grep', { pattern: 'foo', '-i': true, output_mode: 'content', glob: '*.ts' }, s)).text.split('\n')).toEqual(['src/a.ts:1:const Foo = 1;', 'src/a.ts:3:// foo again']);
-    expect((await call(t, 'grep', { pattern: 'bar', output_mode: 'content', '-B': 1, type: 'ts' }, s)).text.split('\n')).toEqual(['src/a.ts-1-const Foo = 1;', 'src/a.ts:2:const bar = 2;']);
-    expect((await call(t, 'grep', { pattern: 'o', output_mode: 'count', path: 'src' }, s)).text.split('\n')).toEqual(['src/a.ts:3', 'src/b.py:1']);
-    expect((await call(t, 'grep', { pattern: 'Foo = 1;\\nconst', multiline: true, output_mode: 'content', '-n': false }, s)).text.split('\n')).toEqual(['src/a.ts:const Foo = 1;', 'src/a.ts:const bar = 2;']);
-    expect((await call(t, 'grep', { pattern: 'foo', path: 'src/b.py', output_mode: 'content' }, s)).text).toBe('src/b.py:1:foo = 3');
+    expect(
+      (await call(t, 'grep', { pattern: 'foo', '-i': true, output_mode: 'content', glob: '*.ts' }, s)).text.split('\n'),
+    ).toEqual(['src/a.ts:1:const Foo = 1;', 'src/a.ts:3:// foo again']);
+    expect(
+      (await call(t, 'grep', { pattern: 'bar', output_mode: 'content', '-B': 1, type: 'ts' }, s)).text.split('\n'),
+    ).toEqual(['src/a.ts-1-const Foo = 1;', 'src/a.ts:2:const bar = 2;']);
+    expect((await call(t, 'grep', { pattern: 'o', output_mode: 'count', path: 'src' }, s)).text.split('\n')).toEqual([
+      'src/a.ts:3',
+      'src/b.py:1',
+    ]);
+    expect(
+      (
+        await call(t, 'grep', { pattern: 'Foo = 1;\\nconst', multiline: true, output_mode: 'content', '-n': false }, s)
+      ).text.split('\n'),
+    ).toEqual(['src/a.ts:const Foo = 1;', 'src/a.ts:const bar = 2;']);
+    expect((await call(t, 'grep', { pattern: 'foo', path: 'src/b.py', output_mode: 'content' }, s)).text).toBe(
+      'src/b.py:1:foo = 3',
+    );
   });
 
   it('caps output with a note and explains a bad pattern', async () => {

@@ -6,7 +6,8 @@ import type { SessionEvent } from '../../pipeline/types';
 import { sessionEventSinks } from '../../worker/workflow-sinks';
 
 const info = {} as WorkflowInfo;
-const events = (...seqs: number[]): SessionEvent[] => seqs.map((seq) => ({ type: 'test', seq, time: '2026-01-01T00:00:00.000Z', data: {} }));
+const events = (...seqs: number[]): SessionEvent[] =>
+  seqs.map((seq) => ({ type: 'test', seq, time: '2026-01-01T00:00:00.000Z', data: {} }));
 
 describe('session event sinks', () => {
   it('writes the chunks of a session one at a time, in the order handed over', async () => {

@@ -20,7 +20,8 @@ export function mirror(node: Tagged, ancestors: object[] = []): unknown {
       ancestors.push(out);
       node[1].forEach((item, i) => {
         if (item[0] === 'x' && item[1] === 'hole') out.length = i + 1;
-        else if (item[0] === 'x' && item[1] === 'accessor') Object.defineProperty(out, i, { get: () => undefined, enumerable: true, configurable: true });
+        else if (item[0] === 'x' && item[1] === 'accessor')
+          Object.defineProperty(out, i, { get: () => undefined, enumerable: true, configurable: true });
         else out[i] = mirror(item, ancestors);
       });
       if (node[2]) (out as unknown as { extra: boolean }).extra = true;
@@ -29,10 +30,12 @@ export function mirror(node: Tagged, ancestors: object[] = []): unknown {
     }
     case 'o': {
       const [, kind, ctorName, entries, symbols] = node;
-      const out: Record<string | symbol, unknown> = kind === 'plain' ? {} : kind === 'null' ? Object.create(null) : Object.create(namedClass(ctorName).prototype);
+      const out: Record<string | symbol, unknown> =
+        kind === 'plain' ? {} : kind === 'null' ? Object.create(null) : Object.create(namedClass(ctorName).prototype);
       ancestors.push(out);
       for (const [key, value] of entries) {
-        if (value[0] === 'x' && value[1] === 'accessor') Object.defineProperty(out, key, { get: () => undefined, enumerable: true, configurable: true });
+        if (value[0] === 'x' && value[1] === 'accessor')
+          Object.defineProperty(out, key, { get: () => undefined, enumerable: true, configurable: true });
         else out[key] = mirror(value, ancestors);
       }
       for (let i = 0; i < symbols; i++) out[Symbol(`guest symbol ${i}`)] = true;

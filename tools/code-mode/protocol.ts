@@ -25,7 +25,17 @@ export interface ThreadData {
 }
 
 /** Why a program stopped without a result. */
-export type StopKind = 'error' | 'time' | 'memory' | 'stack' | 'logs' | 'calls' | 'result' | 'crash' | 'fatal' | 'cancelled';
+export type StopKind =
+  | 'error'
+  | 'time'
+  | 'memory'
+  | 'stack'
+  | 'logs'
+  | 'calls'
+  | 'result'
+  | 'crash'
+  | 'fatal'
+  | 'cancelled';
 
 export type ThreadMessage =
   /** QuickJS is up; the program's CPU time starts counting. */
@@ -37,4 +47,6 @@ export type ThreadMessage =
   | { type: 'done'; ok: true; result?: Json; cpuMs: number }
   | { type: 'done'; ok: false; kind: StopKind; error: string; cpuMs: number };
 
-export type ParentMessage = { type: 'answer'; callNo: number; ok: true; json: string } | { type: 'answer'; callNo: number; ok: false; message: string };
+export type ParentMessage =
+  | { type: 'answer'; callNo: number; ok: true; json: string }
+  | { type: 'answer'; callNo: number; ok: false; message: string };

@@ -31,7 +31,7 @@ const MAX_CODE_CHARS = 100_000;
 const DESCRIPTION = [
   'Runs a JavaScript program that calls the other tools, for work that needs many tool calls or computation between them.',
   'The code is the body of an async function: call a tool with `await tools.<name>(args)` (args as you would pass to the tool itself);',
-  'it resolves to the tool\'s structured value, or its text, and rejects with the error message when the call fails or is denied (catch it if you want to go on).',
+  "it resolves to the tool's structured value, or its text, and rejects with the error message when the call fails or is denied (catch it if you want to go on).",
   'Tool calls run one at a time, each with the same checks and approvals as a direct call.',
   '`return` a JSON value to report it; console.log output is returned too.',
   'There is no file system, network, require/import or timers; Math.random is seeded and Date is fixed during a run.',
@@ -44,9 +44,18 @@ export function codeModeTool(options: CodeModeOptions = {}): ToolDefinition {
     input: z.object({
       code: z
         .string()
-        .min(1, 'code must be the body of an async JavaScript function, e.g. "const t = await tools.read({ path: \'a.txt\' }); return t.length"')
-        .max(MAX_CODE_CHARS, `code must be at most ${MAX_CODE_CHARS} characters; split the work across several run_code calls`),
-      description: z.string().trim().min(1, 'description must say in a few words what the program does (approvers and the session log show it)'),
+        .min(
+          1,
+          'code must be the body of an async JavaScript function, e.g. "const t = await tools.read({ path: \'a.txt\' }); return t.length"',
+        )
+        .max(
+          MAX_CODE_CHARS,
+          `code must be at most ${MAX_CODE_CHARS} characters; split the work across several run_code calls`,
+        ),
+      description: z
+        .string()
+        .trim()
+        .min(1, 'description must say in a few words what the program does (approvers and the session log show it)'),
     }),
     timeoutMs: options.timeoutMs ?? 60 * 60_000,
     heartbeatTimeoutMs: options.heartbeatTimeoutMs ?? 30_000,
@@ -54,7 +63,11 @@ export function codeModeTool(options: CodeModeOptions = {}): ToolDefinition {
     retry: { maximumAttempts: 5, initialIntervalMs: 1_000 },
     ...(options.approval ? { approval: options.approval } : {}),
     ...(options.approvalTimeoutMs !== undefined ? { approvalTimeoutMs: options.approvalTimeoutMs } : {}),
-    presentCall: ({ code, description }) => ({ title: `${RUN_CODE}: ${description}`, summary: description, fields: { code } }),
+    presentCall: ({ code, description }) => ({
+      title: `${RUN_CODE}: ${description}`,
+      summary: description,
+      fields: { code },
+    }),
     async execute({ code }, ctx) {
       const activity = Context.current();
       const batch = activity.client.workflow.getHandle(ctx.workflowId);
@@ -66,15 +79,26 @@ export function codeModeTool(options: CodeModeOptions = {}): ToolDefinition {
         limits: options.limits,
         signal: ctx.signal,
         async callTool({ index, name, args }) {
-          const request: CodeCallRequest = { token: ctx.idempotencyKey, parentCallId: ctx.call.id, index, name, arguments: JSON.stringify(args), argsDigest: argsDigest(args) };
+          const request: CodeCallRequest = {
+            token: ctx.idempotencyKey,
+            parentCallId: ctx.call.id,
+            index,
+            name,
+            arguments: JSON.stringify(args),
+            argsDigest: argsDigest(args),
+          };
           try {
-            const out = await batch.executeUpdate(codeCallUpdate, { args: [request], updateId: codeCallUpdateId(request) });
+            const out = await batch.executeUpdate(codeCallUpdate, {
+              args: [request],
+              updateId: codeCallUpdateId(request),
+            });
             if (out.batchCancelled) return { fatal: 'the batch was cancelled', kind: 'cancelled' };
             return out.isError ? { ok: false, message: out.message } : { ok: true, value: out.value };
           } catch (err) {
             // Refused by the workflow (non-determinism, limits, the call no longer running): the run
             // ends. Anything else (the server unreachable) fails this attempt, and a retry resumes.
-            if (err instanceof WorkflowUpdateFailedError) return { fatal: (err.cause as Error | undefined)?.message ?? err.message };
+            if (err instanceof WorkflowUpdateFailedError)
+              return { fatal: (err.cause as Error | undefined)?.message ?? err.message };
             throw err;
           }
         },
@@ -93,14 +117,30 @@ function render(outcome: ProgramOutcome) {
   if (outcome.kind === 'cancelled') {
     // The batch was cancelled while a sub-call ran: the same error the workflow gives a cancelled body.
     const message = `${RUN_CODE} was aborted because the batch was cancelled`;
-    return toolOutput({ content: [{ type: 'text', text: [`Error: ${message}`, logs].filter(Boolean).join('\n\n') }], isError: true, error: { message, code: ErrorCodes.ABORTED }, meta });
+    return toolOutput({
+      content: [{ type: 'text', text: [`Error: ${message}`, logs].filter(Boolean).join('\n\n') }],
+      isError: true,
+      error: { message, code: ErrorCodes.ABORTED },
+      meta,
+    });
   }
   if (!outcome.ok) {
     const message = `the program failed: ${outcome.error}`;
-    const content: ContentBlock[] = [{ type: 'text', text: [`Error: ${message}`, logs && `${logs}\n(logs before it stopped)`].filter(Boolean).join('\n\n') }];
+    const content: ContentBlock[] = [
+      {
+        type: 'text',
+        text: [`Error: ${message}`, logs && `${logs}\n(logs before it stopped)`].filter(Boolean).join('\n\n'),
+      },
+    ];
     return toolOutput({ content, isError: true, error: { message, code: ErrorCodes.CODE_RUN_FAILED }, meta });
   }
-  const shown = outcome.result === undefined ? 'The program returned no result.' : `Result:\n${typeof outcome.result === 'string' ? outcome.result : JSON.stringify(outcome.result, null, 2)}`;
-  const value: { logs: Json; result?: Json } = { logs: outcome.logs, ...(outcome.result !== undefined ? { result: outcome.result } : {}) };
+  const shown =
+    outcome.result === undefined
+      ? 'The program returned no result.'
+      : `Result:\n${typeof outcome.result === 'string' ? outcome.result : JSON.stringify(outcome.result, null, 2)}`;
+  const value: { logs: Json; result?: Json } = {
+    logs: outcome.logs,
+    ...(outcome.result !== undefined ? { result: outcome.result } : {}),
+  };
   return toolOutput({ content: [{ type: 'text', text: [logs, shown].filter(Boolean).join('\n\n') }], value, meta });
 }

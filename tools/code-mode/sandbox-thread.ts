@@ -2,7 +2,13 @@
 // hard memory cap, a stack limit and a CPU budget. The thread exists so that a runaway program
 // never blocks the Sluice worker's event loop (heartbeats, other calls) and can always be killed;
 // the isolate itself is QuickJS, which has no fs, network, process, modules or timers at all.
-import { newQuickJSWASMModuleFromVariant, newVariant, type QuickJSContext, type QuickJSDeferredPromise, type QuickJSHandle } from 'quickjs-emscripten-core';
+import {
+  newQuickJSWASMModuleFromVariant,
+  newVariant,
+  type QuickJSContext,
+  type QuickJSDeferredPromise,
+  type QuickJSHandle,
+} from 'quickjs-emscripten-core';
 import variant from '@jitl/quickjs-wasmfile-release-sync';
 import { parentPort, workerData } from 'node:worker_threads';
 import { snapshotJson } from '../../pipeline/json';
@@ -31,21 +37,31 @@ class Stop extends Error {
 
 async function main(): Promise<void> {
   const { limits } = data;
-  const memory = new WebAssembly.Memory({ initial: MIN_MEMORY_BYTES / WASM_PAGE, maximum: Math.max(MIN_MEMORY_BYTES, limits.memoryBytes) / WASM_PAGE });
-  const quickjs = await newQuickJSWASMModuleFromVariant(newVariant(variant, { wasmMemory: memory, wasmModule: data.wasmModule }));
+  const memory = new WebAssembly.Memory({
+    initial: MIN_MEMORY_BYTES / WASM_PAGE,
+    maximum: Math.max(MIN_MEMORY_BYTES, limits.memoryBytes) / WASM_PAGE,
+  });
+  const quickjs = await newQuickJSWASMModuleFromVariant(
+    newVariant(variant, { wasmMemory: memory, wasmModule: data.wasmModule }),
+  );
   const runtime = quickjs.newRuntime();
   // QuickJS's own accounting misses large blocks in this build; the fixed-size linear memory above
   // is the hard cap, this only makes small-object floods fail a little earlier.
   runtime.setMemoryLimit(limits.memoryBytes);
   runtime.setMaxStackSize(limits.stackBytes);
-  runtime.setModuleLoader(() => ({ error: new Error('run_code programs cannot import modules; call tools.<name>(args) instead') }));
+  runtime.setModuleLoader(() => ({
+    error: new Error('run_code programs cannot import modules; call tools.<name>(args) instead'),
+  }));
 
   let sliceStart: number | undefined;
   let stop: Stop | undefined;
   runtime.setInterruptHandler(() => {
     if (stop) return true;
     if (sliceStart !== undefined && cpuMs + (performance.now() - sliceStart) > limits.cpuMs) {
-      stop = new Stop('time', `the program used more than ${limits.cpuMs} ms of CPU time (the limit) and was stopped. Look for an endless loop, or do less work per run_code call.`);
+      stop = new Stop(
+        'time',
+        `the program used more than ${limits.cpuMs} ms of CPU time (the limit) and was stopped. Look for an endless loop, or do less work per run_code call.`,
+      );
       return true;
     }
     return false;
@@ -67,36 +83,46 @@ async function main(): Promise<void> {
   let logChars = 0;
 
   const host = ctx.newObject();
-  ctx.newFunction('call', (nameHandle, describedHandle) => {
-    if (stop) return rejected(ctx, stop.message);
-    const name = ctx.getString(nameHandle);
-    let args: JsonObject;
-    try {
-      args = checkArguments(name, ctx.getString(describedHandle));
-    } catch (err) {
-      return rejected(ctx, (err as Error).message);
-    }
-    if (callNo >= limits.maxCalls) {
-      stop ??= new Stop('calls', `the program made more than ${limits.maxCalls} tool calls (the limit for one run_code call) and was stopped; split the work across several run_code calls.`);
-      return rejected(ctx, stop.message);
-    }
-    const deferred = ctx.newPromise();
-    pending.set(callNo, deferred);
-    post({ type: 'call', callNo, name, args });
-    callNo++;
-    return deferred.handle;
-  }).consume((f) => ctx.setProp(host, 'call', f));
-  ctx.newFunction('log', (levelHandle, textHandle) => {
-    if (stop) return;
-    const level = ctx.getString(levelHandle);
-    let line = (level === 'log' ? '' : `[${level}] `) + ctx.getString(textHandle);
-    if (logChars + line.length + 1 > limits.logChars) {
-      line = line.slice(0, Math.max(0, limits.logChars - logChars));
-      stop = new Stop('logs', `the program wrote more than ${limits.logChars} characters of logs (the limit) and was stopped; log less, or return a summary as the result.`);
-    }
-    logChars += line.length + 1;
-    post({ type: 'log', line });
-  }).consume((f) => ctx.setProp(host, 'log', f));
+  ctx
+    .newFunction('call', (nameHandle, describedHandle) => {
+      if (stop) return rejected(ctx, stop.message);
+      const name = ctx.getString(nameHandle);
+      let args: JsonObject;
+      try {
+        args = checkArguments(name, ctx.getString(describedHandle));
+      } catch (err) {
+        return rejected(ctx, (err as Error).message);
+      }
+      if (callNo >= limits.maxCalls) {
+        stop ??= new Stop(
+          'calls',
+          `the program made more than ${limits.maxCalls} tool calls (the limit for one run_code call) and was stopped; split the work across several run_code calls.`,
+        );
+        return rejected(ctx, stop.message);
+      }
+      const deferred = ctx.newPromise();
+      pending.set(callNo, deferred);
+      post({ type: 'call', callNo, name, args });
+      callNo++;
+      return deferred.handle;
+    })
+    .consume((f) => ctx.setProp(host, 'call', f));
+  ctx
+    .newFunction('log', (levelHandle, textHandle) => {
+      if (stop) return;
+      const level = ctx.getString(levelHandle);
+      let line = (level === 'log' ? '' : `[${level}] `) + ctx.getString(textHandle);
+      if (logChars + line.length + 1 > limits.logChars) {
+        line = line.slice(0, Math.max(0, limits.logChars - logChars));
+        stop = new Stop(
+          'logs',
+          `the program wrote more than ${limits.logChars} characters of logs (the limit) and was stopped; log less, or return a summary as the result.`,
+        );
+      }
+      logChars += line.length + 1;
+      post({ type: 'log', line });
+    })
+    .consume((f) => ctx.setProp(host, 'log', f));
 
   post({ type: 'ready' });
   const names = ctx.newArray();
@@ -128,7 +154,10 @@ async function main(): Promise<void> {
     }
     if (state.type === 'rejected') throw classify(describeError(ctx, state.error));
     if (pending.size === 0 && !runtime.hasPendingJob()) {
-      throw new Stop('error', 'the program is waiting on a promise that nothing will ever settle: in run_code only tools.<name>() calls complete later (there are no timers or events)');
+      throw new Stop(
+        'error',
+        'the program is waiting on a promise that nothing will ever settle: in run_code only tools.<name>() calls complete later (there are no timers or events)',
+      );
     }
     if (pending.size > 0 && !runtime.hasPendingJob()) {
       const answer = await nextAnswer();
@@ -143,7 +172,8 @@ async function main(): Promise<void> {
 function checkArguments(name: string, described: string): JsonObject {
   if (!data.toolNames.includes(name)) throw new Error(`there is no tool ${JSON.stringify(name)} a program can call`);
   const value = snapshotJson(mirror(JSON.parse(described) as Tagged), 'arguments');
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new Error(`arguments of tools.${name}() must be an object, e.g. tools.${name}({ ... })`);
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    throw new Error(`arguments of tools.${name}() must be an object, e.g. tools.${name}({ ... })`);
   return value as JsonObject;
 }
 
@@ -153,7 +183,10 @@ function checkResult(described: string): Json | undefined {
   try {
     return snapshotJson(mirror(tagged), 'result');
   } catch (err) {
-    throw new Stop('result', `the program's return value cannot be recorded: ${(err as Error).message}. Return plain JSON data (objects, arrays, strings, finite numbers, booleans, null).`);
+    throw new Stop(
+      'result',
+      `the program's return value cannot be recorded: ${(err as Error).message}. Return plain JSON data (objects, arrays, strings, finite numbers, booleans, null).`,
+    );
   }
 }
 
@@ -172,7 +205,12 @@ function describeError(ctx: QuickJSContext, handle: QuickJSHandle): string {
       .split('\n')
       .filter((l) => l.includes('<input>'))
       .map((l) => l.replace(/<input>:(\d+)/, (_, n: string) => `program:${Math.max(1, Number(n) - 2)}`).trim());
-    return [`${err.name ?? 'Error'}: ${err.message}`, ...collapse(frames).slice(0, 10).map((f) => `  ${f}`)].join('\n');
+    return [
+      `${err.name ?? 'Error'}: ${err.message}`,
+      ...collapse(frames)
+        .slice(0, 10)
+        .map((f) => `  ${f}`),
+    ].join('\n');
   }
   let shown: string;
   try {
@@ -197,10 +235,16 @@ function collapse(frames: string[]): string[] {
 
 function classify(described: string): Stop {
   if (/^InternalError: out of memory/.test(described)) {
-    return new Stop('memory', `the program ran out of memory (the limit is ${Math.round(data.limits.memoryBytes / 2 ** 20)} MB) and was stopped. ${described}`);
+    return new Stop(
+      'memory',
+      `the program ran out of memory (the limit is ${Math.round(data.limits.memoryBytes / 2 ** 20)} MB) and was stopped. ${described}`,
+    );
   }
   if (/^(InternalError|RangeError): (stack overflow|Maximum call stack)/.test(described)) {
-    return new Stop('stack', `the program overflowed its stack (the limit is ${Math.round(data.limits.stackBytes / 1024)} KB): look for endless or very deep recursion. ${described}`);
+    return new Stop(
+      'stack',
+      `the program overflowed its stack (the limit is ${Math.round(data.limits.stackBytes / 1024)} KB): look for endless or very deep recursion. ${described}`,
+    );
   }
   return new Stop('error', described);
 }
@@ -227,7 +271,10 @@ main().catch((err: unknown) => {
   else {
     // A throw from the host side of the sandbox: the wasm stack ran out, or QuickJS itself failed.
     const classified = classify(`${(err as Error)?.name ?? 'Error'}: ${(err as Error)?.message ?? String(err)}`);
-    stop = classified.kind === 'error' ? new Stop('crash', `the sandbox failed while running the program: ${classified.message}`) : classified;
+    stop =
+      classified.kind === 'error'
+        ? new Stop('crash', `the sandbox failed while running the program: ${classified.message}`)
+        : classified;
   }
   post({ type: 'done', ok: false, kind: stop.kind, error: stop.message, cpuMs: Math.round(cpuMs) });
 });

@@ -21,7 +21,10 @@ export const DEFAULT_LIMITS: SandboxLimits = {
 };
 
 /** How a sub-call ended, for the program: a value, a rejection it may catch, or the end of the run. */
-export type SubCallAnswer = { ok: true; value: Json } | { ok: false; message: string } | { fatal: string; kind?: 'fatal' | 'cancelled' };
+export type SubCallAnswer =
+  | { ok: true; value: Json }
+  | { ok: false; message: string }
+  | { fatal: string; kind?: 'fatal' | 'cancelled' };
 
 export interface RunProgramOptions {
   code: string;
@@ -55,7 +58,9 @@ const STARTUP_TIMEOUT_MS = 60_000;
 
 let compiled: Promise<WebAssembly.Module> | undefined;
 function quickjsModule(): Promise<WebAssembly.Module> {
-  compiled ??= fs.promises.readFile(require.resolve('@jitl/quickjs-wasmfile-release-sync/wasm')).then((bytes) => WebAssembly.compile(bytes));
+  compiled ??= fs.promises
+    .readFile(require.resolve('@jitl/quickjs-wasmfile-release-sync/wasm'))
+    .then((bytes) => WebAssembly.compile(bytes));
   return compiled;
 }
 
@@ -76,7 +81,13 @@ export async function runProgram(opts: RunProgramOptions): Promise<ProgramOutcom
     limits,
     wasmModule: await quickjsModule(),
   };
-  const thread = new Worker(threadSource(), { eval: true, workerData: data, resourceLimits: { stackSizeMb: 8, maxOldGenerationSizeMb: 256 }, stdout: true, stderr: true });
+  const thread = new Worker(threadSource(), {
+    eval: true,
+    workerData: data,
+    resourceLimits: { stackSizeMb: 8, maxOldGenerationSizeMb: 256 },
+    stdout: true,
+    stderr: true,
+  });
   // QuickJS prints nothing a person needs (a wasm abort is reported as the thread's error).
   thread.stdout.resume();
   thread.stderr.resume();
@@ -107,7 +118,14 @@ export async function runProgram(opts: RunProgramOptions): Promise<ProgramOutcom
     const arm = () => {
       clearTimeout(timer);
       const left = Math.max(0, limits.cpuMs - busyMs) + WATCHDOG_GRACE_MS;
-      timer = setTimeout(() => fail('time', `the program did not yield within ${limits.cpuMs + WATCHDOG_GRACE_MS} ms of running (the CPU limit is ${limits.cpuMs} ms) and its sandbox was killed`), left);
+      timer = setTimeout(
+        () =>
+          fail(
+            'time',
+            `the program did not yield within ${limits.cpuMs + WATCHDOG_GRACE_MS} ms of running (the CPU limit is ${limits.cpuMs} ms) and its sandbox was killed`,
+          ),
+        left,
+      );
     };
     const busy = () => {
       if (busySince !== undefined) return;
@@ -123,7 +141,10 @@ export async function runProgram(opts: RunProgramOptions): Promise<ProgramOutcom
     const onAbort = () => fail('cancelled', 'the run_code call was cancelled and its program was stopped');
     if (opts.signal?.aborted) return onAbort();
     opts.signal?.addEventListener('abort', onAbort);
-    timer = setTimeout(() => fail('crash', `the sandbox did not start within ${STARTUP_TIMEOUT_MS} ms`), STARTUP_TIMEOUT_MS);
+    timer = setTimeout(
+      () => fail('crash', `the sandbox did not start within ${STARTUP_TIMEOUT_MS} ms`),
+      STARTUP_TIMEOUT_MS,
+    );
 
     const answer = (m: ParentMessage) => {
       answersSent++;
@@ -145,7 +166,11 @@ export async function runProgram(opts: RunProgramOptions): Promise<ProgramOutcom
           if (finished) return;
           calls++;
           if ('fatal' in got) return fail(got.kind ?? 'fatal', got.fatal);
-          answer(got.ok ? { type: 'answer', callNo: call.callNo, ok: true, json: JSON.stringify(got.value) } : { type: 'answer', callNo: call.callNo, ok: false, message: got.message });
+          answer(
+            got.ok
+              ? { type: 'answer', callNo: call.callNo, ok: true, json: JSON.stringify(got.value) }
+              : { type: 'answer', callNo: call.callNo, ok: false, message: got.message },
+          );
         }
       } finally {
         draining = false;
@@ -171,10 +196,16 @@ export async function runProgram(opts: RunProgramOptions): Promise<ProgramOutcom
           return;
         case 'done':
           idle();
-          return finish(m.ok ? { ok: true, ...(m.result !== undefined ? { result: m.result } : {}), cpuMs: m.cpuMs } : { ok: false, kind: m.kind, error: m.error, cpuMs: m.cpuMs });
+          return finish(
+            m.ok
+              ? { ok: true, ...(m.result !== undefined ? { result: m.result } : {}), cpuMs: m.cpuMs }
+              : { ok: false, kind: m.kind, error: m.error, cpuMs: m.cpuMs },
+          );
       }
     });
     thread.on('error', (err) => fail('crash', `the sandbox failed while running the program: ${err.message}`));
-    thread.on('exit', (code) => fail('crash', `the sandbox ${ready ? 'stopped' : 'failed to start'} unexpectedly (exit code ${code})`));
+    thread.on('exit', (code) =>
+      fail('crash', `the sandbox ${ready ? 'stopped' : 'failed to start'} unexpectedly (exit code ${code})`),
+    );
   });
 }

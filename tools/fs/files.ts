@@ -33,9 +33,16 @@ export async function loadFile(abs: string, rel: string, maxBytes: number): Prom
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { disk: { state: 'absent' } };
     throw err;
   }
-  if (!stat.isFile()) throw new ToolFailure(`${rel} is a directory, not a file. Use glob to list what is in it.`, ToolErrorCodes.FS_NOT_A_FILE);
+  if (!stat.isFile())
+    throw new ToolFailure(
+      `${rel} is a directory, not a file. Use glob to list what is in it.`,
+      ToolErrorCodes.FS_NOT_A_FILE,
+    );
   if (stat.size > maxBytes) {
-    throw new ToolFailure(`${rel} is ${stat.size} bytes, more than the ${maxBytes} bytes this tool rewrites whole. Change it with bash (e.g. sed) instead.`, ToolErrorCodes.FS_TOO_LARGE);
+    throw new ToolFailure(
+      `${rel} is ${stat.size} bytes, more than the ${maxBytes} bytes this tool rewrites whole. Change it with bash (e.g. sed) instead.`,
+      ToolErrorCodes.FS_TOO_LARGE,
+    );
   }
   const bytes = await fs.readFile(abs);
   return { disk: { state: 'present', version: versionOf(bytes) }, bytes, mode: stat.mode & 0o7777 };

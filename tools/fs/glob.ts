@@ -22,7 +22,10 @@ const input = z.strictObject({
   path: z.string().min(1).optional().describe('The folder to search in (default: the workspace root)'),
 });
 
-export function globTool(workspace: () => Promise<Workspace>, limits: SearchLimits): ToolDefinition<z.infer<typeof input>> {
+export function globTool(
+  workspace: () => Promise<Workspace>,
+  limits: SearchLimits,
+): ToolDefinition<z.infer<typeof input>> {
   return defineTool({
     name: 'glob',
     aliases: ['Glob'],
@@ -37,7 +40,11 @@ export function globTool(workspace: () => Promise<Workspace>, limits: SearchLimi
       answering(async () => {
         const ws = await workspace();
         const base = await resolveInWorkspace(ws, args.path ?? '.');
-        if ((await searchStart(base)) === 'file') throw new ToolFailure(`${base.rel} is a file; glob's path must be a folder. Use read to see the file.`, ToolErrorCodes.FS_NOT_A_FILE);
+        if ((await searchStart(base)) === 'file')
+          throw new ToolFailure(
+            `${base.rel} is a file; glob's path must be a folder. Use read to see the file.`,
+            ToolErrorCodes.FS_NOT_A_FILE,
+          );
         const { pattern, fromRoot } = relativePattern(args.pattern, ws);
         const matches = picomatch(pattern, { dot: true });
         const found: string[] = [];
@@ -47,21 +54,39 @@ export function globTool(workspace: () => Promise<Workspace>, limits: SearchLimi
           if (matches(under)) found.push(e.isDir ? `${e.rel}/` : e.rel);
         }
         if (found.length === 0 && !w.stoppedEarly) {
-          return toolOutput({ content: [{ type: 'text', text: `No files match ${JSON.stringify(args.pattern)} under ${base.rel}.` }], meta: { matches: 0 } });
+          return toolOutput({
+            content: [{ type: 'text', text: `No files match ${JSON.stringify(args.pattern)} under ${base.rel}.` }],
+            meta: { matches: 0 },
+          });
         }
         const shown = found.slice(0, limits.maxResults);
         const notes: string[] = [];
-        if (found.length > shown.length) notes.push(`[${found.length - shown.length} more matches not shown; narrow the pattern or the path.]`);
-        if (w.stoppedEarly) notes.push(`[The search stopped after ${limits.maxEntries} entries, so matches may be missing; narrow the path.]`);
-        return toolOutput({ content: [{ type: 'text', text: [...shown, ...notes].join('\n') }], meta: { matches: found.length, truncated: notes.length > 0 } });
+        if (found.length > shown.length)
+          notes.push(`[${found.length - shown.length} more matches not shown; narrow the pattern or the path.]`);
+        if (w.stoppedEarly)
+          notes.push(
+            `[The search stopped after ${limits.maxEntries} entries, so matches may be missing; narrow the path.]`,
+          );
+        return toolOutput({
+          content: [{ type: 'text', text: [...shown, ...notes].join('\n') }],
+          meta: { matches: found.length, truncated: notes.length > 0 },
+        });
       }),
   });
 }
 
 /** Patterns are relative to path; an absolute one is accepted when it lies inside the root, and is then relative to the root. */
 function relativePattern(pattern: string, ws: Workspace): { pattern: string; fromRoot: boolean } {
-  if (pattern.split('/').includes('..')) throw new ToolFailure(`the pattern ${JSON.stringify(pattern)} contains '..'; patterns are relative to path, which must be inside the workspace.`, ToolErrorCodes.FS_OUTSIDE_WORKSPACE);
+  if (pattern.split('/').includes('..'))
+    throw new ToolFailure(
+      `the pattern ${JSON.stringify(pattern)} contains '..'; patterns are relative to path, which must be inside the workspace.`,
+      ToolErrorCodes.FS_OUTSIDE_WORKSPACE,
+    );
   if (!path.isAbsolute(pattern)) return { pattern, fromRoot: false };
-  for (const base of [ws.root, ws.realRoot]) if (pattern.startsWith(`${base}/`)) return { pattern: pattern.slice(base.length + 1), fromRoot: true };
-  throw new ToolFailure(`the pattern ${JSON.stringify(pattern)} is an absolute path outside the workspace root ${ws.root}. Give a pattern relative to path.`, ToolErrorCodes.FS_OUTSIDE_WORKSPACE);
+  for (const base of [ws.root, ws.realRoot])
+    if (pattern.startsWith(`${base}/`)) return { pattern: pattern.slice(base.length + 1), fromRoot: true };
+  throw new ToolFailure(
+    `the pattern ${JSON.stringify(pattern)} is an absolute path outside the workspace root ${ws.root}. Give a pattern relative to path.`,
+    ToolErrorCodes.FS_OUTSIDE_WORKSPACE,
+  );
 }

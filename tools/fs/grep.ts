@@ -36,9 +36,19 @@ const count = z.number().int().min(0);
 const input = z.strictObject({
   pattern: z.string().min(1).describe('A regular expression (JavaScript syntax) to search for'),
   path: z.string().min(1).optional().describe('A file or folder to search in (default: the workspace root)'),
-  glob: z.string().min(1).optional().describe('Only search files matching this glob, e.g. "*.ts" or "src/**/*.{ts,tsx}"'),
-  type: z.enum(Object.keys(FILE_TYPES) as [string, ...string[]]).optional().describe('Only search files of this type'),
-  output_mode: z.enum(['content', 'files_with_matches', 'count']).optional().describe('"files_with_matches" (default): paths; "content": matching lines; "count": matches per file'),
+  glob: z
+    .string()
+    .min(1)
+    .optional()
+    .describe('Only search files matching this glob, e.g. "*.ts" or "src/**/*.{ts,tsx}"'),
+  type: z
+    .enum(Object.keys(FILE_TYPES) as [string, ...string[]])
+    .optional()
+    .describe('Only search files of this type'),
+  output_mode: z
+    .enum(['content', 'files_with_matches', 'count'])
+    .optional()
+    .describe('"files_with_matches" (default): paths; "content": matching lines; "count": matches per file'),
   '-i': z.boolean().optional().describe('Ignore case'),
   '-n': z.boolean().optional().describe('Show line numbers (content mode; default true)'),
   '-A': count.optional().describe('Lines of context after each match (content mode)'),
@@ -60,7 +70,12 @@ export function grepTool(workspace: () => Promise<Workspace>, limits: SearchLimi
       `Narrow with path, glob or type; at most ${limits.maxResults} results unless head_limit says otherwise.`,
     input,
     isConcurrencySafe: () => true,
-    presentCall: (a) => ({ title: `Grep ${a.pattern}`, ...(a.path || a.glob ? { summary: [a.path && `in ${a.path}`, a.glob && `files ${a.glob}`].filter(Boolean).join(', ') } : {}) }),
+    presentCall: (a) => ({
+      title: `Grep ${a.pattern}`,
+      ...(a.path || a.glob
+        ? { summary: [a.path && `in ${a.path}`, a.glob && `files ${a.glob}`].filter(Boolean).join(', ') }
+        : {}),
+    }),
     execute: (args, _ctx) => answering(() => grep(args, workspace, limits)),
   });
 }
@@ -71,7 +86,9 @@ async function grep(args: GrepArgs, workspace: () => Promise<Workspace>, limits:
   const regex = compile(args);
   const mode = args.output_mode ?? 'files_with_matches';
   const cap = args.head_limit ?? limits.maxResults;
-  const wanted = [args.glob, args.type && FILE_TYPES[args.type]].filter((g): g is string => !!g).map((g) => picomatch(g, { dot: true, basename: true }));
+  const wanted = [args.glob, args.type && FILE_TYPES[args.type]]
+    .filter((g): g is string => !!g)
+    .map((g) => picomatch(g, { dot: true, basename: true }));
 
   const out: string[] = [];
   let more = false;
@@ -88,7 +105,12 @@ async function grep(args: GrepArgs, workspace: () => Promise<Workspace>, limits:
     if (text === undefined) continue;
     const lines = matchingLines(text, regex, args.multiline === true);
     if (lines.matched.size === 0) continue;
-    const produced = mode === 'files_with_matches' ? [file.rel] : mode === 'count' ? [`${file.rel}:${lines.matches}`] : render(file.rel, lines, args);
+    const produced =
+      mode === 'files_with_matches'
+        ? [file.rel]
+        : mode === 'count'
+          ? [`${file.rel}:${lines.matches}`]
+          : render(file.rel, lines, args);
     for (const line of produced) {
       if (out.length >= cap) {
         more = true;
@@ -100,11 +122,21 @@ async function grep(args: GrepArgs, workspace: () => Promise<Workspace>, limits:
   }
 
   const notes: string[] = [];
-  if (more) notes.push(`[Output stopped at ${cap} ${mode === 'content' ? 'lines' : 'results'}; there are more. Narrow the pattern, path or glob${args.head_limit ? '' : ', or raise head_limit'}.]`);
-  if (stoppedEarly) notes.push(`[The search stopped after ${limits.maxEntries} entries, so matches may be missing; narrow the path.]`);
-  if (skippedLarge) notes.push(`[${skippedLarge} file(s) over ${MAX_FILE_BYTES} bytes were not searched; use bash to search them.]`);
-  const text = out.length ? [...out, ...notes].join('\n') : [`No matches for ${JSON.stringify(args.pattern)} under ${base.rel}.`, ...notes].join('\n');
-  return toolOutput({ content: [{ type: 'text', text }], meta: { results: out.length, truncated: more || stoppedEarly } });
+  if (more)
+    notes.push(
+      `[Output stopped at ${cap} ${mode === 'content' ? 'lines' : 'results'}; there are more. Narrow the pattern, path or glob${args.head_limit ? '' : ', or raise head_limit'}.]`,
+    );
+  if (stoppedEarly)
+    notes.push(`[The search stopped after ${limits.maxEntries} entries, so matches may be missing; narrow the path.]`);
+  if (skippedLarge)
+    notes.push(`[${skippedLarge} file(s) over ${MAX_FILE_BYTES} bytes were not searched; use bash to search them.]`);
+  const text = out.length
+    ? [...out, ...notes].join('\n')
+    : [`No matches for ${JSON.stringify(args.pattern)} under ${base.rel}.`, ...notes].join('\n');
+  return toolOutput({
+    content: [{ type: 'text', text }],
+    meta: { results: out.length, truncated: more || stoppedEarly },
+  });
 }
 
 function compile(args: GrepArgs): RegExp {
@@ -112,11 +144,19 @@ function compile(args: GrepArgs): RegExp {
   try {
     return new RegExp(args.pattern, flags);
   } catch (err) {
-    throw new ToolFailure(`the pattern is not a valid regular expression: ${(err as Error).message}. grep uses JavaScript regex syntax; escape special characters like ( [ { . * + ? with a backslash to match them literally.`, ToolErrorCodes.INVALID_ARGS);
+    throw new ToolFailure(
+      `the pattern is not a valid regular expression: ${(err as Error).message}. grep uses JavaScript regex syntax; escape special characters like ( [ { . * + ? with a backslash to match them literally.`,
+      ToolErrorCodes.INVALID_ARGS,
+    );
   }
 }
 
-async function* filesUnder(ws: Workspace, base: { abs: string; rel: string }, limits: SearchLimits, onStoppedEarly: () => void): AsyncGenerator<WalkEntry> {
+async function* filesUnder(
+  ws: Workspace,
+  base: { abs: string; rel: string },
+  limits: SearchLimits,
+  onStoppedEarly: () => void,
+): AsyncGenerator<WalkEntry> {
   if ((await searchStart(base)) === 'file') {
     yield { ...base, isDir: false };
     return;
@@ -188,7 +228,8 @@ function render(rel: string, m: Matches, args: GrepArgs): string[] {
   const after = args['-A'] ?? args['-C'] ?? 0;
   const numbered = args['-n'] !== false;
   const shown = new Set<number>();
-  for (const i of m.matched) for (let k = Math.max(0, i - before); k <= Math.min(m.lines.length - 1, i + after); k++) shown.add(k);
+  for (const i of m.matched)
+    for (let k = Math.max(0, i - before); k <= Math.min(m.lines.length - 1, i + after); k++) shown.add(k);
   const out: string[] = [];
   let last = -2;
   for (const i of [...shown].sort((a, b) => a - b)) {

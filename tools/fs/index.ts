@@ -23,7 +23,8 @@ export interface FsToolsOptions {
 }
 
 export function fsTools(opts: FsToolsOptions): ToolDefinition[] {
-  if (typeof opts?.root !== 'string' || !opts.root) throw new Error('fsTools needs a workspace root: fsTools({ root: "path/to/workspace" })');
+  if (typeof opts?.root !== 'string' || !opts.root)
+    throw new Error('fsTools needs a workspace root: fsTools({ root: "path/to/workspace" })');
   const workspace = () => openWorkspace(opts.root);
   const maxFileBytes = opts.maxFileBytes ?? 10 * 1024 * 1024;
   const search = { ...SEARCH_DEFAULTS, ...opts.search };
@@ -37,4 +38,12 @@ export function fsTools(opts: FsToolsOptions): ToolDefinition[] {
 }
 
 export { ledgerEditIntent, ledgerWriteIntent, observationOf, versionOf, FS_STATE_NAMESPACE } from './ledger';
-export type { DiskState, EditIntent, EditIntentPolicy, IntentDecision, Observation, WriteIntent, WriteIntentPolicy } from './ledger';
+export type {
+  DiskState,
+  EditIntent,
+  EditIntentPolicy,
+  IntentDecision,
+  Observation,
+  WriteIntent,
+  WriteIntentPolicy,
+} from './ledger';

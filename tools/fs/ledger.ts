@@ -31,10 +31,13 @@ export function versionOf(bytes: Buffer | string): string {
 
 /** This session's observation of a path, if any (malformed entries count as none). */
 export function observationOf(ctx: Pick<ToolContext, 'state'>, rel: string): Observation | undefined {
-  const raw = ctx.state[FS_STATE_NAMESPACE]?.[rel] as { state?: unknown; version?: unknown; partial?: unknown } | undefined;
+  const raw = ctx.state[FS_STATE_NAMESPACE]?.[rel] as
+    | { state?: unknown; version?: unknown; partial?: unknown }
+    | undefined;
   if (!raw || typeof raw !== 'object') return undefined;
   if (raw.state === 'absent') return { state: 'absent', partial: false };
-  if (raw.state === 'present' && typeof raw.version === 'string') return { state: 'present', version: raw.version, partial: raw.partial === true };
+  if (raw.state === 'present' && typeof raw.version === 'string')
+    return { state: 'present', version: raw.version, partial: raw.partial === true };
   return undefined;
 }
 
@@ -79,16 +82,28 @@ const ALLOW: IntentDecision = { kind: 'allow' };
 export const ledgerWriteIntent: WriteIntentPolicy = ({ path, current, observed }) => {
   if (current.state === 'absent') return ALLOW;
   if (!observed) {
-    return deny(ToolErrorCodes.FS_NOT_OBSERVED, `${path} already exists and you have not read it in this session. Read the whole file first, then write it (or use edit to change part of it).`);
+    return deny(
+      ToolErrorCodes.FS_NOT_OBSERVED,
+      `${path} already exists and you have not read it in this session. Read the whole file first, then write it (or use edit to change part of it).`,
+    );
   }
   if (observed.state === 'absent') {
-    return deny(ToolErrorCodes.FS_STALE_VERSION, `${path} did not exist when you last looked, but it has been created since. Read it, then decide whether to overwrite it.`);
+    return deny(
+      ToolErrorCodes.FS_STALE_VERSION,
+      `${path} did not exist when you last looked, but it has been created since. Read it, then decide whether to overwrite it.`,
+    );
   }
   if (observed.version !== current.version) {
-    return deny(ToolErrorCodes.FS_STALE_VERSION, `${path} has changed since you last read it. Read the file again, then retry the write with its current content in mind.`);
+    return deny(
+      ToolErrorCodes.FS_STALE_VERSION,
+      `${path} has changed since you last read it. Read the file again, then retry the write with its current content in mind.`,
+    );
   }
   if (observed.partial) {
-    return deny(ToolErrorCodes.FS_NOT_OBSERVED, `you have read only part of ${path}, which is not enough to overwrite it whole. Read the whole file (no offset/limit), or use edit to change the part you read.`);
+    return deny(
+      ToolErrorCodes.FS_NOT_OBSERVED,
+      `you have read only part of ${path}, which is not enough to overwrite it whole. Read the whole file (no offset/limit), or use edit to change the part you read.`,
+    );
   }
   return ALLOW;
 };
@@ -99,18 +114,33 @@ export const ledgerWriteIntent: WriteIntentPolicy = ({ path, current, observed }
  */
 export const ledgerEditIntent: EditIntentPolicy = ({ path, current, observed }) => {
   if (!observed) {
-    return deny(ToolErrorCodes.FS_NOT_OBSERVED, `you have not read ${path} in this session. Read the file first, then retry the edit.`);
+    return deny(
+      ToolErrorCodes.FS_NOT_OBSERVED,
+      `you have not read ${path} in this session. Read the file first, then retry the edit.`,
+    );
   }
   if (observed.state === 'absent') {
     return current.state === 'absent'
-      ? deny(ToolErrorCodes.FS_NOT_FOUND, `${path} does not exist, so there is nothing to edit. Use write to create it, or check the path with glob.`)
-      : deny(ToolErrorCodes.FS_STALE_VERSION, `${path} did not exist when you last looked, but it has been created since. Read the file, then retry the edit.`);
+      ? deny(
+          ToolErrorCodes.FS_NOT_FOUND,
+          `${path} does not exist, so there is nothing to edit. Use write to create it, or check the path with glob.`,
+        )
+      : deny(
+          ToolErrorCodes.FS_STALE_VERSION,
+          `${path} did not exist when you last looked, but it has been created since. Read the file, then retry the edit.`,
+        );
   }
   if (current.state === 'absent') {
-    return deny(ToolErrorCodes.FS_NOT_FOUND, `${path} was deleted after you read it. Check with glob whether it moved; use write to create it again.`);
+    return deny(
+      ToolErrorCodes.FS_NOT_FOUND,
+      `${path} was deleted after you read it. Check with glob whether it moved; use write to create it again.`,
+    );
   }
   if (observed.version !== current.version) {
-    return deny(ToolErrorCodes.FS_STALE_VERSION, `${path} has changed since you last read it. Read the file again, then retry the edit.`);
+    return deny(
+      ToolErrorCodes.FS_STALE_VERSION,
+      `${path} has changed since you last read it. Read the file again, then retry the edit.`,
+    );
   }
   return ALLOW;
 };
@@ -120,17 +150,27 @@ function deny(code: string, message: string): IntentDecision {
 }
 
 /** Asks a policy, failing closed: a throw or a malformed answer denies. */
-export async function askIntent<I extends WriteIntent | EditIntent>(point: string, policy: (intent: I) => IntentDecision | Promise<IntentDecision>, intent: I): Promise<IntentDecision> {
+export async function askIntent<I extends WriteIntent | EditIntent>(
+  point: string,
+  policy: (intent: I) => IntentDecision | Promise<IntentDecision>,
+  intent: I,
+): Promise<IntentDecision> {
   let answer: unknown;
   try {
     answer = await policy(intent);
   } catch (err) {
-    return deny(ToolErrorCodes.PIPELINE_FAILED, `the ${point} policy failed (${err instanceof Error ? err.message : String(err)}), so ${intent.path} was left unchanged.`);
+    return deny(
+      ToolErrorCodes.PIPELINE_FAILED,
+      `the ${point} policy failed (${err instanceof Error ? err.message : String(err)}), so ${intent.path} was left unchanged.`,
+    );
   }
   const a = answer as { kind?: unknown; code?: unknown; message?: unknown } | null;
   if (a?.kind === 'allow') return ALLOW;
   if (a?.kind === 'deny' && typeof a.message === 'string' && a.message.trim()) {
     return deny(typeof a.code === 'string' && a.code ? a.code : ErrorCodes.DENIED, a.message);
   }
-  return deny(ToolErrorCodes.PIPELINE_FAILED, `the ${point} policy returned neither {kind:'allow'} nor {kind:'deny', code, message}, so ${intent.path} was left unchanged.`);
+  return deny(
+    ToolErrorCodes.PIPELINE_FAILED,
+    `the ${point} policy returned neither {kind:'allow'} nor {kind:'deny', code, message}, so ${intent.path} was left unchanged.`,
+  );
 }

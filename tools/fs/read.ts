@@ -24,11 +24,24 @@ export const READ_DEFAULTS: ReadLimits = { defaultLines: 2000, maxLineChars: 200
 
 const input = z.strictObject({
   file_path: z.string().min(1).describe('The file to read: relative to the workspace root, or absolute inside it'),
-  offset: z.number().int().min(0).optional().describe('The line number to start at (1 = the first line). Only for files too large to read at once'),
-  limit: z.number().int().min(1).optional().describe('How many lines to read. Only for files too large to read at once'),
+  offset: z
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .describe('The line number to start at (1 = the first line). Only for files too large to read at once'),
+  limit: z
+    .number()
+    .int()
+    .min(1)
+    .optional()
+    .describe('How many lines to read. Only for files too large to read at once'),
 });
 
-export function readTool(workspace: () => Promise<Workspace>, limits: ReadLimits): ToolDefinition<z.infer<typeof input>> {
+export function readTool(
+  workspace: () => Promise<Workspace>,
+  limits: ReadLimits,
+): ToolDefinition<z.infer<typeof input>> {
   return defineTool({
     name: 'read',
     aliases: ['Read'],
@@ -38,7 +51,10 @@ export function readTool(workspace: () => Promise<Workspace>, limits: ReadLimits
       'You must read a file before you edit it, and read it whole before you overwrite it with write.',
     input,
     isConcurrencySafe: () => true,
-    presentCall: (a) => ({ title: `Read ${a.file_path}`, ...(a.offset || a.limit ? { summary: `lines from ${a.offset || 1}${a.limit ? `, ${a.limit} lines` : ''}` } : {}) }),
+    presentCall: (a) => ({
+      title: `Read ${a.file_path}`,
+      ...(a.offset || a.limit ? { summary: `lines from ${a.offset || 1}${a.limit ? `, ${a.limit} lines` : ''}` } : {}),
+    }),
     execute: (args, ctx) =>
       answering(async () => {
         const target = await resolveInWorkspace(await workspace(), args.file_path);
@@ -48,9 +64,16 @@ export function readTool(workspace: () => Promise<Workspace>, limits: ReadLimits
         } catch (err) {
           if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
           recordObservation(ctx, target.rel, { state: 'absent', partial: false });
-          throw new ToolFailure(`${target.rel} does not exist. Check the path with glob; to create the file, use write.`, ToolErrorCodes.FS_NOT_FOUND);
+          throw new ToolFailure(
+            `${target.rel} does not exist. Check the path with glob; to create the file, use write.`,
+            ToolErrorCodes.FS_NOT_FOUND,
+          );
         }
-        if (!stat.isFile()) throw new ToolFailure(`${target.rel} is a directory, not a file. Use glob to list what is in it.`, ToolErrorCodes.FS_NOT_A_FILE);
+        if (!stat.isFile())
+          throw new ToolFailure(
+            `${target.rel} is a directory, not a file. Use glob to list what is in it.`,
+            ToolErrorCodes.FS_NOT_A_FILE,
+          );
 
         const first = Math.max(1, args.offset ?? 1);
         const page = await scan(target.abs, first, args.limit ?? limits.defaultLines, limits);
@@ -58,7 +81,12 @@ export function readTool(workspace: () => Promise<Workspace>, limits: ReadLimits
           // All there is to see of a binary file was seen: its size and that it is binary.
           recordObservation(ctx, target.rel, { state: 'present', version: page.version, partial: false });
           return toolOutput({
-            content: [{ type: 'text', text: `${target.rel} is a binary file of ${page.bytes} bytes; its content is not shown. Use bash (e.g. file, xxd | head) to inspect it.` }],
+            content: [
+              {
+                type: 'text',
+                text: `${target.rel} is a binary file of ${page.bytes} bytes; its content is not shown. Use bash (e.g. file, xxd | head) to inspect it.`,
+              },
+            ],
             meta: { path: target.rel, version: page.version, binary: true, bytes: page.bytes },
           });
         }
@@ -68,13 +96,15 @@ export function readTool(workspace: () => Promise<Workspace>, limits: ReadLimits
 
         let text = page.lines.join('\n');
         if (page.totalLines === 0) text = `(${target.rel} is empty)`;
-        else if (page.lines.length === 0) text = `(${target.rel} has only ${page.totalLines} lines; offset ${first} is past its end)`;
+        else if (page.lines.length === 0)
+          text = `(${target.rel} has only ${page.totalLines} lines; offset ${first} is past its end)`;
         else if (partial) {
           const why = page.cutForSize ? ` (this page stopped at ${limits.maxChars} characters)` : '';
           const next = shownLast < page.totalLines ? ` To read more, call read with offset=${shownLast + 1}.` : '';
           text += `\n\n[Showing lines ${first}-${shownLast} of ${page.totalLines}${why}.${next}]`;
         }
-        if (page.cutLines > 0) text += `\n[${page.cutLines} long line(s) were cut at ${limits.maxLineChars} characters.]`;
+        if (page.cutLines > 0)
+          text += `\n[${page.cutLines} long line(s) were cut at ${limits.maxLineChars} characters.]`;
         return toolOutput({
           content: [{ type: 'text', text }],
           meta: { path: target.rel, version: page.version, totalLines: page.totalLines, partial },

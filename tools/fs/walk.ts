@@ -40,11 +40,15 @@ export function walk(ws: Workspace, base: { abs: string; rel: string }, maxEntri
       const dir = stack.pop()!;
       let names;
       try {
-        names = (await fs.readdir(dir.abs, { withFileTypes: true })).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+        names = (await fs.readdir(dir.abs, { withFileTypes: true })).sort((a, b) =>
+          a.name < b.name ? -1 : a.name > b.name ? 1 : 0,
+        );
       } catch {
         continue; // unreadable or vanished meanwhile: nothing to show from it
       }
-      const local = names.some((d) => d.name === '.gitignore' && d.isFile()) ? [...dir.layers, await layerAt(path.join(dir.abs, '.gitignore'), dir.rel)] : dir.layers;
+      const local = names.some((d) => d.name === '.gitignore' && d.isFile())
+        ? [...dir.layers, await layerAt(path.join(dir.abs, '.gitignore'), dir.rel)]
+        : dir.layers;
       const subdirs: typeof stack = [];
       for (const d of names) {
         if (d.name === '.git') continue;
@@ -87,7 +91,11 @@ export function walk(ws: Workspace, base: { abs: string; rel: string }, maxEntri
 /** Whether a search starts at a file or a folder; a missing start is the model's to fix. */
 export async function searchStart(base: WorkspacePath): Promise<'file' | 'folder'> {
   const stat = await fs.stat(base.abs).catch(() => undefined);
-  if (!stat) throw new ToolFailure(`${base.rel} does not exist. Check the path (glob with pattern "*" lists the workspace root).`, ToolErrorCodes.FS_NOT_FOUND);
+  if (!stat)
+    throw new ToolFailure(
+      `${base.rel} does not exist. Check the path (glob with pattern "*" lists the workspace root).`,
+      ToolErrorCodes.FS_NOT_FOUND,
+    );
   return stat.isDirectory() ? 'folder' : 'file';
 }
 
@@ -106,11 +114,26 @@ function isIgnored(layers: Layer[], rel: string, isDir: boolean): boolean {
 
 /** The .gitignore files of the folders above the one a walk starts in, root first. */
 async function layersAbove(ws: Workspace, rel: string): Promise<Layer[]> {
-  const dirs = rel === '.' ? [] : ['.', ...rel.split('/').slice(0, -1).map((_, i, parts) => parts.slice(0, i + 1).join('/'))];
+  const dirs =
+    rel === '.'
+      ? []
+      : [
+          '.',
+          ...rel
+            .split('/')
+            .slice(0, -1)
+            .map((_, i, parts) => parts.slice(0, i + 1).join('/')),
+        ];
   const layers: Layer[] = [];
   for (const dir of dirs) {
     const file = path.join(ws.realRoot, dir, '.gitignore');
-    if (await fs.stat(file).then((s) => s.isFile(), () => false)) layers.push(await layerAt(file, dir));
+    if (
+      await fs.stat(file).then(
+        (s) => s.isFile(),
+        () => false,
+      )
+    )
+      layers.push(await layerAt(file, dir));
   }
   return layers;
 }

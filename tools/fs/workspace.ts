@@ -27,20 +27,29 @@ export async function openWorkspace(root: string): Promise<Workspace> {
     return { root: abs, realRoot };
   } catch (err) {
     // The operator's mistake, not the model's: say so, and don't let Temporal retry it.
-    throw new ToolFailure(`the workspace root ${abs} is not a usable directory (${(err as Error).message}); the file tools cannot run until whoever runs Sluice fixes their root.`, ToolErrorCodes.TOOL_FAILED);
+    throw new ToolFailure(
+      `the workspace root ${abs} is not a usable directory (${(err as Error).message}); the file tools cannot run until whoever runs Sluice fixes their root.`,
+      ToolErrorCodes.TOOL_FAILED,
+    );
   }
 }
 
 /** Resolves a model-given path (relative to the root, or absolute inside it) or fails saying why. */
 export async function resolveInWorkspace(ws: Workspace, input: string): Promise<WorkspacePath> {
-  const outside = (why: string) => new ToolFailure(`${JSON.stringify(input)} ${why}. Give a path inside the workspace, relative to its root (or absolute under ${ws.root}).`, ToolErrorCodes.FS_OUTSIDE_WORKSPACE);
+  const outside = (why: string) =>
+    new ToolFailure(
+      `${JSON.stringify(input)} ${why}. Give a path inside the workspace, relative to its root (or absolute under ${ws.root}).`,
+      ToolErrorCodes.FS_OUTSIDE_WORKSPACE,
+    );
   if (input.includes('\0')) throw outside('contains a NUL character');
   if (input.split(/[\\/]+/).includes('..')) throw outside("contains '..', which is not allowed in workspace paths");
   if (input === '~' || input.startsWith('~/')) throw outside('starts with ~, a home directory outside the workspace');
 
   let inside: string;
   if (path.isAbsolute(input)) {
-    const under = [ws.root, ws.realRoot].map((base) => path.relative(base, path.normalize(input))).find((r) => !leavesBase(r));
+    const under = [ws.root, ws.realRoot]
+      .map((base) => path.relative(base, path.normalize(input)))
+      .find((r) => !leavesBase(r));
     if (under === undefined) throw outside(`is outside the workspace root ${ws.root}`);
     inside = path.join(ws.realRoot, under);
   } else {
@@ -65,7 +74,10 @@ async function realLocation(p: string, outside: (why: string) => Error): Promise
       if (code !== 'ENOENT' && code !== 'ENOTDIR') throw err;
     }
     // A link whose target is missing: writing through it would create a file wherever it points.
-    const isLink = await fs.lstat(cur).then((s) => s.isSymbolicLink(), () => false);
+    const isLink = await fs.lstat(cur).then(
+      (s) => s.isSymbolicLink(),
+      () => false,
+    );
     if (isLink) throw outside(`goes through the symbolic link ${cur}, whose target does not exist`);
     const parent = path.dirname(cur);
     if (parent === cur) return p;

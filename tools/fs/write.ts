@@ -11,7 +11,11 @@ const input = z.strictObject({
   content: z.string().describe('The complete new content of the file'),
 });
 
-export function writeTool(workspace: () => Promise<Workspace>, policy: WriteIntentPolicy, maxBytes: number): ToolDefinition<z.infer<typeof input>> {
+export function writeTool(
+  workspace: () => Promise<Workspace>,
+  policy: WriteIntentPolicy,
+  maxBytes: number,
+): ToolDefinition<z.infer<typeof input>> {
   return defineTool({
     name: 'write',
     aliases: ['Write'],
@@ -41,7 +45,12 @@ export function writeTool(workspace: () => Promise<Workspace>, policy: WriteInte
         recordObservation(ctx, target.rel, { state: 'present', version, partial: false });
         const bytes = Buffer.byteLength(args.content);
         return toolOutput({
-          content: [{ type: 'text', text: `${now.disk.state === 'absent' ? 'Created' : 'Replaced'} ${target.rel} (${bytes} bytes).` }],
+          content: [
+            {
+              type: 'text',
+              text: `${now.disk.state === 'absent' ? 'Created' : 'Replaced'} ${target.rel} (${bytes} bytes).`,
+            },
+          ],
           meta: { path: target.rel, version, created: now.disk.state === 'absent', bytes },
         });
       }),
