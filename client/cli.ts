@@ -11,6 +11,9 @@ import { DEFAULT_STATE_DIR, DEFAULT_TASK_QUEUE } from '../worker/worker';
 import { SluiceClient, SluiceError, type BatchRequest } from './client';
 import { connect } from './connection';
 import { auditHistories } from './audit';
+// Static, not import(): bin/sluice.js loads the CLI through tsx's CommonJS hook only, which a
+// dynamic import() bypasses ("Cannot find module …/client/codec-server").
+import { runCodecServer } from './codec-server';
 import { historyToJson, loadHistories, type LoadedHistory } from './history';
 import { DEFAULT_INBOX_HOST, DEFAULT_INBOX_PORT, startInbox } from './inbox/server';
 import { renderAudit, renderPendingCard, renderResultCard } from './render';
@@ -126,10 +129,7 @@ export async function main(
       case 'events':
         return await events(values, rest[0], out);
       case 'codec-server':
-        return await (await import('./codec-server')).runCodecServer(
-          { port: values.port, origins: values['ui-origin'] },
-          out,
-        );
+        return await runCodecServer({ port: values.port, origins: values['ui-origin'] }, out);
       case 'ui':
         return await ui(values, out);
       case 'audit':

@@ -1,6 +1,8 @@
 // The payload codec on its own: round trips, key rotation by id, tampering, bad key settings,
-// and the codec server's HTTP surface.
+// and the codec server's HTTP surface, also as the `sluice codec-server` command.
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import * as path from 'node:path';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCodecServer } from '../client/codec-server';
@@ -132,5 +134,44 @@ describe('codec server', () => {
     );
     expect(bad.status).toBe(422);
     expect(((await bad.json()) as { error: string }).error).toMatch(/key "zz"/);
+  });
+});
+
+describe('sluice codec-server, the command SECURITY.md gives', () => {
+  it('starts from the command line and decrypts what a worker with the same keys encrypted', async () => {
+    const keys = `k1:${k1}`;
+    const child = spawn(
+      process.execPath,
+      [path.join(__dirname, '..', 'bin', 'sluice.js'), 'codec-server', '--port', '0'],
+      {
+        env: { ...process.env, SLUICE_CODEC_KEYS: keys },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    try {
+      let printed = '';
+      const url = await new Promise<string>((resolve, reject) => {
+        child.stdout.on('data', (d) => {
+          printed += d;
+          const m = /codec server at (http:\/\/\S+)/.exec(printed);
+          if (m) resolve(m[1]);
+        });
+        child.stderr.on('data', (d) => (printed += d));
+        child.once('exit', (code) => reject(new Error(`sluice codec-server exited (${code}): ${printed}`)));
+      });
+      const [enc] = await new EncryptionCodec(parseCodecKeys(keys)).encode([payload({ pin: '4921' })]);
+      const json = {
+        metadata: Object.fromEntries(
+          Object.entries(enc.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v ?? []).toString('base64')]),
+        ),
+        data: Buffer.from(enc.data ?? []).toString('base64'),
+      };
+      const res = await fetch(`${url}/decode`, { method: 'POST', body: JSON.stringify({ payloads: [json] }) });
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as { payloads: { data: string }[] };
+      expect(JSON.parse(Buffer.from(body.payloads[0].data, 'base64').toString())).toEqual({ pin: '4921' });
+    } finally {
+      child.kill('SIGKILL');
+    }
   });
 });
