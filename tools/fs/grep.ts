@@ -1,7 +1,11 @@
 // grep: searches file contents with a regular expression, over the files glob would see
 // (.gitignore respected, binary files skipped), with ripgrep-like options and output.
+// Patterns come from the model, so they run on RE2 (re2js): linear in the text, whatever the
+// pattern. A backtracking engine would let `^(a+)+$` over a few dozen characters hold the
+// worker's event loop for minutes, stalling every other batch on it (and again on each retry).
 import * as fs from 'node:fs/promises';
 import picomatch from 'picomatch';
+import { RE2JS } from 're2js';
 import { z } from 'zod';
 import { defineTool, toolOutput, type ToolDefinition } from '../../worker/config';
 import { answering, ToolErrorCodes, ToolFailure } from '../errors';
@@ -34,7 +38,10 @@ const FILE_TYPES: Record<string, string> = {
 
 const count = z.number().int().min(0);
 const input = z.strictObject({
-  pattern: z.string().min(1).describe('A regular expression (JavaScript syntax) to search for'),
+  pattern: z
+    .string()
+    .min(1)
+    .describe('A regular expression to search for (RE2 syntax, as ripgrep: no lookaround or backreferences)'),
   path: z.string().min(1).optional().describe('A file or folder to search in (default: the workspace root)'),
   glob: z
     .string()
@@ -64,7 +71,7 @@ export function grepTool(workspace: () => Promise<Workspace>, limits: SearchLimi
     name: 'grep',
     aliases: ['Grep'],
     description:
-      'Searches the contents of workspace files with a regular expression (JavaScript syntax). ' +
+      'Searches the contents of workspace files with a regular expression (RE2 syntax, as ripgrep: no lookaround or backreferences). ' +
       'Files ignored by .gitignore, binary files and the .git folder are skipped. ' +
       'output_mode "files_with_matches" (default) lists paths, "content" shows matching lines as path:line:text (with -A/-B/-C context), "count" counts per file. ' +
       `Narrow with path, glob or type; at most ${limits.maxResults} results unless head_limit says otherwise.`,
@@ -139,13 +146,13 @@ async function grep(args: GrepArgs, workspace: () => Promise<Workspace>, limits:
   });
 }
 
-function compile(args: GrepArgs): RegExp {
-  const flags = `g${args['-i'] ? 'i' : ''}${args.multiline ? 's' : ''}`;
+function compile(args: GrepArgs): RE2JS {
+  const flags = (args['-i'] ? RE2JS.CASE_INSENSITIVE : 0) | (args.multiline ? RE2JS.DOTALL : 0);
   try {
-    return new RegExp(args.pattern, flags);
+    return RE2JS.compile(RE2JS.translateRegExp(args.pattern), flags);
   } catch (err) {
     throw new ToolFailure(
-      `the pattern is not a valid regular expression: ${(err as Error).message}. grep uses JavaScript regex syntax; escape special characters like ( [ { . * + ? with a backslash to match them literally.`,
+      `the pattern is not a valid regular expression: ${(err as Error).message}. grep uses RE2 syntax (as ripgrep does): lookahead, lookbehind and backreferences are not supported; escape special characters like ( [ { . * + ? with a backslash to match them literally.`,
       ToolErrorCodes.INVALID_ARGS,
     );
   }
@@ -185,13 +192,12 @@ interface Matches {
   matches: number;
 }
 
-function matchingLines(text: string, regex: RegExp, multiline: boolean): Matches {
+function matchingLines(text: string, regex: RE2JS, multiline: boolean): Matches {
   const lines = text.split('\n').map((l) => (l.endsWith('\r') ? l.slice(0, -1) : l));
   if (lines.length > 1 && lines[lines.length - 1] === '') lines.pop();
   const matched = new Set<number>();
   if (!multiline) {
     lines.forEach((line, i) => {
-      regex.lastIndex = 0;
       if (regex.test(line)) matched.add(i);
     });
     return { lines, matched, matches: matched.size };
@@ -212,12 +218,12 @@ function matchingLines(text: string, regex: RegExp, multiline: boolean): Matches
     return lo;
   };
   let n = 0;
-  regex.lastIndex = 0;
-  for (let m = regex.exec(text); m; m = regex.exec(text)) {
+  // find() steps past empty matches itself.
+  const m = regex.matcher(text);
+  while (m.find()) {
     n++;
-    const end = m.index + Math.max(m[0].length - 1, 0);
-    for (let i = lineAt(m.index); i <= lineAt(end); i++) matched.add(i);
-    if (m[0].length === 0) regex.lastIndex++;
+    const end = m.start() + Math.max(m.end() - m.start() - 1, 0);
+    for (let i = lineAt(m.start()); i <= lineAt(end); i++) matched.add(i);
   }
   return { lines, matched, matches: n };
 }
