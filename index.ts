@@ -24,3 +24,5 @@ export type * from './pipeline/types';
 export { fsTools, todoWriteTool, bashTool, ledgerWriteIntent, ledgerEditIntent } from './tools';
 export { commandHooks } from './hooks';
 export { codeModeTool, type CodeModeOptions } from './tools/code-mode';
+export * from './agent/convert';
+export type * from './pipeline/session';
