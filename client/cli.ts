@@ -2,10 +2,11 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
+import { WorkflowNotFoundError } from '@temporalio/client';
 import type { BatchOutput, SessionEvent } from '../pipeline/types';
 import { runDev } from '../scripts/dev';
-import { runWorker } from '../worker/main';
-import { readSessionLog, sessionLogPath } from '../worker/sink';
+import { installRuntime, runWorker } from '../worker/main';
+import { readLastSeq, readSessionLog, sessionLogPath } from '../worker/sink';
 import { codecFromEnv, dataConverterFromEnv, decryptHistory } from '../worker/codec';
 import { DEFAULT_STATE_DIR, DEFAULT_TASK_QUEUE } from '../worker/worker';
 import { SluiceClient, SluiceError, type BatchRequest } from './client';
@@ -24,7 +25,7 @@ const HELP = `sluice — durable tool batches for AI agents, on Temporal
 
 Usage: npx sluice <command> [options]
 
-Commands:
+Commands (\`npx sluice <command> --help\` lists a command's options):
   dev                     Embedded Temporal dev server + a worker, in the foreground
   worker                  A worker against TEMPORAL_ADDRESS (or --address)
   setup                   Register Sluice's search attributes on the target server
@@ -58,6 +59,87 @@ TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS_*, TEMPORAL
 SLUICE_CODEC_KEYS="<id>:<base64 32-byte key>[,<old id>:<old key>]" encrypts every payload
 (set the same value for workers, the CLI and the codec server).`;
 
+const CONNECTION_OPTIONS = `Connection:
+  --address host:port     Temporal frontend (default: TEMPORAL_ADDRESS, then localhost:7233)
+  --namespace NAME        Temporal namespace (default: TEMPORAL_NAMESPACE, then "default")
+  --task-queue NAME       Task queue of the Sluice workers (default "${DEFAULT_TASK_QUEUE}")`;
+
+const INBOX_OPTIONS = `  --inbox-host ADDR       Bind address of the inbox page (default ${DEFAULT_INBOX_HOST})
+  --inbox-port N          Port of the inbox page (default ${DEFAULT_INBOX_PORT})
+  --trusted-user-header H Take the approver's name from header H set by your proxy (e.g. X-Forwarded-User)`;
+
+/** Per-command help: every option the command reads, and every one its error messages mention. */
+export const COMMAND_HELP: Record<string, string> = {
+  dev: `Usage: npx sluice dev [options]
+
+Starts the embedded Temporal dev server (its database in the state folder), a worker and the
+approval inbox page, in the foreground. Ctrl-C stops everything.
+
+Options:
+  --port N                Port of the Temporal frontend (default 7233); pick another when 7233 is taken
+  --ui-port N             Port of the Temporal Web UI (default: --port + 1000)
+  --headless              No Temporal Web UI
+  --config FILE           Sluice config module (default sluice.config.ts)
+  --state-dir DIR         Dev server database, session logs, stored results (default ${DEFAULT_STATE_DIR})
+  --task-queue NAME       Task queue of the worker (default "${DEFAULT_TASK_QUEUE}")
+${INBOX_OPTIONS}
+  --no-inbox              No inbox page`,
+  worker: `Usage: npx sluice worker [options]
+
+A worker against an existing Temporal server.
+
+Options:
+  --config FILE           Sluice config module (default sluice.config.ts)
+  --state-dir DIR         Session logs and stored results (default ${DEFAULT_STATE_DIR}); shared by all workers
+${CONNECTION_OPTIONS}`,
+  batch: `Usage: npx sluice batch <calls.json> [options]
+
+Runs a batch and prints its outcome. The file holds {"sessionId", "turn", "step", "calls": [...]}
+or just the calls array.
+
+Options:
+  --session ID            Session id (default: the file's sessionId, then cli-<file name>)
+  --turn N, --step N      Turn and step of the batch (default: the file's, then 1)
+  --start-seq N           First event seq of the batch (default: the file's startSeq, then the
+                          session's next seq from its log in --state-dir, then from the server)
+  --state-dir DIR         Where the session logs are (default ${DEFAULT_STATE_DIR})
+  --json                  Print the BatchOutput as JSON
+${CONNECTION_OPTIONS}
+
+Exit codes:
+  0  the batch completed and every call succeeded
+  1  the batch could not run or failed (connection, server, seq conflict, output too large)
+  2  usage: a missing or malformed calls file, an unknown option
+  3  the batch completed and at least one call's result is an error (denied, failed, invalid)`,
+  approve: `Usage: npx sluice approve <approvalId> [options]   (deny: the same options)
+
+Decides a pending call. By default through an update, so the answer is confirmed: the outcome, or
+why it was refused (expired, decided already, unknown id, arguments changed).
+
+Options:
+  --by NAME               Who decides (default: SLUICE_APPROVER, then USER)
+  --reason TEXT           Why; kept in the history and the audit
+  --digest D              The argsDigest you were shown (\`npx sluice approvals --json\`); binds the
+                          decision to those arguments
+  --workflow ID           The batch's workflow id, when the search attributes cannot find it
+  --signal                Send a signal instead: accepted while no worker runs; whether it was
+                          applied is reported when a worker answers within a few seconds
+  --json                  Print the outcome as JSON
+${CONNECTION_OPTIONS}
+
+Exit codes: 0 applied (or signal sent, outcome not yet known), 1 refused or failed, 2 usage.`,
+  replay: `Usage: npx sluice replay <target>... [options]
+
+Replays histories (workflow ids, session ids, .json files or folders of them) with the workflow
+code and reports each. Exit 0: all replayed; 1: any failed; 2: usage.
+
+Options:
+  --workflows FILE        The workflows entry to bundle (default: this Sluice's workflows/index.ts)
+  --json                  Print the results as JSON (only JSON on stdout; logs go to stderr)
+${CONNECTION_OPTIONS}`,
+};
+COMMAND_HELP.deny = COMMAND_HELP.approve;
+
 const OPTIONS = {
   address: { type: 'string' },
   namespace: { type: 'string' },
@@ -76,6 +158,7 @@ const OPTIONS = {
   headless: { type: 'boolean' },
   session: { type: 'string' },
   turn: { type: 'string' },
+  'start-seq': { type: 'string' },
   step: { type: 'string' },
   'ui-origin': { type: 'string', multiple: true },
   'inbox-host': { type: 'string' },
@@ -107,10 +190,20 @@ export async function main(
   }
   const { values, positionals } = parsed;
   const [command, ...rest] = positionals;
+  if (values.help && command && COMMAND_HELP[command]) {
+    out(COMMAND_HELP[command]);
+    return 0;
+  }
+  if (command === 'help' && rest[0] && COMMAND_HELP[rest[0]]) {
+    out(COMMAND_HELP[rest[0]]);
+    return 0;
+  }
   if (values.help || !command || command === 'help') {
     out(HELP);
     return command || values.help ? 0 : 2;
   }
+  // Core's own log lines go to stderr through the SDK logger, so stdout stays the command's output.
+  installRuntime();
   try {
     switch (command) {
       case 'dev':
@@ -292,7 +385,10 @@ async function setup(v: Values, out: (s: string) => void): Promise<number> {
 }
 
 /** Reads a calls file: a whole batch {sessionId, turn, step, calls}, or just an array of calls. */
-export function readCallsFile(file: string | undefined, v: Pick<Values, 'session' | 'turn' | 'step'>): BatchRequest {
+export function readCallsFile(
+  file: string | undefined,
+  v: Pick<Values, 'session' | 'turn' | 'step' | 'start-seq'>,
+): BatchRequest {
   if (!file) throw new UsageError('batch needs a calls file: npx sluice batch calls.json');
   let text: string;
   try {
@@ -321,6 +417,7 @@ export function readCallsFile(file: string | undefined, v: Pick<Values, 'session
     sessionId: v.session ?? base.sessionId ?? `cli-${path.basename(file, '.json')}`,
     turn: v.turn !== undefined ? Number(v.turn) : (base.turn ?? 1),
     step: v.step !== undefined ? Number(v.step) : (base.step ?? 1),
+    ...(v['start-seq'] !== undefined ? { startSeq: Number(v['start-seq']) } : {}),
   } as BatchRequest;
 }
 
@@ -328,6 +425,7 @@ async function batch(v: Values, file: string | undefined, out: (s: string) => vo
   const request = readCallsFile(file, v);
   const { sluice, close } = await client(v);
   try {
+    if (request.startSeq === undefined) request.startSeq = await continuedSeq(v, sluice, request.sessionId);
     const handle = await sluice.startBatch(request);
     if (!v.json)
       out(`batch ${handle.workflowId} running (${request.calls.length} call(s)); waiting for its result ...`);
@@ -338,6 +436,21 @@ async function batch(v: Values, file: string | undefined, out: (s: string) => vo
   } finally {
     await close();
   }
+}
+
+/**
+ * A batch with no start seq continues its session: after the last event of the session log and of
+ * the session's completed batches on the server. A batch of the session still running would
+ * number its events over this one's, so that is refused.
+ */
+async function continuedSeq(v: Values, sluice: SluiceClient, sessionId: string): Promise<number> {
+  const server = await sluice.sessionSeq(sessionId);
+  if (server.running.length)
+    throw new UsageError(
+      `session ${sessionId} has a batch still running (${server.running.join(', ')}); a second batch now would claim the same event seqs. Wait for it to finish, or give this batch its own range with --start-seq N.`,
+    );
+  const logged = await readLastSeq(sessionLogPath(v['state-dir'] ?? DEFAULT_STATE_DIR, sessionId));
+  return Math.max(server.nextSeq, logged + 1);
 }
 
 export function printOutput(output: BatchOutput, out: (s: string) => void): void {
@@ -380,8 +493,21 @@ async function decide(
   };
   try {
     if (v.signal) {
-      await sluice.signalDecision(decision);
-      out(`sent: ${command} ${approvalId} as a signal (applied when a worker runs the batch)`);
+      const workflowId = decision.workflowId ?? (await sluice.findApproval(approvalId));
+      try {
+        await sluice.signalDecision({ ...decision, workflowId });
+      } catch (err) {
+        // A batch that has finished takes no signal; its result still says how the ask ended.
+        if (!(err instanceof WorkflowNotFoundError)) throw err;
+      }
+      const { workflowId: _omit, ...sent } = decision;
+      const fate = await sluice.signalOutcome(sent, workflowId);
+      if (v.json) out(JSON.stringify({ approvalId, workflowId, ...fate }));
+      else if (fate.status === 'applied') out(`${approvalId}: ${fate.outcome} (signal applied)`);
+      else if (fate.status === 'refused')
+        out(`${approvalId}: signal refused (${fate.refusal.code}): ${fate.refusal.message}`);
+      else out(`sent: ${command} ${approvalId} as a signal; not applied yet: ${fate.message}`);
+      return fate.status === 'refused' ? 1 : 0;
     } else {
       const r = await sluice.decide(decision);
       out(v.json ? JSON.stringify(r) : `${approvalId}: ${r.outcome}`);

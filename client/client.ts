@@ -12,13 +12,16 @@ import { batchInputProblem } from '../pipeline/batch-input';
 import { jsonBytes, MAX_ARGUMENT_CHARS, MAX_INPUT_BYTES } from '../pipeline/budget';
 import type {
   ApprovalDecision,
+  ApprovalOutcome,
   BatchInput,
   BatchOutput,
   BatchState,
+  DecidedApproval,
   DecisionApplied,
   DecisionRefusal,
   Json,
   PendingApproval,
+  RefusalCode,
   SessionEvent,
   ToolCall,
 } from '../pipeline/types';
@@ -202,11 +205,95 @@ export class SluiceClient {
     });
   }
 
-  /** Fire-and-forget decision by signal: accepted by the server even while no worker runs. */
+  /** Fire-and-forget decision by signal: accepted by the server even while no worker runs (see signalOutcome). */
   async signalDecision(decision: ApprovalDecision & { workflowId?: string }): Promise<void> {
     const workflowId = decision.workflowId ?? (await this.findApproval(decision.approvalId));
     const { workflowId: _omit, ...payload } = decision;
     await this.temporal.workflow.getHandle(workflowId).signal(decideSignal, payload);
+  }
+
+  /**
+   * What became of a decision sent by signal, as far as it can be known within `waitMs`: applied,
+   * refused (and why), or unknown when no worker answered (the server keeps the signal; the batch
+   * takes or refuses it when a worker is back, and `sluice audit` shows which).
+   */
+  async signalOutcome(decision: ApprovalDecision, workflowId: string, waitMs = 5000): Promise<SignalOutcome> {
+    const handle = this.temporal.workflow.getHandle(workflowId);
+    const deadline = Date.now() + waitMs;
+    const expected = decision.decision === 'approve' ? 'allowed-once' : 'rejected';
+    const fromDecided = (done: DecidedApproval): SignalOutcome =>
+      done.by === decision.by && done.outcome === expected && !done.expired
+        ? { status: 'applied', outcome: done.outcome, ...(done.by ? { by: done.by } : {}) }
+        : {
+            status: 'refused',
+            refusal: {
+              code: done.expired ? 'expired' : 'decided',
+              message: done.expired
+                ? `approval ${decision.approvalId} expired at ${done.decidedAt}: nobody decided before the deny timeout, so the call was denied`
+                : `approval ${decision.approvalId} was already decided: ${done.outcome}${done.by ? ` by ${done.by}` : ''}`,
+              callId: done.callId,
+              outcome: done.outcome,
+              ...(done.by ? { by: done.by } : {}),
+            },
+          };
+    for (;;) {
+      const left = deadline - Date.now();
+      if (left <= 0) break;
+      const description = await handle.describe().catch(() => undefined);
+      if (description && description.status.name !== 'RUNNING') {
+        const output = (await handle.result().catch(() => undefined)) as BatchOutput | undefined;
+        const refused = output?.events.find(
+          (e) =>
+            e.type === 'approval/refused' &&
+            e.data.id === decision.approvalId &&
+            e.data.via === 'signal' &&
+            e.data.decision === decision.decision &&
+            (e.data.by ?? undefined) === decision.by,
+        );
+        if (refused)
+          return {
+            status: 'refused',
+            refusal: { code: refused.data.code as RefusalCode, message: String(refused.data.problem) },
+          };
+        const decided = output?.events.find((e) => e.type === 'approval/decided' && e.data.id === decision.approvalId);
+        if (decided) {
+          const d = decided.data as { callId: string; outcome: ApprovalOutcome; by?: string; expired?: true };
+          return fromDecided({ approvalId: decision.approvalId, decidedAt: decided.time, ...d });
+        }
+        return { status: 'unknown', message: `batch ${workflowId} has closed and its result does not say` };
+      }
+      const state = await Promise.race([
+        handle.query(stateQuery).catch(() => undefined),
+        new Promise<undefined>((r) => setTimeout(r, Math.min(left, 2000))),
+      ]);
+      if (state) {
+        const done = state.decided.find((d) => d.approvalId === decision.approvalId);
+        if (done) return fromDecided(done);
+        const pending = state.pending.find((p) => p.approvalId === decision.approvalId);
+        if (!pending)
+          return {
+            status: 'refused',
+            refusal: {
+              code: 'unknown',
+              message: `no approval ${decision.approvalId} is pending in batch ${workflowId}; list pending ones with \`npx sluice approvals\``,
+            },
+          };
+        if (decision.argsDigest && decision.argsDigest !== pending.argsDigest)
+          return {
+            status: 'refused',
+            refusal: {
+              code: 'digest-mismatch',
+              message: `the arguments you were shown (digest ${decision.argsDigest.slice(0, 80)}) are not the ones this call would run with (${pending.argsDigest}); reload and decide again`,
+              callId: pending.callId,
+            },
+          };
+      }
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    return {
+      status: 'unknown',
+      message: `no worker answered within ${Math.round(waitMs / 1000)} s; the server keeps the signal and the batch applies or refuses it when a worker runs it (\`npx sluice audit ${workflowId}\` shows which)`,
+    };
   }
 
   approve(approvalId: string, opts: { by?: string; reason?: string; workflowId?: string; argsDigest?: string } = {}) {
@@ -215,6 +302,25 @@ export class SluiceClient {
 
   deny(approvalId: string, opts: { by?: string; reason?: string; workflowId?: string; argsDigest?: string } = {}) {
     return this.decide({ approvalId, decision: 'deny', ...opts });
+  }
+
+  /**
+   * Where a session's next batch starts, as the server sees it: one past the last seq of its
+   * completed batches, and the batches still running (whose events are not all numbered yet).
+   */
+  async sessionSeq(sessionId: string): Promise<{ nextSeq: number; running: string[] }> {
+    let nextSeq = 0;
+    const running: string[] = [];
+    for await (const wf of this.temporal.workflow.list({
+      query: `SluiceSessionId = '${sessionId.replace(/'/g, '')}'`,
+    })) {
+      if (wf.status.name === 'RUNNING') running.push(wf.workflowId);
+      else if (wf.status.name === 'COMPLETED') {
+        const out = (await this.temporal.workflow.getHandle(wf.workflowId, wf.runId).result()) as BatchOutput;
+        nextSeq = Math.max(nextSeq, out.nextSeq);
+      }
+    }
+    return { nextSeq, running };
   }
 
   /** A session's events in seq order, from the results of its finished batches. */
@@ -229,6 +335,12 @@ export class SluiceClient {
     return events.sort((a, b) => a.seq - b.seq);
   }
 }
+
+/** What became of a decision sent by signal (`SluiceClient.signalOutcome`). */
+export type SignalOutcome =
+  | { status: 'applied'; outcome: ApprovalOutcome; by?: string }
+  | { status: 'refused'; refusal: DecisionRefusal }
+  | { status: 'unknown'; message: string };
 
 export function toBatchInput(request: BatchRequest): BatchInput {
   const input: BatchInput = {

@@ -1,5 +1,6 @@
 // A worker process: `npx sluice worker`, or spawned by tests that kill it with -9.
-import { Runtime, DefaultLogger } from '@temporalio/worker';
+import { IllegalStateError } from '@temporalio/common';
+import { DefaultLogger, makeTelemetryFilterString, Runtime } from '@temporalio/worker';
 import { connect } from '../client/connection';
 import { ensureSearchAttributes } from '../client/setup';
 import { dataConverterFromEnv } from './codec';
@@ -18,11 +19,24 @@ export interface RunWorkerOptions {
 
 let runtimeInstalled = false;
 
-/** Core's runtime can be set up once per process, before its first connection: quiet by default. */
+/**
+ * Core's runtime can be set up once per process, before its first connection: quiet by default,
+ * and Core's own lines forwarded to the SDK logger, which writes to stderr (Core would otherwise
+ * print them, coloured, on stdout, ahead of a command's JSON). A process that installed its own
+ * runtime first keeps it.
+ */
 export function installRuntime(): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
-  if (!process.env.SLUICE_VERBOSE) Runtime.install({ logger: new DefaultLogger('WARN') });
+  const level = process.env.SLUICE_VERBOSE ? 'INFO' : 'WARN';
+  try {
+    Runtime.install({
+      logger: new DefaultLogger(level),
+      telemetryOptions: { logging: { forward: {}, filter: makeTelemetryFilterString({ core: level }) } },
+    });
+  } catch (err) {
+    if (!(err instanceof IllegalStateError)) throw err;
+  }
 }
 
 export async function runWorker(opts: RunWorkerOptions): Promise<void> {
