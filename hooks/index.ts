@@ -14,7 +14,8 @@ import { hookInput, interpretRun, type HookVerdict } from './dialects';
 import { matchesAny } from './matcher';
 import { mergePost, mergePre } from './merge';
 import { runHookCommand } from './run';
-import { loadHooks, type CommandHook, type HookSource } from './settings';
+import { loadHooks, type CommandHook, type Dialect, type HookSource } from './settings';
+import { hookFacingCall } from './tool-names';
 
 export type { HookVerdict } from './dialects';
 export type { CommandHook, Dialect, HookEvent, HookSource } from './settings';
@@ -29,6 +30,11 @@ export interface CommandHooksOptions {
   sources?: (string | HookSource)[];
   /** What hooks get as `transcript_path`, e.g. the session's JSONL log; null when not given. */
   transcriptPath?: (sessionId: string) => string;
+  /**
+   * The `tool_name` hooks see for a Sluice tool, by its Sluice name, when the default is wrong
+   * (default: the Claude Code built-in its name or an alias spells, in any case; else its name).
+   */
+  toolNames?: Record<string, string>;
 }
 
 export interface CommandHooks {
@@ -79,14 +85,15 @@ export function commandHooks(opts: CommandHooksOptions): CommandHooks {
     }
     const runs = await Promise.all(
       selected.map(async (hook) => {
+        const facing = facingOf(ctx, hook.dialect);
         const stdin = hookInput({
           dialect: hook.dialect,
           event: hook.event,
           sessionId: ctx.sessionId,
           turn: ctx.turn,
           cwd: workspace,
-          toolName: ctx.call.name,
-          toolInput: ctx.call.args,
+          toolName: facing.toolName,
+          toolInput: facing.toolInput,
           toolUseId: ctx.call.id,
           ...(opts.transcriptPath ? { transcriptPath: opts.transcriptPath(ctx.sessionId) } : {}),
           ...(result ? { result } : {}),
@@ -127,6 +134,26 @@ export function commandHooks(opts: CommandHooksOptions): CommandHooks {
     return runs.map((r) => r.verdict);
   }
 
+  const facingOf = (ctx: StageContext, dialect: Dialect) =>
+    hookFacingCall(dialect, ctx.call.name, ctx.tool, ctx.call.args, ctx.tool && opts.toolNames?.[ctx.tool.name]);
+
+  /**
+   * The hooks whose matcher selects any name the call goes by: the name its dialect's agent would
+   * send, the name the model used, the tool's own name and its aliases. Claude Code runs an
+   * identical command once per event.
+   */
+  function select(hooks: CommandHook[], ctx: StageContext, wanted: (h: CommandHook) => boolean): CommandHook[] {
+    const seen = new Set<string>();
+    return hooks.filter((h) => {
+      if (!wanted(h) || !matchesAny(h.compiled, facingOf(ctx, h.dialect).matchNames)) return false;
+      if (h.dialect !== 'claude') return true;
+      const key = `${h.event}\0${h.command}`;
+      if (seen.has(key)) return false;
+      seen.add(key);
+      return true;
+    });
+  }
+
   const preHooks = hooks.filter((h) => h.event === 'PreToolUse');
   const postHooks = hooks.filter((h) => h.event !== 'PreToolUse');
 
@@ -156,23 +183,6 @@ export function commandHooks(opts: CommandHooksOptions): CommandHooks {
     hooks,
     warnings,
   };
-}
-
-/**
- * The hooks whose matcher selects any name the call goes by: the name the model used, the tool's
- * own name and its aliases. Claude Code runs an identical command once per event.
- */
-function select(hooks: CommandHook[], ctx: StageContext, wanted: (h: CommandHook) => boolean): CommandHook[] {
-  const names = [...new Set([ctx.call.name, ...(ctx.tool ? [ctx.tool.name, ...ctx.tool.aliases] : [])])];
-  const seen = new Set<string>();
-  return hooks.filter((h) => {
-    if (!wanted(h) || !matchesAny(h.compiled, names)) return false;
-    if (h.dialect !== 'claude') return true;
-    const key = `${h.event}\0${h.command}`;
-    if (seen.has(key)) return false;
-    seen.add(key);
-    return true;
-  });
 }
 
 function clip(text: string): string {

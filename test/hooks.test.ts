@@ -300,7 +300,7 @@ describe('PreToolUse hooks', () => {
     expect(seen.stdin).toMatchObject({
       cwd: workspace,
       hook_event_name: 'PreToolUse',
-      tool_name: 'write',
+      tool_name: 'Write',
       tool_input: args(),
       tool_use_id: 'c1',
       permission_mode: 'default',
