@@ -40,6 +40,16 @@ export function subCallId(parentCallId: string, index: number): string {
 }
 
 /**
+ * Why a model's (top-level) call id cannot be used: ids shaped like a sub-call's belong to Code
+ * Mode, so no top-level call can share an id (and with it a cached stage result, an idempotency key
+ * or a progress entry) with a program's sub-call. Undefined when the id is fine.
+ */
+export function reservedCallIdProblem(id: string): string | undefined {
+  if (!/:code:\d+$/.test(id)) return undefined;
+  return `the call id ${JSON.stringify(id.slice(0, 200))} ends like a Code Mode sub-call id (":code:<n>"), which is reserved for the tool calls of run_code programs; the call did not run. Give the call an id without ":code:<n>" at the end.`;
+}
+
+/**
  * The update id of a sub-call. Temporal deduplicates updates by id, so a re-run of the program
  * after a crash attaches to the same sub-call; the name and digest are part of it so that a re-run
  * that asks for something else at the same index cannot be handed the old outcome by the server.

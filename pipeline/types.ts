@@ -205,7 +205,7 @@ export interface ApprovalDecision {
 }
 
 /** Why a decision was not taken; the update fails with it and `approval/refused` records it. */
-export type RefusalCode = 'unknown' | 'decided' | 'expired' | 'digest-mismatch' | 'digest-missing';
+export type RefusalCode = 'unknown' | 'decided' | 'expired' | 'digest-mismatch' | 'digest-missing' | 'malformed';
 
 export interface DecisionRefusal {
   code: RefusalCode;

@@ -50,6 +50,13 @@ export class Approvals {
         log.warn('approval signal ignored', { problem: MALFORMED });
         return;
       }
+      // A signal cannot be refused before it is in history, so it must never throw here: a throw
+      // would fail this workflow task and every one after it, on every replay.
+      const badField = fieldProblem(d);
+      if (badField) {
+        this.recordRefusal(d, { code: 'malformed', message: badField }, 'signal');
+        return;
+      }
       const refusal = this.refusalOf(d, false);
       if (refusal) this.recordRefusal(d, refusal, 'signal');
       else this.open.get(d.approvalId)!.decision = normalizeDecision(d);
@@ -77,6 +84,8 @@ export class Approvals {
         // Only garbage is dropped without a trace; every well-formed refusal is recorded.
         validator: (d) => {
           if (malformed(d)) throw new Error(MALFORMED);
+          const badField = fieldProblem(d);
+          if (badField) throw new Error(badField);
         },
       },
     );
@@ -119,7 +128,7 @@ export class Approvals {
         ...(entry.decision.by ? { by: entry.decision.by } : {}),
       };
     }
-    if (d.argsDigest === undefined || d.argsDigest === '') {
+    if (d.argsDigest === undefined || d.argsDigest === null || d.argsDigest === '') {
       if (!digestRequired) return undefined;
       return {
         code: 'digest-missing',
@@ -270,6 +279,16 @@ function malformed(d: unknown): boolean {
     !x.approvalId ||
     (x.decision !== 'approve' && x.decision !== 'deny')
   );
+}
+
+/** Why an otherwise well-formed decision carries an optional field of the wrong type. */
+function fieldProblem(d: ApprovalDecision): string | undefined {
+  for (const key of ['argsDigest', 'by', 'reason'] as const) {
+    const v: unknown = d[key];
+    if (v !== undefined && v !== null && typeof v !== 'string')
+      return `malformed decision: "${key}" must be a string (got ${Array.isArray(v) ? 'an array' : typeof v === 'object' ? 'an object' : `a ${typeof v}`}); ${MALFORMED.slice('malformed decision: '.length)}`;
+  }
+  return undefined;
 }
 
 function normalizeDecision(d: ApprovalDecision): ApprovalDecision {

@@ -11,6 +11,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { StageActivities } from '../activities/stages';
+import { reservedCallIdProblem } from '../pipeline/code-mode';
 import { argsDigest } from '../pipeline/digest';
 import { getOwn, setOwn, snapshotArguments } from '../pipeline/json';
 import { InlineBudget, jsonBytes, MAX_ARGUMENT_CHARS } from '../pipeline/budget';
@@ -109,10 +110,18 @@ export class CallPipeline {
   /** Each call of the batch by its place in model order. */
   private readonly order: Map<string, number>;
   // Local stages take the calls that are ready along, in model order, in one local activity: a
-  // preflight the calls after it, a settle the finished calls after it. Their results wait here.
-  private readonly preflightedAhead = new Map<string, { result: PreflightResult; stateVersion: number }>();
+  // preflight the calls after it, a settle the finished calls after it. Their results wait here,
+  // for the batch's own calls only, each tied to the very call object it was computed for: a
+  // sub-call never takes a result from here, so no call can run on another call's verdict.
+  private readonly preflightedAhead = new Map<
+    string,
+    { call: ToolCall; result: PreflightResult; stateVersion: number }
+  >();
   private readonly finished = new Map<string, { adm: Admission; s: Settlement }>();
-  private readonly settledAhead = new Map<string, { result: SettleResult } | { error: unknown }>();
+  private readonly settledAhead = new Map<
+    string,
+    { adm: Admission } & ({ result: SettleResult } | { error: unknown })
+  >();
   /** Bumped by every state patch: a preflight run ahead on older state is run again. */
   private stateVersion = 0;
   private readonly executing = new Set<string>();
@@ -140,6 +149,9 @@ export class CallPipeline {
       const message = `the arguments were ${call.argumentsChars} characters, over the ${MAX_ARGUMENT_CHARS}-character limit for one call, so they were not sent and the call did not run. Split the work into smaller calls (e.g. write a large file in parts).`;
       return settleNow(call, lineage, { title: call.name }, errorCandidate(message, ErrorCodes.INVALID_ARGS), true);
     }
+    const reserved = lineage.parentCallId ? undefined : reservedCallIdProblem(call.id);
+    if (reserved)
+      return settleNow(call, lineage, { title: call.name }, errorCandidate(reserved, ErrorCodes.INVALID_ARGS), true);
 
     // 3. argument snapshot: parsed once, lossless, frozen; every later stage sees this copy
     let args: JsonObject;
@@ -159,7 +171,7 @@ export class CallPipeline {
     // 4. pre-execute waterfall (and guards, when no person needs to be asked)
     let pre;
     try {
-      pre = await this.preflight(ref);
+      pre = await this.preflight(ref, call);
     } catch (err) {
       return settleNow(call, lineage, genericCard(call.name, args), stageFailure('pre-execute', err), true, ref);
     }
@@ -227,7 +239,7 @@ export class CallPipeline {
   /** Stages 7–8: the execute waterfall around the tool body, as a retried, heartbeating activity. */
   async dispatch(adm: Admission): Promise<Settlement> {
     const s = await this.runBody(adm);
-    if (this.order.has(adm.call.id)) this.finished.set(adm.call.id, { adm, s });
+    if (this.isOwnCall(adm.call)) this.finished.set(adm.call.id, { adm, s });
     return s;
   }
 
@@ -377,19 +389,30 @@ export class CallPipeline {
     for (const scope of this.bodyScopes) scope.cancel();
   }
 
-  private async preflight(ref: CallRef): Promise<PreflightResult> {
-    const ahead = this.preflightedAhead.get(ref.callId);
-    this.preflightedAhead.delete(ref.callId);
-    if (ahead && ahead.stateVersion === this.stateVersion) return ahead.result;
+  /** True for the batch's own calls (the model's), false for a program's sub-calls. */
+  private isOwnCall(call: ToolCall): boolean {
+    const at = this.order.get(call.id);
+    return at !== undefined && this.input.calls[at] === call;
+  }
+
+  private async preflight(ref: CallRef, call: ToolCall): Promise<PreflightResult> {
+    if (this.isOwnCall(call)) {
+      const ahead = this.preflightedAhead.get(call.id);
+      this.preflightedAhead.delete(call.id);
+      if (ahead && ahead.call === call && ahead.stateVersion === this.stateVersion) return ahead.result;
+    }
     if (this.plan?.preflight !== 'activity') {
-      const refs = [ref, ...this.followersOf(ref)];
+      const followers = this.isOwnCall(call) ? this.followersOf(call) : [];
+      const refs = [ref, ...followers.map((f) => f.ref)];
       const stateVersion = this.stateVersion;
       const reply = await localStages.preflight(refs);
       this.plan = reply.plan;
       if (!reply.deferred) {
         reply.results
           .slice(1)
-          .forEach((result, k) => this.preflightedAhead.set(refs[k + 1].callId, { result, stateVersion }));
+          .forEach((result, k) =>
+            this.preflightedAhead.set(followers[k].call.id, { call: followers[k].call, result, stateVersion }),
+          );
         return reply.results[0];
       }
     }
@@ -400,18 +423,18 @@ export class CallPipeline {
    * The calls after this one whose arguments parse, up to PREFLIGHT_AHEAD. Those that wait for a
    * free slot first are run again if a body changed the state meanwhile (see preflight).
    */
-  private followersOf(ref: CallRef): CallRef[] {
-    const at = this.order.get(ref.callId);
-    if (at === undefined) return [];
-    const out: CallRef[] = [];
+  private followersOf(own: ToolCall): { call: ToolCall; ref: CallRef }[] {
+    const at = this.order.get(own.id)!;
+    const out: { call: ToolCall; ref: CallRef }[] = [];
     for (const call of this.input.calls.slice(at + 1, at + 1 + PREFLIGHT_AHEAD)) {
+      if (reservedCallIdProblem(call.id)) continue;
       let args: JsonObject;
       try {
         args = snapshotArguments(call.arguments);
       } catch {
         break;
       }
-      out.push(this.refFor(call, args, {}));
+      out.push({ call, ref: this.refFor(call, args, {}) });
     }
     return out;
   }
@@ -421,28 +444,29 @@ export class CallPipeline {
   }
 
   private async settleStage(adm: Admission, s: Settlement, share: number): Promise<SettleResult> {
-    const ahead = this.settledAhead.get(adm.call.id);
-    if (ahead) {
+    const ahead = this.isOwnCall(adm.call) ? this.settledAhead.get(adm.call.id) : undefined;
+    if (ahead?.adm === adm) {
       this.settledAhead.delete(adm.call.id);
       if ('error' in ahead) throw ahead.error;
       return ahead.result;
     }
-    this.finished.delete(adm.call.id);
+    if (this.isOwnCall(adm.call)) this.finished.delete(adm.call.id);
     const req = this.settleRequest(adm, s, share);
     const here = this.settlesHere(adm) ? this.settleHere(req) : undefined;
     if (here) return here;
     if (this.plan?.settle !== 'local') return (await stages.settle([req]))[0];
     // Calls settled ahead use this call's share: never more than their own turn would give them
     // (shares only grow as results within their share commit), so the output stays in budget.
-    const group = [req, ...this.finishedAfter(adm.call.id).map((g) => this.settleRequest(g.adm, g.s, share))];
+    const along = this.isOwnCall(adm.call) ? this.finishedAfter(adm.call.id) : [];
+    const group = [req, ...along.map((g) => this.settleRequest(g.adm, g.s, share))];
     let results: SettleResult[];
     try {
       results = await localStages.settle(group);
     } catch (err) {
-      for (const g of group.slice(1)) this.settledAhead.set(g.ref.callId, { error: err });
+      for (const g of along) this.settledAhead.set(g.adm.call.id, { adm: g.adm, error: err });
       throw err;
     }
-    group.slice(1).forEach((g, k) => this.settledAhead.set(g.ref.callId, { result: results[k + 1] }));
+    along.forEach((g, k) => this.settledAhead.set(g.adm.call.id, { adm: g.adm, result: results[k + 1] }));
     return results[0];
   }
 
