@@ -171,7 +171,7 @@ export class CallPipeline {
     // 4. pre-execute waterfall (and guards, when no person needs to be asked)
     let pre;
     try {
-      pre = await this.preflight(ref, call);
+      pre = await this.preflight(ref);
     } catch (err) {
       return settleNow(call, lineage, genericCard(call.name, args), stageFailure('pre-execute', err), true, ref);
     }
@@ -395,14 +395,21 @@ export class CallPipeline {
     return at !== undefined && this.input.calls[at] === call;
   }
 
-  private async preflight(ref: CallRef, call: ToolCall): Promise<PreflightResult> {
-    if (this.isOwnCall(call)) {
+  /** The batch's own call a ref was made for; undefined for a program's sub-call. */
+  private ownCallOf(ref: CallRef): ToolCall | undefined {
+    const at = this.order.get(ref.callId);
+    return ref.parentCallId || at === undefined ? undefined : this.input.calls[at];
+  }
+
+  private async preflight(ref: CallRef): Promise<PreflightResult> {
+    const call = this.ownCallOf(ref);
+    if (call) {
       const ahead = this.preflightedAhead.get(call.id);
       this.preflightedAhead.delete(call.id);
       if (ahead && ahead.call === call && ahead.stateVersion === this.stateVersion) return ahead.result;
     }
     if (this.plan?.preflight !== 'activity') {
-      const followers = this.isOwnCall(call) ? this.followersOf(call) : [];
+      const followers = call ? this.followersOf(call) : [];
       const refs = [ref, ...followers.map((f) => f.ref)];
       const stateVersion = this.stateVersion;
       const reply = await localStages.preflight(refs);
