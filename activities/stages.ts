@@ -39,6 +39,7 @@ import type {
   UserMessage,
 } from '../pipeline/types';
 import { claimCheck, stashCandidate, unstashCandidate, type ResultStore } from '../worker/claim-check';
+import { checkToolArgs } from '../worker/tool-schema';
 import {
   handlerOf,
   isLongRunning,
@@ -123,11 +124,9 @@ export function createStageActivities(config: SluiceConfig, deps: { resultStore?
 
   /** Parses the frozen args with the tool's schema: a denial, not a failure, when they don't fit. */
   function parseArgs(tool: ToolDefinition, ref: CallRef): { ok: true; args: unknown } | { ok: false; gate: Gate } {
-    const parsed = tool.input.safeParse(ref.args);
-    if (parsed.success) return { ok: true, args: parsed.data };
-    const issues = parsed.error.issues
-      .map((i) => `${i.path.length ? i.path.join('.') : '(root)'}: ${i.message}`)
-      .join('; ');
+    const parsed = checkToolArgs(tool, ref.args);
+    if (parsed.ok) return { ok: true, args: parsed.value };
+    const issues = parsed.issues;
     return {
       ok: false,
       gate: {
@@ -435,8 +434,8 @@ function callInfo(ref: CallRef): CallInfo {
 }
 
 function parsedOr(tool: ToolDefinition, ref: CallRef): unknown {
-  const p = tool.input.safeParse(ref.args);
-  return p.success ? p.data : ref.args;
+  const p = checkToolArgs(tool, ref.args);
+  return p.ok ? p.value : ref.args;
 }
 
 function profileOf(tool: ToolDefinition, args: unknown): ToolProfile {

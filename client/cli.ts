@@ -5,6 +5,8 @@ import { parseArgs } from 'node:util';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { BatchOutput, SessionEvent } from '../pipeline/types';
 import { runDev } from '../scripts/dev';
+import { toolManifest } from '../worker/config';
+import { loadConfig } from '../worker/load-config';
 import { installRuntime, runWorker } from '../worker/main';
 import { readLastSeq, readSessionLog, sessionLogPath } from '../worker/sink';
 import { codecFromEnv, dataConverterFromEnv, decryptHistory } from '../worker/codec';
@@ -39,6 +41,8 @@ Commands (\`npx sluice <command> --help\` lists a command's options):
   replay <target>...      Replay histories with the current workflow code; exit 1 on a
                           determinism failure (--workflows FILE to replay another version)
   export <workflowId>     Write a batch's history JSON (--out FILE, default stdout)
+  manifest                Print the config's model-facing tool schemas as JSON (--out FILE), for an agent
+                          process that should not import the tool bodies
   codec-server            Decrypt payloads for the Temporal Web UI (--port, --ui-origin; needs SLUICE_CODEC_KEYS)
 
   <target> is a batch's workflow id, a session id (all of its batches), or a history .json file.
@@ -231,6 +235,8 @@ export async function main(
         return await replay(values, rest, out);
       case 'export':
         return await exportHistory(values, rest[0], out);
+      case 'manifest':
+        return await manifest(values, out);
       default:
         throw new UsageError(`unknown command "${command}". Run \`npx sluice --help\` for the list.`);
     }
@@ -251,6 +257,13 @@ async function client(v: Values) {
     }),
     close: () => c.connection.close(),
   };
+}
+
+async function manifest(v: Values, out: (s: string) => void): Promise<number> {
+  const json = JSON.stringify(toolManifest(await loadConfig(v.config)), null, 2);
+  if (v.out) fs.writeFileSync(v.out, `${json}\n`);
+  else out(json);
+  return 0;
 }
 
 async function dev(v: Values): Promise<number> {

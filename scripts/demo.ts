@@ -49,7 +49,7 @@ async function main() {
     connection,
     namespace,
     taskQueue,
-    config: loadConfig(path.join(__dirname, '..', 'sluice.config.ts')),
+    config: await loadConfig(path.join(__dirname, '..', 'sluice.config.ts')),
     stateDir,
   });
   const running = worker.run();

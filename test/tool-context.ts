@@ -2,6 +2,7 @@
 // recorded events the way the pipeline would between calls.
 import type { EventDraft, JsonObject, SessionState } from '../pipeline/types';
 import { ToolOutput, type ToolContext, type ToolDefinition } from '../worker/config';
+import { checkToolArgs } from '../worker/tool-schema';
 
 export interface Session {
   state: SessionState;
@@ -58,7 +59,9 @@ export async function call(
 ): Promise<Outcome> {
   const tool = tools.find((t) => t.name === name);
   if (!tool) throw new Error(`no tool ${name}`);
-  const out = await tool.execute(tool.input.parse(args), s.ctx(signal));
+  const parsed = checkToolArgs(tool, args);
+  if (!parsed.ok) throw new Error(`invalid arguments for ${name}: ${parsed.issues}`);
+  const out = await tool.execute(parsed.value, s.ctx(signal));
   if (!(out instanceof ToolOutput)) return { text: String(out), isError: false };
   const f = out.fields;
   return {

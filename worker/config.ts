@@ -1,7 +1,8 @@
 // The public surface a user writes against in `sluice.config.ts`: tools and extension points.
-import { z } from 'zod';
+import type { StandardSchemaV1 } from '@standard-schema/spec';
 import type { ResultStore } from './claim-check';
 import type { EventSink } from './sink';
+import { compileToolSchema, type JsonSchema, type ToolInputSchema } from './tool-schema';
 import type { PostVerdict } from '../pipeline/fold';
 import type {
   ApprovalPolicy,
@@ -87,7 +88,13 @@ export type Named<F> = F | { name: string; handler: F; longRunning?: boolean };
 export interface ToolDefinition<Args = any> {
   name: string;
   description: string;
-  input: z.ZodType<Args>;
+  /** Validates the arguments: a zod schema, any Standard Schema, or a JSON Schema object. */
+  input: ToolInputSchema;
+  /**
+   * The JSON Schema the model sees, when it should differ from what `input` produces (or `input`
+   * is a Standard Schema that cannot produce one).
+   */
+  inputSchema?: JsonObject;
   /** Other names the tool answers to (e.g. Claude Code's `Read` for `read`). */
   aliases?: string[];
   execute(args: Args, ctx: ToolContext): unknown;
@@ -106,14 +113,27 @@ export interface ToolDefinition<Args = any> {
   approvalTimeoutMs?: number;
 }
 
-export function defineTool<S extends z.ZodType>(
-  def: Omit<ToolDefinition<z.infer<S>>, 'input'> & { input: S },
-): ToolDefinition<z.infer<S>> {
+/** A tool as written by a user: everything but the schema, whose form decides the argument type. */
+export type ToolSpec<Args, S> = Omit<ToolDefinition<Args>, 'input'> & { input: S };
+
+/**
+ * Defines a tool. `input` is a zod schema or any other Standard Schema (the body's argument type
+ * is inferred from it), or a plain JSON Schema object, e.g. from an MCP server (then name the
+ * argument type yourself: `defineTool<{ city: string }>({ ... })`). A schema Sluice cannot use is
+ * refused here, not on the first call.
+ */
+export function defineTool<S extends StandardSchemaV1>(
+  def: ToolSpec<StandardSchemaV1.InferOutput<S>, S>,
+): ToolDefinition<StandardSchemaV1.InferOutput<S>>;
+export function defineTool<Args = Record<string, any>>(def: ToolSpec<Args, JsonSchema>): ToolDefinition<Args>;
+export function defineTool(def: ToolSpec<unknown, ToolInputSchema>): ToolDefinition {
   if (!/^[A-Za-z0-9_.-]{1,64}$/.test(def.name))
     throw new Error(`tool name ${JSON.stringify(def.name)} must be 1-64 letters, digits, _ . or -`);
   if (!def.description?.trim())
     throw new Error(`tool ${def.name} needs a description: the model reads it to decide when to call the tool`);
-  return Object.freeze({ ...def }) as ToolDefinition<z.infer<S>>;
+  if (typeof def.execute !== 'function') throw new Error(`tool ${def.name} needs an execute(args, ctx) function`);
+  compileToolSchema(def.name, def.input, def.inputSchema);
+  return Object.freeze({ ...def }) as ToolDefinition;
 }
 
 /** A body may return this to set content, meta or concludesTurn itself instead of a plain value. */
@@ -160,6 +180,8 @@ export interface SluiceConfig {
 export function defineConfig(config: SluiceConfig): SluiceConfig {
   const names = new Map<string, string>();
   for (const tool of config.tools) {
+    if (typeof tool?.execute !== 'function') throw new Error(`tool ${tool?.name} needs an execute(args, ctx) function`);
+    compileToolSchema(tool.name, tool.input, tool.inputSchema);
     for (const n of [tool.name, ...(tool.aliases ?? [])]) {
       if (names.has(n))
         throw new Error(
@@ -171,15 +193,53 @@ export function defineConfig(config: SluiceConfig): SluiceConfig {
   return config;
 }
 
-/** The JSON Schema a model needs for each tool, from its zod input schema. */
-export function toolSchemas(
-  config: Pick<SluiceConfig, 'tools'>,
-): { name: string; description: string; inputSchema: JsonObject }[] {
+/** What a model needs to know about one tool. */
+export interface ToolSchema {
+  name: string;
+  description: string;
+  inputSchema: JsonObject;
+}
+
+/** The JSON Schema a model needs for each tool, from its input schema in whichever form. */
+export function toolSchemas(config: Pick<SluiceConfig, 'tools'>): ToolSchema[] {
   return config.tools.map((t) => ({
     name: t.name,
     description: t.description,
-    inputSchema: z.toJSONSchema(t.input, { io: 'input' }) as JsonObject,
+    inputSchema: compileToolSchema(t.name, t.input, t.inputSchema).jsonSchema(),
   }));
+}
+
+/**
+ * The model-facing half of a config as plain JSON: write it once where the worker's tools are
+ * defined (`npx sluice manifest > tools.json`), and an agent process reads the schemas from it
+ * without importing any tool body or the worker's dependencies.
+ */
+export interface ToolManifest {
+  sluiceToolManifest: 1;
+  tools: (ToolSchema & { aliases?: string[] })[];
+}
+
+export function toolManifest(config: Pick<SluiceConfig, 'tools'>): ToolManifest {
+  return {
+    sluiceToolManifest: 1,
+    tools: toolSchemas(config).map((s, i) => {
+      const aliases = config.tools[i].aliases;
+      return aliases?.length ? { ...s, aliases: [...aliases] } : s;
+    }),
+  };
+}
+
+/** Reads a manifest back (from its JSON text or the parsed value), refusing anything else. */
+export function parseToolManifest(json: string | unknown): ToolManifest {
+  const m = (typeof json === 'string' ? JSON.parse(json) : json) as Partial<ToolManifest> | null;
+  if (m?.sluiceToolManifest !== 1 || !Array.isArray(m.tools))
+    throw new Error(
+      'not a Sluice tool manifest (expected { sluiceToolManifest: 1, tools: [...] }); write one with `npx sluice manifest`',
+    );
+  for (const t of m.tools)
+    if (typeof t?.name !== 'string' || typeof t.description !== 'string' || typeof t.inputSchema !== 'object')
+      throw new Error(`tool manifest entry ${JSON.stringify(t?.name)} needs name, description and inputSchema`);
+  return m as ToolManifest;
 }
 
 export function nameOf(ext: Named<(...args: never[]) => unknown>, fallback: string): string {

@@ -42,7 +42,7 @@ export function installRuntime(): void {
 export async function runWorker(opts: RunWorkerOptions): Promise<void> {
   const log = opts.log ?? ((l: string) => console.log(l));
   installRuntime();
-  const config = loadConfig(opts.config);
+  const config = await loadConfig(opts.config);
   const { connection, namespace, address } = await connect({ address: opts.address, namespace: opts.namespace });
   await ensureSearchAttributes(connection, namespace);
   const taskQueue = opts.taskQueue ?? DEFAULT_TASK_QUEUE;

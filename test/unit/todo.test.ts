@@ -1,6 +1,7 @@
 // todo_write called directly: validation, the recorded event and the session state.
 import { describe, expect, it } from 'vitest';
 import { todoWriteTool } from '../../tools';
+import { checkToolArgs } from '../../worker/tool-schema';
 import { call, session } from '../tool-context';
 
 const tools = [todoWriteTool()];
@@ -85,7 +86,7 @@ describe('todo_write', () => {
   it('answers to TodoWrite and refuses unknown fields and statuses in its schema', () => {
     const t = todoWriteTool();
     expect(t.aliases).toEqual(['TodoWrite']);
-    expect(t.input.safeParse({ todos: [{ content: 'a', status: 'done' }] }).success).toBe(false);
-    expect(t.input.safeParse({ todos: [{ content: 'a', status: 'pending', priority: 'high' }] }).success).toBe(false);
+    expect(checkToolArgs(t, { todos: [{ content: 'a', status: 'done' }] }).ok).toBe(false);
+    expect(checkToolArgs(t, { todos: [{ content: 'a', status: 'pending', priority: 'high' }] }).ok).toBe(false);
   });
 });
