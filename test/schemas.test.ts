@@ -89,6 +89,49 @@ const countTool = defineTool({
   execute: ({ n }) => `counted ${n}`,
 });
 
+// First: the harness installs Core's runtime before the CLI (below) would.
+describe('JSON Schema tools validate arguments through the pipeline as zod tools do', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness('schemas', defineConfig({ tools: [editTool, levelTool, zodTool, countTool] }));
+  });
+  afterAll(() => h?.close());
+
+  it('valid arguments reach the body; invalid ones get INVALID_ARGS saying what is wrong', async () => {
+    const edits = [{ oldText: 'a', newText: 'b' }];
+    const out = await h.client.runBatch(
+      batch([
+        { name: 'mcp_edit', args: { path: 'f.txt', mode: 'append', edits } },
+        { name: 'zod_edit', args: { path: 'f.txt', edits } },
+        { name: 'mcp_edit', args: { path: 'f.txt', mode: 'prepend', edits: [{ oldText: 'a' }], extra: 1 } },
+        { name: 'zod_edit', args: { path: 'f.txt', edits: [{ oldText: 'a' }] } },
+        { name: 'mcp_edit', args: { path: 'f.txt', edits, notify: 'not-an-address' } },
+        { name: 'set_level', args: { level: 'medium' } },
+        { name: 'set_level', args: { level: 'high' } },
+        { name: 'count', args: { n: -1 } },
+        { name: 'count', args: { n: 3 } },
+      ]),
+    );
+    const r = out.results.map((x) => x.result);
+    expect(text(r[0])).toBe('edited f.txt with 1 edit(s)');
+    expect(text(r[1])).toBe('edited f.txt with 1 edit(s)');
+    for (const i of [2, 3, 4, 5, 7]) {
+      expect(r[i].isError).toBe(true);
+      expect(r[i].error?.code).toBe(ErrorCodes.INVALID_ARGS);
+    }
+    expect(text(r[2])).toContain('invalid arguments for mcp_edit');
+    expect(text(r[2])).toContain('mode: must be equal to one of the allowed values ("replace", "append")');
+    expect(text(r[2])).toContain("edits.0: must have required property 'newText'");
+    expect(text(r[2])).toContain('must NOT have additional properties ("extra")');
+    expect(text(r[3])).toMatch(/edits\.0\.newText: /);
+    expect(text(r[4])).toContain('notify: must match format "email"');
+    expect(text(r[5])).toContain('level: must be equal to one of the allowed values ("low", "high")');
+    expect(text(r[6])).toBe('level high');
+    expect(text(r[7])).toContain('n: n must be a positive number');
+    expect(text(r[8])).toBe('counted 3');
+  });
+});
+
 describe('defineTool refuses a schema it cannot use, naming the tool and the fix', () => {
   const tool =
     (input: unknown, extra: object = {}) =>
@@ -185,47 +228,5 @@ describe('model-facing schemas, from every form and without the bodies', () => {
         inputSchema: expect.objectContaining({ type: 'object' }),
       },
     ]);
-  });
-});
-
-describe('JSON Schema tools validate arguments through the pipeline as zod tools do', () => {
-  let h: Harness;
-  beforeAll(async () => {
-    h = await startHarness('schemas', defineConfig({ tools: [editTool, levelTool, zodTool, countTool] }));
-  });
-  afterAll(() => h?.close());
-
-  it('valid arguments reach the body; invalid ones get INVALID_ARGS saying what is wrong', async () => {
-    const edits = [{ oldText: 'a', newText: 'b' }];
-    const out = await h.client.runBatch(
-      batch([
-        { name: 'mcp_edit', args: { path: 'f.txt', mode: 'append', edits } },
-        { name: 'zod_edit', args: { path: 'f.txt', edits } },
-        { name: 'mcp_edit', args: { path: 'f.txt', mode: 'prepend', edits: [{ oldText: 'a' }], extra: 1 } },
-        { name: 'zod_edit', args: { path: 'f.txt', edits: [{ oldText: 'a' }] } },
-        { name: 'mcp_edit', args: { path: 'f.txt', edits, notify: 'not-an-address' } },
-        { name: 'set_level', args: { level: 'medium' } },
-        { name: 'set_level', args: { level: 'high' } },
-        { name: 'count', args: { n: -1 } },
-        { name: 'count', args: { n: 3 } },
-      ]),
-    );
-    const r = out.results.map((x) => x.result);
-    expect(text(r[0])).toBe('edited f.txt with 1 edit(s)');
-    expect(text(r[1])).toBe('edited f.txt with 1 edit(s)');
-    for (const i of [2, 3, 4, 5, 7]) {
-      expect(r[i].isError).toBe(true);
-      expect(r[i].error?.code).toBe(ErrorCodes.INVALID_ARGS);
-    }
-    expect(text(r[2])).toContain('invalid arguments for mcp_edit');
-    expect(text(r[2])).toContain('mode: must be equal to one of the allowed values ("replace", "append")');
-    expect(text(r[2])).toContain("edits.0: must have required property 'newText'");
-    expect(text(r[2])).toContain('must NOT have additional properties ("extra")');
-    expect(text(r[3])).toMatch(/edits\.0\.newText: /);
-    expect(text(r[4])).toContain('notify: must match format "email"');
-    expect(text(r[5])).toContain('level: must be equal to one of the allowed values ("low", "high")');
-    expect(text(r[6])).toBe('level high');
-    expect(text(r[7])).toContain('n: n must be a positive number');
-    expect(text(r[8])).toBe('counted 3');
   });
 });
