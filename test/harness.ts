@@ -25,7 +25,7 @@ export interface Harness {
 export async function startHarness(
   name: string,
   config: SluiceConfig,
-  opts: { autoStart?: boolean; dataConverter?: DataConverter } = {},
+  opts: { autoStart?: boolean; dataConverter?: DataConverter; stateDir?: string } = {},
 ): Promise<Harness> {
   if (!runtimeQuieted) {
     Runtime.install({ logger: new (require('@temporalio/worker').DefaultLogger)('ERROR') });
@@ -33,7 +33,7 @@ export async function startHarness(
   }
   const connection = await NativeConnection.connect({ address: inject('temporalAddress') });
   const taskQueue = `${name}-${process.pid}-${Date.now()}`;
-  const stateDir = fs.mkdtempSync(path.join(inject('runDir'), `${name}-`));
+  const stateDir = opts.stateDir ?? fs.mkdtempSync(path.join(inject('runDir'), `${name}-`));
   const client = new SluiceClient({ connection, taskQueue, dataConverter: opts.dataConverter });
   let running: Promise<void> | undefined;
   const h: Harness = {

@@ -15,6 +15,12 @@ export const ToolErrorCodes = {
   TOOL_FAILED: ErrorCodes.TOOL_FAILED,
   /** The path is outside the workspace root (`..`, an absolute path elsewhere, a symlink out). */
   FS_OUTSIDE_WORKSPACE: 'FS_OUTSIDE_WORKSPACE',
+  /** A protected path: hook settings or scripts, Sluice's state folder, or one configured (tools/fs/protect.ts). */
+  FS_PROTECTED_PATH: 'FS_PROTECTED_PATH',
+  /** A file with more than one hard link: another name for it may lie outside the workspace. */
+  FS_HARD_LINK: 'FS_HARD_LINK',
+  /** A path changed (a symbolic link swapped in) between its check and its use. */
+  FS_RACE: 'FS_RACE',
   /** A directory where a file was expected, or the other way round. */
   FS_NOT_A_FILE: 'FS_NOT_A_FILE',
   FS_BINARY_FILE: 'FS_BINARY_FILE',

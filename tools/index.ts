@@ -1,12 +1,22 @@
 // The built-in tool families. A config picks what it needs, e.g.
 //   defineConfig({ tools: [...fsTools({ root }), todoWriteTool(), bashTool({ root })] })
-export { fsTools, ledgerEditIntent, ledgerWriteIntent, observationOf, versionOf, FS_STATE_NAMESPACE } from './fs';
+export {
+  fsTools,
+  DEFAULT_PROTECTED_NAMES,
+  protectStateDir,
+  ledgerEditIntent,
+  ledgerWriteIntent,
+  observationOf,
+  versionOf,
+  FS_STATE_NAMESPACE,
+} from './fs';
 export type {
   DiskState,
   EditIntent,
   EditIntentPolicy,
   FsToolsOptions,
   IntentDecision,
+  ProtectOptions,
   Observation,
   WriteIntent,
   WriteIntentPolicy,

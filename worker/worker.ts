@@ -8,6 +8,7 @@ import { FileResultStore } from './claim-check';
 import { withHeartbeats } from './liveness';
 import { JsonlSessionLog } from './sink';
 import { sessionEventSinks } from './workflow-sinks';
+import { protectStateDir } from '../tools/fs/protect';
 
 export const DEFAULT_TASK_QUEUE = 'sluice';
 export const DEFAULT_STATE_DIR = '.sluice';
@@ -37,6 +38,8 @@ export const WORKFLOWS_PATH = path.join(__dirname, '..', 'workflows', 'index.ts'
 
 export async function createSluiceWorker(opts: SluiceWorkerOptions): Promise<Worker> {
   const stateDir = opts.stateDir ?? DEFAULT_STATE_DIR;
+  // Session logs and stored results of every session: no built-in tool may reach them.
+  protectStateDir(stateDir);
   const sink = opts.config.sink ?? new JsonlSessionLog(stateDir);
   return Worker.create({
     connection: opts.connection,

@@ -4,7 +4,8 @@
 import { z } from 'zod';
 import { defineTool, toolOutput, type ToolDefinition } from '../../worker/config';
 import { answering, ToolErrorCodes, ToolFailure } from '../errors';
-import { loadFile, looksBinary, writeAtomically } from './files';
+import { loadFile, looksBinary } from './files';
+import { writeAtomically } from './pinned';
 import { askIntent, observationOf, recordObservation, versionOf, type EditIntentPolicy } from './ledger';
 import { resolveInWorkspace, type Workspace } from './workspace';
 
@@ -37,8 +38,9 @@ export function editTool(
     }),
     execute: (args, ctx) =>
       answering(async () => {
-        const target = await resolveInWorkspace(await workspace(), args.file_path);
-        const now = await loadFile(target.abs, target.rel, maxBytes);
+        const ws = await workspace();
+        const target = await resolveInWorkspace(ws, args.file_path);
+        const now = await loadFile(ws, target.rel, maxBytes);
         const observed = observationOf(ctx, target.rel);
         const decision = await askIntent('fs/edit-intent', policy, {
           tool: 'edit',
@@ -80,7 +82,7 @@ export function editTool(
           args.replace_all === true,
           target.rel,
         );
-        await writeAtomically(target.abs, updated, now.mode);
+        await writeAtomically(ws, target.rel, updated, now.mode);
         const version = versionOf(updated);
         // An edit shows the model no more of the file than it saw before; an unobserved file
         // (a custom policy let it through) counts as seen in part.

@@ -1,9 +1,8 @@
-// Reading and replacing whole files: what is on disk now, binary detection, atomic writes.
-import { randomBytes } from 'node:crypto';
-import * as fs from 'node:fs/promises';
-import * as path from 'node:path';
+// Reading whole files: what is on disk now, and binary detection.
 import { ToolErrorCodes, ToolFailure } from '../errors';
 import { versionOf, type DiskState } from './ledger';
+import { openForReading } from './pinned';
+import type { Workspace } from './workspace';
 
 /** How much of a file's start is inspected to tell text from binary. */
 export const SNIFF_BYTES = 8192;
@@ -24,50 +23,31 @@ export interface FileNow {
   mode?: number;
 }
 
-/** The file as it is now, whole; refuses directories and files above maxBytes. */
-export async function loadFile(abs: string, rel: string, maxBytes: number): Promise<FileNow> {
-  let stat;
+/** The file as it is now, whole; refuses directories, files above maxBytes, and hard-linked files. */
+export async function loadFile(ws: Workspace, rel: string, maxBytes: number): Promise<FileNow> {
+  let handle;
   try {
-    stat = await fs.stat(abs);
+    handle = await openForReading(ws, rel);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { disk: { state: 'absent' } };
     throw err;
   }
-  if (!stat.isFile())
-    throw new ToolFailure(
-      `${rel} is a directory, not a file. Use glob to list what is in it.`,
-      ToolErrorCodes.FS_NOT_A_FILE,
-    );
-  if (stat.size > maxBytes) {
-    throw new ToolFailure(
-      `${rel} is ${stat.size} bytes, more than the ${maxBytes} bytes this tool rewrites whole. Change it with bash (e.g. sed) instead.`,
-      ToolErrorCodes.FS_TOO_LARGE,
-    );
-  }
-  const bytes = await fs.readFile(abs);
-  return { disk: { state: 'present', version: versionOf(bytes) }, bytes, mode: stat.mode & 0o7777 };
-}
-
-/**
- * Replaces the file in one step: a temporary file in the same directory, then a rename, so no
- * reader (and no crash) ever sees half a file. Parent directories are created as needed.
- */
-export async function writeAtomically(abs: string, content: string, mode?: number): Promise<void> {
-  const dir = path.dirname(abs);
-  await fs.mkdir(dir, { recursive: true });
-  const tmp = path.join(dir, `.${path.basename(abs)}.${randomBytes(6).toString('hex')}.sluice-tmp`);
   try {
-    const handle = await fs.open(tmp, 'wx', mode ?? 0o666);
-    try {
-      await handle.writeFile(content, 'utf8');
-      if (mode !== undefined) await handle.chmod(mode);
-      await handle.sync();
-    } finally {
-      await handle.close();
+    const stat = await handle.stat();
+    if (!stat.isFile())
+      throw new ToolFailure(
+        `${rel} is a directory, not a file. Use glob to list what is in it.`,
+        ToolErrorCodes.FS_NOT_A_FILE,
+      );
+    if (stat.size > maxBytes) {
+      throw new ToolFailure(
+        `${rel} is ${stat.size} bytes, more than the ${maxBytes} bytes this tool rewrites whole. Change it with bash (e.g. sed) instead.`,
+        ToolErrorCodes.FS_TOO_LARGE,
+      );
     }
-    await fs.rename(tmp, abs);
-  } catch (err) {
-    await fs.rm(tmp, { force: true });
-    throw err;
+    const bytes = await handle.readFile();
+    return { disk: { state: 'present', version: versionOf(bytes) }, bytes, mode: stat.mode & 0o7777 };
+  } finally {
+    await handle.close();
   }
 }

@@ -3,13 +3,14 @@
 // Patterns come from the model, so they run on RE2 (re2js): linear in the text, whatever the
 // pattern. A backtracking engine would let `^(a+)+$` over a few dozen characters hold the
 // worker's event loop for minutes, stalling every other batch on it (and again on each retry).
-import * as fs from 'node:fs/promises';
+import * as path from 'node:path';
 import picomatch from 'picomatch';
 import { RE2JS } from 're2js';
 import { z } from 'zod';
 import { defineTool, toolOutput, type ToolDefinition } from '../../worker/config';
 import { answering, ToolErrorCodes, ToolFailure } from '../errors';
 import { looksBinary } from './files';
+import { openForReading } from './pinned';
 import type { SearchLimits } from './glob';
 import { searchStart, walk, type WalkEntry } from './walk';
 import { resolveInWorkspace, type Workspace } from './workspace';
@@ -100,13 +101,18 @@ async function grep(args: GrepArgs, workspace: () => Promise<Workspace>, limits:
   const out: string[] = [];
   let more = false;
   let skippedLarge = 0;
+  let skippedRefused = 0;
   let stoppedEarly = false;
   for await (const file of filesUnder(ws, base, limits, () => (stoppedEarly = true))) {
     const under = base.rel === '.' || file.rel === base.rel ? file.rel : file.rel.slice(base.rel.length + 1);
     if (!wanted.every((m) => m(under))) continue;
-    const text = await readText(file.abs);
+    const text = await readText(ws, file.abs);
     if (text === 'too-large') {
       skippedLarge++;
+      continue;
+    }
+    if (text === 'refused') {
+      skippedRefused++;
       continue;
     }
     if (text === undefined) continue;
@@ -137,6 +143,10 @@ async function grep(args: GrepArgs, workspace: () => Promise<Workspace>, limits:
     notes.push(`[The search stopped after ${limits.maxEntries} entries, so matches may be missing; narrow the path.]`);
   if (skippedLarge)
     notes.push(`[${skippedLarge} file(s) over ${MAX_FILE_BYTES} bytes were not searched; use bash to search them.]`);
+  if (skippedRefused)
+    notes.push(
+      `[${skippedRefused} file(s) with several hard links, or that changed while being opened, were not searched.]`,
+    );
   const text = out.length
     ? [...out, ...notes].join('\n')
     : [`No matches for ${JSON.stringify(args.pattern)} under ${base.rel}.`, ...notes].join('\n');
@@ -173,14 +183,25 @@ async function* filesUnder(
   if (w.stoppedEarly) onStoppedEarly();
 }
 
-async function readText(abs: string): Promise<string | 'too-large' | undefined> {
+async function readText(ws: Workspace, abs: string): Promise<string | 'too-large' | 'refused' | undefined> {
+  let handle;
   try {
-    const stat = await fs.stat(abs);
+    handle = await openForReading(ws, path.relative(ws.realRoot, abs).split(path.sep).join('/'));
+  } catch (err) {
+    // A hard-linked file, or a link swapped in since the walk: not searched, and said so.
+    if (err instanceof ToolFailure) return 'refused';
+    return undefined; // vanished or unreadable since the walk saw it
+  }
+  try {
+    const stat = await handle.stat();
+    if (!stat.isFile()) return undefined;
     if (stat.size > MAX_FILE_BYTES) return 'too-large';
-    const bytes = await fs.readFile(abs);
+    const bytes = await handle.readFile();
     return looksBinary(bytes) ? undefined : bytes.toString('utf8');
   } catch {
-    return undefined; // vanished or unreadable since the walk saw it
+    return undefined;
+  } finally {
+    await handle.close();
   }
 }
 

@@ -6,6 +6,7 @@ import { globTool, SEARCH_DEFAULTS, type SearchLimits } from './glob';
 import { grepTool } from './grep';
 import { ledgerEditIntent, ledgerWriteIntent, type EditIntentPolicy, type WriteIntentPolicy } from './ledger';
 import { READ_DEFAULTS, readTool, type ReadLimits } from './read';
+import type { ProtectOptions } from './protect';
 import { openWorkspace } from './workspace';
 import { writeTool } from './write';
 
@@ -20,12 +21,20 @@ export interface FsToolsOptions {
   search?: Partial<SearchLimits>;
   /** write and edit refuse files larger than this (they hold the whole file in memory). Default 10 MiB. */
   maxFileBytes?: number;
+  /**
+   * Paths no tool may read or change (FS_PROTECTED_PATH). Default: folders named .claude, .codex,
+   * .gemini and .sluice anywhere, and the scripts the hook settings in the root run. Sluice's own
+   * state folder stays protected whatever this says. See tools/fs/protect.ts.
+   */
+  protect?: ProtectOptions | false;
+  /** Files with more than one hard link: 'refuse' (default, FS_HARD_LINK) or 'allow'. */
+  hardLinks?: 'refuse' | 'allow';
 }
 
 export function fsTools(opts: FsToolsOptions): ToolDefinition[] {
   if (typeof opts?.root !== 'string' || !opts.root)
     throw new Error('fsTools needs a workspace root: fsTools({ root: "path/to/workspace" })');
-  const workspace = () => openWorkspace(opts.root);
+  const workspace = () => openWorkspace(opts.root, { protect: opts.protect, hardLinks: opts.hardLinks });
   const maxFileBytes = opts.maxFileBytes ?? 10 * 1024 * 1024;
   const search = { ...SEARCH_DEFAULTS, ...opts.search };
   return [
@@ -37,6 +46,7 @@ export function fsTools(opts: FsToolsOptions): ToolDefinition[] {
   ];
 }
 
+export { DEFAULT_PROTECTED_NAMES, protectStateDir, type ProtectOptions } from './protect';
 export { ledgerEditIntent, ledgerWriteIntent, observationOf, versionOf, FS_STATE_NAMESPACE } from './ledger';
 export type {
   DiskState,

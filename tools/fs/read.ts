@@ -1,14 +1,14 @@
 // read: a file's lines, numbered, a page at a time. The whole file is hashed on the way through,
 // so even a paged read records the exact version it saw (marked partial).
 import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
-import * as fs from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
 import { StringDecoder } from 'node:string_decoder';
 import { z } from 'zod';
 import { defineTool, toolOutput, type ToolDefinition } from '../../worker/config';
 import { answering, ToolErrorCodes, ToolFailure } from '../errors';
 import { looksBinary } from './files';
 import { recordObservation } from './ledger';
+import { openForReading } from './pinned';
 import { resolveInWorkspace, type Workspace } from './workspace';
 
 export interface ReadLimits {
@@ -57,10 +57,11 @@ export function readTool(
     }),
     execute: (args, ctx) =>
       answering(async () => {
-        const target = await resolveInWorkspace(await workspace(), args.file_path);
-        let stat;
+        const ws = await workspace();
+        const target = await resolveInWorkspace(ws, args.file_path);
+        let handle;
         try {
-          stat = await fs.stat(target.abs);
+          handle = await openForReading(ws, target.rel);
         } catch (err) {
           if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
           recordObservation(ctx, target.rel, { state: 'absent', partial: false });
@@ -69,14 +70,18 @@ export function readTool(
             ToolErrorCodes.FS_NOT_FOUND,
           );
         }
-        if (!stat.isFile())
-          throw new ToolFailure(
-            `${target.rel} is a directory, not a file. Use glob to list what is in it.`,
-            ToolErrorCodes.FS_NOT_A_FILE,
-          );
-
         const first = Math.max(1, args.offset ?? 1);
-        const page = await scan(target.abs, first, args.limit ?? limits.defaultLines, limits);
+        let page: Page;
+        try {
+          if (!(await handle.stat()).isFile())
+            throw new ToolFailure(
+              `${target.rel} is a directory, not a file. Use glob to list what is in it.`,
+              ToolErrorCodes.FS_NOT_A_FILE,
+            );
+          page = await scan(handle, first, args.limit ?? limits.defaultLines, limits);
+        } finally {
+          await handle.close();
+        }
         if (page.binary) {
           // All there is to see of a binary file was seen: its size and that it is binary.
           recordObservation(ctx, target.rel, { state: 'present', version: page.version, partial: false });
@@ -124,7 +129,7 @@ interface Page {
 }
 
 /** Streams the file once: hashes every byte, counts every line, keeps only the requested page. */
-async function scan(abs: string, first: number, limit: number, limits: ReadLimits): Promise<Page> {
+async function scan(handle: FileHandle, first: number, limit: number, limits: ReadLimits): Promise<Page> {
   const hash = createHash('sha256');
   const decoder = new StringDecoder('utf8');
   const page: Page = { version: '', bytes: 0, binary: false, totalLines: 0, lines: [], cutForSize: false, cutLines: 0 };
@@ -152,7 +157,7 @@ async function scan(abs: string, first: number, limit: number, limits: ReadLimit
   };
 
   let sniffed = false;
-  for await (const chunk of createReadStream(abs) as AsyncIterable<Buffer>) {
+  for await (const chunk of handle.createReadStream({ autoClose: false }) as AsyncIterable<Buffer>) {
     hash.update(chunk);
     page.bytes += chunk.length;
     if (!sniffed) {

@@ -58,6 +58,7 @@ export function walk(ws: Workspace, base: { abs: string; rel: string }, maxEntri
         }
         const abs = path.join(dir.abs, d.name);
         const rel = dir.rel === '.' ? d.name : `${dir.rel}/${d.name}`;
+        if (ws.protection.why(abs)) continue; // not listed, not searched
         let isDir = d.isDirectory();
         let readFrom = abs;
         if (d.isSymbolicLink()) {
@@ -146,7 +147,7 @@ async function layerAt(file: string, dir: string): Promise<Layer> {
 async function linkTarget(ws: Workspace, abs: string): Promise<{ abs: string; isDir: boolean } | undefined> {
   try {
     const real = await fs.realpath(abs);
-    if (leavesBase(path.relative(ws.realRoot, real))) return undefined;
+    if (leavesBase(path.relative(ws.realRoot, real)) || ws.protection.why(real)) return undefined;
     return { abs: real, isDir: (await fs.stat(real)).isDirectory() };
   } catch {
     return undefined; // dangling

@@ -4,12 +4,24 @@
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { ToolErrorCodes, ToolFailure } from '../errors';
+import { protection, type ProtectOptions, type Protection } from './protect';
 
 export interface Workspace {
   /** The root as configured, made absolute. */
   readonly root: string;
   /** The root with every symbolic link resolved: what containment is checked against. */
   readonly realRoot: string;
+  /** What no tool may touch inside the root (tools/fs/protect.ts). */
+  readonly protection: Protection;
+  /** Whether files with more than one hard link may be read and changed (default: refused). */
+  readonly allowHardLinks: boolean;
+}
+
+export interface WorkspaceOptions {
+  /** Paths no tool may touch; `false` leaves only Sluice's state folder protected. */
+  protect?: ProtectOptions | false;
+  /** 'refuse' (default): a file with several hard links may have a name outside the workspace. */
+  hardLinks?: 'refuse' | 'allow';
 }
 
 export interface WorkspacePath {
@@ -19,12 +31,17 @@ export interface WorkspacePath {
   readonly rel: string;
 }
 
-export async function openWorkspace(root: string): Promise<Workspace> {
+export async function openWorkspace(root: string, opts: WorkspaceOptions = {}): Promise<Workspace> {
   const abs = path.resolve(root);
   try {
     const realRoot = await fs.realpath(abs);
     if (!(await fs.stat(realRoot)).isDirectory()) throw new Error('not a directory');
-    return { root: abs, realRoot };
+    return {
+      root: abs,
+      realRoot,
+      protection: protection(realRoot, opts.protect),
+      allowHardLinks: opts.hardLinks === 'allow',
+    };
   } catch (err) {
     // The operator's mistake, not the model's: say so, and don't let Temporal retry it.
     throw new ToolFailure(
@@ -56,10 +73,22 @@ export async function resolveInWorkspace(ws: Workspace, input: string): Promise<
     inside = path.join(ws.realRoot, input);
   }
 
+  // By the name the model gave as well as by the real location: a protected folder may be a link.
+  const guarded = ws.protection.why(inside);
+  if (guarded) throw protectedPath(input, guarded);
   const real = await realLocation(inside, outside);
   const rel = path.relative(ws.realRoot, real);
   if (leavesBase(rel)) throw outside('leads outside the workspace root through a symbolic link');
+  const why = ws.protection.why(real);
+  if (why) throw protectedPath(input, why);
   return { abs: real, rel: rel === '' ? '.' : rel.split(path.sep).join('/') };
+}
+
+export function protectedPath(input: string, why: string): ToolFailure {
+  return new ToolFailure(
+    `${JSON.stringify(input)} ${why}; the built-in tools may not read or change it. Whoever runs Sluice can lift this with fsTools({ protect }).`,
+    ToolErrorCodes.FS_PROTECTED_PATH,
+  );
 }
 
 /** The path with all links resolved; a missing tail is appended to its deepest existing ancestor. */

@@ -2,7 +2,8 @@
 import { z } from 'zod';
 import { defineTool, toolOutput, type ToolDefinition } from '../../worker/config';
 import { answering, ToolFailure } from '../errors';
-import { loadFile, writeAtomically } from './files';
+import { loadFile } from './files';
+import { writeAtomically } from './pinned';
 import { askIntent, observationOf, recordObservation, versionOf, type WriteIntentPolicy } from './ledger';
 import { resolveInWorkspace, type Workspace } from './workspace';
 
@@ -27,8 +28,9 @@ export function writeTool(
     presentCall: (a) => ({ title: `Write ${a.file_path}`, summary: `${Buffer.byteLength(a.content)} bytes` }),
     execute: (args, ctx) =>
       answering(async () => {
-        const target = await resolveInWorkspace(await workspace(), args.file_path);
-        const now = await loadFile(target.abs, target.rel, maxBytes);
+        const ws = await workspace();
+        const target = await resolveInWorkspace(ws, args.file_path);
+        const now = await loadFile(ws, target.rel, maxBytes);
         const decision = await askIntent('fs/write-intent', policy, {
           tool: 'write',
           path: target.rel,
@@ -40,7 +42,7 @@ export function writeTool(
         });
         if (decision.kind === 'deny') throw new ToolFailure(decision.message, decision.code);
 
-        await writeAtomically(target.abs, args.content, now.mode);
+        await writeAtomically(ws, target.rel, args.content, now.mode);
         const version = versionOf(args.content);
         recordObservation(ctx, target.rel, { state: 'present', version, partial: false });
         const bytes = Buffer.byteLength(args.content);
