@@ -1,4 +1,5 @@
 import { MAX_CALLS_PER_BATCH } from './budget';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from './json';
 import type { BatchInput } from './types';
 
 /** Why a batch cannot run at all, in words for whoever built it; undefined when it can. */
@@ -6,11 +7,17 @@ export function batchInputProblem(input: unknown): string | undefined {
   const b = input as Partial<BatchInput> | null;
   if (!b || typeof b !== 'object') return 'a batch must be an object {sessionId, turn, step, calls}';
   if (typeof b.sessionId !== 'string' || !b.sessionId) return 'sessionId must be a non-empty string';
+  const sessionProblem = sessionIdProblem(b.sessionId);
+  if (sessionProblem) return sessionProblem;
   for (const k of ['turn', 'step'] as const) {
     if (!Number.isInteger(b[k]) || (b[k] as number) < 0) return `${k} must be a whole number >= 0`;
   }
   if (b.startSeq !== undefined && (!Number.isInteger(b.startSeq) || b.startSeq < 0))
     return 'startSeq must be a whole number >= 0';
+  if (b.state !== undefined && (b.state === null || typeof b.state !== 'object' || Array.isArray(b.state)))
+    return 'state must be an object {namespace: {key: value}}';
+  if (b.state !== undefined && nestsDeeperThan(b.state, MAX_JSON_DEPTH))
+    return `state nests more than ${MAX_JSON_DEPTH} levels deep; keep session state flatter`;
   if (!Array.isArray(b.calls)) return 'calls must be an array of {id, name, arguments}';
   if (b.calls.length > MAX_CALLS_PER_BATCH)
     return `a batch has at most ${MAX_CALLS_PER_BATCH} calls (this one has ${b.calls.length}): split it into several batches (steps)`;
@@ -26,5 +33,20 @@ export function batchInputProblem(input: unknown): string | undefined {
       return `calls[${i}].id ${JSON.stringify(c.id)} appears twice; call ids must be unique within a batch`;
     seen.add(c.id);
   }
+  return undefined;
+}
+
+/** The longest session id, in characters: it is part of workflow ids, search attributes and file names. */
+export const MAX_SESSION_ID_CHARS = 200;
+
+/** Why a session id cannot be used; undefined when it can. */
+export function sessionIdProblem(sessionId: string): string | undefined {
+  if (sessionId.length > MAX_SESSION_ID_CHARS)
+    return `sessionId is ${sessionId.length} characters, over the ${MAX_SESSION_ID_CHARS}-character limit; use a shorter id (e.g. a uuid)`;
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it looks for
+  if (/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/.test(sessionId))
+    return 'sessionId contains control characters or line breaks; use printable characters (e.g. a uuid)';
+  if (/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(sessionId))
+    return 'sessionId contains a lone surrogate, which is not valid text; use printable characters (e.g. a uuid)';
   return undefined;
 }

@@ -12,6 +12,23 @@ export class NotLosslessJsonError extends Error {
 }
 
 /**
+ * How deep arrays and objects may nest in a recorded value. Every step that walks a value recurses
+ * (the snapshot, the digest, canonical JSON, the payload converter), and inside a workflow a stack
+ * overflow fails the workflow task on every retry; nothing real nests this deep.
+ */
+export const MAX_JSON_DEPTH = 256;
+
+/** Thrown when a value nests deeper than MAX_JSON_DEPTH. */
+export class JsonTooDeepError extends Error {
+  constructor(readonly path: string) {
+    super(
+      `${path.length > 60 ? `${path.slice(0, 60)}…` : path || 'value'} nests arrays/objects more than ${MAX_JSON_DEPTH} levels deep, the most Sluice accepts; send flatter data`,
+    );
+    this.name = 'JsonTooDeepError';
+  }
+}
+
+/**
  * Copies `value` into plain, frozen JSON, or throws NotLosslessJsonError naming the first part
  * that JSON would silently change: undefined, functions, symbols, BigInt, NaN/Infinity, -0,
  * cycles, sparse arrays, class instances, symbol keys, accessors (which may throw or lie).
@@ -21,6 +38,7 @@ export function snapshotJson(value: unknown, path = ''): Json {
 }
 
 function copy(value: unknown, path: string, ancestors: Set<object>): Json {
+  if (ancestors.size >= MAX_JSON_DEPTH && value !== null && typeof value === 'object') throw new JsonTooDeepError(path);
   switch (typeof value) {
     case 'string':
     case 'boolean':
@@ -91,6 +109,23 @@ export function snapshotArguments(raw: string): { [k: string]: Json } {
     throw new NotLosslessJsonError('arguments', 'must be a JSON object');
   }
   return snapshotJson(parsed, 'arguments') as { [k: string]: Json };
+}
+
+/**
+ * True when a plain JSON value (one that came out of JSON.parse) nests deeper than `max`. Walks
+ * without recursion, so it is safe on any input.
+ */
+export function nestsDeeperThan(value: unknown, max: number): boolean {
+  const stack: [unknown, number][] = [[value, 0]];
+  const seen = new Set<object>();
+  while (stack.length) {
+    const [v, depth] = stack.pop()!;
+    if (v === null || typeof v !== 'object' || seen.has(v)) continue;
+    if (depth >= max) return true;
+    seen.add(v);
+    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, depth + 1]);
+  }
+  return false;
 }
 
 /** JSON with object keys sorted, so equal values always give equal strings (and digests). */

@@ -1,11 +1,16 @@
 // Inputs that used to hang a batch forever (no error, no deny timeout, runBatch never returning),
 // sent the way the security review sent them, against the real server. Each must now end with a
 // clear per-call or per-request error, and the batch must finish.
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import type { BatchState, PendingApproval } from '../pipeline/types';
+import { SluiceError } from '../client/client';
+import { codeModeTool } from '../tools/code-mode';
 import { defineConfig, defineTool } from '../worker/config';
+import { readSessionLog, sessionLogPath } from '../worker/sink';
 import { batch, startHarness, text, type Harness } from './harness';
 
 const send = defineTool({
@@ -35,7 +40,7 @@ function temporal(args: string[]): Promise<{ status: number; stdout: string; std
 
 let h: Harness;
 beforeAll(async () => {
-  h = await startHarness('hang-attacks', defineConfig({ tools: [send, echo] }));
+  h = await startHarness('hang-attacks', defineConfig({ tools: [send, echo, codeModeTool()] }));
 });
 afterAll(() => h?.close());
 
@@ -90,3 +95,114 @@ describe('a stock-CLI signal with fields of the wrong type', () => {
     expect(refused[1].data.problem).toContain('"by" must be a string (got an array)');
   });
 });
+
+/** `{"a": [[[…]]]}`, `depth` arrays deep: some 40 K characters for 20,000 levels, far under the 256 K limit. */
+const deepArgs = (depth: number) => `{"a":${'['.repeat(depth)}${']'.repeat(depth)}}`;
+
+describe('arguments nested thousands of levels deep', () => {
+  it('get a per-call INVALID_ARGS, first in the batch or right after another call; the others run', async () => {
+    const out = await h.client.runBatch(
+      batch([
+        { id: 'deep-1', name: 'echo', args: deepArgs(20_000) },
+        { id: 'ok-1', name: 'echo', args: { x: [[[1]]] } },
+        { id: 'deep-2', name: 'echo', args: deepArgs(10_000) },
+        { id: 'ok-2', name: 'echo', args: { y: 1 } },
+      ]),
+    );
+    expect(out.results.map((r) => [r.callId, r.result.error?.code])).toEqual([
+      ['deep-1', 'INVALID_ARGS'],
+      ['ok-1', undefined],
+      ['deep-2', 'INVALID_ARGS'],
+      ['ok-2', undefined],
+    ]);
+    expect(out.results[0].result.error?.message).toMatch(/nests arrays\/objects more than 256 levels deep/);
+    expect(text(out.results[1].result)).toBe('13 characters');
+  });
+
+  it('inside a Code Mode program, are a catchable error and nothing is dispatched', async () => {
+    const code = [
+      'let v = 1;',
+      'for (let i = 0; i < 20000; i++) v = [v];',
+      'let caught = "";',
+      'try { await tools.echo({ a: v }); } catch (e) { caught = String(e.message || e); }',
+      'const ok = await tools.echo({ b: 2 });',
+      'return { caught: caught.length > 0, ok };',
+    ].join('\n');
+    const out = await h.client.runBatch(batch([{ name: 'run_code', args: { code, description: 'deep arguments' } }]));
+    const r = out.results[0].result;
+    expect(r.isError, text(r)).toBe(false);
+    expect(JSON.parse(text(r).replace(/^Result:\n/, ''))).toEqual({ caught: true, ok: '7 characters' });
+    expect(out.events.filter((e) => e.type === 'tool/code-dispatch-start').map((e) => e.data.name)).toEqual(['echo']);
+  });
+});
+
+describe('session ids', () => {
+  it('a session id of 30 emoji runs, and its log file gets a name the file system accepts', async () => {
+    const sessionId = '\u{1F600}'.repeat(30);
+    const out = await h.client.runBatch({ ...batch([{ name: 'echo', args: { z: 1 } }]), sessionId });
+    expect(out.results[0].result.isError).toBe(false);
+    const file = sessionLogPath(h.stateDir, sessionId);
+    expect(Buffer.byteLength(path.basename(file))).toBeLessThan(255);
+    for (let i = 0; i < 100 && (await readSessionLog(h.stateDir, sessionId)).length < out.events.length; i++)
+      await new Promise((r) => setTimeout(r, 100));
+    expect(await readSessionLog(h.stateDir, sessionId)).toEqual(out.events);
+  });
+
+  it('an unusable session id is refused at submission with what to do', async () => {
+    for (const [sessionId, problem] of [
+      ['x'.repeat(201), /sessionId is 201 characters, over the 200-character limit/],
+      ['a\u001b[2Kb', /sessionId contains control characters/],
+      ['line\nbreak', /sessionId contains control characters/],
+      ['lone \ud800 surrogate', /sessionId contains a lone surrogate/],
+    ] as const) {
+      const err = await h.client.startBatch({ ...batch([{ name: 'echo' }]), sessionId }).then(
+        () => undefined,
+        (e) => e,
+      );
+      expect(err).toBeInstanceOf(SluiceError);
+      expect(err.message).toMatch(problem);
+    }
+  });
+});
+
+describe('a session log folder that cannot be written', () => {
+  it('does not wedge the batch: it completes, and the held events are written once the folder heals', async () => {
+    const dir = path.join(h.stateDir, 'sessions');
+    fs.mkdirSync(dir, { recursive: true });
+    const readOnly = makeReadOnly(dir);
+    const req = batch([
+      { id: 'c1', name: 'echo', args: { n: 1 } },
+      { id: 'c2', name: 'send', args: { to: 'bo' } },
+      { id: 'c3', name: 'echo', args: { n: 3 } },
+    ]);
+    let out;
+    try {
+      expect(() => fs.writeFileSync(path.join(dir, 'probe'), 'x')).toThrow(/EROFS|EACCES/);
+      const handle = await h.client.startBatch(req);
+      const p = await pendingOf(handle.workflowId, 'c2');
+      await h.client.approve(p.approvalId, { workflowId: handle.workflowId, by: 'ada', argsDigest: p.argsDigest });
+      out = await handle.result();
+      expect(out.results.map((r) => r.result.isError)).toEqual([false, false, false]);
+      expect(fs.existsSync(sessionLogPath(h.stateDir, req.sessionId))).toBe(false);
+    } finally {
+      readOnly.undo();
+    }
+    // Retried in the background: the log catches up without another batch.
+    for (let i = 0; i < 300 && (await readSessionLog(h.stateDir, req.sessionId)).length < out.events.length; i++)
+      await new Promise((r) => setTimeout(r, 100));
+    expect(await readSessionLog(h.stateDir, req.sessionId)).toEqual(out.events);
+  });
+});
+
+/**
+ * Makes a folder read-only for this process: a read-only bind mount when running as root (root
+ * ignores permission bits), else the permission bits.
+ */
+function makeReadOnly(dir: string): { undo(): void } {
+  if (process.getuid?.() === 0) {
+    execFileSync('mount', ['--bind', '-o', 'ro', dir, dir]);
+    return { undo: () => execFileSync('umount', [dir]) };
+  }
+  fs.chmodSync(dir, 0o555);
+  return { undo: () => fs.chmodSync(dir, 0o755) };
+}

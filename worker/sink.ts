@@ -1,5 +1,6 @@
 // Session events leave the workflow through a sink. The default writes one append-only JSONL
 // file per session, so a person can `tail -f` it.
+import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import type { SessionEvent } from '../pipeline/types';
@@ -12,8 +13,21 @@ export interface EventSink {
   append(sessionId: string, events: SessionEvent[]): Promise<void>;
 }
 
+/** Longest file name kept readable; file systems refuse names over 255 bytes. */
+const MAX_READABLE_NAME = 120;
+
+/**
+ * The session's log file. A session id whose encoded form is long (emoji take 12 bytes each) gets
+ * a name that keeps its readable start and adds a hash of the whole id, so every id has a file
+ * name the file system accepts; '~' marks hashed names only, so no two ids share one.
+ */
 export function sessionLogPath(stateDir: string, sessionId: string): string {
-  return path.join(stateDir, 'sessions', `${encodeURIComponent(sessionId)}.jsonl`);
+  const encoded = encodeURIComponent(sessionId);
+  const name =
+    encoded.length <= MAX_READABLE_NAME && !encoded.includes('~')
+      ? encoded
+      : `${encoded.slice(0, 40).replace(/%[0-9A-F]?$/, '')}~${createHash('sha256').update(sessionId).digest('hex').slice(0, 32)}`;
+  return path.join(stateDir, 'sessions', `${name}.jsonl`);
 }
 
 export class JsonlSessionLog implements EventSink {
@@ -35,7 +49,8 @@ export class JsonlSessionLog implements EventSink {
     let last = this.lastSeq.get(sessionId);
     const firstWriteHere = last === undefined;
     if (last === undefined) last = await readLastSeq(file);
-    const fresh = events.filter((e) => e.seq > last!).sort((a, b) => a.seq - b.seq);
+    const bySeq = new Map(events.filter((e) => e.seq > last!).map((e) => [e.seq, e]));
+    const fresh = [...bySeq.values()].sort((a, b) => a.seq - b.seq);
     if (fresh.length === 0) return;
     await fs.mkdir(path.dirname(file), { recursive: true });
     // After a crash mid-append the file may end in a torn line: start on a fresh one.

@@ -4,45 +4,131 @@
 // At least once: the worker awaits these writes before it reports the workflow task done, and
 // calls the sink again on every replay (callDuringReplay). A crash before the write means the task
 // is retried and replayed, so the events come again; the EventSink skips seqs it already holds.
+//
+// A sink that keeps failing (a full or read-only disk, a name the file system refuses) must never
+// hold a workflow task: waiting in every task would outlast the task timeout, and the retried task
+// would wait again, forever. So the task waits for one short round of attempts per session; after
+// that the session's writes wait in memory and are retried in the background, and the batch goes
+// on. The events are in the batch's history and output either way (`sluice events` rebuilds a log).
 import { Runtime, type InjectedSinks } from '@temporalio/worker';
 import type { SessionEvent } from '../pipeline/types';
 import type { SessionEventSinks } from '../workflows/event-log';
 import type { EventSink } from './sink';
 
-const RETRY_DELAYS_MS = [100, 500, 2_000];
+export interface SinkRetryOptions {
+  /** Waits between the attempts a workflow task makes, before it stops waiting. */
+  inTaskDelaysMs?: number[];
+  /** Waits between background attempts once a session's writes are held; the last one repeats. */
+  backgroundDelaysMs?: number[];
+  /** Events held per session at most; past it the oldest are dropped (they stay in history). */
+  maxHeldEvents?: number;
+}
 
-export function sessionEventSinks(sink: EventSink): InjectedSinks<SessionEventSinks> {
+const DEFAULTS: Required<SinkRetryOptions> = {
+  inTaskDelaysMs: [100, 500],
+  backgroundDelaysMs: [2_000, 5_000, 15_000, 60_000, 300_000],
+  maxHeldEvents: 20_000,
+};
+
+/** Errors no quick retry will cure: the task stops waiting at once. */
+const PERMANENT = new Set(['ENAMETOOLONG', 'EROFS', 'ENOSPC', 'EDQUOT', 'EACCES', 'EPERM', 'ENOTDIR', 'EISDIR']);
+
+interface Held {
+  events: SessionEvent[];
+  attempt: number;
+  timer?: NodeJS.Timeout;
+}
+
+export function sessionEventSinks(sink: EventSink, options: SinkRetryOptions = {}): InjectedSinks<SessionEventSinks> {
+  const opts = { ...DEFAULTS, ...options };
   // One write at a time per session, in the order the workflow handed the chunks over.
   const queues = new Map<string, Promise<void>>();
+  // Sessions whose writes failed for good in a task: their events wait here for a background retry.
+  const held = new Map<string, Held>();
+  const warn = (message: string, meta: Record<string, unknown>) => Runtime.instance().logger.warn(message, meta);
+
+  const hold = (sessionId: string, events: SessionEvent[]) => {
+    let h = held.get(sessionId);
+    if (!h) {
+      h = { events: [], attempt: 0 };
+      held.set(sessionId, h);
+      schedule(sessionId, h);
+    }
+    h.events.push(...events);
+    const over = h.events.length - opts.maxHeldEvents;
+    if (over > 0) {
+      h.events.splice(0, over);
+      warn('session sink: held events dropped (they remain in the workflow history and output)', {
+        sessionId,
+        dropped: over,
+      });
+    }
+  };
+
+  const schedule = (sessionId: string, h: Held) => {
+    const delays = opts.backgroundDelaysMs;
+    const delay = delays[Math.min(h.attempt, delays.length - 1)];
+    h.timer = setTimeout(() => {
+      const next = (queues.get(sessionId) ?? Promise.resolve()).then(async () => {
+        const events = h.events.splice(0);
+        try {
+          await sink.append(sessionId, events);
+          held.delete(sessionId);
+          warn('session sink: held events written after earlier failures', { sessionId, events: events.length });
+        } catch (err) {
+          h.events.unshift(...events);
+          h.attempt++;
+          warn('session sink write still failing; retrying in the background', {
+            sessionId,
+            attempt: h.attempt,
+            error: String(err),
+          });
+          schedule(sessionId, h);
+        }
+      });
+      track(sessionId, next);
+    }, delay);
+    // A worker that shuts down does not wait for these: the events are in history.
+    h.timer.unref();
+  };
+
+  const track = (sessionId: string, next: Promise<void>) => {
+    queues.set(sessionId, next);
+    void next.finally(() => {
+      if (queues.get(sessionId) === next) queues.delete(sessionId);
+    });
+  };
+
+  const writeInTask = async (sessionId: string, events: SessionEvent[]) => {
+    if (held.has(sessionId)) return hold(sessionId, events);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await sink.append(sessionId, events);
+      } catch (err) {
+        const code = (err as { code?: string }).code;
+        if (attempt >= opts.inTaskDelaysMs.length || (code && PERMANENT.has(code))) {
+          warn('session sink write failed; the batch goes on and the write is retried in the background', {
+            sessionId,
+            firstSeq: events[0]?.seq,
+            error: String(err),
+          });
+          return hold(sessionId, events);
+        }
+        await new Promise((r) => setTimeout(r, opts.inTaskDelaysMs[attempt]));
+      }
+    }
+  };
+
   return {
     sessionEvents: {
       append: {
         callDuringReplay: true,
         async fn(_info, sessionId, events) {
-          const next = (queues.get(sessionId) ?? Promise.resolve()).then(() => write(sink, sessionId, events));
-          queues.set(sessionId, next);
+          const next = (queues.get(sessionId) ?? Promise.resolve()).then(() => writeInTask(sessionId, events));
+          track(sessionId, next);
           await next;
-          if (queues.get(sessionId) === next) queues.delete(sessionId);
         },
       },
     },
   };
-}
-
-async function write(sink: EventSink, sessionId: string, events: SessionEvent[]): Promise<void> {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await sink.append(sessionId, events);
-    } catch (err) {
-      if (attempt >= RETRY_DELAYS_MS.length) {
-        // `sluice events` rebuilds the log from the batches' outputs.
-        Runtime.instance().logger.warn(
-          'session sink write failed; the events remain in the workflow history and output',
-          { sessionId, firstSeq: events[0]?.seq, error: String(err) },
-        );
-        return;
-      }
-      await new Promise((r) => setTimeout(r, RETRY_DELAYS_MS[attempt]));
-    }
-  }
 }

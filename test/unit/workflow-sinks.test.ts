@@ -44,4 +44,49 @@ describe('session event sinks', () => {
     expect(attempts).toBe(3);
     expect(written).toEqual([7]);
   });
+
+  it('never holds a task on a sink that fails for good: later chunks do not wait, and all arrive in order once it heals', async () => {
+    let broken = true;
+    let attempts = 0;
+    const written: number[] = [];
+    const sinks = sessionEventSinks(
+      {
+        async append(_sessionId, chunk) {
+          attempts++;
+          if (broken) throw Object.assign(new Error('EROFS: read-only file system'), { code: 'EROFS' });
+          written.push(...chunk.map((e) => e.seq));
+        },
+      },
+      { backgroundDelaysMs: [20] },
+    );
+    const append = sinks.sessionEvents.append.fn;
+    await append(info, 's', events(0, 1));
+    // A permanent error is not retried inside the task; once a session is held, nothing is tried there.
+    expect(attempts).toBe(1);
+    await append(info, 's', events(2));
+    await append(info, 's', events(3));
+    expect(written).toEqual([]);
+    broken = false;
+    for (let i = 0; i < 200 && written.length < 4; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(written).toEqual([0, 1, 2, 3]);
+    // Healed: the next chunk is written in its own task again.
+    await append(info, 's', events(4));
+    expect(written).toEqual([0, 1, 2, 3, 4]);
+  });
+
+  it('keeps other sessions apart from a failing one', async () => {
+    const written: string[] = [];
+    const sinks = sessionEventSinks(
+      {
+        async append(sessionId) {
+          if (sessionId === 'bad') throw Object.assign(new Error('ENOSPC: no space left'), { code: 'ENOSPC' });
+          written.push(sessionId);
+        },
+      },
+      { backgroundDelaysMs: [60_000] },
+    );
+    await sinks.sessionEvents.append.fn(info, 'bad', events(0));
+    await sinks.sessionEvents.append.fn(info, 'good', events(0));
+    expect(written).toEqual(['good']);
+  });
 });
