@@ -13,12 +13,16 @@ import type { Named, PostExecuteHandler, PreExecuteHandler, StageContext } from 
 import { hookInput, interpretRun, type HookVerdict } from './dialects';
 import { matchesAny } from './matcher';
 import { mergePost, mergePre } from './merge';
-import { runHookCommand } from './run';
-import { loadHooks, type CommandHook, type Dialect, type HookSource } from './settings';
+import { hookEnv, type HookEnvOptions } from './env';
+import { changedScripts, fileDigest, scriptsOf, type PinnedScript } from './pin';
+import { runHookCommand, type HookRun } from './run';
+import { loadHooks, type CommandHook, type Dialect, type HookSource, type LoadedSource } from './settings';
 import { hookFacingCall } from './tool-names';
 
 export type { HookVerdict } from './dialects';
-export type { CommandHook, Dialect, HookEvent, HookSource } from './settings';
+export type { CommandHook, Dialect, HookEvent, HookSource, LoadedSource } from './settings';
+export type { HookEnvOptions } from './env';
+export type { PinnedScript } from './pin';
 
 export interface CommandHooksOptions {
   /** The project the hooks belong to: their working directory and CLAUDE_PROJECT_DIR. */
@@ -35,6 +39,12 @@ export interface CommandHooksOptions {
    * (default: the Claude Code built-in its name or an alias spells, in any case; else its name).
    */
   toolNames?: Record<string, string>;
+  /**
+   * The hooks' environment: only PATH, HOME, USER, LOGNAME, SHELL, LANG, LANGUAGE, LC_*, TERM, TZ and
+   * TMPDIR pass from the worker, plus CLAUDE_PROJECT_DIR / GEMINI_PROJECT_DIR. `pass` names more
+   * variables to pass through, `set` sets some. Never the codec keys or API keys by default.
+   */
+  env?: HookEnvOptions;
 }
 
 export interface CommandHooks {
@@ -42,6 +52,10 @@ export interface CommandHooks {
   postExecute: Named<PostExecuteHandler>[];
   /** Every hook that was loaded, in file order. */
   hooks: readonly CommandHook[];
+  /** The settings files read at start, with the digest of what was read; log them at startup. */
+  sources: readonly LoadedSource[];
+  /** The script files hook commands name, with their digest at start: a changed one is not run. */
+  scripts: readonly PinnedScript[];
   /** What the settings held that Sluice does not run; worth logging at startup. */
   warnings: readonly string[];
 }
@@ -62,8 +76,13 @@ export function commandHooks(opts: CommandHooksOptions): CommandHooks {
       `commandHooks: workspace ${workspace} is not a directory; pass the project folder the hooks belong to`,
     );
   }
-  const { hooks, warnings } = loadHooks(workspace, opts.sources);
-  const env = { ...process.env, CLAUDE_PROJECT_DIR: workspace };
+  const { hooks, sources, warnings } = loadHooks(workspace, opts.sources);
+  const env = hookEnv(workspace, opts.env);
+  const scriptsOfHook = new Map(hooks.map((hk) => [hk, scriptsOf(hk.command, workspace)]));
+  const label = (file: string) => {
+    const rel = path.relative(workspace, file);
+    return rel && !rel.startsWith('..') && !path.isAbsolute(rel) ? rel.split(path.sep).join('/') : file;
+  };
 
   async function runPoint(
     ctx: StageContext,
@@ -81,6 +100,11 @@ export function commandHooks(opts: CommandHooksOptions): CommandHooks {
         event: hook.event,
         callId: ctx.call.id,
         command: clip(hook.command),
+        settings: hook.source.label,
+        settingsDigest: hook.source.digest,
+        ...(scriptsOfHook.get(hook)!.length
+          ? { scripts: scriptsOfHook.get(hook)!.map((sc) => ({ path: label(sc.path), digest: sc.digest })) }
+          : {}),
       });
     }
     const runs = await Promise.all(
@@ -98,17 +122,38 @@ export function commandHooks(opts: CommandHooksOptions): CommandHooks {
           ...(opts.transcriptPath ? { transcriptPath: opts.transcriptPath(ctx.sessionId) } : {}),
           ...(result ? { result } : {}),
         });
+        const changed = changedScripts(scriptsOfHook.get(hook)!);
+        if (changed.length) {
+          const what = changed.map((c) => `${label(c.path)} (${c.pinned} at start, ${c.now} now)`).join(', ');
+          const reason = `the ${hook.event} hook ${hook.id} was not run: its script ${what} changed since the worker started. A hook whose code changed at run time cannot gate calls; restore the file or restart the worker to load it`;
+          const verdict: HookVerdict = { decision: point === 'pre-execute' ? 'deny' : 'block', reason, warnings: [] };
+          const refused: HookRun = {
+            exitCode: null,
+            signal: null,
+            stdout: '',
+            stderr: '',
+            durationMs: 0,
+            timedOut: false,
+          };
+          return { hook, run: refused, verdict, refused: true };
+        }
         const run = await runHookCommand(hook.command, {
           cwd: workspace,
           env,
           stdin: JSON.stringify(stdin),
           timeoutMs: hook.timeoutSec * 1000,
         });
-        return { hook, run, verdict: interpretRun(run, hook) };
+        const verdict = interpretRun(run, hook);
+        if (fileDigest(hook.source.path) !== hook.source.digest) {
+          verdict.warnings.push(
+            `${hook.source.label} changed since the worker started; the worker keeps running the hooks it read at start (${hook.source.digest}); restart it to load the new settings`,
+          );
+        }
+        return { hook, run, verdict, refused: false };
       }),
     );
     // Recorded and applied in config order, whatever order the processes finished in.
-    for (const { hook, run, verdict } of runs) {
+    for (const { hook, run, verdict, refused } of runs) {
       const stderr = run.stderr.trim();
       const data: JsonObject = {
         turn: ctx.turn,
@@ -119,6 +164,7 @@ export function commandHooks(opts: CommandHooksOptions): CommandHooks {
         decision: verdict.decision,
         durationMs: run.durationMs,
       };
+      if (refused) data.refused = 'script-changed';
       if (run.exitCode !== null) data.exitCode = run.exitCode;
       if (run.signal) data.signal = run.signal;
       if (run.timedOut) data.timedOut = true;
@@ -181,6 +227,8 @@ export function commandHooks(opts: CommandHooksOptions): CommandHooks {
     preExecute: preHooks.length ? [{ name: 'command hooks (PreToolUse)', handler: pre, longRunning: true }] : [],
     postExecute: postHooks.length ? [{ name: 'command hooks (PostToolUse)', handler: post, longRunning: true }] : [],
     hooks,
+    sources,
+    scripts: [...new Map([...scriptsOfHook.values()].flat().map((sc) => [sc.path, sc])).values()],
     warnings,
   };
 }

@@ -6,6 +6,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { compileMatcher, type Matcher } from './matcher';
+import { digestOf } from './pin';
 
 export type Dialect = 'claude' | 'codex';
 /** The hook events Sluice maps onto its extension points. */
@@ -28,10 +29,24 @@ export interface CommandHook {
   compiled: Matcher;
   command: string;
   timeoutSec: number;
+  /** The settings file that declared it, as read at start. */
+  source: LoadedSource;
+}
+
+export interface LoadedSource {
+  /** Relative to the workspace when inside it. */
+  label: string;
+  /** Absolute. */
+  path: string;
+  dialect: Dialect;
+  /** sha256 of the bytes read at start. */
+  digest: string;
 }
 
 export interface LoadedHooks {
   hooks: CommandHook[];
+  /** Every settings file that was read, with the digest of what was read. */
+  sources: LoadedSource[];
   /** Things in the files Sluice reads past (events without a Sluice point, ignored fields). */
   warnings: string[];
 }
@@ -71,25 +86,32 @@ export function dialectOf(source: HookSource): Dialect {
 export function loadHooks(workspace: string, sources?: readonly (string | HookSource)[]): LoadedHooks {
   const explicit = sources !== undefined;
   const list = (sources ?? DEFAULT_SOURCES).map((s) => (typeof s === 'string' ? { path: s } : s));
-  const out: LoadedHooks = { hooks: [], warnings: [] };
+  const out: LoadedHooks = { hooks: [], sources: [], warnings: [] };
   for (const source of list) {
     const file = path.resolve(workspace, source.path);
-    let text: string;
+    let bytes: Buffer;
     try {
-      text = fs.readFileSync(file, 'utf8');
+      bytes = fs.readFileSync(file);
     } catch (err) {
       if (!explicit && (err as NodeJS.ErrnoException).code === 'ENOENT') continue;
       throw new Error(
         `cannot read hook settings ${file}: ${(err as Error).message}. Fix the path in commandHooks({ sources }) or create the file.`,
       );
     }
-    parseHookFile(text, { label: labelOf(workspace, file), dialect: dialectOf(source) }, out);
+    const loaded: LoadedSource = {
+      label: labelOf(workspace, file),
+      path: file,
+      dialect: dialectOf(source),
+      digest: digestOf(bytes),
+    };
+    out.sources.push(loaded);
+    parseHookFile(bytes.toString('utf8'), loaded, out);
   }
   return out;
 }
 
 /** Parses one settings file's text into `out`; `label` names the file in ids and errors. */
-export function parseHookFile(text: string, file: { label: string; dialect: Dialect }, out: LoadedHooks): void {
+export function parseHookFile(text: string, file: LoadedSource, out: Omit<LoadedHooks, 'sources'>): void {
   const where = `${file.label}`;
   let doc: unknown;
   try {
@@ -141,6 +163,7 @@ export function parseHookFile(text: string, file: { label: string; dialect: Dial
           ...(typeof matcher === 'string' && matcher !== '' ? { matcher } : {}),
           compiled,
           ...hook,
+          source: file,
         });
       });
     });

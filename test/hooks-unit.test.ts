@@ -287,8 +287,12 @@ describe('stdin', () => {
 
 describe('settings', () => {
   const parse = (doc: object, dialect: 'claude' | 'codex' = 'claude') => {
-    const out: LoadedHooks = { hooks: [], warnings: [] };
-    parseHookFile(JSON.stringify(doc), { label: 'settings.json', dialect }, out);
+    const out: LoadedHooks = { hooks: [], sources: [], warnings: [] };
+    parseHookFile(
+      JSON.stringify(doc),
+      { label: 'settings.json', path: '/p/settings.json', dialect, digest: 'sha256:x' },
+      out,
+    );
     return out;
   };
 
@@ -365,15 +369,14 @@ describe('settings', () => {
     expect(() =>
       parse({ hooks: { PreToolUse: [{ hooks: [{ type: 'command', command: 'a', timeout: -1 }] }] } }),
     ).toThrow(/positive number of seconds/);
-    const out: LoadedHooks = { hooks: [], warnings: [] };
-    expect(() => parseHookFile('{"hooks": ', { label: 'settings.json', dialect: 'claude' }, out)).toThrow(
-      /settings.json are not valid JSON/,
-    );
+    const out: LoadedHooks = { hooks: [], sources: [], warnings: [] };
+    const file = { label: 'settings.json', path: '/p/settings.json', dialect: 'claude' as const, digest: 'sha256:x' };
+    expect(() => parseHookFile('{"hooks": ', file, out)).toThrow(/settings.json are not valid JSON/);
   });
 
   it('skips missing default files, but not a missing file it was asked for', () => {
     const ws = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-hooks-'));
-    expect(loadHooks(ws)).toEqual({ hooks: [], warnings: [] });
+    expect(loadHooks(ws)).toEqual({ hooks: [], sources: [], warnings: [] });
     expect(() => loadHooks(ws, ['custom-hooks.json'])).toThrow(/cannot read hook settings .*custom-hooks.json/);
   });
 
