@@ -54,7 +54,7 @@ export interface LoadedHooks {
 export const DEFAULT_TIMEOUT_SEC = 60;
 /**
  * Hooks run inside the pre-execute and settle activities, whose start-to-close timeout is two
- * minutes (workflows/call-pipeline.ts). A longer hook would time the whole stage out and be re-run
+ * minutes (workflows/look-ahead.ts). A longer hook would time the whole stage out and be re-run
  * by the activity's retries, so a hook's own timeout is capped below it.
  */
 export const MAX_TIMEOUT_SEC = 100;

@@ -85,11 +85,12 @@ describe('replay', () => {
     expect(same.output).toContain('2 history(ies) replayed with no determinism failure');
 
     // A timer before pre-execute: the code now issues a command the recorded history never had.
-    const broken = workflowCopy('timer-before-preflight', (src) =>
-      src
-        .replace('import { ActivityFailure,', 'import { sleep, ActivityFailure,')
-        .replace('pre = await this.preflight(ref);', "await sleep('1 ms');\n      pre = await this.preflight(ref);"),
-    );
+    const broken = workflowCopy('timer-before-preflight', (src) => {
+      const preflight = 'pre = await this.lookAhead.preflight(ref);';
+      expect(src, 'the edit needs the preflight line of call-pipeline.ts').toContain(preflight);
+      const timed = src.replace(preflight, `await sleep('1 ms');\n      ${preflight}`);
+      return `import { sleep } from '@temporalio/workflow';\n${timed}`;
+    });
     const failed = await cli(['replay', FIXTURE, '--workflows', broken]);
     expect(failed.code, failed.output).toBe(1);
     expect(failed.output).toMatch(/FAILED {2}sluice-batch:fixture-mixed:1:1 \(.*mixed-batch\.json\): nondeterminism/);

@@ -92,19 +92,19 @@ export async function toolBatch(input: BatchInput): Promise<BatchOutput> {
       for (const [i, call] of input.calls.entries()) {
         if (cancelRequested) {
           admissions[i] = pipeline.abortUnstarted(call);
-          outcomes[i] = pipeline.dispatch(admissions[i]);
+          outcomes[i] = pipeline.skipBody(admissions[i]);
           continue;
         }
         const adm = await pipeline.admit(call);
         admissions[i] = adm;
-        if (adm.verdict.kind !== 'dispatch') {
-          outcomes[i] = pipeline.dispatch(adm);
+        if (adm.verdict.kind !== 'run') {
+          outcomes[i] = pipeline.skipBody(adm);
           continue;
         }
         const exclusive = adm.profile?.concurrencySafe !== true;
         if (exclusive) await Promise.all(running); // a barrier: nothing runs beside it
         await condition(() => running.size < maxParallel);
-        const body = pipeline.dispatch(adm);
+        const body = pipeline.runBody(adm);
         outcomes[i] = body;
         if (exclusive) {
           await body;

@@ -122,7 +122,7 @@ export class CodeCalls {
     const adm = this.isCancelled()
       ? this.pipeline.abortUnstarted(call, lineage)
       : await this.pipeline.admit(call, lineage);
-    if (adm.verdict.kind === 'dispatch' && !this.pipeline.isExecuting(req.parentCallId)) {
+    if (adm.verdict.kind === 'run' && !this.pipeline.isExecuting(req.parentCallId)) {
       // The program stopped (it failed for good, or timed out) while this sub-call waited: nobody
       // would see its result, so its body must not run.
       adm.verdict = {
@@ -134,7 +134,7 @@ export class CodeCalls {
         skipPostExecute: false,
       };
     }
-    const settlement = await this.pipeline.dispatch(adm);
+    const settlement = await (adm.verdict.kind === 'run' ? this.pipeline.runBody(adm) : this.pipeline.skipBody(adm));
     const result = await this.pipeline.settle(adm, settlement);
     this.pipeline.deferContexts(req.parentCallId, result.additionalContexts ?? []);
     const outcome = programOutcome(id, result, settlement.candidate.value);

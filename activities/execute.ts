@@ -1,0 +1,150 @@
+// Stages 7 and 8 worker-side: the execute waterfall (pipeline/waterfall.ts) around the tool body.
+// A throw out of the body is the tool's failure: it fails the activity, so Temporal retries the
+// body by the tool's policy. A throw out of a wrapper is a failure of the pipeline: the call's
+// result, with post-execute skipped. Liveness comes from worker/liveness.ts, which heartbeats
+// every stage activity while it runs; this file adds no timer of its own.
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { getOwn, setOwn, snapshotJson } from '../pipeline/json';
+import { ErrorCodes, errorCandidate, renderValue } from '../pipeline/normalize';
+import { type BodyResult, type CallRef, FailureTypes } from '../pipeline/stages';
+import type { Candidate, StatePatch } from '../pipeline/types';
+import { compose, type Layer } from '../pipeline/waterfall';
+import { stashCandidate } from '../worker/claim-check';
+import { handlerOf, nameOf, ToolOutput, type ToolContext } from '../worker/config';
+import { messageOf } from './extensions';
+import { type Collector, parseArgs, type StageKit } from './kit';
+
+/** A body result bigger than this (or than its batch share) crosses history as a stored preview. */
+const DEFAULT_BODY_INLINE_BYTES = 64 * 1024;
+
+/** Marks a throw that came out of the tool body itself, as opposed to a wrapper around it. */
+class BodyThrew extends Error {
+  constructor(readonly original: unknown) {
+    super(original instanceof Error ? original.message : String(original));
+  }
+}
+
+export function executeStage(kit: StageKit) {
+  return async function executeBody(ref: CallRef): Promise<BodyResult> {
+    const tool = kit.tool(ref.name);
+    if (!tool)
+      throw ApplicationFailure.nonRetryable(
+        `unknown tool ${ref.name} on this worker: is every worker running the same sluice config?`,
+        FailureTypes.TOOL_BODY,
+      );
+    const parsed = parseArgs(tool, ref);
+    if (!parsed.ok) throw ApplicationFailure.nonRetryable(parsed.gate.message, FailureTypes.TOOL_BODY);
+
+    const activity = Context.current();
+    const wrapperSide = kit.collector(ref, 'execute wrapper');
+    const bodySide = kit.collector(ref, `tool:${tool.name}`);
+    const patch: StatePatch = {};
+    const toolCtx = (side: Collector): ToolContext => ({
+      ...side.ctx,
+      attempt: activity.info.attempt,
+      toolNames: kit.toolNames,
+      signal: activity.cancellationSignal,
+      heartbeat: (d?: unknown) => activity.heartbeat(d),
+      setState(ns, key, value) {
+        if (!getOwn(patch, ns)) setOwn(patch, ns, {});
+        setOwn(patch[ns], key, value === null ? null : snapshotJson(value, `state ${ns}.${key}`));
+      },
+    });
+
+    const body = async (): Promise<Candidate> => {
+      let value: unknown;
+      try {
+        value = await tool.execute(parsed.args, toolCtx(bodySide));
+      } catch (err) {
+        throw new BodyThrew(err);
+      }
+      return toCandidate(value);
+    };
+    const layers: Layer<Candidate>[] = (kit.config.execute ?? []).map((w, i) => {
+      const who = `execute wrapper ${nameOf(w, `#${i}`)}`;
+      return {
+        name: who,
+        async run(next) {
+          wrapperSide.withSource(who);
+          return checkCandidate(await handlerOf(w)(toolCtx(wrapperSide), next), who);
+        },
+      };
+    });
+
+    let candidate: Candidate;
+    let outcome: BodyResult['outcome'] = 'ok';
+    try {
+      candidate = await compose(layers, body)();
+    } catch (err) {
+      if (err instanceof BodyThrew) {
+        if (activity.cancellationSignal.aborted)
+          throw new CancelledFailure('the batch was cancelled while the tool ran');
+        const original = err.original as { nonRetryable?: boolean; name?: string };
+        throw ApplicationFailure.create({
+          message: `${tool.name} failed: ${clip(err.message)}`,
+          type: FailureTypes.TOOL_BODY,
+          nonRetryable: original?.nonRetryable === true,
+        });
+      }
+      outcome = 'failed';
+      candidate = errorCandidate(
+        `an execute wrapper failed around ${tool.name}: ${messageOf(err)}`,
+        ErrorCodes.PIPELINE_FAILED,
+      );
+    }
+    return {
+      outcome,
+      candidate: await stashCandidate(
+        kit.store,
+        ref.idempotencyKey,
+        candidate,
+        ref.inlineBytes ?? DEFAULT_BODY_INLINE_BYTES,
+      ),
+      bodyContexts: bodySide.contexts,
+      wrapperContexts: wrapperSide.contexts,
+      events: [...wrapperSide.events, ...bodySide.events],
+      ...(Object.keys(patch).length ? { statePatch: patch } : {}),
+    };
+  };
+}
+
+function toCandidate(value: unknown): Candidate {
+  try {
+    if (value instanceof ToolOutput) {
+      const f = value.fields;
+      const v = f.value === undefined ? undefined : snapshotJson(f.value, 'value');
+      return checkCandidate(
+        {
+          content: f.content ?? renderValue(v),
+          ...(v !== undefined ? { value: v } : {}),
+          isError: f.isError === true,
+          ...(f.error ? { error: f.error } : f.isError ? { error: { message: 'the tool reported an error' } } : {}),
+          ...(f.meta ? { meta: f.meta } : {}),
+          ...(f.concludesTurn ? { concludesTurn: true as const } : {}),
+        },
+        'tool output',
+      );
+    }
+    const v = value === undefined ? null : snapshotJson(value, 'result');
+    return { content: renderValue(v), value: v, isError: false };
+  } catch (err) {
+    return errorCandidate(
+      `the tool returned a value that cannot be recorded: ${messageOf(err)}`,
+      ErrorCodes.INVALID_TOOL_OUTPUT,
+    );
+  }
+}
+
+function checkCandidate(out: unknown, who: string): Candidate {
+  const c = snapshotJson(out, who) as unknown as Candidate;
+  if (!c || typeof c !== 'object' || !Array.isArray(c.content) || typeof c.isError !== 'boolean') {
+    throw new Error(`${who} must return a candidate {content, isError, ...}, e.g. what next() returned`);
+  }
+  return structuredClone(c) as Candidate;
+}
+
+/** A thrown message crosses history as a failure: keep it readable and small. */
+function clip(message: string, max = 4000): string {
+  return message.length > max ? `${message.slice(0, max)} [${message.length - max} more characters cut]` : message;
+}

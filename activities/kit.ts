@@ -1,0 +1,149 @@
+// What every stage activity works with: the tool registry, the result store, and a collector per
+// extension run that gathers the contexts and events it adds. Built once per worker from its config.
+import { deepFreeze, snapshotJson } from '../pipeline/json';
+import { DEFAULT_MAX_RESULT_CHARS, ErrorCodes } from '../pipeline/normalize';
+import { BODY_DEFAULTS, type CallRef, type Gate, type ToolProfile } from '../pipeline/stages';
+import type { ApprovalPolicy, Card, EventDraft, JsonObject, UserMessage } from '../pipeline/types';
+import type { ResultStore } from '../worker/claim-check';
+import type { CallInfo, SluiceConfig, StageContext, ToolDefinition } from '../worker/config';
+import { checkToolArgs } from '../worker/tool-schema';
+
+export interface StageKit {
+  config: SluiceConfig;
+  store?: ResultStore;
+  toolNames: readonly string[];
+  tool(name: string): ToolDefinition | undefined;
+  /** The bounds a call's result must fit in the model's view and in its share of the batch. */
+  bounds(ref: CallRef): { maxChars: number; maxBytes: number };
+  collector(ref: CallRef, source: string): Collector;
+}
+
+/** The context an extension sees, and what it adds: contexts for the model, events for the record. */
+export interface Collector {
+  ctx: StageContext;
+  contexts: UserMessage[];
+  events: EventDraft[];
+  /** Who is running now: the source of the contexts added from here on. */
+  withSource(who: string): void;
+}
+
+export function stageKit(config: SluiceConfig, deps: { resultStore?: ResultStore } = {}): StageKit {
+  const registry = new Map<string, ToolDefinition>();
+  for (const t of config.tools) for (const n of [t.name, ...(t.aliases ?? [])]) registry.set(n, t);
+  return {
+    config,
+    store: config.resultStore ?? deps.resultStore,
+    toolNames: Object.freeze([...new Set(config.tools.map((t) => t.name))]),
+    tool: (name) => registry.get(name),
+    bounds: (ref) => ({
+      maxChars: config.maxResultChars ?? DEFAULT_MAX_RESULT_CHARS,
+      maxBytes: ref.inlineBytes ?? Infinity,
+    }),
+    collector(ref, source) {
+      const contexts: UserMessage[] = [];
+      const events: EventDraft[] = [];
+      const tool = registry.get(ref.name);
+      const ctx: StageContext = {
+        call: callInfo(ref),
+        tool: tool
+          ? Object.freeze({
+              name: tool.name,
+              description: tool.description,
+              aliases: Object.freeze([...(tool.aliases ?? [])]),
+            })
+          : undefined,
+        sessionId: ref.sessionId,
+        turn: ref.turn,
+        step: ref.step,
+        workflowId: ref.workflowId,
+        idempotencyKey: ref.idempotencyKey,
+        state: deepFreeze(structuredClone(ref.state)),
+        addContext(text) {
+          contexts.push({ role: 'user', content: String(text), source });
+        },
+        emit(type, data) {
+          events.push({ type: String(type), data: snapshotJson(data, `${type} event`) as JsonObject });
+        },
+      };
+      return {
+        ctx,
+        contexts,
+        events,
+        withSource(who) {
+          source = who;
+        },
+      };
+    },
+  };
+}
+
+export function callInfo(ref: CallRef): CallInfo {
+  return Object.freeze({
+    id: ref.callId,
+    name: ref.name,
+    args: deepFreeze(structuredClone(ref.args)),
+    argsDigest: ref.argsDigest,
+    ...(ref.parentCallId ? { parentCallId: ref.parentCallId } : {}),
+  });
+}
+
+/** Parses the frozen args with the tool's schema: a denial, not a failure, when they don't fit. */
+export function parseArgs(
+  tool: ToolDefinition,
+  ref: CallRef,
+): { ok: true; args: unknown } | { ok: false; gate: Extract<Gate, { kind: 'denied' }> } {
+  const parsed = checkToolArgs(tool, ref.args);
+  if (parsed.ok) return { ok: true, args: parsed.value };
+  const issues = parsed.issues;
+  return {
+    ok: false,
+    gate: {
+      kind: 'denied',
+      code: ErrorCodes.INVALID_ARGS,
+      message: `invalid arguments for ${tool.name}: ${issues}. Fix the arguments to match the tool's input schema and call it again.`,
+    },
+  };
+}
+
+/** What the workflow needs to know of a tool for these arguments; a throwing predicate fails closed. */
+export function profileOf(tool: ToolDefinition, args: unknown): ToolProfile {
+  let concurrencySafe = false;
+  try {
+    concurrencySafe = tool.isConcurrencySafe?.(args) === true;
+  } catch {
+    concurrencySafe = false;
+  }
+  let approval: ApprovalPolicy;
+  try {
+    approval = typeof tool.approval === 'function' ? tool.approval(args) : (tool.approval ?? 'auto');
+    if (approval !== 'ask' && approval !== 'never' && approval !== 'auto') approval = 'ask';
+  } catch {
+    approval = 'ask'; // fail closed
+  }
+  return {
+    concurrencySafe,
+    timeoutMs: tool.timeoutMs ?? BODY_DEFAULTS.timeoutMs,
+    heartbeatTimeoutMs: tool.heartbeatTimeoutMs ?? BODY_DEFAULTS.heartbeatTimeoutMs,
+    retry: { ...BODY_DEFAULTS.retry, ...(tool.retry ?? {}) },
+    approval,
+    ...(tool.approvalTimeoutMs !== undefined ? { approvalTimeoutMs: tool.approvalTimeoutMs } : {}),
+    finalizes: !!(tool.finalizeContent || tool.presentResult),
+  };
+}
+
+/** A card a tool drew (presentCall, presentResult), or undefined when it is not one. */
+export function checkCard(card: unknown): Card | undefined {
+  try {
+    const c = snapshotJson(card) as JsonObject;
+    if (typeof c?.title !== 'string') return undefined;
+    return {
+      title: c.title,
+      ...(typeof c.summary === 'string' ? { summary: c.summary } : {}),
+      ...(c.fields && typeof c.fields === 'object' && !Array.isArray(c.fields)
+        ? { fields: c.fields as JsonObject }
+        : {}),
+    };
+  } catch {
+    return undefined;
+  }
+}

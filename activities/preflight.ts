@@ -1,0 +1,126 @@
+// Stages 4 and 6 worker-side: the pre-execute waterfall (opened by the tool's own approval
+// policy) and the monotonic guards. An extension's throw becomes a `failed` gate here; only a
+// crash of the worker itself makes Temporal retry the stage.
+import { foldPreDecision, parseGuardAnswer, parsePreDecision } from '../pipeline/fold';
+import { ErrorCodes } from '../pipeline/normalize';
+import { type CallRef, type Gate, genericCard, type PreflightResult } from '../pipeline/stages';
+import type { Card, PreDecision } from '../pipeline/types';
+import { handlerOf, type ToolDefinition } from '../worker/config';
+import { runInOrder, threwMessage } from './extensions';
+import { type Collector, checkCard, parseArgs, profileOf, type StageKit } from './kit';
+
+export function preflightStages(kit: StageKit) {
+  const { config } = kit;
+
+  async function guardChain(c: Collector): Promise<Gate> {
+    let gate: Gate = { kind: 'dispatch' };
+    const threw = await runInOrder(
+      config.guards,
+      'guard',
+      async (g, who) => {
+        const reason = parseGuardAnswer(await handlerOf(g)(c.ctx), who);
+        if (!reason) return 'next';
+        gate = { kind: 'denied', code: ErrorCodes.DENIED, message: reason };
+        return 'stop';
+      },
+      c,
+    );
+    return threw ? { kind: 'failed', code: ErrorCodes.PIPELINE_FAILED, message: threwMessage(threw) } : gate;
+  }
+
+  async function preflightOne(ref: CallRef): Promise<PreflightResult> {
+    const c = kit.collector(ref, 'pre-execute');
+    const tool = kit.tool(ref.name);
+    if (!tool) {
+      return {
+        callId: ref.callId,
+        gate: {
+          kind: 'denied',
+          code: ErrorCodes.UNKNOWN_TOOL,
+          message: `unknown tool ${JSON.stringify(ref.name)}; the available tools are: ${kit.toolNames.join(', ')}`,
+        },
+        card: genericCard(ref.name, ref.args),
+        contexts: [],
+        events: [],
+      };
+    }
+    const parsed = parseArgs(tool, ref);
+    const card = presentCallCard(tool, ref, parsed.ok ? parsed.args : ref.args);
+    if (!parsed.ok) return { callId: ref.callId, gate: parsed.gate, card, contexts: [], events: [] };
+    const profile = profileOf(tool, parsed.args);
+    const settled = (gate: Gate): PreflightResult => ({
+      callId: ref.callId,
+      gate,
+      card,
+      profile,
+      contexts: c.contexts,
+      events: c.events,
+    });
+
+    // A tool's own policy opens the waterfall: `ask` asks a person, `never` asks and is refused
+    // at once (the asked/decided pair stays in the record), `auto` leaves it to the extensions.
+    let decision: PreDecision =
+      profile.approval === 'ask'
+        ? { kind: 'ask', reason: `${tool.name} asks for approval before it runs` }
+        : profile.approval === 'never'
+          ? { kind: 'ask', reason: `${tool.name} is never approved` }
+          : { kind: 'allow' };
+    const threw = await runInOrder(
+      config.preExecute,
+      'pre-execute handler',
+      async (h, who) => {
+        decision = foldPreDecision(decision, parsePreDecision(await handlerOf(h)(c.ctx), who));
+        return decision.kind === 'deny' ? 'stop' : 'next';
+      },
+      c,
+    );
+    if (threw) return settled({ kind: 'failed', code: ErrorCodes.PIPELINE_FAILED, message: threwMessage(threw) });
+    // Assigned in the steps above, which TypeScript's narrowing does not see.
+    const decided = decision as PreDecision;
+    if (decided.kind === 'deny') return settled({ kind: 'denied', code: ErrorCodes.DENIED, message: decided.reason });
+    if (decided.kind === 'ask')
+      return settled(decided.reason ? { kind: 'ask', reason: decided.reason } : { kind: 'ask' });
+    return settled(await guardChain(c));
+  }
+
+  return {
+    /** Calls in model order, one at a time, stopping after any call the next must wait for. */
+    async preflightInOrder(refs: CallRef[]): Promise<PreflightResult[]> {
+      const results: PreflightResult[] = [];
+      for (const ref of refs) {
+        const result = await preflightOne(ref);
+        results.push(result);
+        if (!admitsNext(result)) break;
+      }
+      return results;
+    },
+
+    async guards(ref: CallRef) {
+      const c = kit.collector(ref, 'guard');
+      const gate = await guardChain(c);
+      return { callId: ref.callId, gate, contexts: c.contexts, events: c.events };
+    },
+  };
+}
+
+/**
+ * Whether the next call's preflight may run right after this one's without anything in between:
+ * yes after a denial or a concurrency-safe dispatch; no after an ask (a person decides first) or
+ * an exclusive call (its body runs alone, and may change the session state).
+ */
+function admitsNext(r: PreflightResult): boolean {
+  return (
+    r.gate.kind === 'denied' ||
+    r.gate.kind === 'failed' ||
+    (r.gate.kind === 'dispatch' && r.profile?.concurrencySafe === true)
+  );
+}
+
+function presentCallCard(tool: ToolDefinition, ref: CallRef, args: unknown): Card {
+  if (!tool.presentCall) return genericCard(ref.name, ref.args);
+  try {
+    return checkCard(tool.presentCall(args)) ?? genericCard(ref.name, ref.args);
+  } catch {
+    return genericCard(ref.name, ref.args);
+  }
+}
