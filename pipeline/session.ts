@@ -218,10 +218,13 @@ export interface SessionCarry {
   usage: SessionUsage;
   inbox: QueuedMessage[];
   /** A turn in progress at continue-as-new. */
-  activeTurn?: { messageId: string; turn: number };
+  activeTurn?: { messageId: string; turn: number; text: string };
   turnsCompleted: number;
-  recentMessageIds: string[];
-  lastTurn?: TurnOutcome;
+  /** The last turns' outcomes: a message sent twice is answered once, from here. */
+  recentTurns: TurnOutcome[];
+  /** Set once the session ends (budget, turn limit): it takes no more messages. */
+  endReason?: SessionEndReason;
+  /** Runs of this session so far (continue-as-new starts the next). */
   runs: number;
 }
 

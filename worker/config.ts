@@ -1,5 +1,6 @@
 // The public surface a user writes against in `sluice.config.ts`: tools and extension points.
 import type { StandardSchemaV1 } from '@standard-schema/spec';
+import type { ModelEntry } from '../agent/models';
 import type { ResultStore } from './claim-check';
 import type { EventSink } from './sink';
 import { compileToolSchema, type JsonSchema, type ToolInputSchema } from './tool-schema';
@@ -175,6 +176,11 @@ export interface SluiceConfig {
   localStages?: boolean;
   /** Where results over the bound are stored; default: files in `<state folder>/results/`. */
   resultStore?: ResultStore;
+  /**
+   * Models sessions may name (agent/models.ts): adapters, or AI SDK language models. A session may
+   * also name `openai:<model>`, `openai-responses:<model>`, `anthropic:<model>` or `script:<file>`.
+   */
+  models?: Record<string, ModelEntry>;
 }
 
 export function defineConfig(config: SluiceConfig): SluiceConfig {

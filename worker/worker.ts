@@ -2,6 +2,7 @@
 import type { DataConverter } from '@temporalio/common';
 import { type NativeConnection, Worker, type WorkflowBundleOption } from '@temporalio/worker';
 import * as path from 'node:path';
+import { createModelActivities } from '../activities/model-step';
 import { createStageActivities } from '../activities/stages';
 import type { SluiceConfig } from './config';
 import { FileResultStore } from './claim-check';
@@ -41,14 +42,16 @@ export async function createSluiceWorker(opts: SluiceWorkerOptions): Promise<Wor
   // Session logs and stored results of every session: no built-in tool may reach them.
   protectStateDir(stateDir);
   const sink = opts.config.sink ?? new JsonlSessionLog(stateDir);
+  const resultStore = new FileResultStore(path.join(stateDir, 'results'));
   return Worker.create({
     connection: opts.connection,
     namespace: opts.namespace ?? 'default',
     taskQueue: opts.taskQueue ?? DEFAULT_TASK_QUEUE,
     ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
-    activities: withHeartbeats(
-      createStageActivities(opts.config, { resultStore: new FileResultStore(path.join(stateDir, 'results')) }),
-    ),
+    activities: withHeartbeats({
+      ...createStageActivities(opts.config, { resultStore }),
+      ...createModelActivities(opts.config, { resultStore }),
+    }),
     sinks: sessionEventSinks(sink),
     ...(opts.identity ? { identity: opts.identity } : {}),
     ...(opts.dataConverter ? { dataConverter: opts.dataConverter } : {}),

@@ -1,2 +1,3 @@
 // The workflow bundle's entry: every workflow type a Sluice worker registers.
 export { toolBatch } from './batch';
+export { agentSession } from './session';

@@ -1,0 +1,61 @@
+// One model step of a session: store the messages that are new since the last step, load the
+// transcript, ask the model through its adapter, store its answer. Only the head reference and
+// the new messages cross history; the transcript itself lives in the result store.
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import { ModelRefusedError, resolveModel } from '../agent/models';
+import { TranscriptStore } from '../agent/transcript-store';
+import type { AgentMessage, AssistantMessage, ModelStepInput, ModelStepOutput, ToolSpec } from '../pipeline/session';
+import type { ResultStore } from '../worker/claim-check';
+import { type SluiceConfig, toolSchemas } from '../worker/config';
+
+/** The failure type of a model step that cannot succeed on retry; the session ends the turn with it. */
+export const MODEL_REFUSED = 'SluiceModelRefused';
+
+export interface ModelActivities {
+  modelStep(input: ModelStepInput): Promise<ModelStepOutput>;
+}
+
+export function createModelActivities(config: SluiceConfig, deps: { resultStore: ResultStore }): ModelActivities {
+  const transcripts = new TranscriptStore(config.resultStore ?? deps.resultStore);
+  let specs: ToolSpec[] | undefined;
+  const toolSpecs = (names?: string[]): ToolSpec[] => {
+    specs ??= toolSchemas(config).map((t) => ({ name: t.name, description: t.description, parameters: t.inputSchema }));
+    return names ? specs.filter((s) => names.includes(s.name)) : specs;
+  };
+
+  return {
+    async modelStep(input: ModelStepInput): Promise<ModelStepOutput> {
+      let adapter: ReturnType<typeof resolveModel>;
+      try {
+        adapter = resolveModel(input.model, config.models);
+      } catch (err) {
+        throw ApplicationFailure.nonRetryable((err as Error).message, MODEL_REFUSED);
+      }
+      const head = await transcripts.append(input.head, input.append);
+      const stored = await transcripts.load(head);
+      const messages: AgentMessage[] = input.system ? [{ role: 'system', content: input.system }, ...stored] : stored;
+      let reply: Awaited<ReturnType<typeof adapter.step>>;
+      try {
+        reply = await adapter.step({
+          sessionId: input.sessionId,
+          turn: input.turn,
+          step: input.step,
+          messages,
+          tools: toolSpecs(input.tools),
+          signal: Context.current().cancellationSignal,
+        });
+      } catch (err) {
+        if (err instanceof ModelRefusedError) throw ApplicationFailure.nonRetryable(err.message, MODEL_REFUSED);
+        throw err;
+      }
+      const assistant: AssistantMessage = {
+        role: 'assistant',
+        text: reply.text ?? '',
+        toolCalls: reply.calls.map((c) => ({ id: c.id ?? '', name: c.name, arguments: c.arguments })),
+      };
+      const next = (await transcripts.append(head, [assistant])) as string;
+      return { head: next, assistant, usage: reply.usage, finishReason: reply.finishReason };
+    },
+  };
+}

@@ -1,0 +1,116 @@
+// One interface for every model family. A session names its model by a string; the worker turns
+// it into an adapter here. SDK packages load only when a model of theirs is used, so a worker
+// needs only the SDKs its sessions use (they are optional peer dependencies).
+import type { AgentMessage, ModelUsage, ToolSpec } from '../pipeline/session';
+
+export interface ModelRequest {
+  sessionId: string;
+  turn: number;
+  step: number;
+  /** The whole transcript, system prompt first when there is one. */
+  messages: AgentMessage[];
+  tools: ToolSpec[];
+  /** Aborted when the step's activity is cancelled (an interrupt) or times out. */
+  signal: AbortSignal;
+}
+
+export interface ModelReply {
+  text: string;
+  /** Tool calls as the model sent them; ids are checked by the session (missing or repeated ids). */
+  calls: { id?: string | null; name: string; arguments: string }[];
+  usage: ModelUsage;
+  finishReason: string;
+}
+
+export interface ModelAdapter {
+  /** Shown in events and errors, e.g. `openai:gpt-4.1`. */
+  readonly id: string;
+  step(request: ModelRequest): Promise<ModelReply>;
+}
+
+/**
+ * Thrown by an adapter for a request the provider refused for good (bad request, bad key, no such
+ * model): the step is not retried and the turn ends with the message.
+ */
+export class ModelRefusedError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ModelRefusedError';
+  }
+}
+
+/** An AI SDK language model (any provider package, or the SDK's mock models), duck-typed. */
+export interface AISDKLanguageModel {
+  readonly specificationVersion: string;
+  readonly provider: string;
+  readonly modelId: string;
+  doGenerate(options: unknown): PromiseLike<unknown>;
+}
+
+export type ModelEntry = ModelAdapter | AISDKLanguageModel;
+
+export function isAISDKModel(m: unknown): m is AISDKLanguageModel {
+  return (
+    !!m &&
+    typeof m === 'object' &&
+    typeof (m as AISDKLanguageModel).specificationVersion === 'string' &&
+    typeof (m as AISDKLanguageModel).doGenerate === 'function'
+  );
+}
+
+/**
+ * The adapter for a session's model string: a name from the worker's `models`, else
+ * `openai:<model>` (chat completions), `openai-responses:<model>`, `anthropic:<model>`,
+ * `script:<file>`. Credentials come from the worker's environment (OPENAI_API_KEY,
+ * ANTHROPIC_API_KEY, and the SDKs' *_BASE_URL), never from the session.
+ */
+export function resolveModel(spec: string, models: Record<string, ModelEntry> = {}): ModelAdapter {
+  const named = Object.hasOwn(models, spec) ? models[spec] : undefined;
+  if (named) return isAISDKModel(named) ? require('./adapters/ai-sdk').aiSdkModel(named) : named;
+  const colon = spec.indexOf(':');
+  const provider = colon > 0 ? spec.slice(0, colon) : '';
+  const name = colon > 0 ? spec.slice(colon + 1) : '';
+  if (!name) throw new ModelRefusedError(unknownModel(spec, models));
+  switch (provider) {
+    case 'openai':
+      return require('./adapters/openai').openAIChatModel(name);
+    case 'openai-responses':
+      return require('./adapters/openai').openAIResponsesModel(name);
+    case 'anthropic':
+      return require('./adapters/anthropic').anthropicModel(name);
+    case 'script':
+      return require('./adapters/scripted').scriptFileModel(name);
+    default:
+      throw new ModelRefusedError(unknownModel(spec, models));
+  }
+}
+
+function unknownModel(spec: string, models: Record<string, ModelEntry>): string {
+  const names = Object.keys(models);
+  return `unknown model ${JSON.stringify(spec)}: use openai:<model>, openai-responses:<model>, anthropic:<model>, script:<file>${names.length ? `, or one of this worker's models (${names.join(', ')})` : ''}`;
+}
+
+/** Loads an optional SDK, or says how to install it. */
+export function loadOptional<T>(pkg: string, load: () => T): T {
+  try {
+    return load();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'MODULE_NOT_FOUND' && String((err as Error).message).includes(pkg))
+      throw new ModelRefusedError(`this model needs the ${pkg} package on the worker: npm install ${pkg}`);
+    throw err;
+  }
+}
+
+/** HTTP statuses a retry cannot fix: the step fails for good and the turn ends with the error. */
+export function refusedFor(err: unknown): ModelRefusedError | undefined {
+  const e = err as { status?: number; statusCode?: number; isRetryable?: boolean; message?: string };
+  const status = e?.status ?? e?.statusCode;
+  if (
+    e?.isRetryable === false ||
+    (typeof status === 'number' && status >= 400 && status < 500 && status !== 408 && status !== 409 && status !== 429)
+  )
+    return new ModelRefusedError(
+      `the model refused the request${status ? ` (HTTP ${status})` : ''}: ${e?.message ?? String(err)}`,
+    );
+  return undefined;
+}

@@ -1,0 +1,182 @@
+// The durable agent session on a real dev server with the scripted model: the loop, the
+// transcript's order, per-call errors for bad ids, limits, interrupts and continue-as-new.
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sessionHandle, startSession, type SessionRequest } from '../client/session';
+import type { AgentMessage, ToolMessage } from '../pipeline/session';
+import { FileResultStore } from '../worker/claim-check';
+import { readSessionLog } from '../worker/sink';
+import config from './fixtures/session.config';
+import { startHarness, type Harness } from './harness';
+
+let h: Harness;
+let store: FileResultStore;
+let n = 0;
+const sid = () => `sess-${process.pid}-${Date.now()}-${++n}`;
+const lines = (file: string) =>
+  fs.existsSync(path.join(h.stateDir, file))
+    ? fs.readFileSync(path.join(h.stateDir, file), 'utf8').trim().split('\n').filter(Boolean)
+    : [];
+const until = async (what: string, fn: () => boolean | Promise<boolean>) => {
+  for (let i = 0; i < 300; i++) {
+    if (await fn()) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+};
+
+beforeAll(async () => {
+  h = await startHarness('session', config);
+  process.env.SLUICE_TEST_DIR = h.stateDir;
+  store = new FileResultStore(path.join(h.stateDir, 'results'));
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+const start = (extra: Partial<SessionRequest> = {}) =>
+  startSession(h.client, { sessionId: sid(), model: 'scripted', ...extra });
+
+const shape = (t: AgentMessage[]) =>
+  t.map((m) => {
+    if (m.role === 'assistant') return `assistant:${m.text}|${m.toolCalls.map((c) => c.id).join(',')}`;
+    if (m.role === 'tool') return `tool:${m.toolCallId}:${m.isError ? 'error' : 'ok'}`;
+    return `${m.role}:${typeof m.content === 'string' ? m.content : '[blocks]'}${'source' in m && m.source ? `(${m.source})` : ''}`;
+  });
+
+describe('agentSession', () => {
+  it('runs a turn: results in model order, bad ids refused per call, contexts after results, seq continuous', async () => {
+    const s = await start({ system: 'be brief' });
+    const outcome = await s.send('chat', { id: 'msg-1' });
+    expect(outcome).toMatchObject({ messageId: 'msg-1', turn: 1, steps: 3, reason: 'done', text: 'All done.' });
+    const transcript = await s.transcript(store);
+    expect(shape(transcript)).toEqual([
+      'user:chat',
+      'assistant:Looking.|a,a,f,',
+      'tool:a:ok',
+      'tool:a:error',
+      'tool:f:error',
+      'tool:missing-id-4:error',
+      'assistant:|r',
+      'tool:r:ok',
+      'user:remember the milk(tool:remind)',
+      'assistant:All done.|',
+    ]);
+    const dupe = transcript[3] as ToolMessage;
+    expect(dupe.error?.code).toBe('INVALID_CALL_ID');
+    expect((transcript[4] as ToolMessage).content[0]).toMatchObject({
+      text: expect.stringContaining('forbidden is forbidden'),
+    });
+    // one body per call that ran; the denied one never ran
+    expect(lines('bodies.log').filter((l) => l.includes(s.sessionId))).toHaveLength(1);
+    expect(lines('bodies.log')).not.toContain('forbidden ran');
+    // the same message again is answered from the record, not run twice
+    expect(await s.send('chat', { id: 'msg-1' })).toEqual(outcome);
+    expect(lines('bodies.log').filter((l) => l.includes(s.sessionId))).toHaveLength(1);
+
+    const view = await s.state();
+    expect(view).toMatchObject({ status: 'idle', turn: 1, step: 3, messageCount: 10, usage: { steps: 3 } });
+    expect(view.usage.inputTokens).toBeGreaterThan(0);
+    const events = await readSessionLog(h.stateDir, s.sessionId);
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i));
+    expect(events.map((e) => e.type)).toEqual([
+      'session/user',
+      'model/message',
+      'tool/rejected',
+      'tool/rejected',
+      'tool/call',
+      'tool/call',
+      'tool/result',
+      'tool/result',
+      'model/message',
+      'tool/call',
+      'tool/result',
+      'user/message',
+      'model/message',
+      'session/turn-ended',
+    ]);
+    await s.cancel();
+    expect((await s.result()).endReason).toBe('cancelled');
+  });
+
+  it('ends at maxTurns and at the token budget, with the reason recorded', async () => {
+    const a = await start({ maxTurns: 1 });
+    await a.send('hello');
+    expect(await a.result()).toMatchObject({ endReason: 'max-turns', turns: 1 });
+    await expect(a.send('again')).rejects.toThrow(/has ended \(max-turns\)/);
+
+    const b = await start({ tokenBudget: 30 });
+    const turn = await b.send('long:50');
+    expect(turn.reason).toBe('budget');
+    const out = await b.result();
+    expect(out.endReason).toBe('budget');
+    expect(out.usage.inputTokens + out.usage.outputTokens).toBeGreaterThanOrEqual(30);
+    expect(out.usage.steps).toBeLessThan(50);
+  });
+
+  it('an interrupt during a batch drains it and ends the turn; the session takes the next message', async () => {
+    const s = await start();
+    const turn = s.send('slow-tool:4000', { id: 'slow' });
+    await until('the slow body', () => lines('started.log').some((l) => l.includes(s.sessionId)));
+    await s.interrupt();
+    const outcome = await turn;
+    expect(outcome.reason).toBe('interrupted');
+    const t = await s.transcript(store);
+    expect(shape(t).slice(-1)[0]).toMatch(/^tool:s:/); // the call still has its one result
+    expect((await s.send('hi')).text).toBe('echo hi');
+    await s.cancel();
+  });
+
+  it('a message sent by signal is answered in its turn; endWhenIdle completes the session', async () => {
+    const s = await start({ endWhenIdle: true });
+    await s.post('ping', { id: 'p1' });
+    const out = await s.result();
+    expect(out).toMatchObject({ endReason: 'idle', turns: 1, lastTurn: { messageId: 'p1', text: 'echo ping' } });
+    expect(shape(await sessionHandle(h.client, s.sessionId).transcript(store, out))).toEqual([
+      'user:ping',
+      'assistant:echo ping|',
+    ]);
+  });
+
+  it('300 steps: history bytes per step stay flat, it continues-as-new, the transcript is exact', async () => {
+    const steps = 300;
+    const s = await start({ endWhenIdle: true, continueAsNewAfterEvents: 1_000, maxStepsPerTurn: 400 });
+    await s.post(`long:${steps}`, { id: 'long' });
+    const out = await s.result();
+    expect(out).toMatchObject({
+      endReason: 'idle',
+      lastTurn: { reason: 'done', steps: steps + 1, text: `finished ${steps}` },
+    });
+    const events = await readSessionLog(h.stateDir, s.sessionId);
+    const modelEvents = events.filter((e) => e.type === 'model/message').map((e) => e.data as Record<string, number>);
+    expect(modelEvents).toHaveLength(steps + 1);
+    const runs = new Set(modelEvents.map((e) => e.run));
+    expect(runs.size).toBeGreaterThan(1); // continued-as-new at least once
+    // bytes a step adds to its run's history: the difference between consecutive steps' sizes
+    const perStep = new Map<number, number>();
+    for (let i = 1; i < modelEvents.length; i++)
+      if (modelEvents[i].run === modelEvents[i - 1].run)
+        perStep.set(modelEvents[i].step, modelEvents[i].historyBytes - modelEvents[i - 1].historyBytes);
+    const near = (k: number) => {
+      const xs = [...perStep.entries()]
+        .filter(([st]) => Math.abs(st - k) <= 5)
+        .map(([, b]) => b)
+        .sort((a, b) => a - b);
+      return xs[Math.floor(xs.length / 2)];
+    };
+    const [at10, at100, at300] = [near(10), near(100), near(295)];
+    console.log(
+      `history bytes per step (median of nearby steps): step 10: ${at10}, step 100: ${at100}, step 300: ${at300}; runs: ${runs.size}`,
+    );
+    expect(at300).toBeLessThan(at10 * 1.25);
+    expect(at100).toBeLessThan(at10 * 1.25);
+    // the transcript is the whole session, in order, across the runs
+    const t = await s.transcript(store, out);
+    const expected = ['user:long:300'];
+    for (let i = 1; i <= steps; i++) expected.push(`assistant:step ${i}|c${i}`, `tool:c${i}:ok`);
+    expected.push(`assistant:finished ${steps}|`);
+    expect(shape(t)).toEqual(expected);
+    expect(lines('bodies.log').filter((l) => l.includes(s.sessionId))).toHaveLength(steps);
+  }, 240_000);
+});
