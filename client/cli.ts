@@ -33,8 +33,10 @@ Commands (\`npx sluice <command> --help\` lists a command's options):
   setup                   Register Sluice's search attributes on the target server
   batch <calls.json>      Run a batch and print its outcome (--json for machines)
   approvals               List calls waiting for approval, across all batches
-  approve <approvalId>    Approve a pending call (--by NAME, --reason TEXT, --digest D, --signal)
-  deny <approvalId>       Deny a pending call (--by NAME, --reason TEXT, --digest D, --signal)
+  approve <approvalId>    Approve a pending call (--by NAME, --reason TEXT, --digest D, --signal,
+                          --wait [--wait-timeout S]: with no worker up the decision is queued;
+                          --wait waits for the batch to apply or refuse it)
+  deny <approvalId>       Deny a pending call (same options as approve)
   events <sessionId>      Print a session's events (--json, --follow)
   ui                      Serve the approval inbox web page for the server at --address
   audit <target>          Timeline of a batch or session from workflow histories (--json)
@@ -156,6 +158,8 @@ const OPTIONS = {
   digest: { type: 'string' },
   workflow: { type: 'string' },
   signal: { type: 'boolean' },
+  wait: { type: 'boolean' },
+  'wait-timeout': { type: 'string' },
   follow: { type: 'boolean' },
   port: { type: 'string' },
   'ui-port': { type: 'string' },
@@ -477,11 +481,15 @@ export function printOutput(output: BatchOutput, out: (s: string) => void): void
 async function approvals(v: Values, out: (s: string) => void): Promise<number> {
   const { sluice, close } = await client(v);
   try {
-    const pending = await sluice.pendingApprovals();
-    if (v.json) out(JSON.stringify(pending, null, 2));
-    else if (pending.length === 0) out('no calls are waiting for approval');
-    else for (const p of pending) out(`${renderPendingCard(p)}\n`);
-    return 0;
+    const { pending, unreadable } = await sluice.approvalsOverview();
+    if (v.json) out(JSON.stringify(unreadable.length ? { pending, unreadable } : pending, null, 2));
+    else {
+      for (const p of pending) out(`${renderPendingCard(p)}\n`);
+      for (const u of unreadable) out(`cannot tell whether batch ${u.workflowId} waits for approval: ${u.problem}`);
+      if (pending.length === 0 && unreadable.length === 0) out('no calls are waiting for approval');
+    }
+    // A batch that could not be read may be waiting: never report "nothing" with a clean exit then.
+    return unreadable.length ? 1 : 0;
   } finally {
     await close();
   }
@@ -494,6 +502,9 @@ async function decide(
   out: (s: string) => void,
 ): Promise<number> {
   if (!approvalId) throw new UsageError(`${command} needs an approval id; list them with \`npx sluice approvals\``);
+  const waitMs = v['wait-timeout'] !== undefined ? Number(v['wait-timeout']) * 1000 : 10 * 60_000;
+  if (!Number.isFinite(waitMs) || waitMs < 0)
+    throw new UsageError(`--wait-timeout takes seconds, not ${JSON.stringify(v['wait-timeout'])}`);
   const { sluice, close } = await client(v);
   const by = v.by ?? process.env.SLUICE_APPROVER ?? process.env.USER ?? 'cli';
   const decision = {
@@ -521,10 +532,27 @@ async function decide(
         out(`${approvalId}: signal refused (${fate.refusal.code}): ${fate.refusal.message}`);
       else out(`sent: ${command} ${approvalId} as a signal; not applied yet: ${fate.message}`);
       return fate.status === 'refused' ? 1 : 0;
-    } else {
-      const r = await sluice.decide(decision);
-      out(v.json ? JSON.stringify(r) : `${approvalId}: ${r.outcome}`);
     }
+    const r = await sluice.submitDecision(decision);
+    if (r.status === 'applied') {
+      out(v.json ? JSON.stringify(r) : `${approvalId}: ${r.outcome}${r.by ? ` by ${r.by}` : ''}`);
+      return 0;
+    }
+    if (v.digest && r.pending && r.pending.argsDigest !== v.digest)
+      out(
+        `warning: the digest you gave is not the one batch ${r.workflowId} shows for this call (${r.pending.argsDigest}); the batch will refuse the decision and record the refusal`,
+      );
+    if (!v.wait) {
+      out(v.json ? JSON.stringify(r) : `queued: ${r.message}. Add --wait to wait for the outcome.`);
+      return 0;
+    }
+    if (!v.json) out(`queued: ${r.message}. Waiting up to ${Math.round(waitMs / 1000)}s for the outcome ...`);
+    const applied = await sluice.awaitDecision(r, { timeoutMs: waitMs });
+    out(
+      v.json
+        ? JSON.stringify({ status: 'applied', workflowId: r.workflowId, ...applied })
+        : `${approvalId}: ${applied.outcome}${applied.by ? ` by ${applied.by}` : ''}`,
+    );
     return 0;
   } catch (err) {
     if (err instanceof SluiceError) {

@@ -13,6 +13,7 @@ import { jsonBytes, MAX_ARGUMENT_CHARS, MAX_INPUT_BYTES } from '../pipeline/budg
 import type {
   ApprovalDecision,
   ApprovalOutcome,
+  ApprovalsMemo,
   BatchInput,
   BatchOutput,
   BatchState,
@@ -26,6 +27,7 @@ import type {
   ToolCall,
 } from '../pipeline/types';
 import {
+  APPROVALS_MEMO,
   BATCH_WORKFLOW,
   batchWorkflowId,
   DECISION_REFUSED,
@@ -64,6 +66,33 @@ export class DecisionRefusedError extends SluiceError {
   }
 }
 
+/** How long a read that needs no worker may take before the client says it cannot tell. */
+const SERVER_DEADLINE_MS = 10_000;
+/** How long a batch's worker has to answer before a decision is queued by signal instead. */
+export const DEFAULT_PROBE_MS = 3_000;
+/** How long an update may take to be confirmed once a worker answered. */
+const CONFIRM_DEADLINE_MS = 20_000;
+
+/** What waits for a person, and the batches the client could not read (it never guesses "nothing"). */
+export interface ApprovalsOverview {
+  pending: PendingApproval[];
+  unreadable: { workflowId: string; problem: string }[];
+}
+
+/** Where a decision went: applied by a running worker, or queued on the server until one runs. */
+export type DecisionSubmitted =
+  | ({ status: 'applied'; workflowId: string } & DecisionApplied)
+  | {
+      status: 'queued';
+      workflowId: string;
+      approvalId: string;
+      requestId: string;
+      argsDigest?: string;
+      /** The call the decision is for, as the memo showed it (absent when it no longer waits). */
+      pending?: PendingApproval;
+      message: string;
+    };
+
 export class SluiceClient {
   readonly temporal: Client;
   readonly taskQueue: string;
@@ -92,6 +121,8 @@ export class SluiceClient {
         workflowIdConflictPolicy: 'USE_EXISTING',
         workflowIdReusePolicy: 'REJECT_DUPLICATE',
         typedSearchAttributes: [{ key: SESSION_ID, value: input.sessionId }],
+        // Present from the start, so the batch keeps it current (workflows/approvals.ts).
+        memo: { [APPROVALS_MEMO]: { v: 1, pending: [], decided: [], refused: [] } satisfies ApprovalsMemo },
         staticSummary: `Tool batch: session ${input.sessionId}, turn ${input.turn}, step ${input.step}, ${input.calls.length} call(s)`,
       });
     } catch (err) {
@@ -109,20 +140,71 @@ export class SluiceClient {
     return this.temporal.workflow.getHandle(workflowId).query(stateQuery);
   }
 
-  /** Every approval waiting for a person, across all batches (needs a worker to answer queries). */
+  /** Every approval waiting for a person, across all batches; throws when some batch cannot be read. */
   async pendingApprovals(): Promise<PendingApproval[]> {
-    const out: PendingApproval[] = [];
-    for await (const wf of this.temporal.workflow.list({
-      query: `SluiceAwaitingApproval = true AND ExecutionStatus = 'Running'`,
-    })) {
-      try {
-        const state = await this.temporal.workflow.getHandle(wf.workflowId, wf.runId).query(stateQuery);
-        out.push(...state.pending);
-      } catch {
-        // finished or unreachable between list and query: nothing pending there any more
-      }
+    const { pending, unreadable } = await this.approvalsOverview();
+    if (unreadable.length)
+      throw new SluiceError(
+        `cannot tell whether these batches wait for approval: ${unreadable.map((u) => `${u.workflowId} (${u.problem})`).join('; ')}`,
+      );
+    return pending;
+  }
+
+  /**
+   * Every approval waiting for a person, from the server alone: visibility finds the batches, and
+   * each batch's memo (read with describe, strongly consistent) holds its cards and digests. No
+   * worker is needed. Batches started before the memo existed are queried, with a deadline.
+   */
+  async approvalsOverview(): Promise<ApprovalsOverview> {
+    const listed: string[] = [];
+    try {
+      await this.temporal.withDeadline(Date.now() + SERVER_DEADLINE_MS, async () => {
+        for await (const wf of this.temporal.workflow.list({
+          query: `SluiceAwaitingApproval = true AND ExecutionStatus = 'Running'`,
+        }))
+          listed.push(wf.workflowId);
+      });
+    } catch (err) {
+      throw new SluiceError(
+        `cannot tell whether any call waits for approval: listing the waiting batches failed (${(err as Error).message}). Check the connection to Temporal (--address, TEMPORAL_ADDRESS).`,
+      );
     }
-    return out.sort((a, b) => a.expiresAt.localeCompare(b.expiresAt));
+    const out: ApprovalsOverview = { pending: [], unreadable: [] };
+    await Promise.all(
+      listed.map(async (workflowId) => {
+        try {
+          const read = await this.readApprovals(workflowId);
+          if (read.running) out.pending.push(...read.pending);
+        } catch (err) {
+          out.unreadable.push({ workflowId, problem: (err as Error).message });
+        }
+      }),
+    );
+    out.pending.sort((a, b) => a.expiresAt.localeCompare(b.expiresAt));
+    return out;
+  }
+
+  /**
+   * A batch's approvals as the server holds them: its memo (no worker needed), or for a batch
+   * started before the memo existed, its query (bounded: a worker must answer within the probe).
+   */
+  async readApprovals(
+    workflowId: string,
+  ): Promise<{ running: boolean; pending: PendingApproval[]; memo?: ApprovalsMemo }> {
+    const handle = this.temporal.workflow.getHandle(workflowId);
+    const desc = await this.temporal.withDeadline(Date.now() + SERVER_DEADLINE_MS, () => handle.describe());
+    const running = desc.status.name === 'RUNNING';
+    const memo = desc.memo?.[APPROVALS_MEMO] as ApprovalsMemo | undefined;
+    if (memo && memo.v === 1) return { running, pending: running ? memo.pending : [], memo };
+    if (!running) return { running, pending: [] };
+    try {
+      const state = await this.temporal.withDeadline(Date.now() + DEFAULT_PROBE_MS, () => handle.query(stateQuery));
+      return { running, pending: state.pending };
+    } catch (err) {
+      throw new SluiceError(
+        `this batch predates the approvals memo and no worker answered its query within ${DEFAULT_PROBE_MS / 1000}s (${(err as Error).message}); start a worker to read it`,
+      );
+    }
   }
 
   /** Finds the batch that waits on an approval id, from search attributes alone (no worker needed). */
@@ -151,14 +233,130 @@ export class SluiceClient {
   async decide(decision: ApprovalDecision & { workflowId?: string }): Promise<DecisionApplied> {
     const workflowId = decision.workflowId ?? (await this.findApproval(decision.approvalId));
     const { workflowId: _omit, ...payload } = decision;
-    const handle = this.temporal.workflow.getHandle(workflowId);
     if (!payload.argsDigest) {
-      const pending = await handle.query(stateQuery).then(
-        (s) => s.pending.find((p) => p.approvalId === decision.approvalId),
+      // From the memo: readable with no worker, so a missing digest never turns into `digest-missing`.
+      const pending = await this.readApprovals(workflowId).then(
+        (r) => r.pending.find((p) => p.approvalId === decision.approvalId),
         () => undefined,
       );
       if (pending) payload.argsDigest = pending.argsDigest;
     }
+    return this.applyByUpdate(workflowId, payload);
+  }
+
+  /**
+   * Decides an approval whether or not a worker runs its batch. When the batch's worker answers
+   * within `probeMs`, the decision goes by update and the outcome is returned; when none does,
+   * it is queued by signal, bound to the digest shown (`argsDigest`, else the memo's), and
+   * applied when a worker runs the batch. `awaitDecision` then waits for what became of it.
+   */
+  async submitDecision(
+    decision: ApprovalDecision & { workflowId?: string },
+    opts: { probeMs?: number } = {},
+  ): Promise<DecisionSubmitted> {
+    const workflowId = decision.workflowId ?? (await this.findApproval(decision.approvalId));
+    const { workflowId: _omit, ...payload } = decision;
+    payload.requestId ??= `req-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
+    let read: Awaited<ReturnType<SluiceClient['readApprovals']>> | undefined;
+    try {
+      read = await this.readApprovals(workflowId);
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) throw await this.refusalAfterClose(workflowId, decision.approvalId);
+      // An old batch with no memo and no worker: the signal below still reaches it.
+    }
+    if (read && !read.running) throw await this.refusalAfterClose(workflowId, decision.approvalId);
+    const pending = read?.pending.find((p) => p.approvalId === decision.approvalId);
+    if (!payload.argsDigest && pending) payload.argsDigest = pending.argsDigest;
+
+    const handle = this.temporal.workflow.getHandle(workflowId);
+    const probeMs = opts.probeMs ?? DEFAULT_PROBE_MS;
+    const workerAnswers = await this.temporal
+      .withDeadline(Date.now() + probeMs, () => handle.query(stateQuery))
+      .then(
+        () => true,
+        () => false,
+      );
+    if (workerAnswers) {
+      try {
+        const applied = await this.temporal.withDeadline(Date.now() + CONFIRM_DEADLINE_MS, () =>
+          this.applyByUpdate(workflowId, payload),
+        );
+        return { status: 'applied', workflowId, ...applied };
+      } catch (err) {
+        if (err instanceof SluiceError) throw err;
+        return {
+          status: 'queued',
+          workflowId,
+          approvalId: decision.approvalId,
+          requestId: payload.requestId,
+          ...(payload.argsDigest ? { argsDigest: payload.argsDigest } : {}),
+          ...(pending ? { pending } : {}),
+          message: `the batch did not confirm within ${CONFIRM_DEADLINE_MS / 1000}s (${(err as Error).message}); its worker may have stopped. The server holds the decision and the batch applies it when a worker runs it; check with \`npx sluice approvals\``,
+        };
+      }
+    }
+    await handle.signal(decideSignal, payload);
+    return {
+      status: 'queued',
+      workflowId,
+      approvalId: decision.approvalId,
+      requestId: payload.requestId,
+      ...(payload.argsDigest ? { argsDigest: payload.argsDigest } : {}),
+      ...(pending ? { pending } : {}),
+      message: `no worker answered batch ${workflowId} within ${probeMs / 1000}s: the decision is queued on the server${payload.argsDigest ? `, bound to digest ${payload.argsDigest},` : ''} and the batch applies or refuses it when a worker runs it${pending ? ` (before the deny timeout at ${pending.expiresAt}, or it is refused as expired)` : ''}`,
+    };
+  }
+
+  /**
+   * Waits for what became of a queued decision, from the batch's memo (no worker needed to read
+   * it): its outcome, or a DecisionRefusedError saying why the batch refused it. Throws a
+   * SluiceError when `timeoutMs` passes first (the decision stays queued).
+   */
+  async awaitDecision(
+    q: { workflowId: string; approvalId: string; requestId: string },
+    opts: { timeoutMs?: number; pollMs?: number } = {},
+  ): Promise<DecisionApplied> {
+    const until = Date.now() + (opts.timeoutMs ?? 10 * 60_000);
+    for (;;) {
+      let read: Awaited<ReturnType<SluiceClient['readApprovals']>> | undefined;
+      try {
+        read = await this.readApprovals(q.workflowId);
+      } catch (err) {
+        if (err instanceof WorkflowNotFoundError) throw await this.refusalAfterClose(q.workflowId, q.approvalId);
+      }
+      const refused = read?.memo?.refused.find((r) => r.requestId === q.requestId);
+      if (refused) throw new DecisionRefusedError({ code: refused.code, message: refused.message });
+      const done = read?.memo?.decided.find((d) => d.approvalId === q.approvalId);
+      if (done) {
+        if (done.requestId === q.requestId)
+          return { approvalId: q.approvalId, outcome: done.outcome, ...(done.by ? { by: done.by } : {}) };
+        const ended = { callId: done.callId, outcome: done.outcome, ...(done.by ? { by: done.by } : {}) };
+        throw new DecisionRefusedError(
+          done.expired
+            ? {
+                code: 'expired',
+                message: `approval ${q.approvalId} expired at ${done.decidedAt}: nobody decided before the deny timeout, so the call was denied`,
+                ...ended,
+              }
+            : {
+                code: 'decided',
+                message: `approval ${q.approvalId} was already decided: ${done.outcome}${done.by ? ` by ${done.by}` : ''}`,
+                ...ended,
+              },
+        );
+      }
+      if (read && !read.running) throw await this.refusalAfterClose(q.workflowId, q.approvalId);
+      if (Date.now() >= until)
+        throw new SluiceError(
+          `no outcome for approval ${q.approvalId} yet: the decision stays queued on batch ${q.workflowId} until a worker runs it`,
+        );
+      await new Promise((r) => setTimeout(r, opts.pollMs ?? 500));
+    }
+  }
+
+  private async applyByUpdate(workflowId: string, payload: ApprovalDecision): Promise<DecisionApplied> {
+    const handle = this.temporal.workflow.getHandle(workflowId);
+    const decision = payload;
     try {
       return await handle.executeUpdate(decideUpdate, {
         args: [payload],

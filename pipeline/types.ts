@@ -164,6 +164,30 @@ export interface PendingApproval {
   expiresAt: string;
   /** Set for Code Mode sub-calls: the run_code call the program belongs to. */
   parentCallId?: string;
+  /** Set in the memo's copy when the arguments were too large for it: `arguments` is then a preview string. */
+  argumentsTruncated?: true;
+}
+
+/**
+ * The batch's memo entry `sluiceApprovals`: what waits and how recent asks ended, readable with
+ * `describe` (or a visibility list) while no worker runs.
+ */
+export interface ApprovalsMemo {
+  v: 1;
+  pending: PendingApproval[];
+  decided: DecidedApproval[];
+  refused: MemoRefusal[];
+}
+
+/** A refused decision as the memo keeps it, so a sender waiting for its outcome learns why. */
+export interface MemoRefusal {
+  approvalId: string;
+  code: RefusalCode;
+  message: string;
+  via: 'signal' | 'update';
+  at: string;
+  by?: string;
+  requestId?: string;
 }
 
 export interface BatchState {
@@ -189,6 +213,8 @@ export interface DecidedApproval {
   reason?: string;
   decidedAt: string;
   expired?: true;
+  /** The requestId of the decision that settled it, when the sender gave one. */
+  requestId?: string;
 }
 
 /** A person's (or integration's) decision, sent by signal or update. */
@@ -202,6 +228,8 @@ export interface ApprovalDecision {
    * signal. Either way, a digest that differs from the pending approval's refuses the decision.
    */
   argsDigest?: string;
+  /** Chosen by the sender to find this decision's outcome in the memo (`sluice approve --wait`). */
+  requestId?: string;
 }
 
 /** Why a decision was not taken; the update fails with it and `approval/refused` records it. */

@@ -1,29 +1,12 @@
 // The approval inbox in a real headless Chromium: asks appear without a reload, a click decides
 // through the update, and each card ends in the form the batch gave it (completed, denied,
 // expired, refused). SLUICE_INBOX_SCREENSHOT=docs/inbox.png also saves a picture of the page.
-import { execFileSync } from 'node:child_process';
-import * as fs from 'node:fs';
-import * as os from 'node:os';
-import * as path from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startInbox, type Inbox } from '../client/inbox/server';
 import demoConfig from '../sluice.config';
+import { launchBrowser } from './chromium';
 import { batch, startHarness, text, type Harness } from './harness';
-
-function chromiumPath(): string {
-  const fromEnv = process.env.CHROMIUM_PATH;
-  if (fromEnv) return fromEnv;
-  try {
-    return execFileSync('sh', ['-c', 'command -v chromium || command -v chromium-browser'], { encoding: 'utf8' })
-      .trim()
-      .split('\n')[0];
-  } catch {
-    throw new Error(
-      'the inbox tests need Chromium: install it with `apt-get install -y chromium`, or set CHROMIUM_PATH',
-    );
-  }
-}
 
 const email = {
   name: 'send_email',
@@ -35,7 +18,7 @@ let inbox: Inbox;
 let proxied: Inbox;
 let stale: Inbox;
 let browser: BrowserContext;
-let profile: string;
+let closeBrowser: (() => Promise<void>) | undefined;
 
 beforeAll(async () => {
   h = await startHarness('inbox', demoConfig);
@@ -43,28 +26,13 @@ beforeAll(async () => {
   proxied = await startInbox({ client: h.client, port: 0, refreshMs: 300, trustedUserHeader: 'X-Forwarded-User' });
   // A page that has not refreshed since it loaded: the card it shows may have expired meanwhile.
   stale = await startInbox({ client: h.client, port: 0, refreshMs: 600_000 });
-  profile = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-chromium-'));
-  browser = await chromium.launchPersistentContext(profile, {
-    executablePath: chromiumPath(),
-    headless: true,
-    viewport: { width: 1100, height: 900 },
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-    ],
-  });
+  ({ browser, close: closeBrowser } = await launchBrowser());
 });
 
 afterAll(async () => {
-  await browser?.close();
+  await closeBrowser?.();
   await Promise.all([inbox?.close(), proxied?.close(), stale?.close()]);
   await h?.close();
-  if (profile) fs.rmSync(profile, { recursive: true, force: true });
 });
 
 async function open(url: string, name?: string): Promise<Page> {

@@ -6,12 +6,15 @@ import {
   condition,
   log,
   setHandler,
+  upsertMemo,
   upsertSearchAttributes,
   uuid4,
   workflowInfo,
 } from '@temporalio/workflow';
 import type {
   ApprovalDecision,
+  ApprovalsMemo,
+  MemoRefusal,
   ApprovalOutcome,
   ApprovalPolicy,
   Card,
@@ -21,11 +24,22 @@ import type {
   PendingApproval,
 } from '../pipeline/types';
 import type { CallRef } from '../pipeline/stages';
-import { AWAITING_APPROVAL, DECISION_REFUSED, decideSignal, decideUpdate, PENDING_APPROVALS } from './definitions';
+import {
+  APPROVALS_MEMO,
+  AWAITING_APPROVAL,
+  DECISION_REFUSED,
+  decideSignal,
+  decideUpdate,
+  PENDING_APPROVALS,
+} from './definitions';
 import type { EventLog } from './event-log';
 
 /** Refusals recorded as events per batch; past this only the signal/update history keeps them. */
 const MAX_REFUSAL_EVENTS = 50;
+/** Outcomes and refusals the memo keeps, newest last: enough for `--wait` to find its own. */
+const MEMO_RECENT = 20;
+/** Arguments larger than this reach the memo as a preview; the query and the events keep them whole. */
+const MEMO_ARGUMENT_CHARS = 8_000;
 
 const MALFORMED =
   'malformed decision: send {"approvalId": "<id>", "decision": "approve"|"deny", "argsDigest": "<digest shown>", "by"?: "<name>", "reason"?: "<text>"}';
@@ -39,6 +53,14 @@ export class Approvals {
   private readonly open = new Map<string, Entry>();
   readonly decided: DecidedApproval[] = [];
   private refusalsRecorded = 0;
+  private recentRefusals: MemoRefusal[] = [];
+  /**
+   * The client starts a batch with an empty approvals memo; only such batches keep it current.
+   * Decided from the start event, so batches recorded before the memo existed replay unchanged
+   * (a `patched()` marker here is not safe: the ask can run in the activation that replays a
+   * local activity's result, before the marker's workflow task).
+   */
+  private readonly memoOn = workflowInfo().memo?.[APPROVALS_MEMO] !== undefined;
 
   constructor(
     private readonly events: EventLog,
@@ -55,11 +77,13 @@ export class Approvals {
       const badField = fieldProblem(d);
       if (badField) {
         this.recordRefusal(d, { code: 'malformed', message: badField }, 'signal');
+        this.publish();
         return;
       }
       const refusal = this.refusalOf(d, false);
       if (refusal) this.recordRefusal(d, refusal, 'signal');
       else this.open.get(d.approvalId)!.decision = normalizeDecision(d);
+      this.publish();
     });
     // The update is what a page or the CLI sends after showing the card: it must carry the digest.
     setHandler(
@@ -68,6 +92,7 @@ export class Approvals {
         const refusal = this.refusalOf(d, true);
         if (refusal) {
           this.recordRefusal(d, refusal, 'update');
+          this.publish();
           throw ApplicationFailure.create({
             message: refusal.message,
             type: DECISION_REFUSED,
@@ -148,6 +173,18 @@ export class Approvals {
 
   private recordRefusal(d: ApprovalDecision, refusal: DecisionRefusal, via: 'signal' | 'update'): void {
     log.info(`approval ${via} refused`, { approvalId: d.approvalId.slice(0, 200), code: refusal.code });
+    this.recentRefusals = [
+      ...this.recentRefusals,
+      {
+        approvalId: d.approvalId.slice(0, 200),
+        code: refusal.code,
+        message: refusal.message,
+        via,
+        at: new Date().toISOString(),
+        ...(typeof d.by === 'string' && d.by ? { by: d.by.slice(0, 200) } : {}),
+        ...(typeof d.requestId === 'string' && d.requestId ? { requestId: d.requestId.slice(0, 100) } : {}),
+      },
+    ].slice(-MEMO_RECENT);
     if (this.events.isClosed || this.refusalsRecorded >= MAX_REFUSAL_EVENTS) return;
     this.refusalsRecorded++;
     this.events.record('approval/refused', {
@@ -208,7 +245,7 @@ export class Approvals {
       ...(ref.parentCallId ? { parentCallId: ref.parentCallId } : {}),
     });
 
-    let ended: { outcome: ApprovalOutcome; by?: string; reason?: string; expired?: true };
+    let ended: { outcome: ApprovalOutcome; by?: string; reason?: string; expired?: true; requestId?: string };
     if (opts.policy === 'never') {
       ended = { outcome: 'rejected', by: 'policy', reason: opts.reason ?? `${ref.name} is never approved` };
     } else if (!opts.channel) {
@@ -219,7 +256,7 @@ export class Approvals {
     } else {
       const entry: Entry = { pending };
       this.open.set(approvalId, entry);
-      this.markAwaiting();
+      this.publish();
       await condition(
         () => entry.decision !== undefined || this.isCancelled() || opts.abandoned?.() !== undefined,
         opts.timeoutMs,
@@ -231,6 +268,7 @@ export class Approvals {
           outcome: d.decision === 'approve' ? 'allowed-once' : 'rejected',
           ...(d.by ? { by: d.by } : {}),
           ...(d.reason ? { reason: d.reason } : {}),
+          ...(d.requestId ? { requestId: d.requestId } : {}),
         };
       } else if (this.isCancelled()) {
         ended = { outcome: 'cancelled' };
@@ -244,11 +282,11 @@ export class Approvals {
         };
       }
       this.open.delete(approvalId);
-      this.markAwaiting();
     }
     const decidedAt = new Date();
     const result: DecidedApproval = { approvalId, callId: ref.callId, ...ended, decidedAt: decidedAt.toISOString() };
     this.decided.push(result);
+    if (opts.channel && opts.policy !== 'never') this.publish();
     this.events.record('approval/decided', {
       id: approvalId,
       callId: ref.callId,
@@ -261,13 +299,41 @@ export class Approvals {
     return result;
   }
 
-  private markAwaiting(): void {
-    const ids = [...this.open.keys()];
-    upsertSearchAttributes([
-      { key: AWAITING_APPROVAL, value: ids.length > 0 },
-      { key: PENDING_APPROVALS, value: ids },
-    ]);
+  /**
+   * What a person needs to decide, kept where the server answers without a worker: the search
+   * attributes find the batch, the memo holds the cards, digests and expiries, and how recent
+   * decisions ended (for `sluice approve --wait`). Both are written when the workflow task
+   * completes, so they are current whenever no worker runs.
+   */
+  private publish(): void {
+    const ids = [...this.open.keys()].filter((id) => !this.open.get(id)!.decision);
+    const waiting = [...this.open.keys()];
+    if (this.publishedIds === undefined || this.publishedIds.join(',') !== waiting.join(',')) {
+      upsertSearchAttributes([
+        { key: AWAITING_APPROVAL, value: waiting.length > 0 },
+        { key: PENDING_APPROVALS, value: waiting },
+      ]);
+      this.publishedIds = waiting;
+    }
+    if (!this.memoOn) return;
+    const memo: ApprovalsMemo = {
+      v: 1,
+      pending: ids.map((id) => memoPending(this.open.get(id)!.pending)),
+      decided: this.decided.slice(-MEMO_RECENT).map((d) => ({
+        approvalId: d.approvalId,
+        callId: d.callId,
+        outcome: d.outcome,
+        decidedAt: d.decidedAt,
+        ...(d.by ? { by: d.by } : {}),
+        ...(d.reason ? { reason: d.reason.slice(0, 500) } : {}),
+        ...(d.expired ? { expired: true as const } : {}),
+        ...(d.requestId ? { requestId: d.requestId } : {}),
+      })),
+      refused: this.recentRefusals,
+    };
+    upsertMemo({ [APPROVALS_MEMO]: memo });
   }
+  private publishedIds?: string[];
 }
 
 function malformed(d: unknown): boolean {
@@ -283,12 +349,19 @@ function malformed(d: unknown): boolean {
 
 /** Why an otherwise well-formed decision carries an optional field of the wrong type. */
 function fieldProblem(d: ApprovalDecision): string | undefined {
-  for (const key of ['argsDigest', 'by', 'reason'] as const) {
+  for (const key of ['argsDigest', 'by', 'reason', 'requestId'] as const) {
     const v: unknown = d[key];
     if (v !== undefined && v !== null && typeof v !== 'string')
       return `malformed decision: "${key}" must be a string (got ${Array.isArray(v) ? 'an array' : typeof v === 'object' ? 'an object' : `a ${typeof v}`}); ${MALFORMED.slice('malformed decision: '.length)}`;
   }
   return undefined;
+}
+
+/** The memo's copy of a pending ask: whole, except arguments too large for a memo. */
+function memoPending(p: PendingApproval): PendingApproval {
+  const args = JSON.stringify(p.arguments);
+  if (args.length <= MEMO_ARGUMENT_CHARS) return p;
+  return { ...p, arguments: `${args.slice(0, MEMO_ARGUMENT_CHARS)}…`, argumentsTruncated: true };
 }
 
 function normalizeDecision(d: ApprovalDecision): ApprovalDecision {
@@ -297,5 +370,6 @@ function normalizeDecision(d: ApprovalDecision): ApprovalDecision {
     decision: d.decision,
     ...(typeof d.by === 'string' && d.by ? { by: d.by.slice(0, 200) } : {}),
     ...(typeof d.reason === 'string' && d.reason ? { reason: d.reason.slice(0, 2000) } : {}),
+    ...(typeof d.requestId === 'string' && d.requestId ? { requestId: d.requestId.slice(0, 100) } : {}),
   };
 }

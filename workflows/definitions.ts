@@ -23,6 +23,8 @@ export const stateQuery = defineQuery<BatchState>('sluice.state');
 export const AWAITING_APPROVAL = defineSearchAttributeKey('SluiceAwaitingApproval', SearchAttributeType.BOOL);
 /** The ids of the approvals a batch waits on, so a decision finds its batch with no worker up. */
 export const PENDING_APPROVALS = defineSearchAttributeKey('SluicePendingApprovals', SearchAttributeType.KEYWORD_LIST);
+/** Memo key of the batch's ApprovalsMemo: pending asks and recent outcomes, readable with no worker. */
+export const APPROVALS_MEMO = 'sluiceApprovals';
 export const SESSION_ID = defineSearchAttributeKey('SluiceSessionId', SearchAttributeType.KEYWORD);
 
 /** Registered on the dev server at start, and by `sluice setup` on any other server. */

@@ -3,6 +3,7 @@
 // the workflow results), so it works against any server with no access to a worker's files.
 import type { WorkflowExecutionInfo } from '@temporalio/client';
 import type {
+  ApprovalsMemo,
   BatchOutput,
   BatchState,
   CallStage,
@@ -11,7 +12,7 @@ import type {
   SessionEvent,
   ToolError,
 } from '../../pipeline/types';
-import { BATCH_WORKFLOW, stateQuery } from '../../workflows/definitions';
+import { APPROVALS_MEMO, BATCH_WORKFLOW, stateQuery } from '../../workflows/definitions';
 import type { SluiceClient } from '../client';
 
 /** How long a page refresh waits for a worker to answer a batch's query. */
@@ -46,7 +47,8 @@ export interface BatchView {
 
 export interface InboxSnapshot {
   now: string;
-  pending: PendingApproval[];
+  /** `queued` marks asks read from the memo of a batch no worker runs: a decision is queued. */
+  pending: (PendingApproval & { queued?: true })[];
   batches: BatchView[];
 }
 
@@ -59,7 +61,7 @@ export interface SessionTimeline {
 }
 
 /** What the inbox needs of a listed or described workflow execution. */
-type Execution = Pick<WorkflowExecutionInfo, 'workflowId' | 'runId' | 'status' | 'startTime' | 'closeTime'>;
+type Execution = Pick<WorkflowExecutionInfo, 'workflowId' | 'runId' | 'status' | 'startTime' | 'closeTime' | 'memo'>;
 
 export class InboxFeed {
   /** Results of finished batches never change: read each once. */
@@ -136,7 +138,7 @@ export class InboxFeed {
     };
   }
 
-  private async view(wf: Execution): Promise<{ batch: BatchView; pending: PendingApproval[] }> {
+  private async view(wf: Execution): Promise<{ batch: BatchView; pending: InboxSnapshot['pending'] }> {
     const batch: BatchView = {
       workflowId: wf.workflowId,
       runId: wf.runId,
@@ -147,14 +149,18 @@ export class InboxFeed {
       calls: [],
     };
     if (wf.status.name === 'RUNNING') {
+      // The memo needs no worker: what waits, with cards and digests, is shown even when none runs.
+      const memo = wf.memo?.[APPROVALS_MEMO] as ApprovalsMemo | undefined;
       let state: BatchState;
       try {
         state = await this.client.temporal.withDeadline(Date.now() + QUERY_DEADLINE_MS, () =>
           this.client.temporal.workflow.getHandle(wf.workflowId, wf.runId).query(stateQuery),
         );
       } catch (err) {
-        batch.problem = `no worker answered this batch's query (${(err as Error).message}); start one with \`npx sluice worker\``;
-        return { batch, pending: [] };
+        batch.problem = memo
+          ? `no worker is running this batch right now: decisions made here are queued and applied when one starts (\`npx sluice worker\`)`
+          : `no worker answered this batch's query (${(err as Error).message}); start one with \`npx sluice worker\``;
+        return { batch, pending: memo?.v === 1 ? memo.pending.map((p) => ({ ...p, queued: true })) : [] };
       }
       Object.assign(batch, { sessionId: state.sessionId, turn: state.turn, step: state.step });
       batch.calls = viewsFromState(state);

@@ -1,5 +1,6 @@
 // The approval inbox: one plain HTML page and a small JSON/SSE API on node:http. It decides
-// through the `sluice.decide` update, so the person sees what the batch did with the decision.
+// through the `sluice.decide` update, so the person sees what the batch did with the decision;
+// while no worker runs the batch, the decision is queued by signal, bound to the digest shown.
 import * as fs from 'node:fs';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -121,7 +122,7 @@ export async function startInbox(opts: InboxOptions): Promise<Inbox> {
         });
     }
     try {
-      const applied = await opts.client.decide({
+      const submitted = await opts.client.submitDecision({
         workflowId,
         approvalId,
         argsDigest,
@@ -129,7 +130,16 @@ export async function startInbox(opts: InboxOptions): Promise<Inbox> {
         by,
         ...(typeof reason === 'string' && reason.trim() ? { reason: reason.trim() } : {}),
       });
-      send(res, 200, { status: 'applied', ...applied });
+      // Queued: no worker runs the batch; the server holds the decision until one does.
+      if (submitted.status === 'queued')
+        send(res, 202, {
+          status: 'queued',
+          approvalId,
+          requestId: submitted.requestId,
+          argsDigest: submitted.argsDigest,
+          message: submitted.message,
+        });
+      else send(res, 200, submitted);
     } catch (err) {
       if (err instanceof DecisionRefusedError) send(res, 409, { status: err.refusal.code, ...err.refusal });
       else if (err instanceof SluiceError) send(res, 409, { status: 'refused', message: err.message });
