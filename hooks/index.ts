@@ -236,3 +236,7 @@ export function commandHooks(opts: CommandHooksOptions): CommandHooks {
 function clip(text: string): string {
   return text.length > SUMMARY_CHARS ? `${text.slice(0, SUMMARY_CHARS - 1)}…` : text;
 }
+
+export { permissionRules } from './permissions';
+export type { PermissionRules, PermissionRulesOptions, PermissionVerdict } from './permissions';
+export type { PermissionRule, RuleKind } from './permission-rules';
