@@ -11,6 +11,12 @@ export const RUN_CODE = 'run_code';
 export const MAX_SUBCALLS_PER_PROGRAM = 500;
 /** Sub-calls one batch may hold across all its run_code calls, under Temporal's update limit. */
 export const MAX_SUBCALLS_PER_BATCH = 1_500;
+/**
+ * Argument bytes (as JSON text) all sub-calls of one batch may send together. Each sub-call's arguments are
+ * recorded in two events of the batch output (one payload, at most 2 MB), so this keeps them to
+ * half of it; results shrink to what is left (pipeline/budget.ts).
+ */
+export const MAX_SUBCALL_ARGUMENT_BYTES_PER_BATCH = 384 * 1024;
 
 /**
  * One `await tools.<name>(args)` of a program, sent by the run_code body to its batch workflow.

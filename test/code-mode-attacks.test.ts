@@ -3,18 +3,32 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { argsDigest } from '../pipeline/digest';
 import type { BatchOutput } from '../pipeline/types';
 import { bashTool, fsTools } from '../tools';
 import { codeModeTool } from '../tools/code-mode';
-import { defineConfig } from '../worker/config';
+import { defineConfig, defineTool } from '../worker/config';
+import { codeCallUpdate } from '../workflows/definitions';
 import { batch, startHarness, text, type Harness } from './harness';
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-code-attacks-'));
 fs.writeFileSync(path.join(root, 'notes.txt'), 'harmless\n');
 
 const config = defineConfig({
-  tools: [...fsTools({ root }), bashTool({ root }), codeModeTool({ limits: { cpuMs: 2_000 } })],
+  tools: [
+    ...fsTools({ root }),
+    bashTool({ root }),
+    codeModeTool({ limits: { cpuMs: 2_000 } }),
+    defineTool({
+      name: 'big',
+      description: 'returns 1.5 MB of text',
+      input: z.object({}),
+      execute: () => 'z'.repeat(1_500_000),
+    }),
+  ],
 });
 
 let h: Harness;
@@ -70,5 +84,85 @@ describe('call ids shaped like sub-call ids', () => {
       ]),
     );
     expect(out.results.map((r) => r.result.isError)).toEqual([false, false]);
+  });
+});
+
+describe('large sub-calls', () => {
+  it('1.5 MB of arguments is a catchable error with nothing dispatched; the write before it keeps its result', async () => {
+    const program = [
+      "const first = await tools.write({ file_path: 'kept.txt', content: 'kept' });",
+      'let refused = "";',
+      "try { await tools.write({ file_path: 'huge.txt', content: 'y'.repeat(1_500_000) }); }",
+      'catch (e) { refused = e.message; }',
+      'return { first, refused };',
+    ].join('\n');
+    const out = await h.client.runBatch(
+      batch([{ name: 'run_code', args: { code: program, description: 'write, then write too much' } }]),
+    );
+    const r = out.results[0].result;
+    expect(r.isError, text(r)).toBe(false);
+    const shown = JSON.parse(text(r).replace(/^Result:\n/, ''));
+    expect(shown.first).toMatch(/kept\.txt/);
+    expect(shown.refused).toMatch(/over the 262144-character limit for one call, so the call was not made/);
+    expect(fs.readFileSync(path.join(root, 'kept.txt'), 'utf8')).toBe('kept');
+    expect(fs.existsSync(path.join(root, 'huge.txt'))).toBe(false);
+    expect(
+      ofType(out, 'tool/code-dispatch-start').map((e) => JSON.parse(e.data.arguments as string).file_path),
+    ).toEqual(['kept.txt']);
+  });
+
+  it('a forged 1.5 MB sub-call update is refused before it reaches history; the batch completes', async () => {
+    const program = "try { await tools.bash({ command: 'true' }); } catch (e) { return 'denied'; }";
+    const handle = await h.client.startBatch(
+      batch([{ id: 'P', name: 'run_code', args: { code: program, description: 'asks' } }], {
+        options: { approvalTimeoutMs: 5_000 },
+      }),
+    );
+    for (;;) {
+      const s = await h.client.batchState(handle.workflowId).catch(() => undefined);
+      if (s?.pending.length) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const args = { content: 'y'.repeat(1_500_000) };
+    const forged = await handle
+      .executeUpdate(codeCallUpdate, {
+        args: [
+          {
+            token: `${handle.workflowId}/P`,
+            parentCallId: 'P',
+            index: 1,
+            name: 'write',
+            arguments: JSON.stringify(args),
+            argsDigest: argsDigest(args),
+          },
+        ],
+      })
+      .then(
+        () => undefined,
+        (e) => e,
+      );
+    expect(forged).toBeInstanceOf(WorkflowUpdateFailedError);
+    expect(String((forged as WorkflowUpdateFailedError).cause?.message)).toMatch(/over the 262144-character limit/);
+    const out = await handle.result();
+    expect(text(out.results[0].result)).toBe('Result:\ndenied');
+    const history = JSON.stringify(await handle.fetchHistory());
+    expect(history.length).toBeLessThan(500_000);
+  });
+
+  it('three 1.5 MB sub-call results reach the program cut to the batch budget; the batch completes', async () => {
+    const program = [
+      'const sizes = [];',
+      'for (let i = 0; i < 3; i++) sizes.push(String(await tools.big({})).length);',
+      'return sizes;',
+    ].join('\n');
+    const out = await h.client.runBatch(
+      batch([{ name: 'run_code', args: { code: program, description: 'big results' } }]),
+    );
+    const r = out.results[0].result;
+    expect(r.isError, text(r)).toBe(false);
+    const sizes = JSON.parse(text(r).replace(/^Result:\n/, '')) as number[];
+    expect(sizes).toHaveLength(3);
+    for (const n of sizes) expect(n).toBeLessThan(600_000);
+    expect(JSON.stringify(out).length).toBeLessThan(2 * 1024 * 1024);
   });
 });

@@ -4,7 +4,9 @@
 // index, so a program re-run after a crash gets its earlier sub-calls' outcomes instead of running
 // them again, and a re-run that asks for something else at an index is refused as non-deterministic.
 import { CancellationScope, setHandler, workflowInfo } from '@temporalio/workflow';
+import { jsonStringBytes, MAX_ARGUMENT_CHARS } from '../pipeline/budget';
 import {
+  MAX_SUBCALL_ARGUMENT_BYTES_PER_BATCH,
   MAX_SUBCALLS_PER_BATCH,
   MAX_SUBCALLS_PER_PROGRAM,
   programOutcome,
@@ -30,6 +32,8 @@ export class CodeCalls {
   /** Per run_code call, its sub-calls by index. */
   private readonly records = new Map<string, SubCallRecord[]>();
   private total = 0;
+  /** Argument bytes (as JSON text) of every sub-call taken so far: each is recorded twice in the batch output. */
+  private argumentBytes = 0;
 
   constructor(
     private readonly input: BatchInput,
@@ -68,6 +72,9 @@ export class CodeCalls {
     if (!this.pipeline.isExecuting(r.parentCallId))
       return `${RUN_CODE} call ${r.parentCallId} is not running any more; its program cannot call tools now`;
     if (r.name === RUN_CODE) return `a program cannot call ${RUN_CODE} itself; call the other tools directly`;
+    // Checked before anything parses them: an update this large must not reach history.
+    if (r.arguments.length > MAX_ARGUMENT_CHARS)
+      return `sub-call arguments are ${r.arguments.length} characters, over the ${MAX_ARGUMENT_CHARS}-character limit for one call; nothing was run`;
     let digest: string;
     try {
       digest = argsDigest(snapshotArguments(r.arguments));
@@ -94,6 +101,9 @@ export class CodeCalls {
       return `a program may make at most ${MAX_SUBCALLS_PER_PROGRAM} tool calls; split the work across several run_code calls`;
     if (this.total >= MAX_SUBCALLS_PER_BATCH)
       return `this batch already ran ${MAX_SUBCALLS_PER_BATCH} sub-calls, the most one batch may hold; continue in the next turn`;
+    const bytes = jsonStringBytes(r.arguments);
+    if (this.argumentBytes + bytes > MAX_SUBCALL_ARGUMENT_BYTES_PER_BATCH)
+      return `the sub-calls of this batch already sent ${this.argumentBytes} bytes of arguments; with ${bytes} more they would pass the ${MAX_SUBCALL_ARGUMENT_BYTES_PER_BATCH}-byte allowance that keeps the batch output within Temporal's payload limit. Nothing was run; continue in the next turn or send smaller arguments.`;
     return undefined;
   }
 
@@ -110,6 +120,7 @@ export class CodeCalls {
     };
     seen.push(record);
     this.total++;
+    this.argumentBytes += jsonStringBytes(req.arguments);
     return record.outcome;
   }
 

@@ -11,6 +11,7 @@ import {
 } from 'quickjs-emscripten-core';
 import variant from '@jitl/quickjs-wasmfile-release-sync';
 import { parentPort, workerData } from 'node:worker_threads';
+import { MAX_ARGUMENT_CHARS } from '../../pipeline/budget';
 import { snapshotJson } from '../../pipeline/json';
 import type { Json, JsonObject } from '../../pipeline/types';
 import { GUEST_PRELUDE } from './guest-prelude';
@@ -174,6 +175,12 @@ function checkArguments(name: string, described: string): JsonObject {
   const value = snapshotJson(mirror(JSON.parse(described) as Tagged), 'arguments');
   if (value === null || typeof value !== 'object' || Array.isArray(value))
     throw new Error(`arguments of tools.${name}() must be an object, e.g. tools.${name}({ ... })`);
+  // The same limit as a model's own call: larger arguments would not fit a Temporal payload.
+  const chars = JSON.stringify(value).length;
+  if (chars > MAX_ARGUMENT_CHARS)
+    throw new Error(
+      `the arguments of tools.${name}() are ${chars} characters of JSON, over the ${MAX_ARGUMENT_CHARS}-character limit for one call, so the call was not made. Split the work into smaller calls (e.g. write a large file in parts).`,
+    );
   return value as JsonObject;
 }
 
