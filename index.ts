@@ -26,3 +26,23 @@ export { commandHooks } from './hooks';
 export { codeModeTool, type CodeModeOptions } from './tools/code-mode';
 export * from './agent/convert';
 export type * from './pipeline/session';
+export { startSession, sessionHandle, SessionHandle, type SessionRequest } from './client/session';
+export {
+  sessionWorkflowId,
+  sendMessageUpdate,
+  messageSignal,
+  interruptSignal,
+  cancelSessionSignal,
+  sessionQuery,
+} from './workflows/session-definitions';
+export {
+  ModelRefusedError,
+  type ModelAdapter,
+  type ModelRequest,
+  type ModelReply,
+  type ModelEntry,
+} from './agent/models';
+export { openAIChatModel, openAIResponsesModel } from './agent/adapters/openai';
+export { anthropicModel } from './agent/adapters/anthropic';
+export { aiSdkModel } from './agent/adapters/ai-sdk';
+export { scriptedModel, scriptFileModel, type ModelScript, type ScriptStep } from './agent/adapters/scripted';

@@ -3,7 +3,8 @@
 // the new messages cross history; the transcript itself lives in the result store.
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { ModelRefusedError, resolveModel } from '../agent/models';
+import { ModelRefusedError } from '../agent/models';
+import { resolveModel } from '../agent/resolve';
 import { TranscriptStore } from '../agent/transcript-store';
 import type { AgentMessage, AssistantMessage, ModelStepInput, ModelStepOutput, ToolSpec } from '../pipeline/session';
 import type { ResultStore } from '../worker/claim-check';

@@ -58,38 +58,6 @@ export function isAISDKModel(m: unknown): m is AISDKLanguageModel {
   );
 }
 
-/**
- * The adapter for a session's model string: a name from the worker's `models`, else
- * `openai:<model>` (chat completions), `openai-responses:<model>`, `anthropic:<model>`,
- * `script:<file>`. Credentials come from the worker's environment (OPENAI_API_KEY,
- * ANTHROPIC_API_KEY, and the SDKs' *_BASE_URL), never from the session.
- */
-export function resolveModel(spec: string, models: Record<string, ModelEntry> = {}): ModelAdapter {
-  const named = Object.hasOwn(models, spec) ? models[spec] : undefined;
-  if (named) return isAISDKModel(named) ? require('./adapters/ai-sdk').aiSdkModel(named) : named;
-  const colon = spec.indexOf(':');
-  const provider = colon > 0 ? spec.slice(0, colon) : '';
-  const name = colon > 0 ? spec.slice(colon + 1) : '';
-  if (!name) throw new ModelRefusedError(unknownModel(spec, models));
-  switch (provider) {
-    case 'openai':
-      return require('./adapters/openai').openAIChatModel(name);
-    case 'openai-responses':
-      return require('./adapters/openai').openAIResponsesModel(name);
-    case 'anthropic':
-      return require('./adapters/anthropic').anthropicModel(name);
-    case 'script':
-      return require('./adapters/scripted').scriptFileModel(name);
-    default:
-      throw new ModelRefusedError(unknownModel(spec, models));
-  }
-}
-
-function unknownModel(spec: string, models: Record<string, ModelEntry>): string {
-  const names = Object.keys(models);
-  return `unknown model ${JSON.stringify(spec)}: use openai:<model>, openai-responses:<model>, anthropic:<model>, script:<file>${names.length ? `, or one of this worker's models (${names.join(', ')})` : ''}`;
-}
-
 /** Loads an optional SDK, or says how to install it. */
 export function loadOptional<T>(pkg: string, load: () => T): T {
   try {
