@@ -6,16 +6,19 @@ import { ApplicationFailure } from '@temporalio/common';
 import { ModelRefusedError } from '../agent/models';
 import { resolveModel } from '../agent/resolve';
 import { TranscriptStore } from '../agent/transcript-store';
-import type { AgentMessage, AssistantMessage, ModelStepInput, ModelStepOutput, ToolSpec } from '../pipeline/session';
+import type {
+  AgentMessage,
+  AssistantMessage,
+  ModelActivities,
+  ModelStepInput,
+  ModelStepOutput,
+  ToolSpec,
+} from '../pipeline/session';
 import type { ResultStore } from '../worker/claim-check';
 import { type SluiceConfig, toolSchemas } from '../worker/config';
 
 /** The failure type of a model step that cannot succeed on retry; the session ends the turn with it. */
 export const MODEL_REFUSED = 'SluiceModelRefused';
-
-export interface ModelActivities {
-  modelStep(input: ModelStepInput): Promise<ModelStepOutput>;
-}
 
 export function createModelActivities(config: SluiceConfig, deps: { resultStore: ResultStore }): ModelActivities {
   const transcripts = new TranscriptStore(config.resultStore ?? deps.resultStore);

@@ -281,6 +281,7 @@ export interface ModelStepOutput {
   finishReason: string;
 }
 
-export interface ModelStepFailure {
-  message: string;
+/** The activity the session workflow calls (activities/model-step.ts implements it). */
+export interface ModelActivities {
+  modelStep(input: ModelStepInput): Promise<ModelStepOutput>;
 }

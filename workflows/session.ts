@@ -24,10 +24,10 @@ import {
   startChild,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { ModelActivities } from '../activities/model-step';
 import {
   type AgentMessage,
   contentText,
+  type ModelActivities,
   intakeCalls,
   mergeToolMessages,
   type QueuedMessage,
