@@ -19,3 +19,18 @@ export function treeCommand(pidFile: string): string {
 export function pidsIn(file: string): number[] {
   return fs.existsSync(file) ? fs.readFileSync(file, 'utf8').trim().split('\n').filter(Boolean).map(Number) : [];
 }
+
+/** Live processes whose command line contains `needle`, seen from this (the host's) PID namespace. */
+export function pidsRunning(needle: string): number[] {
+  const found: number[] = [];
+  for (const name of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
+    try {
+      if (fs.readFileSync(`/proc/${name}/cmdline`, 'utf8').replace(/\0/g, ' ').includes(needle) && alive(Number(name)))
+        found.push(Number(name));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return found;
+}

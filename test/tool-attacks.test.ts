@@ -4,7 +4,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fsTools } from '../tools';
+import { bashTool, fsTools } from '../tools';
 import { defineConfig, defineTool } from '../worker/config';
 import { z } from 'zod';
 import { batch, startHarness, text, type Harness } from './harness';
@@ -68,7 +68,11 @@ beforeAll(async () => {
     input: z.object({}),
     execute: () => 'PIN-SESSION-A-4921',
   });
-  h = await startHarness('attacks', defineConfig({ tools: [...fsTools({ root }), ping, leak] }), { stateDir });
+  h = await startHarness(
+    'attacks',
+    defineConfig({ tools: [...fsTools({ root }), bashTool({ root, approval: 'auto' }), ping, leak] }),
+    { stateDir },
+  );
 });
 afterAll(() => h?.close());
 
@@ -174,5 +178,43 @@ describe("other sessions' logs are out of the tools' reach (issue 10, item 9)", 
       expect(r.result).toMatchObject({ isError: true, error: { code: 'FS_PROTECTED_PATH' } });
     expect(text(b.results[6].result)).toMatch(/^No matches/);
     expect(fs.readFileSync(logOfA, 'utf8')).toContain('PIN-SESSION-A-4921');
+  });
+});
+
+describe("bash and the worker's secrets (issue 13; issue 10, items 1, 7, 9)", () => {
+  it("cannot print a key planted in the worker's environment, nor reach hook files or session logs", async () => {
+    process.env.SLUICE_CODEC_KEYS_FAKE = 'k9:ZmFrZS1jb2RlYy1rZXktZm9yLWEtdGVzdA==';
+    process.env.ANTHROPIC_API_KEY_FAKE = 'sk-ant-fake-0123456789';
+    try {
+      const a = await h.client.runBatch(batch([{ name: 'lookup_pin' }]));
+      const log = sessionLogPath(stateDir, a.sessionId);
+      const out = await h.client.runBatch(
+        batch([
+          {
+            name: 'bash',
+            args: {
+              command: [
+                'env',
+                'echo "$SLUICE_CODEC_KEYS_FAKE $ANTHROPIC_API_KEY_FAKE"',
+                'cat /proc/*/environ 2>/dev/null | tr "\\0" "\\n" | grep -a FAKE',
+                `cat ${log}`,
+                'grep -rs PIN- . ',
+                'echo "require(1)" > .claude/hooks/protect-env.js',
+                'echo "exit 1" > scripts/guard.sh',
+                'echo "{}" > .claude/settings.local.json',
+                'echo finished',
+              ].join('; '),
+            },
+          },
+        ]),
+      );
+      const shown = text(out.results[0].result);
+      expect(shown).toContain('finished');
+      expect(shown).not.toMatch(/ZmFrZS1jb2RlYy1rZXk|sk-ant-fake|PIN-SESSION-A/);
+      unchanged();
+    } finally {
+      delete process.env.SLUICE_CODEC_KEYS_FAKE;
+      delete process.env.ANTHROPIC_API_KEY_FAKE;
+    }
   });
 });

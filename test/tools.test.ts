@@ -47,7 +47,8 @@ beforeAll(async () => {
       ...fsTools({ root }),
       todoWriteTool(),
       // Short heartbeats so a cancel reaches the running body quickly.
-      { ...bashTool({ root }), heartbeatTimeoutMs: 3000 },
+      // The process-group fallback, whose pids this file watches (test/unit/bash.test.ts covers both modes).
+      { ...bashTool({ root, sandbox: 'none' }), heartbeatTimeoutMs: 3000 },
     ],
     postExecute: [
       {

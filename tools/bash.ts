@@ -1,13 +1,38 @@
-// bash: runs a shell command in the workspace. The command gets its own process group, so a
-// timeout or a cancelled batch ends everything it started, not just the shell; and nothing it
-// left running in the background outlives the call.
+// bash: runs a shell command in the workspace, in bubblewrap's sandbox where it works (see
+// sandbox.ts), else in its own process group; either way a timeout or a cancelled batch ends
+// everything it started, and nothing it left running in the background outlives the call. The
+// command sees only the environment variables on an allowlist, never the worker's keys.
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import * as fs from 'node:fs/promises';
 import { StringDecoder } from 'node:string_decoder';
 import { z } from 'zod';
 import type { ApprovalPolicy } from '../pipeline/types';
 import { defineTool, toolOutput, type ToolDefinition } from '../worker/config';
 import { answering, ToolErrorCodes } from './errors';
-import { openWorkspace } from './fs/workspace';
+import type { ProtectOptions } from './fs/protect';
+import { openWorkspace, protectedPath, type Workspace } from './fs/workspace';
+import { bubblewrapArgs, removeStandIns, sandboxMode, type SandboxSetting } from './sandbox';
+
+/** The worker's variables a command sees by default: what programs need to run, no secrets. */
+export const BASH_ENV_ALLOWLIST: readonly string[] = [
+  'PATH',
+  'HOME',
+  'USER',
+  'LOGNAME',
+  'SHELL',
+  'LANG',
+  'LANGUAGE',
+  'LC_ALL',
+  'LC_CTYPE',
+  'LC_MESSAGES',
+  'TERM',
+  'TZ',
+  'TMPDIR',
+];
+
+/** Marks every process of one fallback-mode call, so the ones that left its group can be found. */
+const RUN_MARKER = 'SLUICE_BASH_RUN';
 
 export interface BashToolOptions {
   /** The working directory of every command. */
@@ -21,10 +46,26 @@ export interface BashToolOptions {
   maxTimeoutMs?: number;
   /** Output beyond this is cut from the middle, keeping its start and end. Default 30,000. */
   maxOutputChars?: number;
-  /** The environment of the commands; default: the worker's own. */
+  /**
+   * The whole environment of the commands, exactly as given. Default: only the worker's
+   * variables named in inheritEnv, so API and codec keys stay out of the model's reach.
+   */
   env?: NodeJS.ProcessEnv;
+  /** Names of the worker's variables a command sees when env is not given. Default BASH_ENV_ALLOWLIST. */
+  inheritEnv?: readonly string[];
   /** Default `bash`. */
   shell?: string;
+  /**
+   * 'auto' (default): bubblewrap's sandbox where it runs, else the process-group fallback;
+   * 'bubblewrap': the sandbox or a failed call; 'none': the fallback. See docs/tools.md.
+   */
+  sandbox?: SandboxSetting;
+  /** Network inside the sandbox. Default false. */
+  network?: boolean;
+  /** Further folders the sandbox may write (the workspace and a private /tmp always). */
+  writable?: string[];
+  /** Protected paths, as fsTools takes them: read-only or hidden in the sandbox, refused by name outside it. */
+  protect?: ProtectOptions | false;
 }
 
 const input = z.strictObject({
@@ -50,6 +91,7 @@ export function bashTool(opts: BashToolOptions): ToolDefinition<BashArgs> {
       `Runs a shell command (bash -c) in the workspace root and returns its output (stdout and stderr together) and exit code. ` +
       `Timeout: timeout ms, default ${defaultTimeoutMs}, at most ${maxTimeoutMs}; on timeout the command and everything it started are killed. ` +
       `Output over ${maxOutputChars} characters is cut from the middle. Background processes do not outlive the command. ` +
+      'Only the workspace (and a private /tmp) may be writable, the network may be off, and hook settings and Sluice state are off limits. ' +
       'Prefer read, edit, glob and grep for files.',
     input,
     approval: opts.approval ?? 'ask',
@@ -64,15 +106,24 @@ export function bashTool(opts: BashToolOptions): ToolDefinition<BashArgs> {
     }),
     execute: (args, ctx) =>
       answering(async () => {
-        const { realRoot } = await openWorkspace(opts.root);
+        const ws = await openWorkspace(opts.root, { protect: opts.protect });
         const timeoutMs = Math.min(args.timeout ?? defaultTimeoutMs, maxTimeoutMs);
-        const run = await runInGroup(opts.shell ?? 'bash', args.command, {
-          cwd: realRoot,
-          env: opts.env ?? process.env,
-          timeoutMs,
-          signal: ctx.signal,
-          maxOutputChars,
-        });
+        const mode = await sandboxMode(opts.sandbox ?? 'auto');
+        const env = opts.env ? { ...opts.env } : allowlisted(opts.inheritEnv ?? BASH_ENV_ALLOWLIST);
+        const shell = opts.shell ?? 'bash';
+        const common = { cwd: ws.realRoot, env, timeoutMs, signal: ctx.signal, maxOutputChars };
+        let run: GroupRun;
+        if (mode === 'bubblewrap') {
+          const sandbox = bubblewrapArgs(ws, { network: opts.network === true, writable: opts.writable ?? [] });
+          try {
+            run = await runInGroup('bwrap', [...sandbox, '--', shell, '-c', args.command], common);
+          } finally {
+            await removeStandIns(ws);
+          }
+        } else {
+          refuseProtectedMentions(ws, args.command);
+          run = await runInGroup(shell, ['-c', args.command], { ...common, marker: randomBytes(12).toString('hex') });
+        }
         if (run.aborted)
           throw new Error('the command was stopped because the batch was cancelled; its process group was killed');
         const status = run.timedOut
@@ -82,7 +133,13 @@ export function bashTool(opts: BashToolOptions): ToolDefinition<BashArgs> {
             : `[killed by signal ${run.signal}]`;
         const body = run.output.length ? run.output.replace(/\n?$/, '\n') : '(no output)\n';
         const text = `${body}${run.cutChars ? `[${run.cutChars} characters of output were cut from the middle]\n` : ''}${status}`;
-        const meta = { exitCode: run.exitCode, signal: run.signal, timedOut: run.timedOut, outputCut: run.cutChars };
+        const meta = {
+          exitCode: run.exitCode,
+          signal: run.signal,
+          timedOut: run.timedOut,
+          outputCut: run.cutChars,
+          sandbox: mode,
+        };
         if (run.timedOut) {
           const message = `the command timed out after ${timeoutMs} ms and was killed with everything it started. Run it with a longer timeout (at most ${maxTimeoutMs}), or make it finish sooner.`;
           return toolOutput({
@@ -106,17 +163,28 @@ export interface GroupRun {
   aborted: boolean;
 }
 
-/** Runs `shell -c command` as the leader of a new process group and ends the whole group. */
+/**
+ * Runs a program as the leader of a new process group and ends the whole group. With a marker,
+ * every process carrying it in its environment is ended too: `setsid` takes a process out of the
+ * group, but not out of the environment it inherited.
+ */
 export function runInGroup(
-  shell: string,
-  command: string,
-  o: { cwd: string; env: NodeJS.ProcessEnv; timeoutMs: number; signal?: AbortSignal; maxOutputChars: number },
+  file: string,
+  args: string[],
+  o: {
+    cwd: string;
+    env: NodeJS.ProcessEnv;
+    timeoutMs: number;
+    signal?: AbortSignal;
+    maxOutputChars: number;
+    marker?: string;
+  },
 ): Promise<GroupRun> {
   return new Promise((resolve, reject) => {
     const out = new CappedOutput(o.maxOutputChars);
-    const child = spawn(shell, ['-c', command], {
+    const child = spawn(file, args, {
       cwd: o.cwd,
-      env: o.env,
+      env: o.marker ? { ...o.env, [RUN_MARKER]: o.marker } : o.env,
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -124,12 +192,13 @@ export function runInGroup(
     let timedOut = false;
     let aborted = false;
     const killGroup = () => {
-      if (pgid === undefined) return;
-      try {
-        process.kill(-pgid, 'SIGKILL');
-      } catch {
-        // ESRCH: the group is already gone
-      }
+      if (pgid !== undefined)
+        try {
+          process.kill(-pgid, 'SIGKILL');
+        } catch {
+          // ESRCH: the group is already gone
+        }
+      if (o.marker) void killMarked(o.marker);
     };
     const timer = setTimeout(() => {
       timedOut = true;
@@ -154,13 +223,14 @@ export function runInGroup(
     child.once('error', (err) => {
       clearTimeout(timer);
       o.signal?.removeEventListener('abort', onAbort);
-      reject(new Error(`could not start ${shell}: ${err.message}`));
+      reject(new Error(`could not start ${file}: ${err.message}`));
     });
     child.once('exit', async (code, signal) => {
       clearTimeout(timer);
       o.signal?.removeEventListener('abort', onAbort);
       // The shell is done; whatever it left behind in its group goes with it.
       killGroup();
+      if (o.marker) await killMarked(o.marker);
       const drained = await Promise.race([
         pipesClosed.then(() => true),
         new Promise<boolean>((r) => setTimeout(() => r(false), PIPE_DRAIN_MS)),
@@ -172,6 +242,51 @@ export function runInGroup(
       resolve({ output: out.text(), cutChars: out.cut, exitCode: code, signal, timedOut, aborted });
     });
   });
+}
+
+function allowlisted(names: readonly string[]): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const name of names) if (process.env[name] !== undefined) env[name] = process.env[name];
+  return env;
+}
+
+/**
+ * Outside the sandbox nothing stops a command from writing a hook file; refusing commands that
+ * name a protected path stops the plain attempt, not a determined one (a glob, a variable). The
+ * approval is then the guard; docs/tools.md says so.
+ */
+function refuseProtectedMentions(ws: Workspace, command: string): void {
+  const p = ws.protection;
+  const named = [...p.names, ...p.readOnly, ...p.hidden].flatMap((x) => [
+    x,
+    x.startsWith(ws.realRoot) ? x.slice(ws.realRoot.length + 1) : x,
+  ]);
+  const hit = named.find((n) => n && command.includes(n));
+  if (hit !== undefined)
+    throw protectedPath(
+      hit,
+      'is protected (hook settings or scripts, or Sluice state), and bash runs without a sandbox here, so commands that name it are refused',
+    );
+}
+
+/** Kills every process whose environment carries this run's marker, until none is left. */
+async function killMarked(marker: string): Promise<void> {
+  const needle = Buffer.from(`${RUN_MARKER}=${marker}\0`);
+  for (let round = 0; round < 20; round++) {
+    const pids: number[] = [];
+    for (const name of await fs.readdir('/proc').catch(() => [] as string[])) {
+      if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
+      const environ = await fs.readFile(`/proc/${name}/environ`).catch(() => undefined);
+      if (environ?.includes(needle)) pids.push(Number(name));
+    }
+    if (pids.length === 0) return;
+    for (const pid of pids)
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // gone meanwhile
+      }
+  }
 }
 
 /** Keeps the start and the end of a long output, counting what was dropped in between. */

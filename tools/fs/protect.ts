@@ -19,7 +19,10 @@ export interface ProtectOptions {
   hookScripts?: boolean;
 }
 
-export const DEFAULT_PROTECTED_NAMES: readonly string[] = ['.claude', '.codex', '.gemini', '.sluice'];
+/** Sluice's default state folder name: hidden from bash's sandbox rather than read-only. */
+const STATE_NAME = '.sluice';
+
+export const DEFAULT_PROTECTED_NAMES: readonly string[] = ['.claude', '.codex', '.gemini', STATE_NAME];
 
 /** The hook settings files whose commands name scripts to protect, relative to the root. */
 const HOOK_SETTINGS = [
@@ -56,8 +59,10 @@ export interface Protection {
   why(realAbs: string): string | undefined;
   /** Protected absolute paths that exist in the workspace, for bash's sandbox to mount read-only. */
   readonly readOnly: string[];
-  /** Absolute state folders, for bash's sandbox to hide. */
+  /** State folders (registered, and `.sluice` in the root), for bash's sandbox to hide. */
   readonly hidden: string[];
+  /** Protected names missing from the root, for bash's sandbox to keep from being created. */
+  readonly absent: string[];
   /** Names refused wherever they appear. */
   readonly names: readonly string[];
 }
@@ -66,24 +71,27 @@ export interface Protection {
 export function protection(realRoot: string, opts: ProtectOptions | false | undefined): Protection {
   const hidden = protectedStateDirs();
   if (opts === false)
-    return { why: (p) => underAny(p, hidden, 'Sluice state folder'), readOnly: [], hidden, names: [] };
+    return { why: (p) => underAny(p, hidden, 'Sluice state folder'), readOnly: [], hidden, absent: [], names: [] };
   const names = opts?.names ?? DEFAULT_PROTECTED_NAMES;
   const listed = (opts?.paths ?? []).map((p) => realish(path.resolve(realRoot, p)));
   const scripts = opts?.hookScripts === false ? [] : hookScripts(realRoot);
   // Where the protected folders of the root really are: `.claude` may be a link to elsewhere in
   // the workspace, and its target must not be writable under its other name.
-  const folders = names.map((n) => path.join(realRoot, n)).filter((p) => fs.existsSync(p));
+  const present = names.filter((n) => fs.existsSync(path.join(realRoot, n)));
+  const folders = present.filter((n) => n !== STATE_NAME).map((n) => path.join(realRoot, n));
   const readOnly = [...new Set([...folders, ...folders.map(realish), ...listed, ...scripts])];
+  if (present.includes(STATE_NAME)) hidden.push(path.join(realRoot, STATE_NAME));
   return {
     names,
     readOnly,
     hidden,
+    absent: names.filter((n) => n !== STATE_NAME && !present.includes(n)),
     why(p) {
       const rel = path.relative(realRoot, p);
       const segments = rel.split(path.sep);
       const name = segments.find((s) => names.includes(s));
       if (name !== undefined && !rel.startsWith('..'))
-        return `is under ${name}, which holds ${name === '.sluice' ? "Sluice's state" : 'hook settings or scripts'}`;
+        return `is under ${name}, which holds ${name === STATE_NAME ? "Sluice's state" : 'hook settings or scripts'}`;
       return (
         underAny(p, hidden, 'Sluice state folder') ??
         underAny(p, scripts, 'hook script named in the workspace’s hook settings') ??
