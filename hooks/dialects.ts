@@ -5,7 +5,7 @@
 // reason; anything else (another code, a signal, a timeout, a failed start) → a non-blocking error.
 import type { Candidate, ContentBlock, Json, JsonObject } from '../pipeline/types';
 import type { HookRun } from './run';
-import type { Dialect, HookEvent } from './settings';
+import { BEFORE_EVENTS, type Dialect, type HookEvent } from './settings';
 
 export type HookDecision = 'allow' | 'deny' | 'ask' | 'block' | 'none' | 'error';
 
@@ -42,6 +42,7 @@ export interface HookInputFields {
 
 /** The JSON a hook reads on stdin. */
 export function hookInput(f: HookInputFields): JsonObject {
+  if (f.dialect === 'gemini') return geminiInput(f);
   const input: JsonObject = {
     session_id: f.sessionId,
     transcript_path: f.transcriptPath ?? null,
@@ -55,6 +56,29 @@ export function hookInput(f: HookInputFields): JsonObject {
   if (f.dialect === 'codex') input.turn_id = String(f.turn);
   if (f.result && f.event === 'PostToolUse') input.tool_response = toolResponse(f.result);
   if (f.result && f.event === 'PostToolUseFailure') input.error = f.result.error?.message ?? textOf(f.result.content);
+  return input;
+}
+
+/** Gemini CLI's BeforeTool / AfterTool input: no permission mode, a timestamp, and its own tool_response. */
+function geminiInput(f: HookInputFields): JsonObject {
+  const input: JsonObject = {
+    session_id: f.sessionId,
+    transcript_path: f.transcriptPath ?? null,
+    cwd: f.cwd,
+    hook_event_name: f.event,
+    timestamp: new Date().toISOString(),
+    tool_name: f.toolName,
+    tool_input: f.toolInput as JsonObject,
+    tool_use_id: f.toolUseId,
+  };
+  if (f.result && f.event === 'AfterTool') {
+    const text = textOf(f.result.content);
+    input.tool_response = {
+      llmContent: text,
+      returnDisplay: text,
+      ...(f.result.isError ? { error: f.result.error?.message ?? text } : {}),
+    };
+  }
   return input;
 }
 
@@ -77,7 +101,7 @@ export function interpretRun(run: HookRun, hook: { id: string; event: HookEvent;
     const reason =
       run.stderr.trim() ||
       `the ${hook.event} hook ${hook.id} blocked the call (exit 2) without giving a reason on stderr`;
-    return { decision: hook.event === 'PreToolUse' ? 'deny' : 'block', reason, warnings: [] };
+    return { decision: BEFORE_EVENTS.includes(hook.event) ? 'deny' : 'block', reason, warnings: [] };
   }
   if (run.exitCode !== 0)
     return failed(`the hook exited with code ${run.exitCode}; it does not block (only exit 2 does)`);
@@ -119,7 +143,9 @@ export function parseHookStdout(stdout: string, event: HookEvent, id = 'the hook
     }
   }
 
-  if (event === 'PreToolUse') readPreAnswer(doc, specific, v, id);
+  if (event === 'BeforeTool') readGeminiBefore(doc, specific, v, id);
+  else if (event === 'AfterTool') readGeminiAfter(doc, specific, v, id);
+  else if (event === 'PreToolUse') readPreAnswer(doc, specific, v, id);
   else readPostAnswer(doc, specific, v, id, event);
   return v;
 }
@@ -177,6 +203,54 @@ function readPostAnswer(
       typeof doc.reason === 'string' && doc.reason.trim() ? doc.reason : `the ${event} hook ${id} blocked the result`;
   } else if (doc.decision !== undefined) {
     v.warnings.push(`decision ${JSON.stringify(doc.decision)} is not block and was ignored`);
+  }
+  if (doc.continue === false)
+    v.warnings.push('continue:false cannot stop the agent from inside Sluice and was ignored');
+}
+
+/** Gemini CLI's BeforeTool answer: `decision` allow / deny (alias block) / ask, with `reason`. */
+function readGeminiBefore(
+  doc: Record<string, unknown>,
+  specific: Record<string, unknown> | undefined,
+  v: HookVerdict,
+  id: string,
+): void {
+  if (specific?.tool_input !== undefined) {
+    v.warnings.push(
+      "hookSpecificOutput.tool_input was ignored: a call's arguments are frozen before any hook runs and nothing may change them",
+    );
+  }
+  const d = doc.decision;
+  if (d === 'deny' || d === 'block') v.decision = 'deny';
+  else if (d === 'allow' || d === 'approve') v.decision = 'allow';
+  else if (d === 'ask') v.decision = 'ask';
+  else if (d !== undefined) v.warnings.push(`decision ${JSON.stringify(d)} is not allow, deny or ask and was ignored`);
+  if (v.decision !== 'none' && typeof doc.reason === 'string' && doc.reason.trim()) v.reason = doc.reason;
+  if (doc.continue === false) {
+    v.warnings.push('continue:false cannot stop the agent from inside Sluice; the call was denied instead');
+    v.decision = 'deny';
+    if (typeof doc.stopReason === 'string' && doc.stopReason.trim()) v.reason = doc.stopReason;
+  }
+  if (v.decision === 'deny' && !v.reason) v.reason = `the BeforeTool hook ${id} denied the call`;
+}
+
+/** Gemini CLI's AfterTool answer: `decision: "deny"` (or block) hides the result behind `reason`. */
+function readGeminiAfter(
+  doc: Record<string, unknown>,
+  specific: Record<string, unknown> | undefined,
+  v: HookVerdict,
+  id: string,
+): void {
+  if (specific?.tool_output !== undefined)
+    v.warnings.push(
+      'hookSpecificOutput.tool_output was ignored: Sluice hooks can block a result or add context, not rewrite it',
+    );
+  if (doc.decision === 'deny' || doc.decision === 'block') {
+    v.decision = 'block';
+    v.reason =
+      typeof doc.reason === 'string' && doc.reason.trim() ? doc.reason : `the AfterTool hook ${id} blocked the result`;
+  } else if (doc.decision !== undefined && doc.decision !== 'allow') {
+    v.warnings.push(`decision ${JSON.stringify(doc.decision)} is not allow or deny and was ignored`);
   }
   if (doc.continue === false)
     v.warnings.push('continue:false cannot stop the agent from inside Sluice and was ignored');

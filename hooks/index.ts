@@ -16,7 +16,14 @@ import { mergePost, mergePre } from './merge';
 import { hookEnv, type HookEnvOptions } from './env';
 import { changedScripts, fileDigest, scriptsOf, type PinnedScript } from './pin';
 import { runHookCommand, type HookRun } from './run';
-import { loadHooks, type CommandHook, type Dialect, type HookSource, type LoadedSource } from './settings';
+import {
+  BEFORE_EVENTS,
+  loadHooks,
+  type CommandHook,
+  type Dialect,
+  type HookSource,
+  type LoadedSource,
+} from './settings';
 import { hookFacingCall } from './tool-names';
 
 export type { HookVerdict } from './dialects';
@@ -200,8 +207,8 @@ export function commandHooks(opts: CommandHooksOptions): CommandHooks {
     });
   }
 
-  const preHooks = hooks.filter((h) => h.event === 'PreToolUse');
-  const postHooks = hooks.filter((h) => h.event !== 'PreToolUse');
+  const preHooks = hooks.filter((h) => BEFORE_EVENTS.includes(h.event));
+  const postHooks = hooks.filter((h) => !BEFORE_EVENTS.includes(h.event));
 
   const pre: PreExecuteHandler = async (ctx) => {
     const selected = select(preHooks, ctx, () => true);
@@ -214,9 +221,7 @@ export function commandHooks(opts: CommandHooksOptions): CommandHooks {
     if (r.isError && NEVER_RAN.has(r.error?.code ?? '')) return undefined;
     // Claude Code splits success (PostToolUse) from failure (PostToolUseFailure); Codex has one event.
     const wanted = (h: CommandHook) =>
-      h.dialect === 'codex'
-        ? h.event === 'PostToolUse'
-        : h.event === (r.isError ? 'PostToolUseFailure' : 'PostToolUse');
+      h.dialect === 'claude' ? h.event === (r.isError ? 'PostToolUseFailure' : 'PostToolUse') : true;
     const selected = select(postHooks, ctx, wanted);
     if (!selected.length) return undefined;
     return mergePost(await runPoint(ctx, 'post-execute', selected, r));

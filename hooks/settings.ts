@@ -8,9 +8,12 @@ import * as path from 'node:path';
 import { compileMatcher, type Matcher } from './matcher';
 import { digestOf } from './pin';
 
-export type Dialect = 'claude' | 'codex';
+export type Dialect = 'claude' | 'codex' | 'gemini';
 /** The hook events Sluice maps onto its extension points. */
-export type HookEvent = 'PreToolUse' | 'PostToolUse' | 'PostToolUseFailure';
+export type HookEvent = 'PreToolUse' | 'PostToolUse' | 'PostToolUseFailure' | 'BeforeTool' | 'AfterTool';
+
+/** The events that run before a call (the others run after it). */
+export const BEFORE_EVENTS: readonly HookEvent[] = ['PreToolUse', 'BeforeTool'];
 
 export interface HookSource {
   /** A settings file; relative paths are resolved against the workspace. */
@@ -64,17 +67,21 @@ export const DEFAULT_SOURCES: readonly HookSource[] = [
   { path: '.claude/settings.json', dialect: 'claude' },
   { path: '.claude/settings.local.json', dialect: 'claude' },
   { path: '.codex/hooks.json', dialect: 'codex' },
+  { path: '.gemini/settings.json', dialect: 'gemini' },
 ];
 
 const EVENTS: Record<Dialect, readonly HookEvent[]> = {
   claude: ['PreToolUse', 'PostToolUse', 'PostToolUseFailure'],
   // Codex has no failure event: its PostToolUse follows every call that ran.
   codex: ['PreToolUse', 'PostToolUse'],
+  // Gemini CLI's AfterTool also follows every call that ran, failed ones included.
+  gemini: ['BeforeTool', 'AfterTool'],
 };
 
 export function dialectOf(source: HookSource): Dialect {
   if (source.dialect) return source.dialect;
   const p = source.path.split(path.sep).join('/');
+  if (p.includes('.gemini/')) return 'gemini';
   return path.basename(p) === 'hooks.json' || p.includes('.codex/') ? 'codex' : 'claude';
 }
 
@@ -130,6 +137,11 @@ export function parseHookFile(text: string, file: LoadedSource, out: Omit<Loaded
     throw new Error(`${where}: "hooks" must be an object keyed by event name, e.g. {"PreToolUse": [...]}`);
 
   for (const [event, groups] of Object.entries(doc.hooks)) {
+    if (file.dialect === 'gemini' && !Array.isArray(groups)) {
+      // Gemini CLI keeps switches such as "enabled" and "disabled" beside the events.
+      out.warnings.push(`${where}: hooks.${event} is not an event and was ignored`);
+      continue;
+    }
     if (!(EVENTS[file.dialect] as readonly string[]).includes(event)) {
       out.warnings.push(
         `${where}: ${event} hooks are ignored; Sluice runs ${EVENTS[file.dialect].join(', ')} hooks only`,
@@ -150,11 +162,15 @@ export function parseHookFile(text: string, file: LoadedSource, out: Omit<Loaded
       } catch (err) {
         throw new Error(`${at}: ${(err as Error).message}`);
       }
+      if (group.sequential === true)
+        out.warnings.push(
+          `${at}: "sequential" is not honoured; the group's hooks run in parallel, like every other group`,
+        );
       if (!Array.isArray(group.hooks))
         throw new Error(`${at}.hooks must be an array of {"type": "command", "command": "..."} handlers`);
       group.hooks.forEach((handler, hi) => {
         const hat = `${at}.hooks[${hi}]`;
-        const hook = parseHandler(handler, hat, out.warnings);
+        const hook = parseHandler(handler, hat, out.warnings, file.dialect);
         if (!hook) return;
         out.hooks.push({
           id: `${file.label}:${event}:${gi}:${hi}`,
@@ -174,6 +190,7 @@ function parseHandler(
   handler: unknown,
   at: string,
   warnings: string[],
+  dialect: Dialect,
 ): { command: string; timeoutSec: number } | undefined {
   if (!isObject(handler)) throw new Error(`${at} must be an object {"type": "command", "command": "..."}`);
   if (handler.type !== 'command') {
@@ -192,11 +209,13 @@ function parseHandler(
       warnings.push(`${at}: "${field}" is not supported; the hook runs for every call its matcher selects`);
   }
   const raw = handler.timeout ?? handler.timeoutSec ?? handler.timeout_sec;
+  // Gemini CLI gives timeouts in milliseconds; Claude Code and Codex in seconds.
+  const unit = dialect === 'gemini' ? 'milliseconds' : 'seconds';
   let timeoutSec = DEFAULT_TIMEOUT_SEC;
   if (raw !== undefined) {
     if (typeof raw !== 'number' || !Number.isFinite(raw) || raw <= 0)
-      throw new Error(`${at}.timeout must be a positive number of seconds, not ${JSON.stringify(raw)}`);
-    timeoutSec = raw;
+      throw new Error(`${at}.timeout must be a positive number of ${unit}, not ${JSON.stringify(raw)}`);
+    timeoutSec = dialect === 'gemini' ? raw / 1000 : raw;
   }
   if (timeoutSec > MAX_TIMEOUT_SEC) {
     warnings.push(

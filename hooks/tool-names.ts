@@ -86,6 +86,16 @@ export function hookFacingCall(
       matchNames: unique(['apply_patch', claude, ...others]),
     };
   }
+  if (dialect === 'gemini') {
+    const gemini = GEMINI_NAMES[claude];
+    if (gemini && !override) {
+      return {
+        toolName: gemini.name,
+        toolInput: gemini.input(args),
+        matchNames: unique([gemini.name, claude, ...others]),
+      };
+    }
+  }
   return { toolName: claude, toolInput: args as JsonObject, matchNames: unique([claude, ...others]) };
 }
 
@@ -104,6 +114,34 @@ function patchOf(tool: string, args: Readonly<JsonObject>): string {
       : [{ old_string: args.old_string ?? '', new_string: args.new_string ?? '' } as JsonObject];
   const hunks = edits.map((e) => `@@\n${lines(e.old_string, '-')}\n${lines(e.new_string, '+')}`).join('\n');
   return `*** Begin Patch\n*** Update File: ${file}\n${hunks}\n*** End Patch`;
+}
+
+/**
+ * Gemini CLI's own tool names and argument names for the built-ins it has. Its hooks test
+ * `run_shell_command`, `write_file`, `replace`, `read_file` and read `tool_input.command`,
+ * `file_path`, `content`, `old_string`, `new_string`.
+ */
+const GEMINI_NAMES: Record<string, { name: string; input: (a: Readonly<JsonObject>) => JsonObject }> = {
+  Bash: { name: 'run_shell_command', input: (a) => pick(a, { command: 'command', description: 'description' }) },
+  Read: { name: 'read_file', input: (a) => pick(a, { file_path: 'file_path', offset: 'offset', limit: 'limit' }) },
+  Write: { name: 'write_file', input: (a) => pick(a, { file_path: 'file_path', content: 'content' }) },
+  Edit: {
+    name: 'replace',
+    input: (a) => pick(a, { file_path: 'file_path', old_string: 'old_string', new_string: 'new_string' }),
+  },
+  Glob: { name: 'glob', input: (a) => pick(a, { pattern: 'pattern', path: 'dir_path' }) },
+  Grep: {
+    name: 'search_file_content',
+    input: (a) => pick(a, { pattern: 'pattern', path: 'dir_path', glob: 'include' }),
+  },
+  TodoWrite: { name: 'write_todos', input: (a) => pick(a, { todos: 'todos' }) },
+  WebFetch: { name: 'web_fetch', input: (a) => ({ ...a }) as JsonObject },
+};
+
+function pick(args: Readonly<JsonObject>, map: Record<string, string>): JsonObject {
+  const out: JsonObject = {};
+  for (const [from, to] of Object.entries(map)) if (args[from] !== undefined) out[to] = args[from];
+  return out;
 }
 
 function unique(names: string[]): string[] {
