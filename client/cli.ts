@@ -2,13 +2,13 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
-import { WorkflowNotFoundError } from '@temporalio/client';
+import { WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import type { BatchOutput, SessionEvent } from '../pipeline/types';
 import { runDev } from '../scripts/dev';
 import { toolManifest } from '../worker/config';
 import { loadConfig } from '../worker/load-config';
 import { installRuntime, runWorker } from '../worker/main';
-import { readLastSeq, readSessionLog, sessionLogPath } from '../worker/sink';
+import { conflictsPath, readLastSeq, readSessionLog, sessionLogPath } from '../worker/sink';
 import { codecFromEnv, dataConverterFromEnv, decryptHistory } from '../worker/codec';
 import { DEFAULT_STATE_DIR, DEFAULT_TASK_QUEUE } from '../worker/worker';
 import { SluiceClient, SluiceError, type BatchRequest } from './client';
@@ -446,7 +446,15 @@ async function batch(v: Values, file: string | undefined, out: (s: string) => vo
     const handle = await sluice.startBatch(request);
     if (!v.json)
       out(`batch ${handle.workflowId} running (${request.calls.length} call(s)); waiting for its result ...`);
-    const output: BatchOutput = await handle.result();
+    let output: BatchOutput;
+    try {
+      output = await handle.result();
+    } catch (err) {
+      // The batch's own words (a seq conflict, an output too large), not Temporal's wrapper.
+      if (err instanceof WorkflowFailedError && err.cause)
+        throw new Error(`batch ${handle.workflowId} failed: ${err.cause.message}`);
+      throw err;
+    }
     if (v.json) out(JSON.stringify(output, null, 2));
     else printOutput(output, out);
     return output.results.some((r) => r.result.isError) ? 3 : 0;
@@ -586,6 +594,11 @@ async function events(v: Values, sessionId: string | undefined, out: (s: string)
       );
   }
   list.forEach(print);
+  const conflicts = conflictsPath(stateDir, sessionId);
+  if (!v.json && fs.existsSync(conflicts))
+    out(
+      `warning: some batch numbered events over seqs this log already held; they are kept in ${conflicts} with their batch`,
+    );
   if (v.follow) {
     let last = list.length ? list[list.length - 1].seq : -1;
     for (;;) {

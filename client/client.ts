@@ -2,6 +2,7 @@
 import {
   Client,
   WorkflowExecutionAlreadyStartedError,
+  WorkflowFailedError,
   WorkflowNotFoundError,
   WorkflowUpdateFailedError,
   type WorkflowHandle,
@@ -33,6 +34,7 @@ import {
   DECISION_REFUSED,
   decideSignal,
   decideUpdate,
+  SEQ_CONFLICT,
   SESSION_ID,
   stateQuery,
 } from '../workflows/definitions';
@@ -113,21 +115,32 @@ export class SluiceClient {
   async startBatch(request: BatchRequest): Promise<WorkflowHandle<(input: BatchInput) => Promise<BatchOutput>>> {
     const input = toBatchInput(request);
     const workflowId = batchWorkflowId(input.sessionId, input.turn, input.step);
-    try {
-      return await this.temporal.workflow.start(BATCH_WORKFLOW, {
+    const start = (reuse: 'REJECT_DUPLICATE' | 'ALLOW_DUPLICATE_FAILED_ONLY') =>
+      this.temporal.workflow.start(BATCH_WORKFLOW, {
         taskQueue: this.taskQueue,
         workflowId,
         args: [input],
         workflowIdConflictPolicy: 'USE_EXISTING',
-        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        workflowIdReusePolicy: reuse,
         typedSearchAttributes: [{ key: SESSION_ID, value: input.sessionId }],
         // Present from the start, so the batch keeps it current (workflows/approvals.ts).
         memo: { [APPROVALS_MEMO]: { v: 1, pending: [], decided: [], refused: [] } satisfies ApprovalsMemo },
         staticSummary: `Tool batch: session ${input.sessionId}, turn ${input.turn}, step ${input.step}, ${input.calls.length} call(s)`,
       });
+    try {
+      return await start('REJECT_DUPLICATE');
     } catch (err) {
-      if (err instanceof WorkflowExecutionAlreadyStartedError) return this.temporal.workflow.getHandle(workflowId);
-      throw err;
+      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+      const existing = this.temporal.workflow.getHandle(workflowId);
+      // A batch refused for its seqs ran nothing, so the same batch may be sent again, renumbered.
+      if (await refusedForSeq(existing)) {
+        try {
+          return await start('ALLOW_DUPLICATE_FAILED_ONLY');
+        } catch (again) {
+          if (!(again instanceof WorkflowExecutionAlreadyStartedError)) throw again;
+        }
+      }
+      return existing;
     }
   }
 
@@ -531,6 +544,20 @@ export class SluiceClient {
       events.push(...out.events);
     }
     return events.sort((a, b) => a.seq - b.seq);
+  }
+}
+
+/** True when the batch failed its seq claim (SluiceSeqConflict): it ran no call and recorded nothing. */
+async function refusedForSeq(handle: WorkflowHandle): Promise<boolean> {
+  const { status } = await handle.describe();
+  if (status.name !== 'FAILED') return false;
+  try {
+    await handle.result();
+    return false;
+  } catch (err) {
+    return (
+      err instanceof WorkflowFailedError && err.cause instanceof ApplicationFailure && err.cause.type === SEQ_CONFLICT
+    );
   }
 }
 

@@ -10,7 +10,25 @@ export interface EventSink {
    * Appends events in seq order. Called at least once per chunk (again on every replay of the
    * batch), so it must skip events it already holds: the JSONL sink does it by seq.
    */
-  append(sessionId: string, events: SessionEvent[]): Promise<void>;
+  append(sessionId: string, events: SessionEvent[], batchId?: string): Promise<void>;
+  /**
+   * Called once by each batch before it records an event: may `batchId` number its events from
+   * `startSeq` on? A sink without it takes every batch's word for its seqs.
+   */
+  claim?(sessionId: string, startSeq: number, batchId: string): Promise<SeqClaim>;
+}
+
+/** A sink's answer to a batch's claim on a session's seqs from `startSeq` on. */
+export type SeqClaim = { ok: true } | { ok: false; problem: string; nextSeq: number };
+
+/** Claims on a session's seqs, one JSON line per batch, in the order they were made. */
+export function claimsPath(stateDir: string, sessionId: string): string {
+  return sessionLogPath(stateDir, sessionId).replace(/\.jsonl$/, '.claims.jsonl');
+}
+
+/** Events a batch numbered over seqs the log already held from another batch, kept aside with their batch. */
+export function conflictsPath(stateDir: string, sessionId: string): string {
+  return sessionLogPath(stateDir, sessionId).replace(/\.jsonl$/, '.conflicts.jsonl');
 }
 
 /** Longest file name kept readable; file systems refuse names over 255 bytes. */
@@ -34,23 +52,78 @@ export class JsonlSessionLog implements EventSink {
   private readonly lastSeq = new Map<string, number>();
   private readonly queues = new Map<string, Promise<void>>();
 
-  constructor(private readonly stateDir: string) {}
+  constructor(
+    private readonly stateDir: string,
+    private readonly warn: (message: string) => void = (m) => console.error(`sluice: ${m}`),
+  ) {}
 
-  append(sessionId: string, events: SessionEvent[]): Promise<void> {
-    // One writer per session at a time, so the seq check and the append cannot interleave.
+  append(sessionId: string, events: SessionEvent[], batchId?: string): Promise<void> {
+    return this.serialized(sessionId, () => this.write(sessionId, events, batchId));
+  }
+
+  /**
+   * First come, first served, across every worker that shares the state folder: the claim is a
+   * line appended to the session's claims file (one small O_APPEND write, so lines never
+   * interleave), and the earliest line wins. A batch may not start at or before seqs the log
+   * already holds, nor at or before a seq an earlier claim of another batch starts from.
+   */
+  claim(sessionId: string, startSeq: number, batchId: string): Promise<SeqClaim> {
+    return this.serialized(sessionId, async () => {
+      const file = claimsPath(this.stateDir, sessionId);
+      let claims = await readClaims(file);
+      // A claim run again (its worker died before the batch recorded it) finds its own line and
+      // skips the log check: the log may already hold this batch's first events.
+      if (!claims.some((c) => c.batch === batchId)) {
+        const last = await readLastSeq(sessionLogPath(this.stateDir, sessionId));
+        if (last >= startSeq)
+          return {
+            ok: false,
+            nextSeq: last + 1,
+            problem: `session ${sessionId} already has events up to seq ${last} in its log, and this batch would number its events from ${startSeq}`,
+          };
+        await fs.mkdir(path.dirname(file), { recursive: true });
+        await fs.appendFile(file, `${JSON.stringify({ batch: batchId, startSeq, time: new Date().toISOString() })}\n`);
+        claims = await readClaims(file);
+      }
+      const mine = claims.findIndex((c) => c.batch === batchId);
+      const earlier = claims.slice(0, mine).find((c) => c.startSeq >= startSeq);
+      if (!earlier) return { ok: true };
+      const last = await readLastSeq(sessionLogPath(this.stateDir, sessionId));
+      return {
+        ok: false,
+        nextSeq: Math.max(last + 1, earlier.startSeq + 1),
+        problem: `batch ${earlier.batch} of session ${sessionId} claimed its seqs from ${earlier.startSeq} first, and this batch would number its events from ${startSeq}`,
+      };
+    });
+  }
+
+  /** One writer per session at a time, so a seq check and the append after it cannot interleave. */
+  private serialized<T>(sessionId: string, work: () => Promise<T>): Promise<T> {
     const prev = this.queues.get(sessionId) ?? Promise.resolve();
-    const next = prev.catch(() => undefined).then(() => this.write(sessionId, events));
-    this.queues.set(sessionId, next);
+    const next = prev.catch(() => undefined).then(work);
+    this.queues.set(
+      sessionId,
+      next.then(
+        () => undefined,
+        () => undefined,
+      ),
+    );
     return next;
   }
 
-  private async write(sessionId: string, events: SessionEvent[]): Promise<void> {
+  private async write(sessionId: string, events: SessionEvent[], batchId?: string): Promise<void> {
     const file = sessionLogPath(this.stateDir, sessionId);
     let last = this.lastSeq.get(sessionId);
     const firstWriteHere = last === undefined;
     if (last === undefined) last = await readLastSeq(file);
+    // A batch that numbered events over another's keeps all of them aside, not just the overlap.
+    if (batchId && (await conflictedBatches(this.stateDir, sessionId)).has(batchId))
+      return void (await this.keepConflicts(sessionId, events, batchId));
+    // Held chunks written late may repeat a seq: one event per seq.
     const bySeq = new Map(events.filter((e) => e.seq > last!).map((e) => [e.seq, e]));
     const fresh = [...bySeq.values()].sort((a, b) => a.seq - b.seq);
+    const seen = events.filter((e) => e.seq <= last!);
+    if (seen.length && (await this.keepConflicts(sessionId, seen, batchId))) return;
     if (fresh.length === 0) return;
     await fs.mkdir(path.dirname(file), { recursive: true });
     // After a crash mid-append the file may end in a torn line: start on a fresh one.
@@ -58,6 +131,77 @@ export class JsonlSessionLog implements EventSink {
     await fs.appendFile(file, `${lead + fresh.map((e) => JSON.stringify(e)).join('\n')}\n`);
     this.lastSeq.set(sessionId, fresh[fresh.length - 1].seq);
   }
+
+  /**
+   * Events at seqs the log already holds are either the same events again (a replay: skipped) or
+   * another batch's, numbered over them (a caller that reused a start seq past the claim check).
+   * Those are never dropped without a word: they go to the conflicts file with their batch, and
+   * the worker says so.
+   */
+  private async keepConflicts(sessionId: string, seen: SessionEvent[], batchId?: string): Promise<boolean> {
+    const logged = new Map((await readSessionLog(this.stateDir, sessionId)).map((e) => [e.seq, JSON.stringify(e)]));
+    const clashing = seen.filter((e) => logged.get(e.seq) !== JSON.stringify(e));
+    if (clashing.length === 0) return false;
+    const file = conflictsPath(this.stateDir, sessionId);
+    const have = new Set(
+      (await fs.readFile(file, 'utf8').catch(() => ''))
+        .split('\n')
+        .filter((l) => l.trim())
+        .map((l) => {
+          try {
+            const c = JSON.parse(l);
+            return `${c.batch}|${JSON.stringify(c.event)}`;
+          } catch {
+            return '';
+          }
+        }),
+    );
+    const batch = batchId ?? 'unknown';
+    const fresh = clashing.filter((e) => !have.has(`${batch}|${JSON.stringify(e)}`));
+    if (fresh.length === 0) return true;
+    await fs.appendFile(file, fresh.map((e) => `${JSON.stringify({ batch, event: e })}\n`).join(''));
+    this.warn(
+      `batch ${batch} numbered ${fresh.length} event(s) of session ${sessionId} at seqs the log already holds (${fresh[0].seq}..${fresh[fresh.length - 1].seq}); they are kept in ${file}, not in the log. Start each batch at the previous batch's nextSeq.`,
+    );
+    return true;
+  }
+}
+
+interface Claim {
+  batch: string;
+  startSeq: number;
+}
+
+async function conflictedBatches(stateDir: string, sessionId: string): Promise<Set<string>> {
+  const text = await fs.readFile(conflictsPath(stateDir, sessionId), 'utf8').catch(() => '');
+  const out = new Set<string>();
+  for (const line of text.split('\n')) {
+    try {
+      out.add(JSON.parse(line).batch);
+    } catch {
+      // blank or torn
+    }
+  }
+  return out;
+}
+
+async function readClaims(file: string): Promise<Claim[]> {
+  let text: string;
+  try {
+    text = await fs.readFile(file, 'utf8');
+  } catch {
+    return [];
+  }
+  const out: Claim[] = [];
+  for (const line of text.split('\n')) {
+    try {
+      const c = JSON.parse(line);
+      if (typeof c.batch === 'string' && Number.isInteger(c.startSeq)) out.push(c);
+    } catch {
+      // a torn line from a crash mid-append claimed nothing
+    }
+  }
+  return out;
 }
 
 async function endsTorn(file: string): Promise<boolean> {

@@ -3,6 +3,7 @@ import type { DataConverter } from '@temporalio/common';
 import { type NativeConnection, Worker, type WorkflowBundleOption } from '@temporalio/worker';
 import * as path from 'node:path';
 import { createModelActivities } from '../activities/model-step';
+import { createSessionActivities } from '../activities/session';
 import { createStageActivities } from '../activities/stages';
 import type { SluiceConfig } from './config';
 import { FileResultStore } from './claim-check';
@@ -48,10 +49,13 @@ export async function createSluiceWorker(opts: SluiceWorkerOptions): Promise<Wor
     namespace: opts.namespace ?? 'default',
     taskQueue: opts.taskQueue ?? DEFAULT_TASK_QUEUE,
     ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
-    activities: withHeartbeats({
-      ...createStageActivities(opts.config, { resultStore }),
-      ...createModelActivities(opts.config, { resultStore }),
-    }),
+    activities: {
+      ...withHeartbeats({
+        ...createStageActivities(opts.config, { resultStore }),
+        ...createModelActivities(opts.config, { resultStore }),
+      }),
+      ...createSessionActivities(sink),
+    },
     sinks: sessionEventSinks(sink),
     ...(opts.identity ? { identity: opts.identity } : {}),
     ...(opts.dataConverter ? { dataConverter: opts.dataConverter } : {}),

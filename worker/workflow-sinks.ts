@@ -99,11 +99,12 @@ export function sessionEventSinks(sink: EventSink, options: SinkRetryOptions = {
     });
   };
 
-  const writeInTask = async (sessionId: string, events: SessionEvent[]) => {
+  // The batch id lets the sink tell a replay of this batch's events from another batch's (sink.ts).
+  const writeInTask = async (sessionId: string, events: SessionEvent[], batchId: string) => {
     if (held.has(sessionId)) return hold(sessionId, events);
     for (let attempt = 0; ; attempt++) {
       try {
-        return await sink.append(sessionId, events);
+        return await sink.append(sessionId, events, batchId);
       } catch (err) {
         const code = (err as { code?: string }).code;
         if (attempt >= opts.inTaskDelaysMs.length || (code && PERMANENT.has(code))) {
@@ -123,8 +124,10 @@ export function sessionEventSinks(sink: EventSink, options: SinkRetryOptions = {
     sessionEvents: {
       append: {
         callDuringReplay: true,
-        async fn(_info, sessionId, events) {
-          const next = (queues.get(sessionId) ?? Promise.resolve()).then(() => writeInTask(sessionId, events));
+        async fn(info, sessionId, events) {
+          const next = (queues.get(sessionId) ?? Promise.resolve()).then(() =>
+            writeInTask(sessionId, events, info.workflowId),
+          );
           track(sessionId, next);
           await next;
         },

@@ -12,6 +12,8 @@ import {
   ApplicationFailure,
   CancellationScope,
   condition,
+  patched,
+  proxyLocalActivities,
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -26,11 +28,35 @@ import type {
   SessionState,
   ToolResult,
 } from '../pipeline/types';
+import type { SessionActivities } from '../activities/session';
 import { Approvals } from './approvals';
 import { CallPipeline, DEFAULT_MAX_PARALLEL, type Admission, type Settlement } from './call-pipeline';
 import { CodeCalls } from './code-calls';
-import { stateQuery } from './definitions';
+import { SEQ_CONFLICT, stateQuery } from './definitions';
 import { EventLog } from './event-log';
+
+const SEQ_CLAIM_PATCH = 'sluice-seq-claim';
+
+const { claimSessionSeq: claimActivity } = proxyLocalActivities<SessionActivities>({
+  startToCloseTimeout: '30s',
+  retry: { maximumAttempts: 5, initialInterval: '500ms', maximumInterval: '10s' },
+});
+
+/**
+ * Two batches numbering events from the same seq would collide in the session log; the one that
+ * claims second fails here, before it records anything or runs any call, and says where to start.
+ */
+async function claimSessionSeq(input: BatchInput): Promise<void> {
+  const startSeq = input.startSeq ?? 0;
+  const claim = await claimActivity({ sessionId: input.sessionId, startSeq, batchId: workflowInfo().workflowId });
+  if (claim.ok) return;
+  throw ApplicationFailure.create({
+    type: SEQ_CONFLICT,
+    nonRetryable: true,
+    message: `${claim.problem}. No call ran and nothing was recorded. Submit the batch again with startSeq ${claim.nextSeq} (the previous batch's nextSeq); \`sluice batch\` does that when --start-seq is not given.`,
+    details: [{ nextSeq: claim.nextSeq }],
+  });
+}
 
 export async function toolBatch(input: BatchInput): Promise<BatchOutput> {
   const problem = batchInputProblem(input);
@@ -78,6 +104,9 @@ export async function toolBatch(input: BatchInput): Promise<BatchOutput> {
     cancelRequested = true;
     pipeline.cancelRunningBodies();
   });
+
+  // Before the first event; batches recorded before the claim existed replay without it.
+  if (patched(SEQ_CLAIM_PATCH)) await claimSessionSeq(input);
 
   // Everything below drains to the end even when the batch is cancelled: cancel is a flag the
   // stages look at, so every started call still commits exactly one tool/result.

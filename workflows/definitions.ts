@@ -15,6 +15,8 @@ export const decideSignal = defineSignal<[ApprovalDecision]>('sluice.decide');
  */
 export const decideUpdate = defineUpdate<DecisionApplied, [ApprovalDecision]>('sluice.decide');
 export const DECISION_REFUSED = 'SluiceDecisionRefused';
+/** A batch refused because another batch of its session claimed its seqs first; it ran nothing. */
+export const SEQ_CONFLICT = 'SluiceSeqConflict';
 /** Code Mode: the run_code body asks its batch to run one sub-call through the whole pipeline. */
 export const codeCallUpdate = defineUpdate<CodeCallOutcome, [CodeCallRequest]>('sluice.codeCall');
 export const stateQuery = defineQuery<BatchState>('sluice.state');
