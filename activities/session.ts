@@ -1,10 +1,7 @@
 // The batch's claim on its session's seqs, checked by the sink before the batch records an event.
 import { Context } from '@temporalio/activity';
-import type { EventSink, SeqClaim } from '../worker/sink';
-
-export interface SessionActivities {
-  claimSessionSeq(request: { sessionId: string; startSeq: number; batchId: string }): Promise<SeqClaim>;
-}
+import type { SessionActivities } from '../pipeline/seq-claim';
+import type { EventSink } from '../worker/sink';
 
 export function createSessionActivities(sink: EventSink): SessionActivities {
   return {

@@ -3,6 +3,7 @@
 import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
+import type { SeqClaim } from '../pipeline/seq-claim';
 import type { SessionEvent } from '../pipeline/types';
 
 export interface EventSink {
@@ -18,8 +19,7 @@ export interface EventSink {
   claim?(sessionId: string, startSeq: number, batchId: string): Promise<SeqClaim>;
 }
 
-/** A sink's answer to a batch's claim on a session's seqs from `startSeq` on. */
-export type SeqClaim = { ok: true } | { ok: false; problem: string; nextSeq: number };
+export type { SeqClaim };
 
 /** Claims on a session's seqs, one JSON line per batch, in the order they were made. */
 export function claimsPath(stateDir: string, sessionId: string): string {

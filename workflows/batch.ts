@@ -28,7 +28,7 @@ import type {
   SessionState,
   ToolResult,
 } from '../pipeline/types';
-import type { SessionActivities } from '../activities/session';
+import type { SessionActivities } from '../pipeline/seq-claim';
 import { Approvals } from './approvals';
 import { CallPipeline, DEFAULT_MAX_PARALLEL, type Admission, type Settlement } from './call-pipeline';
 import { CodeCalls } from './code-calls';
