@@ -54,17 +54,16 @@ async function pendingOf(workflowId: string): Promise<PendingApproval> {
 
 describe('sluice CLI', () => {
   it('`replay --json` prints only JSON on stdout, even when a replay fails', () => {
-    // A copy of the workflow code with a timer before pre-execute: the fixture no longer replays.
+    // A copy of the workflow code with a timer first thing: the fixture no longer replays.
     const dir = path.join(scratch, 'broken');
     for (const sub of ['workflows', 'pipeline'])
       fs.cpSync(path.join(ROOT, sub), path.join(dir, sub), { recursive: true });
     fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'));
-    const file = path.join(dir, 'workflows', 'call-pipeline.ts');
+    const file = path.join(dir, 'workflows', 'batch.ts');
     const before = fs.readFileSync(file, 'utf8');
-    const after = before
-      .replace('import { ActivityFailure,', 'import { sleep, ActivityFailure,')
-      .replace('pre = await this.preflight(ref);', "await sleep('1 ms');\n      pre = await this.preflight(ref);");
-    expect(after).not.toBe(before);
+    const start = 'export async function toolBatch(input: BatchInput): Promise<BatchOutput> {';
+    const after = `import { sleep } from '@temporalio/workflow';\n${before.replace(start, `${start}\n  await sleep('1 ms');`)}`;
+    expect(before).toContain(start);
     fs.writeFileSync(file, after);
 
     const r = spawnSync(
