@@ -130,6 +130,8 @@ Options:
   --workflow ID           The batch's workflow id, when the search attributes cannot find it
   --signal                Send a signal instead: accepted while no worker runs; whether it was
                           applied is reported when a worker answers within a few seconds
+  --wait                  With no worker up the decision is queued; wait for the batch to apply or refuse it
+  --wait-timeout S        How long --wait waits, in seconds (default 600)
   --json                  Print the outcome as JSON
 ${CONNECTION_OPTIONS}
 

@@ -102,7 +102,17 @@ describe('sluice CLI', () => {
       expect(dev.output).toContain(flag);
     const approve = await cli(['approve', '--help']);
     expect(approve.code).toBe(0);
-    for (const flag of ['--by', '--reason', '--digest', '--workflow', '--signal', '--json', '--address'])
+    for (const flag of [
+      '--by',
+      '--reason',
+      '--digest',
+      '--workflow',
+      '--signal',
+      '--wait',
+      '--wait-timeout',
+      '--json',
+      '--address',
+    ])
       expect(approve.output).toContain(flag);
     expect((await cli(['help', 'deny'])).output).toBe(COMMAND_HELP.approve);
     // What the error messages of these commands point to is listed too.
