@@ -1,0 +1,177 @@
+// MCP servers as tool sources: `await mcpTools({ server, command | url })` lists a server's tools
+// and turns each into a Sluice tool named `mcp__<server>__<tool>`, with the server's JSON Schema
+// as its input, defaults from the tool's annotations, and calls over one connection per worker.
+//
+//   export default async () => defineConfig({
+//     tools: [...fsTools({ root }), ...(await mcpTools({ server: 'fs', command: 'npx', args: [...] }))],
+//   });
+import type { Tool, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import type { ApprovalPolicy, JsonObject, RetryPolicyInput } from '../../pipeline/types';
+import { defineTool, type ToolDefinition } from '../../worker/config';
+import { McpConnection, type HttpServer, type ServerSpec, type StdioServer } from './connection';
+import { toSluiceResult } from './results';
+
+export { MCP_TOOL_ERROR } from './results';
+export type { HttpServer, StdioServer } from './connection';
+
+/** Per-tool settings that win over what the server's annotations suggest. */
+export interface McpToolOverride {
+  approval?: ApprovalPolicy;
+  concurrencySafe?: boolean;
+  retry?: RetryPolicyInput;
+  timeoutMs?: number;
+  description?: string;
+  /** false leaves the tool out. */
+  enabled?: boolean;
+}
+
+export type McpSourceOptions = (StdioServer | HttpServer) & {
+  /** Names the server in tool names (`mcp__<server>__<tool>`) and messages: letters, digits, `_`, `-`. */
+  server: string;
+  /** Overrides by the server's own tool name. */
+  tools?: Record<string, McpToolOverride>;
+  /** Body timeout per call unless a tool overrides it. Default 2 minutes. */
+  timeoutMs?: number;
+};
+
+export interface McpSource {
+  readonly server: string;
+  readonly connection: McpConnection;
+  /** The server's tools as Sluice tools (lists them on first use). */
+  tools(): Promise<ToolDefinition[]>;
+  /** Why a listed tool was left out (e.g. an input schema Sluice cannot use). */
+  readonly warnings: readonly string[];
+  close(): Promise<void>;
+}
+
+const DEFAULT_TIMEOUT_MS = 120_000;
+/** One connection per server per worker process, whoever asks for it. */
+const connections = new Map<string, McpConnection>();
+
+export function mcpSource(opts: McpSourceOptions): McpSource {
+  if (!/^[A-Za-z0-9_-]{1,32}$/.test(opts.server ?? '') || opts.server.includes('__'))
+    throw new Error(
+      `mcpTools: server ${JSON.stringify(opts.server)} must be 1-32 letters, digits, _ or - (no "__"): it becomes part of every tool name`,
+    );
+  const spec = specOf(opts);
+  const key = `${opts.server}\0${JSON.stringify(spec)}`;
+  const connection = connections.get(key) ?? new McpConnection(opts.server, spec);
+  connections.set(key, connection);
+  const warnings: string[] = [];
+  let listed: Promise<ToolDefinition[]> | undefined;
+  return {
+    server: opts.server,
+    connection,
+    warnings,
+    tools() {
+      listed ??= connection.listTools().then((tools) => build(opts, connection, tools, warnings));
+      return listed;
+    },
+    async close() {
+      connections.delete(key);
+      await connection.close();
+    },
+  };
+}
+
+/** Connects (once per worker), lists the server's tools and returns them as Sluice tools. */
+export async function mcpTools(opts: McpSourceOptions): Promise<ToolDefinition[]> {
+  const source = mcpSource(opts);
+  const tools = await source.tools();
+  for (const w of source.warnings) console.warn(`mcpTools(${opts.server}): ${w}`);
+  return tools;
+}
+
+function specOf(opts: McpSourceOptions): ServerSpec {
+  if ('url' in opts && typeof opts.url === 'string') {
+    try {
+      new URL(opts.url);
+    } catch {
+      throw new Error(`mcpTools(${opts.server}): url ${JSON.stringify(opts.url)} is not a URL`);
+    }
+    return { url: opts.url, ...(opts.headers ? { headers: opts.headers } : {}) };
+  }
+  if ('command' in opts && typeof opts.command === 'string' && opts.command)
+    return {
+      command: opts.command,
+      args: opts.args ?? [],
+      ...(opts.env ? { env: opts.env } : {}),
+      ...(opts.cwd ? { cwd: opts.cwd } : {}),
+    };
+  throw new Error(
+    `mcpTools(${opts.server}): give either command (+ args) for a stdio server or url for Streamable HTTP`,
+  );
+}
+
+function build(opts: McpSourceOptions, connection: McpConnection, tools: Tool[], warnings: string[]): ToolDefinition[] {
+  const out: ToolDefinition[] = [];
+  const names = new Map<string, string>();
+  for (const t of tools) {
+    const o = opts.tools?.[t.name] ?? {};
+    if (o.enabled === false) continue;
+    const name = sluiceName(opts.server, t.name);
+    if (names.has(name)) {
+      warnings.push(`${t.name} was left out: its name becomes ${name}, like ${names.get(name)}`);
+      continue;
+    }
+    names.set(name, t.name);
+    const d = defaultsOf(t.annotations);
+    const timeoutMs = o.timeoutMs ?? opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    const concurrent = o.concurrencySafe ?? d.concurrencySafe;
+    try {
+      out.push(
+        defineTool<Record<string, unknown>>({
+          name,
+          description: o.description ?? descriptionOf(opts.server, t),
+          input: (t.inputSchema ?? { type: 'object' }) as JsonObject,
+          approval: o.approval ?? d.approval,
+          retry: o.retry ?? d.retry,
+          timeoutMs,
+          isConcurrencySafe: () => concurrent,
+          async execute(args, ctx) {
+            const result = await connection.callTool(t.name, args, {
+              signal: ctx.signal,
+              timeoutMs,
+              onProgress: () => ctx.heartbeat(),
+            });
+            return toSluiceResult(opts.server, t.name, result);
+          },
+        }),
+      );
+    } catch (err) {
+      names.delete(name);
+      warnings.push(`${t.name} was left out: ${(err as Error).message}`);
+    }
+  }
+  return out;
+}
+
+/**
+ * What the annotations suggest. They are hints from the server, and the MCP spec's defaults are
+ * the cautious ones: a tool that does not say it is read-only may write, and one that does not
+ * say it is non-destructive may destroy.
+ */
+function defaultsOf(a: ToolAnnotations | undefined): {
+  approval: ApprovalPolicy;
+  concurrencySafe: boolean;
+  retry: RetryPolicyInput;
+} {
+  const readOnly = a?.readOnlyHint === true;
+  const destructive = !readOnly && a?.destructiveHint !== false;
+  const idempotent = readOnly || a?.idempotentHint === true;
+  return {
+    approval: destructive ? 'ask' : 'auto',
+    concurrencySafe: readOnly,
+    retry: idempotent ? { maximumAttempts: 3 } : { maximumAttempts: 1 },
+  };
+}
+
+/** `mcp__<server>__<tool>`, with characters tool names cannot hold turned into `_`, at most 64. */
+export function sluiceName(server: string, tool: string): string {
+  return `mcp__${server}__${tool.replace(/[^A-Za-z0-9_.-]/g, '_')}`.slice(0, 64);
+}
+
+function descriptionOf(server: string, t: Tool): string {
+  const text = t.description?.trim() || t.annotations?.title || t.title || t.name;
+  return `${text} (MCP server ${server}, tool ${t.name})`;
+}
