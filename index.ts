@@ -22,7 +22,8 @@ export { batchWorkflowId, decideSignal, decideUpdate, stateQuery } from './workf
 export { ErrorCodes } from './pipeline/normalize';
 export type * from './pipeline/types';
 export { fsTools, todoWriteTool, bashTool, ledgerWriteIntent, ledgerEditIntent } from './tools';
-export { commandHooks } from './hooks';
+export { commandHooks, permissionRules } from './hooks';
+export { mcpTools, mcpSource, type McpSourceOptions, type McpToolOverride } from './tools/mcp';
 export { codeModeTool, type CodeModeOptions } from './tools/code-mode';
 export * from './agent/convert';
 export type * from './pipeline/session';

@@ -7,6 +7,7 @@ import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import type { BatchOutput } from '../pipeline/types';
+import { SluiceClient } from '../client/client';
 import { codeModeTool } from '../tools/code-mode';
 import { mcpSource, type McpSource } from '../tools/mcp';
 import { defineConfig, type ToolDefinition } from '../worker/config';
@@ -244,5 +245,44 @@ describe('connections', () => {
     expect(out.results[0].result.error?.code).toBe('ABORTED');
     await waitFor(() => marked('aborted-cancel'), 'the server to see the cancellation');
     expect(marked('finished-cancel')).toBe(false);
+  });
+});
+
+describe('npx sluice worker with a config that discovers MCP tools at start', () => {
+  it('lists the tools when the worker starts and runs a batch with them', async () => {
+    const taskQueue = `mcp-cli-${process.pid}-${Date.now()}`;
+    const stateDir = fs.mkdtempSync(path.join(inject('runDir'), 'mcp-cli-'));
+    const worker = spawn(
+      process.execPath,
+      [
+        path.join(ROOT, 'bin', 'sluice'),
+        'worker',
+        '--config',
+        path.join(__dirname, 'fixtures', 'mcp.config.ts'),
+        '--task-queue',
+        taskQueue,
+        '--address',
+        inject('temporalAddress'),
+        '--state-dir',
+        stateDir,
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let out = '';
+    worker.stdout!.on('data', (b: Buffer) => (out += b.toString()));
+    worker.stderr!.on('data', (b: Buffer) => (out += b.toString()));
+    const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+    try {
+      await waitFor(() => out.includes('sluice worker:') || worker.exitCode !== null, 'the worker to start');
+      expect(out).toContain('sluice worker:');
+      const client = new SluiceClient({ connection: h.connection, taskQueue });
+      const result = await client.runBatch(
+        batch([{ id: 'e', name: 'mcp__everything__echo', args: { message: 'through the CLI worker' } }]),
+      );
+      expect(text(result.results[0].result)).toContain('through the CLI worker');
+    } finally {
+      if (worker.exitCode === null) worker.kill('SIGTERM');
+      await exited;
+    }
   });
 });
