@@ -19,7 +19,7 @@ import { auditHistories } from './audit';
 import { runCodecServer } from './codec-server';
 import { historyToJson, loadHistories, type LoadedHistory } from './history';
 import { DEFAULT_INBOX_HOST, DEFAULT_INBOX_PORT, startInbox } from './inbox/server';
-import { renderAudit, renderPendingCard, renderResultCard } from './render';
+import { clip, renderAudit, renderPendingCard, renderResultCard, terminalSafe } from './render';
 import { replayHistories } from './replay';
 import { ensureSearchAttributes } from './setup';
 
@@ -189,8 +189,11 @@ export class UsageError extends Error {}
 
 export async function main(
   argv: string[],
-  out: (s: string) => void = (s) => process.stdout.write(`${s}\n`),
+  write: (s: string) => void = (s) => process.stdout.write(`${s}\n`),
 ): Promise<number> {
+  // Everything printed passes here: model-written text cannot reach the terminal as a control
+  // sequence (escapes stay valid JSON, so --json output is unchanged in meaning).
+  const out = (s: string) => write(terminalSafe(s));
   let parsed;
   try {
     parsed = parse(argv);
@@ -612,20 +615,22 @@ async function events(v: Values, sessionId: string | undefined, out: (s: string)
 }
 
 function summarize(e: SessionEvent): string {
+  // One line per event: clip() collapses newlines, so no field can forge an event line.
   const d = e.data as Record<string, unknown>;
+  const f = (v: unknown, n = 200) => clip(String(v), n);
   switch (e.type) {
     case 'tool/call':
-      return `${d.callId} ${d.name} ${String(d.arguments).slice(0, 120)}`;
+      return `${f(d.callId)} ${f(d.name)} ${clip(String(d.arguments), 120)}`;
     case 'tool/result':
-      return `${d.callId} ${d.isError ? 'error' : 'ok'}: ${JSON.stringify(d.content).slice(0, 120)}`;
+      return `${f(d.callId)} ${d.isError ? 'error' : 'ok'}: ${clip(JSON.stringify(d.content), 120)}`;
     case 'approval/asked':
-      return `${d.id} for ${d.callId}${d.reason ? `: ${d.reason}` : ''}`;
+      return `${f(d.id)} for ${f(d.callId)}${d.reason ? `: ${f(d.reason)}` : ''}`;
     case 'approval/decided':
-      return `${d.id} ${d.outcome}${d.by ? ` by ${d.by}` : ''}${d.reason ? `: ${d.reason}` : ''}`;
+      return `${f(d.id)} ${f(d.outcome)}${d.by ? ` by ${f(d.by)}` : ''}${d.reason ? `: ${f(d.reason)}` : ''}`;
     case 'approval/refused':
-      return `${d.id} ${d.decision}${d.by ? ` by ${d.by}` : ''} refused (${d.code}, via ${d.via}): ${d.problem}`;
+      return `${f(d.id)} ${f(d.decision)}${d.by ? ` by ${f(d.by)}` : ''} refused (${f(d.code)}, via ${f(d.via)}): ${f(d.problem)}`;
     default:
-      return JSON.stringify(d).slice(0, 160);
+      return clip(JSON.stringify(d), 160);
   }
 }
 

@@ -1,41 +1,81 @@
 // Plain text for terminals: the pending card of an ask, the completed card of a result, an audit.
+// Everything shown here was written by a model or a client, so nothing reaches the terminal as a
+// control sequence (ESC[2K\r would erase what is shown and print something else over it), no
+// value can start a line of its own, and every cut says how much it hid.
 import type { Card, PendingApproval, ToolResult } from '../pipeline/types';
 import type { BatchAudit, SessionAudit, StageRun } from './audit';
 
-const MAX_FIELD = 160;
+/** An approval card shows this much of each field; a person decides on it, so it is generous. */
+const MAX_FIELD = 2000;
+
+/**
+ * C0 controls but newline and tab, DEL, C1 controls (0x9b is CSI on some terminals), and the
+ * bidirectional overrides that reorder what is displayed ("Trojan Source").
+ */
+const CONTROLS = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+const escaped = (c: string) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
+
+/**
+ * Text made safe for a terminal: every control character but newline and tab written out as a
+ * visible `\u001b`-style escape (also valid inside JSON strings, so JSON output stays JSON).
+ */
+export function terminalSafe(s: string): string {
+  return s.replace(CONTROLS, escaped);
+}
+
+/** One line of a card: newlines and tabs escaped too, so a value cannot forge a line of its own. */
+function line(s: string): string {
+  return terminalSafe(s).replace(/[\n\t]/g, escaped);
+}
 
 export function renderPendingCard(p: PendingApproval, now = Date.now()): string {
   const left = Math.max(0, Math.round((Date.parse(p.expiresAt) - now) / 1000));
   const lines = [
     `┌ approval ${p.approvalId}`,
     `│ ${p.card.title}${p.card.summary ? ` — ${p.card.summary}` : ''}`,
-    ...fieldLines(p.card.fields ?? (p.arguments as Card['fields'])),
+    ...fieldLines(p.card.fields ?? (p.arguments as Card['fields'])).map((l) => `│   ${l}`),
     `│ tool ${p.toolName}, call ${p.callId}${p.parentCallId ? ` (inside run_code ${p.parentCallId})` : ''}; session ${p.sessionId} turn ${p.turn} step ${p.step}`,
     ...(p.reason ? [`│ why: ${p.reason}`] : []),
     `│ denied automatically in ${left}s; args digest ${p.argsDigest}`,
     `└ npx sluice approve ${p.approvalId}    |    npx sluice deny ${p.approvalId} --reason "..."`,
   ];
-  return lines.join('\n');
+  return lines.map(line).join('\n');
 }
 
 export function renderResultCard(name: string, callId: string, result: ToolResult): string {
   const mark = result.isError ? '✗' : '✓';
   const text = result.content.map((b) => (b.type === 'text' ? b.text : `[image ${b.mimeType}]`)).join('');
-  const oneLine = text.replace(/\s+/g, ' ').trim();
-  return `${mark} ${name} (${callId}): ${oneLine.length > 200 ? `${oneLine.slice(0, 200)}…` : oneLine}`;
+  return line(`${mark} ${name} (${callId}): ${clip(text, 200)}`);
 }
 
+/**
+ * A field per line; a value's own lines follow as continuation lines (a multi-line command reads
+ * as written, and none of its lines can pass for part of the card). Long runs of spaces, which
+ * could push the tail of a command out of sight, are counted instead of shown.
+ */
 function fieldLines(fields: Card['fields'] | undefined): string[] {
   if (!fields) return [];
-  return Object.entries(fields).map(([k, v]) => {
-    const s = typeof v === 'string' ? v : JSON.stringify(v);
-    return `│   ${k}: ${s.length > MAX_FIELD ? `${s.slice(0, MAX_FIELD)}…` : s}`;
+  return Object.entries(fields).flatMap(([k, v]) => {
+    const s = (typeof v === 'string' ? v : JSON.stringify(v)).replace(/[ \t]{8,}/g, (m) => ` [${m.length} spaces] `);
+    const shown = s.length > MAX_FIELD ? `${s.slice(0, MAX_FIELD)}${cutNote(s.length - MAX_FIELD)}` : s;
+    const [first, ...rest] = shown.split(/\r?\n/);
+    return [`${k}: ${first}`, ...rest.map((l) => `${' '.repeat(k.length + 2)}┆ ${l}`)];
   });
+}
+
+function cutNote(n: number): string {
+  return `… [${n} more character${n === 1 ? '' : 's'} cut; --json shows all]`;
 }
 
 /** An audit as a timeline a person reads top to bottom: each batch, each call, each stage. */
 export function renderAudit(audit: SessionAudit): string {
   return audit.batches.map(renderBatchAudit).join('\n\n');
+}
+
+/** Text cut to n characters on one line, saying how much was cut. */
+export function clip(s: string, n: number): string {
+  const one = s.replace(/\s+/g, ' ').trim();
+  return one.length > n ? `${one.slice(0, n)}${cutNote(one.length - n)}` : one;
 }
 
 function renderBatchAudit(b: BatchAudit): string {
@@ -114,7 +154,7 @@ function renderBatchAudit(b: BatchAudit): string {
     lines.push('', '  contexts injected after the batch');
     for (const c of b.contexts) lines.push(`    ${c.source ?? 'user'}: ${clip(c.content, 160)}`);
   }
-  return lines.join('\n');
+  return lines.map(line).join('\n');
 }
 
 function stage(lines: string[], name: string, run: StageRun, what: string): void {
@@ -157,9 +197,4 @@ function changed(before: string, after: string): string {
   const cut = (s: string) =>
     `${from > 0 ? '…' : ''}${clip(s.slice(from, s.length - Math.max(0, end - 20)), 70)}${end > 20 ? '…' : ''}`;
   return `${cut(a)} → ${cut(b)}`;
-}
-
-function clip(s: string, n: number): string {
-  const one = s.replace(/\s+/g, ' ').trim();
-  return one.length > n ? `${one.slice(0, n)}…` : one;
 }
