@@ -12,6 +12,7 @@ const MAX_FIELD = 2000;
  * C0 controls but newline and tab, DEL, C1 controls (0x9b is CSI on some terminals), and the
  * bidirectional overrides that reorder what is displayed ("Trojan Source").
  */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it looks for
 const CONTROLS = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 const escaped = (c: string) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
 
