@@ -1,0 +1,107 @@
+// A session survives its worker: killed with SIGKILL during a model call, during a batch and
+// between turns, the session goes on with no turn lost or repeated, each tool body completing
+// once, and a transcript identical to a run that was never interrupted.
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSession, type SessionHandle } from '../client/session';
+import type { AgentMessage, TurnOutcome } from '../pipeline/session';
+import { FileResultStore } from '../worker/claim-check';
+import { readSessionLog } from '../worker/sink';
+import { spawnWorker, startHarness, type ChildWorker, type Harness } from './harness';
+
+const CONFIG = path.join(__dirname, 'fixtures', 'session.config.ts');
+let h: Harness;
+let worker: ChildWorker | undefined;
+
+beforeAll(async () => {
+  h = await startHarness('session-restart', { tools: [] }, { autoStart: false });
+});
+afterAll(async () => {
+  await worker?.kill();
+  await h?.close();
+});
+
+const lines = (file: string) =>
+  fs.existsSync(path.join(h.stateDir, file))
+    ? fs.readFileSync(path.join(h.stateDir, file), 'utf8').trim().split('\n').filter(Boolean)
+    : [];
+const until = async (what: string, fn: () => boolean | Promise<boolean>) => {
+  for (let i = 0; i < 300; i++) {
+    if (await fn()) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+};
+const startWorker = async () => {
+  worker = spawnWorker(CONFIG, h.taskQueue, h.stateDir, { SLUICE_TEST_DIR: h.stateDir });
+  await worker.ready;
+};
+const kill = async () => {
+  await worker!.kill('SIGKILL');
+  worker = undefined;
+};
+const MESSAGES = ['slow-model:3000', 'slow-tool:3000', 'chat'];
+const open = (sessionId: string) =>
+  startSession(h.client, {
+    sessionId,
+    model: 'scripted',
+    modelCall: { heartbeatTimeoutMs: 2_000, initialIntervalMs: 200 },
+  });
+const transcriptOf = (s: SessionHandle) => s.transcript(new FileResultStore(path.join(h.stateDir, 'results')));
+
+describe('a session across worker crashes', () => {
+  it('SIGKILL during a model call, during a batch and between turns: nothing lost, nothing twice', async () => {
+    await startWorker();
+    // The reference: the same messages, never interrupted.
+    const ref = await open(`ref-${process.pid}-${Date.now()}`);
+    const refOutcomes: TurnOutcome[] = [];
+    for (const [i, m] of MESSAGES.entries()) refOutcomes.push(await ref.send(m, { id: `m${i}` }));
+    const expected: AgentMessage[] = await transcriptOf(ref);
+
+    const s = await open(`crash-${process.pid}-${Date.now()}`);
+    const mine = (l: string) => l.includes(s.sessionId);
+    const outcomes: TurnOutcome[] = [];
+
+    // 1. during the model call
+    const modelStarts = () => lines('model.log').filter((l) => l === '1/1 start').length;
+    const before = modelStarts();
+    const t1 = s.send(MESSAGES[0], { id: 'm0' });
+    await until('the model call', () => modelStarts() > before);
+    await kill();
+    await startWorker();
+    outcomes.push(await t1);
+    expect(modelStarts() - before).toBe(2); // the killed call, then its retry
+
+    // 2. during the batch (the body sleeps; it has started but not finished)
+    const t2 = s.send(MESSAGES[1], { id: 'm1' });
+    await until('the tool body', () => lines('started.log').filter(mine).length >= 2);
+    await kill();
+    await startWorker();
+    outcomes.push(await t2);
+
+    // 3. between turns: the worker dies idle; the message is sent while none runs
+    await kill();
+    const t3 = s.send(MESSAGES[2], { id: 'm2' });
+    await new Promise((r) => setTimeout(r, 500));
+    await startWorker();
+    outcomes.push(await t3);
+
+    expect(outcomes.map((o) => [o.turn, o.reason, o.steps, o.text])).toEqual(
+      refOutcomes.map((o) => [o.turn, o.reason, o.steps, o.text]),
+    );
+    expect(await transcriptOf(s)).toEqual(expected);
+    // each body completed exactly once per call, though one was started twice
+    const done = lines('bodies.log').filter(mine);
+    expect(done).toHaveLength(new Set(done).size);
+    expect(done).toHaveLength(lines('bodies.log').filter((l) => l.includes(ref.sessionId)).length);
+    expect(lines('started.log').filter(mine).length).toBe(done.length + 1);
+    // the session log has every event once, seq continuous, one session/user per turn
+    const events = await readSessionLog(h.stateDir, s.sessionId);
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i));
+    expect(events.filter((e) => e.type === 'session/user')).toHaveLength(3);
+    expect(events.filter((e) => e.type === 'session/turn-ended')).toHaveLength(3);
+    await s.cancel();
+    await ref.cancel();
+  }, 180_000);
+});
