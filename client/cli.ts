@@ -47,7 +47,8 @@ Commands (\`npx sluice <command> --help\` lists a command's options):
                           process that should not import the tool bodies
   codec-server            Decrypt payloads for the Temporal Web UI (--port, --ui-origin; needs SLUICE_CODEC_KEYS)
 
-  <target> is a batch's workflow id, a session id (all of its batches), or a history .json file.
+  <target> is a batch's workflow id, a session id (all of its batches), a history .json file,
+  or a folder of them (replay: test/fixtures/histories holds every release's fixtures).
 
 Common options:
   --address host:port     Temporal frontend (default: TEMPORAL_ADDRESS, then localhost:7233)
@@ -97,6 +98,11 @@ A worker against an existing Temporal server.
 Options:
   --config FILE           Sluice config module (default sluice.config.ts)
   --state-dir DIR         Session logs and stored results (default ${DEFAULT_STATE_DIR}); shared by all workers
+  --deployment NAME       Worker versioning (docs/upgrading.md): serve one version of this Worker
+                          Deployment; every batch stays pinned to the version that started it
+  --build-id ID           This worker's version in the deployment (a release or commit id; the same
+                          on every worker running this code). Both also from SLUICE_DEPLOYMENT and
+                          SLUICE_BUILD_ID
 ${CONNECTION_OPTIONS}`,
   batch: `Usage: npx sluice batch <calls.json> [options]
 
@@ -176,6 +182,8 @@ const OPTIONS = {
   'no-inbox': { type: 'boolean' },
   'trusted-user-header': { type: 'string' },
   workflows: { type: 'string' },
+  deployment: { type: 'string' },
+  'build-id': { type: 'string' },
   out: { type: 'string', short: 'o' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -391,6 +399,8 @@ async function worker(v: Values): Promise<number> {
     namespace: v.namespace,
     taskQueue: v['task-queue'],
     stateDir: v['state-dir'],
+    deployment: v.deployment,
+    buildId: v['build-id'],
   });
   return 0;
 }

@@ -1,6 +1,7 @@
 // Workflow histories for auditors: read from the server (a batch id, or every batch of a
 // session) or from an exported JSON file, in the same JSON as `temporal workflow show -o json`.
 import * as fs from 'node:fs';
+import * as path from 'node:path';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { historyFromJSON, historyToJSON } from '@temporalio/common/lib/proto-utils';
@@ -19,9 +20,20 @@ export interface LoadedHistory {
 
 export class HistoryNotFound extends Error {}
 
-/** A history file, a batch's workflow id, or a session id (every batch of it, oldest first). */
+/**
+ * A history file, a folder of them (every .json below it, e.g. test/fixtures/histories/ with one
+ * folder per release), a batch's workflow id, or a session id (every batch of it, oldest first).
+ */
 export async function loadHistories(target: string, client?: Client): Promise<LoadedHistory[]> {
   if (looksLikeFile(target)) return [readHistoryFile(target)];
+  if (fs.existsSync(target) && fs.statSync(target).isDirectory()) {
+    const files = (fs.readdirSync(target, { recursive: true }) as string[])
+      .filter((f) => f.endsWith('.json'))
+      .sort()
+      .map((f) => path.join(target, f));
+    if (files.length === 0) throw new HistoryNotFound(`${target} holds no history .json files`);
+    return files.map(readHistoryFile);
+  }
   if (!client) throw new HistoryNotFound(`${target} is not a history file, and no server is connected to look it up`);
   try {
     await client.workflow.getHandle(target).describe();

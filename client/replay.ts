@@ -26,26 +26,40 @@ export async function replayHistories(histories: LoadedHistory[], opts: ReplayOp
   const workflowBundle = opts.workflowBundlePath
     ? { codePath: opts.workflowBundlePath }
     : await bundleWorkflowCode({ workflowsPath: opts.workflowsPath ?? WORKFLOWS_PATH, logger: quietBundler });
-  const sources = new Map(histories.map((h) => [h.workflowId, h.source]));
   const out: ReplayOutcome[] = [];
-  const results = Worker.runReplayHistories(
-    // A replay hands the batch's events to the sink again; here they go nowhere.
-    { workflowBundle, replayName: 'sluice-replay', sinks: sessionEventSinks({ append: async () => undefined }) },
-    histories.map((h) => ({ workflowId: h.workflowId, history: h.history })),
-  );
-  for await (const r of results) {
-    const source = sources.get(r.workflowId) ?? 'server';
-    if (!r.error) out.push({ workflowId: r.workflowId, source, ok: true });
-    else
-      out.push({
-        workflowId: r.workflowId,
-        source,
-        ok: false,
-        failure: r.error instanceof DeterminismViolationError ? 'nondeterminism' : 'error',
-        message: r.error.message,
-      });
+  // Histories of one batch id from several releases replay in separate rounds: a round reports
+  // by workflow id.
+  for (const round of distinctRounds(histories)) {
+    const sources = new Map(round.map((h) => [h.workflowId, h.source]));
+    const results = Worker.runReplayHistories(
+      // A replay hands the batch's events to the sink again; here they go nowhere.
+      { workflowBundle, replayName: 'sluice-replay', sinks: sessionEventSinks({ append: async () => undefined }) },
+      round.map((h) => ({ workflowId: h.workflowId, history: h.history })),
+    );
+    for await (const r of results) {
+      const source = sources.get(r.workflowId) ?? 'server';
+      if (!r.error) out.push({ workflowId: r.workflowId, source, ok: true });
+      else
+        out.push({
+          workflowId: r.workflowId,
+          source,
+          ok: false,
+          failure: r.error instanceof DeterminismViolationError ? 'nondeterminism' : 'error',
+          message: r.error.message,
+        });
+    }
   }
   return out;
+}
+
+function distinctRounds(histories: LoadedHistory[]): LoadedHistory[][] {
+  const rounds: LoadedHistory[][] = [];
+  for (const h of histories) {
+    const round = rounds.find((r) => !r.some((x) => x.workflowId === h.workflowId));
+    if (round) round.push(h);
+    else rounds.push([h]);
+  }
+  return rounds;
 }
 
 const quietBundler = {

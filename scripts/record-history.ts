@@ -1,10 +1,11 @@
-// Re-records test/fixtures/histories/mixed-batch.json: one batch of the demo config's tools that
-// exercises allow, deny, an approved ask, a retried body and a post-execute rewrite, run on a
-// throwaway dev server. test/replay.test.ts replays it against the current workflow code, so a
-// non-deterministic change fails CI. Re-record ONLY when a workflow change is meant to break
-// replay of old histories (and running batches would be drained or patched first):
+// Records test/fixtures/histories/<release>/mixed-batch.json: one batch of the demo config's
+// tools that exercises allow, deny, an approved ask, a retried body and a post-execute rewrite,
+// run on a throwaway dev server with the current workflow code. test/replay.test.ts replays every
+// release's fixtures against the current code, so a change that would break a batch started by
+// any released version fails CI (docs/upgrading.md). Record once per release that changed the
+// workflow code; a release's fixture is never re-recorded unless --force says so:
 //
-//   npx tsx scripts/record-history.ts
+//   npx tsx scripts/record-history.ts [--release 0.2.0] [--force]
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -16,11 +17,24 @@ import { freePort, startDevServer } from '../worker/dev-server';
 import { loadConfig } from '../worker/load-config';
 import { createSluiceWorker } from '../worker/worker';
 
-export const FIXTURE = path.join(__dirname, '..', 'test', 'fixtures', 'histories', 'mixed-batch.json');
+export const FIXTURES = path.join(__dirname, '..', 'test', 'fixtures', 'histories');
+const RELEASE: string = require('../package.json').version;
+
+export function fixtureFile(release: string): string {
+  return path.join(FIXTURES, release, 'mixed-batch.json');
+}
 export const FIXTURE_SESSION = 'fixture-mixed';
 export const FIXTURE_APPROVER = 'fixture-approver';
 
-async function main() {
+async function main(argv: string[]) {
+  const at = argv.indexOf('--release');
+  const release = at >= 0 ? argv[at + 1] : RELEASE;
+  if (!release || !/^[\w.-]+$/.test(release)) throw new Error('--release takes a release name such as 0.2.0');
+  const FIXTURE = fixtureFile(release);
+  if (fs.existsSync(FIXTURE) && !argv.includes('--force'))
+    throw new Error(
+      `${path.relative(process.cwd(), FIXTURE)} exists: release ${release} was recorded already. Record a new release (--release NAME, or bump package.json's version), or pass --force if this release's workflow code really changed before it shipped.`,
+    );
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-record-'));
   const server = await startDevServer({
@@ -102,7 +116,7 @@ function scrubIdentities(value: unknown): unknown {
 }
 
 if (require.main === module) {
-  main().then(
+  main(process.argv.slice(2)).then(
     () => process.exit(0),
     (err) => {
       console.error(`record-history failed: ${err.message ?? err}`);

@@ -13,7 +13,7 @@ import type { StageContext } from '../worker/config';
 import { readSessionLog } from '../worker/sink';
 import { startHarness, type Harness } from './harness';
 
-const FIXTURE = path.join(__dirname, 'fixtures', 'histories', 'mixed-batch.json');
+const FIXTURE = path.join(__dirname, 'fixtures', 'histories', '0.1.0', 'mixed-batch.json');
 
 let h: Harness;
 beforeAll(async () => {

@@ -13,7 +13,7 @@ import { readSessionLog } from '../worker/sink';
 import { batch, startHarness, type Harness } from './harness';
 
 const ROOT = path.join(__dirname, '..');
-const FIXTURE = path.join(__dirname, 'fixtures', 'histories', 'mixed-batch.json');
+const FIXTURE = path.join(__dirname, 'fixtures', 'histories', '0.1.0', 'mixed-batch.json');
 
 let h: Harness;
 let scratch: string;

@@ -11,7 +11,8 @@ import { readHistoryFile } from '../client/history';
 import { defineConfig, defineTool } from '../worker/config';
 import { batch, startHarness, type Harness } from './harness';
 
-const FIXTURE = path.join(__dirname, 'fixtures', 'histories', 'mixed-batch.json');
+const FIXTURES = path.join(__dirname, 'fixtures', 'histories');
+const FIXTURE = path.join(FIXTURES, '0.1.0', 'mixed-batch.json');
 const ROOT = path.join(__dirname, '..');
 
 let h: Harness;
@@ -63,6 +64,19 @@ describe('replay', () => {
     const { history, workflowId } = readHistoryFile(FIXTURE);
     expect(workflowId).toBe('sluice-batch:fixture-mixed:1:1');
     await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history, workflowId);
+  });
+
+  it("`sluice replay test/fixtures/histories` replays every released version's fixtures with the current code", async () => {
+    const releases = fs.readdirSync(FIXTURES).filter((d) => fs.statSync(path.join(FIXTURES, d)).isDirectory());
+    expect(releases).toEqual(expect.arrayContaining(['0.1.0', '0.2.0']));
+    const files = releases.flatMap((d) => fs.readdirSync(path.join(FIXTURES, d)).filter((f) => f.endsWith('.json')));
+    const r = await cli(['replay', FIXTURES, '--json']);
+    expect(r.code, r.output).toBe(0);
+    const results = JSON.parse(r.output);
+    expect(results).toHaveLength(files.length);
+    for (const release of releases)
+      expect(results.some((x: { source: string }) => x.source.includes(`${path.sep}${release}${path.sep}`))).toBe(true);
+    expect(results.every((x: { ok: boolean }) => x.ok)).toBe(true);
   });
 
   it('`sluice export` writes a history that `sluice replay` replays; a non-deterministic change fails with exit 1', async () => {

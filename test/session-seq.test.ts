@@ -135,4 +135,34 @@ describe('session seqs', () => {
     expect(await log.claim('s', 3, 'batch-c')).toEqual({ ok: true }); // run again: still its own
     expect(await log.claim('s', 3, 'batch-d')).toMatchObject({ ok: false, nextSeq: 4 });
   });
+
+  it("a replay that repeats a claimed batch's events with other times is the same events again, not a conflict", async () => {
+    const dir = fs.mkdtempSync(path.join(inject('runDir'), 'sink-'));
+    const warnings: string[] = [];
+    const log = new JsonlSessionLog(dir, (m) => warnings.push(m));
+    const ev = (seq: number, text: string, time: string): SessionEvent => ({
+      type: 'tool/call',
+      seq,
+      time,
+      data: { text },
+    });
+    expect(await log.claim('s', 0, 'batch-a')).toEqual({ ok: true });
+    await log.append(
+      's',
+      [ev(0, 'a0', '2026-12-01T00:00:01.000Z'), ev(1, 'a1', '2026-12-01T00:00:01.000Z')],
+      'batch-a',
+    );
+    // Replayed after an eviction: workflow time of the first task moved back; then one new event.
+    const replayed = [ev(0, 'a0', '2026-12-01T00:00:00.000Z'), ev(1, 'a1', '2026-12-01T00:00:00.000Z')];
+    await log.append('s', [...replayed, ev(2, 'a2', '2026-12-01T00:00:02.000Z')], 'batch-a');
+    expect(warnings).toEqual([]);
+    expect(fs.existsSync(conflictsPath(dir, 's'))).toBe(false);
+    expect((await readSessionLog(dir, 's')).map((e) => e.data.text)).toEqual(['a0', 'a1', 'a2']);
+    // Another batch that claimed later seqs owns them: batch-a numbering into them is a conflict.
+    expect(await log.claim('s', 3, 'batch-b')).toEqual({ ok: true });
+    await log.append('s', [ev(3, 'b3', '2026-12-01T00:00:03.000Z')], 'batch-b');
+    await log.append('s', [ev(3, 'a3', '2026-12-01T00:00:04.000Z')], 'batch-a');
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toContain('batch batch-a numbered 1 event(s)');
+  });
 });

@@ -5,7 +5,7 @@ import { connect } from '../client/connection';
 import { ensureSearchAttributes } from '../client/setup';
 import { dataConverterFromEnv } from './codec';
 import { loadConfig } from './load-config';
-import { createSluiceWorker, DEFAULT_STATE_DIR, DEFAULT_TASK_QUEUE } from './worker';
+import { createSluiceWorker, DEFAULT_STATE_DIR, DEFAULT_TASK_QUEUE, type WorkerDeployment } from './worker';
 
 export interface RunWorkerOptions {
   config?: string;
@@ -14,6 +14,9 @@ export interface RunWorkerOptions {
   taskQueue?: string;
   stateDir?: string;
   workflowBundlePath?: string;
+  /** Worker versioning: the Worker Deployment and this worker's build id (docs/upgrading.md). */
+  deployment?: string;
+  buildId?: string;
   log?: (line: string) => void;
 }
 
@@ -42,6 +45,7 @@ export function installRuntime(): void {
 export async function runWorker(opts: RunWorkerOptions): Promise<void> {
   const log = opts.log ?? ((l: string) => console.log(l));
   installRuntime();
+  const deployment = deploymentOf(opts);
   const config = await loadConfig(opts.config);
   const { connection, namespace, address } = await connect({ address: opts.address, namespace: opts.namespace });
   await ensureSearchAttributes(connection, namespace);
@@ -54,12 +58,25 @@ export async function runWorker(opts: RunWorkerOptions): Promise<void> {
     stateDir: opts.stateDir ?? DEFAULT_STATE_DIR,
     dataConverter: dataConverterFromEnv(),
     ...(opts.workflowBundlePath ? { workflowBundle: { codePath: opts.workflowBundlePath } } : {}),
+    ...(deployment ? { deployment } : {}),
   });
   log(
-    `sluice worker: ${config.tools.length} tool(s) on task queue "${taskQueue}" at ${address} (namespace ${namespace}), pid ${process.pid}${process.env.SLUICE_CODEC_KEYS ? ', payloads encrypted' : ''}`,
+    `sluice worker: ${config.tools.length} tool(s) on task queue "${taskQueue}" at ${address} (namespace ${namespace}), pid ${process.pid}${process.env.SLUICE_CODEC_KEYS ? ', payloads encrypted' : ''}${deployment ? `, deployment ${deployment.name} version ${deployment.buildId}` : ''}`,
   );
   await worker.run();
   await connection.close();
+}
+
+/** --deployment/--build-id, else SLUICE_DEPLOYMENT/SLUICE_BUILD_ID: both or neither. */
+export function deploymentOf(opts: Pick<RunWorkerOptions, 'deployment' | 'buildId'>): WorkerDeployment | undefined {
+  const name = opts.deployment ?? process.env.SLUICE_DEPLOYMENT;
+  const buildId = opts.buildId ?? process.env.SLUICE_BUILD_ID;
+  if (!name && !buildId) return undefined;
+  if (!name || !buildId)
+    throw new Error(
+      `worker versioning needs both a deployment name and a build id (got ${name ? `deployment ${name}` : `build id ${buildId}`} only): pass --deployment NAME --build-id ID, or set SLUICE_DEPLOYMENT and SLUICE_BUILD_ID (docs/upgrading.md)`,
+    );
+  return { name, buildId };
 }
 
 if (require.main === module) {
@@ -74,6 +91,8 @@ if (require.main === module) {
     taskQueue: arg('task-queue'),
     stateDir: arg('state-dir'),
     workflowBundlePath: arg('workflow-bundle'),
+    deployment: arg('deployment'),
+    buildId: arg('build-id'),
   }).catch((err) => {
     console.error(`sluice worker: ${err.message ?? err}`);
     process.exit(1);

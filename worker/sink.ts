@@ -140,7 +140,13 @@ export class JsonlSessionLog implements EventSink {
    */
   private async keepConflicts(sessionId: string, seen: SessionEvent[], batchId?: string): Promise<boolean> {
     const logged = new Map((await readSessionLog(this.stateDir, sessionId)).map((e) => [e.seq, JSON.stringify(e)]));
-    const clashing = seen.filter((e) => logged.get(e.seq) !== JSON.stringify(e));
+    // A replay may not repeat an event byte for byte: workflow time (an event's time, an
+    // approval's expiry) moves when a replayed task resolves a local activity it waited for live.
+    // Seqs this batch's own claim covers are its own events again, whatever their text.
+    const claims = batchId ? await readClaims(claimsPath(this.stateDir, sessionId)) : [];
+    const clashing = seen.filter(
+      (e) => logged.get(e.seq) !== JSON.stringify(e) && !(batchId && claimOwner(claims, e.seq) === batchId),
+    );
     if (clashing.length === 0) return false;
     const file = conflictsPath(this.stateDir, sessionId);
     const have = new Set(
@@ -170,6 +176,19 @@ export class JsonlSessionLog implements EventSink {
 interface Claim {
   batch: string;
   startSeq: number;
+}
+
+/**
+ * The batch whose claim covers `seq`: of the claims that won (no other batch claimed at or past
+ * their start before them), the one starting last at or before `seq`.
+ */
+function claimOwner(claims: Claim[], seq: number): string | undefined {
+  let owner: Claim | undefined;
+  claims.forEach((c, i) => {
+    const won = !claims.slice(0, i).some((e) => e.batch !== c.batch && e.startSeq >= c.startSeq);
+    if (won && c.startSeq <= seq && (!owner || c.startSeq > owner.startSeq)) owner = c;
+  });
+  return owner?.batch;
 }
 
 async function conflictedBatches(stateDir: string, sessionId: string): Promise<Set<string>> {

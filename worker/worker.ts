@@ -25,6 +25,12 @@ export interface SluiceWorkerOptions {
   /** A prebuilt bundle (tests build one per run); otherwise workflows/ is bundled at start. */
   workflowBundle?: WorkflowBundleOption;
   identity?: string;
+  /**
+   * Worker versioning (docs/upgrading.md): this worker serves one version of a Worker Deployment,
+   * and every batch stays pinned to the version that started it, so a batch waiting for a person
+   * finishes on the code that can replay it while newer versions run beside it.
+   */
+  deployment?: WorkerDeployment;
   maxCachedWorkflows?: number;
   maxEagerActivityReservationsPerWorkflowTask?: number;
   /** Payload encryption (worker/codec.ts); the clients of these batches need the same. */
@@ -34,6 +40,13 @@ export interface SluiceWorkerOptions {
    * it. Temporal's default is 10 s; a batch resumes after a worker crash that much sooner.
    */
   stickyQueueScheduleToStartTimeoutMs?: number;
+}
+
+export interface WorkerDeployment {
+  /** The Worker Deployment: one name for all versions of these workers. */
+  name: string;
+  /** This worker's version within it: a release or commit id, the same on every worker of that code. */
+  buildId: string;
 }
 
 export const WORKFLOWS_PATH = path.join(__dirname, '..', 'workflows', 'index.ts');
@@ -58,6 +71,15 @@ export async function createSluiceWorker(opts: SluiceWorkerOptions): Promise<Wor
     },
     sinks: sessionEventSinks(sink),
     ...(opts.identity ? { identity: opts.identity } : {}),
+    ...(opts.deployment
+      ? {
+          workerDeploymentOptions: {
+            version: { deploymentName: opts.deployment.name, buildId: opts.deployment.buildId },
+            useWorkerVersioning: true,
+            defaultVersioningBehavior: 'PINNED' as const,
+          },
+        }
+      : {}),
     ...(opts.dataConverter ? { dataConverter: opts.dataConverter } : {}),
     ...(opts.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: opts.maxCachedWorkflows } : {}),
     ...(opts.maxEagerActivityReservationsPerWorkflowTask !== undefined
