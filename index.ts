@@ -15,13 +15,23 @@ export type {
 export { createSluiceWorker, DEFAULT_TASK_QUEUE } from './worker/worker';
 export { JsonlSessionLog, type EventSink } from './worker/sink';
 export { startDevServer, findTemporalCli } from './worker/dev-server';
-export { SluiceClient, SluiceError } from './client/client';
+export { SluiceClient } from './client/client';
+export {
+  ConfigError,
+  DecisionRefusedError,
+  HistoryNotFound,
+  InvalidInputError,
+  NotFoundError,
+  ServerError,
+  SluiceError,
+  UsageError,
+} from './client/errors';
 export { connect } from './client/connection';
 export { ensureSearchAttributes } from './client/setup';
 export { batchWorkflowId, decideSignal, decideUpdate, stateQuery } from './workflows/definitions';
-export { ErrorCodes } from './pipeline/normalize';
+export { ErrorCodes, FailureTypes, type ErrorCode } from './pipeline/errors';
 export type * from './pipeline/types';
-export { fsTools, todoWriteTool, bashTool, ledgerWriteIntent, ledgerEditIntent } from './tools';
+export { fsTools, todoWriteTool, bashTool, ledgerWriteIntent, ledgerEditIntent, ToolErrorCodes } from './tools';
 export { commandHooks, permissionRules } from './hooks';
 export { mcpTools, mcpSource, type McpSourceOptions, type McpToolOverride } from './tools/mcp';
 export { codeModeTool, type CodeModeOptions } from './tools/code-mode';

@@ -6,8 +6,10 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { getOwn, setOwn, snapshotJson } from '../pipeline/json';
-import { ErrorCodes, errorCandidate, renderValue } from '../pipeline/normalize';
-import { type BodyResult, type CallRef, FailureTypes } from '../pipeline/stages';
+import { errorCandidate, renderValue } from '../pipeline/normalize';
+import { ErrorCodes } from '../pipeline/errors';
+import type { BodyResult, CallRef } from '../pipeline/stages';
+import { FailureTypes } from '../pipeline/errors';
 import type { Candidate, StatePatch } from '../pipeline/types';
 import { compose, type Layer } from '../pipeline/waterfall';
 import { stashCandidate } from '../worker/claim-check';

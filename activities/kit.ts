@@ -1,7 +1,8 @@
 // What every stage activity works with: the tool registry, the result store, and a collector per
 // extension run that gathers the contexts and events it adds. Built once per worker from its config.
 import { deepFreeze, snapshotJson } from '../pipeline/json';
-import { DEFAULT_MAX_RESULT_CHARS, ErrorCodes } from '../pipeline/normalize';
+import { DEFAULT_MAX_RESULT_CHARS } from '../pipeline/normalize';
+import { ErrorCodes } from '../pipeline/errors';
 import { BODY_DEFAULTS, type CallRef, type Gate, type ToolProfile } from '../pipeline/stages';
 import type { ApprovalPolicy, Card, EventDraft, JsonObject, UserMessage } from '../pipeline/types';
 import type { ResultStore } from '../worker/claim-check';

@@ -3,6 +3,7 @@
 // the new messages cross history; the transcript itself lives in the result store.
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
+import { FailureTypes } from '../pipeline/errors';
 import { ModelRefusedError } from '../agent/models';
 import { resolveModel } from '../agent/resolve';
 import { TranscriptStore } from '../agent/transcript-store';
@@ -18,7 +19,7 @@ import type { ResultStore } from '../worker/claim-check';
 import { type SluiceConfig, toolSchemas } from '../worker/config';
 
 /** The failure type of a model step that cannot succeed on retry; the session ends the turn with it. */
-export const MODEL_REFUSED = 'SluiceModelRefused';
+export const MODEL_REFUSED = FailureTypes.MODEL_REFUSED;
 
 export function createModelActivities(config: SluiceConfig, deps: { resultStore: ResultStore }): ModelActivities {
   const transcripts = new TranscriptStore(config.resultStore ?? deps.resultStore);

@@ -2,7 +2,7 @@
 // policy) and the monotonic guards. An extension's throw becomes a `failed` gate here; only a
 // crash of the worker itself makes Temporal retry the stage.
 import { foldPreDecision, parseGuardAnswer, parsePreDecision } from '../pipeline/fold';
-import { ErrorCodes } from '../pipeline/normalize';
+import { ErrorCodes } from '../pipeline/errors';
 import { type CallRef, type Gate, genericCard, type PreflightResult } from '../pipeline/stages';
 import type { Card, PreDecision } from '../pipeline/types';
 import { handlerOf, type ToolDefinition } from '../worker/config';

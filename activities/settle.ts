@@ -5,7 +5,8 @@
 import { Context } from '@temporalio/activity';
 import { applyPostVerdict } from '../pipeline/fold';
 import { deepFreeze } from '../pipeline/json';
-import { ErrorCodes, errorCandidate, normalizeResult } from '../pipeline/normalize';
+import { errorCandidate, normalizeResult } from '../pipeline/normalize';
+import { ErrorCodes } from '../pipeline/errors';
 import { type CallRef, genericResultCard, type SettleRequest, type SettleResult } from '../pipeline/stages';
 import type { Card } from '../pipeline/types';
 import { claimCheck, unstashCandidate } from '../worker/claim-check';

@@ -23,6 +23,8 @@ import type {
   SettleRequest,
   SettleResult,
 } from '../pipeline/stages';
+import { isEvent } from '../pipeline/events';
+import { InvalidInputError } from './errors';
 import { decode, type LoadedHistory } from './history';
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
@@ -123,7 +125,7 @@ export function auditHistory(loaded: LoadedHistory): BatchAudit {
   const events = loaded.history.events ?? [];
   const input = decode(events[0]?.workflowExecutionStartedEventAttributes?.input) as BatchInput | undefined;
   if (!input || !Array.isArray(input.calls))
-    throw new Error(`${loaded.workflowId} is not a Sluice batch: its first event carries no batch input`);
+    throw new InvalidInputError(`${loaded.workflowId} is not a Sluice batch: its first event carries no batch input`);
   const audit: BatchAudit = {
     workflowId: loaded.workflowId,
     sessionId: input.sessionId,
@@ -328,7 +330,7 @@ function completeStage(c: CallAudit, type: string, result: unknown): void {
 /** The batch's own record: approvals asked and decided, refusals, final results, contexts. */
 function applyEvents(audit: BatchAudit, events: SessionEvent[], call: (id: string) => CallAudit): void {
   audit.events = events;
-  const refusals = events.filter((e) => e.type === 'approval/refused' && e.data.via === 'signal');
+  const refusals = events.filter((e) => isEvent(e, 'approval/refused')).filter((e) => e.data.via === 'signal');
   for (const d of audit.decisions) {
     if (d.via !== 'signal') continue;
     // Signals carry no answer; a refused one left an approval/refused event, in the same order.
@@ -337,17 +339,17 @@ function applyEvents(audit: BatchAudit, events: SessionEvent[], call: (id: strin
       (r) => r.data.id === d.approvalId && r.data.decision === d.decision && (r.data.by ?? undefined) === d.by,
     );
     if (i >= 0) {
-      Object.assign(d, { result: 'refused', problem: String(refusals[i].data.problem) });
+      Object.assign(d, { result: 'refused', problem: refusals[i].data.problem });
       refusals.splice(i, 1);
     } else {
-      const decided = events.find((e) => e.type === 'approval/decided' && e.data.id === d.approvalId);
+      const decided = events.filter((e) => isEvent(e, 'approval/decided')).find((e) => e.data.id === d.approvalId);
       d.result = decided && (decided.data.by ?? undefined) === d.by ? 'applied' : 'ignored';
-      if (d.result === 'applied') d.outcome = String(decided!.data.outcome);
+      if (decided && d.result === 'applied') d.outcome = decided.data.outcome;
     }
   }
   for (const e of events) {
-    const d = e.data as Record<string, any>;
-    if (e.type === 'approval/asked') {
+    if (isEvent(e, 'approval/asked')) {
+      const d = e.data;
       call(d.callId).approval = {
         id: d.id,
         ...(d.reason ? { reason: d.reason } : {}),
@@ -355,7 +357,8 @@ function applyEvents(audit: BatchAudit, events: SessionEvent[], call: (id: strin
         ...(d.expiresAt ? { expiresAt: d.expiresAt } : {}),
         ...(d.argsDigest ? { argsDigest: d.argsDigest } : {}),
       };
-    } else if (e.type === 'approval/decided') {
+    } else if (isEvent(e, 'approval/decided')) {
+      const d = e.data;
       const c = call(d.callId);
       c.approval = {
         ...(c.approval ?? { id: d.id }),
@@ -366,7 +369,8 @@ function applyEvents(audit: BatchAudit, events: SessionEvent[], call: (id: strin
         ...(typeof d.latencyMs === 'number' ? { latencyMs: d.latencyMs } : {}),
         ...(d.expired ? { expired: true } : {}),
       };
-    } else if (e.type === 'tool/result') {
+    } else if (isEvent(e, 'tool/result')) {
+      const d = e.data;
       const c = call(d.callId);
       c.result = {
         isError: d.isError === true,
@@ -374,7 +378,8 @@ function applyEvents(audit: BatchAudit, events: SessionEvent[], call: (id: strin
         ...(d.error ? { error: d.error } : {}),
         ...(d.card ? { card: d.card } : c.result?.card ? { card: c.result.card } : {}),
       };
-    } else if (e.type === 'user/message') {
+    } else if (isEvent(e, 'user/message')) {
+      const d = e.data;
       audit.contexts.push({ ...(d.source ? { source: d.source } : {}), content: String(d.content) });
     }
   }

@@ -3,6 +3,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
+import { isEvent } from '../pipeline/events';
 import type { BatchOutput, SessionEvent } from '../pipeline/types';
 import { runDev } from '../scripts/dev';
 import { toolManifest } from '../worker/config';
@@ -13,6 +14,7 @@ import { codecFromEnv, dataConverterFromEnv, decryptHistory } from '../worker/co
 import { DEFAULT_STATE_DIR, DEFAULT_TASK_QUEUE } from '../worker/worker';
 import { SluiceClient, SluiceError, type BatchRequest } from './client';
 import { connect } from './connection';
+import { NotFoundError, UsageError } from './errors';
 import { auditHistories } from './audit';
 // Static, not import(): bin/sluice.js loads the CLI through tsx's CommonJS hook only, which a
 // dynamic import() bypasses ("Cannot find module …/client/codec-server").
@@ -193,7 +195,7 @@ function parse(argv: string[]) {
   return parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
 }
 
-export class UsageError extends Error {}
+export { UsageError } from './errors';
 
 export async function main(
   argv: string[],
@@ -604,7 +606,7 @@ async function events(v: Values, sessionId: string | undefined, out: (s: string)
       await close();
     }
     if (list.length === 0)
-      throw new Error(
+      throw new NotFoundError(
         `no events for session ${sessionId}: no log in ${stateDir}/sessions and no finished batch on the server`,
       );
   }
@@ -625,23 +627,23 @@ async function events(v: Values, sessionId: string | undefined, out: (s: string)
 }
 
 function summarize(e: SessionEvent): string {
-  // One line per event: clip() collapses newlines, so no field can forge an event line.
-  const d = e.data as Record<string, unknown>;
+  // One line per event: clip() collapses newlines, so no field can forge an event line. Every
+  // field goes through it whatever its declared type: a log file can hold anything.
   const f = (v: unknown, n = 200) => clip(String(v), n);
-  switch (e.type) {
-    case 'tool/call':
-      return `${f(d.callId)} ${f(d.name)} ${clip(String(d.arguments), 120)}`;
-    case 'tool/result':
-      return `${f(d.callId)} ${d.isError ? 'error' : 'ok'}: ${clip(JSON.stringify(d.content), 120)}`;
-    case 'approval/asked':
-      return `${f(d.id)} for ${f(d.callId)}${d.reason ? `: ${f(d.reason)}` : ''}`;
-    case 'approval/decided':
-      return `${f(d.id)} ${f(d.outcome)}${d.by ? ` by ${f(d.by)}` : ''}${d.reason ? `: ${f(d.reason)}` : ''}`;
-    case 'approval/refused':
-      return `${f(d.id)} ${f(d.decision)}${d.by ? ` by ${f(d.by)}` : ''} refused (${f(d.code)}, via ${f(d.via)}): ${f(d.problem)}`;
-    default:
-      return clip(JSON.stringify(d), 160);
+  if (isEvent(e, 'tool/call')) return `${f(e.data.callId)} ${f(e.data.name)} ${clip(String(e.data.arguments), 120)}`;
+  if (isEvent(e, 'tool/result'))
+    return `${f(e.data.callId)} ${e.data.isError ? 'error' : 'ok'}: ${clip(JSON.stringify(e.data.content), 120)}`;
+  if (isEvent(e, 'approval/asked'))
+    return `${f(e.data.id)} for ${f(e.data.callId)}${e.data.reason ? `: ${f(e.data.reason)}` : ''}`;
+  if (isEvent(e, 'approval/decided')) {
+    const d = e.data;
+    return `${f(d.id)} ${f(d.outcome)}${d.by ? ` by ${f(d.by)}` : ''}${d.reason ? `: ${f(d.reason)}` : ''}`;
   }
+  if (isEvent(e, 'approval/refused')) {
+    const d = e.data;
+    return `${f(d.id)} ${f(d.decision)}${d.by ? ` by ${f(d.by)}` : ''} refused (${f(d.code)}, via ${f(d.via)}): ${f(d.problem)}`;
+  }
+  return clip(JSON.stringify(e.data), 160);
 }
 
 if (require.main === module) {

@@ -10,6 +10,8 @@ import {
 import { ApplicationFailure, type DataConverter } from '@temporalio/common';
 import type { NativeConnection } from '@temporalio/worker';
 import { batchInputProblem } from '../pipeline/batch-input';
+import { DecisionRefusedError, SluiceError } from './errors';
+import { isEvent } from '../pipeline/events';
 import { jsonBytes, MAX_ARGUMENT_CHARS, MAX_INPUT_BYTES } from '../pipeline/budget';
 import type {
   ApprovalDecision,
@@ -23,7 +25,6 @@ import type {
   DecisionRefusal,
   Json,
   PendingApproval,
-  RefusalCode,
   SessionEvent,
   ToolCall,
 } from '../pipeline/types';
@@ -53,20 +54,7 @@ export type BatchRequest = Omit<BatchInput, 'calls'> & {
   calls: (Omit<ToolCall, 'arguments'> & { arguments: string | object })[];
 };
 
-export class SluiceError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'SluiceError';
-  }
-}
-
-/** A decision the batch did not take: expired, decided already, unknown, or bound to other arguments. */
-export class DecisionRefusedError extends SluiceError {
-  constructor(readonly refusal: DecisionRefusal) {
-    super(`decision refused: ${refusal.message}`);
-    this.name = 'DecisionRefusedError';
-  }
-}
+export { DecisionRefusedError, SluiceError } from './errors';
 
 /** How long a read that needs no worker may take before the client says it cannot tell. */
 const SERVER_DEADLINE_MS = 10_000;
@@ -395,13 +383,13 @@ export class SluiceClient {
     } catch {
       return new SluiceError(`batch ${workflowId} does not exist or did not complete; nothing can be decided there`);
     }
-    const decided = output.events.find((e) => e.type === 'approval/decided' && e.data.id === approvalId);
+    const decided = output.events.filter((e) => isEvent(e, 'approval/decided')).find((e) => e.data.id === approvalId);
     if (!decided)
       return new DecisionRefusedError({
         code: 'unknown',
         message: `batch ${workflowId} has finished, and it never asked approval ${approvalId}`,
       });
-    const d = decided.data as { callId: string; outcome: DecisionRefusal['outcome']; by?: string; expired?: boolean };
+    const d = decided.data;
     const ended = { callId: d.callId, outcome: d.outcome, ...(d.by ? { by: d.by } : {}) };
     if (d.expired)
       return new DecisionRefusedError({
@@ -453,23 +441,33 @@ export class SluiceClient {
       const description = await handle.describe().catch(() => undefined);
       if (description && description.status.name !== 'RUNNING') {
         const output = (await handle.result().catch(() => undefined)) as BatchOutput | undefined;
-        const refused = output?.events.find(
-          (e) =>
-            e.type === 'approval/refused' &&
-            e.data.id === decision.approvalId &&
-            e.data.via === 'signal' &&
-            e.data.decision === decision.decision &&
-            (e.data.by ?? undefined) === decision.by,
-        );
+        const refused = output?.events
+          .filter((e) => isEvent(e, 'approval/refused'))
+          .find(
+            (e) =>
+              e.data.id === decision.approvalId &&
+              e.data.via === 'signal' &&
+              e.data.decision === decision.decision &&
+              (e.data.by ?? undefined) === decision.by,
+          );
         if (refused)
           return {
             status: 'refused',
-            refusal: { code: refused.data.code as RefusalCode, message: String(refused.data.problem) },
+            refusal: { code: refused.data.code, message: refused.data.problem },
           };
-        const decided = output?.events.find((e) => e.type === 'approval/decided' && e.data.id === decision.approvalId);
+        const decided = output?.events
+          .filter((e) => isEvent(e, 'approval/decided'))
+          .find((e) => e.data.id === decision.approvalId);
         if (decided) {
-          const d = decided.data as { callId: string; outcome: ApprovalOutcome; by?: string; expired?: true };
-          return fromDecided({ approvalId: decision.approvalId, decidedAt: decided.time, ...d });
+          const { callId, outcome, by, expired } = decided.data;
+          return fromDecided({
+            approvalId: decision.approvalId,
+            decidedAt: decided.time,
+            callId,
+            outcome,
+            ...(by ? { by } : {}),
+            ...(expired ? { expired } : {}),
+          });
         }
         return { status: 'unknown', message: `batch ${workflowId} has closed and its result does not say` };
       }

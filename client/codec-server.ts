@@ -6,6 +6,7 @@ import type { Payload, PayloadCodec } from '@temporalio/common';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { CODEC_KEYS_ENV, codecFromEnv } from '../worker/codec';
+import { ConfigError, InvalidInputError } from './errors';
 
 /** The dev server's Web UI: `sluice dev` serves it on the frontend port + 1000. */
 export const DEFAULT_UI_ORIGINS = ['http://localhost:8233', 'http://127.0.0.1:8233'];
@@ -110,18 +111,18 @@ function parsePayloads(body: string): Payload[] {
   try {
     data = JSON.parse(body);
   } catch {
-    throw new Error('the body is not JSON; send {"payloads": [{"metadata": {...}, "data": "<base64>"}]}');
+    throw new InvalidInputError('the body is not JSON; send {"payloads": [{"metadata": {...}, "data": "<base64>"}]}');
   }
-  if (!data || !Array.isArray(data.payloads)) throw new Error('the body has no "payloads" array');
+  if (!data || !Array.isArray(data.payloads)) throw new InvalidInputError('the body has no "payloads" array');
   return data.payloads.map((p: JsonPayload, i: number) => {
-    if (!p || typeof p !== 'object') throw new Error(`payloads[${i}] is not an object`);
+    if (!p || typeof p !== 'object') throw new InvalidInputError(`payloads[${i}] is not an object`);
     const metadata: Record<string, Uint8Array> = {};
     for (const [k, v] of Object.entries(p.metadata ?? {})) {
-      if (typeof v !== 'string') throw new Error(`payloads[${i}].metadata.${k} must be a base64 string`);
+      if (typeof v !== 'string') throw new InvalidInputError(`payloads[${i}].metadata.${k} must be a base64 string`);
       metadata[k] = Buffer.from(v, 'base64');
     }
     if (p.data !== undefined && typeof p.data !== 'string')
-      throw new Error(`payloads[${i}].data must be a base64 string`);
+      throw new InvalidInputError(`payloads[${i}].data must be a base64 string`);
     return { metadata, data: Buffer.from(p.data ?? '', 'base64') };
   });
 }
@@ -141,7 +142,8 @@ export async function runCodecServer(
   out: (s: string) => void,
 ): Promise<number> {
   const codec = codecFromEnv();
-  if (!codec) throw new Error(`${CODEC_KEYS_ENV} is not set: the codec server needs the same keys as the workers`);
+  if (!codec)
+    throw new ConfigError(`${CODEC_KEYS_ENV} is not set: the codec server needs the same keys as the workers`);
   const server = await startCodecServer({ codec, port: v.port ? Number(v.port) : undefined, origins: v.origins });
   out(
     `codec server at ${server.url} (POST /encode, /decode), for browser origins ${(v.origins?.length ? v.origins : DEFAULT_UI_ORIGINS).join(', ')}`,

@@ -3,6 +3,7 @@
 // embedded dev server, a self-hosted cluster or Temporal Cloud.
 import { loadClientConnectConfig } from '@temporalio/envconfig';
 import { NativeConnection } from '@temporalio/worker';
+import { ServerError } from './errors';
 
 export interface ConnectOptions {
   /** host:port; overrides TEMPORAL_ADDRESS and the profile. */
@@ -25,7 +26,7 @@ export async function connect(opts: ConnectOptions = {}): Promise<Connected> {
     const connection = await NativeConnection.connect({ ...cfg.connectionOptions, address });
     return { connection, namespace, address };
   } catch (err) {
-    throw new Error(
+    throw new ServerError(
       `cannot reach a Temporal server at ${address} (${(err as Error).message}). ` +
         'Start one with `npx sluice dev`, or point TEMPORAL_ADDRESS (and TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TLS settings) at yours.',
     );

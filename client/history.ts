@@ -7,6 +7,7 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import { historyFromJSON, historyToJSON } from '@temporalio/common/lib/proto-utils';
 import type { temporal } from '@temporalio/proto';
 import type { BatchInput } from '../pipeline/types';
+import { HistoryNotFound } from './errors';
 import { batchWorkflowId } from '../workflows/definitions';
 
 export type History = temporal.api.history.v1.IHistory;
@@ -18,7 +19,7 @@ export interface LoadedHistory {
   source: string;
 }
 
-export class HistoryNotFound extends Error {}
+export { HistoryNotFound } from './errors';
 
 /**
  * A history file, a folder of them (every .json below it, e.g. test/fixtures/histories/ with one

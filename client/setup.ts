@@ -3,6 +3,7 @@
 import { temporal } from '@temporalio/proto';
 import type { NativeConnection } from '@temporalio/worker';
 import { SEARCH_ATTRIBUTES } from '../workflows/definitions';
+import { ServerError } from './errors';
 
 const TYPES: Record<string, temporal.api.enums.v1.IndexedValueType> = {
   Bool: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_BOOL,
@@ -25,7 +26,7 @@ export async function ensureSearchAttributes(connection: NativeConnection, names
     const cmds = missing
       .map(([n, t]) => `temporal operator search-attribute create --namespace ${namespace} --name ${n} --type ${t}`)
       .join('\n  ');
-    throw new Error(
+    throw new ServerError(
       `Sluice needs search attributes this server lacks, and could not add them (${(err as Error).message}). Ask an admin to run:\n  ${cmds}`,
     );
   }

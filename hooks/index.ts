@@ -7,7 +7,7 @@
 //   defineConfig({ tools, preExecute: [...hooks.preExecute], postExecute: [...hooks.postExecute] });
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { ErrorCodes } from '../pipeline/normalize';
+import { ErrorCodes } from '../pipeline/errors';
 import type { Candidate, JsonObject } from '../pipeline/types';
 import type { Named, PostExecuteHandler, PreExecuteHandler, StageContext } from '../worker/config';
 import { hookInput, interpretRun, type HookVerdict } from './dialects';

@@ -1,4 +1,5 @@
 // Waterfall folding: how the answers of many extensions become one, monotonically.
+import { ErrorCodes } from './errors';
 import { snapshotJson } from './json';
 import { assertContentBlocks, errorCandidate, renderValue } from './normalize';
 import type { Candidate, ContentBlock, PreDecision } from './types';
@@ -68,7 +69,7 @@ export function applyPostVerdict(
   if (v.action === 'block') {
     if (typeof v.feedback !== 'string' || !v.feedback.trim())
       throw new Error(`${who} blocked without feedback: give block a non-empty feedback string`);
-    const blocked = errorCandidate(v.feedback, 'BLOCKED');
+    const blocked = errorCandidate(v.feedback, ErrorCodes.BLOCKED);
     blocked.content = [{ type: 'text', text: v.feedback }];
     return { candidate: blocked, blocked: true };
   }

@@ -1,23 +1,8 @@
 // Outer normalization: whatever the stages produced becomes one frozen, lossless ToolResult.
 import { jsonBytes, MIN_SHARE_BYTES, resultBytes, sliceToJsonBytes } from './budget';
+import { ErrorCodes } from './errors';
 import { deepFreeze, snapshotJson } from './json';
 import type { Candidate, ContentBlock, Json, JsonObject, ToolResult, UserMessage } from './types';
-
-export const ErrorCodes = {
-  INVALID_ARGS: 'INVALID_ARGS',
-  UNKNOWN_TOOL: 'UNKNOWN_TOOL',
-  INVALID_TOOL_OUTPUT: 'INVALID_TOOL_OUTPUT',
-  ABORTED: 'ABORTED',
-  ABORTED_BEFORE_DISPATCH: 'ABORTED_BEFORE_DISPATCH',
-  DENIED: 'DENIED',
-  BLOCKED: 'BLOCKED',
-  TOOL_FAILED: 'TOOL_FAILED',
-  PIPELINE_FAILED: 'PIPELINE_FAILED',
-  FS_NOT_OBSERVED: 'FS_NOT_OBSERVED',
-  FS_NOT_FOUND: 'FS_NOT_FOUND',
-  FS_STALE_VERSION: 'FS_STALE_VERSION',
-  CODE_RUN_FAILED: 'CODE_RUN_FAILED',
-} as const;
 
 /**
  * Default bound on a result's text. Above it the full result is stored aside and the model gets a

@@ -126,11 +126,6 @@ export interface SettleResult {
   before?: Candidate;
 }
 
-/** Names of the failure types stage activities throw, matched by the workflow. */
-export const FailureTypes = {
-  TOOL_BODY: 'SluiceToolBodyError',
-} as const;
-
 /** Default body options when a tool sets none. */
 export const BODY_DEFAULTS = {
   timeoutMs: 5 * 60_000,

@@ -1,15 +1,22 @@
 // How a built-in tool reports a failure the model should act on: an error result, not a throw.
 // A throw would make Temporal retry the body; these failures are answers, and retrying them
 // would only repeat the same answer (and lose the events the body recorded).
-import { ErrorCodes } from '../pipeline/normalize';
+import { ErrorCodes } from '../pipeline/errors';
 import type { JsonObject } from '../pipeline/types';
 import { toolOutput, type ToolOutput } from '../worker/config';
 
-/** Codes of the built-in tools, beyond the pipeline's own. */
+/**
+ * Codes of the built-in tools' own error results. The pipeline's codes (pipeline/errors.ts) stay
+ * apart; the three a tool may also answer with are repeated here so a tool needs one table.
+ */
 export const ToolErrorCodes = {
-  FS_NOT_OBSERVED: ErrorCodes.FS_NOT_OBSERVED,
-  FS_NOT_FOUND: ErrorCodes.FS_NOT_FOUND,
-  FS_STALE_VERSION: ErrorCodes.FS_STALE_VERSION,
+  /** write/edit: the file was never read in this session (or changed since), so it is not overwritten blind. */
+  FS_NOT_OBSERVED: 'FS_NOT_OBSERVED',
+  FS_NOT_FOUND: 'FS_NOT_FOUND',
+  /** write/edit: the file changed since it was last read. */
+  FS_STALE_VERSION: 'FS_STALE_VERSION',
+  /** run_code: the program threw, timed out or ran out of memory. */
+  CODE_RUN_FAILED: 'CODE_RUN_FAILED',
   INVALID_ARGS: ErrorCodes.INVALID_ARGS,
   PIPELINE_FAILED: ErrorCodes.PIPELINE_FAILED,
   TOOL_FAILED: ErrorCodes.TOOL_FAILED,

@@ -20,7 +20,6 @@ import type {
   Card,
   DecidedApproval,
   DecisionRefusal,
-  JsonObject,
   PendingApproval,
 } from '../pipeline/types';
 import type { CallRef } from '../pipeline/stages';
@@ -239,7 +238,7 @@ export class Approvals {
       toolName: ref.name,
       callId: ref.callId,
       ...(opts.reason ? { reason: opts.reason } : {}),
-      card: opts.card as unknown as JsonObject,
+      card: opts.card,
       argsDigest: ref.argsDigest,
       expiresAt: pending.expiresAt,
       ...(ref.parentCallId ? { parentCallId: ref.parentCallId } : {}),

@@ -19,6 +19,7 @@ import {
 } from '@temporalio/workflow';
 import { batchInputProblem } from '../pipeline/batch-input';
 import { outputProblem } from '../pipeline/budget';
+import { FailureTypes } from '../pipeline/errors';
 import type {
   BatchInput,
   BatchOutput,
@@ -60,7 +61,7 @@ async function claimSessionSeq(input: BatchInput): Promise<void> {
 
 export async function toolBatch(input: BatchInput): Promise<BatchOutput> {
   const problem = batchInputProblem(input);
-  if (problem) throw ApplicationFailure.nonRetryable(problem, 'SluiceInvalidBatch');
+  if (problem) throw ApplicationFailure.nonRetryable(problem, FailureTypes.INVALID_BATCH);
   const events = new EventLog(input.sessionId, input.startSeq ?? 0);
   const state: SessionState = JSON.parse(JSON.stringify(input.state ?? {}));
   let cancelRequested = false;
@@ -196,6 +197,6 @@ export async function toolBatch(input: BatchInput): Promise<BatchOutput> {
   // Last line of defence: an output over Temporal's payload limit would fail the workflow task
   // forever. The results are in the session log and this history either way.
   const tooBig = outputProblem(output);
-  if (tooBig) throw ApplicationFailure.nonRetryable(tooBig, 'SluiceOutputTooLarge');
+  if (tooBig) throw ApplicationFailure.nonRetryable(tooBig, FailureTypes.OUTPUT_TOO_LARGE);
   return output;
 }

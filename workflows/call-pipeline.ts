@@ -11,7 +11,9 @@ import { InlineBudget, jsonBytes, MAX_ARGUMENT_CHARS } from '../pipeline/budget'
 import { reservedCallIdProblem } from '../pipeline/code-mode';
 import { argsDigest } from '../pipeline/digest';
 import { getOwn, setOwn, snapshotArguments } from '../pipeline/json';
-import { ErrorCodes, errorCandidate, fitResult, normalizeResult } from '../pipeline/normalize';
+import { errorCandidate, fitResult, normalizeResult } from '../pipeline/normalize';
+import { ErrorCodes, FailureTypes } from '../pipeline/errors';
+import type { OutcomeFields, SubCallFields } from '../pipeline/events';
 import {
   BODY_DEFAULTS,
   type CallRef,
@@ -139,7 +141,8 @@ export class CallPipeline {
 
     // 5. approval, only on ask, then 6. the guards
     const gate = pre.gate.kind === 'ask' ? await this.askThenGuard(admission, pre.gate) : pre.gate;
-    if (gate.kind === 'ask') throw ApplicationFailure.nonRetryable('internal: ask gate survived approval');
+    if (gate.kind === 'ask')
+      throw ApplicationFailure.nonRetryable('internal: ask gate survived approval', FailureTypes.INTERNAL);
     if (gate.kind !== 'dispatch')
       admission.verdict = {
         kind: 'settle',
@@ -204,13 +207,13 @@ export class CallPipeline {
 
   private async admissionSettlement(adm: Admission): Promise<Settlement> {
     if (adm.verdict.kind !== 'settle')
-      throw ApplicationFailure.nonRetryable('internal: skipBody on a call admitted to run');
+      throw ApplicationFailure.nonRetryable('internal: skipBody on a call admitted to run', FailureTypes.INTERNAL);
     return adm.verdict;
   }
 
   private async executeBody(adm: Admission): Promise<Settlement> {
     if (adm.verdict.kind !== 'run')
-      throw ApplicationFailure.nonRetryable('internal: runBody on a call admission settled');
+      throw ApplicationFailure.nonRetryable('internal: runBody on a call admission settled', FailureTypes.INTERNAL);
     if (this.isCancelled()) {
       return {
         candidate: errorCandidate(
@@ -373,12 +376,12 @@ export class CallPipeline {
   }
 
   private recordOutcome(adm: Admission, result: ToolResult, card: Card): void {
-    const outcome = {
+    const outcome: OutcomeFields = {
       content: result.content,
       isError: result.isError,
-      ...(result.error ? { error: result.error as unknown as JsonObject } : {}),
+      ...(result.error ? { error: result.error } : {}),
       ...(result.meta ? { meta: result.meta } : {}),
-      card: card as unknown as JsonObject,
+      card,
     };
     if (adm.lineage.parentCallId)
       this.events.record('tool/code-dispatch', { ...codeDispatchFields(adm.call, adm.lineage), ...outcome });
@@ -444,7 +447,7 @@ function settledAtAdmission(
   };
 }
 
-function codeDispatchFields(call: ToolCall, lineage: Lineage): JsonObject {
+function codeDispatchFields(call: ToolCall, lineage: Lineage): SubCallFields {
   return {
     rootCallId: lineage.rootCallId ?? lineage.parentCallId!,
     parentCallId: lineage.parentCallId!,

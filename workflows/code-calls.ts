@@ -17,7 +17,8 @@ import {
 } from '../pipeline/code-mode';
 import { argsDigest } from '../pipeline/digest';
 import { snapshotArguments } from '../pipeline/json';
-import { errorCandidate, ErrorCodes } from '../pipeline/normalize';
+import { errorCandidate } from '../pipeline/normalize';
+import { ErrorCodes } from '../pipeline/errors';
 import type { BatchInput } from '../pipeline/types';
 import type { CallPipeline } from './call-pipeline';
 import { codeCallUpdate } from './definitions';

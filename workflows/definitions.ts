@@ -2,6 +2,7 @@
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { CodeCallOutcome, CodeCallRequest } from '../pipeline/code-mode';
+import { FailureTypes } from '../pipeline/errors';
 import type { ApprovalDecision, BatchState, DecisionApplied } from '../pipeline/types';
 
 export const BATCH_WORKFLOW = 'toolBatch';
@@ -14,9 +15,9 @@ export const decideSignal = defineSignal<[ApprovalDecision]>('sluice.decide');
  * the refusal stays in the history and is recorded as `approval/refused`.
  */
 export const decideUpdate = defineUpdate<DecisionApplied, [ApprovalDecision]>('sluice.decide');
-export const DECISION_REFUSED = 'SluiceDecisionRefused';
+export const DECISION_REFUSED = FailureTypes.DECISION_REFUSED;
 /** A batch refused because another batch of its session claimed its seqs first; it ran nothing. */
-export const SEQ_CONFLICT = 'SluiceSeqConflict';
+export const SEQ_CONFLICT = FailureTypes.SEQ_CONFLICT;
 /** Code Mode: the run_code body asks its batch to run one sub-call through the whole pipeline. */
 export const codeCallUpdate = defineUpdate<CodeCallOutcome, [CodeCallRequest]>('sluice.codeCall');
 export const stateQuery = defineQuery<BatchState>('sluice.state');

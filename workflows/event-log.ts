@@ -2,6 +2,7 @@
 // in the workflow's output, and handed to the worker-side sink as it grows.
 import { proxySinks, type Sinks } from '@temporalio/workflow';
 import { EVENT_ENVELOPE_BYTES, jsonBytes } from '../pipeline/budget';
+import type { EventPayloads, EventType } from '../pipeline/events';
 import type { EventDraft, JsonObject, SessionEvent } from '../pipeline/types';
 
 /**
@@ -36,17 +37,23 @@ export class EventLog {
     return this.closed;
   }
 
-  record(type: string, data: JsonObject): SessionEvent {
+  /** Records one of the workflow's own events, with the payload pipeline/events.ts gives its type. */
+  record<T extends EventType>(type: T, data: EventPayloads[T]): SessionEvent {
+    return this.append(type, data as unknown as JsonObject);
+  }
+
+  /** Records the events a stage's extensions emitted: their types and payloads are their own. */
+  recordAll(drafts: EventDraft[]): void {
+    for (const d of drafts) this.append(d.type, d.data);
+  }
+
+  private append(type: string, data: JsonObject): SessionEvent {
     const event: SessionEvent = { type, seq: this.seq++, time: new Date().toISOString(), data };
     this.bytes += jsonBytes(data) + EVENT_ENVELOPE_BYTES;
     this.events.push(event);
     // Events recorded together (in one synchronous stretch of workflow code) go as one chunk.
     if (this.unflushed.push(event) === 1) void Promise.resolve().then(() => this.flush());
     return event;
-  }
-
-  recordAll(drafts: EventDraft[]): void {
-    for (const d of drafts) this.record(d.type, d.data);
   }
 
   close(): void {

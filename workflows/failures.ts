@@ -2,7 +2,8 @@
 // failed for good, a body that failed, timed out or was aborted. Each says what happened to the
 // call and, where the model can act on it, what to do.
 import { ActivityFailure, CancelledFailure, TimeoutFailure } from '@temporalio/workflow';
-import { ErrorCodes, errorCandidate } from '../pipeline/normalize';
+import { errorCandidate } from '../pipeline/normalize';
+import { ErrorCodes } from '../pipeline/errors';
 import type { Candidate } from '../pipeline/types';
 
 export function approvalDenial(outcome: string, reason?: string, by?: string): string {

@@ -40,6 +40,7 @@ import {
   type TurnEndReason,
   type TurnOutcome,
 } from '../pipeline/session';
+import { FailureTypes } from '../pipeline/errors';
 import type { BatchInput, BatchOutput, JsonObject, SessionEvent, ToolCall } from '../pipeline/types';
 import { BATCH_WORKFLOW, batchWorkflowId } from './definitions';
 import type { SessionEventSinks } from './event-log';
@@ -62,7 +63,7 @@ const CAN_HISTORY_BYTES = 8 * 1024 * 1024;
 
 export async function agentSession(input: SessionInput): Promise<SessionOutput> {
   const problem = sessionInputProblem(input);
-  if (problem) throw ApplicationFailure.nonRetryable(problem, 'SluiceInvalidSession');
+  if (problem) throw ApplicationFailure.nonRetryable(problem, FailureTypes.INVALID_SESSION);
   const c: SessionCarry = input.carried ?? {
     turn: 0,
     step: 0,
@@ -86,7 +87,7 @@ export async function agentSession(input: SessionInput): Promise<SessionOutput> 
       maximumAttempts: input.modelCall?.maxAttempts ?? 5,
       initialInterval: input.modelCall?.initialIntervalMs ?? 1_000,
       backoffCoefficient: 2,
-      nonRetryableErrorTypes: ['SluiceModelRefused'],
+      nonRetryableErrorTypes: [FailureTypes.MODEL_REFUSED],
     },
   });
 

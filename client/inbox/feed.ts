@@ -12,6 +12,7 @@ import type {
   SessionEvent,
   ToolError,
 } from '../../pipeline/types';
+import { isEvent } from '../../pipeline/events';
 import { APPROVALS_MEMO, BATCH_WORKFLOW, stateQuery } from '../../workflows/definitions';
 import type { SluiceClient } from '../client';
 
@@ -196,17 +197,17 @@ export class InboxFeed {
 export function viewsFromEvents(events: SessionEvent[]): CallView[] {
   const calls = new Map<string, CallView>();
   for (const e of events) {
-    const d = e.data as Record<string, any>;
-    const callId = typeof d.callId === 'string' ? d.callId : undefined;
-    if (!callId) continue;
-    if (e.type === 'tool/call') {
-      calls.set(callId, { callId, name: d.name, arguments: d.arguments, stage: 'done' });
+    if (isEvent(e, 'tool/call')) {
+      const d = e.data;
+      if (typeof d.callId === 'string')
+        calls.set(d.callId, { callId: d.callId, name: d.name, arguments: d.arguments, stage: 'done' });
       continue;
     }
-    const call = calls.get(callId);
+    const call = typeof e.data.callId === 'string' ? calls.get(e.data.callId) : undefined;
     if (!call) continue;
-    if (e.type === 'approval/asked') call.approval = { id: d.id };
-    else if (e.type === 'approval/decided') {
+    if (isEvent(e, 'approval/asked')) call.approval = { id: e.data.id };
+    else if (isEvent(e, 'approval/decided')) {
+      const d = e.data;
       call.approval = {
         id: d.id,
         outcome: d.outcome,
@@ -214,7 +215,8 @@ export function viewsFromEvents(events: SessionEvent[]): CallView[] {
         ...(d.reason ? { reason: d.reason } : {}),
         ...(d.expired ? { expired: true } : {}),
       };
-    } else if (e.type === 'tool/result') {
+    } else if (isEvent(e, 'tool/result')) {
+      const d = e.data;
       call.result = {
         isError: d.isError === true,
         text: contentText(d.content),

@@ -7,14 +7,8 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createStageActivities } from '../../activities/stages';
-import {
-  type BodyResult,
-  type CallRef,
-  FailureTypes,
-  type PreflightReply,
-  type SettleRequest,
-  type SettleResult,
-} from '../../pipeline/stages';
+import type { BodyResult, CallRef, PreflightReply, SettleRequest, SettleResult } from '../../pipeline/stages';
+import { FailureTypes } from '../../pipeline/errors';
 import type { Candidate } from '../../pipeline/types';
 import { defineTool, type SluiceConfig, type ToolDefinition } from '../../worker/config';
 

@@ -8,7 +8,8 @@ import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { z } from 'zod';
 import { codeCallUpdateId, RUN_CODE, type CodeCallRequest } from '../../pipeline/code-mode';
 import { argsDigest } from '../../pipeline/digest';
-import { ErrorCodes } from '../../pipeline/normalize';
+import { ErrorCodes } from '../../pipeline/errors';
+import { ToolErrorCodes } from '../errors';
 import type { ApprovalPolicy, ContentBlock, Json } from '../../pipeline/types';
 import { defineTool, toolOutput, type ToolDefinition } from '../../worker/config';
 import { codeCallUpdate } from '../../workflows/definitions';
@@ -132,7 +133,7 @@ function render(outcome: ProgramOutcome) {
         text: [`Error: ${message}`, logs && `${logs}\n(logs before it stopped)`].filter(Boolean).join('\n\n'),
       },
     ];
-    return toolOutput({ content, isError: true, error: { message, code: ErrorCodes.CODE_RUN_FAILED }, meta });
+    return toolOutput({ content, isError: true, error: { message, code: ToolErrorCodes.CODE_RUN_FAILED }, meta });
   }
   const shown =
     outcome.result === undefined

@@ -7,7 +7,7 @@
 // and `fs/edit-intent`. The ledger policies below are the defaults; a user may replace or wrap
 // them (see docs/tools.md).
 import { createHash } from 'node:crypto';
-import { ErrorCodes } from '../../pipeline/normalize';
+import { ErrorCodes } from '../../pipeline/errors';
 import type { Json } from '../../pipeline/types';
 import type { ToolContext } from '../../worker/config';
 import { ToolErrorCodes } from '../errors';

@@ -1,0 +1,35 @@
+// Every error the client side throws is a SluiceError, so an integration catches one class and
+// still tells the cases apart. Each message says what happened and what to do.
+import type { DecisionRefusal } from '../pipeline/types';
+
+export class SluiceError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+/** A decision the batch did not take: expired, decided already, unknown, or bound to other arguments. */
+export class DecisionRefusedError extends SluiceError {
+  constructor(readonly refusal: DecisionRefusal) {
+    super(`decision refused: ${refusal.message}`);
+  }
+}
+
+/** The CLI was called wrongly (exit code 2). */
+export class UsageError extends SluiceError {}
+
+/** Input that cannot be taken: a malformed batch, calls file, history, or codec request. */
+export class InvalidInputError extends SluiceError {}
+
+/** Something asked for is not there: a history, a batch, a session's events. */
+export class NotFoundError extends SluiceError {}
+
+/** A history file or batch that cannot be found or read. */
+export class HistoryNotFound extends NotFoundError {}
+
+/** No Temporal server answered, or it refused what Sluice needs from it (search attributes). */
+export class ServerError extends SluiceError {}
+
+/** Configuration the command needs is missing or wrong (e.g. SLUICE_CODEC_KEYS). */
+export class ConfigError extends SluiceError {}

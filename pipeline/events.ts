@@ -1,0 +1,87 @@
+// The session events the batch workflow records, by type, with the payload each carries. One
+// map for the writer (workflows/event-log.ts) and every reader (client/audit.ts, the inbox, the
+// CLI), so a field renamed on one side fails to compile on the other. Extensions add their own
+// types through ctx.emit (hook/invoked, fs/observed, todo/write...): those stay untyped here.
+import type { ApprovalOutcome, Card, ContentBlock, JsonObject, RefusalCode, SessionEvent } from './types';
+
+/** A call's model-facing outcome, as tool/result and tool/code-dispatch carry it. */
+export type OutcomeFields = {
+  content: ContentBlock[];
+  isError: boolean;
+  error?: { message: string; code?: string };
+  meta?: JsonObject;
+  /** The completed card (presentResult, or the generic one), so any UI draws it from the event. */
+  card: Card;
+};
+
+/** A Code Mode sub-call, named within its program's run_code call. */
+export type SubCallFields = {
+  rootCallId: string;
+  parentCallId: string;
+  subCallId: string;
+  name: string;
+  /** The arguments as the program sent them: a JSON string. */
+  arguments: string;
+};
+
+export type EventPayloads = {
+  /** Stage 1: a model's call, before anything else happens to it. */
+  'tool/call': {
+    turn: number;
+    step: number;
+    callId: string;
+    name: string;
+    /** The arguments as the model sent them: a JSON string (empty when they were too long to send). */
+    arguments: string;
+    argumentsChars?: number;
+  };
+  /** Stage 13: the single model-facing outcome of a model's call. */
+  'tool/result': { turn: number; step: number; callId: string; name: string } & OutcomeFields;
+  /** A run_code program's sub-call starts (its stage 1). */
+  'tool/code-dispatch-start': SubCallFields;
+  /** A sub-call's outcome, which belongs to its program, not to the model. */
+  'tool/code-dispatch': SubCallFields & OutcomeFields;
+  'approval/asked': {
+    id: string;
+    toolName: string;
+    callId: string;
+    reason?: string;
+    card: Card;
+    argsDigest: string;
+    expiresAt: string;
+    parentCallId?: string;
+  };
+  'approval/decided': {
+    id: string;
+    callId: string;
+    outcome: ApprovalOutcome;
+    by?: string;
+    reason?: string;
+    /** Set when the deny timeout, not a person, ended the ask. */
+    expired?: true;
+    latencyMs: number;
+  };
+  /** A decision the batch did not take; the ask it was meant for is unchanged. */
+  'approval/refused': {
+    id: string;
+    callId?: string;
+    decision: string;
+    by?: string;
+    argsDigest?: string;
+    code: RefusalCode;
+    problem: string;
+    via: 'signal' | 'update';
+  };
+  /** A queued context, injected after the whole batch settled. */
+  'user/message': { id: string; role: 'user'; content: string; source: string };
+};
+
+export type EventType = keyof EventPayloads;
+
+/** A session event whose payload is known from its type. */
+export type TypedEvent<T extends EventType> = Omit<SessionEvent, 'type' | 'data'> & { type: T; data: EventPayloads[T] };
+
+/** Narrows an event to its typed form. Events come from logs and histories: readers still check what they rely on. */
+export function isEvent<T extends EventType>(e: SessionEvent, type: T): e is SessionEvent & TypedEvent<T> {
+  return e.type === type;
+}
