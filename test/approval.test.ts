@@ -5,6 +5,7 @@ import { z } from 'zod';
 import type { BatchOutput, PendingApproval, SessionEvent } from '../pipeline/types';
 import { defineConfig, defineTool } from '../worker/config';
 import { batch, startHarness, text, type Harness } from './harness';
+import { eventually } from './eventually';
 
 const ran: string[] = [];
 const config = defineConfig({
@@ -59,13 +60,11 @@ beforeAll(async () => {
 });
 afterAll(() => h?.close());
 
-async function waitForPending(workflowId: string, count = 1): Promise<PendingApproval[]> {
-  for (let i = 0; i < 200; i++) {
-    const state = await h.client.batchState(workflowId).catch(() => undefined);
-    if (state && state.pending.length >= count) return state.pending;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`no pending approval appeared in ${workflowId}`);
+function waitForPending(workflowId: string, count = 1): Promise<PendingApproval[]> {
+  return eventually(`${count} pending approval(s) in ${workflowId}`, async () => {
+    const { pending } = await h.client.batchState(workflowId);
+    return pending.length >= count && pending;
+  });
 }
 
 const decidedEvent = (events: SessionEvent[]) => events.find((e) => e.type === 'approval/decided')!.data;

@@ -13,6 +13,7 @@ import type { BatchOutput } from '../pipeline/types';
 import { defineConfig, defineTool } from '../worker/config';
 import { historyEventTypes } from './faults/fault-kit';
 import { batch, startHarness, text, type Harness } from './harness';
+import { pendingApproval } from './eventually';
 
 class Point {
   constructor(readonly x = 1) {}
@@ -311,11 +312,5 @@ describe('batch files (sluice batch)', () => {
   });
 });
 
-async function waitForPending(workflowId: string, match: (p: { callId: string }) => boolean = () => true) {
-  for (let i = 0; i < 300; i++) {
-    const p = (await h.client.batchState(workflowId)).pending.find(match);
-    if (p) return p;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('no approval became pending');
-}
+const waitForPending = (workflowId: string, match?: (p: { callId: string }) => boolean) =>
+  pendingApproval(h.client, workflowId, match);

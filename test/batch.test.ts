@@ -6,6 +6,7 @@ import type { BatchOutput } from '../pipeline/types';
 import { defineConfig, defineTool } from '../worker/config';
 import { readSessionLog } from '../worker/sink';
 import { batch, startHarness, text, type Harness } from './harness';
+import { eventually } from './eventually';
 
 type Span = { id: string; start: number; end: number };
 const spans: Span[] = [];
@@ -94,7 +95,7 @@ describe('cancellation mid-batch', () => {
   it('stops new calls, drains the started one, and aborts the rest without running them', async () => {
     const req = batch([call('run', 30_000, false), call('later1', 10, true), call('later2', 10, false)]);
     const handle = await h.client.startBatch(req);
-    for (let i = 0; i < 100 && !spans.some((s) => s.id === 'run' && s.end === 0); i++) await sleep(100);
+    await eventually('the body of run to start', () => spans.some((s) => s.id === 'run' && s.end === 0));
     await handle.cancel();
     const out: BatchOutput = await handle.result();
     expect(out.cancelled).toBe(true);

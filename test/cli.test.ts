@@ -11,6 +11,7 @@ import type { PendingApproval } from '../pipeline/types';
 import { defineConfig, defineTool } from '../worker/config';
 import { readSessionLog } from '../worker/sink';
 import { batch, startHarness, type Harness } from './harness';
+import { pendingApproval } from './eventually';
 
 const ROOT = path.join(__dirname, '..');
 const FIXTURE = path.join(__dirname, 'fixtures', 'histories', '0.1.0', 'mixed-batch.json');
@@ -44,13 +45,7 @@ function cli(args: string[]): Promise<{ code: number; output: string }> {
   return main(args, (s) => lines.push(s)).then((code) => ({ code, output: lines.join('\n') }));
 }
 
-async function pendingOf(workflowId: string): Promise<PendingApproval> {
-  for (;;) {
-    const s = await h.client.batchState(workflowId);
-    if (s.pending[0]) return s.pending[0];
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+const pendingOf = (workflowId: string): Promise<PendingApproval> => pendingApproval(h.client, workflowId);
 
 describe('sluice CLI', () => {
   it('`replay --json` prints only JSON on stdout, even when a replay fails', () => {

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { SluiceClient } from '../client/client';
 import type { PendingApproval } from '../pipeline/types';
 import { batch, spawnWorker, text, type ChildWorker } from './harness';
+import { pendingApproval } from './eventually';
 
 let connection: NativeConnection;
 let client: SluiceClient;
@@ -43,14 +44,8 @@ const lines = (file: string, prefix: string) =>
         .filter((l) => l.startsWith(prefix))
     : [];
 
-async function pendingOf(workflowId: string): Promise<PendingApproval> {
-  for (const deadline = Date.now() + 60_000; ; ) {
-    const pending = (await client.batchState(workflowId)).pending[0];
-    if (pending) return pending;
-    if (Date.now() > deadline) throw new Error('the program never reached its approval');
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
+const pendingOf = (workflowId: string): Promise<PendingApproval> =>
+  pendingApproval(client, workflowId, undefined, { timeoutMs: 60_000 });
 
 it('re-runs programs after SIGKILL: finished sub-calls run once, a changed program is refused', async () => {
   const first = start();

@@ -11,6 +11,7 @@ import { codeModeTool } from '../tools/code-mode';
 import { defineConfig, defineTool } from '../worker/config';
 import { batchWorkflowId, codeCallUpdate } from '../workflows/definitions';
 import { batch, startHarness, text, type Harness } from './harness';
+import { eventually, pendingApproval } from './eventually';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-code-mode-'));
 fs.writeFileSync(path.join(dir, 'a.txt'), '1');
@@ -76,19 +77,7 @@ const runCode = (code: string, description = 'test program', options = {}) =>
 const types = (out: BatchOutput) => out.events.map((e) => e.type);
 const ofType = (out: BatchOutput, type: string) => out.events.filter((e) => e.type === type);
 
-async function waitFor<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const got = await probe().catch(() => undefined);
-    if (got !== undefined) return got;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
-
-async function pendingInside(workflowId: string) {
-  return waitFor(async () => (await h.client.batchState(workflowId)).pending[0], 'an approval inside the program');
-}
+const pendingInside = (workflowId: string) => pendingApproval(h.client, workflowId);
 
 describe('Code Mode sub-calls', () => {
   it('reads three files through the pipeline and returns their sum', async () => {
@@ -189,12 +178,11 @@ describe('approval inside a program', () => {
       }),
     );
     // The search attributes list it too, so any approval UI finds it with no worker involved.
-    expect(await waitFor(() => h.client.findApproval(pending.approvalId), 'the approval in search attributes')).toBe(
+    expect(await eventually('the approval in search attributes', () => h.client.findApproval(pending.approvalId))).toBe(
       handle.workflowId,
     );
-    await waitFor(
-      async () => (await h.client.pendingApprovals()).find((p) => p.approvalId === pending.approvalId),
-      'the approval in the pending list',
+    await eventually('the approval in the pending list', async () =>
+      (await h.client.pendingApprovals()).find((p) => p.approvalId === pending.approvalId),
     );
 
     expect(await h.client.approve(pending.approvalId, { by: 'tester', workflowId: handle.workflowId })).toEqual({

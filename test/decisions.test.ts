@@ -9,6 +9,7 @@ import { DecisionRefusedError } from '../client/client';
 import type { BatchState, PendingApproval } from '../pipeline/types';
 import { defineConfig, defineTool } from '../worker/config';
 import { batch, startHarness, text, type Harness } from './harness';
+import { pendingApproval } from './eventually';
 
 const send = defineTool({
   name: 'send',
@@ -43,14 +44,8 @@ beforeAll(async () => {
 });
 afterAll(() => h?.close());
 
-async function pendingOf(workflowId: string, callId: string): Promise<PendingApproval> {
-  for (;;) {
-    const s = await h.client.batchState(workflowId).catch(() => undefined);
-    const p = s?.pending.find((x) => x.callId === callId);
-    if (p) return p;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+const pendingOf = (workflowId: string, callId: string): Promise<PendingApproval> =>
+  pendingApproval(h.client, workflowId, (p) => p.callId === callId);
 
 describe('decisions', () => {
   it('an update must carry the digest that was shown; missing or mismatched ones are refused and recorded', async () => {

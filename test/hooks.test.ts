@@ -8,8 +8,8 @@ import { z } from 'zod';
 import { commandHooks } from '../hooks';
 import type { BatchOutput, SessionEvent } from '../pipeline/types';
 import { defineConfig, defineTool } from '../worker/config';
-import { stateQuery } from '../workflows/definitions';
 import { batch, startHarness, text, type Harness } from './harness';
+import { pendingApproval } from './eventually';
 
 const FIXTURES = path.join(__dirname, 'fixtures', 'hooks');
 const bash = (script: string, ...args: string[]) =>
@@ -207,11 +207,7 @@ describe('PreToolUse hooks', () => {
     const handle = await h.client.startBatch(
       batch([{ id: 'c1', name: 't_ask', args: args() }], { options: { approvalTimeoutMs: 60_000 } }),
     );
-    let pending = (await handle.query(stateQuery)).pending;
-    while (!pending.length) {
-      await new Promise((r) => setTimeout(r, 100));
-      pending = (await handle.query(stateQuery)).pending;
-    }
+    const pending = [await pendingApproval(h.client, handle.workflowId)];
     expect(pending[0].reason).toBe('a person should look at this');
     await h.client.approve(pending[0].approvalId, { workflowId: handle.workflowId, by: 'test' });
     const out = await handle.result();

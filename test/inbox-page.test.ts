@@ -7,6 +7,7 @@ import { startInbox, type Inbox } from '../client/inbox/server';
 import demoConfig from '../sluice.config';
 import { launchBrowser } from './chromium';
 import { batch, startHarness, text, type Harness } from './harness';
+import { pendingApproval } from './eventually';
 
 const email = {
   name: 'send_email',
@@ -48,13 +49,8 @@ const eventually = <T>(fn: () => Promise<T> | T) => expect.poll(fn, { timeout: 3
 const cardOf = (page: Page, workflowId: string, callId: string) =>
   page.locator(`article.card[data-workflow-id="${workflowId}"][data-call-id="${callId}"]`);
 
-async function waitPending(workflowId: string, callId: string) {
-  for (;;) {
-    const p = (await h.client.batchState(workflowId).catch(() => undefined))?.pending.find((x) => x.callId === callId);
-    if (p) return p;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+const waitPending = (workflowId: string, callId: string) =>
+  pendingApproval(h.client, workflowId, (p) => p.callId === callId);
 
 describe('approval inbox page', () => {
   it('shows a new ask without a reload; a click approves it and the card turns into its completed form', async () => {

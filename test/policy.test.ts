@@ -8,6 +8,7 @@ import { SluiceError } from '../client/client';
 import type { BatchOutput } from '../pipeline/types';
 import { defineConfig, defineTool } from '../worker/config';
 import { batch, startHarness, text, type Harness } from './harness';
+import { pendingApproval } from './eventually';
 
 const ran: { args: unknown; callId: string; name: string }[] = [];
 const record = defineTool({
@@ -213,11 +214,4 @@ describe('approval forgery', () => {
   });
 });
 
-async function waitForPending(workflowId: string) {
-  for (let i = 0; i < 200; i++) {
-    const state = await h.client.batchState(workflowId);
-    if (state.pending[0]) return state.pending[0];
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('no approval became pending');
-}
+const waitForPending = (workflowId: string) => pendingApproval(h.client, workflowId);

@@ -12,6 +12,7 @@ import { batch, startHarness, text, type Harness } from './harness';
 import { main } from '../client/cli';
 import { SluiceClient } from '../client/client';
 import { inject } from 'vitest';
+import { pendingApproval } from './eventually';
 
 const SECRETS = {
   arg: 'ARG-sk-live-4f9a1c',
@@ -152,14 +153,7 @@ describe('secrets in history', () => {
   });
 });
 
-async function waitForPending(workflowId: string): Promise<string> {
-  for (let i = 0; i < 200; i++) {
-    const state = await h.client.batchState(workflowId);
-    if (state.pending[0]) return state.pending[0].approvalId;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('no approval became pending');
-}
+const waitForPending = async (workflowId: string) => (await pendingApproval(h.client, workflowId)).approvalId;
 
 // The codec used above really is the production one (not a stand-in): same class, same keys.
 it('the harness codec is the EncryptionCodec from SLUICE_CODEC_KEYS', () => {

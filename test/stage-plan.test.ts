@@ -11,6 +11,7 @@ import type { SettleResult } from '../pipeline/stages';
 import { readSessionLog } from '../worker/sink';
 import { sessionEventSinks } from '../worker/workflow-sinks';
 import { batch, startHarness, text, type Harness } from './harness';
+import { eventually, pendingApproval } from './eventually';
 
 const released = new Map<string, () => void>();
 const waitForRelease = (key: string) => new Promise<void>((resolve) => released.set(key, resolve));
@@ -155,26 +156,14 @@ function scheduledTypes(history: Awaited<ReturnType<typeof historyOf>>): string[
   return [...new Set(names)].sort();
 }
 
-async function waitForPending(h: Harness, workflowId: string): Promise<PendingApproval> {
-  for (let i = 0; i < 200; i++) {
-    const state = await h.client.batchState(workflowId).catch(() => undefined);
-    if (state?.pending.length) return state.pending[0];
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`no approval became pending in ${workflowId}`);
-}
+const waitForPending = (h: Harness, workflowId: string): Promise<PendingApproval> =>
+  pendingApproval(h.client, workflowId);
 
-async function waitForLog(
-  h: Harness,
-  sessionId: string,
-  seen: (events: SessionEvent[]) => boolean,
-): Promise<SessionEvent[]> {
-  for (let i = 0; i < 200; i++) {
+function waitForLog(h: Harness, sessionId: string, seen: (events: SessionEvent[]) => boolean) {
+  return eventually(`the expected events in the session log of ${sessionId}`, async () => {
     const log = await readSessionLog(h.stateDir, sessionId);
-    if (seen(log)) return log;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`the session log of ${sessionId} never showed what was expected`);
+    return seen(log) && log;
+  });
 }
 
 describe('stage plans', () => {
@@ -240,8 +229,8 @@ describe('stage plans', () => {
       );
       const handle = await h.client.startBatch(req);
       const log = seenIn(req.sessionId);
-      for (let i = 0; i < 400 && !log.marks.has('call-4'); i++) await new Promise((r) => setTimeout(r, 25));
-      for (let i = 0; i < 200 && !released.has(`slot-${v}`); i++) await new Promise((r) => setTimeout(r, 25));
+      await eventually('call-4 preflighted', () => log.marks.has('call-4'));
+      await eventually(`the body holding slot-${v}`, () => released.get(`slot-${v}`));
       released.get(`slot-${v}`)!();
       const out = await handle.result();
       expect(
@@ -305,7 +294,7 @@ describe('stage plans', () => {
       );
       await h.client.approve(pending.approvalId, { workflowId: handle.workflowId, by: 'test' });
       await waitForLog(h, req.sessionId, (l) => l.some((e) => e.type === 'tool/call' && e.data.callId === 'call-2'));
-      for (let i = 0; i < 200 && !released.has(v); i++) await new Promise((r) => setTimeout(r, 50));
+      await eventually(`the body of held ${v}`, () => released.get(v));
       expect(await readSessionLog(h.stateDir, req.sessionId), v).not.toContainEqual(
         expect.objectContaining({ type: 'tool/result', data: expect.objectContaining({ callId: 'call-2' }) }),
       );

@@ -7,6 +7,7 @@ import { temporal } from '@temporalio/proto';
 import type { WorkflowHandle } from '@temporalio/client';
 import type { BatchOutput, SessionEvent } from '../../pipeline/types';
 import { readSessionLog } from '../../worker/sink';
+import { eventually } from '../eventually';
 
 export const FIXTURE = path.join(__dirname, '..', 'fixtures', 'faults.config.ts');
 
@@ -15,18 +16,12 @@ export const ROUNDS = Math.max(1, Number(process.env.SLUICE_FAULT_ROUNDS ?? 1));
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-export async function waitFor<T>(
+export function waitFor<T>(
   what: string,
   probe: () => T | undefined | false | Promise<T | undefined | false>,
   timeoutMs = 60_000,
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(50);
-  }
+  return eventually(what, probe, { timeoutMs });
 }
 
 export function lines(file: string): string[] {

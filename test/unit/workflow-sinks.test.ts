@@ -4,6 +4,7 @@ import type { WorkflowInfo } from '@temporalio/workflow';
 import { describe, expect, it } from 'vitest';
 import type { SessionEvent } from '../../pipeline/types';
 import { sessionEventSinks } from '../../worker/workflow-sinks';
+import { eventually } from '../eventually';
 
 const info = {} as WorkflowInfo;
 const events = (...seqs: number[]): SessionEvent[] =>
@@ -67,7 +68,7 @@ describe('session event sinks', () => {
     await append(info, 's', events(3));
     expect(written).toEqual([]);
     broken = false;
-    for (let i = 0; i < 200 && written.length < 4; i++) await new Promise((r) => setTimeout(r, 10));
+    await eventually('the held events written in the background', () => written.length >= 4);
     expect(written).toEqual([0, 1, 2, 3]);
     // Healed: the next chunk is written in its own task again.
     await append(info, 's', events(4));

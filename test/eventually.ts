@@ -1,0 +1,58 @@
+// The one way tests wait for something another process does: poll a probe until it answers, and
+// fail the test, naming what was awaited, when it does not within the timeout. Nothing here ever
+// gives up silently or waits forever. For assertions on a changing value, vitest's expect.poll
+// is the same thing in matcher form.
+import type { PendingApproval } from '../pipeline/types';
+import { vi } from 'vitest';
+import type { SluiceClient } from '../client/client';
+
+export interface EventuallyOptions {
+  timeoutMs?: number;
+  intervalMs?: number;
+}
+
+/**
+ * Resolves to the probe's first truthy answer. A probe that throws counts as "not yet" (a query
+ * to a batch that is not started yet, a file not written yet).
+ */
+export async function eventually<T>(
+  what: string,
+  probe: () => T | undefined | null | false | Promise<T | undefined | null | false>,
+  { timeoutMs = 30_000, intervalMs = 50 }: EventuallyOptions = {},
+): Promise<T> {
+  let last: unknown;
+  try {
+    return await vi.waitFor(
+      async () => {
+        let v: T | undefined | null | false;
+        try {
+          v = await probe();
+          last = undefined;
+        } catch (err) {
+          last = err;
+          throw err;
+        }
+        if (!v) throw new Error('not yet');
+        return v;
+      },
+      { timeout: timeoutMs, interval: intervalMs },
+    );
+  } catch {
+    const why = last instanceof Error ? ` (last probe threw: ${last.message})` : '';
+    throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${why}`);
+  }
+}
+
+/** The first pending approval of a batch (that matches), once the batch shows it. */
+export function pendingApproval(
+  client: SluiceClient,
+  workflowId: string,
+  match: (p: PendingApproval) => boolean = () => true,
+  opts?: EventuallyOptions,
+): Promise<PendingApproval> {
+  return eventually(
+    `a pending approval in ${workflowId}`,
+    async () => (await client.batchState(workflowId)).pending.find(match),
+    opts,
+  );
+}
