@@ -17,6 +17,7 @@ export { JsonlSessionLog, type EventSink } from './worker/sink';
 export { startDevServer, findTemporalCli } from './worker/dev-server';
 export { SluiceClient } from './client/client';
 export {
+  BatchFailedError,
   ConfigError,
   DecisionRefusedError,
   HistoryNotFound,

@@ -14,7 +14,7 @@ import { codecFromEnv, dataConverterFromEnv, decryptHistory } from '../worker/co
 import { DEFAULT_STATE_DIR, DEFAULT_TASK_QUEUE } from '../worker/worker';
 import { SluiceClient, SluiceError, type BatchRequest } from './client';
 import { connect } from './connection';
-import { NotFoundError, UsageError } from './errors';
+import { BatchFailedError, NotFoundError, UsageError } from './errors';
 import { auditHistories } from './audit';
 // Static, not import(): bin/sluice.js loads the CLI through tsx's CommonJS hook only, which a
 // dynamic import() bypasses ("Cannot find module …/client/codec-server").
@@ -468,8 +468,7 @@ async function batch(v: Values, file: string | undefined, out: (s: string) => vo
       output = await handle.result();
     } catch (err) {
       // The batch's own words (a seq conflict, an output too large), not Temporal's wrapper.
-      if (err instanceof WorkflowFailedError && err.cause)
-        throw new Error(`batch ${handle.workflowId} failed: ${err.cause.message}`);
+      if (err instanceof WorkflowFailedError && err.cause) throw new BatchFailedError(handle.workflowId, err.cause);
       throw err;
     }
     if (v.json) out(JSON.stringify(output, null, 2));

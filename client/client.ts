@@ -10,7 +10,7 @@ import {
 import { ApplicationFailure, type DataConverter } from '@temporalio/common';
 import type { NativeConnection } from '@temporalio/worker';
 import { batchInputProblem } from '../pipeline/batch-input';
-import { DecisionRefusedError, SluiceError } from './errors';
+import { DecisionRefusedError, InvalidInputError, NotFoundError, SluiceError } from './errors';
 import { isEvent } from '../pipeline/events';
 import { jsonBytes, MAX_ARGUMENT_CHARS, MAX_INPUT_BYTES } from '../pipeline/budget';
 import type {
@@ -220,7 +220,7 @@ export class SluiceClient {
         return wf.workflowId;
       }
     }
-    throw new SluiceError(
+    throw new NotFoundError(
       `no batch is waiting on approval ${approvalId}: it may have been decided or expired already. List pending ones with \`npx sluice approvals\`.`,
     );
   }
@@ -577,10 +577,10 @@ export function toBatchInput(request: BatchRequest): BatchInput {
     ),
   };
   const problem = batchInputProblem(input);
-  if (problem) throw new SluiceError(`malformed batch: ${problem}`);
+  if (problem) throw new InvalidInputError(`malformed batch: ${problem}`);
   const bytes = jsonBytes(input as unknown as Json);
   if (bytes > MAX_INPUT_BYTES) {
-    throw new SluiceError(
+    throw new InvalidInputError(
       `the batch is ${bytes} bytes, over the ${MAX_INPUT_BYTES}-byte limit for one batch (Temporal refuses payloads over 2 MB); no batch was started. Send its calls in several batches.`,
     );
   }

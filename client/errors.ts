@@ -22,6 +22,16 @@ export class UsageError extends SluiceError {}
 /** Input that cannot be taken: a malformed batch, calls file, history, or codec request. */
 export class InvalidInputError extends SluiceError {}
 
+/** A batch that ended in a failure (a seq conflict, an output too large): the batch's own words, not Temporal's wrapper. */
+export class BatchFailedError extends SluiceError {
+  constructor(
+    readonly workflowId: string,
+    readonly cause: Error,
+  ) {
+    super(`batch ${workflowId} failed: ${cause.message}`);
+  }
+}
+
 /** Something asked for is not there: a history, a batch, a session's events. */
 export class NotFoundError extends SluiceError {}
 

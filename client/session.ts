@@ -16,6 +16,7 @@ import {
   sessionWorkflowId,
 } from '../workflows/session-definitions';
 import { type SluiceClient, SluiceError } from './client';
+import { InvalidInputError } from './errors';
 
 export type SessionRequest = Omit<SessionInput, 'carried'>;
 
@@ -106,8 +107,8 @@ export class SessionHandle {
 
 /** Starts a session, or attaches to the running one with the same id. */
 export async function startSession(client: SluiceClient, request: SessionRequest): Promise<SessionHandle> {
-  if (!request?.sessionId) throw new SluiceError('a session needs a sessionId');
-  if (!request.model) throw new SluiceError('a session needs a model, e.g. openai:gpt-4.1 or script:./demo.json');
+  if (!request?.sessionId) throw new InvalidInputError('a session needs a sessionId');
+  if (!request.model) throw new InvalidInputError('a session needs a model, e.g. openai:gpt-4.1 or script:./demo.json');
   try {
     await client.temporal.workflow.start(SESSION_WORKFLOW, {
       taskQueue: client.taskQueue,

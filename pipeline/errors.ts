@@ -21,6 +21,8 @@ export const ErrorCodes = {
   TOOL_FAILED: 'TOOL_FAILED',
   /** An extension threw (pre-execute, guard, execute wrapper, post-execute) or a stage failed for good. */
   PIPELINE_FAILED: 'PIPELINE_FAILED',
+  /** A session's model sent a tool call with no id, or an id already used in the same message: not run. */
+  INVALID_CALL_ID: 'INVALID_CALL_ID',
 } as const;
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
 

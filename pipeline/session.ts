@@ -1,5 +1,6 @@
 // The vocabulary of a durable agent session (workflows/session.ts), shared by workflow code,
 // model adapters and converters. Pure types and pure functions only.
+import { ErrorCodes } from './errors';
 import type { ContentBlock, Json, ModelMessage, SessionState, ToolCall, ToolError } from './types';
 
 /** What the session's user (a person, a script, an integration) says. */
@@ -79,7 +80,7 @@ export function intakeCalls(raw: { id?: string | null; name: string; arguments: 
         toolName: c.name,
         content: [{ type: 'text', text: `Error: ${problem}` }],
         isError: true,
-        error: { message: problem, code: 'INVALID_CALL_ID' },
+        error: { message: problem, code: ErrorCodes.INVALID_CALL_ID },
       };
       intake.order.push({ rejected: intake.rejected.length });
       intake.rejected.push({ index, message });

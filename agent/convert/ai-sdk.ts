@@ -1,6 +1,7 @@
 // To and from the Vercel AI SDK's message parts: `tool-call` parts in assistant messages and
 // `tool-result` parts whose `output` says what kind of result it is (text, JSON, error, a
 // denial as `execution-denied`, or content with images).
+import { ErrorCodes } from '../../pipeline/errors';
 import type { ContentBlock, Json, ModelMessage } from '../../pipeline/types';
 import {
   type AgentMessage,
@@ -66,7 +67,8 @@ export function toAISDKToolResult(m: ToolMessage | Extract<ModelMessage, { role:
   const tm = m as ToolMessage;
   const base = { type: 'tool-result' as const, toolCallId: m.toolCallId, toolName: m.toolName };
   const text = m.content.map((b) => (b.type === 'text' ? b.text : '')).join('');
-  if (tm.error?.code === 'DENIED') return { ...base, output: { type: 'execution-denied', reason: tm.error.message } };
+  if (tm.error?.code === ErrorCodes.DENIED)
+    return { ...base, output: { type: 'execution-denied', reason: tm.error.message } };
   if (m.content.some((b) => b.type === 'image'))
     return {
       ...base,
@@ -97,7 +99,7 @@ export function fromAISDKToolResult(part: {
         ...base,
         content: [{ type: 'text', text: `Error: ${message}` }],
         isError: true,
-        error: { message, code: 'DENIED' },
+        error: { message, code: ErrorCodes.DENIED },
       };
     }
     case 'json':

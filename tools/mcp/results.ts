@@ -4,8 +4,9 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { ContentBlock, Json, JsonObject } from '../../pipeline/types';
 import { ToolOutput } from '../../worker/config';
+import { ToolErrorCodes } from '../errors';
 
-export const MCP_TOOL_ERROR = 'MCP_TOOL_ERROR';
+export const MCP_TOOL_ERROR = ToolErrorCodes.MCP_TOOL_ERROR;
 
 export function toSluiceResult(server: string, tool: string, result: CallToolResult): ToolOutput {
   const content: ContentBlock[] = [];
