@@ -9,6 +9,7 @@ import type { temporal } from '@temporalio/proto';
 import type { BatchInput } from '../pipeline/types';
 import { HistoryNotFound } from './errors';
 import { batchWorkflowId } from '../workflows/definitions';
+import { SESSION_WORKFLOW, sessionWorkflowId } from '../workflows/session-definitions';
 
 export type History = temporal.api.history.v1.IHistory;
 
@@ -89,10 +90,12 @@ export function historyToJson(history: History): string {
   return `${historyToJSON(history as temporal.api.history.v1.History)}\n`;
 }
 
-/** A batch's id follows from its input; histories themselves do not carry the workflow id. */
+/** A batch's or session's id follows from its input; histories themselves do not carry the workflow id. */
 export function workflowIdOf(history: History): string | undefined {
   const started = history.events?.[0]?.workflowExecutionStartedEventAttributes;
   const input = decode(started?.input) as Partial<BatchInput> | undefined;
+  if (started?.workflowType?.name === SESSION_WORKFLOW)
+    return typeof input?.sessionId === 'string' ? sessionWorkflowId(input.sessionId) : undefined;
   if (!input || typeof input.sessionId !== 'string' || typeof input.turn !== 'number' || typeof input.step !== 'number')
     return undefined;
   return batchWorkflowId(input.sessionId, input.turn, input.step);

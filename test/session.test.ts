@@ -139,6 +139,22 @@ describe('agentSession', () => {
     ]);
   });
 
+  it('a session driven by updates alone continues-as-new between turns, transcript whole', async () => {
+    const s = await start({ continueAsNewAfterEvents: 20 });
+    const texts: string[] = [];
+    for (let i = 1; i <= 4; i++) texts.push((await s.send(`hi ${i}`, { id: `u${i}` })).text);
+    expect(texts).toEqual(['echo hi 1', 'echo hi 2', 'echo hi 3', 'echo hi 4']);
+    await until('a second run', async () => (await s.state()).runs > 1);
+    const view = await s.state();
+    expect(view).toMatchObject({ status: 'idle', turn: 4, messageCount: 8 });
+    expect(shape(await s.transcript(store, view))).toEqual(
+      [1, 2, 3, 4].flatMap((i) => [`user:hi ${i}`, `assistant:echo hi ${i}|`]),
+    );
+    // an update resent after the run changed is still answered once, from the carried record
+    expect((await s.send('hi 4', { id: 'u4' })).text).toBe('echo hi 4');
+    await s.cancel();
+  });
+
   it('300 steps: history bytes per step stay flat, it continues-as-new, the transcript is exact', async () => {
     const steps = 300;
     const s = await start({ endWhenIdle: true, continueAsNewAfterEvents: 1_000, maxStepsPerTurn: 400 });

@@ -18,6 +18,7 @@ import {
   getExternalWorkflowHandle,
   isCancellation,
   ParentClosePolicy,
+  patched,
   proxyActivities,
   proxySinks,
   setHandler,
@@ -354,8 +355,13 @@ export async function agentSession(input: SessionInput): Promise<SessionOutput> 
         if (input.maxTurns !== undefined && c.turnsCompleted >= input.maxTurns) return finish('max-turns');
         if (!c.inbox.length && input.endWhenIdle && c.turnsCompleted > 0) return finish('idle');
         if (historyFull() && allHandlersFinished()) return 'continue-as-new';
-        await condition(() => c.inbox.length > 0 || cancelRequested);
-        if (cancelRequested) continue;
+        // An idle session whose history is full continues-as-new as soon as the update that
+        // ended the last turn has returned (before, a session driven by updates alone never did).
+        const idleCan = patched('sluice-session-idle-continue-as-new');
+        await condition(
+          () => c.inbox.length > 0 || cancelRequested || (idleCan && historyFull() && allHandlersFinished()),
+        );
+        if (cancelRequested || !c.inbox.length) continue;
         const m = c.inbox.shift()!;
         c.turn++;
         c.step = 0;

@@ -1,0 +1,64 @@
+// Recorded agent-session histories (scripts/record-session-history.ts, one per release under
+// test/fixtures/histories/<release>/) replay with the current workflow code; a change to
+// workflows/session.ts that would break a running session fails here.
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import { readHistoryFile } from '../client/history';
+import { replayHistories } from '../client/replay';
+
+const HISTORIES = path.join(__dirname, 'fixtures', 'histories');
+const ROOT = path.join(__dirname, '..');
+const fixtures = fs
+  .readdirSync(HISTORIES, { withFileTypes: true })
+  .filter((d) => d.isDirectory() && fs.existsSync(path.join(HISTORIES, d.name, 'agent-session.json')))
+  .map((d) => path.join(HISTORIES, d.name, 'agent-session.json'));
+const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-session-replay-'));
+afterAll(() => fs.rmSync(scratch, { recursive: true, force: true }));
+
+describe('recorded agent sessions replay', () => {
+  it('at least one release recorded a session', () => {
+    expect(fixtures.length).toBeGreaterThan(0);
+  });
+
+  it('every recorded session replays against the current workflow bundle', async () => {
+    const histories = fixtures.map(readHistoryFile);
+    for (const h of histories) {
+      expect(h.workflowId).toBe('sluice-session:fixture-session');
+      // the fixture covers what a change could break: model steps, a child batch, an update,
+      // a signal, and continue-as-new
+      const has = (attributes: string) => h.history.events!.some((e) => (e as Record<string, unknown>)[attributes]);
+      for (const a of [
+        'activityTaskCompletedEventAttributes',
+        'childWorkflowExecutionCompletedEventAttributes',
+        'workflowExecutionUpdateCompletedEventAttributes',
+        'workflowExecutionSignaledEventAttributes',
+        'workflowExecutionContinuedAsNewEventAttributes',
+      ])
+        expect(has(a), a).toBe(true);
+    }
+    const results = await replayHistories(histories, { workflowBundlePath: inject('workflowBundlePath') });
+    expect(results.filter((r) => !r.ok)).toEqual([]);
+    expect(results).toHaveLength(fixtures.length);
+  });
+
+  it('a session workflow that issues a command the recording never had fails replay', async () => {
+    const dir = path.join(scratch, 'timer-before-model-step');
+    for (const sub of ['workflows', 'pipeline'])
+      fs.cpSync(path.join(ROOT, sub), path.join(dir, sub), { recursive: true });
+    fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'));
+    const file = path.join(dir, 'workflows', 'session.ts');
+    const src = fs.readFileSync(file, 'utf8');
+    const line = 'modelScope = new CancellationScope();';
+    expect(src, 'the edit needs the model step of workflows/session.ts').toContain(line);
+    fs.writeFileSync(
+      file,
+      `import { sleep } from '@temporalio/workflow';\n${src.replace(line, `await sleep('1 ms');\n      ${line}`)}`,
+    );
+    const results = await replayHistories(fixtures.map(readHistoryFile), {
+      workflowsPath: path.join(dir, 'workflows', 'index.ts'),
+    });
+    expect(results.map((r) => r.failure)).toEqual(fixtures.map(() => 'nondeterminism'));
+  }, 120_000);
+});
