@@ -5,12 +5,14 @@ import { foldPreDecision, parseGuardAnswer, parsePreDecision } from '../pipeline
 import { ErrorCodes } from '../pipeline/errors';
 import { type CallRef, type Gate, genericCard, type PreflightResult } from '../pipeline/stages';
 import type { Card, PreDecision } from '../pipeline/types';
+import { digestKeyFromEnv, keyedArgsDigest } from '../worker/args-digest';
 import { handlerOf, type ToolDefinition } from '../worker/config';
 import { runInOrder, threwMessage } from './extensions';
 import { type Collector, checkCard, parseArgs, profileOf, type StageKit } from './kit';
 
 export function preflightStages(kit: StageKit) {
   const { config } = kit;
+  const digestKey = digestKeyFromEnv();
 
   async function guardChain(c: Collector): Promise<Gate> {
     let gate: Gate = { kind: 'dispatch' };
@@ -87,8 +89,11 @@ export function preflightStages(kit: StageKit) {
     /** Calls in model order, one at a time, stopping after any call the next must wait for. */
     async preflightInOrder(refs: CallRef[]): Promise<PreflightResult[]> {
       const results: PreflightResult[] = [];
-      for (const ref of refs) {
-        const result = await preflightOne(ref);
+      for (const unkeyed of refs) {
+        // The digest approvers see and decisions are bound to is keyed here, where the key is;
+        // the workflow keeps it for the call's later stages (worker/args-digest.ts).
+        const ref = { ...unkeyed, argsDigest: keyedArgsDigest(unkeyed.args, digestKey) };
+        const result = { ...(await preflightOne(ref)), argsDigest: ref.argsDigest };
         results.push(result);
         if (!admitsNext(result)) break;
       }

@@ -1,4 +1,5 @@
 // The client library: run or start a batch, decide approvals, list what waits, read events.
+import { createHash } from 'node:crypto';
 import {
   Client,
   WorkflowExecutionAlreadyStartedError,
@@ -361,7 +362,7 @@ export class SluiceClient {
     try {
       return await handle.executeUpdate(decideUpdate, {
         args: [payload],
-        updateId: `decide:${decision.approvalId}:${decision.decision}:${decision.by ?? ''}:${payload.argsDigest ?? ''}`,
+        updateId: decideUpdateId(payload),
       });
     } catch (err) {
       if (err instanceof WorkflowUpdateFailedError) {
@@ -594,4 +595,15 @@ export function toBatchInput(request: BatchRequest): BatchInput {
 function withinArgumentLimit(call: ToolCall): ToolCall {
   if (typeof call.arguments !== 'string' || call.arguments.length <= MAX_ARGUMENT_CHARS) return call;
   return { ...call, arguments: call.arguments.slice(0, 1000), argumentsChars: call.arguments.length };
+}
+
+/**
+ * The same decision sent twice (a retry, a double click) is one update; the id says nothing of who
+ * decided or of the digest, which Temporal stores in clear even when payloads are encrypted.
+ */
+export function decideUpdateId(d: ApprovalDecision): string {
+  const hash = createHash('sha256')
+    .update(JSON.stringify([d.approvalId, d.decision, d.by ?? '', d.argsDigest ?? '']))
+    .digest('hex');
+  return `decide:${d.approvalId}:${hash.slice(0, 32)}`;
 }

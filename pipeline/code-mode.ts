@@ -34,12 +34,21 @@ export interface CodeCallRequest {
   argsDigest: string;
 }
 
-/** What the program sees of a sub-call's settled result. `batchCancelled`: the program must stop. */
-export type CodeCallOutcome =
-  /** The tool's structured value while the model-facing content is exactly its rendering, else that content's text. */
-  | { subCallId: string; isError: false; value: Json; batchCancelled?: true }
+/**
+ * What the program sees of a sub-call's settled result. `batchCancelled`: the program must stop.
+ * `name` and `argsDigest` are those of the sub-call recorded at this index: a re-run of the
+ * program gets the recorded outcome by update id, and checks it asked for the same thing.
+ */
+export type CodeCallOutcome = {
+  subCallId: string;
+  name?: string;
+  argsDigest?: string;
+  batchCancelled?: true;
+} /** The tool's structured value while the model-facing content is exactly its rendering, else that content's text. */ & (
+  | { isError: false; value: Json }
   /** The error message only: what the program's promise rejects with. */
-  | { subCallId: string; isError: true; message: string; batchCancelled?: true };
+  | { isError: true; message: string }
+);
 
 export function subCallId(parentCallId: string, index: number): string {
   return `${parentCallId}:code:${index}`;
@@ -57,11 +66,24 @@ export function reservedCallIdProblem(id: string): string | undefined {
 
 /**
  * The update id of a sub-call. Temporal deduplicates updates by id, so a re-run of the program
- * after a crash attaches to the same sub-call; the name and digest are part of it so that a re-run
- * that asks for something else at the same index cannot be handed the old outcome by the server.
+ * after a crash attaches to the same sub-call. Update ids are stored in clear even when payloads
+ * are encrypted, so the id names only the place (parent call, index), never the tool or a digest
+ * of its arguments; the outcome carries the recorded name and digest, and the program's side
+ * refuses one that is not what it asked for (nonDeterminism).
  */
-export function codeCallUpdateId(req: Pick<CodeCallRequest, 'parentCallId' | 'index' | 'name' | 'argsDigest'>): string {
-  return `sluice-code:${req.parentCallId}:${req.index}:${req.name}:${req.argsDigest}`;
+export function codeCallUpdateId(req: Pick<CodeCallRequest, 'parentCallId' | 'index'>): string {
+  return `sluice-code:${req.parentCallId}:${req.index}`;
+}
+
+/** Why a recorded outcome does not answer this request (a re-run asking for something else), or undefined. */
+export function nonDeterminism(req: CodeCallRequest, out: { name?: string; argsDigest?: string }): string | undefined {
+  if (out.name === undefined || (out.name === req.name && out.argsDigest === req.argsDigest)) return undefined;
+  return (
+    `the program of ${RUN_CODE} call ${req.parentCallId} is not deterministic: re-run after a restart, its sub-call #${req.index} is ` +
+    `${req.name} (arguments ${req.argsDigest}), but the first run's sub-call #${req.index} was ${out.name} (arguments ${out.argsDigest}). ` +
+    'A program must make the same tool calls in the same order every time it runs, deciding only on what tools returned; ' +
+    'the recorded sub-calls were not run again. Fix the program and call run_code again.'
+  );
 }
 
 /**

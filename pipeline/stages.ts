@@ -66,6 +66,8 @@ export interface PreflightResult extends StageOutput {
   gate: Gate;
   card: Card;
   profile?: ToolProfile;
+  /** The keyed digest of the call's arguments, shown to approvers (worker/args-digest.ts). */
+  argsDigest?: string;
 }
 
 /** Preflight results for calls in model order; `deferred` (and none) when it must run as an activity. */

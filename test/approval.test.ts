@@ -81,7 +81,7 @@ describe('approval outcomes', () => {
       card: { title: 'Deploy to staging', summary: 'risky' },
       arguments: { env: 'staging' },
     });
-    expect(p.argsDigest).toMatch(/^sha256:[0-9a-f]{64}$/);
+    expect(p.argsDigest).toMatch(/^hmac-sha256:[0-9a-f]{64}$/);
     // any UI finds it by search attribute, with no knowledge of the workflow id
     expect(await h.client.findApproval(p.approvalId)).toBe(handle.workflowId);
     expect((await h.client.pendingApprovals()).map((x) => x.approvalId)).toContain(p.approvalId);

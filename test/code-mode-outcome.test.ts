@@ -1,6 +1,6 @@
 // What a program sees of a settled sub-call: pure code shared by the workflow.
 import { describe, expect, it } from 'vitest';
-import { codeCallUpdateId, programOutcome, subCallId } from '../pipeline/code-mode';
+import { codeCallUpdateId, nonDeterminism, programOutcome, subCallId } from '../pipeline/code-mode';
 import { normalizeResult, renderValue } from '../pipeline/normalize';
 
 describe('programOutcome', () => {
@@ -45,11 +45,19 @@ describe('programOutcome', () => {
 });
 
 describe('sub-call identity', () => {
-  it('numbers sub-calls under their parent and binds the update id to name and arguments', () => {
+  it('numbers sub-calls under their parent; the update id names only the place, the outcome the call', () => {
     expect(subCallId('toolu_1', 4)).toBe('toolu_1:code:4');
-    const base = { parentCallId: 'toolu_1', index: 4, name: 'read', argsDigest: 'sha256:ab' };
-    expect(codeCallUpdateId(base)).toBe('sluice-code:toolu_1:4:read:sha256:ab');
-    expect(codeCallUpdateId({ ...base, name: 'write' })).not.toBe(codeCallUpdateId(base));
-    expect(codeCallUpdateId({ ...base, argsDigest: 'sha256:cd' })).not.toBe(codeCallUpdateId(base));
+    const base = {
+      token: 'w/toolu_1',
+      parentCallId: 'toolu_1',
+      index: 4,
+      name: 'read',
+      arguments: '{}',
+      argsDigest: 'sha256:ab',
+    };
+    expect(codeCallUpdateId(base)).toBe('sluice-code:toolu_1:4');
+    expect(nonDeterminism(base, { name: 'read', argsDigest: 'sha256:ab' })).toBeUndefined();
+    expect(nonDeterminism(base, { name: 'write', argsDigest: 'sha256:ab' })).toMatch(/is not deterministic/);
+    expect(nonDeterminism(base, { name: 'read', argsDigest: 'sha256:cd' })).toMatch(/is not deterministic/);
   });
 });

@@ -128,6 +128,8 @@ export class CallPipeline {
         ref,
       });
     }
+    // The keyed digest from the worker replaces the workflow's own: it is the one people see.
+    if (pre.argsDigest) ref.argsDigest = pre.argsDigest;
     this.events.recordAll(pre.events);
     const admission: Admission = {
       call,

@@ -9,6 +9,7 @@ import {
   MAX_SUBCALL_ARGUMENT_BYTES_PER_BATCH,
   MAX_SUBCALLS_PER_BATCH,
   MAX_SUBCALLS_PER_PROGRAM,
+  nonDeterminism,
   programOutcome,
   RUN_CODE,
   subCallId,
@@ -86,16 +87,7 @@ export class CodeCalls {
 
     const seen = this.records.get(r.parentCallId) ?? [];
     const index = r.index as number;
-    if (index < seen.length) {
-      const was = seen[index];
-      if (was.name === r.name && was.argsDigest === r.argsDigest) return undefined;
-      return (
-        `the program of ${RUN_CODE} call ${r.parentCallId} is not deterministic: re-run after a restart, its sub-call #${index} is ` +
-        `${r.name} (arguments ${r.argsDigest}), but the first run's sub-call #${index} was ${was.name} (arguments ${was.argsDigest}). ` +
-        'A program must make the same tool calls in the same order every time it runs, deciding only on what tools returned; ' +
-        'the recorded sub-calls were not run again. Fix the program and call run_code again.'
-      );
-    }
+    if (index < seen.length) return nonDeterminism(r as CodeCallRequest, seen[index]);
     if (index > seen.length)
       return `sub-call #${index} of ${r.parentCallId} arrived before sub-call #${seen.length}; sub-calls run one at a time, in order`;
     if (index >= MAX_SUBCALLS_PER_PROGRAM)
@@ -149,7 +141,11 @@ export class CodeCalls {
     const settlement = await (adm.verdict.kind === 'run' ? this.pipeline.runBody(adm) : this.pipeline.skipBody(adm));
     const result = await this.pipeline.settle(adm, settlement);
     this.pipeline.deferContexts(req.parentCallId, result.additionalContexts ?? []);
-    const outcome = programOutcome(id, result, settlement.candidate.value);
+    const outcome = {
+      ...programOutcome(id, result, settlement.candidate.value),
+      name: req.name,
+      argsDigest: req.argsDigest,
+    };
     // A cancelled batch starts nothing new: the program is told to stop, not to carry on.
     return this.isCancelled() ? { ...outcome, batchCancelled: true } : outcome;
   }

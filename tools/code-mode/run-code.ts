@@ -6,7 +6,7 @@
 import { Context } from '@temporalio/activity';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { z } from 'zod';
-import { codeCallUpdateId, RUN_CODE, type CodeCallRequest } from '../../pipeline/code-mode';
+import { codeCallUpdateId, type CodeCallRequest, nonDeterminism, RUN_CODE } from '../../pipeline/code-mode';
 import { argsDigest } from '../../pipeline/digest';
 import { ErrorCodes } from '../../pipeline/errors';
 import { ToolErrorCodes } from '../errors';
@@ -93,6 +93,8 @@ export function codeModeTool(options: CodeModeOptions = {}): ToolDefinition {
               args: [request],
               updateId: codeCallUpdateId(request),
             });
+            const changed = nonDeterminism(request, out);
+            if (changed) return { fatal: changed };
             if (out.batchCancelled) return { fatal: 'the batch was cancelled', kind: 'cancelled' };
             return out.isError ? { ok: false, message: out.message } : { ok: true, value: out.value };
           } catch (err) {
