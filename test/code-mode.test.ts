@@ -275,6 +275,35 @@ describe('approval inside a program', () => {
     // Refused requests left nothing in the batch's record.
     expect(ofType(out, 'tool/code-dispatch-start')).toHaveLength(1);
   });
+
+  it('across an upgrade, a sub-call sent under the old update id and the new one runs once', async () => {
+    // Update ids used to name the tool and digest (sluice-code:<parent>:<index>:<name>:<digest>);
+    // now they name only the place. A program that started on an older worker and is re-run on a
+    // newer one sends the same sub-call under both: it must attach to the one recorded sub-call.
+    const handle = await h.client.startBatch(runCode(program.replace('LINE', 'upgraded-1')));
+    const pending = await pendingInside(handle.workflowId);
+    const args = { line: 'upgraded-1' };
+    const oldStyle = h.client.temporal.workflow.getHandle(handle.workflowId).executeUpdate(codeCallUpdate, {
+      args: [
+        {
+          token: `${handle.workflowId}/call-1`,
+          parentCallId: 'call-1',
+          index: 0,
+          name: 'guarded',
+          arguments: JSON.stringify(args),
+          argsDigest: argsDigest(args),
+        },
+      ],
+      updateId: `sluice-code:call-1:0:guarded:${argsDigest(args)}`,
+    });
+    await h.client.approve(pending.approvalId, { workflowId: handle.workflowId, argsDigest: pending.argsDigest });
+    const out = await handle.result();
+    expect(text(out.results[0].result)).toBe('Result:\nappended upgraded-1');
+    expect(await oldStyle).toMatchObject({ subCallId: 'call-1:code:0', isError: false, value: 'appended upgraded-1' });
+    expect(ofType(out, 'tool/code-dispatch-start')).toHaveLength(1);
+    const lines = fs.readFileSync(path.join(dir, 'guarded.log'), 'utf8').split('\n');
+    expect(lines.filter((l) => l === 'upgraded-1')).toHaveLength(1);
+  });
 });
 
 describe('cancelling the batch', () => {
