@@ -7,11 +7,11 @@ import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { canonicalJson } from '../pipeline/json';
-import type { PendingApproval } from '../pipeline/types';
 import { codeModeTool } from '../tools/code-mode';
 import { DEFAULT_DIGEST_KEY, digestKeyFromEnv, keyedArgsDigest } from '../worker/args-digest';
 import { dataConverterFromEnv } from '../worker/codec';
 import { defineConfig, defineTool } from '../worker/config';
+import { pendingApproval } from './eventually';
 import { batch, startHarness, text, type Harness } from './harness';
 
 // The worker derives its digest key from the codec key it reads at start, as a deployment would.
@@ -36,13 +36,7 @@ beforeAll(async () => {
 });
 afterAll(() => h?.close());
 
-async function pendingIn(workflowId: string): Promise<PendingApproval> {
-  for (;;) {
-    const s = await h.client.batchState(workflowId).catch(() => undefined);
-    if (s?.pending[0]) return s.pending[0];
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+const pendingIn = (workflowId: string) => pendingApproval(h.client, workflowId);
 
 const sha = (s: string) => createHash('sha256').update(s).digest('hex');
 
