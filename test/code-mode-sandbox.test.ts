@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import type { JsonObject } from '../pipeline/types';
 import { runProgram, type SandboxLimits } from '../tools/code-mode';
+import { sandboxPoolStats } from '../tools/code-mode/sandbox';
 
 type Call = { index: number; name: string; args: JsonObject };
 type Answer = Awaited<ReturnType<Parameters<typeof runProgram>[0]['callTool']>>;
@@ -13,6 +14,7 @@ function run(
     seed?: string;
     limits?: Partial<SandboxLimits>;
     signal?: AbortSignal;
+    watchdogMs?: number;
   } = {},
 ) {
   const calls: Call[] = [];
@@ -25,6 +27,7 @@ function run(
     now: Date.UTC(2024, 0, 2, 3, 4, 5),
     limits: { cpuMs: 2_000, ...opts.limits },
     ...(opts.signal ? { signal: opts.signal } : {}),
+    ...(opts.watchdogMs !== undefined ? { watchdogMs: opts.watchdogMs } : {}),
     async callTool(call) {
       calls.push(call);
       maxInFlight = Math.max(maxInFlight, ++inFlight);
@@ -257,5 +260,84 @@ describe('sandbox: failures and limits', () => {
       },
     });
     expect(await out).toMatchObject({ ok: false, kind: 'cancelled' });
+  });
+});
+
+describe('sandbox: warm threads are reused, programs are not', () => {
+  /** Runs `code` on a thread that ran a program before: no new thread may start for it. */
+  async function onWarmThread(code: string, opts: Parameters<typeof run>[1] = {}) {
+    await run('return 0');
+    const before = sandboxPoolStats();
+    expect(before.idle).toBeGreaterThan(0);
+    const out = await run(code, opts);
+    expect(sandboxPoolStats().started).toBe(before.started);
+    return out;
+  }
+
+  it('gives the next program on the same thread none of the globals, prototypes or built-ins the last one changed', async () => {
+    const first = await onWarmThread(
+      [
+        "globalThis.leaked = 'secret from the first program';",
+        'Object.prototype.polluted = 1;',
+        'Array.prototype.push = function () { return -1; };',
+        'JSON.stringify = () => "forged";',
+        'Math.random = () => 4;',
+        'Object.freeze(Object.prototype);',
+        'return typeof leaked;',
+      ].join('\n'),
+    );
+    expect(first).toMatchObject({ ok: true, result: 'string' });
+    const second = await onWarmThread(
+      'const a = []; a.push(1);\nreturn [typeof globalThis.leaked, ({}).polluted === undefined, a.length, JSON.stringify([1]), Math.random() !== 4, Object.isFrozen(Object.prototype)];',
+    );
+    expect(second).toMatchObject({ ok: true, result: ['undefined', true, 1, '[1]', true, false] });
+  });
+
+  it('gives a program its whole memory even after the last one on the thread ran out of it', async () => {
+    const fill =
+      'const keep = [];\ntry { for (;;) keep.push(new Array(100000).fill(1)); } catch (e) { return [String(e), keep.length]; }';
+    const limits = { memoryBytes: 32 * 2 ** 20 };
+    const first = await onWarmThread(fill, { limits });
+    const second = await onWarmThread(fill, { limits });
+    const [error, arrays] = first.result as [string, number];
+    expect(error).toBe('InternalError: out of memory');
+    // A fresh instance each run: the second program fits as much as the first did.
+    expect(second.result).toEqual([error, arrays]);
+  });
+
+  it('kills a thread the watchdog finds stuck, never reuses it, and runs the next program on a sound one', async () => {
+    await run('return 0');
+    const before = sandboxPoolStats();
+    // The CPU limit would stop this loop only after a minute: the watchdog, set lower, kills the thread.
+    const stuck = await run('for (;;) {}', { limits: { cpuMs: 60_000 }, watchdogMs: 300 });
+    expect(stuck).toMatchObject({
+      ok: false,
+      kind: 'time',
+      error:
+        'the program did not yield within 300 ms of running (the CPU limit is 60000 ms) and its sandbox was killed',
+    });
+    // The warm thread ran the stuck program and was terminated: it left the pool.
+    expect(sandboxPoolStats().idle).toBe(before.idle - 1);
+    const after = await run('globalThis.x = (globalThis.x ?? 0) + 1; return [x, typeof tools.echo];');
+    expect(after).toMatchObject({ ok: true, result: [1, 'function'] });
+  });
+
+  it('does not reuse a thread whose run was cancelled or ended by a fatal answer', async () => {
+    await run('return 0');
+    const { idle } = sandboxPoolStats();
+    const fatal = await run('await tools.echo({});', { answer: () => ({ fatal: 'stop here' }) });
+    expect(fatal).toMatchObject({ ok: false, kind: 'fatal' });
+    expect(sandboxPoolStats().idle).toBe(idle - 1);
+    const next = await run('return (await tools.echo({ n: 2 })).n');
+    expect(next).toMatchObject({ ok: true, result: 2 });
+  });
+
+  it('runs programs side by side on separate threads, each with its own state', async () => {
+    const outs = await Promise.all(
+      Array.from({ length: 4 }, (_, i) =>
+        run(`globalThis.n = (globalThis.n ?? 0) + ${i + 1}; await tools.echo({ i: ${i} }); return n;`),
+      ),
+    );
+    expect(outs.map((o) => o.result)).toEqual([1, 2, 3, 4]);
   });
 });

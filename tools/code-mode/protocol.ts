@@ -1,4 +1,5 @@
-// The messages between a program's sandbox thread and the run_code body that started it.
+// The messages between a sandbox thread and the run_code bodies that use it. A thread is kept warm
+// in a pool and runs one program at a time, each in a QuickJS instance of its own.
 import type { Json, JsonObject } from '../../pipeline/types';
 
 export interface SandboxLimits {
@@ -15,13 +16,21 @@ export interface SandboxLimits {
 }
 
 export interface ThreadData {
+  /** The compiled QuickJS module, shared so each run only instantiates it. */
+  wasmModule: WebAssembly.Module;
+  /** The memory cap of the first instance the thread prepares (later: that of its last run). */
+  memoryBytes: number;
+}
+
+/** One program to run. */
+export interface RunRequest {
+  type: 'run';
+  runId: number;
   code: string;
   toolNames: string[];
   seed: number;
   now: number;
   limits: SandboxLimits;
-  /** The compiled QuickJS module, shared so each run only instantiates it. */
-  wasmModule: WebAssembly.Module;
 }
 
 /** Why a program stopped without a result. */
@@ -37,16 +46,19 @@ export type StopKind =
   | 'fatal'
   | 'cancelled';
 
-export type ThreadMessage =
-  /** QuickJS is up; the program's CPU time starts counting. */
+export type ThreadMessage = { runId: number } & /** The run's QuickJS is up; the program's CPU time starts counting. */
+(
   | { type: 'ready' }
   /** The program waits for a tool's answer; `answersSeen` lets the parent tell if one is on its way. */
   | { type: 'waiting'; answersSeen: number }
   | { type: 'log'; line: string }
   | { type: 'call'; callNo: number; name: string; args: JsonObject }
+  /** The last message of a run: the thread takes no further part in it and may be given another. */
   | { type: 'done'; ok: true; result?: Json; cpuMs: number }
-  | { type: 'done'; ok: false; kind: StopKind; error: string; cpuMs: number };
+  | { type: 'done'; ok: false; kind: StopKind; error: string; cpuMs: number }
+);
 
 export type ParentMessage =
-  | { type: 'answer'; callNo: number; ok: true; json: string }
-  | { type: 'answer'; callNo: number; ok: false; message: string };
+  | RunRequest
+  | { type: 'answer'; runId: number; callNo: number; ok: true; json: string }
+  | { type: 'answer'; runId: number; callNo: number; ok: false; message: string };

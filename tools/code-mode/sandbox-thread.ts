@@ -1,13 +1,19 @@
-// One program run, inside its own worker thread: a fresh QuickJS (WebAssembly) instance with a
-// hard memory cap, a stack limit and a CPU budget. The thread exists so that a runaway program
-// never blocks the Sluice worker's event loop (heartbeats, other calls) and can always be killed;
-// the isolate itself is QuickJS, which has no fs, network, process, modules or timers at all.
+// A sandbox thread, kept warm in a pool: it runs one program at a time, each in a QuickJS
+// (WebAssembly) instance of its own: a fresh linear memory capped at the run's memory limit, a
+// fresh runtime and context, a stack limit and a CPU budget. The thread exists so that a runaway
+// program never blocks the Sluice worker's event loop (heartbeats, other calls) and can always be
+// killed; the isolate itself is QuickJS, which has no fs, network, process, modules or timers at
+// all. Nothing of a program outlives its run: its instance (memory, runtime, context) is dropped
+// when the run ends, and the next run's instance is prepared while the thread waits, so a run only
+// pays for a runtime, a context and the prelude.
 import {
+  type EmscriptenModuleLoaderOptions,
   newQuickJSWASMModuleFromVariant,
   newVariant,
   type QuickJSContext,
   type QuickJSDeferredPromise,
   type QuickJSHandle,
+  type QuickJSWASMModule,
 } from 'quickjs-emscripten-core';
 import variant from '@jitl/quickjs-wasmfile-release-sync';
 import { parentPort, workerData } from 'node:worker_threads';
@@ -16,7 +22,7 @@ import { snapshotJson } from '../../pipeline/json';
 import type { Json, JsonObject } from '../../pipeline/types';
 import { GUEST_PRELUDE } from './guest-prelude';
 import { mirror, type Tagged } from './mirror';
-import type { ParentMessage, StopKind, ThreadData, ThreadMessage } from './protocol';
+import type { ParentMessage, RunRequest, SandboxLimits, StopKind, ThreadData, ThreadMessage } from './protocol';
 
 const WASM_PAGE = 64 * 1024;
 /** The QuickJS build needs this much linear memory before the program allocates anything. */
@@ -24,8 +30,6 @@ const MIN_MEMORY_BYTES = 256 * WASM_PAGE;
 
 const data = workerData as ThreadData;
 const post = (m: ThreadMessage) => parentPort!.postMessage(m);
-/** CPU time the program's code has used so far. */
-let cpuMs = 0;
 
 class Stop extends Error {
   constructor(
@@ -36,17 +40,109 @@ class Stop extends Error {
   }
 }
 
-async function main(): Promise<void> {
-  const { limits } = data;
+/** A QuickJS instance no program has touched yet, with its own linear memory. */
+interface Instance {
+  memoryBytes: number;
+  quickjs: Promise<QuickJSWASMModule>;
+}
+
+const silent = () => undefined;
+
+function instantiate(memoryBytes: number): Instance {
   const memory = new WebAssembly.Memory({
     initial: MIN_MEMORY_BYTES / WASM_PAGE,
-    maximum: Math.max(MIN_MEMORY_BYTES, limits.memoryBytes) / WASM_PAGE,
+    maximum: Math.max(MIN_MEMORY_BYTES, memoryBytes) / WASM_PAGE,
   });
-  const quickjs = await newQuickJSWASMModuleFromVariant(
-    newVariant(variant, { wasmMemory: memory, wasmModule: data.wasmModule }),
+  const quickjs = newQuickJSWASMModuleFromVariant(
+    newVariant(variant, {
+      wasmMemory: memory,
+      wasmModule: data.wasmModule,
+      // QuickJS prints nothing a person needs (a wasm abort is reported as the run's error); the
+      // thread's own stdout would hold the process open, so it is not piped.
+      emscriptenModule: { print: silent, printErr: silent } as EmscriptenModuleLoaderOptions,
+    }),
   );
+  // A failure is reported by the run that uses this instance.
+  quickjs.catch(() => undefined);
+  return { memoryBytes, quickjs };
+}
+
+/** The instance the next run will use, prepared while the thread is idle. */
+let spare: Instance | undefined = instantiate(data.memoryBytes);
+
+/** The run in progress: where its tool answers go. */
+let current: { runId: number; answers: ParentMessage[]; answersSeen: number; wake?: () => void } | undefined;
+
+parentPort!.on('message', (m: ParentMessage) => {
+  if (m.type === 'run') {
+    void run(m);
+    return;
+  }
+  if (!current || m.runId !== current.runId) return;
+  current.answers.push(m);
+  current.answersSeen++;
+  current.wake?.();
+});
+
+async function run(req: RunRequest): Promise<void> {
+  const runId = req.runId;
+  if (current) {
+    post({
+      runId,
+      type: 'done',
+      ok: false,
+      kind: 'crash',
+      error: 'the sandbox was given a program while it ran another',
+      cpuMs: 0,
+    });
+    return;
+  }
+  const state = { runId, answers: [] as ParentMessage[], answersSeen: 0, wake: undefined as (() => void) | undefined };
+  current = state;
+  const instance = spare?.memoryBytes === req.limits.memoryBytes ? spare : instantiate(req.limits.memoryBytes);
+  spare = undefined;
+  const cpu = { ms: 0 };
+  let done: ThreadMessage;
+  try {
+    const outcome = await runProgram(req, await instance.quickjs, cpu, state);
+    done = {
+      runId,
+      type: 'done',
+      ok: true,
+      ...(outcome !== undefined ? { result: outcome } : {}),
+      cpuMs: Math.round(cpu.ms),
+    };
+  } catch (err: unknown) {
+    let stop: Stop;
+    if (err instanceof Stop) stop = err;
+    else {
+      // A throw from the host side of the sandbox: the wasm stack ran out, or QuickJS itself failed.
+      const classified = classify(
+        `${(err as Error)?.name ?? 'Error'}: ${(err as Error)?.message ?? String(err)}`,
+        req.limits,
+      );
+      stop =
+        classified.kind === 'error'
+          ? new Stop('crash', `the sandbox failed while running the program: ${classified.message}`)
+          : classified;
+    }
+    done = { runId, type: 'done', ok: false, kind: stop.kind, error: stop.message, cpuMs: Math.round(cpu.ms) };
+  }
+  // The run's instance is dropped here, never reused; the next run gets one nothing has touched.
+  current = undefined;
+  spare = instantiate(req.limits.memoryBytes);
+  post(done);
+}
+
+async function runProgram(
+  req: RunRequest,
+  quickjs: QuickJSWASMModule,
+  cpu: { ms: number },
+  state: NonNullable<typeof current>,
+): Promise<Json | undefined> {
+  const { limits, runId } = req;
   const runtime = quickjs.newRuntime();
-  // QuickJS's own accounting misses large blocks in this build; the fixed-size linear memory above
+  // QuickJS's own accounting misses large blocks in this build; the fixed-size linear memory
   // is the hard cap, this only makes small-object floods fail a little earlier.
   runtime.setMemoryLimit(limits.memoryBytes);
   runtime.setMaxStackSize(limits.stackBytes);
@@ -58,7 +154,7 @@ async function main(): Promise<void> {
   let stop: Stop | undefined;
   runtime.setInterruptHandler(() => {
     if (stop) return true;
-    if (sliceStart !== undefined && cpuMs + (performance.now() - sliceStart) > limits.cpuMs) {
+    if (sliceStart !== undefined && cpu.ms + (performance.now() - sliceStart) > limits.cpuMs) {
       stop = new Stop(
         'time',
         `the program used more than ${limits.cpuMs} ms of CPU time (the limit) and was stopped. Look for an endless loop, or do less work per run_code call.`,
@@ -73,7 +169,7 @@ async function main(): Promise<void> {
     try {
       return f();
     } finally {
-      cpuMs += performance.now() - sliceStart;
+      cpu.ms += performance.now() - sliceStart;
       sliceStart = undefined;
     }
   };
@@ -90,7 +186,7 @@ async function main(): Promise<void> {
       const name = ctx.getString(nameHandle);
       let args: JsonObject;
       try {
-        args = checkArguments(name, ctx.getString(describedHandle));
+        args = checkArguments(name, ctx.getString(describedHandle), req.toolNames);
       } catch (err) {
         return rejected(ctx, (err as Error).message);
       }
@@ -103,7 +199,7 @@ async function main(): Promise<void> {
       }
       const deferred = ctx.newPromise();
       pending.set(callNo, deferred);
-      post({ type: 'call', callNo, name, args });
+      post({ runId, type: 'call', callNo, name, args });
       callNo++;
       return deferred.handle;
     })
@@ -121,19 +217,19 @@ async function main(): Promise<void> {
         );
       }
       logChars += line.length + 1;
-      post({ type: 'log', line });
+      post({ runId, type: 'log', line });
     })
     .consume((f) => ctx.setProp(host, 'log', f));
 
-  post({ type: 'ready' });
+  post({ runId, type: 'ready' });
   const names = ctx.newArray();
-  data.toolNames.forEach((n, i) => ctx.newString(n).consume((h) => ctx.setProp(names, i, h)));
+  req.toolNames.forEach((n, i) => ctx.newString(n).consume((h) => ctx.setProp(names, i, h)));
 
   let programPromise: QuickJSHandle;
   {
     const preludeResult = inGuest(() => ctx.evalCode(GUEST_PRELUDE, 'sluice-prelude.js'));
     const prelude = ctx.unwrapResult(preludeResult);
-    const args = [host, names, ctx.newNumber(data.seed), ctx.newNumber(data.now), ctx.newString(data.code)];
+    const args = [host, names, ctx.newNumber(req.seed), ctx.newNumber(req.now), ctx.newString(req.code)];
     const started = inGuest(() => ctx.callFunction(prelude, ctx.undefined, ...args));
     if (started.error) {
       const thrown = started.error;
@@ -146,14 +242,9 @@ async function main(): Promise<void> {
     const jobs = inGuest(() => runtime.executePendingJobs());
     if (jobs.error) jobs.error.dispose();
     if (stop) throw stop;
-    const state = ctx.getPromiseState(programPromise);
-    if (state.type === 'fulfilled') {
-      const described = ctx.getString(state.value);
-      const result = checkResult(described);
-      post({ type: 'done', ok: true, ...(result !== undefined ? { result } : {}), cpuMs: Math.round(cpuMs) });
-      return;
-    }
-    if (state.type === 'rejected') throw classify(describeError(ctx, state.error));
+    const promiseState = ctx.getPromiseState(programPromise);
+    if (promiseState.type === 'fulfilled') return checkResult(ctx.getString(promiseState.value));
+    if (promiseState.type === 'rejected') throw classify(describeError(ctx, promiseState.error), limits);
     if (pending.size === 0 && !runtime.hasPendingJob()) {
       throw new Stop(
         'error',
@@ -161,7 +252,8 @@ async function main(): Promise<void> {
       );
     }
     if (pending.size > 0 && !runtime.hasPendingJob()) {
-      const answer = await nextAnswer();
+      const answer = await nextAnswer(state);
+      if (answer.type !== 'answer') continue;
       const deferred = pending.get(answer.callNo)!;
       pending.delete(answer.callNo);
       if (answer.ok) deferred.resolve(ctx.newString(answer.json));
@@ -170,8 +262,18 @@ async function main(): Promise<void> {
   }
 }
 
-function checkArguments(name: string, described: string): JsonObject {
-  if (!data.toolNames.includes(name)) throw new Error(`there is no tool ${JSON.stringify(name)} a program can call`);
+async function nextAnswer(state: NonNullable<typeof current>): Promise<ParentMessage> {
+  while (state.answers.length === 0) {
+    post({ runId: state.runId, type: 'waiting', answersSeen: state.answersSeen });
+    await new Promise<void>((r) => {
+      state.wake = r;
+    });
+  }
+  return state.answers.shift()!;
+}
+
+function checkArguments(name: string, described: string, toolNames: string[]): JsonObject {
+  if (!toolNames.includes(name)) throw new Error(`there is no tool ${JSON.stringify(name)} a program can call`);
   const value = snapshotJson(mirror(JSON.parse(described) as Tagged), 'arguments');
   if (value === null || typeof value !== 'object' || Array.isArray(value))
     throw new Error(`arguments of tools.${name}() must be an object, e.g. tools.${name}({ ... })`);
@@ -240,48 +342,18 @@ function collapse(frames: string[]): string[] {
   return out;
 }
 
-function classify(described: string): Stop {
+function classify(described: string, limits: SandboxLimits): Stop {
   if (/^InternalError: out of memory/.test(described)) {
     return new Stop(
       'memory',
-      `the program ran out of memory (the limit is ${Math.round(data.limits.memoryBytes / 2 ** 20)} MB) and was stopped. ${described}`,
+      `the program ran out of memory (the limit is ${Math.round(limits.memoryBytes / 2 ** 20)} MB) and was stopped. ${described}`,
     );
   }
   if (/^(InternalError|RangeError): (stack overflow|Maximum call stack)/.test(described)) {
     return new Stop(
       'stack',
-      `the program overflowed its stack (the limit is ${Math.round(data.limits.stackBytes / 1024)} KB): look for endless or very deep recursion. ${described}`,
+      `the program overflowed its stack (the limit is ${Math.round(limits.stackBytes / 1024)} KB): look for endless or very deep recursion. ${described}`,
     );
   }
   return new Stop('error', described);
 }
-
-const answers: ParentMessage[] = [];
-let answersSeen = 0;
-let wake: (() => void) | undefined;
-parentPort!.on('message', (m: ParentMessage) => {
-  answers.push(m);
-  answersSeen++;
-  wake?.();
-});
-async function nextAnswer(): Promise<ParentMessage> {
-  while (answers.length === 0) {
-    post({ type: 'waiting', answersSeen });
-    await new Promise<void>((r) => (wake = r));
-  }
-  return answers.shift()!;
-}
-
-main().catch((err: unknown) => {
-  let stop: Stop;
-  if (err instanceof Stop) stop = err;
-  else {
-    // A throw from the host side of the sandbox: the wasm stack ran out, or QuickJS itself failed.
-    const classified = classify(`${(err as Error)?.name ?? 'Error'}: ${(err as Error)?.message ?? String(err)}`);
-    stop =
-      classified.kind === 'error'
-        ? new Stop('crash', `the sandbox failed while running the program: ${classified.message}`)
-        : classified;
-  }
-  post({ type: 'done', ok: false, kind: stop.kind, error: stop.message, cpuMs: Math.round(cpuMs) });
-});

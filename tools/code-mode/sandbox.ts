@@ -1,8 +1,15 @@
-// Runs one program in a fresh sandbox thread and relays its tool calls, one at a time in the
-// order the program made them, to whoever runs them (the run_code body: the batch workflow).
-// The thread enforces the CPU budget, memory cap and stack limit itself; this side adds a
-// watchdog that kills the thread outright if it ever stops answering.
+// Runs one program in a sandbox thread and relays its tool calls, one at a time in the order the
+// program made them, to whoever runs them (the run_code body: the batch workflow). The thread
+// enforces the CPU budget, memory cap and stack limit itself; this side adds a watchdog that kills
+// the thread outright if it ever stops answering.
+//
+// Threads are pooled: starting one (a V8 isolate, the module graph, QuickJS) costs hundreds of
+// milliseconds, a run in a warm one a few. Reuse is safe because a thread gives every run a
+// QuickJS instance of its own (fresh linear memory, runtime and context; see sandbox-thread.ts),
+// and only a thread that ended its run itself goes back to the pool: one killed by the watchdog,
+// a cancel or a failed sub-call is terminated and never reused.
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { MAX_SUBCALLS_PER_PROGRAM } from '../../pipeline/code-mode';
@@ -38,6 +45,12 @@ export interface RunProgramOptions {
   /** Runs one sub-call; called one at a time, in the order the program made the calls. A throw ends the run with that error. */
   callTool(call: { index: number; name: string; args: JsonObject }): Promise<SubCallAnswer>;
   signal?: AbortSignal;
+  /**
+   * Time the thread may run without answering (summed over the run, like the CPU budget) before it
+   * is killed outright; by default the CPU limit plus 5 s. The CPU limit stops an ordinary program
+   * first: this is for a thread stuck where QuickJS cannot interrupt it.
+   */
+  watchdogMs?: number;
 }
 
 export interface ProgramOutcome {
@@ -71,28 +84,102 @@ function threadSource(): string {
   return `${entry.endsWith('.ts') ? `require(${JSON.stringify(require.resolve('tsx/cjs'))});\n` : ''}require(${JSON.stringify(entry)});`;
 }
 
-export async function runProgram(opts: RunProgramOptions): Promise<ProgramOutcome> {
-  const limits: SandboxLimits = { ...DEFAULT_LIMITS, ...opts.limits };
-  const data: ThreadData = {
-    code: opts.code,
-    toolNames: [...opts.toolNames],
-    seed: parseInt(sha256Hex(opts.seed).slice(0, 8), 16),
-    now: opts.now,
-    limits,
-    wasmModule: await quickjsModule(),
-  };
-  const thread = new Worker(threadSource(), {
+/** Warm threads kept waiting for the next program. */
+const MAX_IDLE_THREADS = Math.max(1, Math.min(4, os.availableParallelism?.() ?? os.cpus().length));
+/** A thread is retired after this many runs, so nothing the host side accumulates can grow for ever. */
+const MAX_RUNS_PER_THREAD = 500;
+
+interface SandboxThread {
+  worker: Worker;
+  runs: number;
+  exited: boolean;
+  /** The run using the thread, if any. */
+  onMessage?: (m: ThreadMessage) => void;
+  onGone?: (why: { error: Error } | { exitCode: number }) => void;
+}
+
+const idle: SandboxThread[] = [];
+let threadsStarted = 0;
+let nextRunId = 1;
+
+/** How the pool stands: warm threads waiting, and threads started since the process began. */
+export function sandboxPoolStats(): { idle: number; started: number } {
+  return { idle: idle.length, started: threadsStarted };
+}
+
+/** Stops the threads waiting in the pool (a process exits without this: idle threads never hold it). */
+export async function closeSandboxPool(): Promise<void> {
+  const threads = idle.splice(0);
+  await Promise.all(threads.map((t) => t.worker.terminate()));
+}
+
+async function startThread(memoryBytes: number): Promise<SandboxThread> {
+  const data: ThreadData = { wasmModule: await quickjsModule(), memoryBytes };
+  const worker = new Worker(threadSource(), {
     eval: true,
     workerData: data,
     resourceLimits: { stackSizeMb: 8, maxOldGenerationSizeMb: 256 },
-    stdout: true,
-    stderr: true,
   });
-  // QuickJS prints nothing a person needs (a wasm abort is reported as the thread's error).
-  thread.stdout.resume();
-  thread.stderr.resume();
+  threadsStarted++;
+  const thread: SandboxThread = { worker, runs: 0, exited: false };
+  worker.on('message', (m: ThreadMessage) => thread.onMessage?.(m));
+  worker.on('error', (error) => {
+    forget(thread);
+    thread.onGone?.({ error });
+  });
+  worker.on('exit', (exitCode) => {
+    thread.exited = true;
+    forget(thread);
+    thread.onGone?.({ exitCode });
+  });
+  return thread;
+}
+
+function forget(thread: SandboxThread): void {
+  const at = idle.indexOf(thread);
+  if (at >= 0) idle.splice(at, 1);
+}
+
+async function acquire(memoryBytes: number): Promise<SandboxThread> {
+  const warm = idle.pop();
+  if (warm) {
+    warm.worker.ref();
+    return warm;
+  }
+  return startThread(memoryBytes);
+}
+
+/** A thread whose program ended on its own goes back to the pool; it starts the next run on a fresh instance. */
+function release(thread: SandboxThread): void {
+  thread.onMessage = undefined;
+  thread.onGone = undefined;
+  thread.runs++;
+  if (thread.exited) return;
+  if (thread.runs >= MAX_RUNS_PER_THREAD || idle.length >= MAX_IDLE_THREADS) {
+    void thread.worker.terminate();
+    return;
+  }
+  thread.worker.unref();
+  idle.push(thread);
+}
+
+/** A thread stopped from outside (watchdog, cancel, a failed sub-call) is never reused. */
+function discard(thread: SandboxThread): void {
+  thread.onMessage = undefined;
+  thread.onGone = undefined;
+  forget(thread);
+  void thread.worker.terminate();
+}
+
+export async function runProgram(opts: RunProgramOptions): Promise<ProgramOutcome> {
+  const limits: SandboxLimits = { ...DEFAULT_LIMITS, ...opts.limits };
+  const watchdogMs = opts.watchdogMs ?? limits.cpuMs + WATCHDOG_GRACE_MS;
   const logs: string[] = [];
   let calls = 0;
+  const cancelled = 'the run_code call was cancelled and its program was stopped';
+  if (opts.signal?.aborted) return { ok: false, kind: 'cancelled', error: cancelled, logs, calls, cpuMs: 0 };
+  const thread = await acquire(limits.memoryBytes);
+  const runId = nextRunId++;
 
   return new Promise<ProgramOutcome>((resolve, reject) => {
     let finished = false;
@@ -105,24 +192,26 @@ export async function runProgram(opts: RunProgramOptions): Promise<ProgramOutcom
     let answersSent = 0;
     let timer: NodeJS.Timeout | undefined;
 
-    const finish = (outcome: Omit<ProgramOutcome, 'logs' | 'calls'> | Error) => {
+    /** `reuse`: the thread ended the run itself and may take another. */
+    const finish = (outcome: Omit<ProgramOutcome, 'logs' | 'calls'> | Error, reuse = false) => {
       if (finished) return;
       finished = true;
       clearTimeout(timer);
       opts.signal?.removeEventListener('abort', onAbort);
-      void thread.terminate();
+      if (reuse) release(thread);
+      else discard(thread);
       if (outcome instanceof Error) reject(outcome);
       else resolve({ ...outcome, logs, calls });
     };
     const fail = (kind: StopKind, error: string) => finish({ ok: false, kind, error, cpuMs: Math.round(busyMs) });
     const arm = () => {
       clearTimeout(timer);
-      const left = Math.max(0, limits.cpuMs - busyMs) + WATCHDOG_GRACE_MS;
+      const left = Math.max(0, watchdogMs - busyMs);
       timer = setTimeout(
         () =>
           fail(
             'time',
-            `the program did not yield within ${limits.cpuMs + WATCHDOG_GRACE_MS} ms of running (the CPU limit is ${limits.cpuMs} ms) and its sandbox was killed`,
+            `the program did not yield within ${watchdogMs} ms of running (the CPU limit is ${limits.cpuMs} ms) and its sandbox was killed`,
           ),
         left,
       );
@@ -132,13 +221,13 @@ export async function runProgram(opts: RunProgramOptions): Promise<ProgramOutcom
       busySince = Date.now();
       arm();
     };
-    const idle = () => {
+    const idleNow = () => {
       if (busySince === undefined) return;
       busyMs += Date.now() - busySince;
       busySince = undefined;
       clearTimeout(timer);
     };
-    const onAbort = () => fail('cancelled', 'the run_code call was cancelled and its program was stopped');
+    const onAbort = () => fail('cancelled', cancelled);
     if (opts.signal?.aborted) return onAbort();
     opts.signal?.addEventListener('abort', onAbort);
     timer = setTimeout(
@@ -149,7 +238,7 @@ export async function runProgram(opts: RunProgramOptions): Promise<ProgramOutcom
     const answer = (m: ParentMessage) => {
       answersSent++;
       busy();
-      thread.postMessage(m);
+      thread.worker.postMessage(m);
     };
     const drain = async () => {
       if (draining) return;
@@ -168,8 +257,8 @@ export async function runProgram(opts: RunProgramOptions): Promise<ProgramOutcom
           if ('fatal' in got) return fail(got.kind ?? 'fatal', got.fatal);
           answer(
             got.ok
-              ? { type: 'answer', callNo: call.callNo, ok: true, json: JSON.stringify(got.value) }
-              : { type: 'answer', callNo: call.callNo, ok: false, message: got.message },
+              ? { type: 'answer', runId, callNo: call.callNo, ok: true, json: JSON.stringify(got.value) }
+              : { type: 'answer', runId, callNo: call.callNo, ok: false, message: got.message },
           );
         }
       } finally {
@@ -177,15 +266,15 @@ export async function runProgram(opts: RunProgramOptions): Promise<ProgramOutcom
       }
     };
 
-    thread.on('message', (m: ThreadMessage) => {
-      if (finished) return;
+    thread.onMessage = (m: ThreadMessage) => {
+      if (finished || m.runId !== runId) return;
       switch (m.type) {
         case 'ready':
           ready = true;
           busy();
           return;
         case 'waiting':
-          if (m.answersSeen === answersSent) idle();
+          if (m.answersSeen === answersSent) idleNow();
           return;
         case 'log':
           logs.push(m.line);
@@ -195,17 +284,30 @@ export async function runProgram(opts: RunProgramOptions): Promise<ProgramOutcom
           void drain();
           return;
         case 'done':
-          idle();
+          idleNow();
           return finish(
             m.ok
               ? { ok: true, ...(m.result !== undefined ? { result: m.result } : {}), cpuMs: m.cpuMs }
               : { ok: false, kind: m.kind, error: m.error, cpuMs: m.cpuMs },
+            true,
           );
       }
-    });
-    thread.on('error', (err) => fail('crash', `the sandbox failed while running the program: ${err.message}`));
-    thread.on('exit', (code) =>
-      fail('crash', `the sandbox ${ready ? 'stopped' : 'failed to start'} unexpectedly (exit code ${code})`),
-    );
+    };
+    thread.onGone = (why) =>
+      'error' in why
+        ? fail('crash', `the sandbox failed while running the program: ${why.error.message}`)
+        : fail(
+            'crash',
+            `the sandbox ${ready ? 'stopped' : 'failed to start'} unexpectedly (exit code ${why.exitCode})`,
+          );
+    thread.worker.postMessage({
+      type: 'run',
+      runId,
+      code: opts.code,
+      toolNames: [...opts.toolNames],
+      seed: parseInt(sha256Hex(opts.seed).slice(0, 8), 16),
+      now: opts.now,
+      limits,
+    } satisfies ParentMessage);
   });
 }
