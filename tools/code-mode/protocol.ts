@@ -46,8 +46,9 @@ export type StopKind =
   | 'fatal'
   | 'cancelled';
 
-export type ThreadMessage = { runId: number } & /** The run's QuickJS is up; the program's CPU time starts counting. */
-(
+export type ThreadMessage = {
+  runId: number;
+} /** The run's QuickJS is up; the program's CPU time starts counting. */ & (
   | { type: 'ready' }
   /** The program waits for a tool's answer; `answersSeen` lets the parent tell if one is on its way. */
   | { type: 'waiting'; answersSeen: number }
