@@ -1,21 +1,42 @@
-// Sluice's public surface.
-export { defineConfig, defineTool, toolOutput, toolSchemas } from './worker/config';
-export type {
-  SluiceConfig,
-  ToolDefinition,
-  ToolContext,
-  StageContext,
-  PostExecuteContext,
-  PreExecuteHandler,
-  Guard,
-  ExecuteWrapper,
-  PostExecuteHandler,
-  ResultObserver,
+// `sluice`: what a config module and an agent process write against — tools, the config, schemas
+// and the types. Loads no Temporal runtime. The rest is layered: sluice/client (run batches,
+// decide approvals), sluice/worker (host Sluice), sluice/workflow (inside your workflows),
+// sluice/tools, sluice/hooks, sluice/code-mode.
+export {
+  defineConfig,
+  defineTool,
+  parseToolManifest,
+  toolManifest,
+  ToolOutput,
+  toolOutput,
+  toolSchemas,
 } from './worker/config';
-export { createSluiceWorker, DEFAULT_TASK_QUEUE } from './worker/worker';
-export { JsonlSessionLog, type EventSink } from './worker/sink';
-export { startDevServer, findTemporalCli } from './worker/dev-server';
-export { SluiceClient } from './client/client';
+export type {
+  CallInfo,
+  ExecuteWrapper,
+  Guard,
+  Named,
+  PostExecuteContext,
+  PostExecuteHandler,
+  PreExecuteHandler,
+  ResultNotice,
+  ResultObserver,
+  SluiceConfig,
+  StageContext,
+  ToolContext,
+  ToolDefinition,
+  ToolManifest,
+  ToolSchema,
+  ToolDefinitionInput,
+} from './worker/config';
+export type { JsonSchema, ToolInputSchema } from './worker/tool-schema';
+export type { ConfigExport } from './worker/load-config';
+export type { ResultStore } from './worker/claim-check';
+export type { EventSink } from './worker/sink';
+export type { PostVerdict } from './pipeline/fold';
+export type { BatchRequest } from './pipeline/batch-input';
+export { ErrorCodes, FailureTypes, type ErrorCode } from './pipeline/errors';
+export type * from './pipeline/events';
 export {
   BatchFailedError,
   ConfigError,
@@ -27,26 +48,11 @@ export {
   SluiceError,
   UsageError,
 } from './client/errors';
-export { connect } from './client/connection';
-export { ensureSearchAttributes } from './client/setup';
-export { batchWorkflowId, decideSignal, decideUpdate, stateQuery } from './workflows/definitions';
-export { ErrorCodes, FailureTypes, type ErrorCode } from './pipeline/errors';
 export type * from './pipeline/types';
-export { fsTools, todoWriteTool, bashTool, ledgerWriteIntent, ledgerEditIntent, ToolErrorCodes } from './tools';
-export { commandHooks, permissionRules } from './hooks';
-export { mcpTools, mcpSource, type McpSourceOptions, type McpToolOverride } from './tools/mcp';
-export { codeModeTool, type CodeModeOptions } from './tools/code-mode';
+// Converters between model SDK message formats and batches, and the model adapters a config's
+// agent sessions use (their SDKs load on first use).
 export * from './agent/convert';
 export type * from './pipeline/session';
-export { startSession, sessionHandle, SessionHandle, type SessionRequest } from './client/session';
-export {
-  sessionWorkflowId,
-  sendMessageUpdate,
-  messageSignal,
-  interruptSignal,
-  cancelSessionSignal,
-  sessionQuery,
-} from './workflows/session-definitions';
 export {
   ModelRefusedError,
   type ModelAdapter,

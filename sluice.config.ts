@@ -1,7 +1,7 @@
 // The demo agent's tools and policy. Copy this file to start your own: `npx sluice dev` loads
 // ./sluice.config.ts (or --config FILE).
 import { z } from 'zod';
-import { defineConfig, defineTool } from './worker/config';
+import { defineConfig, defineTool } from 'sluice';
 
 const weather = defineTool({
   name: 'get_weather',

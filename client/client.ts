@@ -6,14 +6,14 @@ import {
   WorkflowFailedError,
   WorkflowNotFoundError,
   WorkflowUpdateFailedError,
+  type ConnectionLike,
   type WorkflowHandle,
 } from '@temporalio/client';
 import { ApplicationFailure, type DataConverter } from '@temporalio/common';
 import type { NativeConnection } from '@temporalio/worker';
-import { batchInputProblem } from '../pipeline/batch-input';
+import { type BatchRequest, prepareBatch } from '../pipeline/batch-input';
 import { DecisionRefusedError, InvalidInputError, NotFoundError, SluiceError } from './errors';
 import { isEvent } from '../pipeline/events';
-import { jsonBytes, MAX_ARGUMENT_CHARS, MAX_INPUT_BYTES } from '../pipeline/budget';
 import type {
   ApprovalDecision,
   ApprovalOutcome,
@@ -24,15 +24,14 @@ import type {
   DecidedApproval,
   DecisionApplied,
   DecisionRefusal,
-  Json,
   PendingApproval,
   SessionEvent,
-  ToolCall,
 } from '../pipeline/types';
 import {
   APPROVALS_MEMO,
   BATCH_WORKFLOW,
   batchWorkflowId,
+  DEFAULT_TASK_QUEUE,
   DECISION_REFUSED,
   decideSignal,
   decideUpdate,
@@ -40,20 +39,17 @@ import {
   SESSION_ID,
   stateQuery,
 } from '../workflows/definitions';
-import { DEFAULT_TASK_QUEUE } from '../worker/worker';
 
 export interface SluiceClientOptions {
-  connection: NativeConnection;
+  /** A client connection (`connect()` from sluice/client) or a worker's NativeConnection. */
+  connection: ConnectionLike;
   namespace?: string;
   taskQueue?: string;
   /** Payload encryption (worker/codec.ts): the same as the workers'. */
   dataConverter?: DataConverter;
 }
 
-/** A batch's model-side input: tool calls whose arguments may still be parsed objects. */
-export type BatchRequest = Omit<BatchInput, 'calls'> & {
-  calls: (Omit<ToolCall, 'arguments'> & { arguments: string | object })[];
-};
+export type { BatchRequest };
 
 export { DecisionRefusedError, SluiceError } from './errors';
 
@@ -566,35 +562,11 @@ export type SignalOutcome =
   | { status: 'refused'; refusal: DecisionRefusal }
   | { status: 'unknown'; message: string };
 
+/** The client's side of the checks every path runs (pipeline/batch-input.ts). */
 export function toBatchInput(request: BatchRequest): BatchInput {
-  const input: BatchInput = {
-    ...request,
-    calls: (request.calls ?? []).map((c) =>
-      withinArgumentLimit({
-        id: c.id,
-        name: c.name,
-        arguments: typeof c.arguments === 'string' ? c.arguments : JSON.stringify(c.arguments),
-      }),
-    ),
-  };
-  const problem = batchInputProblem(input);
-  if (problem) throw new InvalidInputError(`malformed batch: ${problem}`);
-  const bytes = jsonBytes(input as unknown as Json);
-  if (bytes > MAX_INPUT_BYTES) {
-    throw new InvalidInputError(
-      `the batch is ${bytes} bytes, over the ${MAX_INPUT_BYTES}-byte limit for one batch (Temporal refuses payloads over 2 MB); no batch was started. Send its calls in several batches.`,
-    );
-  }
-  return input;
-}
-
-/**
- * Arguments too large for Temporal never leave the client: the call goes with a preview, and the
- * batch gives it an INVALID_ARGS result the model can act on, while the other calls run.
- */
-function withinArgumentLimit(call: ToolCall): ToolCall {
-  if (typeof call.arguments !== 'string' || call.arguments.length <= MAX_ARGUMENT_CHARS) return call;
-  return { ...call, arguments: call.arguments.slice(0, 1000), argumentsChars: call.arguments.length };
+  const prepared = prepareBatch(request);
+  if ('problem' in prepared) throw new InvalidInputError(prepared.problem);
+  return prepared.input;
 }
 
 /**

@@ -1,7 +1,8 @@
 // Registers the search attributes Sluice uses on a server that lacks them (the embedded dev
 // server registers them at start; a cluster or Temporal Cloud needs this once per namespace).
 import { temporal } from '@temporalio/proto';
-import type { NativeConnection } from '@temporalio/worker';
+
+type OperatorService = temporal.api.operatorservice.v1.OperatorService;
 import { SEARCH_ATTRIBUTES } from '../workflows/definitions';
 import { ServerError } from './errors';
 
@@ -12,7 +13,10 @@ const TYPES: Record<string, temporal.api.enums.v1.IndexedValueType> = {
 };
 
 /** Returns the names it added; throws a message a person can act on when it may not add them. */
-export async function ensureSearchAttributes(connection: NativeConnection, namespace: string): Promise<string[]> {
+export async function ensureSearchAttributes(
+  connection: { operatorService: Pick<OperatorService, 'listSearchAttributes' | 'addSearchAttributes'> },
+  namespace: string,
+): Promise<string[]> {
   const have = await connection.operatorService.listSearchAttributes({ namespace });
   const known = { ...(have.customAttributes ?? {}), ...(have.systemAttributes ?? {}) };
   const missing = Object.entries(SEARCH_ATTRIBUTES).filter(([name]) => !(name in known));

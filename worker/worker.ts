@@ -1,19 +1,139 @@
-// A Sluice worker: the batch workflow plus the stage activities built from a user's config.
+// Sluice inside a Temporal worker: `SluicePlugin` adds the batch workflow, the stage activities and
+// the session-event sink to any Worker.create, beside the user's own workflows, activities and
+// interceptors; `createSluiceWorker` is a worker that hosts nothing else.
 import type { DataConverter } from '@temporalio/common';
-import { type NativeConnection, Worker, type WorkflowBundleOption } from '@temporalio/worker';
+import {
+  type NativeConnection,
+  type ReplayWorkerOptions,
+  Worker,
+  type WorkerOptions,
+  type WorkerPlugin,
+  type WorkflowBundleOption,
+} from '@temporalio/worker';
+import { createHash } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
+import { createAttachActivities } from '../activities/attach-batch';
 import { createModelActivities } from '../activities/model-step';
 import { createSessionActivities } from '../activities/session';
 import { createStageActivities } from '../activities/stages';
-import type { SluiceConfig } from './config';
+import { DEFAULT_TASK_QUEUE } from '../workflows/definitions';
 import { FileResultStore } from './claim-check';
+import { defineConfig, type SluiceConfig } from './config';
 import { withHeartbeats } from './liveness';
 import { JsonlSessionLog } from './sink';
 import { sessionEventSinks } from './workflow-sinks';
 import { protectStateDir } from '../tools/fs/protect';
 
-export const DEFAULT_TASK_QUEUE = 'sluice';
+export { DEFAULT_TASK_QUEUE } from '../workflows/definitions';
 export const DEFAULT_STATE_DIR = '.sluice';
+
+/**
+ * The batch workflow's module: compiled JavaScript in an installed package, TypeScript in a
+ * checkout (Temporal's bundler compiles .ts outside node_modules only).
+ */
+export const WORKFLOWS_PATH = ((base: string) => (fs.existsSync(`${base}.ts`) ? `${base}.ts` : `${base}.js`))(
+  path.join(__dirname, '..', 'workflows', 'index'),
+);
+
+export interface SluicePluginOptions {
+  config: SluiceConfig;
+  /** The git-ignored folder for session logs and stored results (default `.sluice`). */
+  stateDir?: string;
+}
+
+/**
+ * A Temporal worker plugin: `Worker.create({ ..., plugins: [new SluicePlugin({ config })] })`.
+ * Your `workflowsPath` keeps its workflows and gains `toolBatch`; your activities, sinks and
+ * interceptors stay. With a prebuilt `workflowBundle`, bundle `sluiceWorkflowsPath(yours)` into it.
+ */
+export class SluicePlugin implements WorkerPlugin {
+  readonly name = 'sluice';
+  private readonly config: SluiceConfig;
+  private readonly stateDir: string;
+
+  constructor(opts: SluicePluginOptions) {
+    this.config = defineConfig(opts.config);
+    this.stateDir = opts.stateDir ?? DEFAULT_STATE_DIR;
+    // Session logs and stored results of every session: no built-in tool may reach them.
+    protectStateDir(this.stateDir);
+  }
+
+  configureWorker(options: WorkerOptions): WorkerOptions {
+    const resultStore = new FileResultStore(path.join(this.stateDir, 'results'));
+    const sink = this.config.sink ?? new JsonlSessionLog(this.stateDir);
+    const sluice: Record<string, unknown> = {
+      ...withHeartbeats({
+        ...createStageActivities(this.config, { resultStore }),
+        ...createModelActivities(this.config, { resultStore }),
+      }),
+      ...createSessionActivities(sink),
+      ...createAttachActivities(),
+    };
+    const mine = (options.activities ?? {}) as Record<string, unknown>;
+    const clash = Object.keys(sluice).filter((n) => n in mine);
+    if (clash.length)
+      throw new Error(
+        `SluicePlugin: your activities ${clash.join(', ')} have the names of Sluice's stage activities; rename yours (Sluice's are fixed by the histories they are in)`,
+      );
+    const sinks = sessionEventSinks(sink);
+    if (options.sinks && 'sessionEvents' in options.sinks)
+      throw new Error('SluicePlugin: your worker already has a sink named sessionEvents; Sluice needs that name');
+    return {
+      ...withWorkflows(options),
+      activities: { ...mine, ...sluice },
+      sinks: { ...(options.sinks ?? {}), ...sinks },
+    };
+  }
+
+  configureReplayWorker(options: ReplayWorkerOptions): ReplayWorkerOptions {
+    return withWorkflows(options);
+  }
+}
+
+function withWorkflows<O extends WorkerOptions | ReplayWorkerOptions>(options: O): O {
+  if (options.workflowBundle) return options;
+  const workflowsPath = options.workflowsPath ? sluiceWorkflowsPath(options.workflowsPath) : WORKFLOWS_PATH;
+  if (workflowsPath === options.workflowsPath || workflowsPath === WORKFLOWS_PATH) return { ...options, workflowsPath };
+  // The combined module lives outside any package, so the bundler is told where Temporal's
+  // workflow library (the one Sluice resolves) lives.
+  const temporalModules = path.resolve(require.resolve('@temporalio/workflow/package.json'), '..', '..', '..');
+  const hook = options.bundlerOptions?.webpackConfigHook;
+  return {
+    ...options,
+    workflowsPath,
+    bundlerOptions: {
+      ...options.bundlerOptions,
+      webpackConfigHook: (config) => {
+        const out = hook ? hook(config) : config;
+        out.resolve = { ...out.resolve, modules: [...(out.resolve?.modules ?? ['node_modules']), temporalModules] };
+        return out;
+      },
+    },
+  };
+}
+
+/**
+ * A workflows module exporting your workflows and Sluice's batch workflow together: what
+ * SluicePlugin hands the bundler, and what to pass to `bundleWorkflowCode` for a prebuilt bundle.
+ * Your module's own exports win no name from Sluice's: a clash is an error at bundle time.
+ */
+export function sluiceWorkflowsPath(userWorkflowsPath: string): string {
+  const user = path.resolve(userWorkflowsPath);
+  const code = `// Generated by Sluice: ${path.basename(user)}'s workflows and Sluice's batch workflow.
+const user = require(${JSON.stringify(user)});
+const sluice = require(${JSON.stringify(WORKFLOWS_PATH)});
+for (const name of Object.keys(sluice))
+  if (name in user) throw new Error('your workflows export ' + name + ', which is the name of a Sluice workflow: rename yours');
+module.exports = Object.assign({}, user, sluice);
+`;
+  const dir = path.join(os.tmpdir(), 'sluice-workflows');
+  fs.mkdirSync(dir, { recursive: true });
+  const file = path.join(dir, `${createHash('sha256').update(code).digest('hex').slice(0, 16)}.cjs`);
+  if (!fs.existsSync(file) || fs.readFileSync(file, 'utf8') !== code) fs.writeFileSync(file, code);
+  return file;
+}
 
 export interface SluiceWorkerOptions {
   connection: NativeConnection;
@@ -49,27 +169,14 @@ export interface WorkerDeployment {
   buildId: string;
 }
 
-export const WORKFLOWS_PATH = path.join(__dirname, '..', 'workflows', 'index.ts');
-
+/** A worker that hosts Sluice alone: Worker.create with SluicePlugin and Sluice's defaults. */
 export async function createSluiceWorker(opts: SluiceWorkerOptions): Promise<Worker> {
-  const stateDir = opts.stateDir ?? DEFAULT_STATE_DIR;
-  // Session logs and stored results of every session: no built-in tool may reach them.
-  protectStateDir(stateDir);
-  const sink = opts.config.sink ?? new JsonlSessionLog(stateDir);
-  const resultStore = new FileResultStore(path.join(stateDir, 'results'));
   return Worker.create({
     connection: opts.connection,
     namespace: opts.namespace ?? 'default',
     taskQueue: opts.taskQueue ?? DEFAULT_TASK_QUEUE,
-    ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
-    activities: {
-      ...withHeartbeats({
-        ...createStageActivities(opts.config, { resultStore }),
-        ...createModelActivities(opts.config, { resultStore }),
-      }),
-      ...createSessionActivities(sink),
-    },
-    sinks: sessionEventSinks(sink),
+    plugins: [new SluicePlugin({ config: opts.config, stateDir: opts.stateDir })],
+    ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : {}),
     ...(opts.identity ? { identity: opts.identity } : {}),
     ...(opts.deployment
       ? {

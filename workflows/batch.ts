@@ -15,6 +15,7 @@ import {
   patched,
   proxyLocalActivities,
   setHandler,
+  upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
 import { batchInputProblem } from '../pipeline/batch-input';
@@ -33,7 +34,7 @@ import type { SessionActivities } from '../pipeline/seq-claim';
 import { Approvals } from './approvals';
 import { CallPipeline, DEFAULT_MAX_PARALLEL, type Admission, type Settlement } from './call-pipeline';
 import { CodeCalls } from './code-calls';
-import { SEQ_CONFLICT, stateQuery } from './definitions';
+import { SEQ_CONFLICT, SESSION_ID, stateQuery } from './definitions';
 import { EventLog } from './event-log';
 
 const SEQ_CLAIM_PATCH = 'sluice-seq-claim';
@@ -62,6 +63,11 @@ async function claimSessionSeq(input: BatchInput): Promise<void> {
 export async function toolBatch(input: BatchInput): Promise<BatchOutput> {
   const problem = batchInputProblem(input);
   if (problem) throw ApplicationFailure.nonRetryable(problem, FailureTypes.INVALID_BATCH);
+  // Findable by session however it was started (client, parent workflow, stock CLI); a batch the
+  // client started has it already, so its history gains no command (and histories recorded
+  // before this existed replay unchanged).
+  if (workflowInfo().typedSearchAttributes.get(SESSION_ID) !== input.sessionId && patched('sluice-session-attribute'))
+    upsertSearchAttributes([{ key: SESSION_ID, value: input.sessionId }]);
   const events = new EventLog(input.sessionId, input.startSeq ?? 0);
   const state: SessionState = JSON.parse(JSON.stringify(input.state ?? {}));
   let cancelRequested = false;

@@ -6,6 +6,8 @@ import { FailureTypes } from '../pipeline/errors';
 import type { ApprovalDecision, BatchState, DecisionApplied } from '../pipeline/types';
 
 export const BATCH_WORKFLOW = 'toolBatch';
+/** The task queue Sluice's workers poll unless told otherwise. */
+export const DEFAULT_TASK_QUEUE = 'sluice';
 
 /** Fire-and-forget decision: for integrations that must not depend on a worker being up. */
 export const decideSignal = defineSignal<[ApprovalDecision]>('sluice.decide');

@@ -1,0 +1,46 @@
+// `sluice/client`: an agent process's side — run or attach to a batch, decide approvals, read a
+// session's events. Loads no worker runtime, no activities and no file-system code.
+export { SluiceClient, toBatchInput, type SluiceClientOptions } from './client';
+export {
+  BatchFailedError,
+  ConfigError,
+  DecisionRefusedError,
+  HistoryNotFound,
+  InvalidInputError,
+  NotFoundError,
+  ServerError,
+  SluiceError,
+  UsageError,
+} from './errors';
+export {
+  batchVersion,
+  deploymentStatus,
+  setCurrentVersion,
+  type DeploymentStatus,
+  type DeploymentVersionSummary,
+} from './deployment';
+export { connectClient as connect, type ConnectOptions, type Connected } from './connection';
+export { ensureSearchAttributes } from './setup';
+export {
+  BATCH_WORKFLOW,
+  batchWorkflowId,
+  DEFAULT_TASK_QUEUE,
+  decideSignal,
+  decideUpdate,
+  stateQuery,
+} from '../workflows/definitions';
+export { startSession, sessionHandle, SessionHandle, type SessionRequest } from './session';
+export {
+  cancelSessionSignal,
+  interruptSignal,
+  messageSignal,
+  sendMessageUpdate,
+  sessionQuery,
+  sessionWorkflowId,
+} from '../workflows/session-definitions';
+export type * from '../pipeline/session';
+export type { BatchRequest } from '../pipeline/batch-input';
+export { ErrorCodes, FailureTypes, type ErrorCode } from '../pipeline/errors';
+export { isEvent } from '../pipeline/events';
+export type * from '../pipeline/events';
+export type * from '../pipeline/types';

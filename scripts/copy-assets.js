@@ -1,0 +1,10 @@
+// After tsc: the files the compiled package reads at run time that are not TypeScript.
+const fs = require('node:fs');
+const path = require('node:path');
+
+const root = path.join(__dirname, '..');
+for (const file of ['client/inbox/page.html', 'worker/encrypted-failures.js']) {
+  const to = path.join(root, 'dist', file);
+  fs.mkdirSync(path.dirname(to), { recursive: true });
+  fs.copyFileSync(path.join(root, file), to);
+}

@@ -1,0 +1,156 @@
+// Sluice as a user gets it: `npm pack`, installed into fresh projects outside the checkout (one in
+// JavaScript, one in TypeScript), run with plain node against the test server: a worker hosting the
+// user's workflow and activity beside Sluice (SluicePlugin), a batch through sluice/client, a child
+// batch that asks for approval and is approved, a second parent that attaches (the body ran once),
+// and the bin's --help. Every TypeScript block in the README typechecks against the built package.
+import { execFile } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+
+const run = promisify(execFile);
+const repo = path.resolve(__dirname, '..');
+const fixtures = path.join(__dirname, 'fixtures', 'package');
+const work = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-package-'));
+const installed = (name: string) =>
+  JSON.parse(fs.readFileSync(path.join(repo, 'node_modules', name, 'package.json'), 'utf8')).version as string;
+
+async function sh(cmd: string, args: string[], cwd: string, env: Record<string, string> = {}) {
+  try {
+    return await run(cmd, args, { cwd, env: { ...process.env, ...env }, maxBuffer: 64 * 1024 * 1024 });
+  } catch (err) {
+    const e = err as { stdout?: string; stderr?: string; message: string };
+    throw new Error(`${cmd} ${args.join(' ')} failed in ${cwd}: ${e.message}\n${e.stdout ?? ''}\n${e.stderr ?? ''}`);
+  }
+}
+
+function project(name: string, files: string): string {
+  const dir = path.join(work, name);
+  fs.cpSync(files, dir, { recursive: true });
+  fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name, version: '1.0.0', private: true }));
+  fs.mkdirSync(path.join(dir, 'state'));
+  return dir;
+}
+
+/** The last line of a run's stdout: the app's JSON report. */
+function report(stdout: string): Record<string, unknown> {
+  const line = stdout.trim().split('\n').pop() ?? '';
+  return JSON.parse(line);
+}
+
+let tarball = '';
+let jsApp = '';
+let tsApp = '';
+let started = 0;
+
+beforeAll(async () => {
+  started = Date.now();
+  // `npm pack` runs `prepare`, which is `npm run build`: tsc to dist/ with declarations.
+  const packed = await sh('npm', ['pack', '--pack-destination', work, '--json'], repo);
+  tarball = path.join(work, JSON.parse(packed.stdout)[0].filename);
+  jsApp = project('js-app', path.join(fixtures, 'js-app'));
+  tsApp = project('ts-app', path.join(fixtures, 'ts-app'));
+  const install = ['install', '--prefer-offline', '--no-audit', '--no-fund'];
+  await Promise.all([
+    sh('npm', [...install, tarball], jsApp),
+    sh(
+      'npm',
+      [...install, tarball, `typescript@${installed('typescript')}`, `@types/node@${installed('@types/node')}`],
+      tsApp,
+    ),
+  ]);
+}, 900_000);
+
+afterAll(() => {
+  console.log(
+    `package test: build + pack + two installs + the runs and typechecks in ${Math.round((Date.now() - started) / 1000)} s`,
+  );
+  fs.rmSync(work, { recursive: true, force: true });
+});
+
+describe('the packed tarball in fresh projects, with plain node', () => {
+  it('installs outside the checkout, with compiled JavaScript and declarations only', () => {
+    expect(path.relative(repo, jsApp).startsWith('..')).toBe(true);
+    const pkg = path.join(jsApp, 'node_modules', 'sluice');
+    expect(fs.existsSync(path.join(pkg, 'dist', 'index.js'))).toBe(true);
+    expect(fs.existsSync(path.join(pkg, 'dist', 'index.d.ts'))).toBe(true);
+    expect(fs.existsSync(path.join(pkg, 'worker', 'worker.ts'))).toBe(false);
+  });
+
+  it('JavaScript: plugin worker with the user’s workflow and activity, client batch, approved child batch, attaching second parent', async () => {
+    const { stdout } = await sh('node', ['main.js'], jsApp, {
+      TEMPORAL_ADDRESS: inject('temporalAddress'),
+      APP_STATE_DIR: path.join(jsApp, 'state'),
+    });
+    const r = report(stdout);
+    expect(r.clientBatch).toBe('noon');
+    expect(r.asked).toBe('send_email');
+    expect(r.decision).toBe('allowed-once');
+    expect(r.firstHello).toMatch(/^hello js-/);
+    expect(JSON.parse(r.firstResult as string)).toEqual({ sent: 'ada@example.com' });
+    expect(r.secondResult).toBe(r.firstResult);
+    expect(r.sameBatchEvents).toBe(true);
+    expect(r.bodyRuns).toBe(1);
+    // The child batch set its own SluiceSessionId: sessionEvents finds it.
+    expect(r.sessionEventTypes).toEqual(['approval/asked', 'approval/decided', 'tool/call', 'tool/result']);
+    expect(r.tsxLoaded).toBe(false);
+  });
+
+  it('TypeScript: compiles against the declarations, then runs with plain node', async () => {
+    await sh('node', [path.join('node_modules', 'typescript', 'bin', 'tsc'), '-p', '.'], tsApp);
+    const { stdout } = await sh('node', [path.join('build', 'main.js')], tsApp, {
+      TEMPORAL_ADDRESS: inject('temporalAddress'),
+      APP_STATE_DIR: path.join(tsApp, 'state'),
+    });
+    const r = report(stdout);
+    expect(JSON.parse(r.weather as string)).toEqual({ city: 'Oslo', sky: 'sun' });
+    expect(r.workflowType).toBe(true);
+    expect(r.child).toMatch(/^TS-/);
+  });
+
+  it('the sluice bin runs with plain node', async () => {
+    const { stdout } = await sh('node', [path.join('node_modules', '.bin', 'sluice'), '--help'], jsApp);
+    expect(stdout).toContain('sluice — durable tool batches for AI agents');
+    expect(stdout).toContain('manifest');
+  });
+
+  it('sluice and sluice/client load no worker runtime; sluice loads no Temporal at all', async () => {
+    const probe = `
+      const loaded = () => Object.keys(require.cache);
+      require('sluice');
+      const root = loaded().filter((f) => f.includes('@temporalio'));
+      require('sluice/client');
+      const client = loaded().filter((f) => /@temporalio[\\\\/]worker|[\\\\/]dist[\\\\/](activities|tools|hooks)[\\\\/]|[\\\\/]dist[\\\\/]worker[\\\\/](sink|claim-check|worker)/.test(f));
+      console.log(JSON.stringify({ root, client }));`;
+    const { stdout } = await sh('node', ['-e', probe], jsApp);
+    expect(JSON.parse(stdout)).toEqual({ root: [], client: [] });
+  });
+
+  it('every TypeScript block in the README typechecks against the built package', async () => {
+    const readme = fs.readFileSync(path.join(repo, 'README.md'), 'utf8');
+    const blocks = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]);
+    expect(blocks.length).toBeGreaterThanOrEqual(4);
+    const dir = path.join(tsApp, 'readme');
+    fs.mkdirSync(dir);
+    blocks.forEach((code, i) => fs.writeFileSync(path.join(dir, `block-${i + 1}.ts`), `${code}\nexport {};\n`));
+    fs.copyFileSync(path.join(fixtures, 'readme-globals.d.ts'), path.join(dir, 'globals.d.ts'));
+    fs.writeFileSync(
+      path.join(dir, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          target: 'ES2022',
+          module: 'ESNext',
+          moduleResolution: 'Bundler',
+          strict: true,
+          skipLibCheck: true,
+          noEmit: true,
+          types: ['node'],
+        },
+        include: ['*.ts'],
+      }),
+    );
+    await sh('node', [path.join('..', 'node_modules', 'typescript', 'bin', 'tsc'), '-p', '.'], dir);
+  });
+});

@@ -1,0 +1,28 @@
+// `sluice/worker`: hosting Sluice — the plugin for your own Worker.create, a ready worker, the
+// config loader, the stores and sinks, payload encryption, and the embedded dev server.
+export {
+  createSluiceWorker,
+  DEFAULT_STATE_DIR,
+  DEFAULT_TASK_QUEUE,
+  SluicePlugin,
+  sluiceWorkflowsPath,
+  WORKFLOWS_PATH,
+  type SluicePluginOptions,
+  type SluiceWorkerOptions,
+  type WorkerDeployment,
+} from './worker';
+export { loadConfig, DEFAULT_CONFIG_FILE, type ConfigExport } from './load-config';
+export { connect, type ConnectOptions, type Connected } from '../client/connection';
+export { ensureSearchAttributes } from '../client/setup';
+export { JsonlSessionLog, readSessionLog, sessionLogPath, type EventSink } from './sink';
+export { FileResultStore, type ResultStore } from './claim-check';
+export {
+  CODEC_KEYS_ENV,
+  codecFromEnv,
+  dataConverterFromEnv,
+  EncryptionCodec,
+  encryptingDataConverter,
+  parseCodecKeys,
+  type CodecKey,
+} from './codec';
+export { findTemporalCli, startDevServer, type DevServer, type DevServerOptions } from './dev-server';
