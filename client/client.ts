@@ -10,7 +10,6 @@ import {
   type WorkflowHandle,
 } from '@temporalio/client';
 import { ApplicationFailure, type DataConverter } from '@temporalio/common';
-import type { NativeConnection } from '@temporalio/worker';
 import { type BatchRequest, prepareBatch } from '../pipeline/batch-input';
 import { DecisionRefusedError, InvalidInputError, NotFoundError, SluiceError } from './errors';
 import { isEvent } from '../pipeline/events';
