@@ -1,6 +1,7 @@
 // `sluice`: the command line. Every failure prints what happened and what to do, and exits non-zero.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
 import { WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import { isEvent } from '../pipeline/events';
@@ -62,6 +63,10 @@ Common options:
   --inbox-host ADDR       Bind address of the inbox page for dev/ui (default ${DEFAULT_INBOX_HOST})
   --inbox-port N          Port of the inbox page for dev/ui (default ${DEFAULT_INBOX_PORT}); --no-inbox: none
   --trusted-user-header H Take the approver's name from header H set by your proxy (e.g. X-Forwarded-User)
+  --trusted-proxy ADDR    With --trusted-user-header: the address the proxy connects from (repeat or
+                          comma-separate; default 127.0.0.1 and ::1); requests from elsewhere are refused
+  --inbox-allowed-host H  A Host name the page may be reached under besides its address (a proxy that
+                          keeps the browser's Host); any other Host is refused (DNS rebinding)
 
 Connection settings also come from Temporal's standard environment and config profiles:
 TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS_*, TEMPORAL_PROFILE.
@@ -75,7 +80,12 @@ const CONNECTION_OPTIONS = `Connection:
 
 const INBOX_OPTIONS = `  --inbox-host ADDR       Bind address of the inbox page (default ${DEFAULT_INBOX_HOST})
   --inbox-port N          Port of the inbox page (default ${DEFAULT_INBOX_PORT})
-  --trusted-user-header H Take the approver's name from header H set by your proxy (e.g. X-Forwarded-User)`;
+  --trusted-user-header H Take the approver's name from header H set by your proxy (e.g. X-Forwarded-User);
+                          requests without it, reads included, are refused
+  --trusted-proxy ADDR    The address that proxy connects from (repeat or comma-separate; default
+                          127.0.0.1 and ::1): requests from any other address are refused
+  --inbox-allowed-host H  A Host name (or name:port) the page may be reached under besides its
+                          address, e.g. the name your proxy forwards; any other Host is refused`;
 
 /** Per-command help: every option the command reads, and every one its error messages mention. */
 export const COMMAND_HELP: Record<string, string> = {
@@ -153,6 +163,15 @@ Options:
   --workflows FILE        The workflows entry to bundle (default: this Sluice's workflows/index.ts)
   --json                  Print the results as JSON (only JSON on stdout; logs go to stderr)
 ${CONNECTION_OPTIONS}`,
+  ui: `Usage: npx sluice ui [options]
+
+Serves the approval inbox page for the server at --address, in the foreground. It answers only
+to its own address (and --inbox-allowed-host names): a request under any other Host is refused
+(421), so a web page cannot reach it by DNS rebinding.
+
+Options:
+${INBOX_OPTIONS}
+${CONNECTION_OPTIONS}`,
 };
 COMMAND_HELP.deny = COMMAND_HELP.approve;
 
@@ -183,6 +202,8 @@ const OPTIONS = {
   'inbox-port': { type: 'string' },
   'no-inbox': { type: 'boolean' },
   'trusted-user-header': { type: 'string' },
+  'trusted-proxy': { type: 'string', multiple: true },
+  'inbox-allowed-host': { type: 'string', multiple: true },
   workflows: { type: 'string' },
   deployment: { type: 'string' },
   'build-id': { type: 'string' },
@@ -298,14 +319,38 @@ async function dev(v: Values): Promise<number> {
   return 0;
 }
 
-export function inboxSettings(v: Values): { host: string; port: number; trustedUserHeader?: string } {
+export function inboxSettings(v: Values): {
+  host: string;
+  port: number;
+  trustedUserHeader?: string;
+  trustedProxies?: string[];
+  allowedHosts?: string[];
+} {
   const port = v['inbox-port'] !== undefined ? Number(v['inbox-port']) : DEFAULT_INBOX_PORT;
   if (!Number.isInteger(port) || port < 0 || port > 65535)
     throw new UsageError(`--inbox-port must be a port number (0-65535), not ${JSON.stringify(v['inbox-port'])}`);
+  const list = (x: string[] | undefined) =>
+    (x ?? [])
+      .flatMap((s) => s.split(','))
+      .map((s) => s.trim())
+      .filter(Boolean);
+  const trustedProxies = list(v['trusted-proxy']);
+  const allowedHosts = list(v['inbox-allowed-host']);
+  if (trustedProxies.length && !v['trusted-user-header'])
+    throw new UsageError(
+      '--trusted-proxy names the proxy that sets --trusted-user-header; give the header too (e.g. --trusted-user-header X-Forwarded-User)',
+    );
+  const notIp = trustedProxies.find((p) => !isIP(p));
+  if (notIp !== undefined)
+    throw new UsageError(
+      `--trusted-proxy takes IP addresses (the address the proxy connects from), not ${JSON.stringify(notIp)}`,
+    );
   return {
     host: v['inbox-host'] ?? DEFAULT_INBOX_HOST,
     port,
     ...(v['trusted-user-header'] ? { trustedUserHeader: v['trusted-user-header'] } : {}),
+    ...(trustedProxies.length ? { trustedProxies } : {}),
+    ...(allowedHosts.length ? { allowedHosts } : {}),
   };
 }
 

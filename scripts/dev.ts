@@ -16,7 +16,13 @@ export interface DevOptions {
   headless?: boolean;
   taskQueue?: string;
   /** Where the approval inbox listens; undefined: no inbox. */
-  inbox?: { host: string; port: number; trustedUserHeader?: string };
+  inbox?: {
+    host: string;
+    port: number;
+    trustedUserHeader?: string;
+    trustedProxies?: string[];
+    allowedHosts?: string[];
+  };
 }
 
 export async function runDev(opts: DevOptions): Promise<void> {

@@ -3,7 +3,7 @@
 // while no worker runs the batch, the decision is queued by signal, bound to the digest shown.
 import * as fs from 'node:fs';
 import * as http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, isIP } from 'node:net';
 import * as path from 'node:path';
 import { DecisionRefusedError, SluiceError, type SluiceClient } from '../client';
 import { InboxFeed, type InboxSnapshot } from './feed';
@@ -19,9 +19,22 @@ export interface InboxOptions {
   port?: number;
   /**
    * A header set by a trusted reverse proxy (e.g. `X-Forwarded-User`) that names the approver.
-   * When set, requests without it cannot decide, and the name typed in the page is ignored.
+   * When set, the inbox answers only requests that come from a trusted proxy (`trustedProxies`)
+   * and carry the header, reads included; the name typed in the page is ignored.
    */
   trustedUserHeader?: string;
+  /**
+   * With `trustedUserHeader`: the addresses the proxy connects from. Default the loopback
+   * addresses (a proxy on this machine). A request from anywhere else is refused, since whoever
+   * reaches the inbox directly could set the header to any name.
+   */
+  trustedProxies?: string[];
+  /**
+   * Host names the page may be reached under besides the address it listens on (`name` for any
+   * port, or `name:port`): the name a proxy forwards when it keeps the browser's Host. Any other
+   * Host is refused (421), so a hostile site cannot reach the inbox under its own name (DNS rebinding).
+   */
+  allowedHosts?: string[];
   /** How often the page's stream re-reads Temporal. Default 1000 ms. */
   refreshMs?: number;
   /** Finished batches shown. Default 20. */
@@ -42,11 +55,38 @@ export async function startInbox(opts: InboxOptions): Promise<Inbox> {
   const userHeader = opts.trustedUserHeader?.toLowerCase();
   const stream = new SnapshotStream(feed, refreshMs);
 
+  const proxies = userHeader ? (opts.trustedProxies?.length ? opts.trustedProxies : ['127.0.0.1', '::1']) : [];
+  for (const p of proxies)
+    if (!isIP(p))
+      throw new Error(
+        `the trusted proxy ${JSON.stringify(p)} is not an IP address; give the address the proxy connects from`,
+      );
+  if (opts.trustedProxies?.length && !userHeader)
+    throw new Error('trusted proxies only matter with trustedUserHeader (--trusted-user-header): give both');
+  // Known once the server listens (port 0 picks one).
+  let hosts: HostRule | undefined;
+
   const server = http.createServer((req, res) => {
     route(req, res).catch((err) => send(res, 500, { status: 'error', message: (err as Error).message }));
   });
 
   async function route(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    // Before anything is read or decided: the page's own name (DNS rebinding), then its proxy.
+    const misdirected = hosts ? hosts.problem(req.headers.host) : 'the inbox is starting';
+    if (misdirected) return send(res, 421, { status: 'misdirected', message: misdirected });
+    if (userHeader) {
+      const from = plainAddress(req.socket.remoteAddress);
+      if (!proxies.includes(from))
+        return send(res, 403, {
+          status: 'forbidden',
+          message: `this inbox answers only through its proxy (${proxies.join(', ')}), which names the approver in the ${opts.trustedUserHeader} header; this request came from ${from} directly, so its header cannot be trusted. Open the inbox through the proxy, or add the proxy's address with --trusted-proxy.`,
+        });
+      if (!headerValue(req, userHeader))
+        return send(res, 401, {
+          status: 'unauthenticated',
+          message: `this inbox takes the approver from the ${opts.trustedUserHeader} header, and the request has none; open it through the proxy that sets it (on every request, the page's own API calls included)`,
+        });
+    }
     const url = new URL(req.url ?? '/', 'http://inbox');
     if (req.method === 'GET' && url.pathname === '/') {
       res.writeHead(200, {
@@ -162,6 +202,7 @@ export async function startInbox(opts: InboxOptions): Promise<Inbox> {
     server.listen(opts.port ?? DEFAULT_INBOX_PORT, opts.host ?? DEFAULT_INBOX_HOST, () => resolve());
   });
   const { address, port } = server.address() as AddressInfo;
+  hosts = hostRule(opts.host ?? DEFAULT_INBOX_HOST, address, port, opts.allowedHosts ?? []);
   const shownHost = address.includes(':') ? `[${address}]` : address;
   return {
     url: `http://${shownHost}:${port}/`,
@@ -267,6 +308,65 @@ function crossSiteProblem(req: http.IncomingMessage): string | undefined {
   return undefined;
 }
 
+interface HostRule {
+  /** Why a request's Host header is not one this inbox answers to, or undefined. */
+  problem(host: string | undefined): string | undefined;
+}
+
+/**
+ * The names the inbox answers to: the address it listens on (with `localhost` and the other
+ * loopback name when that is loopback; any IP address when it listens on all of them: DNS
+ * rebinding needs a name the attacker controls), at its port, and the configured names.
+ */
+function hostRule(configured: string, bound: string, port: number, allowed: string[]): HostRule {
+  const lower = (h: string) => h.toLowerCase().replace(/\.$/, '');
+  const names = new Set([lower(bracketed(configured)), lower(bracketed(bound))]);
+  const loopback =
+    ['127.0.0.1', '::1', 'localhost'].includes(configured) || bound.startsWith('127.') || bound === '::1';
+  if (loopback) for (const n of ['localhost', '127.0.0.1', '[::1]']) names.add(n);
+  const anyAddress = bound === '0.0.0.0' || bound === '::';
+  if (anyAddress) names.add('localhost');
+  const extra = allowed.map((a) => {
+    const m = /^(.*?)(?::(\d+))?$/.exec(a.trim()) as RegExpExecArray;
+    return { name: lower(m[1]), port: m[2] };
+  });
+  const shown = [...names].map((n) => `${n}:${port}`);
+  const answersTo = [...shown, ...(anyAddress ? [`any IP address:${port}`] : []), ...allowed].join(', ');
+  return {
+    problem(host) {
+      if (!host) return `the request names no Host; this inbox answers to ${answersTo}`;
+      let hostname: string;
+      let hostPort: string;
+      try {
+        ({ hostname, port: hostPort } = new URL(`http://${host}`));
+      } catch {
+        return `unreadable Host header ${JSON.stringify(host.slice(0, 200))}; this inbox answers to ${answersTo}`;
+      }
+      hostname = lower(hostname);
+      const samePort = hostPort === String(port) || (hostPort === '' && port === 80);
+      const ip = isIP(hostname.replace(/^\[|\]$/g, '')) !== 0;
+      if (samePort && (names.has(hostname) || (anyAddress && ip))) return undefined;
+      if (extra.some((e) => e.name === hostname && (e.port === undefined || e.port === (hostPort || '80'))))
+        return undefined;
+      return (
+        `this inbox answers to ${answersTo}, and this request was sent to ${JSON.stringify(host.slice(0, 200))}: ` +
+        'a page reached under another name (DNS rebinding) may not read or decide here. ' +
+        'If a proxy forwards the name people use, add it with --inbox-allowed-host (allowedHosts).'
+      );
+    },
+  };
+}
+
+function bracketed(address: string): string {
+  return address.includes(':') ? `[${address}]` : address;
+}
+
+/** The peer's address, IPv4 without the IPv6-mapped prefix. */
+function plainAddress(a: string | undefined): string {
+  if (!a) return 'an unknown address';
+  return a.startsWith('::ffff:') && isIP(a.slice(7)) === 4 ? a.slice(7) : a;
+}
+
 function headerValue(req: http.IncomingMessage, name: string): string | undefined {
   const v = req.headers[name];
   const s = (Array.isArray(v) ? v[0] : v)?.trim();
@@ -275,7 +375,11 @@ function headerValue(req: http.IncomingMessage, name: string): string | undefine
 
 function send(res: http.ServerResponse, status: number, body: unknown): void {
   if (res.headersSent) return void res.end();
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'cache-control': 'no-store',
+    'x-content-type-options': 'nosniff',
+  });
   res.end(JSON.stringify(body));
 }
 
