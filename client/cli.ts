@@ -17,6 +17,8 @@ import { SluiceClient, SluiceError, type BatchRequest } from './client';
 import { connect } from './connection';
 import { BatchFailedError, NotFoundError, UsageError } from './errors';
 import { auditHistories } from './audit';
+import { LineInput, newChatSessionId, runChat, scriptMessages } from './chat';
+import { readModelScript } from '../agent/adapters/scripted';
 // Static, not import(): bin/sluice.js loads the CLI through tsx's CommonJS hook only, which a
 // dynamic import() bypasses ("Cannot find module …/client/codec-server").
 import { runCodecServer } from './codec-server';
@@ -40,6 +42,8 @@ Commands (\`npx sluice <command> --help\` lists a command's options):
                           --wait [--wait-timeout S]: with no worker up the decision is queued;
                           --wait waits for the batch to apply or refuse it)
   deny <approvalId>       Deny a pending call (same options as approve)
+  chat                    Talk to a durable agent session: --script FILE (no key, no network) or
+                          --model provider:model; --resume ID picks a session up after a crash
   events <sessionId>      Print a session's events (--json, --follow)
   ui                      Serve the approval inbox web page for the server at --address
   audit <target>          Timeline of a batch or session from workflow histories (--json)
@@ -173,6 +177,34 @@ Options:
 ${INBOX_OPTIONS}
 ${CONNECTION_OPTIONS}`,
 };
+COMMAND_HELP.chat = `Usage: npx sluice chat [--script FILE | --model PROVIDER:MODEL] [options]
+       npx sluice chat --resume SESSION [options]
+
+Runs an agent session (the whole loop on Temporal: a worker must run, e.g. \`npx sluice dev\`)
+and talks to it here: each line you type is a user message; the model's text, tool cards and
+results are shown as the worker records them; approvals are asked y/n. This terminal holds
+nothing: kill it (or the worker, or both) and \`npx sluice chat --resume SESSION\` picks the
+session up, a running turn watched to its end, an open approval asked again.
+
+  /quit leaves (the session waits for you), /end ends the session.
+
+Options:
+  --script FILE           A scripted model: {"turns": [{"user"?, "steps": [{"text"?, "calls"?: [{"id"?,
+                          "name", "args"}]}]}]}; step s of turn t answers step s of turn t
+  --play                  With --script: send the script's "user" messages instead of reading them
+  --model P:M             openai:<model>, openai-responses:<model>, anthropic:<model>, or a model
+                          name from the worker's config (keys come from the worker's environment)
+  --session ID            Id of a new session (default chat-<date and time>)
+  --resume ID             Pick up session ID: show its current turn, answer its open approvals
+  --system TEXT           System prompt of a new session
+  --max-turns N           End the session after N turns
+  --token-budget N        End the session once N tokens (input + output) were used
+  --approval-timeout S    Deny an unanswered approval after S seconds (default 600)
+  --by NAME               Who approves (default: SLUICE_APPROVER, then USER)
+  --state-dir DIR         The worker's state folder, where the session log is (default ${DEFAULT_STATE_DIR})
+${CONNECTION_OPTIONS}
+
+Exit codes: 0 the session ended or you left it (it waits), 1 it could not start or resume, 2 usage.`;
 COMMAND_HELP.deny = COMMAND_HELP.approve;
 
 const OPTIONS = {
@@ -205,6 +237,14 @@ const OPTIONS = {
   'trusted-proxy': { type: 'string', multiple: true },
   'inbox-allowed-host': { type: 'string', multiple: true },
   workflows: { type: 'string' },
+  script: { type: 'string' },
+  play: { type: 'boolean' },
+  model: { type: 'string' },
+  resume: { type: 'string' },
+  system: { type: 'string' },
+  'max-turns': { type: 'string' },
+  'token-budget': { type: 'string' },
+  'approval-timeout': { type: 'string' },
   deployment: { type: 'string' },
   'build-id': { type: 'string' },
   out: { type: 'string', short: 'o' },
@@ -263,6 +303,8 @@ export async function main(
       case 'approve':
       case 'deny':
         return await decide(values, command, rest[0], out);
+      case 'chat':
+        return await chat(values, out);
       case 'events':
         return await events(values, rest[0], out);
       case 'codec-server':
@@ -630,6 +672,75 @@ async function decide(
     }
     throw err;
   } finally {
+    await close();
+  }
+}
+
+function positiveInt(v: string | undefined, flag: string): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1)
+    throw new UsageError(`${flag} takes a whole number >= 1, not ${JSON.stringify(v)}`);
+  return n;
+}
+
+async function chat(v: Values, out: (s: string) => void): Promise<number> {
+  const sources = [v.script, v.model, v.resume].filter((x) => x !== undefined).length;
+  if (sources !== 1)
+    throw new UsageError(
+      'chat needs one of --script FILE (a scripted model: no key, no network), --model PROVIDER:MODEL, or --resume SESSION',
+    );
+  if (v.play && !v.script) throw new UsageError("--play sends a script's user messages: it needs --script FILE");
+  let model: string | undefined;
+  if (v.script) {
+    const file = path.resolve(v.script);
+    try {
+      readModelScript(file);
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+    model = `script:${file}`;
+  } else if (v.model) {
+    if (!/^[\w.-]+(:.+)?$/.test(v.model))
+      throw new UsageError(
+        `--model takes provider:model (openai:gpt-4.1, anthropic:claude-sonnet-4-5) or a config model name, not ${JSON.stringify(v.model)}`,
+      );
+    model = v.model;
+  }
+  const approvalTimeout = positiveInt(v['approval-timeout'], '--approval-timeout');
+  const maxTurns = positiveInt(v['max-turns'], '--max-turns');
+  const tokenBudget = positiveInt(v['token-budget'], '--token-budget');
+  const request = model
+    ? {
+        sessionId: v.session ?? newChatSessionId(),
+        model,
+        ...(v.system ? { system: v.system } : {}),
+        ...(maxTurns ? { maxTurns } : {}),
+        ...(tokenBudget ? { tokenBudget } : {}),
+        batch: { approvalTimeoutMs: (approvalTimeout ?? 600) * 1000 },
+      }
+    : undefined;
+  const { sluice, close } = await client(v);
+  const input = new LineInput(process.stdin);
+  try {
+    const sessionId = request?.sessionId ?? v.resume!;
+    if (request)
+      out(
+        `Session ${sessionId} (${v.script ? `script ${v.script}` : request.model}). Type a message; /quit leaves it waiting, /end ends it.`,
+      );
+    await runChat({
+      client: sluice,
+      sessionId,
+      ...(request ? { start: request } : {}),
+      stateDir: v['state-dir'] ?? DEFAULT_STATE_DIR,
+      input,
+      out,
+      approver: v.by ?? process.env.SLUICE_APPROVER ?? process.env.USER ?? 'terminal',
+      ...(v.play && v.script ? { messages: scriptMessages(path.resolve(v.script)) } : {}),
+    });
+    return 0;
+  } finally {
+    input.close();
     await close();
   }
 }

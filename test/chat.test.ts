@@ -1,0 +1,171 @@
+// `sluice chat` as a person uses it: the real CLI in its own process, typed to through a pipe,
+// against a worker in its own process. Killed mid-approval together with the worker, the chat is
+// resumed with --resume: the open approval is asked again, no turn is lost or repeated, each
+// body runs once, and the transcript equals an uninterrupted chat's.
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { sessionHandle } from '../client/session';
+import { FileResultStore } from '../worker/claim-check';
+import { readSessionLog } from '../worker/sink';
+import { eventually } from './eventually';
+import { spawnWorker, startHarness, type ChildWorker, type Harness } from './harness';
+
+const ROOT = path.join(__dirname, '..');
+const CONFIG = path.join(__dirname, 'fixtures', 'session.config.ts');
+const SCRIPT = path.join(__dirname, 'fixtures', 'chat-script.json');
+let h: Harness;
+let worker: ChildWorker | undefined;
+
+beforeAll(async () => {
+  h = await startHarness('chat', { tools: [] }, { autoStart: false });
+});
+afterAll(async () => {
+  await worker?.kill();
+  await h?.close();
+});
+
+const startWorker = async () => {
+  worker = spawnWorker(CONFIG, h.taskQueue, h.stateDir, { SLUICE_TEST_DIR: h.stateDir });
+  await worker.ready;
+};
+const lines = (file: string) =>
+  fs.existsSync(path.join(h.stateDir, file))
+    ? fs.readFileSync(path.join(h.stateDir, file), 'utf8').trim().split('\n').filter(Boolean)
+    : [];
+
+interface Chat {
+  child: ChildProcessWithoutNullStreams;
+  output: () => string;
+  type: (line: string) => void;
+  exit: Promise<number | null>;
+}
+
+function chat(args: string[]): Chat {
+  const child = spawn(
+    process.execPath,
+    [
+      path.join(ROOT, 'bin', 'sluice.js'),
+      'chat',
+      ...args,
+      '--address',
+      inject('temporalAddress'),
+      '--task-queue',
+      h.taskQueue,
+      '--state-dir',
+      h.stateDir,
+    ],
+    { cwd: ROOT, env: { ...process.env, SLUICE_APPROVER: 'tester' } },
+  );
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (out += d));
+  return {
+    child,
+    output: () => out,
+    type: (line) => child.stdin.write(`${line}\n`),
+    exit: new Promise((r) => child.on('exit', (code) => r(code))),
+  };
+}
+const shows = (c: Chat, what: string | RegExp) =>
+  eventually(
+    `the chat to show ${what}`,
+    () => (typeof what === 'string' ? c.output().includes(what) : what.test(c.output())),
+    { timeoutMs: 60_000 },
+  ).catch((err: Error) => {
+    throw new Error(`${err.message}; it showed:\n${c.output()}`);
+  });
+const transcriptOf = (sessionId: string) =>
+  sessionHandle(h.client, sessionId).transcript(new FileResultStore(path.join(h.stateDir, 'results')));
+
+describe('sluice chat', () => {
+  it('a whole conversation through a pipe: text, cards, y/n approval, /end', async () => {
+    await startWorker();
+    const c = chat(['--script', SCRIPT, '--session', `ref-${process.pid}`]);
+    c.type('publish the report');
+    await shows(c, 'Approve this call? [y/N]');
+    c.type('y');
+    await shows(c, 'model: Done: the report is out.');
+    c.type('thanks');
+    await shows(c, 'model: You are welcome.');
+    c.type('/end');
+    expect(await c.exit, c.output()).toBe(0);
+    const out = c.output();
+    expect(out).toContain('model: Noting it, then publishing.');
+    expect(out).toContain('✓ note (n1): { "noted": 1 }');
+    expect(out).toMatch(/┌ approval [0-9a-f-]{36}\n│ Publish the report/);
+    expect(out).toContain('→ allowed-once by tester');
+    expect(out).toContain('✓ publish (p1): published the report');
+    expect(out).toContain('(the session ended: cancelled)');
+    // each line shown once, in the conversation's order
+    const order = [
+      'you: publish the report',
+      'model: Noting',
+      '✓ publish (p1)',
+      'model: Done',
+      'you: thanks',
+      'model: You are welcome',
+    ];
+    const at = order.map((s) => out.indexOf(s));
+    expect(at.every((i) => i >= 0)).toBe(true);
+    expect([...at].sort((a, b) => a - b)).toEqual(at);
+    expect(out.split('model: Done: the report is out.')).toHaveLength(2);
+  }, 120_000);
+
+  it('chat and worker killed at an approval: --resume asks it again, nothing lost or run twice', async () => {
+    const ref = `ref-${process.pid}`;
+    const sessionId = `crash-${process.pid}`;
+    const c = chat(['--script', SCRIPT, '--session', sessionId]);
+    c.type('publish the report');
+    await shows(c, 'Approve this call? [y/N]');
+    const approvalId = /┌ approval ([0-9a-f-]{36})/.exec(c.output())![1];
+    c.child.kill('SIGKILL');
+    await c.exit;
+    await worker!.kill('SIGKILL');
+    worker = undefined;
+
+    // with every worker down the resumed chat waits; the worker comes back
+    const r = chat(['--resume', sessionId]);
+    await shows(r, 'waiting for a worker');
+    await startWorker();
+    await shows(r, `Approve this call? [y/N]`);
+    expect(r.output()).toContain(`┌ approval ${approvalId}`); // the same ask, not a new one
+    expect(r.output()).toContain('you: publish the report'); // the turn it belongs to, recapped
+    r.type('y');
+    await shows(r, 'model: Done: the report is out.');
+
+    // killed again between turns: the next resume just goes on
+    r.child.kill('SIGKILL');
+    await r.exit;
+    const r2 = chat(['--resume', sessionId]);
+    await shows(r2, /Resumed session crash-\d+: turn 1, idle/);
+    r2.type('thanks');
+    await shows(r2, 'model: You are welcome.');
+    r2.type('/quit');
+    expect(await r2.exit, r2.output()).toBe(0);
+    expect(r2.output()).toContain(`Resume it with: npx sluice chat --resume ${sessionId}`);
+
+    expect(await transcriptOf(sessionId)).toEqual(await transcriptOf(ref));
+    const bodies = (id: string) => lines('bodies.log').filter((l) => l.includes(id));
+    expect(bodies(sessionId)).toHaveLength(2); // note once, publish once
+    expect(bodies(sessionId).filter((l) => l.startsWith('publish'))).toHaveLength(1);
+    const events = await readSessionLog(h.stateDir, sessionId);
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i));
+    expect(events.filter((e) => e.type === 'session/user')).toHaveLength(2);
+    expect(events.filter((e) => e.type === 'approval/decided').map((e) => e.data.outcome)).toEqual(['allowed-once']);
+    await sessionHandle(h.client, sessionId).cancel();
+  }, 180_000);
+
+  it('usage problems and a session that does not exist are told plainly', async () => {
+    const none = chat([]);
+    expect(await none.exit).toBe(2);
+    expect(none.output()).toContain('chat needs one of --script FILE');
+    const missing = chat(['--resume', 'no-such-session']);
+    expect(await missing.exit).toBe(1);
+    expect(missing.output()).toContain('there is no session no-such-session on this server');
+    const bad = chat(['--script', path.join(__dirname, 'fixtures', 'no-such-script.json')]);
+    expect(await bad.exit).toBe(2);
+    expect(bad.output()).toMatch(/no-such-script\.json is not readable JSON \(ENOENT\)/);
+  }, 60_000);
+});
