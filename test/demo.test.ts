@@ -15,8 +15,9 @@ describe('the demo agent session (npm start)', () => {
     const child = spawn(process.execPath, ['--require', 'tsx/cjs', path.join(root, 'scripts', 'demo.ts')], {
       cwd: root,
       stdio: ['ignore', 'pipe', 'pipe'],
+      // no model key: the scripted model needs none
       env: {
-        ...process.env,
+        ...withoutKeys(process.env),
         SLUICE_PORT: String(port),
         SLUICE_STATE_DIR: stateDir,
         SLUICE_DEMO_APPROVAL_TIMEOUT_MS: '1500',
@@ -39,8 +40,28 @@ describe('the demo agent session (npm start)', () => {
     expect(out).toMatch(/┌ approval [0-9a-f-]{36}\n│ Send email to ada@example.com/); // the pending card
     expect(out).toMatch(/✗ send_email \(t3-email\): Error: approval was required but not given/); // ask → deny timeout
     const session = /Session (demo-\d+)\./.exec(out)![1];
+    // a durable agent session: the model's text in order, then the session ends when idle
+    expect(out).toContain(`durable agent session (workflow sluice-session:${session})`);
+    const said = [
+      'model: Let me check',
+      "model: Now the customer's record.",
+      "model: I'll clean up",
+      'model: All done.',
+    ];
+    const at = said.map((x) => out.indexOf(x));
+    expect(at.every((i) => i >= 0)).toBe(true);
+    expect([...at].sort((a, b) => a - b)).toEqual(at);
+    expect(out).toContain('(the session ended: idle)');
     const events = await readSessionLog(stateDir, session);
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i));
     expect(events.filter((e) => e.type === 'tool/result')).toHaveLength(6);
+    expect(events.filter((e) => e.type === 'model/message')).toHaveLength(4);
+    expect(events[events.length - 1]).toMatchObject({ type: 'session/ended', data: { reason: 'idle', turns: 1 } });
   });
 });
+
+function withoutKeys(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const copy = { ...env };
+  for (const k of Object.keys(copy)) if (/_API_KEY$/.test(k)) delete copy[k];
+  return copy;
+}
