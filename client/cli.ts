@@ -10,13 +10,14 @@ import { runDev } from '../scripts/dev';
 import { toolManifest } from '../worker/config';
 import { loadConfig } from '../worker/load-config';
 import { installRuntime, runWorker } from '../worker/main';
-import { conflictsPath, readLastSeq, readSessionLog, sessionLogPath } from '../worker/sink';
+import { ensureDatabase, PG_RESULT_REF, PostgresStores, redactUrl, SCHEMA_VERSION } from '../worker/postgres';
+import { databaseUrlFromEnv, openStores, type SluiceStores } from '../worker/stores';
 import { codecFromEnv, dataConverterFromEnv, decryptHistory } from '../worker/codec';
 import { DEFAULT_STATE_DIR, DEFAULT_TASK_QUEUE } from '../worker/worker';
 import { SluiceClient, SluiceError, type BatchRequest } from './client';
 import { connect } from './connection';
 import { BatchFailedError, NotFoundError, UsageError } from './errors';
-import { auditHistories } from './audit';
+import { auditHistories, type SessionAudit } from './audit';
 import { LineInput, newChatSessionId, runChat, scriptMessages } from './chat';
 import { readModelScript } from '../agent/adapters/scripted';
 // Static, not import(): bin/sluice.js loads the CLI through tsx's CommonJS hook only, which a
@@ -35,7 +36,8 @@ Usage: npx sluice <command> [options]
 Commands (\`npx sluice <command> --help\` lists a command's options):
   dev                     Embedded Temporal dev server + a worker, in the foreground
   worker                  A worker against TEMPORAL_ADDRESS (or --address)
-  setup                   Register Sluice's search attributes on the target server
+  setup                   Register Sluice's search attributes on the target server; with
+                          SLUICE_DATABASE_URL, apply the database's schema migrations
   batch <calls.json>      Run a batch and print its outcome (--json for machines)
   approvals               List calls waiting for approval, across all batches
   approve <approvalId>    Approve a pending call (--by NAME, --reason TEXT, --digest D, --signal,
@@ -45,6 +47,7 @@ Commands (\`npx sluice <command> --help\` lists a command's options):
   chat                    Talk to a durable agent session: --script FILE (no key, no network) or
                           --model provider:model; --resume ID picks a session up after a crash
   events <sessionId>      Print a session's events (--json, --follow)
+  result <ref>            Print a stored result (the ref a truncated result names) as JSON
   ui                      Serve the approval inbox web page for the server at --address
   audit <target>          Timeline of a batch or session from workflow histories (--json)
   replay <target>...      Replay histories with the current workflow code; exit 1 on a
@@ -63,6 +66,7 @@ Common options:
   --task-queue NAME       Task queue of the Sluice workers (default "${DEFAULT_TASK_QUEUE}")
   --config FILE           Sluice config module for dev/worker (default sluice.config.ts)
   --state-dir DIR         State folder: dev server database, session logs (default ${DEFAULT_STATE_DIR})
+  --database-url URL      Shared stores on PostgreSQL (default: SLUICE_DATABASE_URL; unset: files in --state-dir)
   --json                  Machine-readable output
   --inbox-host ADDR       Bind address of the inbox page for dev/ui (default ${DEFAULT_INBOX_HOST})
   --inbox-port N          Port of the inbox page for dev/ui (default ${DEFAULT_INBOX_PORT}); --no-inbox: none
@@ -75,7 +79,9 @@ Common options:
 Connection settings also come from Temporal's standard environment and config profiles:
 TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS_*, TEMPORAL_PROFILE.
 SLUICE_CODEC_KEYS="<id>:<base64 32-byte key>[,<old id>:<old key>]" encrypts every payload
-(set the same value for workers, the CLI and the codec server).`;
+(set the same value for workers, the CLI and the codec server).
+SLUICE_DATABASE_URL=postgres://user:pass@host:5432/sluice keeps session events and stored results
+in PostgreSQL, shared by every worker (run \`npx sluice setup\` once to create the tables).`;
 
 const CONNECTION_OPTIONS = `Connection:
   --address host:port     Temporal frontend (default: TEMPORAL_ADDRESS, then localhost:7233)
@@ -113,7 +119,9 @@ A worker against an existing Temporal server.
 
 Options:
   --config FILE           Sluice config module (default sluice.config.ts)
-  --state-dir DIR         Session logs and stored results (default ${DEFAULT_STATE_DIR}); shared by all workers
+  --state-dir DIR         Session logs and stored results (default ${DEFAULT_STATE_DIR}) when no database is set
+  --database-url URL      Session events and stored results in PostgreSQL, shared by every worker
+                          (default: SLUICE_DATABASE_URL); apply its schema first with \`npx sluice setup\`
   --deployment NAME       Worker versioning (docs/upgrading.md): serve one version of this Worker
                           Deployment; every batch stays pinned to the version that started it
   --build-id ID           This worker's version in the deployment (a release or commit id; the same
@@ -213,6 +221,7 @@ const OPTIONS = {
   'task-queue': { type: 'string' },
   config: { type: 'string' },
   'state-dir': { type: 'string' },
+  'database-url': { type: 'string' },
   json: { type: 'boolean' },
   by: { type: 'string' },
   reason: { type: 'string' },
@@ -288,6 +297,8 @@ export async function main(
   }
   // Core's own log lines go to stderr through the SDK logger, so stdout stays the command's output.
   installRuntime();
+  // One place for the database: the worker, the inbox and every reader take it from the environment.
+  if (values['database-url']) process.env.SLUICE_DATABASE_URL = values['database-url'];
   try {
     switch (command) {
       case 'dev':
@@ -307,6 +318,8 @@ export async function main(
         return await chat(values, out);
       case 'events':
         return await events(values, rest[0], out);
+      case 'result':
+        return await result(values, rest[0], out);
       case 'codec-server':
         return await runCodecServer({ port: values.port, origins: values['ui-origin'] }, out);
       case 'ui':
@@ -399,7 +412,8 @@ export function inboxSettings(v: Values): {
 async function ui(v: Values, out: (s: string) => void): Promise<number> {
   const settings = inboxSettings(v);
   const { sluice, close } = await client(v);
-  const inbox = await startInbox({ client: sluice, ...settings });
+  const stores = openStores({ stateDir: v['state-dir'] ?? DEFAULT_STATE_DIR });
+  const inbox = await startInbox({ client: sluice, ...settings, store: stores });
   out(`Approval inbox: ${inbox.url}   (Ctrl-C stops it)`);
   if (!['127.0.0.1', 'localhost', '::1'].includes(settings.host) && !settings.trustedUserHeader) {
     out(
@@ -411,6 +425,7 @@ async function ui(v: Values, out: (s: string) => void): Promise<number> {
     process.once('SIGTERM', resolve);
   });
   await inbox.close();
+  await stores.close();
   await close();
   return 0;
 }
@@ -435,9 +450,51 @@ async function audit(v: Values, targets: string[], out: (s: string) => void): Pr
     throw new UsageError('audit needs a batch workflow id, a session id or a history .json file');
   return withHistories(v, targets, async (histories) => {
     const result = auditHistories(histories);
-    out(v.json ? JSON.stringify(result, null, 2) : renderAudit(result));
+    const logs = await withStores(v, (stores) => checkSessionLogs(stores, result));
+    out(v.json ? JSON.stringify({ ...result, logs }, null, 2) : renderAudit(result));
+    if (!v.json)
+      for (const l of logs)
+        out(
+          l.missing.length || l.differing.length || l.conflicts
+            ? `session ${l.sessionId} log (${l.store}): ${l.logged} event(s); ${l.missing.length ? `missing seqs ${l.missing.join(', ')} that the batches recorded; ` : ''}${l.differing.length ? `seqs ${l.differing.join(', ')} differ from the batches' events; ` : ''}${l.conflicts ? `${l.conflicts} event(s) kept aside as conflicts (${l.conflictsWhere})` : ''}`
+            : `session ${l.sessionId} log (${l.store}): ${l.logged} event(s), every event of the completed batches in it`,
+        );
     return 0;
   });
+}
+
+export interface SessionLogCheck {
+  sessionId: string;
+  store: string;
+  /** Events the store holds for the session. */
+  logged: number;
+  /** Seqs the completed batches recorded that the store lacks. */
+  missing: number[];
+  /** Seqs whose stored event differs from the batch's. */
+  differing: number[];
+  conflicts: number;
+  conflictsWhere: string;
+}
+
+/** The session's log in the store against the events the completed batches recorded in history. */
+async function checkSessionLogs(stores: SluiceStores, audit: SessionAudit): Promise<SessionLogCheck[]> {
+  const out: SessionLogCheck[] = [];
+  for (const sessionId of new Set(audit.batches.map((b) => b.sessionId))) {
+    if (!(await stores.hasSession(sessionId))) continue;
+    const logged = new Map((await stores.events(sessionId)).map((e) => [e.seq, JSON.stringify(e)]));
+    const recorded = audit.batches.filter((b) => b.sessionId === sessionId).flatMap((b) => b.events);
+    const conflicts = await stores.conflicts(sessionId);
+    out.push({
+      sessionId,
+      store: `${stores.kind}: ${stores.where}`,
+      logged: logged.size,
+      missing: recorded.filter((e) => !logged.has(e.seq)).map((e) => e.seq),
+      differing: recorded.filter((e) => logged.has(e.seq) && logged.get(e.seq) !== JSON.stringify(e)).map((e) => e.seq),
+      conflicts: conflicts.count,
+      conflictsWhere: conflicts.where,
+    });
+  }
+  return out;
 }
 
 async function replay(v: Values, targets: string[], out: (s: string) => void): Promise<number> {
@@ -499,6 +556,23 @@ async function setup(v: Values, out: (s: string) => void): Promise<number> {
   try {
     const added = await ensureSearchAttributes(c.connection, c.namespace);
     out(added.length ? `registered search attributes: ${added.join(', ')}` : 'search attributes already registered');
+    const url = databaseUrlFromEnv();
+    if (url) {
+      if (await ensureDatabase(url)) out(`created database ${redactUrl(url)}`);
+      const pg = new PostgresStores(url);
+      try {
+        const applied = await pg.migrate();
+        out(
+          applied.length
+            ? `database ${redactUrl(url)}: applied schema migration(s) ${applied.map((m) => `${m.version} (${m.name})`).join(', ')}`
+            : `database ${redactUrl(url)}: schema up to date (version ${SCHEMA_VERSION})`,
+        );
+      } catch (err) {
+        throw new Error(`could not apply the schema to ${redactUrl(url)}: ${(err as Error).message}`);
+      } finally {
+        await pg.close();
+      }
+    }
     return 0;
   } finally {
     await c.connection.close();
@@ -577,7 +651,7 @@ async function continuedSeq(v: Values, sluice: SluiceClient, sessionId: string):
     throw new UsageError(
       `session ${sessionId} has a batch still running (${server.running.join(', ')}); a second batch now would claim the same event seqs. Wait for it to finish, or give this batch its own range with --start-seq N.`,
     );
-  const logged = await readLastSeq(sessionLogPath(v['state-dir'] ?? DEFAULT_STATE_DIR, sessionId));
+  const logged = await withStores(v, (stores) => stores.lastSeq(sessionId));
   return Math.max(server.nextSeq, logged + 1);
 }
 
@@ -745,40 +819,79 @@ async function chat(v: Values, out: (s: string) => void): Promise<number> {
   }
 }
 
+/** The stores the workers write (PostgreSQL with SLUICE_DATABASE_URL, else the state folder's files). */
+async function withStores<T>(v: Values, use: (stores: SluiceStores) => Promise<T>): Promise<T> {
+  const stores = openStores({ stateDir: v['state-dir'] ?? DEFAULT_STATE_DIR });
+  try {
+    return await use(stores);
+  } finally {
+    await stores.close();
+  }
+}
+
 async function events(v: Values, sessionId: string | undefined, out: (s: string) => void): Promise<number> {
   if (!sessionId) throw new UsageError('events needs a session id');
-  const stateDir = v['state-dir'] ?? DEFAULT_STATE_DIR;
   const print = (e: SessionEvent) =>
     out(v.json ? JSON.stringify(e) : `${String(e.seq).padStart(5)} ${e.time} ${e.type.padEnd(22)} ${summarize(e)}`);
-  let list: SessionEvent[];
-  if (fs.existsSync(sessionLogPath(stateDir, sessionId))) {
-    list = await readSessionLog(stateDir, sessionId);
-  } else {
-    const { sluice, close } = await client(v);
-    try {
-      list = await sluice.sessionEvents(sessionId);
-    } finally {
-      await close();
+  return withStores(v, async (stores) => {
+    let list: SessionEvent[];
+    if (await stores.hasSession(sessionId)) {
+      list = await stores.events(sessionId);
+    } else {
+      const { sluice, close } = await client(v);
+      try {
+        list = await sluice.sessionEvents(sessionId);
+      } finally {
+        await close();
+      }
+      if (list.length === 0 && !v.follow)
+        throw new NotFoundError(
+          `no events for session ${sessionId}: none in the session store (${stores.kind}: ${stores.where}) and no finished batch on the server`,
+        );
     }
-    if (list.length === 0)
-      throw new NotFoundError(
-        `no events for session ${sessionId}: no log in ${stateDir}/sessions and no finished batch on the server`,
+    list.forEach(print);
+    const conflicts = await stores.conflicts(sessionId);
+    if (!v.json && conflicts.count)
+      out(
+        `warning: some batch numbered ${conflicts.count} event(s) over seqs this log already held; they are kept in ${conflicts.where} with their batch`,
       );
-  }
-  list.forEach(print);
-  const conflicts = conflictsPath(stateDir, sessionId);
-  if (!v.json && fs.existsSync(conflicts))
-    out(
-      `warning: some batch numbered events over seqs this log already held; they are kept in ${conflicts} with their batch`,
-    );
-  if (v.follow) {
-    let last = list.length ? list[list.length - 1].seq : -1;
-    for (;;) {
-      await new Promise((r) => setTimeout(r, 500));
-      for (const e of await readSessionLog(stateDir, sessionId)) if (e.seq > last) print(e), (last = e.seq);
+    if (v.follow) {
+      let last = list.length ? list[list.length - 1].seq : -1;
+      for (;;) {
+        await new Promise((r) => setTimeout(r, 500));
+        let fresh: SessionEvent[];
+        try {
+          fresh = await stores.events(sessionId, last);
+        } catch {
+          continue; // the database restarting: read again on the next round
+        }
+        for (const e of fresh) if (e.seq > last) print(e), (last = e.seq);
+      }
     }
-  }
-  return 0;
+    return 0;
+  });
+}
+
+async function result(v: Values, ref: string | undefined, out: (s: string) => void): Promise<number> {
+  if (!ref)
+    throw new UsageError(
+      'result needs the reference a truncated result names (sluice-result:... or sluice-pg-result:...), from its note or meta.storedResult.ref',
+    );
+  return withStores(v, async (stores) => {
+    const value = await stores.results.get(ref);
+    if (value === undefined) {
+      const hint = ref.startsWith(PG_RESULT_REF)
+        ? stores.kind === 'postgresql'
+          ? 'the database has no result under that key'
+          : "it is stored in PostgreSQL: set SLUICE_DATABASE_URL (or --database-url) to the workers' database"
+        : stores.kind === 'postgresql'
+          ? `it was stored in a worker's state folder; unset SLUICE_DATABASE_URL and give that folder with --state-dir`
+          : `no such result in ${path.join(stores.where, 'results')}; give the workers' state folder with --state-dir`;
+      throw new NotFoundError(`no stored result ${ref}: ${hint}`);
+    }
+    out(JSON.stringify(value, null, 2));
+    return 0;
+  });
 }
 
 function summarize(e: SessionEvent): string {

@@ -6,6 +6,7 @@ import { connect } from '../client/connection';
 import { startInbox, type Inbox } from '../client/inbox/server';
 import { dataConverterFromEnv } from '../worker/codec';
 import { installRuntime, runWorker } from '../worker/main';
+import { openStores } from '../worker/stores';
 import { startDevServer, portOpen } from '../worker/dev-server';
 
 export interface DevOptions {
@@ -56,6 +57,7 @@ export async function runDev(opts: DevOptions): Promise<void> {
           taskQueue: opts.taskQueue,
           dataConverter: dataConverterFromEnv(),
         }),
+        store: openStores({ stateDir: opts.stateDir }),
         ...opts.inbox,
       });
       console.log(`Approval inbox:      ${inbox.url}`);

@@ -6,6 +6,7 @@ import * as path from 'node:path';
 import { inject } from 'vitest';
 import { SluiceClient, type BatchRequest } from '../client/client';
 import type { SluiceConfig } from '../worker/config';
+import type { SluiceStores } from '../worker/stores';
 import { createSluiceWorker } from '../worker/worker';
 
 let runtimeQuieted = false;
@@ -25,7 +26,7 @@ export interface Harness {
 export async function startHarness(
   name: string,
   config: SluiceConfig,
-  opts: { autoStart?: boolean; dataConverter?: DataConverter; stateDir?: string } = {},
+  opts: { autoStart?: boolean; dataConverter?: DataConverter; stateDir?: string; stores?: SluiceStores } = {},
 ): Promise<Harness> {
   if (!runtimeQuieted) {
     Runtime.install({ logger: new (require('@temporalio/worker').DefaultLogger)('ERROR') });
@@ -50,6 +51,7 @@ export async function startHarness(
         stateDir,
         workflowBundle: { codePath: inject('workflowBundlePath') },
         dataConverter: opts.dataConverter,
+        ...(opts.stores ? { stores: opts.stores } : {}),
       });
       running = h.worker.run();
     },

@@ -16,6 +16,8 @@ export { connect, type ConnectOptions, type Connected } from '../client/connecti
 export { ensureSearchAttributes } from '../client/setup';
 export { JsonlSessionLog, readSessionLog, sessionLogPath, type EventSink } from './sink';
 export { FileResultStore, type ResultStore } from './claim-check';
+export { PostgresStores, PostgresEventSink, PostgresResultStore, MIGRATIONS, SCHEMA_VERSION } from './postgres';
+export { openStores, fileStores, postgresStores, databaseUrlFromEnv, type SluiceStores } from './stores';
 export {
   CODEC_KEYS_ENV,
   codecFromEnv,

@@ -5,6 +5,7 @@ import { connect } from '../client/connection';
 import { ensureSearchAttributes } from '../client/setup';
 import { dataConverterFromEnv } from './codec';
 import { loadConfig } from './load-config';
+import { openStores } from './stores';
 import { createSluiceWorker, DEFAULT_STATE_DIR, DEFAULT_TASK_QUEUE, type WorkerDeployment } from './worker';
 
 export interface RunWorkerOptions {
@@ -50,21 +51,29 @@ export async function runWorker(opts: RunWorkerOptions): Promise<void> {
   const { connection, namespace, address } = await connect({ address: opts.address, namespace: opts.namespace });
   await ensureSearchAttributes(connection, namespace);
   const taskQueue = opts.taskQueue ?? DEFAULT_TASK_QUEUE;
+  const stateDir = opts.stateDir ?? DEFAULT_STATE_DIR;
+  const stores = openStores({ stateDir, warn: (m) => Runtime.instance().logger.warn(m) });
+  await stores.ready();
   const worker = await createSluiceWorker({
     connection,
     namespace,
     taskQueue,
     config,
-    stateDir: opts.stateDir ?? DEFAULT_STATE_DIR,
+    stateDir,
+    stores,
     dataConverter: dataConverterFromEnv(),
     ...(opts.workflowBundlePath ? { workflowBundle: { codePath: opts.workflowBundlePath } } : {}),
     ...(deployment ? { deployment } : {}),
   });
   log(
-    `sluice worker: ${config.tools.length} tool(s) on task queue "${taskQueue}" at ${address} (namespace ${namespace}), pid ${process.pid}${process.env.SLUICE_CODEC_KEYS ? ', payloads encrypted' : ''}${deployment ? `, deployment ${deployment.name} version ${deployment.buildId}` : ''}`,
+    `sluice worker: ${config.tools.length} tool(s) on task queue "${taskQueue}" at ${address} (namespace ${namespace}), pid ${process.pid}, stores: ${stores.kind} (${stores.where})${process.env.SLUICE_CODEC_KEYS ? ', payloads encrypted' : ''}${deployment ? `, deployment ${deployment.name} version ${deployment.buildId}` : ''}`,
   );
-  await worker.run();
-  await connection.close();
+  try {
+    await worker.run();
+  } finally {
+    await stores.close();
+    await connection.close();
+  }
 }
 
 /** --deployment/--build-id, else SLUICE_DEPLOYMENT/SLUICE_BUILD_ID: both or neither. */

@@ -19,10 +19,9 @@ import { createModelActivities } from '../activities/model-step';
 import { createSessionActivities } from '../activities/session';
 import { createStageActivities } from '../activities/stages';
 import { DEFAULT_TASK_QUEUE } from '../workflows/definitions';
-import { FileResultStore } from './claim-check';
 import { defineConfig, type SluiceConfig } from './config';
 import { withHeartbeats } from './liveness';
-import { JsonlSessionLog } from './sink';
+import { openStores, type SluiceStores } from './stores';
 import { sessionEventSinks } from './workflow-sinks';
 import { protectStateDir } from '../tools/fs/protect';
 
@@ -41,6 +40,11 @@ export interface SluicePluginOptions {
   config: SluiceConfig;
   /** The git-ignored folder for session logs and stored results (default `.sluice`). */
   stateDir?: string;
+  /**
+   * Where session events and stored results go. Default: PostgreSQL when SLUICE_DATABASE_URL is
+   * set, files in the state folder otherwise. The config's own `sink` and `resultStore` win.
+   */
+  stores?: SluiceStores;
 }
 
 /**
@@ -52,17 +56,19 @@ export class SluicePlugin implements WorkerPlugin {
   readonly name = 'sluice';
   private readonly config: SluiceConfig;
   private readonly stateDir: string;
+  private readonly stores: SluiceStores;
 
   constructor(opts: SluicePluginOptions) {
     this.config = defineConfig(opts.config);
     this.stateDir = opts.stateDir ?? DEFAULT_STATE_DIR;
     // Session logs and stored results of every session: no built-in tool may reach them.
     protectStateDir(this.stateDir);
+    this.stores = opts.stores ?? openStores({ stateDir: this.stateDir });
   }
 
   configureWorker(options: WorkerOptions): WorkerOptions {
-    const resultStore = new FileResultStore(path.join(this.stateDir, 'results'));
-    const sink = this.config.sink ?? new JsonlSessionLog(this.stateDir);
+    const resultStore = this.config.resultStore ?? this.stores.results;
+    const sink = this.config.sink ?? this.stores.sink;
     const sluice: Record<string, unknown> = {
       ...withHeartbeats({
         ...createStageActivities(this.config, { resultStore }),
@@ -160,6 +166,11 @@ export interface SluiceWorkerOptions {
    * it. Temporal's default is 10 s; a batch resumes after a worker crash that much sooner.
    */
   stickyQueueScheduleToStartTimeoutMs?: number;
+  /**
+   * Where session events and stored results go. Default: PostgreSQL when SLUICE_DATABASE_URL is
+   * set, files in the state folder otherwise. The config's own `sink` and `resultStore` win.
+   */
+  stores?: SluiceStores;
 }
 
 export interface WorkerDeployment {
@@ -175,7 +186,7 @@ export async function createSluiceWorker(opts: SluiceWorkerOptions): Promise<Wor
     connection: opts.connection,
     namespace: opts.namespace ?? 'default',
     taskQueue: opts.taskQueue ?? DEFAULT_TASK_QUEUE,
-    plugins: [new SluicePlugin({ config: opts.config, stateDir: opts.stateDir })],
+    plugins: [new SluicePlugin({ config: opts.config, stateDir: opts.stateDir, stores: opts.stores })],
     ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : {}),
     ...(opts.identity ? { identity: opts.identity } : {}),
     ...(opts.deployment

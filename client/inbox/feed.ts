@@ -14,6 +14,7 @@ import type {
 } from '../../pipeline/types';
 import { isEvent } from '../../pipeline/events';
 import { APPROVALS_MEMO, BATCH_WORKFLOW, stateQuery } from '../../workflows/definitions';
+import type { SluiceStores } from '../../worker/stores';
 import type { SluiceClient } from '../client';
 
 /** How long a page refresh waits for a worker to answer a batch's query. */
@@ -71,6 +72,8 @@ export class InboxFeed {
   constructor(
     private readonly client: SluiceClient,
     private readonly recentLimit = 20,
+    /** The workers' session store, when the inbox can read it: the log as written, running batches included. */
+    private readonly store?: Pick<SluiceStores, 'hasSession' | 'events'>,
   ) {}
 
   /**
@@ -123,12 +126,14 @@ export class InboxFeed {
       1000,
     );
     const views = await Promise.all(list.map((wf) => this.view(wf)));
-    const events: SessionEvent[] = [];
-    for (const wf of list) {
-      if (wf.status.name !== 'COMPLETED') continue;
-      const out = await this.output(wf);
-      if (out) events.push(...out.events);
-    }
+    const fromStore = this.store && (await this.store.hasSession(sessionId));
+    const events: SessionEvent[] = fromStore ? await this.store!.events(sessionId) : [];
+    if (!fromStore)
+      for (const wf of list) {
+        if (wf.status.name !== 'COMPLETED') continue;
+        const out = await this.output(wf);
+        if (out) events.push(...out.events);
+      }
     return {
       sessionId,
       events: events.sort((a, b) => a.seq - b.seq),

@@ -6,6 +6,7 @@ import * as http from 'node:http';
 import { type AddressInfo, isIP } from 'node:net';
 import * as path from 'node:path';
 import { DecisionRefusedError, SluiceError, type SluiceClient } from '../client';
+import type { SluiceStores } from '../../worker/stores';
 import { InboxFeed, type InboxSnapshot } from './feed';
 
 export const DEFAULT_INBOX_HOST = '127.0.0.1';
@@ -39,6 +40,8 @@ export interface InboxOptions {
   refreshMs?: number;
   /** Finished batches shown. Default 20. */
   recentLimit?: number;
+  /** The workers' session store (files or PostgreSQL): a session's timeline is read from it when it has the session. */
+  store?: Pick<SluiceStores, 'hasSession' | 'events'>;
 }
 
 export interface Inbox {
@@ -50,7 +53,7 @@ const PAGE = path.join(__dirname, 'page.html');
 const MAX_BODY = 64 * 1024;
 
 export async function startInbox(opts: InboxOptions): Promise<Inbox> {
-  const feed = new InboxFeed(opts.client, opts.recentLimit ?? 20);
+  const feed = new InboxFeed(opts.client, opts.recentLimit ?? 20, opts.store);
   const refreshMs = Math.max(100, opts.refreshMs ?? 1000);
   const userHeader = opts.trustedUserHeader?.toLowerCase();
   const stream = new SnapshotStream(feed, refreshMs);

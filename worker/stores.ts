@@ -1,0 +1,102 @@
+// Where session events and stored results live: files in the state folder (the embedded default),
+// or PostgreSQL when SLUICE_DATABASE_URL is set (worker/postgres.ts), shared by every worker and
+// read by the CLI and the inbox.
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { SessionEvent } from '../pipeline/types';
+import { FileResultStore, type ResultStore } from './claim-check';
+import { PostgresStores, redactUrl } from './postgres';
+import { conflictsPath, type EventSink, JsonlSessionLog, readLastSeq, readSessionLog, sessionLogPath } from './sink';
+
+export interface SluiceStores {
+  /** 'files' or 'postgresql', for messages. */
+  readonly kind: 'files' | 'postgresql';
+  /** Where, for a person: a folder or a redacted database URL. */
+  readonly where: string;
+  readonly sink: EventSink;
+  readonly results: ResultStore;
+  /** A session's logged events after `afterSeq`, in seq order. */
+  events(sessionId: string, afterSeq?: number): Promise<SessionEvent[]>;
+  /** Whether the store holds any event of the session. */
+  hasSession(sessionId: string): Promise<boolean>;
+  lastSeq(sessionId: string): Promise<number>;
+  /** Events kept aside because their seq already held another event; where they are, for a person. */
+  conflicts(sessionId: string): Promise<{ count: number; where: string }>;
+  /** Number of stored results, when the store can tell cheaply. */
+  storedResults?(): Promise<{ results: number; bytes: number }>;
+  /** Throws what to do when the store cannot be used yet (a database without Sluice's schema). */
+  ready(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export function fileStores(stateDir: string, warn?: (m: string) => void): SluiceStores {
+  const resultsDir = path.join(stateDir, 'results');
+  const results = new FileResultStore(resultsDir);
+  return {
+    kind: 'files',
+    where: stateDir,
+    sink: new JsonlSessionLog(stateDir, warn),
+    results,
+    async events(sessionId, afterSeq = -1) {
+      return (await readSessionLog(stateDir, sessionId)).filter((e) => e.seq > afterSeq);
+    },
+    async hasSession(sessionId) {
+      return fs.existsSync(sessionLogPath(stateDir, sessionId));
+    },
+    lastSeq: (sessionId) => readLastSeq(sessionLogPath(stateDir, sessionId)),
+    async conflicts(sessionId) {
+      const file = conflictsPath(stateDir, sessionId);
+      const text = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '';
+      return { count: text.split('\n').filter((l) => l.trim()).length, where: file };
+    },
+    async storedResults() {
+      let count = 0;
+      let bytes = 0;
+      try {
+        for (const name of fs.readdirSync(resultsDir)) {
+          if (name.startsWith('.')) continue;
+          count++;
+          bytes += fs.statSync(path.join(resultsDir, name)).size;
+        }
+      } catch {
+        // no folder yet: nothing stored
+      }
+      return { results: count, bytes };
+    },
+    async ready() {},
+    async close() {},
+  };
+}
+
+export function postgresStores(url: string, warn?: (m: string) => void): SluiceStores & { pg: PostgresStores } {
+  const pg = new PostgresStores(url, { warn });
+  return {
+    kind: 'postgresql',
+    where: redactUrl(url),
+    pg,
+    sink: pg.sink,
+    results: pg.results,
+    events: (sessionId, afterSeq) => pg.events(sessionId, afterSeq),
+    async hasSession(sessionId) {
+      return (await pg.lastSeq(sessionId)) >= 0;
+    },
+    lastSeq: (sessionId) => pg.lastSeq(sessionId),
+    async conflicts(sessionId) {
+      return { count: (await pg.conflicts(sessionId)).length, where: 'the sluice_session_conflicts table' };
+    },
+    storedResults: () => pg.results.count(),
+    ready: () => pg.checkSchema(),
+    close: () => pg.close(),
+  };
+}
+
+/** The database URL from the environment, if any. */
+export function databaseUrlFromEnv(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  return env.SLUICE_DATABASE_URL?.trim() || undefined;
+}
+
+/** PostgreSQL when a URL is given (or SLUICE_DATABASE_URL is set), files in the state folder otherwise. */
+export function openStores(opts: { stateDir: string; databaseUrl?: string; warn?: (m: string) => void }): SluiceStores {
+  const url = opts.databaseUrl ?? databaseUrlFromEnv();
+  return url ? postgresStores(url, opts.warn) : fileStores(opts.stateDir, opts.warn);
+}
