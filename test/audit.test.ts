@@ -12,6 +12,7 @@ import demoConfig from '../sluice.config';
 import type { StageContext } from '../worker/config';
 import { readSessionLog } from '../worker/sink';
 import { startHarness, type Harness } from './harness';
+import { pendingApproval } from './eventually';
 
 const FIXTURE = path.join(__dirname, 'fixtures', 'histories', '0.1.0', 'mixed-batch.json');
 
@@ -115,22 +116,16 @@ describe('audit', () => {
         { id: 'q', name: 'fetch_quote', arguments: { symbol: 'ABC' } },
       ],
     });
-    for (;;) {
-      const p = (await h.client.batchState(first.workflowId)).pending[0];
-      if (p) {
-        // A refused decision first: the audit must show it, and the log must hold its event.
-        await h.client
-          .approve(p.approvalId, { workflowId: first.workflowId, by: 'mallory', argsDigest: 'sha256:bogus' })
-          .catch(() => undefined);
-        await h.client.approve(p.approvalId, {
-          workflowId: first.workflowId,
-          by: 'auditor-test',
-          argsDigest: p.argsDigest,
-        });
-        break;
-      }
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    const p = await pendingApproval(h.client, first.workflowId);
+    // A refused decision first: the audit must show it, and the log must hold its event.
+    await expect(
+      h.client.approve(p.approvalId, { workflowId: first.workflowId, by: 'mallory', argsDigest: 'sha256:bogus' }),
+    ).rejects.toThrow(/decision refused/);
+    await h.client.approve(p.approvalId, {
+      workflowId: first.workflowId,
+      by: 'auditor-test',
+      argsDigest: p.argsDigest,
+    });
     const out1: BatchOutput = await first.result();
     const out2 = await h.client.runBatch({
       sessionId,

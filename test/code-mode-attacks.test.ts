@@ -13,6 +13,7 @@ import { codeModeTool } from '../tools/code-mode';
 import { defineConfig, defineTool } from '../worker/config';
 import { codeCallUpdate } from '../workflows/definitions';
 import { batch, startHarness, text, type Harness } from './harness';
+import { pendingApproval } from './eventually';
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-code-attacks-'));
 fs.writeFileSync(path.join(root, 'notes.txt'), 'harmless\n');
@@ -46,23 +47,24 @@ describe('call ids shaped like sub-call ids', () => {
     // so: the first sub-call's check used to look ahead at the calls after the model's P:code:0 and
     // leave the harmless glob's verdict for P:code:1, which the program's bash then picked up.
     const program = `await tools.glob({ pattern: '*.txt' });\nreturn await tools.bash({ command: 'touch ${marker}' });`;
-    const out = await h.client.runBatch(
-      batch(
-        [
-          { id: 'P', name: 'run_code', args: { code: program, description: 'list, then touch a file' } },
-          { id: 'P:code:0', name: 'glob', args: { pattern: '*.txt' } },
-          { id: 'P:code:1', name: 'glob', args: { pattern: '*.txt' } },
-        ],
-        { options: { approvalTimeoutMs: 1_500 } },
-      ),
+    const handle = await h.client.startBatch(
+      batch([
+        { id: 'P', name: 'run_code', args: { code: program, description: 'list, then touch a file' } },
+        { id: 'P:code:0', name: 'glob', args: { pattern: '*.txt' } },
+        { id: 'P:code:1', name: 'glob', args: { pattern: '*.txt' } },
+      ]),
     );
+    // The bash sub-call goes to approval, as bash always does; the person says no.
+    const pending = await pendingApproval(h.client, handle.workflowId);
+    expect(pending).toMatchObject({ toolName: 'bash', callId: 'P:code:1' });
+    await h.client.deny(pending.approvalId, { workflowId: handle.workflowId, by: 'test' });
+    const out = await handle.result();
     expect(fs.existsSync(marker)).toBe(false);
 
-    // The bash sub-call went to approval, as bash always does, and nobody approved it.
     const asked = ofType(out, 'approval/asked');
     expect(asked).toHaveLength(1);
     expect(asked[0].data).toMatchObject({ toolName: 'bash', callId: 'P:code:1', parentCallId: 'P' });
-    expect(ofType(out, 'approval/decided')[0].data.outcome).toBe('unavailable');
+    expect(ofType(out, 'approval/decided')[0].data.outcome).toBe('rejected');
     const [, sub] = ofType(out, 'tool/code-dispatch');
     expect(sub.data).toMatchObject({ subCallId: 'P:code:1', name: 'bash', isError: true });
     expect((sub.data.error as { code: string }).code).toBe('DENIED');
@@ -73,7 +75,7 @@ describe('call ids shaped like sub-call ids', () => {
       expect(r.result.error?.message).toContain('reserved for the tool calls of run_code programs');
     }
     expect(out.results[0].result.error?.code).toBe('CODE_RUN_FAILED');
-    expect(text(out.results[0].result)).toContain('approval was required but not given');
+    expect(text(out.results[0].result)).toContain('the call was rejected by test');
   });
 
   it('still runs a batch whose ids merely contain "code"', async () => {
@@ -114,15 +116,9 @@ describe('large sub-calls', () => {
   it('a forged 1.5 MB sub-call update is refused before it reaches history; the batch completes', async () => {
     const program = "try { await tools.bash({ command: 'true' }); } catch (e) { return 'denied'; }";
     const handle = await h.client.startBatch(
-      batch([{ id: 'P', name: 'run_code', args: { code: program, description: 'asks' } }], {
-        options: { approvalTimeoutMs: 5_000 },
-      }),
+      batch([{ id: 'P', name: 'run_code', args: { code: program, description: 'asks' } }]),
     );
-    for (;;) {
-      const s = await h.client.batchState(handle.workflowId).catch(() => undefined);
-      if (s?.pending.length) break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    const pending = await pendingApproval(h.client, handle.workflowId);
     const args = { content: 'y'.repeat(1_500_000) };
     const forged = await handle
       .executeUpdate(codeCallUpdate, {
@@ -143,6 +139,11 @@ describe('large sub-calls', () => {
       );
     expect(forged).toBeInstanceOf(WorkflowUpdateFailedError);
     expect(String((forged as WorkflowUpdateFailedError).cause?.message)).toMatch(/over the 262144-character limit/);
+    // The program's own ask is still open and still decides the program.
+    expect((await h.client.batchState(handle.workflowId)).pending.map((p) => p.approvalId)).toEqual([
+      pending.approvalId,
+    ]);
+    await h.client.deny(pending.approvalId, { workflowId: handle.workflowId, by: 'test' });
     const out = await handle.result();
     expect(text(out.results[0].result)).toBe('Result:\ndenied');
     const history = JSON.stringify(await handle.fetchHistory());

@@ -1,10 +1,10 @@
 // The one way tests wait for something another process does: poll a probe until it answers, and
 // fail the test, naming what was awaited, when it does not within the timeout. Nothing here ever
-// gives up silently or waits forever. For assertions on a changing value, vitest's expect.poll
-// is the same thing in matcher form.
-import type { PendingApproval } from '../pipeline/types';
-import { vi } from 'vitest';
+// gives up silently or waits forever. `poll` is the same thing in matcher form (vitest's
+// expect.poll with this file's timeout, not vitest's one second).
+import { expect, vi } from 'vitest';
 import type { SluiceClient } from '../client/client';
+import type { PendingApproval } from '../pipeline/types';
 
 export interface EventuallyOptions {
   timeoutMs?: number;
@@ -41,6 +41,14 @@ export async function eventually<T>(
     const why = last instanceof Error ? ` (last probe threw: ${last.message})` : '';
     throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${why}`);
   }
+}
+
+/**
+ * A value that changes, asserted by matcher once it matches: `await poll(() => x()).toBe(3)`.
+ * The failure shows the last value seen.
+ */
+export function poll<T>(probe: () => T | Promise<T>, { timeoutMs = 30_000, intervalMs = 50 }: EventuallyOptions = {}) {
+  return expect.poll(probe, { timeout: timeoutMs, interval: intervalMs });
 }
 
 /** The first pending approval of a batch (that matches), once the batch shows it. */

@@ -12,6 +12,7 @@ import { codeModeTool } from '../tools/code-mode';
 import { defineConfig, defineTool } from '../worker/config';
 import { readSessionLog, sessionLogPath } from '../worker/sink';
 import { batch, startHarness, text, type Harness } from './harness';
+import { eventually, pendingApproval } from './eventually';
 
 const send = defineTool({
   name: 'send',
@@ -44,14 +45,8 @@ beforeAll(async () => {
 });
 afterAll(() => h?.close());
 
-async function pendingOf(workflowId: string, callId: string): Promise<PendingApproval> {
-  for (;;) {
-    const s = await h.client.batchState(workflowId).catch(() => undefined);
-    const p = s?.pending.find((x) => x.callId === callId);
-    if (p) return p;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+const pendingOf = (workflowId: string, callId: string): Promise<PendingApproval> =>
+  pendingApproval(h.client, workflowId, (p) => p.callId === callId);
 
 describe('a stock-CLI signal with fields of the wrong type', () => {
   it('is refused and recorded; the batch goes on and a valid decision still decides', async () => {
@@ -75,11 +70,10 @@ describe('a stock-CLI signal with fields of the wrong type', () => {
       expect(sent.status, sent.stderr).toBe(0);
     }
     // The workflow still answers queries (its tasks do not fail), and the approval is still open.
-    let state: BatchState;
-    for (;;) {
-      state = await h.client.batchState(handle.workflowId);
-      if (state.pending.length === 1) break;
-    }
+    const state: BatchState = await eventually('the batch to answer its query with one pending approval', async () => {
+      const s = await h.client.batchState(handle.workflowId);
+      return s.pending.length === 1 && s;
+    });
     expect(state.pending[0].approvalId).toBe(p.approvalId);
 
     await h.client.approve(p.approvalId, { workflowId: handle.workflowId, by: 'ada', argsDigest: p.argsDigest });
@@ -143,8 +137,10 @@ describe('session ids', () => {
     expect(out.results[0].result.isError).toBe(false);
     const file = sessionLogPath(h.stateDir, sessionId);
     expect(Buffer.byteLength(path.basename(file))).toBeLessThan(255);
-    for (let i = 0; i < 100 && (await readSessionLog(h.stateDir, sessionId)).length < out.events.length; i++)
-      await new Promise((r) => setTimeout(r, 100));
+    await eventually(
+      'the session log to hold every event',
+      async () => (await readSessionLog(h.stateDir, sessionId)).length >= out.events.length,
+    );
     expect(await readSessionLog(h.stateDir, sessionId)).toEqual(out.events);
   });
 
@@ -188,8 +184,10 @@ describe('a session log folder that cannot be written', () => {
       readOnly.undo();
     }
     // Retried in the background: the log catches up without another batch.
-    for (let i = 0; i < 300 && (await readSessionLog(h.stateDir, req.sessionId)).length < out.events.length; i++)
-      await new Promise((r) => setTimeout(r, 100));
+    await eventually(
+      'the session log to catch up in the background',
+      async () => (await readSessionLog(h.stateDir, req.sessionId)).length >= out.events.length,
+    );
     expect(await readSessionLog(h.stateDir, req.sessionId)).toEqual(out.events);
   });
 });

@@ -11,8 +11,8 @@ import { SluiceClient } from '../client/client';
 import { codeModeTool } from '../tools/code-mode';
 import { mcpSource, type McpSource } from '../tools/mcp';
 import { defineConfig, type ToolDefinition } from '../worker/config';
-import { stateQuery } from '../workflows/definitions';
 import { batch, startHarness, text, type Harness } from './harness';
+import { eventually, pendingApproval } from './eventually';
 
 const ROOT = path.join(__dirname, '..');
 const bin = (pkg: string) => path.join(ROOT, 'node_modules', '@modelcontextprotocol', pkg, 'dist', 'index.js');
@@ -47,14 +47,7 @@ function killHttp(): Promise<void> {
     httpChild.kill('SIGKILL');
   });
 }
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-async function waitFor(check: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 300; i++) {
-    if (check()) return;
-    await sleep(100);
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
+const waitFor = (check: () => boolean, what: string) => eventually(what, check);
 const marked = (name: string) => fs.existsSync(path.join(marks, name));
 
 beforeAll(async () => {
@@ -152,11 +145,7 @@ describe('a batch of MCP calls', () => {
         { options: { approvalTimeoutMs: 60_000 } },
       ),
     );
-    let pending = (await handle.query(stateQuery)).pending;
-    while (!pending.length) {
-      await sleep(100);
-      pending = (await handle.query(stateQuery)).pending;
-    }
+    const pending = [await pendingApproval(h.client, handle.workflowId)];
     expect(pending.map((p) => p.callId)).toEqual(['write']);
     expect(fs.existsSync(path.join(ws, 'docs', 'new.md'))).toBe(false);
     await h.client.approve(pending[0].approvalId, { workflowId: handle.workflowId, by: 'test' });

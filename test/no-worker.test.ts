@@ -11,6 +11,7 @@ import type { PendingApproval } from '../pipeline/types';
 import { defineConfig } from '../worker/config';
 import { launchBrowser } from './chromium';
 import { batch, spawnWorker, startHarness, text, type ChildWorker, type Harness } from './harness';
+import { poll } from './eventually';
 
 const CONFIG = path.join(__dirname, 'fixtures', 'restart.config.ts');
 
@@ -34,7 +35,7 @@ afterAll(async () => {
   await h?.close();
 });
 
-const eventually = <T>(fn: () => Promise<T> | T) => expect.poll(fn, { timeout: 60_000, interval: 200 });
+const eventually = <T>(fn: () => Promise<T> | T) => poll(fn, { timeoutMs: 60_000, intervalMs: 200 });
 
 function cli(args: string[]): { lines: string[]; done: Promise<number> } {
   const lines: string[] = [];

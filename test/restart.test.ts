@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BatchOutput } from '../pipeline/types';
 import { readSessionLog } from '../worker/sink';
 import { batch, spawnWorker, startHarness, type ChildWorker, type Harness } from './harness';
+import { eventually } from './eventually';
 
 const CONFIG = path.join(__dirname, 'fixtures', 'restart.config.ts');
 let h: Harness;
@@ -26,13 +27,7 @@ const lines = (file: string) =>
   fs.existsSync(path.join(dir, file))
     ? fs.readFileSync(path.join(dir, file), 'utf8').trim().split('\n').filter(Boolean)
     : [];
-const until = async (what: string, fn: () => boolean | Promise<boolean>) => {
-  for (let i = 0; i < 300; i++) {
-    if (await fn()) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-};
+const until = (what: string, fn: () => boolean | Promise<boolean>) => eventually(what, fn);
 const start = async () => {
   worker = spawnWorker(CONFIG, h.taskQueue, dir, { SLUICE_TEST_DIR: dir });
   await worker.ready;

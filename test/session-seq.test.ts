@@ -12,6 +12,7 @@ import { defineConfig, defineTool } from '../worker/config';
 import { conflictsPath, JsonlSessionLog, readSessionLog } from '../worker/sink';
 import { SEQ_CONFLICT } from '../workflows/definitions';
 import { batch, startHarness, type Harness } from './harness';
+import { pendingApproval } from './eventually';
 
 const ran: string[] = [];
 let h: Harness;
@@ -94,9 +95,7 @@ describe('session seqs', () => {
     const [loser, winner, winnerCall] = settled === 'a failed' ? [handleA, handleB, 'p2'] : [handleB, handleA, 'p1'];
     const refused = await conflictOf(loser.result());
     expect(refused.message).toMatch(/already has events up to seq \d+|claimed its seqs from 0 first/);
-    let pending;
-    while (!(pending = (await h.client.batchState(winner.workflowId)).pending[0]))
-      await new Promise((r) => setTimeout(r, 100));
+    const pending = await pendingApproval(h.client, winner.workflowId);
     await h.client.approve(pending.approvalId, { workflowId: winner.workflowId, by: 'test' });
     const out = await winner.result();
     expect(ran).toContain(winnerCall);

@@ -8,6 +8,7 @@ import type { AgentMessage, ToolMessage } from '../pipeline/session';
 import { FileResultStore } from '../worker/claim-check';
 import { readSessionLog } from '../worker/sink';
 import config from './fixtures/session.config';
+import { eventually } from './eventually';
 import { startHarness, type Harness } from './harness';
 
 let h: Harness;
@@ -18,13 +19,7 @@ const lines = (file: string) =>
   fs.existsSync(path.join(h.stateDir, file))
     ? fs.readFileSync(path.join(h.stateDir, file), 'utf8').trim().split('\n').filter(Boolean)
     : [];
-const until = async (what: string, fn: () => boolean | Promise<boolean>) => {
-  for (let i = 0; i < 300; i++) {
-    if (await fn()) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-};
+const until = (what: string, fn: () => boolean | Promise<boolean>) => eventually(what, fn);
 
 beforeAll(async () => {
   h = await startHarness('session', config);

@@ -3,7 +3,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BatchRequest } from '../client/client';
 import type { BatchOutput, SessionEvent } from '../pipeline/types';
 import { commandHooks } from '../hooks';
@@ -11,6 +11,7 @@ import { bashTool, fsTools, todoWriteTool, versionOf } from '../tools';
 import { defineConfig } from '../worker/config';
 import { batchWorkflowId } from '../workflows/definitions';
 import { batch, startHarness, text, type Harness } from './harness';
+import { pendingApproval, poll } from './eventually';
 import { alive, pidsIn, treeCommand } from './processes';
 
 const base = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-tools-')));
@@ -211,7 +212,7 @@ describe('bash through the pipeline', () => {
     expect(out.results[0].result).toMatchObject({ isError: true, error: { code: 'COMMAND_TIMEOUT' } });
     const pids = pidsIn(pidFile);
     expect(pids).toHaveLength(3);
-    await vi.waitFor(() => expect(pids.filter(alive)).toEqual([]), { timeout: 5000 });
+    await poll(() => pids.filter(alive)).toEqual([]);
   });
 
   it('kills the whole process tree when the batch is cancelled', async () => {
@@ -219,12 +220,12 @@ describe('bash through the pipeline', () => {
     const req = batch([{ name: 'bash', args: { command: treeCommand(pidFile) } }]);
     const handle = await h.client.startBatch(req);
     await approveFirst(req);
-    await vi.waitFor(() => expect(pidsIn(pidFile)).toHaveLength(3), { timeout: 10_000 });
+    await poll(() => pidsIn(pidFile)).toHaveLength(3);
     await handle.cancel();
     const out = await handle.result();
     expect(out.results[0].result).toMatchObject({ isError: true, error: { code: 'ABORTED' } });
     const pids = pidsIn(pidFile);
-    await vi.waitFor(() => expect(pids.filter(alive)).toEqual([]), { timeout: 5000 });
+    await poll(() => pids.filter(alive)).toEqual([]);
   });
 });
 
@@ -263,13 +264,6 @@ describe('todo_write through the pipeline', () => {
 /** Waits for the batch's first pending approval and approves it, as a person would. */
 async function approveFirst(req: BatchRequest): Promise<void> {
   const workflowId = batchWorkflowId(req.sessionId, req.turn, req.step);
-  const approvalId = await vi.waitFor(
-    async () => {
-      const pending = (await h.client.batchState(workflowId)).pending;
-      expect(pending).toHaveLength(1);
-      return pending[0].approvalId;
-    },
-    { timeout: 10_000, interval: 100 },
-  );
+  const { approvalId } = await pendingApproval(h.client, workflowId);
   await h.client.approve(approvalId, { workflowId, by: 'test' });
 }

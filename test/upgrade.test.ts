@@ -14,6 +14,7 @@ import { defineConfig, defineTool } from '../worker/config';
 import { conflictsPath, readSessionLog } from '../worker/sink';
 import { createSluiceWorker } from '../worker/worker';
 import { batch, startHarness, type Harness } from './harness';
+import { pendingApproval } from './eventually';
 
 const ROOT = path.join(__dirname, '..');
 const ranOn: Record<string, string> = {};
@@ -75,14 +76,9 @@ async function startVersion(buildId: string, codePath: string): Promise<void> {
   workers.push({ worker, running: worker.run() });
 }
 
-async function pendingOf(workflowId: string) {
-  for (;;) {
-    // N+1 registers its query after its first timer: until then the query is refused.
-    const s = await h.client.batchState(workflowId).catch(() => undefined);
-    if (s?.pending[0]) return s.pending[0];
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+// N+1 registers its query after its first timer: until then the query is refused (a probe that
+// throws counts as "not yet").
+const pendingOf = (workflowId: string) => pendingApproval(h.client, workflowId);
 
 beforeAll(async () => {
   h = await startHarness('upgrade', config('unused'), { autoStart: false });

@@ -14,8 +14,6 @@ export const FIXTURE = path.join(__dirname, '..', 'fixtures', 'faults.config.ts'
 /** How many times each scenario round runs: SLUICE_FAULT_ROUNDS (default 1, the CI setting). */
 export const ROUNDS = Math.max(1, Number(process.env.SLUICE_FAULT_ROUNDS ?? 1));
 
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 export function waitFor<T>(
   what: string,
   probe: () => T | undefined | false | Promise<T | undefined | false>,

@@ -6,10 +6,11 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bashTool, protectStateDir } from '../../tools';
 import { pidsRunning } from '../processes';
 import { call, session } from '../tool-context';
+import { eventually, poll } from '../eventually';
 
 const base = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-bash-')));
 const root = path.join(base, 'ws');
@@ -51,18 +52,18 @@ describe.each(['bubblewrap', 'none'] as const)('bash (sandbox: %s)', (sandbox) =
     const r = await call(tools, 'bash', { command: tree(t), timeout: 1500 }, session());
     expect(r).toMatchObject({ isError: true, code: 'COMMAND_TIMEOUT' });
     expect(r.text).toContain('timed out after 1500 ms');
-    await vi.waitFor(() => expect(pidsRunning(`sleep ${t}`)).toEqual([]), { timeout: 5000 });
+    await poll(() => pidsRunning(`sleep ${t}`)).toEqual([]);
   });
 
   it('kills everything it started when the batch is cancelled, and fails the body', async () => {
     const t = tag();
     const abort = new AbortController();
     const running = call(tools, 'bash', { command: tree(t) }, session(), abort.signal);
-    await vi.waitFor(() => expect(fs.existsSync(path.join(root, `started-${t}`))).toBe(true), { timeout: 10_000 });
+    await eventually('the command to start', () => fs.existsSync(path.join(root, `started-${t}`)));
     expect(pidsRunning(`sleep ${t}`).length).toBeGreaterThanOrEqual(3);
     abort.abort();
     await expect(running).rejects.toThrow(/batch was cancelled/);
-    await vi.waitFor(() => expect(pidsRunning(`sleep ${t}`)).toEqual([]), { timeout: 5000 });
+    await poll(() => pidsRunning(`sleep ${t}`)).toEqual([]);
   });
 
   it('ends what the command leaves behind when it exits normally, setsid -f and nohup included', async () => {
@@ -74,7 +75,7 @@ describe.each(['bubblewrap', 'none'] as const)('bash (sandbox: %s)', (sandbox) =
       session(),
     );
     expect(r.text).toBe('done\n[exit code: 0]');
-    await vi.waitFor(() => expect(pidsRunning(`sleep ${t}`)).toEqual([]), { timeout: 5000 });
+    await poll(() => pidsRunning(`sleep ${t}`)).toEqual([]);
   });
 
   it("cannot print a key from the worker's environment; sees the allowlist only", async () => {
