@@ -12,6 +12,7 @@ import { PostgresStores, SCHEMA_VERSION } from '../worker/postgres';
 import { postgresStores, type SluiceStores } from '../worker/stores';
 import { batch, startHarness, type Harness } from './harness';
 import { startPostgres, type TestPostgres } from './postgres';
+import { eventually } from './eventually';
 
 let pg: TestPostgres;
 let url: string;
@@ -237,7 +238,7 @@ describe('workers on the database', () => {
     );
     gate = 0;
     const handles = await Promise.all(reqs.map((r) => h.client.startBatch(r)));
-    while (gate < 3) await new Promise((r) => setTimeout(r, 50));
+    await eventually('three bodies running', () => gate >= 3);
     // Down for two seconds while the bodies run: their results, claims and events meet a dead server.
     await pg.restart(2_000);
     const outs = await Promise.all(handles.map((x) => x.result()));
@@ -251,12 +252,14 @@ describe('workers on the database', () => {
         );
       }
       // Events held while the server was down are written once it is back (the worker retries them).
-      const deadline = Date.now() + 45_000;
-      let logged = await stores.events(reqs[i].sessionId);
-      while (logged.length < out.events.length && Date.now() < deadline) {
-        await new Promise((r) => setTimeout(r, 250));
-        logged = await stores.events(reqs[i].sessionId);
-      }
+      const logged = await eventually(
+        `every event of batch ${i} in the store`,
+        async () => {
+          const events = await stores.events(reqs[i].sessionId);
+          return events.length >= out.events.length && events;
+        },
+        { timeoutMs: 45_000, intervalMs: 250 },
+      );
       expect(logged).toEqual(out.events);
       expect((await stores.conflicts(reqs[i].sessionId)).count).toBe(0);
     }
