@@ -129,6 +129,7 @@ export function profileOf(tool: ToolDefinition, args: unknown): ToolProfile {
     approval,
     ...(tool.approvalTimeoutMs !== undefined ? { approvalTimeoutMs: tool.approvalTimeoutMs } : {}),
     finalizes: !!(tool.finalizeContent || tool.presentResult),
+    ...(tool.atMostOnce === true ? { atMostOnce: true as const } : {}),
   };
 }
 

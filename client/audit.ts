@@ -25,6 +25,7 @@ import type {
 } from '../pipeline/stages';
 import { isEvent } from '../pipeline/events';
 import { InvalidInputError } from './errors';
+import { RECONCILE_UPDATE, RECONCILE_WORKFLOW, type ReconcileInput, type Reconciliation } from '../pipeline/reconcile';
 import { decode, type LoadedHistory } from './history';
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
@@ -70,6 +71,31 @@ export interface CallAudit {
     after?: { isError: boolean; text: string };
   };
   result?: { isError: boolean; text: string; error?: { message: string; code?: string }; card?: Card };
+  /** An unknown outcome (OUTCOME_UNKNOWN): its reconcile card and how a person settled it. */
+  reconciliation?: ReconcileAudit;
+}
+
+export interface ReconcileAudit {
+  id: string;
+  workflowId: string;
+  /** What was lost, as the card said. */
+  problem: string;
+  openedAt: string;
+  status: 'waiting' | 'done' | 'not-done' | 'ran-again';
+  by?: string;
+  reason?: string;
+  evidence?: string;
+  decidedAt?: string;
+  rerun?: { isError: boolean; text: string; code?: string };
+  /** Every reconcile decision sent, with who sent it (Temporal's client identity too) and its fate. */
+  attempts: {
+    at: string;
+    decision?: string;
+    by?: string;
+    identity?: string;
+    result: 'applied' | 'refused' | 'pending';
+    problem?: string;
+  }[];
 }
 
 export interface DecisionAudit {
@@ -117,7 +143,12 @@ export interface SessionAudit {
 }
 
 export function auditHistories(histories: LoadedHistory[]): SessionAudit {
-  const batches = histories.map((h) => auditHistory(h));
+  const reconciles = histories.filter(isReconcileHistory).map(auditReconcile);
+  const batches = histories.filter((h) => !isReconcileHistory(h)).map((h) => auditHistory(h));
+  for (const r of reconciles) {
+    const c = batches.find((b) => b.workflowId === r.batchWorkflowId)?.calls.find((x) => x.callId === r.callId);
+    if (c) c.reconciliation = r.audit;
+  }
   return { batches, events: batches.flatMap((b) => b.events).sort((a, b) => a.seq - b.seq) };
 }
 
@@ -432,4 +463,58 @@ function timeOf(e: HistoryEvent | undefined): string {
   if (!t) return '';
   const seconds = typeof t.seconds === 'number' ? t.seconds : Number(t.seconds?.toString() ?? 0);
   return new Date(seconds * 1000 + Math.floor((t.nanos ?? 0) / 1e6)).toISOString();
+}
+
+function isReconcileHistory(h: LoadedHistory): boolean {
+  return h.history.events?.[0]?.workflowExecutionStartedEventAttributes?.workflowType?.name === RECONCILE_WORKFLOW;
+}
+
+/** A reconcile workflow's history: the card it opened, every decision sent, how it ended. */
+function auditReconcile(loaded: LoadedHistory): { batchWorkflowId: string; callId: string; audit: ReconcileAudit } {
+  const events = loaded.history.events ?? [];
+  const input = decode(events[0]?.workflowExecutionStartedEventAttributes?.input) as ReconcileInput;
+  const audit: ReconcileAudit = {
+    id: input.reconcileId,
+    workflowId: loaded.workflowId,
+    problem: input.problem,
+    openedAt: timeOf(events[0]),
+    status: 'waiting',
+    attempts: [],
+  };
+  const sent = new Map<string, ReconcileAudit['attempts'][number]>();
+  for (const e of events) {
+    const at = timeOf(e);
+    if (e.workflowExecutionUpdateAcceptedEventAttributes) {
+      const req = e.workflowExecutionUpdateAcceptedEventAttributes.acceptedRequest;
+      if (req?.input?.name !== RECONCILE_UPDATE) continue;
+      const d = decode(req.input.args) as { decision?: string; by?: string } | undefined;
+      const a = {
+        at,
+        ...(typeof d?.decision === 'string' ? { decision: d.decision } : {}),
+        ...(typeof d?.by === 'string' ? { by: d.by } : {}),
+        ...(req.meta?.identity ? { identity: req.meta.identity } : {}),
+        result: 'pending' as const,
+      };
+      sent.set(req.meta?.updateId ?? '', a);
+      audit.attempts.push(a);
+    } else if (e.workflowExecutionUpdateCompletedEventAttributes) {
+      const u = e.workflowExecutionUpdateCompletedEventAttributes;
+      const a = sent.get(u.meta?.updateId ?? '');
+      if (!a) continue;
+      if (u.outcome?.failure) Object.assign(a, { result: 'refused', problem: u.outcome.failure.message ?? 'refused' });
+      else a.result = 'applied';
+    } else if (e.workflowExecutionCompletedEventAttributes) {
+      const r = decode(e.workflowExecutionCompletedEventAttributes.result) as Reconciliation | undefined;
+      if (r)
+        Object.assign(audit, {
+          status: r.outcome,
+          by: r.by,
+          decidedAt: r.decidedAt,
+          ...(r.reason ? { reason: r.reason } : {}),
+          ...(r.evidence ? { evidence: r.evidence } : {}),
+          ...(r.rerun ? { rerun: r.rerun } : {}),
+        });
+    }
+  }
+  return { batchWorkflowId: input.batchWorkflowId, callId: input.callId, audit };
 }

@@ -46,6 +46,8 @@ Commands (\`npx sluice <command> --help\` lists a command's options):
   deny <approvalId>       Deny a pending call (same options as approve)
   chat                    Talk to a durable agent session: --script FILE (no key, no network) or
                           --model provider:model; --resume ID picks a session up after a crash
+  reconcile <id>          Settle an unknown outcome listed by approvals: --done --evidence TEXT,
+                          --not-done or --run-again (--by NAME, --reason TEXT)
   events <sessionId>      Print a session's events (--json, --follow)
   result <ref>            Print a stored result (the ref a truncated result names) as JSON
   ui                      Serve the approval inbox web page for the server at --address
@@ -166,6 +168,26 @@ Options:
 ${CONNECTION_OPTIONS}
 
 Exit codes: 0 applied (or signal sent, outcome not yet known), 1 refused or failed, 2 usage.`,
+  reconcile: `Usage: npx sluice reconcile <id> (--done --evidence TEXT | --not-done | --run-again) [options]
+
+Settles an unknown outcome: a call whose body must not run twice (bash, anything that sends or
+pays) lost its attempt after it may have started, so nobody knows whether it ran. \`npx sluice
+approvals\` lists these cards (OUTCOME UNKNOWN) with their ids. Check the effect first, then:
+
+  --done                  It ran: give the evidence (a log line, an id, a receipt) with --evidence
+  --not-done              It did not run (or its effect was undone); the call stays failed
+  --run-again             Run the body once more with the same arguments (never retried); prints
+                          its result. If that attempt is lost too, the card comes back
+
+Options:
+  --evidence TEXT         What shows it ran (required with --done)
+  --by NAME               Who reconciles (default: SLUICE_APPROVER, then USER); recorded
+  --reason TEXT           Why; recorded and shown in the audit
+  --workflow ID           The reconcile workflow's id, when the search attributes cannot find it
+  --json                  Print the reconciliation as JSON
+${CONNECTION_OPTIONS}
+
+Exit codes: 0 reconciled, 1 refused (already reconciled, missing evidence) or failed, 2 usage.`,
   replay: `Usage: npx sluice replay <target>... [options]
 
 Replays histories (workflow ids, session ids, .json files or folders of them) with the workflow
@@ -254,6 +276,10 @@ const OPTIONS = {
   'max-turns': { type: 'string' },
   'token-budget': { type: 'string' },
   'approval-timeout': { type: 'string' },
+  done: { type: 'boolean' },
+  'not-done': { type: 'boolean' },
+  'run-again': { type: 'boolean' },
+  evidence: { type: 'string' },
   deployment: { type: 'string' },
   'build-id': { type: 'string' },
   out: { type: 'string', short: 'o' },
@@ -316,6 +342,8 @@ export async function main(
         return await decide(values, command, rest[0], out);
       case 'chat':
         return await chat(values, out);
+      case 'reconcile':
+        return await reconcile(values, rest[0], out);
       case 'events':
         return await events(values, rest[0], out);
       case 'result':
@@ -826,6 +854,46 @@ async function withStores<T>(v: Values, use: (stores: SluiceStores) => Promise<T
     return await use(stores);
   } finally {
     await stores.close();
+  }
+}
+
+async function reconcile(v: Values, reconcileId: string | undefined, out: (s: string) => void): Promise<number> {
+  if (!reconcileId)
+    throw new UsageError('reconcile needs the id of an unknown outcome; list them with `npx sluice approvals`');
+  const chosen = (['done', 'not-done', 'run-again'] as const).filter((c) => v[c]);
+  if (chosen.length !== 1)
+    throw new UsageError(
+      'say what happened with exactly one of --done (with --evidence TEXT), --not-done or --run-again',
+    );
+  const decision = chosen[0];
+  if (decision === 'done' && !v.evidence?.trim())
+    throw new UsageError('--done needs --evidence TEXT: what shows the call ran (a log line, an id, a receipt)');
+  const { sluice, close } = await client(v);
+  try {
+    const r = await sluice.reconcile({
+      reconcileId,
+      decision,
+      by: v.by ?? process.env.SLUICE_APPROVER ?? process.env.USER ?? 'cli',
+      ...(v.reason ? { reason: v.reason } : {}),
+      ...(v.evidence ? { evidence: v.evidence } : {}),
+      ...(v.workflow ? { workflowId: v.workflow } : {}),
+    });
+    if (v.json) out(JSON.stringify(r));
+    else
+      out(
+        `${reconcileId}: ${r.toolName} ${r.callId} reconciled ${r.outcome} by ${r.by}${r.reason ? ` (${r.reason})` : ''}${
+          r.rerun ? `\n${r.rerun.isError ? '✗' : '✓'} ${r.rerun.text}` : ''
+        }`,
+      );
+    return 0;
+  } catch (err) {
+    if (err instanceof SluiceError) {
+      out(err.message);
+      return 1;
+    }
+    throw err;
+  } finally {
+    await close();
   }
 }
 

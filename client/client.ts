@@ -38,6 +38,7 @@ import {
   SESSION_ID,
   stateQuery,
 } from '../workflows/definitions';
+import { RECONCILE_UPDATE, type ReconcileDecision, type Reconciliation } from '../pipeline/reconcile';
 
 export interface SluiceClientOptions {
   /** A client connection (`connect()` from sluice/client) or a worker's NativeConnection. */
@@ -230,14 +231,13 @@ export class SluiceClient {
   async decide(decision: ApprovalDecision & { workflowId?: string }): Promise<DecisionApplied> {
     const workflowId = decision.workflowId ?? (await this.findApproval(decision.approvalId));
     const { workflowId: _omit, ...payload } = decision;
-    if (!payload.argsDigest) {
-      // From the memo: readable with no worker, so a missing digest never turns into `digest-missing`.
-      const pending = await this.readApprovals(workflowId).then(
-        (r) => r.pending.find((p) => p.approvalId === decision.approvalId),
-        () => undefined,
-      );
-      if (pending) payload.argsDigest = pending.argsDigest;
-    }
+    // From the memo: readable with no worker, so a missing digest never turns into `digest-missing`.
+    const pending = await this.readApprovals(workflowId).then(
+      (r) => r.pending.find((p) => p.approvalId === decision.approvalId),
+      () => undefined,
+    );
+    if (pending?.kind === 'reconcile') throw notAnApproval(pending.approvalId);
+    if (!payload.argsDigest && pending) payload.argsDigest = pending.argsDigest;
     return this.applyByUpdate(workflowId, payload);
   }
 
@@ -263,6 +263,7 @@ export class SluiceClient {
     }
     if (read && !read.running) throw await this.refusalAfterClose(workflowId, decision.approvalId);
     const pending = read?.pending.find((p) => p.approvalId === decision.approvalId);
+    if (pending?.kind === 'reconcile') throw notAnApproval(pending.approvalId);
     if (!payload.argsDigest && pending) payload.argsDigest = pending.argsDigest;
 
     const handle = this.temporal.workflow.getHandle(workflowId);
@@ -367,6 +368,28 @@ export class SluiceClient {
         throw new SluiceError(`decision refused: ${cause?.message ?? err.message}`);
       }
       if (err instanceof WorkflowNotFoundError) throw await this.refusalAfterClose(workflowId, decision.approvalId);
+      throw err;
+    }
+  }
+
+  /**
+   * Reconciles an unknown outcome (a reconcile card from `approvals`): done, with the evidence
+   * that it ran; not done; or run again (the body runs once more and its result is returned).
+   * Recorded with who and why in the reconcile workflow's history, which the audit shows.
+   */
+  async reconcile(decision: ReconcileDecision & { workflowId?: string }): Promise<Reconciliation> {
+    const workflowId = decision.workflowId ?? (await this.findApproval(decision.reconcileId));
+    const { workflowId: _omit, ...payload } = decision;
+    const handle = this.temporal.workflow.getHandle(workflowId);
+    try {
+      return await handle.executeUpdate<Reconciliation, [ReconcileDecision]>(RECONCILE_UPDATE, { args: [payload] });
+    } catch (err) {
+      if (err instanceof WorkflowUpdateFailedError)
+        throw new SluiceError(`not reconciled: ${err.cause?.message ?? err.message}`);
+      if (err instanceof WorkflowNotFoundError)
+        throw new SluiceError(
+          `no unknown outcome ${decision.reconcileId} is waiting (workflow ${workflowId} not found)`,
+        );
       throw err;
     }
   }
@@ -517,7 +540,7 @@ export class SluiceClient {
     let nextSeq = 0;
     const running: string[] = [];
     for await (const wf of this.temporal.workflow.list({
-      query: `SluiceSessionId = '${sessionId.replace(/'/g, '')}'`,
+      query: `SluiceSessionId = '${sessionId.replace(/'/g, '')}' AND WorkflowType = '${BATCH_WORKFLOW}'`,
     })) {
       if (wf.status.name === 'RUNNING') running.push(wf.workflowId);
       else if (wf.status.name === 'COMPLETED') {
@@ -532,13 +555,19 @@ export class SluiceClient {
   async sessionEvents(sessionId: string): Promise<SessionEvent[]> {
     const events: SessionEvent[] = [];
     for await (const wf of this.temporal.workflow.list({
-      query: `SluiceSessionId = '${sessionId.replace(/'/g, '')}' AND ExecutionStatus = 'Completed'`,
+      query: `SluiceSessionId = '${sessionId.replace(/'/g, '')}' AND WorkflowType = '${BATCH_WORKFLOW}' AND ExecutionStatus = 'Completed'`,
     })) {
       const out = (await this.temporal.workflow.getHandle(wf.workflowId, wf.runId).result()) as BatchOutput;
       events.push(...out.events);
     }
     return events.sort((a, b) => a.seq - b.seq);
   }
+}
+
+function notAnApproval(id: string): SluiceError {
+  return new SluiceError(
+    `${id} is not an approval but an unknown outcome to reconcile: the call may or may not have run. Check its effect, then \`npx sluice reconcile ${id} --done --evidence "..."\`, \`--not-done\` or \`--run-again\`.`,
+  );
 }
 
 /** True when the batch failed its seq claim (SluiceSeqConflict): it ran no call and recorded nothing. */

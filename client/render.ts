@@ -30,6 +30,7 @@ function line(s: string): string {
 }
 
 export function renderPendingCard(p: PendingApproval, now = Date.now()): string {
+  if (p.kind === 'reconcile') return renderReconcileCard(p);
   const left = Math.max(0, Math.round((Date.parse(p.expiresAt) - now) / 1000));
   const lines = [
     `┌ approval ${p.approvalId}`,
@@ -39,6 +40,20 @@ export function renderPendingCard(p: PendingApproval, now = Date.now()): string 
     ...(p.reason ? [`│ why: ${p.reason}`] : []),
     `│ denied automatically in ${left}s; args digest ${p.argsDigest}`,
     `└ npx sluice approve ${p.approvalId}    |    npx sluice deny ${p.approvalId} --reason "..."`,
+  ];
+  return lines.map(line).join('\n');
+}
+
+/** An unknown outcome waiting for a person: what was lost, and the three ways to settle it. */
+function renderReconcileCard(p: PendingApproval): string {
+  const lines = [
+    `┌ OUTCOME UNKNOWN ${p.approvalId}`,
+    `│ ${p.card.title}${p.card.summary ? ` — ${p.card.summary}` : ''}`,
+    ...fieldLines(p.card.fields ?? (p.arguments as Card['fields'])).map((l) => `│   ${l}`),
+    `│ tool ${p.toolName}, call ${p.callId}${p.parentCallId ? ` (inside run_code ${p.parentCallId})` : ''}; session ${p.sessionId} turn ${p.turn} step ${p.step}`,
+    ...(p.reason ? [`│ what happened: ${p.reason}`] : []),
+    `│ waiting since ${p.askedAt}; args digest ${p.argsDigest}`,
+    `└ npx sluice reconcile ${p.approvalId} --done --evidence "..."  |  --not-done  |  --run-again   (--reason "...")`,
   ];
   return lines.map(line).join('\n');
 }
@@ -137,6 +152,22 @@ function renderBatchAudit(b: BatchAudit): string {
         ),
       );
     } else lines.push(row('result', 'none yet'));
+    if (c.reconciliation) {
+      const r = c.reconciliation;
+      lines.push(row('reconcile', `opened ${clock(r.openedAt)} (id ${r.id}): ${clip(r.problem, 160)}`));
+      if (r.status === 'waiting') lines.push(row('', 'waiting for a person: npx sluice reconcile ' + r.id));
+      else
+        lines.push(
+          row(
+            '',
+            `reconciled ${r.status === 'not-done' ? 'not done' : r.status === 'ran-again' ? 'by running it again' : 'done'} by ${r.by ?? '?'}${r.reason ? `: ${r.reason}` : ''} at ${clock(r.decidedAt)}`,
+          ),
+        );
+      if (r.evidence) lines.push(row('', `evidence: ${clip(r.evidence, 300)}`));
+      if (r.rerun) lines.push(row('', `run again: ${r.rerun.isError ? '✗' : '✓'} ${clip(r.rerun.text, 160)}`));
+      for (const a of r.attempts.filter((x) => x.result === 'refused'))
+        lines.push(row('', `refused ${a.decision ?? '?'} by ${a.by ?? '?'}: ${clip(a.problem ?? '', 140)}`));
+    }
   }
   if (b.decisions.length) {
     lines.push('', '  decisions received');

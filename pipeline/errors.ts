@@ -23,6 +23,11 @@ export const ErrorCodes = {
   PIPELINE_FAILED: 'PIPELINE_FAILED',
   /** A session's model sent a tool call with no id, or an id already used in the same message: not run. */
   INVALID_CALL_ID: 'INVALID_CALL_ID',
+  /**
+   * A body that must not run twice (`atMostOnce`) lost its attempt after it may have started: it
+   * may or may not have done its work. Not run again; an operator reconciles it.
+   */
+  OUTCOME_UNKNOWN: 'OUTCOME_UNKNOWN',
 } as const;
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
 
@@ -42,6 +47,8 @@ export const FailureTypes = {
   INVALID_SESSION: 'SluiceInvalidSession',
   /** The model provider refused the request for good (bad key, bad request): not retried. */
   MODEL_REFUSED: 'SluiceModelRefused',
+  /** A reconcile decision the unknown outcome's workflow did not take (already reconciled, no evidence, ...). */
+  RECONCILE_REFUSED: 'SluiceReconcileRefused',
   /** Workflow code met a state it must never reach: a bug in Sluice, not in the input. */
   INTERNAL: 'SluiceInternalError',
 } as const;

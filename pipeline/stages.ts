@@ -53,6 +53,8 @@ export interface ToolProfile {
   approvalTimeoutMs?: number;
   /** The tool has a finalizeContent or a presentResult: code that only the worker can run at settle. */
   finalizes: boolean;
+  /** The body must not run twice: never retried; a lost attempt ends OUTCOME_UNKNOWN. */
+  atMostOnce?: true;
 }
 
 export interface StageOutput {

@@ -166,6 +166,11 @@ export interface PendingApproval {
   parentCallId?: string;
   /** Set in the memo's copy when the arguments were too large for it: `arguments` is then a preview string. */
   argumentsTruncated?: true;
+  /**
+   * `reconcile`: not an approval but an unknown outcome to reconcile (`sluice reconcile`): the
+   * body may or may not have run; `reason` says what was lost. It does not expire.
+   */
+  kind?: 'reconcile';
 }
 
 /**

@@ -96,8 +96,10 @@ export function bashTool(opts: BashToolOptions): ToolDefinition<BashArgs> {
     input,
     approval: opts.approval ?? 'ask',
     ...(opts.approvalTimeoutMs !== undefined ? { approvalTimeoutMs: opts.approvalTimeoutMs } : {}),
-    // A command is not idempotent: after a crash it is reported as failed, never run twice.
+    // A command is not idempotent: never run twice. A lost attempt (worker killed mid-command)
+    // ends OUTCOME_UNKNOWN and an operator reconciles it.
     retry: { maximumAttempts: 1 },
+    atMostOnce: true,
     timeoutMs: maxTimeoutMs + 60_000,
     presentCall: (a) => ({
       title: 'Run command',

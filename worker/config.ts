@@ -109,6 +109,14 @@ export interface ToolDefinition<Args = any> {
   timeoutMs?: number;
   heartbeatTimeoutMs?: number;
   retry?: RetryPolicyInput;
+  /**
+   * The body must not run twice (it runs a command, sends, pays). Sluice never retries it, and
+   * when an attempt is lost after it may have started (its worker was killed, its heartbeat
+   * stopped) the call ends OUTCOME_UNKNOWN and an operator card asks a person to reconcile it:
+   * done (with evidence), not done, or run again (docs/reliability.md). A body that makes its
+   * effect idempotent with `ctx.idempotencyKey` should not set this: it is retried instead.
+   */
+  atMostOnce?: boolean;
   approval?: ApprovalPolicy | ((args: Args) => ApprovalPolicy);
   /** Deny timeout for this tool's approvals; the batch default applies otherwise. */
   approvalTimeoutMs?: number;

@@ -5,7 +5,16 @@
 // (2 and 14, the cards, are drawn by any UI from the events.) The batch workflow (batch.ts)
 // decides WHEN each part runs: ordering, parallelism, cancellation. This file decides WHAT runs.
 // Where the quick stages run and which calls they take along is look-ahead.ts's business.
-import { ApplicationFailure, CancellationScope, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import {
+  ApplicationFailure,
+  CancellationScope,
+  ParentClosePolicy,
+  patched,
+  proxyActivities,
+  startChild,
+  uuid4,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { StageActivities } from '../activities/stages';
 import { InlineBudget, jsonBytes, MAX_ARGUMENT_CHARS } from '../pipeline/budget';
 import { reservedCallIdProblem } from '../pipeline/code-mode';
@@ -38,6 +47,12 @@ import type { Approvals } from './approvals';
 import type { EventLog } from './event-log';
 import { approvalDenial, bodyFailure, stageFailure } from './failures';
 import { LookAhead } from './look-ahead';
+import { APPROVALS_MEMO, AWAITING_APPROVAL, PENDING_APPROVALS, SESSION_ID } from './definitions';
+import { reconcileWorkflowId, type ReconcileInput } from '../pipeline/reconcile';
+import { attemptLost, lostWords, reconcileCall } from './reconcile';
+
+/** Unknown outcomes of at-most-once bodies (a lost attempt starts a reconcile workflow). */
+const OUTCOME_UNKNOWN_PATCH = 'sluice-outcome-unknown';
 
 export const DEFAULT_APPROVAL_TIMEOUT_MS = 10 * 60_000;
 export const DEFAULT_MAX_PARALLEL = 10;
@@ -230,12 +245,18 @@ export class CallPipeline {
       state: this.state,
       inlineBytes: this.budget.share(workflowInfo().historySize, this.events.bytes),
     };
-    const p = adm.profile ?? { ...BODY_DEFAULTS, concurrencySafe: false, approval: 'auto' as const };
+    const p: ToolProfile = adm.profile ?? {
+      ...BODY_DEFAULTS,
+      concurrencySafe: false,
+      approval: 'auto' as const,
+      finalizes: false,
+    };
     const body = proxyActivities<StageActivities>({
       startToCloseTimeout: p.timeoutMs,
       heartbeatTimeout: p.heartbeatTimeoutMs,
       retry: {
-        maximumAttempts: p.retry.maximumAttempts,
+        // A body that must not run twice gets one attempt, whatever its retry policy says.
+        maximumAttempts: p.atMostOnce ? 1 : p.retry.maximumAttempts,
         initialInterval: p.retry.initialIntervalMs,
         backoffCoefficient: p.retry.backoffCoefficient,
         maximumInterval: p.retry.maximumIntervalMs,
@@ -262,12 +283,60 @@ export class CallPipeline {
         wrapperContexts: out.wrapperContexts,
       };
     } catch (err) {
+      if (p.atMostOnce && attemptLost(err) && patched(OUTCOME_UNKNOWN_PATCH))
+        return { candidate: await this.outcomeUnknown(adm, ref, p, err), skipPostExecute: false };
       return { candidate: bodyFailure(adm.call.name, p.timeoutMs, err), skipPostExecute: false };
     } finally {
       this.bodyScopes.delete(scope);
       this.executing.delete(adm.call.id);
       this.tracker.stage(adm.call.id, 'post-execute');
     }
+  }
+
+  /**
+   * An at-most-once body's attempt was lost after it may have started: nobody knows whether it
+   * ran, so it is neither run again nor called failed. The call ends OUTCOME_UNKNOWN, and a
+   * reconcile workflow (outliving this batch) holds an operator card until a person says what
+   * happened.
+   */
+  private async outcomeUnknown(adm: Admission, ref: CallRef, profile: ToolProfile, err: unknown): Promise<Candidate> {
+    const reconcileId = uuid4();
+    const what = lostWords(adm.call.name, err);
+    const input: ReconcileInput = {
+      reconcileId,
+      batchWorkflowId: ref.workflowId,
+      sessionId: ref.sessionId,
+      turn: ref.turn,
+      step: ref.step,
+      callId: adm.call.id,
+      toolName: adm.call.name,
+      ...(adm.lineage.parentCallId ? { parentCallId: adm.lineage.parentCallId } : {}),
+      ref,
+      profile,
+      card: adm.card,
+      problem: `${what}. Whether it did its work is unknown; it is never run twice on its own. Check its effect, then mark it done (with the evidence), not done, or run it again.`,
+    };
+    let card = `An operator has been asked to check what happened and reconcile it (reconcile id ${reconcileId}).`;
+    try {
+      await startChild(reconcileCall, {
+        workflowId: reconcileWorkflowId(ref.workflowId, adm.call.id),
+        args: [input],
+        parentClosePolicy: ParentClosePolicy.ABANDON,
+        typedSearchAttributes: [
+          { key: SESSION_ID, value: ref.sessionId },
+          { key: AWAITING_APPROVAL, value: true },
+          { key: PENDING_APPROVALS, value: [reconcileId] },
+        ],
+        memo: { [APPROVALS_MEMO]: { v: 1, pending: [], decided: [], refused: [] } },
+        staticSummary: `Unknown outcome: ${adm.call.name} ${adm.call.id} of ${ref.workflowId}`,
+      });
+    } catch (e) {
+      card = `No operator card could be opened for it (${(e as Error).message}); tell the user.`;
+    }
+    return errorCandidate(
+      `The outcome of this ${adm.call.name} call is unknown: ${what}, so it may or may not have done its work. It was not run again, because this tool must not run twice. ${card} Do not repeat the call until you have checked whether its effect happened (or the user tells you); say plainly that the outcome is unknown.`,
+      ErrorCodes.OUTCOME_UNKNOWN,
+    );
   }
 
   // ─── settle: stages 9–13 ────────────────────────────────────────────────────────────────────

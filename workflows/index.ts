@@ -1,3 +1,4 @@
 // The workflow bundle's entry: every workflow type a Sluice worker registers.
 export { toolBatch } from './batch';
 export { agentSession } from './session';
+export { reconcileCall } from './reconcile';

@@ -122,7 +122,9 @@ export class InboxFeed {
 
   async session(sessionId: string): Promise<SessionTimeline> {
     const list = await take(
-      this.client.temporal.workflow.list({ query: `SluiceSessionId = '${sessionId.replace(/'/g, '')}'` }),
+      this.client.temporal.workflow.list({
+        query: `SluiceSessionId = '${sessionId.replace(/'/g, '')}' AND WorkflowType = '${BATCH_WORKFLOW}'`,
+      }),
       1000,
     );
     const views = await Promise.all(list.map((wf) => this.view(wf)));

@@ -117,6 +117,11 @@ export async function startInbox(opts: InboxOptions): Promise<Inbox> {
       if (problem) return send(res, 403, { status: 'forbidden', message: problem });
       return decide(req, res);
     }
+    if (req.method === 'POST' && url.pathname === '/api/reconcile') {
+      const problem = crossSiteProblem(req);
+      if (problem) return send(res, 403, { status: 'forbidden', message: problem });
+      return reconcile(req, res);
+    }
     send(res, 404, { status: 'not-found', message: `no such page: ${req.method} ${url.pathname}` });
   }
 
@@ -187,6 +192,69 @@ export async function startInbox(opts: InboxOptions): Promise<Inbox> {
       if (err instanceof DecisionRefusedError) send(res, 409, { status: err.refusal.code, ...err.refusal });
       else if (err instanceof SluiceError) send(res, 409, { status: 'refused', message: err.message });
       else send(res, 502, { status: 'error', message: `could not reach the batch: ${(err as Error).message}` });
+    } finally {
+      stream.poke();
+    }
+  }
+
+  /** An unknown outcome settled by a person: done (with evidence), not done, or run again. */
+  async function reconcile(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    let body: Record<string, unknown>;
+    try {
+      body = JSON.parse(await readBody(req));
+    } catch (err) {
+      return send(res, 400, {
+        status: 'invalid',
+        message: `the request body must be JSON (${(err as Error).message})`,
+      });
+    }
+    const { workflowId, reconcileId, decision, reason, evidence } = body;
+    if (
+      typeof workflowId !== 'string' ||
+      typeof reconcileId !== 'string' ||
+      (decision !== 'done' && decision !== 'not-done' && decision !== 'run-again')
+    )
+      return send(res, 400, {
+        status: 'invalid',
+        message:
+          'send {"workflowId", "reconcileId", "decision": "done"|"not-done"|"run-again", "evidence"?, "reason"?, "by"?}',
+      });
+    let by: string;
+    if (userHeader) {
+      const fromProxy = headerValue(req, userHeader);
+      if (!fromProxy)
+        return send(res, 401, {
+          status: 'unauthenticated',
+          message: `this inbox takes the operator from the ${opts.trustedUserHeader} header, and the request has none; open it through the proxy that sets it`,
+        });
+      by = fromProxy;
+    } else {
+      by = typeof body.by === 'string' ? body.by.trim() : '';
+      if (!by)
+        return send(res, 400, {
+          status: 'invalid',
+          message: 'enter your name at the top of the page: it is recorded with your decision',
+        });
+    }
+    const text = (v: unknown) => (typeof v === 'string' && v.trim() ? v.trim() : undefined);
+    if (decision === 'done' && !text(evidence))
+      return send(res, 400, {
+        status: 'invalid',
+        message: 'marking it done needs evidence: what shows the call ran (a log line, an id, a receipt)',
+      });
+    try {
+      const r = await opts.client.reconcile({
+        workflowId,
+        reconcileId,
+        decision,
+        by,
+        ...(text(reason) ? { reason: text(reason) } : {}),
+        ...(text(evidence) ? { evidence: text(evidence) } : {}),
+      });
+      send(res, 200, { status: 'reconciled', ...r });
+    } catch (err) {
+      if (err instanceof SluiceError) send(res, 409, { status: 'refused', message: err.message });
+      else send(res, 502, { status: 'error', message: `could not reach the card: ${(err as Error).message}` });
     } finally {
       stream.poke();
     }

@@ -190,10 +190,11 @@ describe('bash in the sandbox: what it can write, see and reach', () => {
 });
 
 describe('bash settings', () => {
-  it('ships asking for approval, is never retried and never concurrency-safe', () => {
+  it('ships asking for approval, is never retried (at most once) and never concurrency-safe', () => {
     const t = bashTool({ root });
     expect(t.approval).toBe('ask');
     expect(t.retry).toEqual({ maximumAttempts: 1 });
+    expect(t.atMostOnce).toBe(true);
     expect(t.isConcurrencySafe).toBeUndefined();
     expect(t.aliases).toEqual(['Bash']);
   });
