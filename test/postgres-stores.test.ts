@@ -83,6 +83,20 @@ describe('event sink', () => {
     expect((await stores.conflicts(s)).count).toBe(0);
   });
 
+  it("a replay that repeats the batch's own events with other times is skipped, not a conflict", async () => {
+    const s = `replay-${Date.now()}`;
+    warnings.length = 0;
+    await stores.sink.append(s, [{ ...ev(0), time: '2026-12-01T00:00:01.000Z' }], 'b1');
+    // Replayed after an eviction: the first task's workflow time moved back; then a new event.
+    await stores.sink.append(s, [{ ...ev(0), time: '2026-12-01T00:00:00.000Z' }, ev(1)], 'b1');
+    expect((await stores.events(s)).map((e) => [e.seq, e.time])).toEqual([
+      [0, '2026-12-01T00:00:01.000Z'],
+      [1, ev(1).time],
+    ]);
+    expect((await stores.conflicts(s)).count).toBe(0);
+    expect(warnings).toEqual([]);
+  });
+
   it('a different event at a logged seq is kept aside with its batch, reported, and never replaces the logged one', async () => {
     const s = `conflict-${Date.now()}`;
     await stores.sink.append(s, [ev(0), ev(1)], 'first');

@@ -275,15 +275,19 @@ export class PostgresEventSink implements EventSink {
             batchId,
           ])
         ).rowCount! > 0;
-      const held = new Map<number, string>(
-        (
-          await c.query(
-            'SELECT seq, event FROM sluice_session_events WHERE session_id = $1 AND seq = ANY($2::bigint[])',
-            [sessionId, chunk.map((e) => e.seq)],
-          )
-        ).rows.map((r) => [Number(r.seq), r.event]),
+      const rows = (
+        await c.query(
+          'SELECT seq, event, batch_id FROM sluice_session_events WHERE session_id = $1 AND seq = ANY($2::bigint[])',
+          [sessionId, chunk.map((e) => e.seq)],
+        )
+      ).rows;
+      const held = new Map<number, string>(rows.map((r) => [Number(r.seq), r.event]));
+      // A replay may not repeat an event byte for byte (workflow time moves when a replayed task
+      // resolves a local activity it waited for live): the batch's own rows are its events again.
+      const own = new Set<number>(
+        rows.filter((r) => batchId !== undefined && r.batch_id === batchId).map((r) => Number(r.seq)),
       );
-      const clashing = chunk.some((e, i) => held.has(e.seq) && held.get(e.seq) !== texts[i]);
+      const clashing = chunk.some((e, i) => held.has(e.seq) && held.get(e.seq) !== texts[i] && !own.has(e.seq));
       if (conflicted || clashing) {
         // A replayed chunk of a conflicted batch repeats rows: the unique key skips them.
         const r = await c.query(
