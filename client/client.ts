@@ -31,6 +31,7 @@ import {
   BATCH_WORKFLOW,
   batchWorkflowId,
   DEFAULT_TASK_QUEUE,
+  EMPTY_APPROVALS_MEMO,
   DECISION_REFUSED,
   decideSignal,
   decideUpdate,
@@ -109,7 +110,7 @@ export class SluiceClient {
         workflowIdReusePolicy: reuse,
         typedSearchAttributes: [{ key: SESSION_ID, value: input.sessionId }],
         // Present from the start, so the batch keeps it current (workflows/approvals.ts).
-        memo: { [APPROVALS_MEMO]: { v: 1, pending: [], decided: [], refused: [] } satisfies ApprovalsMemo },
+        memo: { [APPROVALS_MEMO]: EMPTY_APPROVALS_MEMO },
         staticSummary: `Tool batch: session ${input.sessionId}, turn ${input.turn}, step ${input.step}, ${input.calls.length} call(s)`,
       });
     try {

@@ -109,9 +109,14 @@ describe('decisions', () => {
         { id: 's', name: 'send', args: { to: 'bob' } },
       ]),
     );
-    const second = await pendingOf(handle.workflowId, 's'); // asked only after the first expired
-    const state: BatchState = await h.client.batchState(handle.workflowId);
-    const first = state.decided.find((d) => d.callId === 'q')!;
+    // Both are asked together; the first expires while the second still waits.
+    const second = await pendingOf(handle.workflowId, 's');
+    let first: BatchState['decided'][number] | undefined;
+    while (!first) {
+      const state: BatchState = await h.client.batchState(handle.workflowId);
+      first = state.decided.find((d) => d.callId === 'q');
+      if (!first) await new Promise((r) => setTimeout(r, 100));
+    }
     expect(first).toMatchObject({ outcome: 'unavailable', expired: true });
 
     const whileRunning = await h.client

@@ -4,7 +4,8 @@
 //     → post-execute → normalize → finalizeContent → tools/result → tool/result
 //   … every call of the batch settled → additionalContexts injected as user/message
 //
-// Admission (tool/call to guards) goes one call at a time in model order. Bodies of
+// Admission (tool/call to guards) goes one call at a time in model order; the first ask also
+// raises the asks of later calls, so a person decides them together (call-pipeline.ts). Bodies of
 // concurrency-safe calls overlap up to maxParallel; any other call is a barrier. Results commit
 // in model order. A cancel stops new calls, drains started ones, and aborts the rest.
 import {
@@ -38,6 +39,7 @@ import { SEQ_CONFLICT, SESSION_ID, stateQuery } from './definitions';
 import { EventLog } from './event-log';
 
 const SEQ_CLAIM_PATCH = 'sluice-seq-claim';
+const ASKS_TOGETHER_PATCH = 'sluice-asks-together';
 
 const { claimSessionSeq: claimActivity } = proxyLocalActivities<SessionActivities>({
   startToCloseTimeout: '30s',
@@ -71,6 +73,9 @@ export async function toolBatch(input: BatchInput): Promise<BatchOutput> {
   const events = new EventLog(input.sessionId, input.startSeq ?? 0);
   const state: SessionState = JSON.parse(JSON.stringify(input.state ?? {}));
   let cancelRequested = false;
+  // Decided in the first activation, before anything else can run: batches recorded before the
+  // asks of a batch were raised together replay asking one at a time.
+  const asksTogether = patched(ASKS_TOGETHER_PATCH);
   const approvals = new Approvals(events, () => cancelRequested);
   const stages = new Map<
     string,
@@ -82,7 +87,9 @@ export async function toolBatch(input: BatchInput): Promise<BatchOutput> {
       stages.set(callId, { ...entry, stage, ...(isError !== undefined ? { isError } : {}) });
     },
   };
-  const pipeline = new CallPipeline(input, events, approvals, state, tracker, () => cancelRequested);
+  const pipeline = new CallPipeline(input, events, approvals, state, tracker, () => cancelRequested, {
+    asksTogether,
+  });
   new CodeCalls(
     input,
     pipeline,

@@ -36,6 +36,7 @@ import type {
   CallStage,
   Candidate,
   Card,
+  DecidedApproval,
   JsonObject,
   SessionState,
   StatePatch,
@@ -95,6 +96,10 @@ export class CallPipeline {
   private readonly executing = new Set<string>();
   /** Sub-calls' contexts, held for their run_code call's result instead of injected at the sub-call. */
   private readonly deferred = new Map<string, UserMessage[]>();
+  /** The batch's own calls whose tool/call is recorded (an ask raised ahead records it early). */
+  private readonly started = new Set<ToolCall>();
+  /** Asks raised ahead of their call's admission, together with an earlier call's ask. */
+  private readonly raised = new Map<ToolCall, RaisedAsk>();
 
   constructor(
     private readonly input: BatchInput,
@@ -103,6 +108,7 @@ export class CallPipeline {
     private readonly state: SessionState,
     private readonly tracker: CallTracker,
     private readonly isCancelled: () => boolean,
+    private readonly features: { asksTogether?: boolean } = {},
   ) {
     this.budget = new InlineBudget(input.calls);
     this.lookAhead = new LookAhead(input.calls, (call) => {
@@ -120,7 +126,15 @@ export class CallPipeline {
     // 1. tool/call (a sub-call's tool/code-dispatch-start), before anything else for this call
     this.recordStart(call, lineage);
     this.tracker.stage(call.id, 'pre-execute');
+    const raised = lineage.parentCallId ? undefined : this.raised.get(call);
+    this.raised.delete(call);
+    const adm = await this.admitStages(call, lineage, raised);
+    // An ask raised ahead that admission did not use (the call settled before asking) ends here.
+    if (raised && !raised.used) await this.withdraw(raised, 'the call settled before its approval was needed');
+    return adm;
+  }
 
+  private async admitStages(call: ToolCall, lineage: Lineage, raised?: RaisedAsk): Promise<Admission> {
     // 3. argument snapshot: parsed once, lossless, frozen; every later stage sees this copy
     const snap = snapshotOf(call, lineage);
     if ('problem' in snap)
@@ -156,8 +170,25 @@ export class CallPipeline {
       verdict: { kind: 'run' },
     };
 
+    // An ask raised ahead, and pre-execute (re-run if a body changed the state since) no longer
+    // asks: a person's "no" stands; otherwise the ask is withdrawn and pre-execute's verdict holds.
+    if (raised && pre.gate.kind !== 'ask') {
+      raised.used = true;
+      if (raised.ended?.outcome === 'rejected')
+        pre.gate = {
+          kind: 'denied',
+          code: ErrorCodes.DENIED,
+          message: approvalDenial('rejected', raised.ended.reason, raised.ended.by),
+        };
+      else if (!raised.ended)
+        await this.withdraw(
+          raised,
+          `re-checked before it ran: pre-execute now ${pre.gate.kind === 'dispatch' ? 'lets it run without asking' : 'refuses it'}`,
+        );
+    }
+
     // 5. approval, only on ask, then 6. the guards
-    const gate = pre.gate.kind === 'ask' ? await this.askThenGuard(admission, pre.gate) : pre.gate;
+    const gate = pre.gate.kind === 'ask' ? await this.askThenGuard(admission, pre.gate, raised) : pre.gate;
     if (gate.kind === 'ask')
       throw ApplicationFailure.nonRetryable('internal: ask gate survived approval', FailureTypes.INTERNAL);
     if (gate.kind !== 'dispatch')
@@ -171,18 +202,34 @@ export class CallPipeline {
     return admission;
   }
 
-  /** 5. A person decides; on a yes, 6. the guards run (monotonic: they can still deny). */
-  private async askThenGuard(adm: Admission, ask: Extract<Gate, { kind: 'ask' }>): Promise<Gate> {
+  /**
+   * 5. A person decides; on a yes, 6. the guards run (monotonic: they can still deny). The asks of
+   * later calls whose pre-execute (run ahead on the current state) also asks are raised now, so a
+   * person sees and decides them together, in any order; each call still waits for its turn.
+   */
+  private async askThenGuard(adm: Admission, ask: Extract<Gate, { kind: 'ask' }>, raised?: RaisedAsk): Promise<Gate> {
     const { call, lineage, ref, profile } = adm;
     this.tracker.stage(call.id, 'awaiting-approval');
-    const decided = await this.approvals.ask(ref!, {
-      reason: ask.reason,
-      card: adm.card,
-      policy: profile?.approval ?? 'auto',
-      timeoutMs: profile?.approvalTimeoutMs ?? this.input.options?.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS,
-      channel: this.input.options?.approvalChannel !== false,
-      ...(lineage.parentCallId ? { abandoned: () => this.parentEnded(lineage.parentCallId!) } : {}),
-    });
+    let asked: Promise<DecidedApproval>;
+    if (raised) {
+      // Raised with an earlier call's ask; its pre-execute, re-checked now, still asks.
+      raised.used = true;
+      asked = raised.decided;
+    } else {
+      asked = this.approvals.ask(ref!, {
+        ...this.askOptions(ask.reason, adm.card, profile),
+        ...(lineage.parentCallId ? { abandoned: () => this.parentEnded(lineage.parentCallId!) } : {}),
+      });
+    }
+    // Only an ask that waits for a person gathers the others (no channel, or `never`, ends at once).
+    if (
+      !lineage.parentCallId &&
+      this.features.asksTogether &&
+      this.input.options?.approvalChannel !== false &&
+      profile?.approval !== 'never'
+    )
+      await this.raiseAsksAfter(call);
+    const decided = await asked;
     if (decided.outcome !== 'allowed-once')
       return {
         kind: 'denied',
@@ -198,6 +245,45 @@ export class CallPipeline {
     } catch (err) {
       return { kind: 'failed', code: ErrorCodes.PIPELINE_FAILED, message: stageFailure('guards', err).error!.message };
     }
+  }
+
+  private askOptions(reason: string | undefined, card: Card, profile: ToolProfile | undefined) {
+    return {
+      reason,
+      card,
+      policy: profile?.approval ?? 'auto',
+      timeoutMs: profile?.approvalTimeoutMs ?? this.input.options?.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS,
+      channel: this.input.options?.approvalChannel !== false,
+    };
+  }
+
+  /** Raises the asks of the later calls whose pre-execute asks too, each with its own tool/call first. */
+  private async raiseAsksAfter(call: ToolCall): Promise<void> {
+    let ahead;
+    try {
+      ahead = await this.lookAhead.asksAfter(call);
+    } catch {
+      return; // those calls ask on their turn, with their own pre-execute (which reports the failure)
+    }
+    for (const next of ahead) {
+      if (this.started.has(next.call) || this.raised.has(next.call) || this.isCancelled()) continue;
+      if (next.result.gate.kind !== 'ask') continue;
+      this.recordStart(next.call, {});
+      this.tracker.stage(next.call.id, 'awaiting-approval');
+      const entry: RaisedAsk = { decided: Promise.resolve(undefined as unknown as DecidedApproval) };
+      entry.decided = this.approvals.ask(next.ref, {
+        ...this.askOptions(next.result.gate.reason, next.result.card, next.result.profile),
+        abandoned: () => entry.withdrawn,
+      });
+      void entry.decided.then((d) => (entry.ended = d));
+      this.raised.set(next.call, entry);
+    }
+  }
+
+  /** Ends an ask raised ahead that its call no longer needs (re-checked, or settled before asking). */
+  private async withdraw(raised: RaisedAsk, why: string): Promise<void> {
+    raised.withdrawn ??= why;
+    await raised.decided;
   }
 
   // ─── run the body: stages 7–8 ───────────────────────────────────────────────────────────────
@@ -287,6 +373,8 @@ export class CallPipeline {
         return { candidate: await this.outcomeUnknown(adm, ref, p, err), skipPostExecute: false };
       return { candidate: bodyFailure(adm.call.name, p.timeoutMs, err), skipPostExecute: false };
     } finally {
+      // A body that runs alone may have changed anything: asks raised ahead are re-checked.
+      if (!p.concurrencySafe) this.lookAhead.bodyEnded();
       this.bodyScopes.delete(scope);
       this.executing.delete(adm.call.id);
       this.tracker.stage(adm.call.id, 'post-execute');
@@ -383,7 +471,7 @@ export class CallPipeline {
 
   /** A call the batch never started: a tool/call + tool/result pair (or a sub-call's pair), and nothing run. */
   abortUnstarted(call: ToolCall, lineage: Lineage = {}): Admission {
-    this.recordStart(call, lineage);
+    this.recordStart(call, lineage); // an ask raised ahead ends as cancelled with the batch
     return settledAtAdmission(call, lineage, {
       card: { title: call.name },
       candidate: errorCandidate(
@@ -435,7 +523,9 @@ export class CallPipeline {
 
   private recordStart(call: ToolCall, lineage: Lineage): void {
     if (lineage.parentCallId) this.events.record('tool/code-dispatch-start', codeDispatchFields(call, lineage));
-    else
+    else if (this.started.has(call)) return;
+    else {
+      this.started.add(call);
       this.events.record('tool/call', {
         turn: this.input.turn,
         step: this.input.step,
@@ -444,6 +534,7 @@ export class CallPipeline {
         arguments: call.arguments,
         ...(call.argumentsChars !== undefined ? { argumentsChars: call.argumentsChars } : {}),
       });
+    }
   }
 
   private recordOutcome(adm: Admission, result: ToolResult, card: Card): void {
@@ -500,6 +591,17 @@ function snapshotOf(call: ToolCall, lineage: Lineage): { args: JsonObject } | { 
   } catch (err) {
     return { problem: (err as Error).message };
   }
+}
+
+/** An ask raised ahead of its call's admission. */
+interface RaisedAsk {
+  decided: Promise<DecidedApproval>;
+  /** How it ended, once it has. */
+  ended?: DecidedApproval;
+  /** Set when its call took it over. */
+  used?: boolean;
+  /** Why the call no longer needs it: the ask then ends as cancelled with this reason. */
+  withdrawn?: string;
 }
 
 /** An admission that already holds the call's outcome-to-be: the body will not run. */

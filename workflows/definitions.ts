@@ -3,7 +3,7 @@ import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/commo
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { CodeCallOutcome, CodeCallRequest } from '../pipeline/code-mode';
 import { FailureTypes } from '../pipeline/errors';
-import type { ApprovalDecision, BatchState, DecisionApplied } from '../pipeline/types';
+import type { ApprovalDecision, ApprovalsMemo, BatchState, DecisionApplied } from '../pipeline/types';
 
 export const BATCH_WORKFLOW = 'toolBatch';
 /** The task queue Sluice's workers poll unless told otherwise. */
@@ -30,6 +30,8 @@ export const AWAITING_APPROVAL = defineSearchAttributeKey('SluiceAwaitingApprova
 export const PENDING_APPROVALS = defineSearchAttributeKey('SluicePendingApprovals', SearchAttributeType.KEYWORD_LIST);
 /** Memo key of the batch's ApprovalsMemo: pending asks and recent outcomes, readable with no worker. */
 export const APPROVALS_MEMO = 'sluiceApprovals';
+/** The memo a batch starts with; its presence at start is what turns the memo (and asks together) on. */
+export const EMPTY_APPROVALS_MEMO: ApprovalsMemo = { v: 1, pending: [], decided: [], refused: [] };
 export const SESSION_ID = defineSearchAttributeKey('SluiceSessionId', SearchAttributeType.KEYWORD);
 
 /** Registered on the dev server at start, and by `sluice setup` on any other server. */

@@ -62,7 +62,7 @@ export class LookAhead {
   private readonly order: Map<string, number>;
   private readonly preflightedAhead = new Map<
     string,
-    { call: ToolCall; result: PreflightResult; stateVersion: number }
+    { call: ToolCall; ref: CallRef; result: PreflightResult; stateVersion: number; effects?: number }
   >();
   private readonly awaitingSettle = new Map<string, PendingSettle>();
   private readonly settledAhead = new Map<
@@ -71,6 +71,11 @@ export class LookAhead {
   >();
   /** Bumped by every state patch: a preflight run ahead on older state is run again. */
   private stateVersion = 0;
+  /**
+   * Bumped when a body that runs alone ends (it may have changed files or remote systems): a
+   * preflight run ahead for an ask raised early (asksAfter) is run again after one.
+   */
+  private effectsVersion = 0;
 
   constructor(
     private readonly calls: readonly ToolCall[],
@@ -86,7 +91,7 @@ export class LookAhead {
     if (call) {
       const ahead = this.preflightedAhead.get(call.id);
       this.preflightedAhead.delete(call.id);
-      if (ahead && ahead.call === call && ahead.stateVersion === this.stateVersion) return ahead.result;
+      if (ahead && ahead.call === call && this.isCurrent(ahead)) return ahead.result;
     }
     if (this.plan?.preflight !== 'activity') {
       const followers = call ? this.followersOf(call) : [];
@@ -98,12 +103,50 @@ export class LookAhead {
         reply.results
           .slice(1)
           .forEach((result, k) =>
-            this.preflightedAhead.set(followers[k].call.id, { call: followers[k].call, result, stateVersion }),
+            this.preflightedAhead.set(followers[k].call.id, { ...followers[k], result, stateVersion }),
           );
         return reply.results[0];
       }
     }
     return (await stages.preflight([ref])).results[0];
+  }
+
+  /**
+   * The calls after this one whose pre-execute, run ahead on the current session state, asks a
+   * person, so their asks can be raised together with this call's. Followers with no current
+   * result are preflighted now, in one stage (local or not, as the plan says); their results
+   * wait for their own call as any look-ahead result does.
+   */
+  async asksAfter(own: ToolCall): Promise<{ call: ToolCall; ref: CallRef; result: PreflightResult }[]> {
+    if (!this.isOwnCall(own)) return [];
+    const current = (call: ToolCall) => {
+      const a = this.preflightedAhead.get(call.id);
+      return a && a.call === call && this.isCurrent(a) ? a : undefined;
+    };
+    const followers = this.followersOf(own);
+    // A preflight group stops after a call the next must wait for (an ask, an exclusive call), so
+    // the followers take as many groups as they have such calls.
+    let missing = followers.filter((f) => !current(f.call));
+    while (missing.length) {
+      const { stateVersion, effectsVersion: effects } = this;
+      const refs = missing.map((f) => f.ref);
+      let results: PreflightResult[] | undefined;
+      if (this.plan?.preflight !== 'activity') {
+        const reply = await localStages.preflight(refs);
+        this.plan = reply.plan;
+        if (!reply.deferred) results = reply.results;
+      }
+      results ??= (await stages.preflight(refs)).results;
+      if (results.length === 0) break;
+      results.forEach((result, k) =>
+        this.preflightedAhead.set(missing[k].call.id, { ...missing[k], result, stateVersion, effects }),
+      );
+      missing = missing.slice(results.length);
+    }
+    return followers.flatMap((f) => {
+      const a = current(f.call);
+      return a && a.result.gate.kind === 'ask' ? [{ call: f.call, ref: a.ref, result: a.result }] : [];
+    });
   }
 
   /** Stage 6 after a person said yes: always one call, since the approval came in between. */
@@ -114,6 +157,16 @@ export class LookAhead {
   /** A body patched the session state. */
   stateChanged(): void {
     this.stateVersion++;
+  }
+
+  /** A body that runs alone ended. */
+  bodyEnded(): void {
+    this.effectsVersion++;
+  }
+
+  /** A preflight run ahead still holds: no state patch since, and for one run by asksAfter, no exclusive body. */
+  private isCurrent(a: { stateVersion: number; effects?: number }): boolean {
+    return a.stateVersion === this.stateVersion && (a.effects === undefined || a.effects === this.effectsVersion);
   }
 
   /** A call of the batch is ready to settle (its body is over or never ran): a settle group may take it along. */

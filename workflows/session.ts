@@ -43,7 +43,7 @@ import {
 } from '../pipeline/session';
 import { FailureTypes } from '../pipeline/errors';
 import type { BatchInput, BatchOutput, JsonObject, SessionEvent, ToolCall } from '../pipeline/types';
-import { BATCH_WORKFLOW, batchWorkflowId } from './definitions';
+import { APPROVALS_MEMO, BATCH_WORKFLOW, batchWorkflowId, EMPTY_APPROVALS_MEMO } from './definitions';
 import type { SessionEventSinks } from './event-log';
 import {
   cancelSessionSignal,
@@ -317,6 +317,8 @@ export async function agentSession(input: SessionInput): Promise<SessionOutput> 
         args: [batchInput],
         parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
         workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        // As SluiceClient.startBatch: the batch keeps its approvals readable with no worker.
+        memo: { [APPROVALS_MEMO]: EMPTY_APPROVALS_MEMO },
         staticSummary: `Tool batch: session ${input.sessionId}, turn ${c.turn}, step ${c.step}, ${calls.length} call(s)`,
       });
       activeBatch = workflowId;

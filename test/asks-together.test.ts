@@ -1,0 +1,165 @@
+// All asks of a batch at once: raised together, listed together (memo, CLI, inbox), decided in
+// any order; calls still run and commit in model order, and a call whose pre-execute depends on
+// an earlier body's effect is re-checked before it runs.
+import { Worker } from '@temporalio/worker';
+import type { BrowserContext } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { z } from 'zod';
+import { main } from '../client/cli';
+import { startInbox, type Inbox } from '../client/inbox/server';
+import type { PendingApproval } from '../pipeline/types';
+import { defineConfig, defineTool } from '../worker/config';
+import { launchBrowser } from './chromium';
+import { batch, startHarness, text, type Harness } from './harness';
+
+const config = defineConfig({
+  tools: [
+    defineTool({
+      name: 'send',
+      description: 'sends a message (asks first)',
+      input: z.object({ to: z.string() }),
+      approval: 'ask',
+      execute: ({ to }) => `sent to ${to}`,
+    }),
+    defineTool({
+      name: 'unlock',
+      description: 'unlocks the door for this session',
+      input: z.object({}),
+      execute: (_args, ctx) => (ctx.setState('locks', 'door', 'open'), 'unlocked'),
+    }),
+    defineTool({
+      name: 'door',
+      description: 'goes through the door: asks while it is locked',
+      input: z.object({}),
+      execute: () => 'through the door',
+    }),
+  ],
+  preExecute: [
+    (ctx) =>
+      ctx.call.name === 'door' && ctx.state.locks?.door !== 'open' ? { kind: 'ask', reason: 'locked' } : undefined,
+  ],
+});
+
+let h: Harness;
+let inbox: Inbox;
+let browser: BrowserContext;
+let closeBrowser: (() => Promise<void>) | undefined;
+beforeAll(async () => {
+  h = await startHarness('asks-together', config);
+  inbox = await startInbox({ client: h.client, port: 0, refreshMs: 300 });
+  ({ browser, close: closeBrowser } = await launchBrowser());
+});
+afterAll(async () => {
+  await closeBrowser?.();
+  await inbox?.close();
+  await h?.close();
+});
+
+async function pendingOf(workflowId: string, n: number): Promise<PendingApproval[]> {
+  for (;;) {
+    const { pending } = await h.client.readApprovals(workflowId);
+    if (pending.length >= n) return pending;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** The batch's history replays against the workflow bundle: the new command order is deterministic. */
+async function replays(handle: { workflowId: string; fetchHistory(): Promise<unknown> }): Promise<void> {
+  const history = (await handle.fetchHistory()) as Parameters<typeof Worker.runReplayHistory>[1];
+  await Worker.runReplayHistory(
+    { workflowBundle: { codePath: inject('workflowBundlePath') } },
+    history,
+    handle.workflowId,
+  );
+}
+
+describe('all asks at once', () => {
+  it('three asks are visible together, decided in reverse order, and the results stay in model order', async () => {
+    const handle = await h.client.startBatch(
+      batch([
+        { id: 'a', name: 'send', args: { to: 'ada' } },
+        { id: 'b', name: 'send', args: { to: 'bob' } },
+        { id: 'c', name: 'send', args: { to: 'cy' } },
+      ]),
+    );
+    const pending = await pendingOf(handle.workflowId, 3);
+    expect(pending.map((p) => p.callId).sort()).toEqual(['a', 'b', 'c']);
+
+    // The CLI and the inbox show all three before anything is decided.
+    const lines: string[] = [];
+    expect(await main(['approvals', '--json', '--address', inject('temporalAddress')], (s) => lines.push(s))).toBe(0);
+    const listed = (JSON.parse(lines.join('\n')) as PendingApproval[]).filter(
+      (p) => p.workflowId === handle.workflowId,
+    );
+    expect(listed.map((p) => p.callId).sort()).toEqual(['a', 'b', 'c']);
+    // The inbox page, in Chromium, shows the three cards at once.
+    const page = await browser.newPage();
+    await page.goto(inbox.url);
+    await expect
+      .poll(() => page.locator(`article.card[data-workflow-id="${handle.workflowId}"][data-state="pending"]`).count(), {
+        timeout: 30_000,
+        interval: 100,
+      })
+      .toBe(3);
+    await page.close();
+
+    const byCall = new Map(pending.map((p) => [p.callId, p]));
+    for (const [callId, decision] of [
+      ['c', 'approve'],
+      ['b', 'deny'],
+      ['a', 'approve'],
+    ] as const) {
+      const p = byCall.get(callId)!;
+      const applied = await h.client.decide({
+        workflowId: handle.workflowId,
+        approvalId: p.approvalId,
+        argsDigest: p.argsDigest,
+        decision,
+        by: 'alice',
+      });
+      expect(applied.outcome).toBe(decision === 'approve' ? 'allowed-once' : 'rejected');
+    }
+
+    const out = await handle.result();
+    expect(out.results.map((r) => [r.callId, r.result.isError, text(r.result)])).toEqual([
+      ['a', false, 'sent to ada'],
+      ['b', true, expect.stringContaining('rejected by alice')],
+      ['c', false, 'sent to cy'],
+    ]);
+    expect(out.events.filter((e) => e.type === 'tool/result').map((e) => e.data.callId)).toEqual(['a', 'b', 'c']);
+    // Each call's tool/call comes before its ask, and every ask was raised before the first decision.
+    const seqOf = (type: string, callId: string) =>
+      out.events.find((e) => e.type === type && e.data.callId === callId)!.seq;
+    for (const id of ['a', 'b', 'c']) expect(seqOf('tool/call', id)).toBeLessThan(seqOf('approval/asked', id));
+    expect(Math.max(...['a', 'b', 'c'].map((id) => seqOf('approval/asked', id)))).toBeLessThan(
+      Math.min(...['a', 'b', 'c'].map((id) => seqOf('approval/decided', id))),
+    );
+    await replays(handle);
+  });
+
+  it("a call whose pre-execute depends on an earlier body's effect is re-checked, and its early ask withdrawn", async () => {
+    const handle = await h.client.startBatch(
+      batch([
+        { id: 'mail', name: 'send', args: { to: 'ops' } },
+        { id: 'open', name: 'unlock' },
+        { id: 'walk', name: 'door' },
+      ]),
+    );
+    const pending = await pendingOf(handle.workflowId, 2);
+    expect(pending.map((p) => p.callId).sort()).toEqual(['mail', 'walk']);
+    const mail = pending.find((p) => p.callId === 'mail')!;
+    await h.client.approve(mail.approvalId, {
+      workflowId: handle.workflowId,
+      by: 'alice',
+      argsDigest: mail.argsDigest,
+    });
+
+    const out = await handle.result();
+    expect(out.results.map((r) => text(r.result))).toEqual(['sent to ops', 'unlocked', 'through the door']);
+    expect(out.events.find((e) => e.type === 'approval/decided' && e.data.callId === 'walk')?.data).toMatchObject({
+      outcome: 'cancelled',
+      reason: expect.stringContaining('re-checked before it ran'),
+    });
+    await replays(handle);
+  });
+});
