@@ -263,8 +263,11 @@ describe('approval messages', () => {
     ]);
     const handle = await h.client.startBatch(req);
     started.push(handle.workflowId);
-    const first = await waitForPending(handle.workflowId);
+    const first = await waitForPending(handle.workflowId, (p) => p.callId === 'call-1');
     const second = await waitForPending(handle.workflowId, (p) => p.callId === 'call-2');
+    // Both are asked together; wait until the first has expired, while the second still waits.
+    while (!(await h.client.batchState(handle.workflowId)).decided.some((d) => d.callId === 'call-1'))
+      await new Promise((r) => setTimeout(r, 100));
     await expect(h.client.approve(first.approvalId, { workflowId: handle.workflowId })).rejects.toThrow(
       /expired at .*: nobody decided before the deny timeout, so the call was denied/,
     );
