@@ -3,6 +3,7 @@
 // body by the tool's policy. A throw out of a wrapper is a failure of the pipeline: the call's
 // result, with post-execute skipped. Liveness comes from worker/liveness.ts, which heartbeats
 // every stage activity while it runs; this file adds no timer of its own.
+import { GRANTS_NAMESPACE } from '../pipeline/grants';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { getOwn, setOwn, snapshotJson } from '../pipeline/json';
@@ -49,6 +50,10 @@ export function executeStage(kit: StageKit) {
       signal: activity.cancellationSignal,
       heartbeat: (d?: unknown) => activity.heartbeat(d),
       setState(ns, key, value) {
+        if (ns === GRANTS_NAMESPACE)
+          throw new Error(
+            `the ${GRANTS_NAMESPACE} state namespace holds the session's approval grants and only a person's decision writes it; keep the tool's state in a namespace of its own`,
+          );
         if (!getOwn(patch, ns)) setOwn(patch, ns, {});
         setOwn(patch[ns], key, value === null ? null : snapshotJson(value, `state ${ns}.${key}`));
       },

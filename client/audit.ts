@@ -2,6 +2,7 @@
 // the stage activities (their inputs, results, attempts and failures; a local activity's marker
 // keeps its result and attempt, and the results name their calls), the decisions that arrived
 // by signal or update (accepted or refused), and the session events in the batch's result.
+import { type ArgumentPin, describeGrant } from '../pipeline/grants';
 import type { temporal } from '@temporalio/proto';
 import type {
   BatchInput,
@@ -61,6 +62,10 @@ export interface CallAudit {
     decidedAt?: string;
     latencyMs?: number;
     expired?: boolean;
+    /** A session grant this decision gave. */
+    grant?: { id: string; toolName: string; pins: ArgumentPin[]; text: string };
+    /** The earlier session grant that allowed the call (then there was no ask). */
+    grantId?: string;
   };
   guards?: StageRun & { gate?: string; message?: string; code?: string };
   body?: StageRun & { candidate?: { isError: boolean; text: string } };
@@ -399,6 +404,19 @@ function applyEvents(audit: BatchAudit, events: SessionEvent[], call: (id: strin
         decidedAt: e.time,
         ...(typeof d.latencyMs === 'number' ? { latencyMs: d.latencyMs } : {}),
         ...(d.expired ? { expired: true } : {}),
+        ...(d.grant
+          ? { grant: { id: d.grant.id, toolName: d.grant.toolName, pins: d.grant.pins, text: describeGrant(d.grant) } }
+          : {}),
+        ...(d.grantId ? { grantId: d.grantId } : {}),
+      };
+    } else if (isEvent(e, 'approval/grant-used')) {
+      const d = e.data;
+      call(d.callId).approval = {
+        id: d.grantId,
+        outcome: 'allowed-session',
+        ...(d.grantedBy ? { by: d.grantedBy } : {}),
+        decidedAt: e.time,
+        grantId: d.grantId,
       };
     } else if (isEvent(e, 'tool/result')) {
       const d = e.data;

@@ -3,6 +3,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
+import type { ArgumentPin } from '../pipeline/grants';
 import { WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import { isEvent } from '../pipeline/events';
 import type { BatchOutput, SessionEvent } from '../pipeline/types';
@@ -162,6 +163,12 @@ Options:
   --workflow ID           The batch's workflow id, when the search attributes cannot find it
   --signal                Send a signal instead: accepted while no worker runs; whether it was
                           applied is reported when a worker answers within a few seconds
+  --for-session           Approve this call and later calls of the same tool for the rest of the
+                          session (a session grant: recorded, shown in the inbox and the audit)
+  --pin PATH^=PREFIX      With --for-session: only calls whose argument PATH starts with PREFIX,
+  --pin PATH=VALUE        or equals VALUE (JSON, else text); repeat for more pins. A pin must hold
+                          for the call asked about: it narrows the grant, never widens it.
+                          e.g. --for-session --pin 'command^=npm test'
   --wait                  With no worker up the decision is queued; wait for the batch to apply or refuse it
   --wait-timeout S        How long --wait waits, in seconds (default 600)
   --json                  Print the outcome as JSON
@@ -251,6 +258,8 @@ const OPTIONS = {
   workflow: { type: 'string' },
   signal: { type: 'boolean' },
   wait: { type: 'boolean' },
+  'for-session': { type: 'boolean' },
+  pin: { type: 'string', multiple: true },
   'wait-timeout': { type: 'string' },
   follow: { type: 'boolean' },
   port: { type: 'string' },
@@ -727,7 +736,11 @@ async function decide(
     ...(v.reason ? { reason: v.reason } : {}),
     ...(v.digest ? { argsDigest: v.digest } : {}),
     ...(v.workflow ? { workflowId: v.workflow } : {}),
+    ...(v['for-session'] ? { scope: 'session' as const, pins: (v.pin ?? []).map(parsePin) } : {}),
   };
+  if (v.pin?.length && !v['for-session'])
+    throw new UsageError('--pin narrows a session grant: add --for-session (or drop --pin to approve once)');
+  if (v['for-session'] && command === 'deny') throw new UsageError('--for-session goes with approve, not deny');
   try {
     if (v.signal) {
       const workflowId = decision.workflowId ?? (await sluice.findApproval(approvalId));
@@ -895,6 +908,21 @@ async function reconcile(v: Values, reconcileId: string | undefined, out: (s: st
   } finally {
     await close();
   }
+}
+
+/** `path^=prefix` or `path=value` (value as JSON when it parses, else the text). */
+function parsePin(text: string): ArgumentPin {
+  const prefix = /^([^=^]+)\^=(.+)$/s.exec(text);
+  if (prefix) return { path: prefix[1].trim(), prefix: prefix[2] };
+  const equals = /^([^=^]+)=(.*)$/s.exec(text);
+  if (!equals) throw new UsageError(`--pin takes PATH^=PREFIX or PATH=VALUE, not ${JSON.stringify(text)}`);
+  let value: ArgumentPin['equals'];
+  try {
+    value = JSON.parse(equals[2]);
+  } catch {
+    value = equals[2];
+  }
+  return { path: equals[1].trim(), equals: value };
 }
 
 async function events(v: Values, sessionId: string | undefined, out: (s: string) => void): Promise<number> {

@@ -439,7 +439,8 @@ export class SluiceClient {
   async signalOutcome(decision: ApprovalDecision, workflowId: string, waitMs = 5000): Promise<SignalOutcome> {
     const handle = this.temporal.workflow.getHandle(workflowId);
     const deadline = Date.now() + waitMs;
-    const expected = decision.decision === 'approve' ? 'allowed-once' : 'rejected';
+    const expected =
+      decision.decision !== 'approve' ? 'rejected' : decision.scope === 'session' ? 'allowed-session' : 'allowed-once';
     const fromDecided = (done: DecidedApproval): SignalOutcome =>
       done.by === decision.by && done.outcome === expected && !done.expired
         ? { status: 'applied', outcome: done.outcome, ...(done.by ? { by: done.by } : {}) }

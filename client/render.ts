@@ -103,7 +103,12 @@ function renderBatchAudit(b: BatchAudit): string {
   for (const c of b.calls) {
     lines.push('', `  call ${c.callId} ${c.name} ${clip(c.arguments ?? '', 140)}`);
     if (c.preExecute) stage(lines, 'pre-execute', c.preExecute, gateText(c.preExecute));
-    if (c.approval) {
+    if (c.approval?.grantId && !c.approval.askedAt && !c.approval.grant) {
+      const a = c.approval;
+      lines.push(
+        row('approval', `not asked: allowed by session grant ${a.grantId}${a.by ? ` (given by ${a.by})` : ''}`),
+      );
+    } else if (c.approval) {
       const a = c.approval;
       lines.push(
         row(
@@ -121,6 +126,8 @@ function renderBatchAudit(b: BatchAudit): string {
             `${who}${a.decisionReason && !a.expired ? ` — ${a.decisionReason}` : ''} at ${clock(a.decidedAt)}${a.latencyMs !== undefined ? `, ${seconds(a.latencyMs)} after the ask` : ''}`,
           ),
         );
+        if (a.grant) lines.push(row('', `session grant ${a.grant.id}: ${a.grant.text}`));
+        else if (a.grantId) lines.push(row('', `covered by session grant ${a.grantId}`));
       }
     }
     if (c.guards) stage(lines, 'guards', c.guards, gateText(c.guards));

@@ -2,6 +2,7 @@
 // map for the writer (workflows/event-log.ts) and every reader (client/audit.ts, the inbox, the
 // CLI), so a field renamed on one side fails to compile on the other. Extensions add their own
 // types through ctx.emit (hook/invoked, fs/observed, todo/write...): those stay untyped here.
+import type { SessionGrant } from './grants';
 import type { ApprovalOutcome, Card, ContentBlock, JsonObject, RefusalCode, SessionEvent } from './types';
 
 /** A call's model-facing outcome, as tool/result and tool/code-dispatch carry it. */
@@ -59,7 +60,20 @@ export type EventPayloads = {
     reason?: string;
     /** Set when the deny timeout, not a person, ended the ask. */
     expired?: true;
+    /** `allowed-session`: the session grant this decision gave... */
+    grant?: SessionGrant;
+    /** ...or the earlier grant (given in this batch) that answered this ask. */
+    grantId?: string;
     latencyMs: number;
+  };
+  /** A call that a session grant allowed: it was not asked. */
+  'approval/grant-used': {
+    grantId: string;
+    callId: string;
+    toolName: string;
+    argsDigest: string;
+    grantedBy?: string;
+    parentCallId?: string;
   };
   /** A decision the batch did not take; the ask it was meant for is unchanged. */
   'approval/refused': {

@@ -1,4 +1,5 @@
 // The vocabulary of Sluice, shared by workflow code and worker code. Pure types only.
+import type { ArgumentPin, SessionGrant } from './grants';
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 export type JsonObject = { [key: string]: Json };
@@ -58,7 +59,8 @@ export interface Candidate {
 
 export type PreDecision = { kind: 'allow' } | { kind: 'deny'; reason: string } | { kind: 'ask'; reason?: string };
 
-export type ApprovalOutcome = 'allowed-once' | 'rejected' | 'cancelled' | 'unavailable';
+/** `allowed-session`: approved for the rest of the session (a session grant, pipeline/grants.ts). */
+export type ApprovalOutcome = 'allowed-once' | 'allowed-session' | 'rejected' | 'cancelled' | 'unavailable';
 
 /** What a tool says about asking a person: always, never grant, or leave it to pre-execute. */
 export type ApprovalPolicy = 'ask' | 'never' | 'auto';
@@ -182,6 +184,17 @@ export interface ApprovalsMemo {
   pending: PendingApproval[];
   decided: DecidedApproval[];
   refused: MemoRefusal[];
+  /** The session grants the batch knows (given before or in it), and which calls they allowed. */
+  grants?: SessionGrant[];
+  grantUses?: GrantUse[];
+}
+
+/** A call that ran on a session grant instead of asking. */
+export interface GrantUse {
+  callId: string;
+  grantId: string;
+  toolName: string;
+  by?: string;
 }
 
 /** A refused decision as the memo keeps it, so a sender waiting for its outcome learns why. */
@@ -206,6 +219,8 @@ export interface BatchState {
   calls: { callId: string; name: string; stage: CallStage; isError?: boolean; parentCallId?: string }[];
   pending: PendingApproval[];
   decided: DecidedApproval[];
+  grants?: SessionGrant[];
+  grantUses?: GrantUse[];
   nextSeq: number;
 }
 
@@ -220,6 +235,9 @@ export interface DecidedApproval {
   expired?: true;
   /** The requestId of the decision that settled it, when the sender gave one. */
   requestId?: string;
+  /** For `allowed-session`: the grant this decision gave, or the id of an earlier one that covered it. */
+  grant?: SessionGrant;
+  grantId?: string;
 }
 
 /** A person's (or integration's) decision, sent by signal or update. */
@@ -235,10 +253,23 @@ export interface ApprovalDecision {
   argsDigest?: string;
   /** Chosen by the sender to find this decision's outcome in the memo (`sluice approve --wait`). */
   requestId?: string;
+  /**
+   * `session`: approve this call and later ones of the same tool in the session, narrowed by
+   * `pins` (each must hold for this call). Ignored on a deny.
+   */
+  scope?: 'once' | 'session';
+  pins?: ArgumentPin[];
 }
 
 /** Why a decision was not taken; the update fails with it and `approval/refused` records it. */
-export type RefusalCode = 'unknown' | 'decided' | 'expired' | 'digest-mismatch' | 'digest-missing' | 'malformed';
+export type RefusalCode =
+  | 'unknown'
+  | 'decided'
+  | 'expired'
+  | 'digest-mismatch'
+  | 'digest-missing'
+  | 'malformed'
+  | 'bad-pins';
 
 export interface DecisionRefusal {
   code: RefusalCode;

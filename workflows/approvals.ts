@@ -20,8 +20,10 @@ import type {
   Card,
   DecidedApproval,
   DecisionRefusal,
+  GrantUse,
   PendingApproval,
 } from '../pipeline/types';
+import { cleanPins, grantCovers, pinsProblem, type SessionGrant } from '../pipeline/grants';
 import type { CallRef } from '../pipeline/stages';
 import {
   APPROVALS_MEMO,
@@ -45,7 +47,7 @@ const MALFORMED =
 
 interface Entry {
   pending: PendingApproval;
-  decision?: ApprovalDecision;
+  decision?: ApprovalDecision & { grantId?: string };
 }
 
 export class Approvals {
@@ -64,6 +66,8 @@ export class Approvals {
   constructor(
     private readonly events: EventLog,
     private readonly isCancelled: () => boolean,
+    /** The session grants as the batch knows them, and the calls they allowed: shown in the memo. */
+    private readonly grantsView: () => { grants: SessionGrant[]; uses: GrantUse[] } = () => ({ grants: [], uses: [] }),
   ) {
     // The signal works with nothing but the stock `temporal` CLI, so the digest is optional there.
     setHandler(decideSignal, (d) => {
@@ -153,7 +157,7 @@ export class Approvals {
       };
     }
     if (d.argsDigest === undefined || d.argsDigest === null || d.argsDigest === '') {
-      if (!digestRequired) return undefined;
+      if (!digestRequired) return this.grantRefusal(d, entry);
       return {
         code: 'digest-missing',
         message: `a decision sent as an update must carry the argsDigest of the arguments you were shown (${entry.pending.toolName} call ${callId}); read it from \`npx sluice approvals --json\` or the sluice.state query`,
@@ -167,7 +171,19 @@ export class Approvals {
         callId,
       };
     }
-    return undefined;
+    return this.grantRefusal(d, entry);
+  }
+
+  /** A session grant whose pins would not hold for the call asked about (they may only narrow). */
+  private grantRefusal(d: ApprovalDecision, entry: Entry): DecisionRefusal | undefined {
+    if (d.decision !== 'approve' || d.scope !== 'session') return undefined;
+    const problem = pinsProblem(d.pins, entry.pending.arguments);
+    if (!problem) return undefined;
+    return {
+      code: 'bad-pins',
+      message: `cannot allow ${entry.pending.toolName} for this session: ${problem}`,
+      callId: entry.pending.callId,
+    };
   }
 
   private recordRefusal(d: ApprovalDecision, refusal: DecisionRefusal, via: 'signal' | 'update'): void {
@@ -244,7 +260,15 @@ export class Approvals {
       ...(ref.parentCallId ? { parentCallId: ref.parentCallId } : {}),
     });
 
-    let ended: { outcome: ApprovalOutcome; by?: string; reason?: string; expired?: true; requestId?: string };
+    let ended: {
+      outcome: ApprovalOutcome;
+      by?: string;
+      reason?: string;
+      expired?: true;
+      requestId?: string;
+      grant?: SessionGrant;
+      grantId?: string;
+    };
     if (opts.policy === 'never') {
       ended = { outcome: 'rejected', by: 'policy', reason: opts.reason ?? `${ref.name} is never approved` };
     } else if (!opts.channel) {
@@ -263,12 +287,30 @@ export class Approvals {
       const d = entry.decision;
       const abandoned = opts.abandoned?.();
       if (d) {
+        const approved = d.decision === 'approve';
+        const session = approved && (d.scope === 'session' || d.grantId !== undefined);
         ended = {
-          outcome: d.decision === 'approve' ? 'allowed-once' : 'rejected',
+          outcome: approved ? (session ? 'allowed-session' : 'allowed-once') : 'rejected',
           ...(d.by ? { by: d.by } : {}),
           ...(d.reason ? { reason: d.reason } : {}),
           ...(d.requestId ? { requestId: d.requestId } : {}),
+          ...(d.grantId ? { grantId: d.grantId } : {}),
         };
+        if (session && !d.grantId) {
+          ended.grant = {
+            id: `grant-${uuid4()}`,
+            toolName: ref.name,
+            pins: cleanPins(d.pins),
+            ...(d.by ? { by: d.by } : {}),
+            ...(d.reason ? { reason: d.reason } : {}),
+            approvalId,
+            callId: ref.callId,
+            workflowId: pending.workflowId,
+            grantedAt: new Date().toISOString(),
+          };
+          ended.grantId = ended.grant.id;
+          this.coverOpenAsks(ended.grant);
+        }
       } else if (this.isCancelled()) {
         ended = { outcome: 'cancelled' };
       } else if (abandoned !== undefined) {
@@ -293,9 +335,25 @@ export class Approvals {
       ...(result.by ? { by: result.by } : {}),
       ...(result.reason ? { reason: result.reason } : {}),
       ...(result.expired ? { expired: true } : {}),
+      ...(result.grant ? { grant: result.grant } : {}),
+      ...(result.grantId && !result.grant ? { grantId: result.grantId } : {}),
       latencyMs: decidedAt.getTime() - askedAt.getTime(),
     });
     return result;
+  }
+
+  /** A new session grant also answers the asks already open in this batch that it covers. */
+  private coverOpenAsks(grant: SessionGrant): void {
+    for (const [approvalId, entry] of this.open) {
+      if (entry.decision || !grantCovers(grant, entry.pending.toolName, entry.pending.arguments)) continue;
+      entry.decision = {
+        approvalId,
+        decision: 'approve',
+        ...(grant.by ? { by: grant.by } : {}),
+        reason: `covered by session grant ${grant.id}`,
+        grantId: grant.id,
+      };
+    }
   }
 
   /**
@@ -304,6 +362,11 @@ export class Approvals {
    * decisions ended (for `sluice approve --wait`). Both are written when the workflow task
    * completes, so they are current whenever no worker runs.
    */
+  /** Something the memo shows changed outside an ask (a call ran on a session grant). */
+  republish(): void {
+    this.publish();
+  }
+
   private publish(): void {
     const ids = [...this.open.keys()].filter((id) => !this.open.get(id)!.decision);
     const waiting = [...this.open.keys()];
@@ -330,6 +393,11 @@ export class Approvals {
       })),
       refused: this.recentRefusals,
     };
+    const { grants, uses } = this.grantsView();
+    const given = this.decided.flatMap((d) => (d.grant ? [d.grant] : []));
+    const all = [...grants, ...given.filter((g) => !grants.some((x) => x.id === g.id))];
+    if (all.length) memo.grants = all.slice(-MEMO_RECENT);
+    if (uses.length) memo.grantUses = uses.slice(-MEMO_RECENT);
     upsertMemo({ [APPROVALS_MEMO]: memo });
   }
   private publishedIds?: string[];
@@ -353,6 +421,8 @@ function fieldProblem(d: ApprovalDecision): string | undefined {
     if (v !== undefined && v !== null && typeof v !== 'string')
       return `malformed decision: "${key}" must be a string (got ${Array.isArray(v) ? 'an array' : typeof v === 'object' ? 'an object' : `a ${typeof v}`}); ${MALFORMED.slice('malformed decision: '.length)}`;
   }
+  if (d.scope !== undefined && d.scope !== null && d.scope !== 'once' && d.scope !== 'session')
+    return `malformed decision: "scope" must be "once" or "session" (got ${JSON.stringify(d.scope).slice(0, 40)})`;
   return undefined;
 }
 
@@ -370,5 +440,8 @@ function normalizeDecision(d: ApprovalDecision): ApprovalDecision {
     ...(typeof d.by === 'string' && d.by ? { by: d.by.slice(0, 200) } : {}),
     ...(typeof d.reason === 'string' && d.reason ? { reason: d.reason.slice(0, 2000) } : {}),
     ...(typeof d.requestId === 'string' && d.requestId ? { requestId: d.requestId.slice(0, 100) } : {}),
+    ...(d.decision === 'approve' && d.scope === 'session'
+      ? { scope: 'session' as const, pins: cleanPins(d.pins) }
+      : {}),
   };
 }

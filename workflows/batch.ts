@@ -22,11 +22,13 @@ import {
 import { batchInputProblem } from '../pipeline/batch-input';
 import { outputProblem } from '../pipeline/budget';
 import { FailureTypes } from '../pipeline/errors';
+import { grantsOf } from '../pipeline/grants';
 import type {
   BatchInput,
   BatchOutput,
   BatchState,
   CallStage,
+  GrantUse,
   ModelMessage,
   SessionState,
   ToolResult,
@@ -76,7 +78,12 @@ export async function toolBatch(input: BatchInput): Promise<BatchOutput> {
   // Decided in the first activation, before anything else can run: batches recorded before the
   // asks of a batch were raised together replay asking one at a time.
   const asksTogether = patched(ASKS_TOGETHER_PATCH);
-  const approvals = new Approvals(events, () => cancelRequested);
+  const grantUses: GrantUse[] = [];
+  const approvals = new Approvals(
+    events,
+    () => cancelRequested,
+    () => ({ grants: grantsOf(state), uses: grantUses }),
+  );
   const stages = new Map<
     string,
     { callId: string; name: string; stage: CallStage; isError?: boolean; parentCallId?: string }
@@ -89,6 +96,7 @@ export async function toolBatch(input: BatchInput): Promise<BatchOutput> {
   };
   const pipeline = new CallPipeline(input, events, approvals, state, tracker, () => cancelRequested, {
     asksTogether,
+    grantUses,
   });
   new CodeCalls(
     input,
@@ -110,6 +118,8 @@ export async function toolBatch(input: BatchInput): Promise<BatchOutput> {
       calls: [...stages.values()],
       pending: approvals.pending,
       decided: approvals.decided,
+      ...(grantsOf(state).length ? { grants: grantsOf(state) } : {}),
+      ...(grantUses.length ? { grantUses } : {}),
       nextSeq: events.nextSeq,
     }),
   );

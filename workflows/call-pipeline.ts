@@ -19,6 +19,7 @@ import type { StageActivities } from '../activities/stages';
 import { InlineBudget, jsonBytes, MAX_ARGUMENT_CHARS } from '../pipeline/budget';
 import { reservedCallIdProblem } from '../pipeline/code-mode';
 import { argsDigest } from '../pipeline/digest';
+import { addGrant, GRANTS_NAMESPACE, grantFor } from '../pipeline/grants';
 import { getOwn, setOwn, snapshotArguments } from '../pipeline/json';
 import { errorCandidate, fitResult, normalizeResult } from '../pipeline/normalize';
 import { ErrorCodes, FailureTypes } from '../pipeline/errors';
@@ -37,6 +38,7 @@ import type {
   Candidate,
   Card,
   DecidedApproval,
+  GrantUse,
   JsonObject,
   SessionState,
   StatePatch,
@@ -108,7 +110,7 @@ export class CallPipeline {
     private readonly state: SessionState,
     private readonly tracker: CallTracker,
     private readonly isCancelled: () => boolean,
-    private readonly features: { asksTogether?: boolean } = {},
+    private readonly features: { asksTogether?: boolean; grantUses?: GrantUse[] } = {},
   ) {
     this.budget = new InlineBudget(input.calls);
     this.lookAhead = new LookAhead(input.calls, (call) => {
@@ -211,10 +213,39 @@ export class CallPipeline {
     const { call, lineage, ref, profile } = adm;
     this.tracker.stage(call.id, 'awaiting-approval');
     let asked: Promise<DecidedApproval>;
+    const grant = raised
+      ? undefined
+      : profile?.approval !== 'never'
+        ? grantFor(this.state, call.name, ref!.args)
+        : undefined;
     if (raised) {
       // Raised with an earlier call's ask; its pre-execute, re-checked now, still asks.
       raised.used = true;
       asked = raised.decided;
+    } else if (grant) {
+      // A person allowed calls like this one for the session: no ask, a reference to the grant.
+      this.events.record('approval/grant-used', {
+        grantId: grant.id,
+        callId: call.id,
+        toolName: call.name,
+        argsDigest: ref!.argsDigest,
+        ...(grant.by ? { grantedBy: grant.by } : {}),
+        ...(lineage.parentCallId ? { parentCallId: lineage.parentCallId } : {}),
+      });
+      (this.features.grantUses ?? []).push({
+        callId: call.id,
+        grantId: grant.id,
+        toolName: call.name,
+        ...(grant.by ? { by: grant.by } : {}),
+      });
+      this.approvals.republish();
+      asked = Promise.resolve({
+        approvalId: grant.approvalId,
+        callId: call.id,
+        outcome: 'allowed-session',
+        grantId: grant.id,
+        decidedAt: new Date().toISOString(),
+      });
     } else {
       asked = this.approvals.ask(ref!, {
         ...this.askOptions(ask.reason, adm.card, profile),
@@ -223,6 +254,7 @@ export class CallPipeline {
     }
     // Only an ask that waits for a person gathers the others (no channel, or `never`, ends at once).
     if (
+      !grant &&
       !lineage.parentCallId &&
       this.features.asksTogether &&
       this.input.options?.approvalChannel !== false &&
@@ -230,7 +262,9 @@ export class CallPipeline {
     )
       await this.raiseAsksAfter(call);
     const decided = await asked;
-    if (decided.outcome !== 'allowed-once')
+    // A new session grant joins the session state, which carries it to the session's later batches.
+    if (decided.grant) addGrant(this.state, decided.grant);
+    if (decided.outcome !== 'allowed-once' && decided.outcome !== 'allowed-session')
       return {
         kind: 'denied',
         code: ErrorCodes.DENIED,
@@ -268,6 +302,8 @@ export class CallPipeline {
     for (const next of ahead) {
       if (this.started.has(next.call) || this.raised.has(next.call) || this.isCancelled()) continue;
       if (next.result.gate.kind !== 'ask') continue;
+      // A call a session grant covers does not ask: it takes the grant on its turn.
+      if (next.result.profile?.approval !== 'never' && grantFor(this.state, next.call.name, next.ref.args)) continue;
       this.recordStart(next.call, {});
       this.tracker.stage(next.call.id, 'awaiting-approval');
       const entry: RaisedAsk = { decided: Promise.resolve(undefined as unknown as DecidedApproval) };
@@ -632,6 +668,8 @@ function codeDispatchFields(call: ToolCall, lineage: Lineage): SubCallFields {
 
 function applyPatch(state: SessionState, patch: StatePatch): void {
   for (const [ns, entries] of Object.entries(patch)) {
+    // Session grants come from people's decisions only; a body cannot give itself one.
+    if (ns === GRANTS_NAMESPACE) continue;
     if (!getOwn(state, ns)) setOwn(state, ns, {});
     const target = state[ns];
     for (const [k, v] of Object.entries(entries)) {

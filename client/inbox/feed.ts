@@ -1,6 +1,7 @@
 // What the approval inbox shows, read from Temporal alone: the batches awaiting approval (by
 // search attribute, then the state query), and recent batches with their completed cards (from
 // the workflow results), so it works against any server with no access to a worker's files.
+import { describeGrant, grantsOf, type SessionGrant } from '../../pipeline/grants';
 import type { WorkflowExecutionInfo } from '@temporalio/client';
 import type {
   ApprovalsMemo,
@@ -43,6 +44,8 @@ export interface BatchView {
   startTime: string;
   closeTime?: string;
   calls: CallView[];
+  /** The session grants this batch knew (given before or in it), described for people. */
+  grants?: { id: string; toolName: string; text: string; by?: string }[];
   /** Set when the batch could not be read (no worker answers the query, ...). */
   problem?: string;
 }
@@ -168,10 +171,14 @@ export class InboxFeed {
         batch.problem = memo
           ? `no worker is running this batch right now: decisions made here are queued and applied when one starts (\`npx sluice worker\`)`
           : `no worker answered this batch's query (${(err as Error).message}); start one with \`npx sluice worker\``;
+        if (memo?.grants?.length) batch.grants = grantViews(memo.grants);
         return { batch, pending: memo?.v === 1 ? memo.pending.map((p) => ({ ...p, queued: true })) : [] };
       }
       Object.assign(batch, { sessionId: state.sessionId, turn: state.turn, step: state.step });
       batch.calls = viewsFromState(state);
+      const given = state.decided.flatMap((d) => (d.grant ? [d.grant] : []));
+      const grants = [...(state.grants ?? []), ...given.filter((g) => !state.grants?.some((x) => x.id === g.id))];
+      if (grants.length) batch.grants = grantViews(grants);
       return { batch, pending: state.pending };
     }
     if (wf.status.name === 'COMPLETED') {
@@ -179,6 +186,8 @@ export class InboxFeed {
       if (out) {
         Object.assign(batch, { sessionId: out.sessionId, turn: out.turn, step: out.step });
         batch.calls = viewsFromEvents(out.events);
+        const grants = grantsOf(out.state);
+        if (grants.length) batch.grants = grantViews(grants);
       }
     }
     return { batch, pending: [] };
@@ -200,6 +209,10 @@ export class InboxFeed {
   }
 }
 
+function grantViews(grants: SessionGrant[]): NonNullable<BatchView['grants']> {
+  return grants.map((g) => ({ id: g.id, toolName: g.toolName, text: describeGrant(g), ...(g.by ? { by: g.by } : {}) }));
+}
+
 /** Calls of a finished batch, each with its approval and completed card, from its events. */
 export function viewsFromEvents(events: SessionEvent[]): CallView[] {
   const calls = new Map<string, CallView>();
@@ -213,13 +226,24 @@ export function viewsFromEvents(events: SessionEvent[]): CallView[] {
     const call = typeof e.data.callId === 'string' ? calls.get(e.data.callId) : undefined;
     if (!call) continue;
     if (isEvent(e, 'approval/asked')) call.approval = { id: e.data.id };
-    else if (isEvent(e, 'approval/decided')) {
+    else if (isEvent(e, 'approval/grant-used')) {
+      const d = e.data;
+      call.approval = {
+        outcome: 'allowed-session',
+        ...(d.grantedBy ? { by: d.grantedBy } : {}),
+        reason: `session grant ${d.grantId}`,
+      };
+    } else if (isEvent(e, 'approval/decided')) {
       const d = e.data;
       call.approval = {
         id: d.id,
         outcome: d.outcome,
         ...(d.by ? { by: d.by } : {}),
-        ...(d.reason ? { reason: d.reason } : {}),
+        ...(d.reason
+          ? { reason: d.reason }
+          : d.grant
+            ? { reason: `grant ${d.grant.id}: ${describeGrant(d.grant)}` }
+            : {}),
         ...(d.expired ? { expired: true } : {}),
       };
     } else if (isEvent(e, 'tool/result')) {
@@ -244,13 +268,24 @@ export function viewsFromState(state: BatchState): CallView[] {
     const pending = state.pending.find((p) => p.callId === c.callId);
     const decided = [...state.decided].reverse().find((d) => d.callId === c.callId);
     const view: CallView = { callId: c.callId, name: c.name, stage: c.stage };
+    const use = state.grantUses?.find((u) => u.callId === c.callId);
     if (pending) view.approval = { id: pending.approvalId, pending: true };
+    else if (use)
+      view.approval = {
+        outcome: 'allowed-session',
+        ...(use.by ? { by: use.by } : {}),
+        reason: `session grant ${use.grantId}`,
+      };
     else if (decided) {
       view.approval = {
         id: decided.approvalId,
         outcome: decided.outcome,
         ...(decided.by ? { by: decided.by } : {}),
-        ...(decided.reason ? { reason: decided.reason } : {}),
+        ...(decided.reason
+          ? { reason: decided.reason }
+          : decided.grant
+            ? { reason: `grant ${decided.grant.id}: ${describeGrant(decided.grant)}` }
+            : {}),
         ...(decided.expired ? { expired: true } : {}),
       };
     }

@@ -1,6 +1,7 @@
 // The approval inbox: one plain HTML page and a small JSON/SSE API on node:http. It decides
 // through the `sluice.decide` update, so the person sees what the batch did with the decision;
 // while no worker runs the batch, the decision is queued by signal, bound to the digest shown.
+import type { ArgumentPin } from '../../pipeline/grants';
 import * as fs from 'node:fs';
 import * as http from 'node:http';
 import { type AddressInfo, isIP } from 'node:net';
@@ -143,7 +144,8 @@ export async function startInbox(opts: InboxOptions): Promise<Inbox> {
     ) {
       return send(res, 400, {
         status: 'invalid',
-        message: 'send {"workflowId", "approvalId", "argsDigest", "decision": "approve"|"deny", "reason"?, "by"?}',
+        message:
+          'send {"workflowId", "approvalId", "argsDigest", "decision": "approve"|"deny", "reason"?, "by"?, "scope"?: "session", "pins"?: [{"path", "prefix"|"equals"}]}',
       });
     }
     if (typeof argsDigest !== 'string' || !argsDigest) {
@@ -177,6 +179,10 @@ export async function startInbox(opts: InboxOptions): Promise<Inbox> {
         decision,
         by,
         ...(typeof reason === 'string' && reason.trim() ? { reason: reason.trim() } : {}),
+        // "Allow for this session": the batch checks the pins against the call shown.
+        ...(decision === 'approve' && body.scope === 'session'
+          ? { scope: 'session' as const, pins: Array.isArray(body.pins) ? (body.pins as ArgumentPin[]) : [] }
+          : {}),
       });
       // Queued: no worker runs the batch; the server holds the decision until one does.
       if (submitted.status === 'queued')
