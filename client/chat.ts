@@ -13,10 +13,11 @@ import type { Readable } from 'node:stream';
 import { type SessionRequest, sessionHandle, startSession, type SessionHandle } from './session';
 import type { SessionView, TurnOutcome } from '../pipeline/session';
 import type { PendingApproval, SessionEvent, ToolResult } from '../pipeline/types';
-import { readSessionLog, sessionLogPath } from '../worker/sink';
+import { followSessionEvents, type SessionEventSource } from './session-events';
 import type { SluiceClient } from './client';
 import { clip, renderPendingCard, renderResultCard, terminalSafe } from './render';
 import * as fs from 'node:fs';
+import { readSessionLog } from '../worker/sink';
 
 /** Lines from a stream, one at a time, whether a terminal or a pipe; null once it has ended. */
 export class LineInput {
@@ -62,43 +63,6 @@ export class LineInput {
   }
 }
 
-/**
- * A session's events as they are written: everything already in the session log from `fromSeq`,
- * then each new event, in seq order, until `signal` aborts. The log is the worker's (its
- * `--state-dir`); events numbered past a gap wait for the gap to fill, at most `gapMs`.
- */
-export async function* followSessionEvents(
-  stateDir: string,
-  sessionId: string,
-  opts: { fromSeq?: number; signal?: AbortSignal; intervalMs?: number; gapMs?: number } = {},
-): AsyncGenerator<SessionEvent> {
-  let next = opts.fromSeq ?? 0;
-  let gapSince: number | undefined;
-  while (!opts.signal?.aborted) {
-    const events = (await readSessionLog(stateDir, sessionId)).filter((e) => e.seq >= next);
-    events.sort((a, b) => a.seq - b.seq);
-    for (const e of events) {
-      if (e.seq < next) continue; // the same seq twice (a replayed sink append)
-      if (e.seq > next) {
-        gapSince ??= Date.now();
-        if (Date.now() - gapSince < (opts.gapMs ?? 2_000)) break;
-      }
-      gapSince = undefined;
-      next = e.seq + 1;
-      yield e;
-    }
-    await new Promise<void>((resolve) => {
-      const done = () => {
-        clearTimeout(t);
-        opts.signal?.removeEventListener('abort', done);
-        resolve();
-      };
-      const t = setTimeout(done, opts.intervalMs ?? 200);
-      opts.signal?.addEventListener('abort', done, { once: true });
-    });
-  }
-}
-
 /** One event as the chat shows it; undefined for events a person does not need to see. */
 export function renderChatEvent(e: SessionEvent, opts: { showUser?: boolean } = {}): string | undefined {
   const d = e.data as Record<string, unknown>;
@@ -107,7 +71,8 @@ export function renderChatEvent(e: SessionEvent, opts: { showUser?: boolean } = 
       return opts.showUser ? `you: ${terminalSafe(String(d.content ?? ''))}` : undefined;
     case 'model/message': {
       const text = String(d.text ?? '');
-      return text ? `model: ${terminalSafe(text)}` : undefined;
+      // continuation lines indented, so no line of the model's can pass for a card or a prompt
+      return text ? `model: ${terminalSafe(text).replace(/\n/g, '\n       ')}` : undefined;
     }
     case 'tool/result':
       return `  ${renderResultCard(String(d.name), String(d.callId), d as unknown as ToolResult)}`;
@@ -135,8 +100,10 @@ export interface ChatOptions {
   sessionId: string;
   /** Start the session (or attach to it if it runs); absent: resume one that must exist. */
   start?: SessionRequest;
-  /** The worker's state folder: the session log is read there. */
-  stateDir: string;
+  /** Where the workers' session log is: their state folder, or their store (files or PostgreSQL). */
+  events: SessionEventSource;
+  /** That place, for a person (a folder, a redacted database URL). */
+  eventsWhere?: string;
   input: LineInput;
   out: (s: string) => void;
   /** Who approves (recorded with each decision). */
@@ -194,7 +161,10 @@ export async function runChat(o: ChatOptions): Promise<ChatResult> {
   const stateWithin = (ms: number) => o.client.temporal.withDeadline(Date.now() + ms, () => session.state());
 
   // What is shown: the log from the current turn on when resuming, all of it for a new session.
-  const logged = await readSessionLog(o.stateDir, o.sessionId);
+  const logged = await (typeof o.events === 'string'
+    ? readSessionLog(o.events, o.sessionId)
+    : o.events.events(o.sessionId)
+  ).catch(() => [] as SessionEvent[]);
   let fromSeq = 0;
   if (resumed) {
     const lastEnd = [...logged].reverse().find((e) => e.type === 'session/turn-ended');
@@ -212,7 +182,7 @@ export async function runChat(o: ChatOptions): Promise<ChatResult> {
   let sessionEnded = false;
   let seenAny = logged.length > 0;
   const printer = (async () => {
-    for await (const e of followSessionEvents(o.stateDir, o.sessionId, { fromSeq, signal: stop.signal })) {
+    for await (const e of followSessionEvents(o.events, o.sessionId, { fromSeq, signal: stop.signal })) {
       seenAny = true;
       // What was typed before this terminal came is shown; what it sends, it has echoed itself.
       const line = renderChatEvent(e, { showUser: e.seq <= recapUpTo });
@@ -304,7 +274,7 @@ export async function runChat(o: ChatOptions): Promise<ChatResult> {
     for (let i = 0; i < 40 && lastEnded.turn < turn && !sessionEnded; i++) await sleep(50);
     if (lastEnded.turn < turn && !seenAny && !warnedNoLog && (warnedNoLog = true))
       o.out(
-        `(no session log in ${sessionLogPath(o.stateDir, o.sessionId)}: pass the worker's --state-dir to see tool cards)`,
+        `(no events of this session in ${o.eventsWhere ?? (typeof o.events === 'string' ? o.events : 'the session store')}: give the workers' --state-dir (or SLUICE_DATABASE_URL) to see tool cards)`,
       );
   };
 

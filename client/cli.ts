@@ -20,6 +20,7 @@ import { connect } from './connection';
 import { BatchFailedError, NotFoundError, UsageError } from './errors';
 import { auditHistories, type SessionAudit } from './audit';
 import { LineInput, newChatSessionId, runChat, scriptMessages } from './chat';
+import { followSessionEvents } from './session-events';
 import { readModelScript } from '../agent/adapters/scripted';
 // Static, not import(): bin/sluice.js loads the CLI through tsx's CommonJS hook only, which a
 // dynamic import() bypasses ("Cannot find module …/client/codec-server").
@@ -843,16 +844,19 @@ async function chat(v: Values, out: (s: string) => void): Promise<number> {
       out(
         `Session ${sessionId} (${v.script ? `script ${v.script}` : request.model}). Type a message; /quit leaves it waiting, /end ends it.`,
       );
-    await runChat({
-      client: sluice,
-      sessionId,
-      ...(request ? { start: request } : {}),
-      stateDir: v['state-dir'] ?? DEFAULT_STATE_DIR,
-      input,
-      out,
-      approver: v.by ?? process.env.SLUICE_APPROVER ?? process.env.USER ?? 'terminal',
-      ...(v.play && v.script ? { messages: scriptMessages(path.resolve(v.script)) } : {}),
-    });
+    await withStores(v, (stores) =>
+      runChat({
+        client: sluice,
+        sessionId,
+        ...(request ? { start: request } : {}),
+        events: stores,
+        eventsWhere: `${stores.kind === 'files' ? 'the state folder' : 'the database'} ${stores.where}`,
+        input,
+        out,
+        approver: v.by ?? process.env.SLUICE_APPROVER ?? process.env.USER ?? 'terminal',
+        ...(v.play && v.script ? { messages: scriptMessages(path.resolve(v.script)) } : {}),
+      }),
+    );
     return 0;
   } finally {
     input.close();
@@ -952,16 +956,13 @@ async function events(v: Values, sessionId: string | undefined, out: (s: string)
         `warning: some batch numbered ${conflicts.count} event(s) over seqs this log already held; they are kept in ${conflicts.where} with their batch`,
       );
     if (v.follow) {
-      let last = list.length ? list[list.length - 1].seq : -1;
-      for (;;) {
-        await new Promise((r) => setTimeout(r, 500));
-        let fresh: SessionEvent[];
-        try {
-          fresh = await stores.events(sessionId, last);
-        } catch {
-          continue; // the database restarting: read again on the next round
-        }
-        for (const e of fresh) if (e.seq > last) print(e), (last = e.seq);
+      // Live: each event as the workers write it, until the session ends (a batch's session,
+      // which records no session/ended: until Ctrl-C).
+      if (list.some((e) => e.type === 'session/ended')) return 0;
+      const from = list.length ? list[list.length - 1].seq + 1 : 0;
+      for await (const e of followSessionEvents(stores, sessionId, { fromSeq: from, intervalMs: 500 })) {
+        print(e);
+        if (e.type === 'session/ended') break;
       }
     }
     return 0;
@@ -1003,6 +1004,14 @@ function summarize(e: SessionEvent): string {
     const d = e.data;
     return `${f(d.id)} ${f(d.outcome)}${d.by ? ` by ${f(d.by)}` : ''}${d.reason ? `: ${f(d.reason)}` : ''}`;
   }
+  const d = e.data as Record<string, unknown>;
+  if (e.type === 'session/user') return `you: ${f(d.content, 160)}`;
+  if (e.type === 'model/message') {
+    const calls = Array.isArray(d.toolCalls) ? d.toolCalls.map((c) => f((c as { name?: unknown }).name, 60)) : [];
+    return `${d.text ? f(d.text, 160) : ''}${calls.length ? ` [calls ${calls.join(', ')}]` : ''}`;
+  }
+  if (e.type === 'session/turn-ended')
+    return `turn ${f(d.turn)} ${f(d.reason)} after ${f(d.steps)} step(s)${d.error ? `: ${f(d.error)}` : ''}`;
   if (isEvent(e, 'approval/refused')) {
     const d = e.data;
     return `${f(d.id)} ${f(d.decision)}${d.by ? ` by ${f(d.by)}` : ''} refused (${f(d.code)}, via ${f(d.via)}): ${f(d.problem)}`;

@@ -30,6 +30,7 @@ export {
   stateQuery,
 } from '../workflows/definitions';
 export { startSession, sessionHandle, SessionHandle, type SessionRequest } from './session';
+export { followSessionEvents, type SessionEventSource } from './session-events';
 export {
   cancelSessionSignal,
   interruptSignal,

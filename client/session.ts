@@ -3,7 +3,7 @@
 import { WorkflowExecutionAlreadyStartedError, type WorkflowHandle } from '@temporalio/client';
 import { TranscriptStore } from '../agent/transcript-store';
 import type { AgentMessage, SessionInput, SessionOutput, SessionView, TurnOutcome } from '../pipeline/session';
-import type { BatchState, ContentBlock, PendingApproval } from '../pipeline/types';
+import type { BatchState, ContentBlock, PendingApproval, SessionEvent } from '../pipeline/types';
 import type { ResultStore } from '../worker/claim-check';
 import { stateQuery } from '../workflows/definitions';
 import {
@@ -16,6 +16,7 @@ import {
   sessionWorkflowId,
 } from '../workflows/session-definitions';
 import { type SluiceClient, SluiceError } from './client';
+import { followSessionEvents, type SessionEventSource } from './session-events';
 import { InvalidInputError } from './errors';
 
 export type SessionRequest = Omit<SessionInput, 'carried'>;
@@ -92,6 +93,21 @@ export class SessionHandle {
       return s.pending;
     } catch {
       return []; // finished between the two queries
+    }
+  }
+
+  /**
+   * The session's events as they happen (model text, tool calls and results, approvals asked and
+   * decided, injected contexts, turn ends), from `fromSeq` on, read from the session log the
+   * workers write: `source` is their state folder (default .sluice) or their store
+   * (`openStores`, files or PostgreSQL). Ends when `signal` aborts or after the session/ended event.
+   */
+  async *events(
+    opts: { source?: SessionEventSource; fromSeq?: number; signal?: AbortSignal; intervalMs?: number } = {},
+  ): AsyncGenerator<SessionEvent> {
+    for await (const e of followSessionEvents(opts.source ?? '.sluice', this.sessionId, opts)) {
+      yield e;
+      if (e.type === 'session/ended') return;
     }
   }
 

@@ -12,6 +12,7 @@ import { ensureSearchAttributes } from '../client/setup';
 import { portOpen, startDevServer, type DevServer } from '../worker/dev-server';
 import { loadConfig } from '../worker/load-config';
 import { sessionLogPath } from '../worker/sink';
+import { openStores } from '../worker/stores';
 import { createSluiceWorker } from '../worker/worker';
 
 const SCRIPT = path.join(__dirname, 'demo-session.json');
@@ -72,6 +73,7 @@ async function main() {
   // The whole agent loop runs in the worker; this terminal only shows it and answers approvals,
   // so if it is killed, \`npx sluice dev\` and \`npx sluice chat --resume ${sessionId}\` pick it up.
   const input = new LineInput(process.stdin);
+  const stores = openStores({ stateDir }); // where the worker writes the session log (files or PostgreSQL)
   try {
     await runChat({
       client,
@@ -83,7 +85,8 @@ async function main() {
         endWhenIdle: true,
         batch: { approvalTimeoutMs },
       },
-      stateDir,
+      events: stores,
+      eventsWhere: stores.where,
       input,
       out: (s) => console.log(s),
       approver,
@@ -92,6 +95,7 @@ async function main() {
     });
   } finally {
     input.close();
+    await stores.close();
   }
 
   console.log(`\nSession log: ${sessionLogPath(stateDir, sessionId)}   (npx sluice events ${sessionId})`);

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sessionHandle, startSession, type SessionRequest } from '../client/session';
 import type { AgentMessage, ToolMessage } from '../pipeline/session';
 import { FileResultStore } from '../worker/claim-check';
+import type { SessionEvent } from '../pipeline/types';
 import { readSessionLog } from '../worker/sink';
 import config from './fixtures/session.config';
 import { eventually } from './eventually';
@@ -134,6 +135,41 @@ describe('agentSession', () => {
     ]);
   });
 
+  it("the session's events reach a client live: an approval is seen while its batch waits, the rest in order", async () => {
+    const s = await start();
+    const seen: SessionEvent[] = [];
+    const turn = s.send('publish', { id: 'pub' });
+    for await (const e of s.events({ source: h.stateDir, intervalMs: 50 })) {
+      seen.push(e);
+      if (e.type === 'approval/asked') {
+        // the batch waits on this very approval, so the event came while the turn was running
+        const id = String(e.data.id);
+        expect((await s.pendingApprovals()).map((p) => p.approvalId)).toEqual([id]);
+        expect(seen.some((x) => x.type === 'session/turn-ended')).toBe(false);
+        await h.client.decide({ approvalId: id, decision: 'approve', by: 'streamer' });
+      }
+      if (e.type === 'session/turn-ended') break;
+    }
+    expect((await turn).text).toBe('published notes');
+    expect(seen.map((e) => e.type)).toEqual([
+      'session/user',
+      'model/message',
+      'tool/call',
+      'approval/asked',
+      'approval/decided',
+      'tool/result',
+      'model/message',
+      'session/turn-ended',
+    ]);
+    expect(seen[1].data).toMatchObject({ text: 'Publishing.', toolCalls: [{ id: 'p', name: 'publish' }] });
+    expect(seen[4].data).toMatchObject({ outcome: 'allowed-once', by: 'streamer' });
+    // a follower that starts later gets the same events from the log, and stops at the session's end
+    await s.cancel();
+    const replayed: string[] = [];
+    for await (const e of s.events({ source: h.stateDir, intervalMs: 50 })) replayed.push(e.type);
+    expect(replayed).toEqual([...seen.map((e) => e.type), 'session/ended']);
+  });
+
   it('a session driven by updates alone continues-as-new between turns, transcript whole', async () => {
     const s = await start({ continueAsNewAfterEvents: 20 });
     const texts: string[] = [];
@@ -189,5 +225,5 @@ describe('agentSession', () => {
     expected.push(`assistant:finished ${steps}|`);
     expect(shape(t)).toEqual(expected);
     expect(lines('bodies.log').filter((l) => l.includes(s.sessionId))).toHaveLength(steps);
-  }, 240_000);
+  }, 600_000); // 301 model steps and 300 batches: minutes on a loaded machine
 });
