@@ -121,6 +121,12 @@ describe('the digest key', () => {
     expect(derived).toMatch(/^[0-9a-f]{64}$/);
     expect(digestKeyFromEnv({ SLUICE_CODEC_KEYS: `${codec},k0:${randomBytes(32).toString('base64')}` })).toBe(derived);
     expect(digestKeyFromEnv({})).toBe(DEFAULT_DIGEST_KEY);
+    // A value the codec would refuse does not stop a worker that does not encrypt (a secret planted
+    // in the environment, say): it still keys the digest, and differently from any other value.
+    expect(digestKeyFromEnv({ SLUICE_CODEC_KEYS: 'k1:short' })).toMatch(/^[0-9a-f]{64}$/);
+    expect(digestKeyFromEnv({ SLUICE_CODEC_KEYS: 'k1:short' })).not.toBe(
+      digestKeyFromEnv({ SLUICE_CODEC_KEYS: 'k1:other' }),
+    );
     const args = { pin: '1234' };
     expect(keyedArgsDigest(args, 'a')).not.toBe(keyedArgsDigest(args, 'b'));
     expect(keyedArgsDigest(args, 'a')).toBe(keyedArgsDigest({ pin: '1234' }, 'a'));

@@ -7,7 +7,7 @@
 import { createHmac } from 'node:crypto';
 import { canonicalJson } from '../pipeline/json';
 import type { JsonObject } from '../pipeline/types';
-import { CODEC_KEYS_ENV, parseCodecKeys } from './codec';
+import { CODEC_KEYS_ENV } from './codec';
 
 export const DIGEST_KEY_ENV = 'SLUICE_DIGEST_KEY';
 /**
@@ -23,11 +23,10 @@ export const DEFAULT_DIGEST_KEY = 'sluice-default-digest-key-v1';
 export function digestKeyFromEnv(env: NodeJS.ProcessEnv = process.env): string {
   const own = env[DIGEST_KEY_ENV]?.trim();
   if (own) return own;
-  const codec = env[CODEC_KEYS_ENV]?.trim();
-  if (codec) {
-    const [first] = parseCodecKeys(codec);
-    return createHmac('sha256', first.key).update('sluice argsDigest key v1').digest('hex');
-  }
+  // The first entry as written (`<id>:<base64 key>`), not parsed: a malformed value is the codec's
+  // to report where it is used; the digest key must not stop a worker that does not encrypt.
+  const first = env[CODEC_KEYS_ENV]?.split(',')[0]?.trim();
+  if (first) return createHmac('sha256', first).update('sluice argsDigest key v1').digest('hex');
   return DEFAULT_DIGEST_KEY;
 }
 
