@@ -56,6 +56,7 @@ import {
 const { sessionEvents } = proxySinks<SessionEventSinks>();
 
 const TAIL = 20;
+const TEMPORAL_CANCEL_PATCH = 'sluice-session-temporal-cancel';
 const RECENT_TURNS = 20;
 const DEFAULT_MAX_STEPS = 50;
 const DEFAULT_CAN_EVENTS = 5_000;
@@ -114,10 +115,16 @@ export async function agentSession(input: SessionInput): Promise<SessionOutput> 
   };
   const stopCurrent = () => {
     modelScope?.cancel();
-    if (activeBatch)
-      void getExternalWorkflowHandle(activeBatch)
+    if (!activeBatch) return;
+    const id = activeBatch;
+    const cancelBatch = () =>
+      getExternalWorkflowHandle(id)
         .cancel()
         .catch(() => undefined);
+    // From a Temporal cancel the current scope is the cancelled root, where a cancel request is
+    // silently never sent: the batch ran on to its end. Sent from outside that scope now.
+    if (!CancellationScope.current().consideredCancelled) void cancelBatch();
+    else if (patched(TEMPORAL_CANCEL_PATCH)) void CancellationScope.nonCancellable(cancelBatch);
   };
 
   setHandler(messageSignal, (m) => {
@@ -128,10 +135,14 @@ export async function agentSession(input: SessionInput): Promise<SessionOutput> 
     async (m) => {
       accept(m);
       let outcome: TurnOutcome | undefined;
-      await condition(() => {
-        outcome = c.recentTurns.find((t) => t.messageId === m.id);
-        return outcome !== undefined || c.endReason !== undefined;
-      });
+      // Not cancelled with the workflow: a Temporal cancel winds the session down like the cancel
+      // signal, and the caller waiting here gets the turn's outcome (reason cancelled), not a failure.
+      await CancellationScope.nonCancellable(() =>
+        condition(() => {
+          outcome = c.recentTurns.find((t) => t.messageId === m.id);
+          return outcome !== undefined || c.endReason !== undefined;
+        }),
+      );
       return (
         outcome ?? {
           messageId: m.id,
@@ -393,8 +404,12 @@ export async function agentSession(input: SessionInput): Promise<SessionOutput> 
     const { message: _first, ...rest } = input;
     return continueAsNew<typeof agentSession>({ ...rest, carried: c });
   }
-  // Updates waiting on this session learn it ended before the run closes.
-  await condition(allHandlersFinished);
+  // Updates waiting on this session learn it ended before the run closes. After a Temporal
+  // cancel this wait is outside the cancelled scope, so the session completes with its reason
+  // (before, the wait threw and the run closed as cancelled, with no result).
+  if (cancelRequested && patched(TEMPORAL_CANCEL_PATCH))
+    await CancellationScope.nonCancellable(() => condition(allHandlersFinished));
+  else await condition(allHandlersFinished);
   return result;
 }
 
