@@ -42,6 +42,7 @@ import {
   type TurnOutcome,
 } from '../pipeline/session';
 import { FailureTypes } from '../pipeline/errors';
+import type { EventPayloads, EventType } from '../pipeline/events';
 import type { BatchInput, BatchOutput, JsonObject, SessionEvent, ToolCall } from '../pipeline/types';
 import { APPROVALS_MEMO, BATCH_WORKFLOW, batchWorkflowId, EMPTY_APPROVALS_MEMO } from './definitions';
 import type { SessionEventSinks } from './event-log';
@@ -99,8 +100,13 @@ export async function agentSession(input: SessionInput): Promise<SessionOutput> 
   let cancelRequested = false;
   let modelScope: CancellationScope | undefined;
 
-  const record = (type: string, data: JsonObject) => {
-    const event: SessionEvent = { type, seq: c.seq++, time: new Date().toISOString(), data };
+  const record = <T extends EventType>(type: T, data: EventPayloads[T]) => {
+    const event: SessionEvent = {
+      type,
+      seq: c.seq++,
+      time: new Date().toISOString(),
+      data: data as unknown as JsonObject,
+    };
     sessionEvents.append(input.sessionId, [event]);
   };
   const remember = (...messages: AgentMessage[]) => {
@@ -220,7 +226,7 @@ export async function agentSession(input: SessionInput): Promise<SessionOutput> 
     c.activeTurn = undefined;
     interruptRequested = false;
     status = 'idle';
-    record('session/turn-ended', outcome as unknown as JsonObject);
+    record('session/turn-ended', outcome);
   };
 
   /** One model step and its batch; returns why the turn ends, or undefined to go on. */
