@@ -8,6 +8,7 @@
 //   what is asked   pending approvals, read from the running batch (memo or query)
 //   what is sent    user messages by signal (accepted with no worker up), decisions by update or,
 //                   with no worker, queued by signal
+import { NotFoundError } from './errors';
 import * as readline from 'node:readline';
 import type { Readable } from 'node:stream';
 import { type SessionRequest, sessionHandle, startSession, type SessionHandle } from './session';
@@ -143,7 +144,7 @@ export async function runChat(o: ChatOptions): Promise<ChatResult> {
     session = sessionHandle(o.client, o.sessionId);
     const desc = await session.workflow.describe().catch(() => undefined);
     if (!desc)
-      throw new Error(
+      throw new NotFoundError(
         `there is no session ${o.sessionId} on this server; start one with \`npx sluice chat --script <file>\` or --model <provider:model>`,
       );
     if (desc.status.name !== 'RUNNING') {
