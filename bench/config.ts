@@ -1,6 +1,7 @@
 // The bench's Sluice config: a trivial concurrency-safe tool with no hooks, so what is measured is
-// the pipeline's own cost; and the same tool behind an approval, for the approval path.
+// the pipeline's own cost; the same tool behind an approval, for the approval path; and Code Mode.
 import { z } from 'zod';
+import { codeModeTool } from '../tools/code-mode';
 import { defineConfig, defineTool } from '../worker/config';
 
 const input = z.object({ text: z.string() });
@@ -27,4 +28,12 @@ export const approvedEcho = defineTool({
   execute: (args) => echoBody(args),
 });
 
-export default defineConfig({ tools: [echo, approvedEcho] });
+/** For Code Mode: calls that run one at a time, as a program's sub-calls do, so the two compare. */
+export const serialEcho = defineTool({
+  name: 'serial_echo',
+  description: 'Returns its text; one call at a time.',
+  input,
+  execute: (args) => echoBody(args),
+});
+
+export default defineConfig({ tools: [echo, approvedEcho, serialEcho, codeModeTool()] });

@@ -40,6 +40,21 @@ export function markdownReport(r: BenchResult, before?: BenchResult): string {
     );
     lines.push(`| worker peak RSS while draining | ${f(a.bulk.workerPeakRssDrainMiB, 0)} MiB |`);
   }
+  if (r.codeMode) {
+    const m = r.codeMode;
+    lines.push('');
+    lines.push('| Code Mode | figure |');
+    lines.push('|---|---:|');
+    lines.push(
+      `| trivial program (\`return 1\`) in run_code's body, p50 / p99 (${m.trivialInBody.samples} runs, warm pool) | ${f(m.trivialInBody.p50Ms)} / ${f(m.trivialInBody.p99Ms)} ms |`,
+    );
+    lines.push(
+      `| the same as a one-call batch, start to result, p50 (a one-call batch of serial_echo: ${f(m.trivialBatch.toolBatchP50Ms)} ms) | ${f(m.trivialBatch.p50Ms)} ms |`,
+    );
+    lines.push(
+      `| ${m.subCalls.calls} sub-calls of serial_echo in one program / ${m.subCalls.calls} direct calls in one batch, per call (${m.subCalls.rounds} rounds each) | ${f(m.subCalls.subCallMsPerCall)} / ${f(m.subCalls.directMsPerCall)} ms (${f(m.subCalls.ratio, 2)}×) |`,
+    );
+  }
   lines.push('');
   lines.push('| target | value | limit | met |');
   lines.push('|---|---:|---|---|');
@@ -84,7 +99,51 @@ export function markdownReport(r: BenchResult, before?: BenchResult): string {
   lines.push(`|---|${sample.map(() => '---:').join('|')}|`);
   for (const t of types)
     lines.push(`| ${t} | ${sample.map((c) => f(c.sluice.eventTypesPerCall?.[t] ?? 0, 2)).join(' | ')} |`);
+  lines.push(...bytesReport(r));
   return `${lines.join('\n')}\n`;
+}
+
+/** Where each byte of history goes, for the batch size the target is set at (10) or the nearest. */
+function bytesReport(r: BenchResult): string[] {
+  const sizes = [...new Set(r.grid.map((c) => c.batchSize))];
+  if (sizes.length === 0) return [];
+  const size = sizes.reduce((a, b) => (Math.abs(b - 10) < Math.abs(a - 10) ? b : a));
+  const c = r.grid.filter((x) => x.batchSize === size).at(-1)!;
+  if (!c.sluice.eventBytesPerCall || !c.bare.eventBytesPerCall) return [];
+  const lines: string[] = [
+    '',
+    `Where the history bytes go, per call (one sampled batch of ${size} calls, ${c.concurrency} in flight; encoded protobuf bytes; "payload" is the part inside payloads):`,
+    '',
+  ];
+  const types = [...new Set([...Object.keys(c.sluice.eventBytesPerCall), ...Object.keys(c.bare.eventBytesPerCall)])];
+  lines.push('| event type | Sluice events | Sluice bytes (payload) | bare events | bare bytes (payload) |');
+  lines.push('|---|---:|---:|---:|---:|');
+  const cellOf = (x: { bytes: number; payloadBytes: number } | undefined) =>
+    x ? `${f(x.bytes, 0)} (${f(x.payloadBytes, 0)})` : '–';
+  for (const t of types)
+    lines.push(
+      `| ${t} | ${f(c.sluice.eventTypesPerCall?.[t] ?? 0, 2)} | ${cellOf(c.sluice.eventBytesPerCall[t])} | ${f(c.bare.eventTypesPerCall?.[t] ?? 0, 2)} | ${cellOf(c.bare.eventBytesPerCall[t])} |`,
+    );
+  lines.push(
+    `| all | ${f(c.sluice.eventsPerCall, 2)} | ${f(c.sluice.historyBytesPerCall, 0)} | ${f(c.bare.eventsPerCall, 2)} | ${f(c.bare.historyBytesPerCall, 0)} |`,
+  );
+  const top = (m: Record<string, number> | undefined, n: number) => Object.entries(m ?? {}).slice(0, n);
+  lines.push('', 'The payloads, per call (bytes):', '', '| payload | Sluice | bare |', '|---|---:|---:|');
+  const names = [
+    ...new Set([...top(c.sluice.payloadBytesPerCall, 14), ...top(c.bare.payloadBytesPerCall, 14)].map(([k]) => k)),
+  ];
+  for (const k of names)
+    lines.push(`| ${k} | ${f(c.sluice.payloadBytesPerCall?.[k], 1)} | ${f(c.bare.payloadBytesPerCall?.[k], 1)} |`);
+  if (c.sluice.payloadKeyBytesPerCall) {
+    lines.push(
+      '',
+      "Inside Sluice's larger payloads, per call (bytes of JSON text by key; `[]` is each item of a list):",
+      '',
+    );
+    lines.push('| payload .key | bytes |', '|---|---:|');
+    for (const [k, v] of top(c.sluice.payloadKeyBytesPerCall, 24)) lines.push(`| ${k} | ${f(v, 1)} |`);
+  }
+  return lines;
 }
 
 function pair(a: number | undefined, b: number | undefined, digits = 1): string {

@@ -13,6 +13,12 @@ export interface SystemFigures {
   workerPeakRssMiB?: number;
   /** Event types of one sampled history, divided by calls: where the events come from. */
   eventTypesPerCall?: Record<string, number>;
+  /** Encoded bytes of that history per event type, and of the payloads those events carry, divided by calls. */
+  eventBytesPerCall?: Record<string, { bytes: number; payloadBytes: number }>;
+  /** Encoded bytes of each payload (event type and field, e.g. `ACTIVITY_TASK_SCHEDULED input`), divided by calls. */
+  payloadBytesPerCall?: Record<string, number>;
+  /** The JSON inside the larger payloads, by top-level key (`<payload> .<key>`), in bytes of JSON text per call. */
+  payloadKeyBytesPerCall?: Record<string, number>;
 }
 
 export interface Cell {
@@ -44,6 +50,15 @@ export interface ApprovalFigures {
   };
 }
 
+export interface CodeModeFigures {
+  /** `return 1` in run_code's body: the sandbox run alone (warm pool), from the result's meta.wallMs. */
+  trivialInBody: { samples: number; p50Ms: number; p99Ms: number };
+  /** The same program as a one-call batch, start to result, beside a one-call batch of the plain tool. */
+  trivialBatch: { p50Ms: number; toolBatchP50Ms: number };
+  /** A program making `calls` sub-calls of serial_echo, against a batch of the same calls made directly. */
+  subCalls: { calls: number; rounds: number; directMsPerCall: number; subCallMsPerCall: number; ratio: number };
+}
+
 export interface BenchResult {
   meta: {
     date: string;
@@ -66,5 +81,6 @@ export interface BenchResult {
   };
   grid: Cell[];
   approval?: ApprovalFigures;
+  codeMode?: CodeModeFigures;
   targets: { name: string; value: number; limit: string; met: boolean }[];
 }

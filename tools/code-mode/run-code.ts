@@ -116,7 +116,7 @@ export function codeModeTool(options: CodeModeOptions = {}): ToolDefinition {
 
 function render(outcome: ProgramOutcome) {
   const logs = outcome.logs.length ? `Logs:\n${outcome.logs.join('\n')}` : '';
-  const meta = { subCalls: outcome.calls, cpuMs: outcome.cpuMs };
+  const meta = { subCalls: outcome.calls, cpuMs: outcome.cpuMs, wallMs: outcome.wallMs };
   if (outcome.kind === 'cancelled') {
     // The batch was cancelled while a sub-call ran: the same error the workflow gives a cancelled body.
     const message = `${RUN_CODE} was aborted because the batch was cancelled`;

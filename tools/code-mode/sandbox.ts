@@ -62,6 +62,8 @@ export interface ProgramOutcome {
   /** Sub-calls answered. */
   calls: number;
   cpuMs: number;
+  /** Wall time of the run in this process, from taking a sandbox to the outcome (waiting on tools included). */
+  wallMs: number;
 }
 
 /** Time a thread may go without yielding beyond its CPU budget before it is killed. */
@@ -177,7 +179,8 @@ export async function runProgram(opts: RunProgramOptions): Promise<ProgramOutcom
   const logs: string[] = [];
   let calls = 0;
   const cancelled = 'the run_code call was cancelled and its program was stopped';
-  if (opts.signal?.aborted) return { ok: false, kind: 'cancelled', error: cancelled, logs, calls, cpuMs: 0 };
+  if (opts.signal?.aborted) return { ok: false, kind: 'cancelled', error: cancelled, logs, calls, cpuMs: 0, wallMs: 0 };
+  const began = performance.now();
   const thread = await acquire(limits.memoryBytes);
   const runId = nextRunId++;
 
@@ -193,7 +196,7 @@ export async function runProgram(opts: RunProgramOptions): Promise<ProgramOutcom
     let timer: NodeJS.Timeout | undefined;
 
     /** `reuse`: the thread ended the run itself and may take another. */
-    const finish = (outcome: Omit<ProgramOutcome, 'logs' | 'calls'> | Error, reuse = false) => {
+    const finish = (outcome: Omit<ProgramOutcome, 'logs' | 'calls' | 'wallMs'> | Error, reuse = false) => {
       if (finished) return;
       finished = true;
       clearTimeout(timer);
@@ -201,7 +204,7 @@ export async function runProgram(opts: RunProgramOptions): Promise<ProgramOutcom
       if (reuse) release(thread);
       else discard(thread);
       if (outcome instanceof Error) reject(outcome);
-      else resolve({ ...outcome, logs, calls });
+      else resolve({ ...outcome, logs, calls, wallMs: Math.round((performance.now() - began) * 10) / 10 });
     };
     const fail = (kind: StopKind, error: string) => finish({ ok: false, kind, error, cpuMs: Math.round(busyMs) });
     const arm = () => {

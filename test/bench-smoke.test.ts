@@ -1,0 +1,62 @@
+// The bench, run small (one cell, a few batches, every part) so it never rots: it must finish and
+// write its tables, breakdowns and plot. No figure is judged: timings on a test machine mean nothing.
+import { execFile } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { promisify } from 'node:util';
+import { describe, expect, inject, it } from 'vitest';
+import type { BenchResult } from '../bench/result';
+
+describe('bench smoke run', () => {
+  it('runs one cell, Code Mode and the approval path, and writes the json, markdown and svg', async () => {
+    const dir = fs.mkdtempSync(path.join(inject('runDir'), 'bench-'));
+    const root = path.join(__dirname, '..');
+    await promisify(execFile)(process.execPath, ['--require', 'tsx/cjs', path.join(root, 'bench', 'run.ts')], {
+      cwd: root,
+      env: {
+        ...process.env,
+        BENCH_ADDRESS: inject('temporalAddress'),
+        BENCH_DIR: dir,
+        BENCH_OUT: 'smoke',
+        BENCH_SIZES: '2',
+        BENCH_CONCURRENCY: '1',
+        BENCH_BATCHES: '3',
+        BENCH_ROUNDS: '1',
+        BENCH_WARMUP: '1',
+        BENCH_HISTORY_SAMPLES: '1',
+        BENCH_APPROVAL_SAMPLES: '1',
+        BENCH_PENDING: '3',
+        BENCH_CODE_MODE: '2',
+        BENCH_SUB_CALLS: '2',
+      },
+      timeout: 170_000,
+    });
+    const result = JSON.parse(fs.readFileSync(path.join(dir, 'smoke.json'), 'utf8')) as BenchResult;
+    expect(result.grid).toHaveLength(1);
+    const [cell] = result.grid;
+    expect(cell).toMatchObject({ batchSize: 2, concurrency: 1, batches: 3 });
+    for (const system of [cell.sluice, cell.bare]) {
+      expect(system.p50Ms).toBeGreaterThan(0);
+      expect(system.historyBytesPerCall).toBeGreaterThan(0);
+      // The per-type byte breakdown adds up to the whole history (protobuf framing aside).
+      const sum = Object.values(system.eventBytesPerCall ?? {}).reduce((a, b) => a + b.bytes, 0);
+      expect(sum).toBeGreaterThan(system.historyBytesPerCall! * 0.9);
+      expect(sum).toBeLessThanOrEqual(system.historyBytesPerCall! + 1);
+    }
+    expect(Object.keys(cell.sluice.payloadBytesPerCall ?? {})).toContain('ACTIVITY_TASK_SCHEDULED input');
+    expect(result.codeMode?.trivialInBody.samples).toBe(2);
+    expect(result.codeMode?.subCalls.ratio).toBeGreaterThan(0);
+    expect(result.approval?.bulk.batches).toBe(3);
+    expect(result.targets.map((t) => t.name)).toEqual(
+      expect.arrayContaining([
+        'p50 Sluice/bare, 2 call(s) × 1 in flight',
+        'history bytes per call Sluice/bare, batch of 2 (worst cell)',
+        'Code Mode: sub-call / the same call made directly',
+      ]),
+    );
+    const md = fs.readFileSync(path.join(dir, 'smoke.md'), 'utf8');
+    expect(md).toContain('Where the history bytes go, per call');
+    expect(md).toContain('| Code Mode | figure |');
+    expect(fs.readFileSync(path.join(dir, 'smoke.svg'), 'utf8')).toMatch(/^<svg/);
+  }, 180_000);
+});
