@@ -9,7 +9,13 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { getOwn, setOwn, snapshotJson } from '../pipeline/json';
 import { errorCandidate, renderValue } from '../pipeline/normalize';
 import { ErrorCodes } from '../pipeline/errors';
-import type { BodyResult, CallRef } from '../pipeline/stages';
+import {
+  type BodyResult,
+  type PackedBodyResult,
+  type PackedCallRef,
+  packBodyResult,
+  unpackCallRef,
+} from '../pipeline/stages';
 import { FailureTypes } from '../pipeline/errors';
 import type { Candidate, StatePatch } from '../pipeline/types';
 import { compose, type Layer } from '../pipeline/waterfall';
@@ -29,7 +35,9 @@ class BodyThrew extends Error {
 }
 
 export function executeStage(kit: StageKit) {
-  return async function executeBody(ref: CallRef): Promise<BodyResult> {
+  return async function executeBody(packed: PackedCallRef): Promise<PackedBodyResult> {
+    const activity = Context.current();
+    const ref = unpackCallRef(packed, activity.info.workflowExecution?.workflowId ?? '');
     const tool = kit.tool(ref.name);
     if (!tool)
       throw ApplicationFailure.nonRetryable(
@@ -39,7 +47,6 @@ export function executeStage(kit: StageKit) {
     const parsed = parseArgs(tool, ref);
     if (!parsed.ok) throw ApplicationFailure.nonRetryable(parsed.gate.message, FailureTypes.TOOL_BODY);
 
-    const activity = Context.current();
     const wrapperSide = kit.collector(ref, 'execute wrapper');
     const bodySide = kit.collector(ref, `tool:${tool.name}`);
     const patch: StatePatch = {};
@@ -100,7 +107,7 @@ export function executeStage(kit: StageKit) {
         ErrorCodes.PIPELINE_FAILED,
       );
     }
-    return {
+    return packBodyResult({
       outcome,
       candidate: await stashCandidate(
         kit.store,
@@ -112,7 +119,7 @@ export function executeStage(kit: StageKit) {
       wrapperContexts: wrapperSide.contexts,
       events: [...wrapperSide.events, ...bodySide.events],
       ...(Object.keys(patch).length ? { statePatch: patch } : {}),
-    };
+    });
   };
 }
 

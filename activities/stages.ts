@@ -3,14 +3,16 @@
 // (post-execute to tools/result). Extension throws become results there; only a crash of the
 // worker itself makes Temporal retry a stage.
 import { Context } from '@temporalio/activity';
-import type {
-  BodyResult,
-  CallRef,
-  GuardsResult,
-  PreflightReply,
-  SettleRequest,
-  SettleResult,
-  StagePlan,
+import {
+  type CallRef,
+  type GuardsResult,
+  type PackedBodyResult,
+  type PackedCallRef,
+  packPreflightReply,
+  type PreflightReply,
+  type SettleRequest,
+  type SettleResult,
+  type StagePlan,
 } from '../pipeline/stages';
 import type { ResultStore } from '../worker/claim-check';
 import { isLongRunning, type SluiceConfig } from '../worker/config';
@@ -27,7 +29,8 @@ export interface StageActivities {
    */
   preflight(refs: CallRef[]): Promise<PreflightReply>;
   runGuards(ref: CallRef): Promise<GuardsResult>;
-  executeBody(ref: CallRef): Promise<BodyResult>;
+  /** Takes and gives the packed forms (pipeline/stages.ts): they are what its history event keeps. */
+  executeBody(ref: PackedCallRef): Promise<PackedBodyResult>;
   /** Settles calls in model order, one after the other. */
   settle(reqs: SettleRequest[]): Promise<SettleResult[]>;
 }
@@ -40,7 +43,7 @@ export function createStageActivities(config: SluiceConfig, deps: { resultStore?
   return {
     async preflight(refs) {
       if (Context.current().info.isLocal && plan.preflight === 'activity') return { plan, deferred: true, results: [] };
-      return { plan, deferred: false, results: await preflight.preflightInOrder(refs) };
+      return packPreflightReply(plan, await preflight.preflightInOrder(refs), refs);
     },
     runGuards: (ref) => preflight.guards(ref),
     executeBody: executeStage(kit),

@@ -14,15 +14,16 @@ import type {
   SessionEvent,
   ToolResult,
 } from '../pipeline/types';
-import type {
-  BodyResult,
-  CallRef,
-  Gate,
-  GuardsResult,
-  PreflightReply,
-  PreflightResult,
-  SettleRequest,
-  SettleResult,
+import {
+  type CallRef,
+  type Gate,
+  type GuardsResult,
+  type PackedBodyResult,
+  type PackedPreflightResult,
+  type PreflightReply,
+  type SettleRequest,
+  type SettleResult,
+  unpackBodyResult,
 } from '../pipeline/stages';
 import { isEvent } from '../pipeline/events';
 import { InvalidInputError } from './errors';
@@ -335,14 +336,15 @@ export function auditHistory(loaded: LoadedHistory): BatchAudit {
 
 function completeStage(c: CallAudit, type: string, result: unknown): void {
   if (type === 'preflight' && c.preExecute) {
-    const r = result as PreflightResult;
-    Object.assign(c.preExecute, gateFields(r.gate), { emitted: r.events ?? [] });
+    // Packed results leave out the usual gate (dispatch) and empty lists (pipeline/stages.ts).
+    const r = result as PackedPreflightResult;
+    Object.assign(c.preExecute, gateFields(r.gate ?? { kind: 'dispatch' }), { emitted: r.events ?? [] });
   } else if (type === 'runGuards' && c.guards) {
     const r = result as GuardsResult;
     Object.assign(c.guards, gateFields(r.gate), { emitted: r.events ?? [] });
   } else if (type === 'executeBody' && c.body) {
-    const r = result as BodyResult;
-    Object.assign(c.body, { candidate: excerpt(r.candidate), emitted: r.events ?? [] });
+    const r = unpackBodyResult(result as PackedBodyResult);
+    Object.assign(c.body, { candidate: excerpt(r.candidate), emitted: r.events });
   } else if (type === 'settle' && c.settle) {
     const r = result as SettleResult;
     if (r.before) c.settle.before = excerpt(r.before);

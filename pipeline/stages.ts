@@ -1,9 +1,11 @@
 // The contracts between the batch workflow and the stage activities. Everything here crosses
 // Temporal's wire, so it is plain JSON.
+import { renderValue } from './normalize';
 import type {
   ApprovalPolicy,
   Candidate,
   Card,
+  ContentBlock,
   EventDraft,
   JsonObject,
   RetryPolicyInput,
@@ -76,7 +78,10 @@ export interface PreflightResult extends StageOutput {
 export interface PreflightReply {
   plan: StagePlan;
   deferred: boolean;
-  results: PreflightResult[];
+  /** Full results (histories recorded before) or packed ones: read them with unpackPreflightResults. */
+  results: PackedPreflightResult[];
+  /** Packed replies: each tool's profile, once. */
+  profiles?: Record<string, ToolProfile>;
 }
 
 /**
@@ -145,4 +150,147 @@ export function genericResultCard(name: string, isError: boolean): Card {
 /** The card any UI shows when a tool's presentCall is missing, throws or returns nonsense. */
 export function genericCard(name: string, args: JsonObject): Card {
   return { title: name, fields: args };
+}
+
+// ─── Wire forms ───────────────────────────────────────────────────────────────────────────────
+// What crosses history is kept small: a field the other side can rebuild exactly is left out
+// (an empty list, the usual gate, the generic card, a profile the reply already gave for the tool,
+// content that is the plain rendering of the value). Each unpack is the exact inverse of its pack,
+// and takes the full form as it is, so histories recorded before still replay.
+
+/** A preflight result as it crosses history: see packPreflightReply. */
+export interface PackedPreflightResult {
+  callId: string;
+  /** Absent: dispatch. */
+  gate?: Gate;
+  /** Absent: the generic card of the call's own name and arguments. */
+  card?: Card;
+  /** Absent: the reply's profile for the tool, if any; null: none. */
+  profile?: ToolProfile | null;
+  contexts?: UserMessage[];
+  events?: EventDraft[];
+  argsDigest?: string;
+}
+
+export function packPreflightReply(plan: StagePlan, results: PreflightResult[], refs: CallRef[]): PreflightReply {
+  const profiles: Record<string, ToolProfile> = Object.create(null);
+  const packed = results.map((r): PackedPreflightResult => {
+    const ref = refs.find((x) => x.callId === r.callId);
+    const out: PackedPreflightResult = { callId: r.callId };
+    if (r.gate.kind !== 'dispatch') out.gate = r.gate;
+    if (!ref || !sameJson(r.card, genericCard(ref.name, ref.args))) out.card = r.card;
+    const known = ref && Object.hasOwn(profiles, ref.name) ? profiles[ref.name] : undefined;
+    if (!r.profile) {
+      if (known || !ref) out.profile = null;
+    } else if (!ref) out.profile = r.profile;
+    else if (!known) profiles[ref.name] = r.profile;
+    else if (!sameJson(known, r.profile)) out.profile = r.profile;
+    if (r.contexts.length) out.contexts = r.contexts;
+    if (r.events.length) out.events = r.events;
+    if (r.argsDigest !== undefined) out.argsDigest = r.argsDigest;
+    return out;
+  });
+  return {
+    plan,
+    deferred: false,
+    results: packed,
+    ...(Object.keys(profiles).length ? { profiles: { ...profiles } } : {}),
+  };
+}
+
+/** The full results of a preflight reply (packed or not), for the calls it was asked about. */
+export function unpackPreflightResults(reply: PreflightReply, refs: CallRef[]): PreflightResult[] {
+  return reply.results.map((r) => {
+    const ref = refs.find((x) => x.callId === r.callId);
+    if (!ref) throw new Error(`internal: a preflight result for ${r.callId}, a call it was not asked about`);
+    const profile =
+      r.profile === null
+        ? undefined
+        : (r.profile ??
+          (reply.profiles && Object.hasOwn(reply.profiles, ref.name) ? reply.profiles[ref.name] : undefined));
+    return {
+      callId: r.callId,
+      gate: r.gate ?? { kind: 'dispatch' },
+      card: r.card ?? genericCard(ref.name, ref.args),
+      ...(profile ? { profile } : {}),
+      contexts: r.contexts ?? [],
+      events: r.events ?? [],
+      ...(r.argsDigest !== undefined ? { argsDigest: r.argsDigest } : {}),
+    };
+  });
+}
+
+/** A body's call reference as it crosses history: the workflow id and idempotency key come from the activity's own info. */
+export type PackedCallRef = Omit<CallRef, 'workflowId' | 'idempotencyKey' | 'state'> &
+  Partial<Pick<CallRef, 'workflowId' | 'idempotencyKey' | 'state'>>;
+
+export function packCallRef(ref: CallRef): PackedCallRef {
+  const { workflowId, idempotencyKey, state, ...rest } = ref;
+  const out: PackedCallRef = rest;
+  // Only what the worker could not rebuild from the workflow id it runs for.
+  if (idempotencyKey !== `${workflowId}/${ref.callId}`) Object.assign(out, { workflowId, idempotencyKey });
+  if (Object.keys(state).length) out.state = state;
+  return out;
+}
+
+export function unpackCallRef(ref: PackedCallRef, workflowId: string): CallRef {
+  const wf = ref.workflowId ?? workflowId;
+  return {
+    ...ref,
+    workflowId: wf,
+    idempotencyKey: ref.idempotencyKey ?? `${wf}/${ref.callId}`,
+    state: ref.state ?? {},
+  };
+}
+
+/** A body's result as it crosses history: see packBodyResult. */
+export interface PackedBodyResult {
+  /** Absent: ok. */
+  outcome?: 'failed';
+  candidate: PackedCandidate;
+  bodyContexts?: UserMessage[];
+  wrapperContexts?: UserMessage[];
+  events?: EventDraft[];
+  statePatch?: StatePatch;
+}
+
+/** A candidate without `content` when it is the plain rendering of `value`, and without `isError: false`. */
+export type PackedCandidate = Omit<Candidate, 'content' | 'isError'> & { content?: ContentBlock[]; isError?: boolean };
+
+export function packBodyResult(r: BodyResult): PackedBodyResult {
+  const out: PackedBodyResult = { candidate: packCandidate(r.candidate) };
+  if (r.outcome !== 'ok') out.outcome = r.outcome;
+  if (r.bodyContexts.length) out.bodyContexts = r.bodyContexts;
+  if (r.wrapperContexts.length) out.wrapperContexts = r.wrapperContexts;
+  if (r.events.length) out.events = r.events;
+  if (r.statePatch) out.statePatch = r.statePatch;
+  return out;
+}
+
+export function unpackBodyResult(r: PackedBodyResult | BodyResult): BodyResult {
+  return {
+    outcome: r.outcome ?? 'ok',
+    candidate: unpackCandidate(r.candidate),
+    bodyContexts: r.bodyContexts ?? [],
+    wrapperContexts: r.wrapperContexts ?? [],
+    events: r.events ?? [],
+    ...(r.statePatch ? { statePatch: r.statePatch } : {}),
+  };
+}
+
+export function packCandidate(c: Candidate): PackedCandidate {
+  const { content, isError, ...rest } = c;
+  const out: PackedCandidate = rest;
+  if (!('value' in c) || !sameJson(content, renderValue(c.value))) out.content = content;
+  if (isError) out.isError = true;
+  return out;
+}
+
+export function unpackCandidate(c: PackedCandidate): Candidate {
+  const { content, isError, ...rest } = c;
+  return { content: content ?? renderValue(c.value), isError: isError === true, ...rest };
+}
+
+function sameJson(a: unknown, b: unknown): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
 }

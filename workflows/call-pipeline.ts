@@ -30,7 +30,9 @@ import {
   type Gate,
   genericCard,
   genericResultCard,
+  packCallRef,
   type ToolProfile,
+  unpackBodyResult,
 } from '../pipeline/stages';
 import type {
   BatchInput,
@@ -392,7 +394,7 @@ export class CallPipeline {
     this.bodyScopes.add(scope);
     this.executing.add(adm.call.id);
     try {
-      const out = await scope.run(() => body.executeBody(ref));
+      const out = unpackBodyResult(await scope.run(() => body.executeBody(packCallRef(ref))));
       this.events.recordAll(out.events);
       if (out.statePatch) {
         applyPatch(this.state, out.statePatch);

@@ -21,6 +21,7 @@ import {
   type SettleResult,
   type StagePlan,
   type ToolProfile,
+  unpackPreflightResults,
 } from '../pipeline/stages';
 import type { ToolCall } from '../pipeline/types';
 
@@ -100,15 +101,16 @@ export class LookAhead {
       const reply = await localStages.preflight(refs);
       this.plan = reply.plan;
       if (!reply.deferred) {
-        reply.results
+        const results = unpackPreflightResults(reply, refs);
+        results
           .slice(1)
           .forEach((result, k) =>
             this.preflightedAhead.set(followers[k].call.id, { ...followers[k], result, stateVersion }),
           );
-        return reply.results[0];
+        return results[0];
       }
     }
-    return (await stages.preflight([ref])).results[0];
+    return unpackPreflightResults(await stages.preflight([ref]), [ref])[0];
   }
 
   /**

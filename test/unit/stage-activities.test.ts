@@ -7,7 +7,15 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createStageActivities } from '../../activities/stages';
-import type { BodyResult, CallRef, PreflightReply, SettleRequest, SettleResult } from '../../pipeline/stages';
+import {
+  type BodyResult,
+  type CallRef,
+  type PreflightReply,
+  type SettleRequest,
+  type SettleResult,
+  unpackBodyResult,
+  unpackPreflightResults,
+} from '../../pipeline/stages';
 import { FailureTypes } from '../../pipeline/errors';
 import type { Candidate } from '../../pipeline/types';
 import { defineTool, type SluiceConfig, type ToolDefinition } from '../../worker/config';
@@ -55,8 +63,9 @@ function stagesOf(config: SluiceConfig) {
   const env = new MockActivityEnvironment(undefined, { logger });
   return {
     warnings,
-    preflight: async (r: CallRef) => ((await env.run(acts.preflight, [r])) as PreflightReply).results[0],
-    execute: (r: CallRef) => env.run(acts.executeBody, r) as Promise<BodyResult>,
+    preflight: async (r: CallRef) =>
+      unpackPreflightResults((await env.run(acts.preflight, [r])) as PreflightReply, [r])[0],
+    execute: async (r: CallRef): Promise<BodyResult> => unpackBodyResult(await env.run(acts.executeBody, r)),
     settle: async (req: SettleRequest) => ((await env.run(acts.settle, [req])) as SettleResult[])[0],
   };
 }

@@ -1,0 +1,217 @@
+// The packed forms of what crosses history (pipeline/stages.ts): each unpack gives back exactly
+// what was packed, and takes the full form recorded by earlier versions as it is.
+import { describe, expect, it } from 'vitest';
+import {
+  type BodyResult,
+  type CallRef,
+  genericCard,
+  packBodyResult,
+  packCallRef,
+  packPreflightReply,
+  type PreflightResult,
+  type StagePlan,
+  type ToolProfile,
+  unpackBodyResult,
+  unpackCallRef,
+  unpackPreflightResults,
+} from '../../pipeline/stages';
+
+const plan: StagePlan = { preflight: 'local', guards: 'local', settle: 'local', settleHooks: false };
+const profile: ToolProfile = {
+  concurrencySafe: true,
+  timeoutMs: 300000,
+  heartbeatTimeoutMs: 10000,
+  retry: { maximumAttempts: 3, initialIntervalMs: 500, backoffCoefficient: 2 },
+  approval: 'auto',
+  finalizes: false,
+};
+const ref = (callId: string, name: string, args: Record<string, string> = { text: callId }): CallRef => ({
+  workflowId: 'sluice-batch:s:1:1',
+  sessionId: 's',
+  turn: 1,
+  step: 1,
+  callId,
+  name,
+  args,
+  argsDigest: `hmac-sha256:${callId}`,
+  idempotencyKey: `sluice-batch:s:1:1/${callId}`,
+  state: {},
+  inlineBytes: 1000,
+});
+
+describe('preflight replies', () => {
+  const refs = [
+    ref('c0', 'echo'),
+    ref('c1', 'echo'),
+    ref('c2', 'echo'),
+    ref('c3', 'nope'),
+    ref('c4', 'echo'),
+    ref('c5', '__proto__'),
+  ];
+  const results: PreflightResult[] = [
+    {
+      callId: 'c0',
+      gate: { kind: 'dispatch' },
+      card: genericCard('echo', { text: 'c0' }),
+      profile,
+      contexts: [],
+      events: [],
+      argsDigest: 'd0',
+    },
+    {
+      callId: 'c1',
+      gate: { kind: 'ask', reason: 'why not' },
+      card: { title: 'Echo', summary: 'custom' },
+      profile: { ...profile, concurrencySafe: false },
+      contexts: [{ role: 'user', content: 'note', source: 'pre' }],
+      events: [{ type: 'x/y', data: { a: 1 } }],
+      argsDigest: 'd1',
+    },
+    // Invalid arguments: no profile, though the tool has one.
+    {
+      callId: 'c2',
+      gate: { kind: 'denied', code: 'INVALID_ARGS', message: 'bad' },
+      card: genericCard('echo', { text: 'c2' }),
+      contexts: [],
+      events: [],
+    },
+    {
+      callId: 'c3',
+      gate: { kind: 'denied', code: 'UNKNOWN_TOOL', message: 'unknown' },
+      card: genericCard('nope', { text: 'c3' }),
+      contexts: [],
+      events: [],
+    },
+    {
+      callId: 'c4',
+      gate: { kind: 'dispatch' },
+      card: genericCard('echo', { text: 'c4' }),
+      profile,
+      contexts: [],
+      events: [],
+    },
+    {
+      callId: 'c5',
+      gate: { kind: 'dispatch' },
+      card: genericCard('__proto__', { text: 'c5' }),
+      profile,
+      contexts: [],
+      events: [],
+    },
+  ];
+
+  it('gives back exactly the results packed, with each profile sent once', () => {
+    const reply = packPreflightReply(plan, results, refs);
+    expect(unpackPreflightResults(reply, refs)).toEqual(results);
+    expect(Object.keys(reply.profiles ?? {})).toEqual(['echo', '__proto__']);
+    expect(reply.results[4]).toEqual({ callId: 'c4' });
+  });
+
+  it('packs ten ordinary calls of one tool to under a third of the full form', () => {
+    const many = Array.from({ length: 10 }, (_, i) => ref(`c${i}`, 'echo'));
+    const full = many.map(
+      (r): PreflightResult => ({
+        callId: r.callId,
+        gate: { kind: 'dispatch' },
+        card: genericCard('echo', r.args),
+        profile,
+        contexts: [],
+        events: [],
+        argsDigest: r.argsDigest,
+      }),
+    );
+    const reply = packPreflightReply(plan, full, many);
+    expect(unpackPreflightResults(reply, many)).toEqual(full);
+    expect(JSON.stringify(reply).length).toBeLessThan(
+      JSON.stringify({ plan, deferred: false, results: full }).length / 3,
+    );
+  });
+
+  it('reads the full form recorded before packing as it is', () => {
+    expect(unpackPreflightResults({ plan, deferred: false, results }, refs)).toEqual(results);
+  });
+
+  it('refuses a result for a call it was not asked about', () => {
+    expect(() => unpackPreflightResults(packPreflightReply(plan, results, refs), refs.slice(1))).toThrow(/c0/);
+  });
+});
+
+describe('body inputs and results', () => {
+  it('leaves out the workflow id and idempotency key the worker rebuilds, and an empty state', () => {
+    const r = ref('c0', 'echo');
+    const packed = packCallRef(r);
+    expect(packed).not.toHaveProperty('workflowId');
+    expect(packed).not.toHaveProperty('idempotencyKey');
+    expect(packed).not.toHaveProperty('state');
+    expect(unpackCallRef(packed, r.workflowId)).toEqual(r);
+    const sub = { ...ref('c0:code:3', 'echo'), parentCallId: 'c0', rootCallId: 'c0', state: { ns: { k: 1 } } };
+    expect(unpackCallRef(packCallRef(sub), sub.workflowId)).toEqual(sub);
+    // An idempotency key of another shape travels as it is.
+    const odd = { ...r, idempotencyKey: 'elsewhere/c0' };
+    expect(unpackCallRef(packCallRef(odd), 'another-workflow')).toEqual(odd);
+    expect(unpackCallRef(r, 'another-workflow')).toEqual(r);
+  });
+
+  it('gives back exactly the body result packed', () => {
+    const cases: BodyResult[] = [
+      {
+        outcome: 'ok',
+        candidate: { content: [{ type: 'text', text: 'hi' }], value: 'hi', isError: false },
+        bodyContexts: [],
+        wrapperContexts: [],
+        events: [],
+      },
+      {
+        outcome: 'ok',
+        candidate: { content: [{ type: 'text', text: '{\n  "a": 1\n}' }], value: { a: 1 }, isError: false },
+        bodyContexts: [],
+        wrapperContexts: [],
+        events: [],
+      },
+      {
+        outcome: 'ok',
+        candidate: {
+          content: [{ type: 'text', text: 'rendered my way' }],
+          value: { a: 1 },
+          isError: false,
+          meta: { m: 1 },
+        },
+        bodyContexts: [{ role: 'user', content: 'b' }],
+        wrapperContexts: [],
+        events: [{ type: 't/e', data: {} }],
+        statePatch: { ns: { k: null } },
+      },
+      {
+        outcome: 'failed',
+        candidate: {
+          content: [{ type: 'text', text: 'Error: x' }],
+          isError: true,
+          error: { message: 'x', code: 'PIPELINE_FAILED' },
+        },
+        bodyContexts: [],
+        wrapperContexts: [{ role: 'user', content: 'w' }],
+        events: [],
+      },
+      {
+        outcome: 'ok',
+        candidate: { content: [{ type: 'text', text: '' }], value: null, isError: false, concludesTurn: true },
+        bodyContexts: [],
+        wrapperContexts: [],
+        events: [],
+      },
+      {
+        outcome: 'ok',
+        candidate: { content: [{ type: 'text', text: 'preview' }], isError: false, stashed: 'sha256:abc' },
+        bodyContexts: [],
+        wrapperContexts: [],
+        events: [],
+      },
+    ];
+    for (const c of cases) {
+      const packed = packBodyResult(c);
+      expect(unpackBodyResult(JSON.parse(JSON.stringify(packed)))).toEqual(c);
+      expect(unpackBodyResult(c)).toEqual(c);
+    }
+    expect(packBodyResult(cases[0])).toEqual({ candidate: { value: 'hi' } });
+  });
+});
