@@ -107,7 +107,7 @@ export function executeStage(kit: StageKit) {
         ErrorCodes.PIPELINE_FAILED,
       );
     }
-    return packBodyResult({
+    const out = packBodyResult({
       outcome,
       candidate: await stashCandidate(
         kit.store,
@@ -120,6 +120,8 @@ export function executeStage(kit: StageKit) {
       events: [...wrapperSide.events, ...bodySide.events],
       ...(Object.keys(patch).length ? { statePatch: patch } : {}),
     });
+    // A local body's marker keeps only its result: it names its call for `sluice audit`.
+    return activity.info.isLocal ? { callId: ref.callId, ...out } : out;
   };
 }
 

@@ -3,7 +3,14 @@
 import { deepFreeze, snapshotJson } from '../pipeline/json';
 import { DEFAULT_MAX_RESULT_CHARS } from '../pipeline/normalize';
 import { ErrorCodes } from '../pipeline/errors';
-import { BODY_DEFAULTS, type CallRef, type Gate, type ToolProfile } from '../pipeline/stages';
+import {
+  BODY_DEFAULTS,
+  type CallRef,
+  DEFAULT_LOCAL_BODY_TIMEOUT_MS,
+  type Gate,
+  MAX_LOCAL_BODY_TIMEOUT_MS,
+  type ToolProfile,
+} from '../pipeline/stages';
 import type { ApprovalPolicy, Card, EventDraft, JsonObject, UserMessage } from '../pipeline/types';
 import type { ResultStore } from '../worker/claim-check';
 import type { CallInfo, SluiceConfig, StageContext, ToolDefinition } from '../worker/config';
@@ -123,13 +130,17 @@ export function profileOf(tool: ToolDefinition, args: unknown): ToolProfile {
   }
   return {
     concurrencySafe,
-    timeoutMs: tool.timeoutMs ?? BODY_DEFAULTS.timeoutMs,
+    timeoutMs:
+      tool.timeoutMs !== undefined && tool.localBody
+        ? Math.min(tool.timeoutMs, MAX_LOCAL_BODY_TIMEOUT_MS)
+        : (tool.timeoutMs ?? (tool.localBody ? DEFAULT_LOCAL_BODY_TIMEOUT_MS : BODY_DEFAULTS.timeoutMs)),
     heartbeatTimeoutMs: tool.heartbeatTimeoutMs ?? BODY_DEFAULTS.heartbeatTimeoutMs,
     retry: { ...BODY_DEFAULTS.retry, ...(tool.retry ?? {}) },
     approval,
     ...(tool.approvalTimeoutMs !== undefined ? { approvalTimeoutMs: tool.approvalTimeoutMs } : {}),
     finalizes: !!(tool.finalizeContent || tool.presentResult),
     ...(tool.atMostOnce === true ? { atMostOnce: true as const } : {}),
+    ...(tool.localBody === true ? { localBody: true as const } : {}),
   };
 }
 

@@ -222,7 +222,9 @@ export function auditHistory(loaded: LoadedHistory): BatchAudit {
             ? (result as SettleResult[])
             : stage === 'runGuards'
               ? [result as GuardsResult]
-              : [];
+              : stage === 'executeBody' && (result as PackedBodyResult).callId
+                ? [result as PackedBodyResult & { callId: string }]
+                : [];
       for (const r of results) {
         const c = call(r.callId);
         const run: StageRun = {
@@ -235,6 +237,7 @@ export function auditHistory(loaded: LoadedHistory): BatchAudit {
         };
         if (stage === 'preflight') c.preExecute = run;
         else if (stage === 'runGuards') c.guards = run;
+        else if (stage === 'executeBody') c.body = run;
         else c.settle = run;
         completeStage(c, stage, r);
       }

@@ -57,6 +57,11 @@ export interface ToolProfile {
   finalizes: boolean;
   /** The body must not run twice: never retried; a lost attempt ends OUTCOME_UNKNOWN. */
   atMostOnce?: true;
+  /**
+   * The tool declared its body safe to run as a local activity. Recorded with the preflight, so a
+   * replay schedules the body the same way whatever the worker's config says now.
+   */
+  localBody?: true;
 }
 
 export interface StageOutput {
@@ -141,6 +146,10 @@ export const BODY_DEFAULTS = {
   heartbeatTimeoutMs: 10_000,
   retry: { maximumAttempts: 3, initialIntervalMs: 500, backoffCoefficient: 2 } as RetryPolicyInput,
 };
+
+/** The longest timeout a local body may have, and the one it gets when it sets none. */
+export const MAX_LOCAL_BODY_TIMEOUT_MS = 60_000;
+export const DEFAULT_LOCAL_BODY_TIMEOUT_MS = 10_000;
 
 /** The completed card when a tool has no presentResult, or it throws or returns nonsense. */
 export function genericResultCard(name: string, isError: boolean): Card {
@@ -245,6 +254,8 @@ export function unpackCallRef(ref: PackedCallRef, workflowId: string): CallRef {
 
 /** A body's result as it crosses history: see packBodyResult. */
 export interface PackedBodyResult {
+  /** Set by a local body: its marker keeps the result, not the input, so the result names its call. */
+  callId?: string;
   /** Absent: ok. */
   outcome?: 'failed';
   candidate: PackedCandidate;
@@ -268,6 +279,7 @@ export function packBodyResult(r: BodyResult): PackedBodyResult {
 }
 
 export function unpackBodyResult(r: PackedBodyResult | BodyResult): BodyResult {
+  // (`callId`, set by a local body for the audit, is not part of the result.)
   return {
     outcome: r.outcome ?? 'ok',
     candidate: unpackCandidate(r.candidate),

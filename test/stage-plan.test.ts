@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import type { BatchOutput, JsonObject, PendingApproval, SessionEvent, SessionState } from '../pipeline/types';
 import { defineConfig, defineTool, type SluiceConfig } from '../worker/config';
+import { auditHistory } from '../client/audit';
 import { decode } from '../client/history';
 import type { SettleResult } from '../pipeline/stages';
 import { readSessionLog } from '../worker/sink';
@@ -57,6 +58,7 @@ function configFor(plan: Variant): SluiceConfig {
         description: 'echo',
         input: z.object({ text: z.string() }),
         isConcurrencySafe: () => true,
+        ...(plan === 'local bodies' ? { localBody: true } : {}),
         execute: ({ text }) => text,
       }),
       defineTool({
@@ -64,6 +66,7 @@ function configFor(plan: Variant): SluiceConfig {
         description: 'always throws',
         input: z.object({}),
         retry: { maximumAttempts: 1 },
+        ...(plan === 'local bodies' ? { localBody: true } : {}),
         execute: () => {
           throw new Error('disk on fire');
         },
@@ -103,7 +106,7 @@ function configFor(plan: Variant): SluiceConfig {
   });
 }
 
-const VARIANTS = ['local stages', 'all activities', 'long pre-execute', 'long post-execute'] as const;
+const VARIANTS = ['local stages', 'all activities', 'long pre-execute', 'long post-execute', 'local bodies'] as const;
 type Variant = (typeof VARIANTS)[number];
 /** The stage activities each plan schedules on the server; the rest run as local activities. */
 const SCHEDULED: Record<Variant, string[]> = {
@@ -111,6 +114,8 @@ const SCHEDULED: Record<Variant, string[]> = {
   'all activities': ['executeBody', 'preflight', 'runGuards', 'settle'],
   'long pre-execute': ['executeBody', 'preflight'],
   'long post-execute': ['executeBody', 'settle'],
+  // echo's body is local too: only deploy's is scheduled on the server.
+  'local bodies': ['executeBody'],
 };
 
 const harnesses = new Map<Variant, Harness>();
@@ -260,6 +265,19 @@ describe('stage plans', () => {
 
       const history = await historyOf(h, handle.workflowId);
       expect(scheduledTypes(history), v).toEqual(SCHEDULED[v]);
+      const bodies = (history.events ?? []).filter(
+        (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'executeBody',
+      );
+      expect(bodies.length, v).toBe(v === 'local bodies' ? 1 : 2);
+      // The audit reads a body from its activity events or, run locally, from its marker.
+      const audit = auditHistory({ workflowId: handle.workflowId, history, source: 'server' });
+      expect(
+        audit.calls.map((c) => [c.callId, c.preExecute?.gate, c.body?.outcome, c.body?.candidate?.text]),
+        v,
+      ).toEqual([
+        ['call-1', 'allow', 'completed', 'a'],
+        ['call-2', 'ask', 'completed', 'deployed staging'],
+      ]);
       // Local stages leave a marker each; with none allowed, only the first preflight's try does,
       // next to the session seq claim's (a local activity too). Patch markers are not stages.
       const markers = (history.events ?? []).filter(

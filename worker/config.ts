@@ -4,6 +4,7 @@ import type { ModelEntry } from '../agent/models';
 import type { ResultStore } from './claim-check';
 import type { EventSink } from './sink';
 import { compileToolSchema, type JsonSchema, type ToolInputSchema } from './tool-schema';
+import { MAX_LOCAL_BODY_TIMEOUT_MS } from '../pipeline/stages';
 import type { PostVerdict } from '../pipeline/fold';
 import type {
   ApprovalPolicy,
@@ -105,6 +106,14 @@ export interface ToolDefinition<Args = any> {
   finalizeContent?(content: readonly ContentBlock[], info: { call: CallInfo; isError: boolean }): ContentBlock[];
   presentCall?(args: Args): Card;
   presentResult?(args: Args, result: Readonly<ToolResult>): Card;
+  /**
+   * Runs the body as a Temporal local activity, in the worker that runs the batch: no round trip
+   * through the server, no activity events in history (one marker instead). Only for short bodies
+   * that are safe to run again: a crash before the workflow task that records the result re-runs
+   * it, no other worker can take it, and it has no heartbeat timeout (its timeout, at most 60 s,
+   * default 10 s, is what notices a hang). See docs/tools.md, "Local bodies".
+   */
+  localBody?: boolean;
   /** Body timeout per attempt. */
   timeoutMs?: number;
   heartbeatTimeoutMs?: number;
@@ -143,6 +152,14 @@ export function defineTool(def: ToolDefinitionInput<unknown, ToolInputSchema>): 
   if (!def.description?.trim())
     throw new Error(`tool ${def.name} needs a description: the model reads it to decide when to call the tool`);
   if (typeof def.execute !== 'function') throw new Error(`tool ${def.name} needs an execute(args, ctx) function`);
+  if (def.localBody && (def.timeoutMs ?? 0) > MAX_LOCAL_BODY_TIMEOUT_MS)
+    throw new Error(
+      `tool ${def.name} has localBody with a timeoutMs of ${def.timeoutMs}: a local body must finish within ${MAX_LOCAL_BODY_TIMEOUT_MS} ms (it holds the batch's workflow task); drop localBody for longer bodies`,
+    );
+  if (def.localBody && def.atMostOnce)
+    throw new Error(
+      `tool ${def.name} has both localBody and atMostOnce: a local body runs again when its worker dies before the result is recorded, so a body that must not run twice cannot be local; drop localBody`,
+    );
   compileToolSchema(def.name, def.input, def.inputSchema);
   return Object.freeze({ ...def }) as ToolDefinition;
 }

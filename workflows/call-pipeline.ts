@@ -11,6 +11,7 @@ import {
   ParentClosePolicy,
   patched,
   proxyActivities,
+  proxyLocalActivities,
   startChild,
   uuid4,
   workflowInfo,
@@ -375,20 +376,33 @@ export class CallPipeline {
       approval: 'auto' as const,
       finalizes: false,
     };
-    const body = proxyActivities<StageActivities>({
-      startToCloseTimeout: p.timeoutMs,
-      heartbeatTimeout: p.heartbeatTimeoutMs,
-      retry: {
-        // A body that must not run twice gets one attempt, whatever its retry policy says.
-        maximumAttempts: p.atMostOnce ? 1 : p.retry.maximumAttempts,
-        initialInterval: p.retry.initialIntervalMs,
-        backoffCoefficient: p.retry.backoffCoefficient,
-        maximumInterval: p.retry.maximumIntervalMs,
-        nonRetryableErrorTypes: p.retry.nonRetryableErrorTypes,
-      },
-      cancellationType: 'WAIT_CANCELLATION_COMPLETED',
-      summary: `${adm.call.name} ${adm.call.id}`,
-    });
+    const retry = {
+      // A body that must not run twice gets one attempt, whatever its retry policy says.
+      maximumAttempts: p.atMostOnce ? 1 : p.retry.maximumAttempts,
+      initialInterval: p.retry.initialIntervalMs,
+      backoffCoefficient: p.retry.backoffCoefficient,
+      maximumInterval: p.retry.maximumIntervalMs,
+      nonRetryableErrorTypes: p.retry.nonRetryableErrorTypes,
+    };
+    const summary = `${adm.call.name} ${adm.call.id}`;
+    // A tool that declared its body local (the choice is recorded in the preflight's profile, so a
+    // replay takes the same path): a local activity in this worker, one marker in history. A body
+    // that must not run twice never runs locally (a local result is lost with its workflow task).
+    const body =
+      p.localBody && !p.atMostOnce
+        ? proxyLocalActivities<StageActivities>({
+            startToCloseTimeout: p.timeoutMs,
+            retry,
+            cancellationType: 'WAIT_CANCELLATION_COMPLETED',
+            summary,
+          })
+        : proxyActivities<StageActivities>({
+            startToCloseTimeout: p.timeoutMs,
+            heartbeatTimeout: p.heartbeatTimeoutMs,
+            retry,
+            cancellationType: 'WAIT_CANCELLATION_COMPLETED',
+            summary,
+          });
     this.tracker.stage(adm.call.id, 'executing');
     const scope = new CancellationScope({ cancellable: true });
     this.bodyScopes.add(scope);

@@ -136,9 +136,9 @@ export class LookAhead {
       if (this.plan?.preflight !== 'activity') {
         const reply = await localStages.preflight(refs);
         this.plan = reply.plan;
-        if (!reply.deferred) results = reply.results;
+        if (!reply.deferred) results = unpackPreflightResults(reply, refs);
       }
-      results ??= (await stages.preflight(refs)).results;
+      results ??= unpackPreflightResults(await stages.preflight(refs), refs);
       if (results.length === 0) break;
       results.forEach((result, k) =>
         this.preflightedAhead.set(missing[k].call.id, { ...missing[k], result, stateVersion, effects }),

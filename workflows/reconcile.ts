@@ -19,6 +19,7 @@ import {
 } from '@temporalio/workflow';
 import type { StageActivities } from '../activities/stages';
 import { normalizeResult } from '../pipeline/normalize';
+import { unpackBodyResult } from '../pipeline/stages';
 import {
   normalizeReconcile,
   RECONCILE_REFUSED,
@@ -171,7 +172,7 @@ async function runAgain(
     summary: `${input.toolName} ${input.callId} (run again)`,
   });
   try {
-    const out = await executeBody(input.ref);
+    const out = unpackBodyResult(await executeBody(input.ref));
     const r = normalizeResult(out.candidate);
     const text = r.content.map((b) => (b.type === 'text' ? b.text : `[${b.type}]`)).join('\n');
     return {
