@@ -36,4 +36,14 @@ export const serialEcho = defineTool({
   execute: (args) => echoBody(args),
 });
 
-export default defineConfig({ tools: [echo, approvedEcho, serialEcho, codeModeTool()] });
+/** The same body, declared safe to run as a local activity (docs/tools.md, "Local bodies"). */
+export const localEcho = defineTool({
+  name: 'local_echo',
+  description: 'Returns its text; runs as a local activity.',
+  input,
+  isConcurrencySafe: () => true,
+  localBody: true,
+  execute: (args) => echoBody(args),
+});
+
+export default defineConfig({ tools: [echo, approvedEcho, serialEcho, localEcho, codeModeTool()] });

@@ -40,6 +40,20 @@ export function markdownReport(r: BenchResult, before?: BenchResult): string {
     );
     lines.push(`| worker peak RSS while draining | ${f(a.bulk.workerPeakRssDrainMiB, 0)} MiB |`);
   }
+  if (r.localBodies) {
+    const l = r.localBodies;
+    lines.push('');
+    lines.push(
+      `| local bodies (\`local_echo\`, ${l.batches} batches of ${l.batchSize}, one in flight) | Sluice | bare |`,
+    );
+    lines.push('|---|---:|---:|');
+    lines.push(
+      `| p50 / p99 ms | ${f(l.sluice.p50Ms)} / ${f(l.sluice.p99Ms)} | ${f(l.bare.p50Ms)} / ${f(l.bare.p99Ms)} |`,
+    );
+    lines.push(
+      `| history events / bytes per call | ${f(l.sluice.eventsPerCall, 2)} / ${f(l.sluice.historyBytesPerCall, 0)} | (grid) |`,
+    );
+  }
   if (r.codeMode) {
     const m = r.codeMode;
     lines.push('');

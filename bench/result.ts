@@ -59,6 +59,15 @@ export interface CodeModeFigures {
   subCalls: { calls: number; rounds: number; directMsPerCall: number; subCallMsPerCall: number; ratio: number };
 }
 
+/** Batches of a tool with a local body against bare Temporal, one batch in flight. */
+export interface LocalBodyFigures {
+  batchSize: number;
+  batches: number;
+  sluice: { p50Ms: number; p99Ms: number; eventsPerCall?: number; historyBytesPerCall?: number };
+  bare: { p50Ms: number; p99Ms: number };
+  p50Ratio: number;
+}
+
 export interface BenchResult {
   meta: {
     date: string;
@@ -82,5 +91,6 @@ export interface BenchResult {
   grid: Cell[];
   approval?: ApprovalFigures;
   codeMode?: CodeModeFigures;
+  localBodies?: LocalBodyFigures;
   targets: { name: string; value: number; limit: string; met: boolean }[];
 }

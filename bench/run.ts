@@ -11,7 +11,8 @@
 // approval at once (1000; 0 skips), BENCH_DB `file` (SQLite in a temp folder, as the embedded
 // server keeps it) or `memory`, BENCH_MAX_CACHED and BENCH_EAGER (both workers' sticky cache size
 // and eager activity reservations per workflow task; Temporal's defaults when unset),
-// BENCH_WARMUP batches per system and size before measuring (12), BENCH_CODE_MODE trivial run_code programs timed (30; 0 skips Code Mode), BENCH_SUB_CALLS sub-calls
+// BENCH_WARMUP batches per system and size before measuring (12), BENCH_LOCAL batches of 10 calls
+// of a local-body tool against bare (20; 0 skips), BENCH_CODE_MODE trivial run_code programs timed (30; 0 skips Code Mode), BENCH_SUB_CALLS sub-calls
 // per program against as many direct calls (20), BENCH_OUT result name (latest), BENCH_DIR where
 // results go (bench/results), BENCH_BEFORE the result compared against (before), BENCH_ADDRESS a
 // Temporal server to use instead of starting one (the smoke test's), BENCH_LABEL free text.
@@ -26,11 +27,11 @@ import type { BatchOutput, PendingApproval } from '../pipeline/types';
 import { stateQuery } from '../workflows/definitions';
 import { freePort, startDevServer } from '../worker/dev-server';
 import { WORKFLOWS_PATH } from '../worker/worker';
-import { echo, echoBody, serialEcho } from './config';
+import { echo, echoBody, localEcho, serialEcho } from './config';
 import { historyBreakdown } from './breakdown';
 import { markdownReport } from './report';
 import { plotSvg } from './plot';
-import type { ApprovalFigures, BenchResult, Cell, CodeModeFigures, SystemFigures } from './result';
+import type { ApprovalFigures, BenchResult, Cell, CodeModeFigures, LocalBodyFigures, SystemFigures } from './result';
 import { mean, percentile, pool, round } from './stats';
 import type { WorkerArgs, WorkerReply, WorkerRequest } from './worker';
 
@@ -59,6 +60,7 @@ const settings = {
   approvalSamples: int('BENCH_APPROVAL_SAMPLES', 30),
   codeMode: int('BENCH_CODE_MODE', 30),
   warmup: int('BENCH_WARMUP', 12),
+  local: int('BENCH_LOCAL', 20),
   subCalls: Math.max(1, int('BENCH_SUB_CALLS', 20)),
   pending: int('BENCH_PENDING', 1000),
   db: process.env.BENCH_DB || 'file',
@@ -140,6 +142,7 @@ async function main(): Promise<void> {
     }
     const base = path.join(settings.dir, settings.out);
     fs.mkdirSync(path.dirname(base), { recursive: true });
+    const localBodies = settings.local > 0 ? await runLocalBodies(systems) : undefined;
     const codeMode = settings.codeMode > 0 ? await runCodeMode(systems) : undefined;
     const write = (approval?: ApprovalFigures) => {
       const result = resultOf(grid, approval);
@@ -169,7 +172,8 @@ async function main(): Promise<void> {
       grid,
       ...(approval ? { approval } : {}),
       ...(codeMode ? { codeMode } : {}),
-      targets: targetsOf(grid, codeMode),
+      ...(localBodies ? { localBodies } : {}),
+      targets: targetsOf(grid, codeMode, localBodies),
     });
     write(); // the grid is kept even if the approval part fails
     const approval =
@@ -207,13 +211,13 @@ class Systems {
     }));
   }
 
-  async sluice(cell: string, i: number, size: number): Promise<void> {
+  async sluice(cell: string, i: number, size: number, tool = echo.name): Promise<void> {
     const key = `${cell}-${i}`;
     const out = await this.client.runBatch({
       sessionId: `bench-${this.tag}-${key}`,
       turn: 1,
       step: 1,
-      calls: this.calls(size, key),
+      calls: this.calls(size, key).map((c) => ({ ...c, name: tool })),
       options: { maxParallel: MAX_PARALLEL },
     });
     checkSluice(out, size, key);
@@ -369,6 +373,41 @@ async function histories(
     historyBytesPerCall: Math.round(mean(bytes)),
     ...historyBreakdown(last!, size),
   };
+}
+
+/** A tool declaring a local body, batches of 10 one at a time, alternating with bare Temporal. */
+async function runLocalBodies(systems: Systems): Promise<LocalBodyFigures> {
+  const size = 10;
+  const n = settings.local;
+  log(`local bodies: ${n} batches of ${size} ${localEcho.name} calls against bare, one in flight`);
+  for (let i = 0; i < 3; i++) await systems.sluice('local-warm', i, size, localEcho.name);
+  const s0 = systems.sluiceIds.length;
+  const sluice: number[] = [];
+  const bare: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const order = i % 2 === 0 ? (['sluice', 'bare'] as const) : (['bare', 'sluice'] as const);
+    for (const system of order) {
+      const t0 = performance.now();
+      if (system === 'sluice') await systems.sluice('local', i, size, localEcho.name);
+      else await systems.bare('local', i, size);
+      (system === 'sluice' ? sluice : bare).push(performance.now() - t0);
+    }
+  }
+  const h = await histories(systems, systems.sluiceIds.slice(s0), size);
+  const figures: LocalBodyFigures = {
+    batchSize: size,
+    batches: n,
+    sluice: {
+      p50Ms: round(percentile(sluice, 50), 1),
+      p99Ms: round(percentile(sluice, 99), 1),
+      eventsPerCall: h.eventsPerCall,
+      historyBytesPerCall: h.historyBytesPerCall,
+    },
+    bare: { p50Ms: round(percentile(bare, 50), 1), p99Ms: round(percentile(bare, 99), 1) },
+    p50Ratio: round(percentile(sluice, 50) / percentile(bare, 50)),
+  };
+  log(`  local bodies p50 ${figures.sluice.p50Ms} ms, bare ${figures.bare.p50Ms} ms (${figures.p50Ratio}×)`);
+  return figures;
 }
 
 /** Code Mode: a trivial program inside the body, and sub-calls against the same calls made directly. */
@@ -554,7 +593,7 @@ async function runApproval(systems: Systems, worker: WorkerProcess): Promise<App
 }
 
 /** Issue 18's targets (round two); the approval path's are in the approval table. */
-function targetsOf(grid: Cell[], codeMode?: CodeModeFigures): BenchResult['targets'] {
+function targetsOf(grid: Cell[], codeMode?: CodeModeFigures, localBodies?: LocalBodyFigures): BenchResult['targets'] {
   const out: BenchResult['targets'] = [];
   for (const c of grid) {
     out.push({
@@ -589,6 +628,13 @@ function targetsOf(grid: Cell[], codeMode?: CodeModeFigures): BenchResult['targe
       met: size !== 10 || bytes <= 1.5,
     });
   }
+  if (localBodies)
+    out.push({
+      name: `p50 Sluice with local bodies/bare, ${localBodies.batchSize} calls × 1 in flight`,
+      value: localBodies.p50Ratio,
+      limit: '≤ 0.6',
+      met: localBodies.p50Ratio <= 0.6,
+    });
   if (codeMode) {
     out.push({
       name: 'Code Mode: trivial program in the body, p50 ms',

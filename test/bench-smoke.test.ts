@@ -28,6 +28,7 @@ describe('bench smoke run', () => {
         BENCH_PENDING: '3',
         BENCH_CODE_MODE: '2',
         BENCH_SUB_CALLS: '2',
+        BENCH_LOCAL: '2',
       },
       timeout: 170_000,
     });
@@ -45,6 +46,9 @@ describe('bench smoke run', () => {
     }
     expect(Object.keys(cell.sluice.payloadBytesPerCall ?? {})).toContain('ACTIVITY_TASK_SCHEDULED input');
     expect(result.codeMode?.trivialInBody.samples).toBe(2);
+    expect(result.localBodies).toMatchObject({ batchSize: 10, batches: 2 });
+    // A local body leaves no activity events: fewer events per call than the grid's echo.
+    expect(result.localBodies!.sluice.eventsPerCall).toBeLessThan(cell.sluice.eventsPerCall!);
     expect(result.codeMode?.subCalls.ratio).toBeGreaterThan(0);
     expect(result.approval?.bulk.batches).toBe(3);
     expect(result.targets.map((t) => t.name)).toEqual(
