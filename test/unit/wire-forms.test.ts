@@ -1,6 +1,8 @@
 // The packed forms of what crosses history (pipeline/stages.ts): each unpack gives back exactly
 // what was packed, and takes the full form recorded by earlier versions as it is.
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { defineTool } from '../../worker/config';
 import {
   type BodyResult,
   type CallRef,
@@ -213,5 +215,14 @@ describe('body inputs and results', () => {
       expect(unpackBodyResult(c)).toEqual(c);
     }
     expect(packBodyResult(cases[0])).toEqual({ candidate: { value: 'hi' } });
+  });
+});
+
+describe('defineTool: localBody', () => {
+  const base = { name: 't', description: 'd', input: z.object({}), execute: () => 1 };
+  it('refuses a local body that could run long, or must not run twice', () => {
+    expect(() => defineTool({ ...base, localBody: true, timeoutMs: 120_000 })).toThrow(/must finish within 60000 ms/);
+    expect(() => defineTool({ ...base, localBody: true, atMostOnce: true })).toThrow(/cannot be local/);
+    expect(defineTool({ ...base, localBody: true }).localBody).toBe(true);
   });
 });
