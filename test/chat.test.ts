@@ -4,6 +4,8 @@
 // body runs once, and the transcript equals an uninterrupted chat's.
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
+import * as http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { sessionHandle } from '../client/session';
@@ -157,6 +159,72 @@ describe('sluice chat', () => {
     await sessionHandle(h.client, sessionId).cancel();
   }, 180_000);
 
+  it('--model openai:<model>: the real openai client in the worker, key from its environment only', async () => {
+    // a local server speaking OpenAI's chat completions: a tool call first, then the answer
+    const requests: { auth: string; body: { messages: { role: string; content: unknown }[] } }[] = [];
+    const server = http.createServer((req, res) => {
+      let raw = '';
+      req.on('data', (d) => (raw += d));
+      req.on('end', () => {
+        const body = JSON.parse(raw);
+        requests.push({ auth: String(req.headers.authorization), body });
+        const tool = body.messages.find((m: { role: string }) => m.role === 'tool');
+        const message = tool
+          ? { role: 'assistant', content: `Published: ${tool.content}`, refusal: null }
+          : {
+              role: 'assistant',
+              content: 'I will publish the plan.',
+              refusal: null,
+              tool_calls: [
+                { id: 'call_1', type: 'function', function: { name: 'publish', arguments: '{"what":"the plan"}' } },
+              ],
+            };
+        res.setHeader('content-type', 'application/json');
+        res.end(
+          JSON.stringify({
+            id: 'chatcmpl-1',
+            object: 'chat.completion',
+            created: 1,
+            model: body.model,
+            choices: [{ index: 0, message, finish_reason: tool ? 'stop' : 'tool_calls', logprobs: null }],
+            usage: { prompt_tokens: 11, completion_tokens: 5, total_tokens: 16 },
+          }),
+        );
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    const secret = 'sk-chat-test-secret';
+    try {
+      await worker?.kill();
+      worker = spawnWorker(CONFIG, h.taskQueue, h.stateDir, {
+        SLUICE_TEST_DIR: h.stateDir,
+        OPENAI_API_KEY: secret,
+        OPENAI_BASE_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
+      });
+      await worker.ready;
+      const sessionId = `openai-${process.pid}`;
+      const c = chat(['--model', 'openai:gpt-test', '--session', sessionId]);
+      c.type('publish the plan');
+      await shows(c, 'Approve this call? [y/N]');
+      c.type('y');
+      await shows(c, 'model: Published: published the plan');
+      c.type('/end');
+      expect(await c.exit, c.output()).toBe(0);
+      expect(c.output()).toContain('model: I will publish the plan.');
+      expect(c.output()).toContain('✓ publish (call_1): published the plan');
+      expect(requests).toHaveLength(2);
+      expect(requests.every((r) => r.auth === `Bearer ${secret}`)).toBe(true);
+      expect(requests[1].body.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool']);
+      // every payload of the session's history as text: the key is in none of them
+      const history = payloadText(await sessionHandle(h.client, sessionId).workflow.fetchHistory());
+      expect(history).toContain('publish the plan'); // the decoding works: the user's message is there
+      expect(history).not.toContain(secret);
+      expect(c.output()).not.toContain(secret);
+    } finally {
+      server.close();
+    }
+  }, 120_000);
+
   it('usage problems and a session that does not exist are told plainly', async () => {
     const none = chat([]);
     expect(await none.exit).toBe(2);
@@ -169,3 +237,11 @@ describe('sluice chat', () => {
     expect(bad.output()).toMatch(/no-such-script\.json is not readable JSON \(ENOENT\)/);
   }, 60_000);
 });
+
+/** Every byte string in a history (payload data), decoded as UTF-8 and joined. */
+function payloadText(value: unknown): string {
+  if (value instanceof Uint8Array) return Buffer.from(value).toString('utf8');
+  if (Array.isArray(value)) return value.map(payloadText).join('\n');
+  if (value && typeof value === 'object') return Object.values(value).map(payloadText).join('\n');
+  return typeof value === 'string' ? value : '';
+}
