@@ -11,6 +11,7 @@ import type { PendingApproval } from '../pipeline/types';
 import { defineConfig, defineTool } from '../worker/config';
 import { launchBrowser } from './chromium';
 import { batch, startHarness, text, type Harness } from './harness';
+import { eventually } from './eventually';
 
 const config = defineConfig({
   tools: [
@@ -55,13 +56,11 @@ afterAll(async () => {
   await h?.close();
 });
 
-async function pendingOf(workflowId: string, n: number): Promise<PendingApproval[]> {
-  for (;;) {
+const pendingOf = (workflowId: string, n: number): Promise<PendingApproval[]> =>
+  eventually(`${n} pending approval(s) in ${workflowId}`, async () => {
     const { pending } = await h.client.readApprovals(workflowId);
-    if (pending.length >= n) return pending;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+    return pending.length >= n && pending;
+  });
 
 /** The batch's history replays against the workflow bundle: the new command order is deterministic. */
 async function replays(handle: { workflowId: string; fetchHistory(): Promise<unknown> }): Promise<void> {

@@ -13,7 +13,7 @@ import type { BatchOutput } from '../pipeline/types';
 import { defineConfig, defineTool } from '../worker/config';
 import { historyEventTypes } from './faults/fault-kit';
 import { batch, startHarness, text, type Harness } from './harness';
-import { pendingApproval } from './eventually';
+import { eventually, pendingApproval } from './eventually';
 
 class Point {
   constructor(readonly x = 1) {}
@@ -266,8 +266,9 @@ describe('approval messages', () => {
     const first = await waitForPending(handle.workflowId, (p) => p.callId === 'call-1');
     const second = await waitForPending(handle.workflowId, (p) => p.callId === 'call-2');
     // Both are asked together; wait until the first has expired, while the second still waits.
-    while (!(await h.client.batchState(handle.workflowId)).decided.some((d) => d.callId === 'call-1'))
-      await new Promise((r) => setTimeout(r, 100));
+    await eventually('the first ask to expire', async () =>
+      (await h.client.batchState(handle.workflowId)).decided.some((d) => d.callId === 'call-1'),
+    );
     await expect(h.client.approve(first.approvalId, { workflowId: handle.workflowId })).rejects.toThrow(
       /expired at .*: nobody decided before the deny timeout, so the call was denied/,
     );

@@ -16,6 +16,7 @@ import type { BatchOutput, PendingApproval } from '../../pipeline/types';
 import { reconcileWorkflowId } from '../../pipeline/reconcile';
 import { launchBrowser } from '../chromium';
 import { batch, spawnWorker, text, type ChildWorker } from '../harness';
+import { poll } from '../eventually';
 import { checkBatch, waitFor } from './fault-kit';
 
 const FIXTURE = path.join(__dirname, '..', 'fixtures', 'outcome.config.ts');
@@ -122,9 +123,9 @@ describe('unknown outcomes', () => {
     await page.fill('#approver', 'dana');
     const card = page.locator(`article.card[data-approval-id="${cardA.approvalId}"]`);
     await card.waitFor({ timeout: 30_000 });
-    await expect.poll(() => card.locator('h3').textContent()).toContain('Outcome unknown');
+    await poll(() => card.locator('h3').textContent()).toContain('Outcome unknown');
     await card.locator('button[data-decision="done"]').click();
-    await expect.poll(() => card.locator('.status').textContent()).toContain('needs evidence');
+    await poll(() => card.locator('.status').textContent()).toContain('needs evidence');
     await card.locator('textarea.evidence').fill('started.log has alpha; the deploy log shows it finished');
     await card.locator('input.reason').fill('checked the workspace');
     await card.locator('button[data-decision="done"]').click();
