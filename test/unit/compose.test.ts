@@ -8,8 +8,14 @@ const root = path.join(__dirname, '..', '..');
 const compose = parse(fs.readFileSync(path.join(root, 'docker-compose.yml'), 'utf8'));
 
 describe('docker-compose.yml', () => {
-  it('runs Temporal on PostgreSQL, the Web UI and a Sluice worker', () => {
-    expect(Object.keys(compose.services).sort()).toEqual(['postgresql', 'sluice-worker', 'temporal', 'temporal-ui']);
+  it('runs Temporal on PostgreSQL, the Web UI, a one-shot Sluice setup and Sluice workers', () => {
+    expect(Object.keys(compose.services).sort()).toEqual([
+      'postgresql',
+      'sluice-setup',
+      'sluice-worker',
+      'temporal',
+      'temporal-ui',
+    ]);
     expect(compose.services.postgresql.image).toMatch(/^postgres:/);
     expect(compose.services.temporal.environment).toMatchObject({ DB: 'postgres12', POSTGRES_SEEDS: 'postgresql' });
     expect(compose.services.temporal.depends_on.postgresql.condition).toBe('service_healthy');
@@ -23,5 +29,15 @@ describe('docker-compose.yml', () => {
     expect(w.build).toBe('.');
     expect(fs.existsSync(path.join(root, 'Dockerfile'))).toBe(true);
     expect(fs.readFileSync(path.join(root, 'Dockerfile'), 'utf8')).toMatch(/npm ci/);
+  });
+
+  it('applies the stores\' schema once before any worker starts, and gives every worker the same database', () => {
+    const setup = compose.services['sluice-setup'];
+    const worker = compose.services['sluice-worker'];
+    expect(setup.command).toEqual(['npx', 'sluice', 'setup']);
+    expect(setup.depends_on.temporal.condition).toBe('service_healthy');
+    expect(worker.depends_on['sluice-setup'].condition).toBe('service_completed_successfully');
+    expect(worker.environment.SLUICE_DATABASE_URL).toMatch(/^postgres:\/\/.+@postgresql:5432\/sluice$/);
+    expect(setup.environment.SLUICE_DATABASE_URL).toBe(worker.environment.SLUICE_DATABASE_URL);
   });
 });
