@@ -262,7 +262,10 @@ describe('npx sluice worker with a config that discovers MCP tools at start', ()
     worker.stderr!.on('data', (b: Buffer) => (out += b.toString()));
     const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
     try {
-      await waitFor(() => out.includes('sluice worker:') || worker.exitCode !== null, 'the worker to start');
+      // npx starts the worker, which starts the MCP servers through npx: slow on a loaded machine.
+      await eventually('the worker to start', () => out.includes('sluice worker:') || worker.exitCode !== null, {
+        timeoutMs: 120_000,
+      });
       expect(out).toContain('sluice worker:');
       const client = new SluiceClient({ connection: h.connection, taskQueue });
       const result = await client.runBatch(
@@ -273,5 +276,5 @@ describe('npx sluice worker with a config that discovers MCP tools at start', ()
       if (worker.exitCode === null) worker.kill('SIGTERM');
       await exited;
     }
-  });
+  }, 240_000);
 });
