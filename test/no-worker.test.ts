@@ -115,5 +115,5 @@ describe('approvals with every worker down', () => {
     // The page learns how it ended once the worker is back.
     await eventually(() => card.getAttribute('data-state')).toBe('completed');
     await page.close();
-  });
+  }, 240_000); // two worker starts and three CLI runs: minutes on a loaded machine
 });
