@@ -5,7 +5,6 @@ import { Context } from '@temporalio/activity';
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { AttachActivities } from '../pipeline/batch-input';
-import { FailureTypes } from '../pipeline/errors';
 import type { BatchOutput } from '../pipeline/types';
 
 export function createAttachActivities(): AttachActivities {
@@ -22,7 +21,7 @@ export function createAttachActivities(): AttachActivities {
         if (err instanceof WorkflowFailedError)
           throw ApplicationFailure.nonRetryable(
             `batch ${workflowId} ended without an output: ${err.cause?.message ?? err.message}`,
-            FailureTypes.BATCH_FAILED,
+            'SluiceBatchFailed',
           );
         throw err;
       } finally {

@@ -7,6 +7,7 @@ import { inject } from 'vitest';
 import { SluiceClient, type BatchRequest } from '../client/client';
 import type { SluiceConfig } from '../worker/config';
 import type { SluiceStores } from '../worker/stores';
+import type { SluiceTelemetry } from '../worker/telemetry';
 import { createSluiceWorker } from '../worker/worker';
 
 let runtimeQuieted = false;
@@ -26,7 +27,13 @@ export interface Harness {
 export async function startHarness(
   name: string,
   config: SluiceConfig,
-  opts: { autoStart?: boolean; dataConverter?: DataConverter; stateDir?: string; stores?: SluiceStores } = {},
+  opts: {
+    autoStart?: boolean;
+    dataConverter?: DataConverter;
+    stateDir?: string;
+    stores?: SluiceStores;
+    telemetry?: SluiceTelemetry;
+  } = {},
 ): Promise<Harness> {
   if (!runtimeQuieted) {
     Runtime.install({ logger: new (require('@temporalio/worker').DefaultLogger)('ERROR') });
@@ -52,6 +59,7 @@ export async function startHarness(
         workflowBundle: { codePath: inject('workflowBundlePath') },
         dataConverter: opts.dataConverter,
         ...(opts.stores ? { stores: opts.stores } : {}),
+        ...(opts.telemetry ? { telemetry: opts.telemetry } : {}),
       });
       running = h.worker.run();
     },

@@ -6,6 +6,7 @@ import { ensureSearchAttributes } from '../client/setup';
 import { dataConverterFromEnv } from './codec';
 import { loadConfig } from './load-config';
 import { openStores } from './stores';
+import { startMetricsServer, telemetryFromEnv } from './telemetry';
 import { createSluiceWorker, DEFAULT_STATE_DIR, DEFAULT_TASK_QUEUE, type WorkerDeployment } from './worker';
 
 export interface RunWorkerOptions {
@@ -33,14 +34,36 @@ export function installRuntime(): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   const level = process.env.SLUICE_VERBOSE ? 'INFO' : 'WARN';
+  const core = coreMetricsPort();
   try {
     Runtime.install({
       logger: new DefaultLogger(level),
-      telemetryOptions: { logging: { forward: {}, filter: makeTelemetryFilterString({ core: level }) } },
+      telemetryOptions: {
+        logging: { forward: {}, filter: makeTelemetryFilterString({ core: level }) },
+        // The runtime's own Prometheus endpoint, on loopback; the worker's /metrics serves it too.
+        ...(core ? { metrics: { prometheus: { bindAddress: `127.0.0.1:${core}` } } } : {}),
+      },
     });
   } catch (err) {
     if (!(err instanceof IllegalStateError)) throw err;
   }
+}
+
+/** SLUICE_METRICS_PORT as a number, or undefined; a bad value is an error a person can fix. */
+export function metricsPort(env: NodeJS.ProcessEnv = process.env): number | undefined {
+  const v = env.SLUICE_METRICS_PORT?.trim();
+  if (!v) return undefined;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1 || n > 65534)
+    throw new Error(`SLUICE_METRICS_PORT must be a port number (1-65534), not ${JSON.stringify(v)}`);
+  return n;
+}
+
+/** The Temporal runtime's own metrics port: SLUICE_CORE_METRICS_PORT, else the metrics port + 1. */
+function coreMetricsPort(env: NodeJS.ProcessEnv = process.env): number | undefined {
+  const port = metricsPort(env);
+  if (port === undefined) return undefined;
+  return env.SLUICE_CORE_METRICS_PORT ? Number(env.SLUICE_CORE_METRICS_PORT) : port + 1;
 }
 
 export async function runWorker(opts: RunWorkerOptions): Promise<void> {
@@ -54,6 +77,26 @@ export async function runWorker(opts: RunWorkerOptions): Promise<void> {
   const stateDir = opts.stateDir ?? DEFAULT_STATE_DIR;
   const stores = openStores({ stateDir, warn: (m) => Runtime.instance().logger.warn(m) });
   await stores.ready();
+  const telemetry = telemetryFromEnv();
+  const port = metricsPort();
+  const metrics =
+    telemetry && port !== undefined
+      ? await startMetricsServer(telemetry, {
+          port,
+          host: process.env.SLUICE_METRICS_HOST ?? '0.0.0.0',
+          coreUrl: `http://127.0.0.1:${coreMetricsPort()}/metrics`,
+        })
+      : undefined;
+  telemetry?.setPendingApprovals(async () =>
+    Number(
+      (
+        await connection.workflowService.countWorkflowExecutions({
+          namespace,
+          query: `SluiceAwaitingApproval = true AND ExecutionStatus = 'Running'`,
+        })
+      ).count?.toString() ?? 0,
+    ),
+  );
   const worker = await createSluiceWorker({
     connection,
     namespace,
@@ -61,16 +104,19 @@ export async function runWorker(opts: RunWorkerOptions): Promise<void> {
     config,
     stateDir,
     stores,
+    ...(telemetry ? { telemetry } : {}),
     dataConverter: dataConverterFromEnv(),
     ...(opts.workflowBundlePath ? { workflowBundle: { codePath: opts.workflowBundlePath } } : {}),
     ...(deployment ? { deployment } : {}),
   });
   log(
-    `sluice worker: ${config.tools.length} tool(s) on task queue "${taskQueue}" at ${address} (namespace ${namespace}), pid ${process.pid}, stores: ${stores.kind} (${stores.where})${process.env.SLUICE_CODEC_KEYS ? ', payloads encrypted' : ''}${deployment ? `, deployment ${deployment.name} version ${deployment.buildId}` : ''}`,
+    `sluice worker: ${config.tools.length} tool(s) on task queue "${taskQueue}" at ${address} (namespace ${namespace}), pid ${process.pid}, stores: ${stores.kind} (${stores.where})${process.env.SLUICE_CODEC_KEYS ? ', payloads encrypted' : ''}${deployment ? `, deployment ${deployment.name} version ${deployment.buildId}` : ''}${metrics ? `, metrics on port ${port}` : ''}${telemetry?.tracer ? ', traces over OTLP' : ''}`,
   );
   try {
     await worker.run();
   } finally {
+    await metrics?.close();
+    await telemetry?.shutdown();
     await stores.close();
     await connection.close();
   }

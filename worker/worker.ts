@@ -22,6 +22,8 @@ import { DEFAULT_TASK_QUEUE } from '../workflows/definitions';
 import { defineConfig, type SluiceConfig } from './config';
 import { withHeartbeats } from './liveness';
 import { openStores, type SluiceStores } from './stores';
+import type { SluiceTelemetry } from './telemetry';
+import { OpenTelemetryPlugin } from '@temporalio/interceptors-opentelemetry';
 import { sessionEventSinks } from './workflow-sinks';
 import { protectStateDir } from '../tools/fs/protect';
 
@@ -45,6 +47,12 @@ export interface SluicePluginOptions {
    * set, files in the state folder otherwise. The config's own `sink` and `resultStore` win.
    */
   stores?: SluiceStores;
+  /**
+   * Traces and metrics (worker/telemetry.ts): Sluice's stage spans and metrics. For Temporal's own
+   * workflow and activity spans add `OpenTelemetryPlugin` from @temporalio/interceptors-opentelemetry
+   * with the same span processor (createSluiceWorker does).
+   */
+  telemetry?: SluiceTelemetry;
 }
 
 /**
@@ -57,6 +65,7 @@ export class SluicePlugin implements WorkerPlugin {
   private readonly config: SluiceConfig;
   private readonly stateDir: string;
   private readonly stores: SluiceStores;
+  private readonly telemetry?: SluiceTelemetry;
 
   constructor(opts: SluicePluginOptions) {
     this.config = defineConfig(opts.config);
@@ -64,16 +73,20 @@ export class SluicePlugin implements WorkerPlugin {
     // Session logs and stored results of every session: no built-in tool may reach them.
     protectStateDir(this.stateDir);
     this.stores = opts.stores ?? openStores({ stateDir: this.stateDir });
+    this.telemetry = opts.telemetry;
   }
 
   configureWorker(options: WorkerOptions): WorkerOptions {
-    const resultStore = this.config.resultStore ?? this.stores.results;
+    const t = this.telemetry;
+    const store = this.config.resultStore ?? this.stores.results;
+    const resultStore = t ? t.countingStore(store) : store;
     const sink = this.config.sink ?? this.stores.sink;
+    const stages = withHeartbeats({
+      ...createStageActivities(this.config, { resultStore }),
+      ...createModelActivities(this.config, { resultStore }),
+    });
     const sluice: Record<string, unknown> = {
-      ...withHeartbeats({
-        ...createStageActivities(this.config, { resultStore }),
-        ...createModelActivities(this.config, { resultStore }),
-      }),
+      ...(t ? t.wrapActivities(stages) : stages),
       ...createSessionActivities(sink),
       ...createAttachActivities(),
     };
@@ -83,7 +96,11 @@ export class SluicePlugin implements WorkerPlugin {
       throw new Error(
         `SluicePlugin: your activities ${clash.join(', ')} have the names of Sluice's stage activities; rename yours (Sluice's are fixed by the histories they are in)`,
       );
-    const sinks = sessionEventSinks(sink);
+    const sinks = sessionEventSinks(
+      sink,
+      {},
+      t ? (workflowId, sessionId, events) => t.observeEvents(workflowId, sessionId, events) : undefined,
+    );
     if (options.sinks && 'sessionEvents' in options.sinks)
       throw new Error('SluicePlugin: your worker already has a sink named sessionEvents; Sluice needs that name');
     return {
@@ -171,6 +188,8 @@ export interface SluiceWorkerOptions {
    * set, files in the state folder otherwise. The config's own `sink` and `resultStore` win.
    */
   stores?: SluiceStores;
+  /** Traces and metrics; with a span exporter, Temporal's OpenTelemetry interceptors are added too. */
+  telemetry?: SluiceTelemetry;
 }
 
 export interface WorkerDeployment {
@@ -186,7 +205,23 @@ export async function createSluiceWorker(opts: SluiceWorkerOptions): Promise<Wor
     connection: opts.connection,
     namespace: opts.namespace ?? 'default',
     taskQueue: opts.taskQueue ?? DEFAULT_TASK_QUEUE,
-    plugins: [new SluicePlugin({ config: opts.config, stateDir: opts.stateDir, stores: opts.stores })],
+    plugins: [
+      new SluicePlugin({
+        config: opts.config,
+        stateDir: opts.stateDir,
+        stores: opts.stores,
+        telemetry: opts.telemetry,
+      }),
+      ...(opts.telemetry?.spanProcessor
+        ? [
+            new OpenTelemetryPlugin({
+              resource: opts.telemetry.resource,
+              spanProcessor: opts.telemetry.spanProcessor,
+              ...(opts.telemetry.tracer ? { tracer: opts.telemetry.tracer } : {}),
+            }),
+          ]
+        : []),
+    ],
     ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : {}),
     ...(opts.identity ? { identity: opts.identity } : {}),
     ...(opts.deployment

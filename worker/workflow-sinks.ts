@@ -34,12 +34,18 @@ const DEFAULTS: Required<SinkRetryOptions> = {
 const PERMANENT = new Set(['ENAMETOOLONG', 'EROFS', 'ENOSPC', 'EDQUOT', 'EACCES', 'EPERM', 'ENOTDIR', 'EISDIR']);
 
 interface Held {
-  events: SessionEvent[];
+  /** Each event with the batch that recorded it, so the sink can tell a batch's own rewrite from another's. */
+  events: { event: SessionEvent; batchId?: string }[];
   attempt: number;
   timer?: NodeJS.Timeout;
 }
 
-export function sessionEventSinks(sink: EventSink, options: SinkRetryOptions = {}): InjectedSinks<SessionEventSinks> {
+export function sessionEventSinks(
+  sink: EventSink,
+  options: SinkRetryOptions = {},
+  /** Sees each chunk once as the workflow records it (not on replay): telemetry. */
+  observe?: (workflowId: string, sessionId: string, events: SessionEvent[]) => void,
+): InjectedSinks<SessionEventSinks> {
   const opts = { ...DEFAULTS, ...options };
   // One write at a time per session, in the order the workflow handed the chunks over.
   const queues = new Map<string, Promise<void>>();
@@ -47,14 +53,14 @@ export function sessionEventSinks(sink: EventSink, options: SinkRetryOptions = {
   const held = new Map<string, Held>();
   const warn = (message: string, meta: Record<string, unknown>) => Runtime.instance().logger.warn(message, meta);
 
-  const hold = (sessionId: string, events: SessionEvent[]) => {
+  const hold = (sessionId: string, events: SessionEvent[], batchId?: string) => {
     let h = held.get(sessionId);
     if (!h) {
       h = { events: [], attempt: 0 };
       held.set(sessionId, h);
       schedule(sessionId, h);
     }
-    h.events.push(...events);
+    h.events.push(...events.map((event) => ({ event, batchId })));
     const over = h.events.length - opts.maxHeldEvents;
     if (over > 0) {
       h.events.splice(0, over);
@@ -71,10 +77,25 @@ export function sessionEventSinks(sink: EventSink, options: SinkRetryOptions = {
     h.timer = setTimeout(() => {
       const next = (queues.get(sessionId) ?? Promise.resolve()).then(async () => {
         const events = h.events.splice(0);
+        const count = events.length;
         try {
-          await sink.append(sessionId, events);
-          held.delete(sessionId);
-          warn('session sink: held events written after earlier failures', { sessionId, events: events.length });
+          // One append per run of events from the same batch, in the order they were held.
+          while (events.length) {
+            let j = 1;
+            while (j < events.length && events[j].batchId === events[0].batchId) j++;
+            await sink.append(
+              sessionId,
+              events.slice(0, j).map((x) => x.event),
+              events[0].batchId,
+            );
+            events.splice(0, j);
+          }
+          // Events held while these were written wait for the next round.
+          if (h.events.length) {
+            h.attempt = 0;
+            schedule(sessionId, h);
+          } else held.delete(sessionId);
+          warn('session sink: held events written after earlier failures', { sessionId, events: count });
         } catch (err) {
           h.events.unshift(...events);
           h.attempt++;
@@ -101,7 +122,7 @@ export function sessionEventSinks(sink: EventSink, options: SinkRetryOptions = {
 
   // The batch id lets the sink tell a replay of this batch's events from another batch's (sink.ts).
   const writeInTask = async (sessionId: string, events: SessionEvent[], batchId: string) => {
-    if (held.has(sessionId)) return hold(sessionId, events);
+    if (held.has(sessionId)) return hold(sessionId, events, batchId);
     for (let attempt = 0; ; attempt++) {
       try {
         return await sink.append(sessionId, events, batchId);
@@ -113,7 +134,7 @@ export function sessionEventSinks(sink: EventSink, options: SinkRetryOptions = {
             firstSeq: events[0]?.seq,
             error: String(err),
           });
-          return hold(sessionId, events);
+          return hold(sessionId, events, batchId);
         }
         await new Promise((r) => setTimeout(r, opts.inTaskDelaysMs[attempt]));
       }
@@ -125,6 +146,13 @@ export function sessionEventSinks(sink: EventSink, options: SinkRetryOptions = {
       append: {
         callDuringReplay: true,
         async fn(info, sessionId, events) {
+          if (observe && !info.unsafe.isReplaying) {
+            try {
+              observe(info.workflowId, sessionId, events);
+            } catch {
+              // telemetry never stops a batch
+            }
+          }
           const next = (queues.get(sessionId) ?? Promise.resolve()).then(() =>
             writeInTask(sessionId, events, info.workflowId),
           );

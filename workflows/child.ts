@@ -5,7 +5,6 @@
 import { ApplicationFailure, WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { proxyActivities, startChild, type ChildWorkflowOptions } from '@temporalio/workflow';
 import { type AttachActivities, type BatchRequest, prepareBatch } from '../pipeline/batch-input';
-import { FailureTypes } from '../pipeline/errors';
 import type { BatchInput, BatchOutput } from '../pipeline/types';
 import type { toolBatch } from './batch';
 import { BATCH_WORKFLOW, batchWorkflowId } from './definitions';
@@ -31,7 +30,7 @@ export interface ChildBatchOptions {
  */
 export async function toolBatchChild(request: BatchRequest, options: ChildBatchOptions = {}): Promise<BatchOutput> {
   const prepared = prepareBatch(request);
-  if ('problem' in prepared) throw ApplicationFailure.nonRetryable(prepared.problem, FailureTypes.INVALID_BATCH);
+  if ('problem' in prepared) throw ApplicationFailure.nonRetryable(prepared.problem, 'SluiceInvalidBatch');
   const input: BatchInput = prepared.input;
   const workflowId = batchWorkflowId(input.sessionId, input.turn, input.step);
   const taskQueue = options.taskQueue;

@@ -1,0 +1,374 @@
+// Traces and metrics of a Sluice worker (docs/operations.md lists every span and metric).
+//
+// Spans: Temporal's OpenTelemetry interceptors (workflow and activity spans, trace context carried
+// through headers), plus Sluice's own: `sluice.stage.<activity>` around each stage activity attempt,
+// and, built from the session events as the worker writes them, `sluice.batch`, `sluice.call` and
+// `sluice.approval` with the events' own times. Attributes carry ids, tool names, outcomes and
+// durations, never arguments or results.
+//
+// Metrics: prom-client counters and histograms, served with the Temporal runtime's own metrics
+// (Core's Prometheus endpoint, read and appended) on one port, path /metrics.
+import { context, ROOT_CONTEXT, type Span, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { Resource } from '@opentelemetry/resources';
+import {
+  BasicTracerProvider,
+  BatchSpanProcessor,
+  SimpleSpanProcessor,
+  type SpanExporter,
+  type SpanProcessor,
+} from '@opentelemetry/sdk-trace-base';
+import * as http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Json, SessionEvent } from '../pipeline/types';
+import type { ResultStore } from './claim-check';
+
+export interface TelemetryOptions {
+  /** Where spans go; with none (and no OTLP endpoint) no spans are made. */
+  spanExporter?: SpanExporter;
+  /** OTLP/HTTP endpoint (`http://collector:4318`); default OTEL_EXPORTER_OTLP_ENDPOINT. */
+  otlpEndpoint?: string;
+  /** Export each span as it ends (tests); default batches them. */
+  simpleProcessor?: boolean;
+  serviceName?: string;
+  /** Counts pending approvals at scrape time (the worker asks Temporal's visibility). */
+  pendingApprovals?: () => Promise<number>;
+}
+
+export class SluiceTelemetry {
+  readonly registry = new Registry();
+  readonly tracer?: Tracer;
+  readonly spanProcessor?: SpanProcessor;
+  readonly resource: Resource;
+  private readonly provider?: BasicTracerProvider;
+  private pendingApprovals?: () => Promise<number>;
+
+  readonly calls: Counter<'tool' | 'outcome'>;
+  readonly approvalWait: Histogram<'outcome'>;
+  readonly bodyAttempts: Counter<'tool' | 'outcome'>;
+  readonly stageSeconds: Histogram<'stage' | 'outcome'>;
+  readonly storedResults: Counter<'kind'>;
+  readonly storedBytes: Counter<'kind'>;
+
+  constructor(opts: TelemetryOptions = {}) {
+    this.resource = new Resource({ 'service.name': opts.serviceName ?? 'sluice-worker' });
+    const endpoint = opts.otlpEndpoint;
+    const exporter =
+      opts.spanExporter ??
+      (endpoint ? new OTLPTraceExporter({ url: `${endpoint.replace(/\/$/, '')}/v1/traces` }) : undefined);
+    if (exporter) {
+      this.spanProcessor = opts.simpleProcessor
+        ? new SimpleSpanProcessor(exporter)
+        : new BatchSpanProcessor(exporter, { scheduledDelayMillis: 1_000 });
+      this.provider = new BasicTracerProvider({ resource: this.resource, spanProcessors: [this.spanProcessor] });
+      this.tracer = this.provider.getTracer('sluice');
+    }
+    this.pendingApprovals = opts.pendingApprovals;
+    const r = [this.registry];
+    this.calls = new Counter({
+      name: 'sluice_calls_total',
+      help: 'Tool calls that reached their tool/result, by tool and outcome (ok, or the error code)',
+      labelNames: ['tool', 'outcome'],
+      registers: r,
+    });
+    this.approvalWait = new Histogram({
+      name: 'sluice_approval_wait_seconds',
+      help: 'Time from an approval being asked to its decision (approved, denied, expired)',
+      labelNames: ['outcome'],
+      buckets: [1, 5, 15, 60, 300, 900, 3600, 14400, 86400],
+      registers: r,
+    });
+    this.bodyAttempts = new Counter({
+      name: 'sluice_body_attempts_total',
+      help: 'Tool body attempts run on this worker, by tool and outcome (ok, failed: the attempt threw)',
+      labelNames: ['tool', 'outcome'],
+      registers: r,
+    });
+    this.stageSeconds = new Histogram({
+      name: 'sluice_stage_seconds',
+      help: 'Duration of each stage activity attempt on this worker',
+      labelNames: ['stage', 'outcome'],
+      buckets: [0.005, 0.025, 0.1, 0.5, 1, 5, 30, 120, 600],
+      registers: r,
+    });
+    this.storedResults = new Counter({
+      name: 'sluice_stored_results_total',
+      help: 'Results stored aside by the claim check (kind: result, or body for a stashed body result)',
+      labelNames: ['kind'],
+      registers: r,
+    });
+    this.storedBytes = new Counter({
+      name: 'sluice_stored_result_bytes_total',
+      help: 'Bytes of JSON stored aside by the claim check',
+      labelNames: ['kind'],
+      registers: r,
+    });
+    const self = this;
+    new Gauge({
+      name: 'sluice_pending_approvals',
+      help: 'Batches waiting for an approval decision now (from Temporal visibility, read at scrape time)',
+      registers: r,
+      async collect() {
+        if (!self.pendingApprovals) return;
+        try {
+          this.set(await self.pendingApprovals());
+        } catch {
+          // visibility unreachable: keep the last value
+        }
+      },
+    });
+  }
+
+  setPendingApprovals(count: () => Promise<number>): void {
+    this.pendingApprovals = count;
+  }
+
+  /** Wraps stage activities: a span per attempt, a duration histogram, body attempts by tool. */
+  wrapActivities<T extends Record<string, unknown>>(activities: T): T {
+    const out: Record<string, unknown> = {};
+    for (const [name, fn] of Object.entries(activities)) {
+      if (typeof fn !== 'function') {
+        out[name] = fn;
+        continue;
+      }
+      out[name] = async (...args: unknown[]) => {
+        const ids = refIds(args[0]);
+        const started = process.hrtime.bigint();
+        const span = this.tracer?.startSpan(`sluice.stage.${name}`, {
+          attributes: { 'sluice.stage': name, ...ids },
+        });
+        const finish = (outcome: string, err?: unknown) => {
+          const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+          this.stageSeconds.labels(name, outcome).observe(seconds);
+          if (name === 'executeBody' && typeof ids['sluice.tool'] === 'string')
+            this.bodyAttempts.labels(ids['sluice.tool'], outcome).inc();
+          if (span) {
+            span.setAttribute('sluice.outcome', outcome);
+            span.setAttribute('sluice.duration_ms', Math.round(seconds * 1000));
+            if (err) span.setStatus({ code: SpanStatusCode.ERROR, message: errorKind(err) });
+            span.end();
+          }
+        };
+        try {
+          const run = () => (fn as (...a: unknown[]) => Promise<unknown>)(...args);
+          // The stage's own work (a tool body's calls) nests under its span.
+          const result = await (span ? context.with(trace.setSpan(context.active(), span), run) : run());
+          const bodyOutcome = (result as { outcome?: string } | undefined)?.outcome;
+          finish(name === 'executeBody' && bodyOutcome ? bodyOutcome : 'ok');
+          return result;
+        } catch (err) {
+          finish('failed', err);
+          throw err;
+        }
+      };
+    }
+    return out as T;
+  }
+
+  /** A result store that counts what it stores. */
+  countingStore(store: ResultStore): ResultStore {
+    return {
+      put: async (key: string, value: Json) => {
+        const ref = await store.put(key, value);
+        const kind = key.endsWith('#body') ? 'body' : 'result';
+        this.storedResults.labels(kind).inc();
+        this.storedBytes.labels(kind).inc(Buffer.byteLength(JSON.stringify(value)));
+        return ref;
+      },
+      get: (ref: string) => store.get(ref),
+    };
+  }
+
+  // Spans built from session events: open batches and calls, per workflow id.
+  private readonly batches = new Map<
+    string,
+    { span?: Span; open: Map<string, { span?: Span; started: number }>; calls: number; errors: number }
+  >();
+  private readonly asks = new Map<string, { span?: Span }>();
+
+  /** Called with each chunk of a batch's events as the worker writes them (not on replay). */
+  observeEvents(workflowId: string, sessionId: string, events: SessionEvent[]): void {
+    for (const e of events) {
+      const t = Date.parse(e.time);
+      const d = e.data as Record<string, unknown>;
+      if (e.type === 'tool/call') {
+        let b = this.batches.get(workflowId);
+        if (!b) {
+          b = {
+            span: this.tracer?.startSpan('sluice.batch', {
+              startTime: t,
+              attributes: {
+                'sluice.workflow_id': workflowId,
+                'sluice.session_id': sessionId,
+                'sluice.turn': Number(d.turn),
+                'sluice.step': Number(d.step),
+              },
+            }),
+            open: new Map(),
+            calls: 0,
+            errors: 0,
+          };
+          this.batches.set(workflowId, b);
+        }
+        b.calls++;
+        const parent = b.span ? trace.setSpan(activeContext(), b.span) : undefined;
+        b.open.set(String(d.callId), {
+          started: t,
+          span: this.tracer?.startSpan(
+            'sluice.call',
+            {
+              startTime: t,
+              attributes: {
+                'sluice.workflow_id': workflowId,
+                'sluice.session_id': sessionId,
+                'sluice.call_id': String(d.callId),
+                'sluice.tool': String(d.name),
+                'sluice.seq': e.seq,
+              },
+            },
+            parent,
+          ),
+        });
+      } else if (e.type === 'approval/asked') {
+        const call = this.batches.get(workflowId)?.open.get(String(d.callId));
+        const parent = call?.span ? trace.setSpan(activeContext(), call.span) : undefined;
+        this.asks.set(`${workflowId}/${d.id}`, {
+          span: this.tracer?.startSpan(
+            'sluice.approval',
+            {
+              startTime: t,
+              attributes: {
+                'sluice.workflow_id': workflowId,
+                'sluice.approval_id': String(d.id),
+                'sluice.call_id': String(d.callId),
+                'sluice.tool': String(d.toolName),
+              },
+            },
+            parent,
+          ),
+        });
+      } else if (e.type === 'approval/decided') {
+        const outcome = d.expired ? 'expired' : String(d.outcome);
+        if (typeof d.latencyMs === 'number') this.approvalWait.labels(outcome).observe(d.latencyMs / 1000);
+        const ask = this.asks.get(`${workflowId}/${d.id}`);
+        this.asks.delete(`${workflowId}/${d.id}`);
+        if (ask?.span) {
+          ask.span.setAttribute('sluice.outcome', outcome);
+          if (typeof d.latencyMs === 'number') ask.span.setAttribute('sluice.wait_ms', d.latencyMs);
+          if (typeof d.by === 'string') ask.span.setAttribute('sluice.decided_by', d.by);
+          ask.span.end(t);
+        }
+      } else if (e.type === 'tool/result') {
+        const outcome = d.isError ? String((d.error as { code?: string } | undefined)?.code ?? 'error') : 'ok';
+        this.calls.labels(String(d.name), outcome).inc();
+        const b = this.batches.get(workflowId);
+        const call = b?.open.get(String(d.callId));
+        if (!b || !call) continue;
+        b.open.delete(String(d.callId));
+        if (d.isError) b.errors++;
+        if (call.span) {
+          call.span.setAttribute('sluice.outcome', outcome);
+          call.span.setAttribute('sluice.duration_ms', t - call.started);
+          if (d.isError) call.span.setStatus({ code: SpanStatusCode.ERROR, message: outcome });
+          call.span.end(t);
+        }
+        if (b.open.size === 0) {
+          this.batches.delete(workflowId);
+          if (b.span) {
+            b.span.setAttribute('sluice.calls', b.calls);
+            b.span.setAttribute('sluice.errors', b.errors);
+            b.span.end(t);
+          }
+        }
+      }
+    }
+  }
+
+  /** Prometheus text: Sluice's metrics, then the runtime's from `coreUrl` when given. */
+  async metricsText(coreUrl?: string): Promise<string> {
+    let text = await this.registry.metrics();
+    if (coreUrl) {
+      try {
+        const res = await fetch(coreUrl);
+        if (res.ok) text += `\n${await res.text()}`;
+      } catch {
+        text += '\n# the Temporal runtime metrics endpoint did not answer\n';
+      }
+    }
+    return text;
+  }
+
+  async shutdown(): Promise<void> {
+    await this.provider?.shutdown();
+  }
+}
+
+/** The root context: each batch's event spans make a trace of their own. */
+function activeContext() {
+  return ROOT_CONTEXT;
+}
+
+/** Ids and the tool name from a stage activity's input (a CallRef, a list of them, or settle requests). */
+function refIds(input: unknown): Record<string, string | number> {
+  const first = Array.isArray(input) ? input[0] : input;
+  const ref = (first as { ref?: unknown })?.ref ?? first;
+  const r = ref as { workflowId?: string; sessionId?: string; callId?: string; name?: string } | undefined;
+  const out: Record<string, string | number> = {};
+  if (typeof r?.workflowId === 'string') out['sluice.workflow_id'] = r.workflowId;
+  if (typeof r?.sessionId === 'string') out['sluice.session_id'] = r.sessionId;
+  if (typeof r?.callId === 'string') out['sluice.call_id'] = r.callId;
+  if (typeof r?.name === 'string') out['sluice.tool'] = r.name;
+  if (Array.isArray(input)) out['sluice.calls'] = input.length;
+  return out;
+}
+
+/** The error's kind, not its message (a message may quote a result). */
+function errorKind(err: unknown): string {
+  const e = err as { type?: string; name?: string };
+  return e?.type ?? e?.name ?? 'Error';
+}
+
+export function telemetryFromEnv(env: NodeJS.ProcessEnv = process.env): SluiceTelemetry | undefined {
+  const endpoint = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
+    ? env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT.replace(/\/v1\/traces\/?$/, '')
+    : env.OTEL_EXPORTER_OTLP_ENDPOINT;
+  if (!endpoint && !env.SLUICE_METRICS_PORT) return undefined;
+  return new SluiceTelemetry({
+    ...(endpoint ? { otlpEndpoint: endpoint } : {}),
+    serviceName: env.OTEL_SERVICE_NAME ?? 'sluice-worker',
+  });
+}
+
+/** Serves /metrics: Sluice's and the runtime's. */
+export async function startMetricsServer(
+  telemetry: SluiceTelemetry,
+  opts: { port: number; host?: string; coreUrl?: string },
+): Promise<{ url: string; close(): Promise<void> }> {
+  const server = http.createServer((req, res) => {
+    if (req.method !== 'GET' || !req.url?.startsWith('/metrics')) {
+      res.writeHead(404, { 'content-type': 'text/plain' });
+      res.end('metrics are at /metrics\n');
+      return;
+    }
+    telemetry.metricsText(opts.coreUrl).then(
+      (text) => {
+        res.writeHead(200, { 'content-type': telemetry.registry.contentType });
+        res.end(text);
+      },
+      (err) => {
+        res.writeHead(500, { 'content-type': 'text/plain' });
+        res.end(`metrics failed: ${(err as Error).message}\n`);
+      },
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port, opts.host ?? '0.0.0.0', () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://${opts.host ?? '127.0.0.1'}:${port}/metrics`,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}
