@@ -31,7 +31,7 @@ describe('docker-compose.yml', () => {
     expect(fs.readFileSync(path.join(root, 'Dockerfile'), 'utf8')).toMatch(/npm ci/);
   });
 
-  it('applies the stores\' schema once before any worker starts, and gives every worker the same database', () => {
+  it("applies the stores' schema once before any worker starts, and gives every worker the same database", () => {
     const setup = compose.services['sluice-setup'];
     const worker = compose.services['sluice-worker'];
     expect(setup.command).toEqual(['npx', 'sluice', 'setup']);
