@@ -6,10 +6,10 @@ import type { ApplicationFailure } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import { DecisionRefusedError } from '../client/client';
-import type { BatchState, PendingApproval } from '../pipeline/types';
+import type { PendingApproval } from '../pipeline/types';
 import { defineConfig, defineTool } from '../worker/config';
 import { batch, startHarness, text, type Harness } from './harness';
-import { pendingApproval } from './eventually';
+import { eventually, pendingApproval } from './eventually';
 
 const send = defineTool({
   name: 'send',
@@ -111,12 +111,9 @@ describe('decisions', () => {
     );
     // Both are asked together; the first expires while the second still waits.
     const second = await pendingOf(handle.workflowId, 's');
-    let first: BatchState['decided'][number] | undefined;
-    while (!first) {
-      const state: BatchState = await h.client.batchState(handle.workflowId);
-      first = state.decided.find((d) => d.callId === 'q');
-      if (!first) await new Promise((r) => setTimeout(r, 100));
-    }
+    const first = await eventually('the first ask to expire', async () =>
+      (await h.client.batchState(handle.workflowId)).decided.find((d) => d.callId === 'q'),
+    );
     expect(first).toMatchObject({ outcome: 'unavailable', expired: true });
 
     const whileRunning = await h.client
