@@ -88,13 +88,25 @@ describe('mcpTools: discovery', () => {
       ]),
     );
     // read-only: concurrency-safe, no approval, retried
-    expect(tool('mcp__fs__read_text_file')).toMatchObject({ approval: 'auto', retry: { maximumAttempts: 3 } });
+    expect(tool('mcp__fs__read_text_file')).toMatchObject({
+      approval: 'auto',
+      retry: { maximumAttempts: 3 },
+      atMostOnce: false,
+    });
     expect(tool('mcp__fs__read_text_file').isConcurrencySafe!({})).toBe(true);
     // destructive: asks; idempotent: retried
-    expect(tool('mcp__fs__write_file')).toMatchObject({ approval: 'ask', retry: { maximumAttempts: 3 } });
+    expect(tool('mcp__fs__write_file')).toMatchObject({
+      approval: 'ask',
+      retry: { maximumAttempts: 3 },
+      atMostOnce: false,
+    });
     expect(tool('mcp__fs__write_file').isConcurrencySafe!({})).toBe(false);
-    // not destructive, not idempotent: runs without approval, never retried
-    expect(tool('mcp__web__slow')).toMatchObject({ approval: 'auto', retry: { maximumAttempts: 1 } });
+    // not destructive, not idempotent: runs without approval, never run twice (a lost call is an unknown outcome)
+    expect(tool('mcp__web__slow')).toMatchObject({
+      approval: 'auto',
+      retry: { maximumAttempts: 1 },
+      atMostOnce: true,
+    });
     // the server's JSON Schema, as it is
     expect((tool('mcp__fs__read_text_file').input as { properties: object }).properties).toHaveProperty('path');
   });

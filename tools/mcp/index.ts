@@ -19,6 +19,12 @@ export interface McpToolOverride {
   approval?: ApprovalPolicy;
   concurrencySafe?: boolean;
   retry?: RetryPolicyInput;
+  /**
+   * The call must not run twice (docs/reliability.md: a lost attempt ends OUTCOME_UNKNOWN and an
+   * operator reconciles it). Default: true for tools the server does not mark read-only or
+   * idempotent, unless `retry` is overridden.
+   */
+  atMostOnce?: boolean;
   timeoutMs?: number;
   description?: string;
   /** false leaves the tool out. */
@@ -126,6 +132,7 @@ function build(opts: McpSourceOptions, connection: McpConnection, tools: Tool[],
           input: (t.inputSchema ?? { type: 'object' }) as JsonObject,
           approval: o.approval ?? d.approval,
           retry: o.retry ?? d.retry,
+          atMostOnce: o.atMostOnce ?? (o.retry === undefined && !d.idempotent),
           timeoutMs,
           isConcurrencySafe: () => concurrent,
           async execute(args, ctx) {
@@ -155,6 +162,7 @@ function defaultsOf(a: ToolAnnotations | undefined): {
   approval: ApprovalPolicy;
   concurrencySafe: boolean;
   retry: RetryPolicyInput;
+  idempotent: boolean;
 } {
   const readOnly = a?.readOnlyHint === true;
   const destructive = !readOnly && a?.destructiveHint !== false;
@@ -163,6 +171,7 @@ function defaultsOf(a: ToolAnnotations | undefined): {
     approval: destructive ? 'ask' : 'auto',
     concurrencySafe: readOnly,
     retry: idempotent ? { maximumAttempts: 3 } : { maximumAttempts: 1 },
+    idempotent,
   };
 }
 
