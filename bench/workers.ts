@@ -1,6 +1,8 @@
 // Batches per second with 1, 2 and 3 Sluice worker processes on one task queue, sharing the
 // PostgreSQL stores, in one run against one embedded Temporal dev server and one throw-away
-// PostgreSQL:   npx tsx bench/workers.ts   (BENCH_BATCHES, BENCH_SESSIONS, BENCH_WORKERS=1,2,3)
+// PostgreSQL:   npx tsx bench/workers.ts   (BENCH_BATCHES, BENCH_SESSIONS, BENCH_WORKERS=1,2,3).
+// With TEMPORAL_ADDRESS and SLUICE_DATABASE_URL set it runs against those instead (a cluster, your
+// database: run `npx sluice setup` there first).
 // Each session runs its batches one after another (each starts at the previous nextSeq); the
 // sessions run concurrently. Prints a Markdown table and writes bench/results/workers.json.
 import { bundleWorkflowCode } from '@temporalio/worker';
@@ -41,20 +43,25 @@ function cpuSeconds(pid: number): number {
 async function main() {
   Runtime.install({ logger: new DefaultLogger('WARN') });
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-bench-workers-'));
-  const pg = await startPostgres();
-  const url = await pg.createDatabase('sluice_bench');
-  const setup = new PostgresStores(url);
-  await setup.migrate();
-  await setup.close();
-  const server = await startDevServer({
-    stateDir: path.resolve('.sluice'),
-    port: await freePort(),
-    headless: true,
-    dbFile: path.join(dir, 'temporal.db'),
-  });
+  const pg = process.env.SLUICE_DATABASE_URL ? undefined : await startPostgres();
+  const url = process.env.SLUICE_DATABASE_URL ?? (await pg!.createDatabase('sluice_bench'));
+  if (pg) {
+    const setup = new PostgresStores(url);
+    await setup.migrate();
+    await setup.close();
+  }
+  const server = process.env.TEMPORAL_ADDRESS
+    ? undefined
+    : await startDevServer({
+        stateDir: path.resolve('.sluice'),
+        port: await freePort(),
+        headless: true,
+        dbFile: path.join(dir, 'temporal.db'),
+      });
+  const address = server?.address ?? process.env.TEMPORAL_ADDRESS!;
   const bundlePath = path.join(dir, 'bundle.js');
   fs.writeFileSync(bundlePath, (await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH })).code);
-  const connection = await NativeConnection.connect({ address: server.address });
+  const connection = await NativeConnection.connect({ address });
   const rows: Row[] = [];
   try {
     for (const n of COUNTS) {
@@ -68,7 +75,7 @@ async function main() {
             '--require',
             'tsx/cjs',
             path.join(__dirname, '..', 'worker', 'main.ts'),
-            ...['--config', CONFIG, '--task-queue', taskQueue, '--address', server.address],
+            ...['--config', CONFIG, '--task-queue', taskQueue, '--address', address],
             ...['--state-dir', stateDir, '--workflow-bundle', bundlePath],
           ],
           { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, SLUICE_DATABASE_URL: url } },
@@ -122,8 +129,8 @@ async function main() {
     }
   } finally {
     await connection.close();
-    await server.stop();
-    await pg.stop();
+    await server?.stop();
+    await pg?.stop();
     fs.rmSync(dir, { recursive: true, force: true });
   }
   const base = rows[0].batchesPerSecond;
