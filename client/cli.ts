@@ -96,6 +96,9 @@ const INBOX_OPTIONS = `  --inbox-host ADDR       Bind address of the inbox page 
   --inbox-port N          Port of the inbox page (default ${DEFAULT_INBOX_PORT})
   --trusted-user-header H Take the approver's name from header H set by your proxy (e.g. X-Forwarded-User);
                           requests without it, reads included, are refused
+  --identity-token-header H  Verified approvers: header H carries the signed-in approver's JWT
+                          (Authorization: Bearer ..., X-Forwarded-Access-Token); sealed to the
+                          workers' key (SLUICE_SEAL_KEY) with each decision
   --trusted-proxy ADDR    The address that proxy connects from (repeat or comma-separate; default
                           127.0.0.1 and ::1): requests from any other address are refused
   --inbox-allowed-host H  A Host name (or name:port) the page may be reached under besides its
@@ -170,6 +173,9 @@ Options:
   --pin PATH=VALUE        or equals VALUE (JSON, else text); repeat for more pins. A pin must hold
                           for the call asked about: it narrows the grant, never widens it.
                           e.g. --for-session --pin 'command^=npm test'
+  --token-file FILE       Decide as a verified approver: FILE holds your JWT (or set
+                          SLUICE_APPROVER_TOKEN). It is sealed to the workers' key (SLUICE_SEAL_KEY)
+                          and bound to this approval; the verified subject is recorded, not --by
   --wait                  With no worker up the decision is queued; wait for the batch to apply or refuse it
   --wait-timeout S        How long --wait waits, in seconds (default 600)
   --json                  Print the outcome as JSON
@@ -260,6 +266,7 @@ const OPTIONS = {
   signal: { type: 'boolean' },
   wait: { type: 'boolean' },
   'for-session': { type: 'boolean' },
+  'token-file': { type: 'string' },
   pin: { type: 'string', multiple: true },
   'wait-timeout': { type: 'string' },
   follow: { type: 'boolean' },
@@ -275,6 +282,7 @@ const OPTIONS = {
   'inbox-port': { type: 'string' },
   'no-inbox': { type: 'boolean' },
   'trusted-user-header': { type: 'string' },
+  'identity-token-header': { type: 'string' },
   'trusted-proxy': { type: 'string', multiple: true },
   'inbox-allowed-host': { type: 'string', multiple: true },
   workflows: { type: 'string' },
@@ -442,6 +450,8 @@ export function inboxSettings(v: Values): {
     host: v['inbox-host'] ?? DEFAULT_INBOX_HOST,
     port,
     ...(v['trusted-user-header'] ? { trustedUserHeader: v['trusted-user-header'] } : {}),
+    // Verified approvers: the JWT the sign-in proxy passes, sealed with SLUICE_SEAL_KEY per decision.
+    ...(v['identity-token-header'] ? { identityTokenHeader: v['identity-token-header'] } : {}),
     ...(trustedProxies.length ? { trustedProxies } : {}),
     ...(allowedHosts.length ? { allowedHosts } : {}),
   };
@@ -730,6 +740,8 @@ async function decide(
     throw new UsageError(`--wait-timeout takes seconds, not ${JSON.stringify(v['wait-timeout'])}`);
   const { sluice, close } = await client(v);
   const by = v.by ?? process.env.SLUICE_APPROVER ?? process.env.USER ?? 'cli';
+  // A signed identity (JWT): sealed to the workers' key (SLUICE_SEAL_KEY) before it is sent.
+  const token = v['token-file'] ? readTokenFile(v['token-file']) : process.env.SLUICE_APPROVER_TOKEN?.trim();
   const decision = {
     approvalId,
     decision: command === 'approve' ? ('approve' as const) : ('deny' as const),
@@ -738,6 +750,7 @@ async function decide(
     ...(v.digest ? { argsDigest: v.digest } : {}),
     ...(v.workflow ? { workflowId: v.workflow } : {}),
     ...(v['for-session'] ? { scope: 'session' as const, pins: (v.pin ?? []).map(parsePin) } : {}),
+    ...(token ? { identityToken: token } : {}),
   };
   if (v.pin?.length && !v['for-session'])
     throw new UsageError('--pin narrows a session grant: add --for-session (or drop --pin to approve once)');
@@ -911,6 +924,14 @@ async function reconcile(v: Values, reconcileId: string | undefined, out: (s: st
     throw err;
   } finally {
     await close();
+  }
+}
+
+function readTokenFile(file: string): string {
+  try {
+    return fs.readFileSync(file, 'utf8').trim();
+  } catch (err) {
+    throw new UsageError(`--token-file ${file}: ${(err as Error).message}`);
   }
 }
 

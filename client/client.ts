@@ -1,4 +1,6 @@
 // The client library: run or start a batch, decide approvals, list what waits, read events.
+import type { JWK } from 'jose';
+import { sealIdentity, sealKeyFromEnv } from './identity';
 import { createHash } from 'node:crypto';
 import {
   Client,
@@ -229,9 +231,9 @@ export class SluiceClient {
    * Pass the argsDigest the person was shown; without one, the digest pending right now is used,
    * which binds the decision to the call but not to what anybody saw.
    */
-  async decide(decision: ApprovalDecision & { workflowId?: string }): Promise<DecisionApplied> {
+  async decide(decision: DecisionInput): Promise<DecisionApplied> {
     const workflowId = decision.workflowId ?? (await this.findApproval(decision.approvalId));
-    const { workflowId: _omit, ...payload } = decision;
+    const { workflowId: _omit, identityToken, sealKey, ...payload } = decision;
     // From the memo: readable with no worker, so a missing digest never turns into `digest-missing`.
     const pending = await this.readApprovals(workflowId).then(
       (r) => r.pending.find((p) => p.approvalId === decision.approvalId),
@@ -239,6 +241,7 @@ export class SluiceClient {
     );
     if (pending?.kind === 'reconcile') throw notAnApproval(pending.approvalId);
     if (!payload.argsDigest && pending) payload.argsDigest = pending.argsDigest;
+    await sealInto(payload, identityToken, sealKey);
     return this.applyByUpdate(workflowId, payload);
   }
 
@@ -248,12 +251,9 @@ export class SluiceClient {
    * it is queued by signal, bound to the digest shown (`argsDigest`, else the memo's), and
    * applied when a worker runs the batch. `awaitDecision` then waits for what became of it.
    */
-  async submitDecision(
-    decision: ApprovalDecision & { workflowId?: string },
-    opts: { probeMs?: number } = {},
-  ): Promise<DecisionSubmitted> {
+  async submitDecision(decision: DecisionInput, opts: { probeMs?: number } = {}): Promise<DecisionSubmitted> {
     const workflowId = decision.workflowId ?? (await this.findApproval(decision.approvalId));
-    const { workflowId: _omit, ...payload } = decision;
+    const { workflowId: _omit, identityToken, sealKey, ...payload } = decision;
     payload.requestId ??= `req-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
     let read: Awaited<ReturnType<SluiceClient['readApprovals']>> | undefined;
     try {
@@ -266,6 +266,7 @@ export class SluiceClient {
     const pending = read?.pending.find((p) => p.approvalId === decision.approvalId);
     if (pending?.kind === 'reconcile') throw notAnApproval(pending.approvalId);
     if (!payload.argsDigest && pending) payload.argsDigest = pending.argsDigest;
+    await sealInto(payload, identityToken, sealKey);
 
     const handle = this.temporal.workflow.getHandle(workflowId);
     const probeMs = opts.probeMs ?? DEFAULT_PROBE_MS;
@@ -425,9 +426,10 @@ export class SluiceClient {
   }
 
   /** Fire-and-forget decision by signal: accepted by the server even while no worker runs (see signalOutcome). */
-  async signalDecision(decision: ApprovalDecision & { workflowId?: string }): Promise<void> {
+  async signalDecision(decision: DecisionInput): Promise<void> {
     const workflowId = decision.workflowId ?? (await this.findApproval(decision.approvalId));
-    const { workflowId: _omit, ...payload } = decision;
+    const { workflowId: _omit, identityToken, sealKey, ...payload } = decision;
+    await sealInto(payload, identityToken, sealKey);
     await this.temporal.workflow.getHandle(workflowId).signal(decideSignal, payload);
   }
 
@@ -442,7 +444,9 @@ export class SluiceClient {
     const expected =
       decision.decision !== 'approve' ? 'rejected' : decision.scope === 'session' ? 'allowed-session' : 'allowed-once';
     const fromDecided = (done: DecidedApproval): SignalOutcome =>
-      done.by === decision.by && done.outcome === expected && !done.expired
+      (decision.signedIdentity ? done.verified !== undefined : done.by === decision.by) &&
+      done.outcome === expected &&
+      !done.expired
         ? { status: 'applied', outcome: done.outcome, ...(done.by ? { by: done.by } : {}) }
         : {
             status: 'refused',
@@ -605,7 +609,41 @@ export function toBatchInput(request: BatchRequest): BatchInput {
  */
 export function decideUpdateId(d: ApprovalDecision): string {
   const hash = createHash('sha256')
-    .update(JSON.stringify([d.approvalId, d.decision, d.by ?? '', d.argsDigest ?? '']))
+    .update(
+      JSON.stringify([
+        d.approvalId,
+        d.decision,
+        d.by ?? '',
+        d.argsDigest ?? '',
+        // A session grant, its pins, or a signed identity make it another decision (absent: as before).
+        ...(d.scope === 'session' || d.signedIdentity ? [d.scope ?? '', d.pins ?? [], d.signedIdentity ?? ''] : []),
+      ]),
+    )
     .digest('hex');
   return `decide:${d.approvalId}:${hash.slice(0, 32)}`;
+}
+
+/**
+ * A decision as callers give it: `identityToken` is the approver's JWT, sealed here to the
+ * workers' key (`sealKey`, else SLUICE_SEAL_KEY) and bound to the approval and its digest; only
+ * the sealed form is sent.
+ */
+export type DecisionInput = ApprovalDecision & { workflowId?: string; identityToken?: string; sealKey?: JWK };
+
+async function sealInto(payload: ApprovalDecision, token: string | undefined, key: JWK | undefined): Promise<void> {
+  if (!token) return;
+  const sealKey = key ?? sealKeyFromEnv();
+  if (!sealKey)
+    throw new SluiceError(
+      "a signed identity is sealed to the workers' public key before it is sent: set SLUICE_SEAL_KEY (the JWK the workers' operator publishes) or pass sealKey",
+    );
+  if (!payload.argsDigest)
+    throw new SluiceError(
+      `a signed identity is bound to the arguments shown: pass the argsDigest of approval ${payload.approvalId} (--digest)`,
+    );
+  payload.signedIdentity = await sealIdentity(
+    token,
+    { approvalId: payload.approvalId, argsDigest: payload.argsDigest },
+    sealKey,
+  );
 }

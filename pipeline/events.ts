@@ -3,6 +3,7 @@
 // CLI), so a field renamed on one side fails to compile on the other. Extensions add their own
 // types through ctx.emit (hook/invoked, fs/observed, todo/write...): those stay untyped here.
 import type { SessionGrant } from './grants';
+import type { VerifiedApprover } from './identity';
 import type { ApprovalOutcome, Card, ContentBlock, JsonObject, RefusalCode, SessionEvent } from './types';
 
 /** A call's model-facing outcome, as tool/result and tool/code-dispatch carry it. */
@@ -64,6 +65,8 @@ export type EventPayloads = {
     grant?: SessionGrant;
     /** ...or the earlier grant (given in this batch) that answered this ask. */
     grantId?: string;
+    /** The approver's verified identity (subject, groups, issuer), when the decision carried one. */
+    verified?: VerifiedApprover;
     latencyMs: number;
   };
   /** A call that a session grant allowed: it was not asked. */

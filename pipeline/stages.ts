@@ -53,6 +53,9 @@ export interface ToolProfile {
   retry: RetryPolicyInput;
   approval: ApprovalPolicy;
   approvalTimeoutMs?: number;
+  /** A decision must carry a verified identity (in one of `approverGroups`, when given). */
+  identityRequired?: boolean;
+  approverGroups?: string[];
   /** The tool has a finalizeContent or a presentResult: code that only the worker can run at settle. */
   finalizes: boolean;
   /** The body must not run twice: never retried; a lost attempt ends OUTCOME_UNKNOWN. */

@@ -1,5 +1,6 @@
 // The vocabulary of Sluice, shared by workflow code and worker code. Pure types only.
 import type { ArgumentPin, SessionGrant } from './grants';
+import type { VerifiedApprover } from './identity';
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 export type JsonObject = { [key: string]: Json };
@@ -168,6 +169,9 @@ export interface PendingApproval {
   parentCallId?: string;
   /** Set in the memo's copy when the arguments were too large for it: `arguments` is then a preview string. */
   argumentsTruncated?: true;
+  /** Only a verified approver (a signed identity) may decide; in one of `approverGroups` when set. */
+  identityRequired?: true;
+  approverGroups?: string[];
   /**
    * `reconcile`: not an approval but an unknown outcome to reconcile (`sluice reconcile`): the
    * body may or may not have run; `reason` says what was lost. It does not expire.
@@ -238,6 +242,8 @@ export interface DecidedApproval {
   /** For `allowed-session`: the grant this decision gave, or the id of an earlier one that covered it. */
   grant?: SessionGrant;
   grantId?: string;
+  /** Set when the decision carried a signed identity that a worker verified. */
+  verified?: VerifiedApprover;
 }
 
 /** A person's (or integration's) decision, sent by signal or update. */
@@ -259,6 +265,11 @@ export interface ApprovalDecision {
    */
   scope?: 'once' | 'session';
   pins?: ArgumentPin[];
+  /**
+   * The approver's JWT sealed to the workers' key (client/identity.ts): a worker verifies it and
+   * records the subject as `by`. Never the token itself: that would put it in history in clear.
+   */
+  signedIdentity?: string;
 }
 
 /** Why a decision was not taken; the update fails with it and `approval/refused` records it. */
@@ -269,7 +280,9 @@ export type RefusalCode =
   | 'digest-mismatch'
   | 'digest-missing'
   | 'malformed'
-  | 'bad-pins';
+  | 'bad-pins'
+  | 'unverified'
+  | 'wrong-group';
 
 export interface DecisionRefusal {
   code: RefusalCode;

@@ -129,6 +129,31 @@ export interface ToolDefinition<Args = any> {
   approval?: ApprovalPolicy | ((args: Args) => ApprovalPolicy);
   /** Deny timeout for this tool's approvals; the batch default applies otherwise. */
   approvalTimeoutMs?: number;
+  /**
+   * Only verified approvers in one of these groups may decide this tool's asks (a signed identity,
+   * see `approvers` in the config); any other decision is refused and recorded.
+   */
+  approverGroups?: string[];
+}
+
+/**
+ * How workers verify approvers' signed identities (docs/approvals.md, "Verified approvers"). A
+ * client seals the approver's JWT to the public half of `sealKey`; the worker opens it and checks
+ * it against `jwks`, `jwksUrl` (RS/ES/EdDSA tokens) or `sharedKey` (HS tokens).
+ */
+export interface ApproverSettings {
+  /** The private seal key (an EC P-256 or X25519 JWK); publish its public half as SLUICE_SEAL_KEY. */
+  sealKey: Record<string, unknown>;
+  jwks?: { keys: Record<string, unknown>[] };
+  jwksUrl?: string;
+  /** An HMAC secret for HS256/384/512 tokens. */
+  sharedKey?: string;
+  issuer?: string;
+  audience?: string;
+  /** The claim that lists the approver's groups (default `groups`). */
+  groupsClaim?: string;
+  /** Every approval needs a verified approver, whatever the tool. */
+  require?: boolean;
 }
 
 /** A tool as written by a user: everything but the schema, whose form decides the argument type. */
@@ -181,6 +206,8 @@ export const toolOutput = (fields: ToolOutput['fields']) => new ToolOutput(field
 
 export interface SluiceConfig {
   tools: ToolDefinition[];
+  /** Verified approvers: how a worker checks a decision's signed identity. */
+  approvers?: ApproverSettings;
   preExecute?: Named<PreExecuteHandler>[];
   guards?: Named<Guard>[];
   execute?: Named<ExecuteWrapper>[];

@@ -17,6 +17,7 @@ import * as path from 'node:path';
 import { createAttachActivities } from '../activities/attach-batch';
 import { createModelActivities } from '../activities/model-step';
 import { createSessionActivities } from '../activities/session';
+import { createIdentityActivities } from '../activities/identity';
 import { createStageActivities } from '../activities/stages';
 import { DEFAULT_TASK_QUEUE } from '../workflows/definitions';
 import { defineConfig, type SluiceConfig } from './config';
@@ -88,6 +89,7 @@ export class SluicePlugin implements WorkerPlugin {
     const sluice: Record<string, unknown> = {
       ...(t ? t.wrapActivities(stages) : stages),
       ...createSessionActivities(sink),
+      ...createIdentityActivities(this.config.approvers),
       ...createAttachActivities(),
     };
     const mine = (options.activities ?? {}) as Record<string, unknown>;

@@ -5,6 +5,7 @@ import {
   ApplicationFailure,
   condition,
   log,
+  proxyActivities,
   setHandler,
   upsertMemo,
   upsertSearchAttributes,
@@ -24,6 +25,7 @@ import type {
   PendingApproval,
 } from '../pipeline/types';
 import { cleanPins, grantCovers, pinsProblem, type SessionGrant } from '../pipeline/grants';
+import type { IdentityActivities, VerifiedApprover } from '../pipeline/identity';
 import type { CallRef } from '../pipeline/stages';
 import {
   APPROVALS_MEMO,
@@ -47,8 +49,15 @@ const MALFORMED =
 
 interface Entry {
   pending: PendingApproval;
-  decision?: ApprovalDecision & { grantId?: string };
+  decision?: ApprovalDecision & { grantId?: string; verified?: VerifiedApprover };
 }
+
+// Opens and checks a signed identity on a worker: only decisions that carry one (or asks that
+// need one) schedule it, so histories without them replay unchanged.
+const identity = proxyActivities<IdentityActivities>({
+  startToCloseTimeout: '30s',
+  retry: { maximumAttempts: 3, initialInterval: '1s' },
+});
 
 export class Approvals {
   private readonly open = new Map<string, Entry>();
@@ -85,7 +94,10 @@ export class Approvals {
       }
       const refusal = this.refusalOf(d, false);
       if (refusal) this.recordRefusal(d, refusal, 'signal');
-      else this.open.get(d.approvalId)!.decision = normalizeDecision(d);
+      else if (this.needsVerifying(d)) {
+        // Verified by an activity: the handler goes on after this signal's workflow task.
+        return void this.verifyThenTake(d, 'signal').catch((err) => log.warn('approver check failed', { err }));
+      } else this.open.get(d.approvalId)!.decision = normalizeDecision(d);
       this.publish();
     });
     // The update is what a page or the CLI sends after showing the card: it must carry the digest.
@@ -103,7 +115,16 @@ export class Approvals {
             details: [refusal],
           });
         }
-        this.open.get(d.approvalId)!.decision = normalizeDecision(d);
+        if (this.needsVerifying(d)) {
+          const late = await this.verifyThenTake(d, 'update');
+          if (late)
+            throw ApplicationFailure.create({
+              message: late.message,
+              type: DECISION_REFUSED,
+              nonRetryable: true,
+              details: [late],
+            });
+        } else this.open.get(d.approvalId)!.decision = normalizeDecision(d);
         await condition(() => this.decided.some((x) => x.approvalId === d.approvalId));
         const done = this.decided.find((x) => x.approvalId === d.approvalId)!;
         return { approvalId: d.approvalId, outcome: done.outcome, ...(done.by ? { by: done.by } : {}) };
@@ -117,6 +138,55 @@ export class Approvals {
         },
       },
     );
+  }
+
+  /** A decision with a signed identity, or for an ask that only a verified approver may decide. */
+  private needsVerifying(d: ApprovalDecision): boolean {
+    return !!d.signedIdentity || this.open.get(d.approvalId)?.pending.identityRequired === true;
+  }
+
+  /**
+   * Verifies the decision's signed identity in an activity (the token is opened only there), then
+   * takes the decision under the verified subject, or records why not. Returns the refusal.
+   */
+  private async verifyThenTake(d: ApprovalDecision, via: 'signal' | 'update'): Promise<DecisionRefusal | undefined> {
+    const entry = this.open.get(d.approvalId)!;
+    const p = entry.pending;
+    let refusal: DecisionRefusal | undefined;
+    let verified: VerifiedApprover | undefined;
+    if (!d.signedIdentity) {
+      refusal = {
+        code: 'unverified',
+        message: `${p.toolName} may only be decided by a verified approver${p.approverGroups?.length ? ` in ${p.approverGroups.join(' or ')}` : ''}: send the decision with a signed identity (\`npx sluice approve --token-file FILE\`, or the inbox behind your sign-in proxy); a typed name is not enough`,
+        callId: p.callId,
+      };
+    } else {
+      const r = await identity.verifyApprover({
+        sealed: d.signedIdentity,
+        approvalId: d.approvalId,
+        argsDigest: p.argsDigest,
+        groups: p.approverGroups ?? [],
+        toolName: p.toolName,
+      });
+      if (r.ok) verified = { subject: r.subject, groups: r.groups, ...(r.issuer ? { issuer: r.issuer } : {}) };
+      else
+        refusal = {
+          code: r.code,
+          message: `${r.problem}; nothing was decided`,
+          callId: p.callId,
+          ...(r.subject ? { by: r.subject } : {}),
+        };
+    }
+    // Another decision may have settled the ask while the identity was checked.
+    refusal ??= this.refusalOf({ ...d, signedIdentity: undefined }, false);
+    if (refusal) {
+      this.recordRefusal({ ...d, ...(refusal.by ? { by: refusal.by } : {}) }, refusal, via);
+      this.publish();
+      return refusal;
+    }
+    entry.decision = { ...normalizeDecision(d), by: verified!.subject, verified: verified! };
+    this.publish();
+    return undefined;
   }
 
   get pending(): PendingApproval[] {
@@ -228,6 +298,8 @@ export class Approvals {
       timeoutMs: number;
       channel: boolean;
       abandoned?: () => string | undefined;
+      identityRequired?: boolean;
+      approverGroups?: string[];
     },
   ): Promise<DecidedApproval> {
     const approvalId = uuid4();
@@ -248,6 +320,8 @@ export class Approvals {
       askedAt: askedAt.toISOString(),
       expiresAt: expiresAt.toISOString(),
       ...(ref.parentCallId ? { parentCallId: ref.parentCallId } : {}),
+      ...(opts.identityRequired ? { identityRequired: true as const } : {}),
+      ...(opts.approverGroups?.length ? { approverGroups: opts.approverGroups } : {}),
     };
     this.events.record('approval/asked', {
       id: approvalId,
@@ -268,6 +342,7 @@ export class Approvals {
       requestId?: string;
       grant?: SessionGrant;
       grantId?: string;
+      verified?: VerifiedApprover;
     };
     if (opts.policy === 'never') {
       ended = { outcome: 'rejected', by: 'policy', reason: opts.reason ?? `${ref.name} is never approved` };
@@ -295,6 +370,7 @@ export class Approvals {
           ...(d.reason ? { reason: d.reason } : {}),
           ...(d.requestId ? { requestId: d.requestId } : {}),
           ...(d.grantId ? { grantId: d.grantId } : {}),
+          ...(d.verified ? { verified: d.verified } : {}),
         };
         if (session && !d.grantId) {
           ended.grant = {
@@ -337,6 +413,7 @@ export class Approvals {
       ...(result.expired ? { expired: true } : {}),
       ...(result.grant ? { grant: result.grant } : {}),
       ...(result.grantId && !result.grant ? { grantId: result.grantId } : {}),
+      ...(result.verified ? { verified: result.verified } : {}),
       latencyMs: decidedAt.getTime() - askedAt.getTime(),
     });
     return result;
@@ -390,6 +467,7 @@ export class Approvals {
         ...(d.reason ? { reason: d.reason.slice(0, 500) } : {}),
         ...(d.expired ? { expired: true as const } : {}),
         ...(d.requestId ? { requestId: d.requestId } : {}),
+        ...(d.verified ? { verified: d.verified } : {}),
       })),
       refused: this.recentRefusals,
     };
@@ -416,7 +494,7 @@ function malformed(d: unknown): boolean {
 
 /** Why an otherwise well-formed decision carries an optional field of the wrong type. */
 function fieldProblem(d: ApprovalDecision): string | undefined {
-  for (const key of ['argsDigest', 'by', 'reason', 'requestId'] as const) {
+  for (const key of ['argsDigest', 'by', 'reason', 'requestId', 'signedIdentity'] as const) {
     const v: unknown = d[key];
     if (v !== undefined && v !== null && typeof v !== 'string')
       return `malformed decision: "${key}" must be a string (got ${Array.isArray(v) ? 'an array' : typeof v === 'object' ? 'an object' : `a ${typeof v}`}); ${MALFORMED.slice('malformed decision: '.length)}`;

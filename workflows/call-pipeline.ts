@@ -291,6 +291,8 @@ export class CallPipeline {
       policy: profile?.approval ?? 'auto',
       timeoutMs: profile?.approvalTimeoutMs ?? this.input.options?.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS,
       channel: this.input.options?.approvalChannel !== false,
+      ...(profile?.identityRequired ? { identityRequired: true } : {}),
+      ...(profile?.approverGroups?.length ? { approverGroups: profile.approverGroups } : {}),
     };
   }
 

@@ -1,6 +1,7 @@
 // The approval inbox: one plain HTML page and a small JSON/SSE API on node:http. It decides
 // through the `sluice.decide` update, so the person sees what the batch did with the decision;
 // while no worker runs the batch, the decision is queued by signal, bound to the digest shown.
+import type { JWK } from 'jose';
 import type { ArgumentPin } from '../../pipeline/grants';
 import * as fs from 'node:fs';
 import * as http from 'node:http';
@@ -37,6 +38,14 @@ export interface InboxOptions {
    * Host is refused (421), so a hostile site cannot reach the inbox under its own name (DNS rebinding).
    */
   allowedHosts?: string[];
+  /**
+   * Verified approvers: the header that carries the signed-in approver's JWT (e.g.
+   * `Authorization`, as `Bearer <jwt>`, or `X-Forwarded-Access-Token` set by an auth proxy). The
+   * inbox seals it to the workers' key (`sealKey`, else SLUICE_SEAL_KEY) with each decision, so
+   * the worker verifies who decided; the token itself never reaches Temporal.
+   */
+  identityTokenHeader?: string;
+  sealKey?: JWK;
   /** How often the page's stream re-reads Temporal. Default 1000 ms. */
   refreshMs?: number;
   /** Finished batches shown. Default 20. */
@@ -126,6 +135,17 @@ export async function startInbox(opts: InboxOptions): Promise<Inbox> {
     send(res, 404, { status: 'not-found', message: `no such page: ${req.method} ${url.pathname}` });
   }
 
+  /** The signed-in approver's JWT from the identity header, to be sealed with the decision. */
+  function identityOf(req: http.IncomingMessage): { identityToken?: string; sealKey?: JWK } {
+    if (!opts.identityTokenHeader) return {};
+    const v = req.headers[opts.identityTokenHeader.toLowerCase()];
+    const token = (Array.isArray(v) ? v[0] : v)
+      ?.replace(/^Bearer\s+/i, '')
+      .trim()
+      .slice(0, 16_000);
+    return token ? { identityToken: token, ...(opts.sealKey ? { sealKey: opts.sealKey } : {}) } : {};
+  }
+
   async function decide(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     let body: Record<string, unknown>;
     try {
@@ -179,6 +199,7 @@ export async function startInbox(opts: InboxOptions): Promise<Inbox> {
         decision,
         by,
         ...(typeof reason === 'string' && reason.trim() ? { reason: reason.trim() } : {}),
+        ...identityOf(req),
         // "Allow for this session": the batch checks the pins against the call shown.
         ...(decision === 'approve' && body.scope === 'session'
           ? { scope: 'session' as const, pins: Array.isArray(body.pins) ? (body.pins as ArgumentPin[]) : [] }

@@ -1,0 +1,28 @@
+// Seals an approver's JWT for the workers: a compact JWE (ECDH-ES, A256GCM) to the workers'
+// public seal key, binding it to one approval and its digest. Only a worker can open it, and a
+// copy read from history is good for nothing else.
+import { CompactEncrypt, type JWK, importJWK } from 'jose';
+import type { SealedIdentity } from '../pipeline/identity';
+
+export async function sealIdentity(
+  token: string,
+  forDecision: { approvalId: string; argsDigest: string },
+  sealPublicKey: JWK,
+): Promise<string> {
+  const key = await importJWK(sealPublicKey, 'ECDH-ES');
+  const body: SealedIdentity = { token, approvalId: forDecision.approvalId, argsDigest: forDecision.argsDigest };
+  return new CompactEncrypt(new TextEncoder().encode(JSON.stringify(body)))
+    .setProtectedHeader({ alg: 'ECDH-ES', enc: 'A256GCM' })
+    .encrypt(key);
+}
+
+/** The workers' public seal key from SLUICE_SEAL_KEY (a JWK as JSON), or undefined. */
+export function sealKeyFromEnv(env: NodeJS.ProcessEnv = process.env): JWK | undefined {
+  const raw = env.SLUICE_SEAL_KEY;
+  if (!raw) return undefined;
+  try {
+    return JSON.parse(raw) as JWK;
+  } catch {
+    throw new Error("SLUICE_SEAL_KEY must be the workers' public seal key as a JWK in JSON");
+  }
+}
