@@ -96,7 +96,7 @@ describe('all asks at once', () => {
     await page.goto(inbox.url);
     await expect
       .poll(() => page.locator(`article.card[data-workflow-id="${handle.workflowId}"][data-state="pending"]`).count(), {
-        timeout: 30_000,
+        timeout: 50_000, // the page re-reads every batch of the shared test server
         interval: 100,
       })
       .toBe(3);

@@ -227,7 +227,8 @@ describe('verified approvers', () => {
       await page.goto(inbox.url);
       await page.fill('#approver', 'someone-else');
       const card = page.locator(`article.card[data-workflow-id="${handle.workflowId}"][data-call-id="d"]`);
-      await card.waitFor();
+      // The page re-reads every batch of the shared test server: under a full run that takes a while.
+      await card.waitFor({ timeout: 50_000 });
       expect(await card.locator('.verified-only').textContent()).toContain('Only a verified approver in release');
       await card.locator('button.approve').click();
       const out = await handle.result();
