@@ -9,6 +9,7 @@ import type { BatchOutput, SessionEvent } from '../pipeline/types';
 import { PostgresStores } from '../worker/postgres';
 import { batch, spawnWorker, startHarness, type ChildWorker, type Harness } from './harness';
 import { startPostgres, type TestPostgres } from './postgres';
+import { eventually } from './eventually';
 
 const CONFIG = path.join(__dirname, 'fixtures', 'scale.config.ts');
 let pg: TestPostgres;
@@ -72,7 +73,8 @@ describe('many workers', () => {
     };
     const all = Promise.all(Array.from({ length: SESSIONS }, (_, s) => runSession(s)));
     // Mid-load: kill one worker with -9 and add a fourth machine.
-    while (done < 60) await new Promise((r) => setTimeout(r, 50));
+    // A session that fails rejects `all` at once instead of leaving the count short.
+    await Promise.race([all, eventually('60 batches done', () => done >= 60, { timeoutMs: 240_000 })]);
     await workers[0].kill('SIGKILL');
     const added = machine('d');
     workers.push(added);
