@@ -8,6 +8,7 @@ import { historyFromJSON, historyToJSON } from '@temporalio/common/lib/proto-uti
 import type { temporal } from '@temporalio/proto';
 import type { BatchInput } from '../pipeline/types';
 import { HistoryNotFound } from './errors';
+import { RECONCILE_WORKFLOW, reconcileWorkflowId } from '../pipeline/reconcile';
 import { batchWorkflowId } from '../workflows/definitions';
 import { SESSION_WORKFLOW, sessionWorkflowId } from '../workflows/session-definitions';
 
@@ -38,8 +39,13 @@ export async function loadHistories(target: string, client?: Client): Promise<Lo
   }
   if (!client) throw new HistoryNotFound(`${target} is not a history file, and no server is connected to look it up`);
   try {
-    await client.workflow.getHandle(target).describe();
-    return [{ workflowId: target, history: await client.workflow.getHandle(target).fetchHistory(), source: 'server' }];
+    const d = await client.workflow.getHandle(target).describe();
+    const own = {
+      workflowId: target,
+      history: await client.workflow.getHandle(target).fetchHistory(),
+      source: 'server',
+    };
+    return [own, ...(await reconcileHistories(client, target, d.searchAttributes?.SluiceSessionId?.[0]))];
   } catch (err) {
     if (!(err instanceof WorkflowNotFoundError)) throw err;
   }
@@ -60,6 +66,23 @@ export async function loadHistories(target: string, client?: Client): Promise<Lo
       source: 'server',
     })),
   );
+}
+
+/** The reconcile workflows of a batch's unknown outcomes (pipeline/reconcile.ts), so its audit shows them. */
+async function reconcileHistories(client: Client, batchId: string, sessionId: unknown): Promise<LoadedHistory[]> {
+  if (typeof sessionId !== 'string' || !batchId.startsWith('sluice-batch:')) return [];
+  const prefix = reconcileWorkflowId(batchId, '');
+  const out: LoadedHistory[] = [];
+  for await (const wf of client.workflow.list({
+    query: `WorkflowType = '${RECONCILE_WORKFLOW}' AND SluiceSessionId = '${sessionId.replace(/'/g, '')}'`,
+  }))
+    if (wf.workflowId.startsWith(prefix))
+      out.push({
+        workflowId: wf.workflowId,
+        history: await client.workflow.getHandle(wf.workflowId, wf.runId).fetchHistory(),
+        source: 'server',
+      });
+  return out;
 }
 
 function looksLikeFile(target: string): boolean {

@@ -171,7 +171,8 @@ describe('unknown outcomes', () => {
     expect(auditA.output).toContain('OUTCOME_UNKNOWN');
     expect(auditA.output).toContain('reconciled done by dana: checked the workspace');
     expect(auditA.output).toContain('evidence: started.log has alpha; the deploy log shows it finished');
-    const auditB = await cli(['audit', b.sessionId, '--json']);
+    // B audited by its batch id alone: the reconcile workflow's history comes with it.
+    const auditB = await cli(['audit', b.handle.workflowId, '--json']);
     const jsonB = JSON.parse(auditB.output);
     const callB = jsonB.batches
       .flatMap((x: { calls: unknown[] }) => x.calls)
