@@ -5,7 +5,7 @@ import { Context } from '@temporalio/activity';
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { AttachActivities } from '../pipeline/batch-input';
-import type { BatchOutput } from '../pipeline/types';
+import type { BatchOutputWire } from '../pipeline/output';
 
 export function createAttachActivities(): AttachActivities {
   return {
@@ -15,7 +15,10 @@ export function createAttachActivities(): AttachActivities {
       const beat = setInterval(() => ctx.heartbeat(), every);
       try {
         // A cancelled parent stops waiting; the batch itself runs on, as a resubmission expects.
-        return (await Promise.race([ctx.client.workflow.getHandle(workflowId).result(), ctx.cancelled])) as BatchOutput;
+        return (await Promise.race([
+          ctx.client.workflow.getHandle(workflowId).result(),
+          ctx.cancelled,
+        ])) as BatchOutputWire;
       } catch (err) {
         // The batch ended without an output: waiting again cannot change that.
         if (err instanceof WorkflowFailedError)

@@ -25,6 +25,7 @@ import {
   type SettleResult,
   unpackBodyResult,
 } from '../pipeline/stages';
+import { type BatchOutputWire, expandBatchOutput } from '../pipeline/output';
 import { isEvent } from '../pipeline/events';
 import { InvalidInputError } from './errors';
 import { RECONCILE_UPDATE, RECONCILE_WORKFLOW, type ReconcileInput, type Reconciliation } from '../pipeline/reconcile';
@@ -310,7 +311,8 @@ export function auditHistory(loaded: LoadedHistory): BatchAudit {
           outcome: (decode(u.outcome?.success) as { outcome?: string } | undefined)?.outcome,
         });
     } else if (e.workflowExecutionCompletedEventAttributes) {
-      output = decode(e.workflowExecutionCompletedEventAttributes.result) as BatchOutput | undefined;
+      const raw = decode(e.workflowExecutionCompletedEventAttributes.result) as BatchOutputWire | undefined;
+      output = raw && expandBatchOutput(raw);
       Object.assign(audit, { status: 'completed', closedAt: at });
     } else if (e.workflowExecutionFailedEventAttributes) {
       Object.assign(audit, {

@@ -15,6 +15,7 @@ import { ApplicationFailure, type DataConverter } from '@temporalio/common';
 import { type BatchRequest, prepareBatch } from '../pipeline/batch-input';
 import { DecisionRefusedError, InvalidInputError, NotFoundError, SluiceError } from './errors';
 import { isEvent } from '../pipeline/events';
+import { type BatchOutputWire, expandBatchOutput } from '../pipeline/output';
 import type {
   ApprovalDecision,
   ApprovalOutcome,
@@ -53,6 +54,20 @@ export interface SluiceClientOptions {
 }
 
 export type { BatchRequest };
+
+/** The batch workflow's signature as it returns: each result's content once (pipeline/output.ts). */
+type ToolBatchFn = (input: BatchInput) => Promise<BatchOutputWire>;
+
+/**
+ * A batch's workflow handle whose `result()` is the BatchOutput readers know (expandBatchOutput
+ * applied). The raw workflow result, from a plain Temporal handle, is a BatchOutputWire.
+ */
+export type BatchHandle = Omit<WorkflowHandle<ToolBatchFn>, 'result'> & { result(): Promise<BatchOutput> };
+
+function expanding(handle: WorkflowHandle<ToolBatchFn>): BatchHandle {
+  const result = async () => expandBatchOutput(await handle.result());
+  return Object.assign(Object.create(handle) as WorkflowHandle<ToolBatchFn>, { result });
+}
 
 export { DecisionRefusedError, SluiceError } from './errors';
 
@@ -100,7 +115,7 @@ export class SluiceClient {
    * Starts the batch, or attaches to it: the workflow id comes from (session, turn, step), so an
    * agent that crashes and resubmits gets the same batch, running or finished, never a second run.
    */
-  async startBatch(request: BatchRequest): Promise<WorkflowHandle<(input: BatchInput) => Promise<BatchOutput>>> {
+  async startBatch(request: BatchRequest): Promise<BatchHandle> {
     const input = toBatchInput(request);
     const workflowId = batchWorkflowId(input.sessionId, input.turn, input.step);
     const start = (reuse: 'REJECT_DUPLICATE' | 'ALLOW_DUPLICATE_FAILED_ONLY') =>
@@ -116,19 +131,19 @@ export class SluiceClient {
         staticSummary: `Tool batch: session ${input.sessionId}, turn ${input.turn}, step ${input.step}, ${input.calls.length} call(s)`,
       });
     try {
-      return await start('REJECT_DUPLICATE');
+      return expanding(await start('REJECT_DUPLICATE'));
     } catch (err) {
       if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-      const existing = this.temporal.workflow.getHandle(workflowId);
+      const existing = this.temporal.workflow.getHandle<ToolBatchFn>(workflowId);
       // A batch refused for its seqs ran nothing, so the same batch may be sent again, renumbered.
       if (await refusedForSeq(existing)) {
         try {
-          return await start('ALLOW_DUPLICATE_FAILED_ONLY');
+          return expanding(await start('ALLOW_DUPLICATE_FAILED_ONLY'));
         } catch (again) {
           if (!(again instanceof WorkflowExecutionAlreadyStartedError)) throw again;
         }
       }
-      return existing;
+      return expanding(existing);
     }
   }
 
@@ -400,7 +415,7 @@ export class SluiceClient {
   private async refusalAfterClose(workflowId: string, approvalId: string): Promise<SluiceError> {
     let output: BatchOutput;
     try {
-      output = await this.temporal.workflow.getHandle(workflowId).result();
+      output = expandBatchOutput(await this.temporal.workflow.getHandle<ToolBatchFn>(workflowId).result());
     } catch {
       return new SluiceError(`batch ${workflowId} does not exist or did not complete; nothing can be decided there`);
     }
@@ -465,7 +480,8 @@ export class SluiceClient {
       if (left <= 0) break;
       const description = await handle.describe().catch(() => undefined);
       if (description && description.status.name !== 'RUNNING') {
-        const output = (await handle.result().catch(() => undefined)) as BatchOutput | undefined;
+        const raw = (await handle.result().catch(() => undefined)) as BatchOutputWire | undefined;
+        const output = raw && expandBatchOutput(raw);
         const refused = output?.events
           .filter((e) => isEvent(e, 'approval/refused'))
           .find(
@@ -563,7 +579,9 @@ export class SluiceClient {
     for await (const wf of this.temporal.workflow.list({
       query: `SluiceSessionId = '${sessionId.replace(/'/g, '')}' AND WorkflowType = '${BATCH_WORKFLOW}' AND ExecutionStatus = 'Completed'`,
     })) {
-      const out = (await this.temporal.workflow.getHandle(wf.workflowId, wf.runId).result()) as BatchOutput;
+      const out = expandBatchOutput(
+        (await this.temporal.workflow.getHandle(wf.workflowId, wf.runId).result()) as BatchOutputWire,
+      );
       events.push(...out.events);
     }
     return events.sort((a, b) => a.seq - b.seq);

@@ -1,10 +1,11 @@
 import { jsonBytes, MAX_ARGUMENT_CHARS, MAX_CALLS_PER_BATCH, MAX_INPUT_BYTES } from './budget';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from './json';
-import type { BatchInput, BatchOutput, Json, ToolCall } from './types';
+import type { BatchOutputWire } from './output';
+import type { BatchInput, Json, ToolCall } from './types';
 
 /** The activity a child batch uses to wait for a batch another caller started (activities/attach-batch.ts). */
 export interface AttachActivities {
-  sluiceAttachBatch(workflowId: string): Promise<BatchOutput>;
+  sluiceAttachBatch(workflowId: string): Promise<BatchOutputWire>;
 }
 
 /** A batch's model-side input: tool calls whose arguments may still be parsed objects. */

@@ -1,7 +1,7 @@
 // Outer normalization: whatever the stages produced becomes one frozen, lossless ToolResult.
 import { jsonBytes, MIN_SHARE_BYTES, resultBytes, sliceToJsonBytes } from './budget';
 import { ErrorCodes } from './errors';
-import { deepFreeze, snapshotJson } from './json';
+import { canonicalJson, deepFreeze, snapshotJson } from './json';
 import type { Candidate, ContentBlock, Json, JsonObject, ToolResult, UserMessage } from './types';
 
 /**
@@ -14,6 +14,19 @@ export function renderValue(value: Json | undefined): ContentBlock[] {
   if (value === undefined || value === null) return [{ type: 'text', text: '' }];
   if (typeof value === 'string') return [{ type: 'text', text: value }];
   return [{ type: 'text', text: JSON.stringify(value, null, 2) }];
+}
+
+/**
+ * The body's structured value, when the result still shows exactly what the body gave: no
+ * post-execute handler, finalizeContent or size bound changed the content. Undefined otherwise,
+ * for a body result that was stored aside (its value stayed in the store), and for a string or
+ * null value (the content is that text already).
+ */
+export function untouchedValue(body: Candidate, result: ToolResult): Json | undefined {
+  if (body.value === undefined || body.value === null || typeof body.value === 'string') return undefined;
+  if (body.stashed || body.isError !== result.isError) return undefined;
+  const same = canonicalJson(body.content as unknown as Json) === canonicalJson(result.content as unknown as Json);
+  return same ? body.value : undefined;
 }
 
 /** The error result every denial and failure becomes: `Error: <message>`. */

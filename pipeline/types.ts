@@ -38,6 +38,12 @@ export interface ToolResult {
   content: ContentBlock[];
   isError: boolean;
   error?: ToolError;
+  /**
+   * The tool's structured value, carried only while `content` is still its rendering: no
+   * post-execute handler, finalizeContent or size bound changed what the model reads. Not recorded
+   * in tool/result (the content is); in the batch output it is the tool message's `value`.
+   */
+  value?: Json;
   meta?: JsonObject;
   additionalContexts?: UserMessage[];
   concludesTurn?: true;
@@ -123,9 +129,24 @@ export interface BatchInput {
 }
 
 export type ModelMessage =
-  | { role: 'tool'; toolCallId: string; toolName: string; content: ContentBlock[]; isError: boolean }
+  | {
+      role: 'tool';
+      toolCallId: string;
+      toolName: string;
+      content: ContentBlock[];
+      isError: boolean;
+      /** On an error result: its message and code (DENIED, INVALID_ARGS, UNKNOWN_TOOL, a tool's own...). */
+      error?: ToolError;
+      /** The tool's structured value, when it returned one and nothing rewrote the content (ToolResult.value). */
+      value?: Json;
+    }
   | { role: 'user'; content: string; source?: string };
 
+/**
+ * A batch's outcome as the client, `toolBatchChild` and the CLI hand it over. Each result's content
+ * and value are one object shared by its tool message, its `results` entry and its tool/result
+ * event (the workflow returns them once: pipeline/output.ts).
+ */
 export interface BatchOutput {
   sessionId: string;
   turn: number;

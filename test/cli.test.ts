@@ -56,7 +56,7 @@ describe('sluice CLI', () => {
     fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'));
     const file = path.join(dir, 'workflows', 'batch.ts');
     const before = fs.readFileSync(file, 'utf8');
-    const start = 'export async function toolBatch(input: BatchInput): Promise<BatchOutput> {';
+    const start = 'export async function toolBatch(input: BatchInput): Promise<BatchOutputWire> {';
     const after = `import { sleep } from '@temporalio/workflow';\n${before.replace(start, `${start}\n  await sleep('1 ms');`)}`;
     expect(before).toContain(start);
     fs.writeFileSync(file, after);

@@ -265,7 +265,8 @@ describe('model adapters through the real SDK clients', () => {
       type: 'tool-result',
       toolCallId: 'mock-1',
       toolName: 'note',
-      output: { type: 'text', value: '{\n  "noted": 7\n}' },
+      // The tool's structured value reaches the model as JSON (the batch's tool message carries it).
+      output: { type: 'json', value: { noted: 7 } },
     });
   });
 

@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { BatchOutput } from '../pipeline/types';
+import { expandBatchOutput } from '../pipeline/output';
 import { dataConverterFromEnv, EncryptionCodec, ENCRYPTED_ENCODING, parseCodecKeys } from '../worker/codec';
 import { defineConfig, defineTool } from '../worker/config';
 import { batch, startHarness, text, type Harness } from './harness';
@@ -106,7 +107,7 @@ describe('secrets in history', () => {
         SLUICE_CODEC_KEYS: `k2:${randomBytes(32).toString('base64')},k1:${keyB64}`,
       }),
     });
-    expect(((await rotated.temporal.workflow.getHandle(id).result()) as BatchOutput).results).toEqual(out.results);
+    expect(expandBatchOutput(await rotated.temporal.workflow.getHandle(id).result()).results).toEqual(out.results);
   });
 
   it('auditors with the key read encrypted histories: sluice audit and replay decrypt them', async () => {

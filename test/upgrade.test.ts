@@ -46,7 +46,7 @@ async function bundleNextVersion(dir: string): Promise<string> {
   fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'));
   const file = path.join(dir, 'workflows', 'batch.ts');
   const before = fs.readFileSync(file, 'utf8');
-  const start = 'export async function toolBatch(input: BatchInput): Promise<BatchOutput> {';
+  const start = 'export async function toolBatch(input: BatchInput): Promise<BatchOutputWire> {';
   expect(before).toContain(start);
   fs.writeFileSync(
     file,

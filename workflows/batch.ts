@@ -21,6 +21,7 @@ import {
 } from '@temporalio/workflow';
 import { batchInputProblem } from '../pipeline/batch-input';
 import { outputProblem } from '../pipeline/budget';
+import { type BatchOutputWire, compactBatchOutput } from '../pipeline/output';
 import { FailureTypes } from '../pipeline/errors';
 import { grantsOf } from '../pipeline/grants';
 import type {
@@ -42,6 +43,8 @@ import { EventLog } from './event-log';
 
 const SEQ_CLAIM_PATCH = 'sluice-seq-claim';
 const ASKS_TOGETHER_PATCH = 'sluice-asks-together';
+/** Content once in the output, values and error codes in tool messages (pipeline/output.ts). */
+const CONTENT_ONCE_PATCH = 'sluice-content-once';
 
 const { claimSessionSeq: claimActivity } = proxyLocalActivities<SessionActivities>({
   startToCloseTimeout: '30s',
@@ -64,7 +67,7 @@ async function claimSessionSeq(input: BatchInput): Promise<void> {
   });
 }
 
-export async function toolBatch(input: BatchInput): Promise<BatchOutput> {
+export async function toolBatch(input: BatchInput): Promise<BatchOutputWire> {
   const problem = batchInputProblem(input);
   if (problem) throw ApplicationFailure.nonRetryable(problem, FailureTypes.INVALID_BATCH);
   // Findable by session however it was started (client, parent workflow, stock CLI); a batch the
@@ -94,9 +97,12 @@ export async function toolBatch(input: BatchInput): Promise<BatchOutput> {
       stages.set(callId, { ...entry, stage, ...(isError !== undefined ? { isError } : {}) });
     },
   };
+  // Batches recorded before content-once replay with the budget shares they had.
+  const contentOnce = patched(CONTENT_ONCE_PATCH);
   const pipeline = new CallPipeline(input, events, approvals, state, tracker, () => cancelRequested, {
     asksTogether,
     grantUses,
+    contentOnce,
   });
   new CodeCalls(
     input,
@@ -188,6 +194,8 @@ export async function toolBatch(input: BatchInput): Promise<BatchOutput> {
     toolName: call.name,
     content: results[i].content,
     isError: results[i].isError,
+    ...(contentOnce && results[i].error ? { error: results[i].error } : {}),
+    ...(contentOnce && results[i].value !== undefined ? { value: results[i].value } : {}),
   }));
   input.calls.forEach((call, i) => {
     (results[i].additionalContexts ?? []).forEach((ctx, k) => {
@@ -219,7 +227,8 @@ export async function toolBatch(input: BatchInput): Promise<BatchOutput> {
   };
   // Last line of defence: an output over Temporal's payload limit would fail the workflow task
   // forever. The results are in the session log and this history either way.
-  const tooBig = outputProblem(output);
+  const returned: BatchOutputWire = contentOnce ? compactBatchOutput(output) : output;
+  const tooBig = outputProblem(returned);
   if (tooBig) throw ApplicationFailure.nonRetryable(tooBig, FailureTypes.OUTPUT_TOO_LARGE);
-  return output;
+  return returned;
 }

@@ -17,12 +17,12 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { StageActivities } from '../activities/stages';
-import { InlineBudget, jsonBytes, MAX_ARGUMENT_CHARS } from '../pipeline/budget';
+import { InlineBudget, jsonBytes, MAX_ARGUMENT_CHARS, resultBytes } from '../pipeline/budget';
 import { reservedCallIdProblem } from '../pipeline/code-mode';
 import { argsDigest } from '../pipeline/digest';
 import { addGrant, GRANTS_NAMESPACE, grantFor } from '../pipeline/grants';
 import { getOwn, setOwn, snapshotArguments } from '../pipeline/json';
-import { errorCandidate, fitResult, normalizeResult } from '../pipeline/normalize';
+import { errorCandidate, fitResult, normalizeResult, untouchedValue } from '../pipeline/normalize';
 import { ErrorCodes, FailureTypes } from '../pipeline/errors';
 import type { OutcomeFields, SubCallFields } from '../pipeline/events';
 import {
@@ -113,9 +113,13 @@ export class CallPipeline {
     private readonly state: SessionState,
     private readonly tracker: CallTracker,
     private readonly isCancelled: () => boolean,
-    private readonly features: { asksTogether?: boolean; grantUses?: GrantUse[] } = {},
+    /**
+     * asksTogether, grantUses: see batch.ts. contentOnce: the output carries each result's content
+     * once and tool messages their values (pipeline/output.ts).
+     */
+    private readonly features: { asksTogether?: boolean; grantUses?: GrantUse[]; contentOnce?: boolean } = {},
   ) {
-    this.budget = new InlineBudget(input.calls);
+    this.budget = new InlineBudget(input.calls, features.contentOnce === true);
     this.lookAhead = new LookAhead(input.calls, (call) => {
       try {
         return this.refFor(call, snapshotArguments(call.arguments), {});
@@ -508,6 +512,11 @@ export class CallPipeline {
     }
     // The share holds even against a worker that ignored it: the output must stay one payload.
     result = fitResult(result, { maxChars: Infinity, maxBytes: share });
+    // The body's structured value goes along while nothing rewrote what the model reads, and it fits.
+    if (this.features.contentOnce && !adm.lineage.parentCallId) {
+      const value = untouchedValue(s.candidate, result);
+      if (value !== undefined && resultBytes(result) + jsonBytes(value) + 16 <= share) result = { ...result, value };
+    }
     // A sub-call's result reaches the output only through its tool/code-dispatch event, which the
     // event bytes count; the even split is among the batch's own calls.
     if (!adm.lineage.parentCallId) this.budget.commit(result);

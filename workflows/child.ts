@@ -5,6 +5,7 @@
 import { ApplicationFailure, WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { proxyActivities, startChild, type ChildWorkflowOptions } from '@temporalio/workflow';
 import { type AttachActivities, type BatchRequest, prepareBatch } from '../pipeline/batch-input';
+import { expandBatchOutput } from '../pipeline/output';
 import type { BatchInput, BatchOutput } from '../pipeline/types';
 import type { toolBatch } from './batch';
 import { BATCH_WORKFLOW, batchWorkflowId } from './definitions';
@@ -44,7 +45,7 @@ export async function toolBatchChild(request: BatchRequest, options: ChildBatchO
       parentClosePolicy: options.parentClosePolicy ?? 'ABANDON',
       staticSummary: `Tool batch: session ${input.sessionId}, turn ${input.turn}, step ${input.step}, ${input.calls.length} call(s)`,
     });
-    return await child.result();
+    return expandBatchOutput(await child.result());
   } catch (err) {
     if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
     const timeout = options.attachTimeoutMs ?? 30 * 24 * 3_600_000;
@@ -55,6 +56,6 @@ export async function toolBatchChild(request: BatchRequest, options: ChildBatchO
       retry: { initialInterval: 1_000, maximumInterval: 30_000 },
       summary: `attach to ${workflowId}`,
     });
-    return sluiceAttachBatch(workflowId);
+    return expandBatchOutput(await sluiceAttachBatch(workflowId));
   }
 }

@@ -3,7 +3,10 @@
 // its id, its search attribute keys, and the child-batch helper.
 import type { toolBatch } from './batch';
 
-/** The batch workflow's type, for typed handles: `getHandle<ToolBatchWorkflow>(batchWorkflowId(...))`. */
+/**
+ * The batch workflow's type, for typed handles: `getHandle<ToolBatchWorkflow>(batchWorkflowId(...))`.
+ * Its result is a BatchOutputWire (each result's content once); `expandBatchOutput` reads it.
+ */
 export type ToolBatchWorkflow = typeof toolBatch;
 export { toolBatchChild, type ChildBatchOptions } from './child';
 export {
@@ -29,4 +32,5 @@ export {
   sessionWorkflowId,
 } from './session-definitions';
 export type { BatchRequest } from '../pipeline/batch-input';
+export { expandBatchOutput, type BatchOutputWire, type WireResult } from '../pipeline/output';
 export type * from '../pipeline/types';

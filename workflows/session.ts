@@ -42,7 +42,8 @@ import {
   type TurnOutcome,
 } from '../pipeline/session';
 import { FailureTypes } from '../pipeline/errors';
-import type { BatchInput, BatchOutput, JsonObject, SessionEvent, ToolCall } from '../pipeline/types';
+import type { BatchOutputWire } from '../pipeline/output';
+import type { BatchInput, JsonObject, SessionEvent, ToolCall } from '../pipeline/types';
 import { APPROVALS_MEMO, BATCH_WORKFLOW, batchWorkflowId, EMPTY_APPROVALS_MEMO } from './definitions';
 import type { SessionEventSinks } from './event-log';
 import {
@@ -276,7 +277,7 @@ export async function agentSession(input: SessionInput): Promise<SessionOutput> 
         name: r.message.toolName,
         message: r.message.error?.message ?? '',
       });
-    let output: BatchOutput | undefined;
+    let output: BatchOutputWire | undefined;
     if (intake.calls.length) {
       status = 'tools';
       try {
@@ -297,7 +298,7 @@ export async function agentSession(input: SessionInput): Promise<SessionOutput> 
     return undefined;
   };
 
-  const runBatch = async (calls: ToolCall[]): Promise<BatchOutput> => {
+  const runBatch = async (calls: ToolCall[]): Promise<BatchOutputWire> => {
     const batchInput: BatchInput = {
       sessionId: input.sessionId,
       turn: c.turn,
@@ -312,7 +313,7 @@ export async function agentSession(input: SessionInput): Promise<SessionOutput> 
     // request (getExternalWorkflowHandle), so it drains, aborts what has not started, and still
     // hands back every result.
     return CancellationScope.nonCancellable(async () => {
-      const handle = await startChild<(i: BatchInput) => Promise<BatchOutput>>(BATCH_WORKFLOW, {
+      const handle = await startChild<(i: BatchInput) => Promise<BatchOutputWire>>(BATCH_WORKFLOW, {
         workflowId,
         args: [batchInput],
         parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,

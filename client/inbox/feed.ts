@@ -13,6 +13,7 @@ import type {
   SessionEvent,
   ToolError,
 } from '../../pipeline/types';
+import { type BatchOutputWire, expandBatchOutput } from '../../pipeline/output';
 import { isEvent } from '../../pipeline/events';
 import { APPROVALS_MEMO, BATCH_WORKFLOW, stateQuery } from '../../workflows/definitions';
 import type { SluiceStores } from '../../worker/stores';
@@ -200,7 +201,7 @@ export class InboxFeed {
         .getHandle(wf.workflowId, wf.runId)
         .result()
         .then(
-          (o) => o as BatchOutput,
+          (o) => expandBatchOutput(o as BatchOutputWire),
           () => undefined,
         );
       this.outputs.set(wf.runId, p);
