@@ -46,3 +46,12 @@ export { ErrorCodes, FailureTypes, type ErrorCode } from '../pipeline/errors';
 export { isEvent } from '../pipeline/events';
 export type * from '../pipeline/events';
 export type * from '../pipeline/types';
+export {
+  RECONCILE_CHOICES,
+  RECONCILE_WORKFLOW,
+  reconcileWorkflowId,
+  type ReconcileChoice,
+  type ReconcileDecision,
+  type ReconcileInput,
+  type Reconciliation,
+} from '../pipeline/reconcile';
