@@ -9,7 +9,7 @@ import { errorCandidate, normalizeResult } from '../pipeline/normalize';
 import { ErrorCodes } from '../pipeline/errors';
 import { type CallRef, genericResultCard, type SettleRequest, type SettleResult } from '../pipeline/stages';
 import type { Card } from '../pipeline/types';
-import { claimCheck, unstashCandidate } from '../worker/claim-check';
+import { claimCheck, readFromStore, unstashCandidate } from '../worker/claim-check';
 import { handlerOf, type ToolDefinition } from '../worker/config';
 import { checkToolArgs } from '../worker/tool-schema';
 import { messageOf, runInOrder, threwMessage } from './extensions';
@@ -20,7 +20,8 @@ export function settleStage(kit: StageKit) {
   return async function settleOne({ ref, candidate, skipPostExecute, contexts }: SettleRequest): Promise<SettleResult> {
     const tool = kit.tool(ref.name);
     const c = kit.collector(ref, 'post-execute');
-    let current = await unstashCandidate(kit.store, candidate);
+    const body = await unstashCandidate(kit.store, candidate);
+    let current = body;
     let bodyContexts = contexts.body;
 
     // 9. post-execute, unless the pipeline itself failed
@@ -61,7 +62,12 @@ export function settleStage(kit: StageKit) {
       }
     }
 
-    result = deepFreeze(await claimCheck(kit.store, ref.idempotencyKey, result, kit.bounds(ref)));
+    // A body result stored aside and shown unchanged is referred to, not stored a second time.
+    const stored =
+      candidate.stashed && readFromStore(body)
+        ? { ref: candidate.stashed, content: body.content, isError: body.isError }
+        : undefined;
+    result = deepFreeze(await claimCheck(kit.store, ref.idempotencyKey, result, kit.bounds(ref), stored));
 
     // 12. tools/result: observers of the fixed outcome
     const outcome = result;

@@ -8,7 +8,8 @@ import { WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import { isEvent } from '../pipeline/events';
 import type { BatchOutput, SessionEvent } from '../pipeline/types';
 import { runDev } from '../scripts/dev';
-import { toolManifest } from '../worker/config';
+import { parseRetention, toolManifest } from '../worker/config';
+import { storedResultOf } from '../worker/claim-check';
 import { loadConfig } from '../worker/load-config';
 import { installRuntime, runWorker } from '../worker/main';
 import { ensureDatabase, PG_RESULT_REF, PostgresStores, redactUrl, SCHEMA_VERSION } from '../worker/postgres';
@@ -51,7 +52,9 @@ Commands (\`npx sluice <command> --help\` lists a command's options):
   reconcile <id>          Settle an unknown outcome listed by approvals: --done --evidence TEXT,
                           --not-done or --run-again (--by NAME, --reason TEXT)
   events <sessionId>      Print a session's events (--json, --follow)
-  result <ref>            Print a stored result (the ref a truncated result names) as JSON
+  result <ref>            Print a stored result (the ref a truncated result names) as JSON:
+                          {content, isError, error?, value?, meta?} (--text: its text only)
+  results prune           Delete stored results older than --older-than (default 30d; e.g. 12h, 90m)
   ui                      Serve the approval inbox web page for the server at --address
   audit <target>          Timeline of a batch or session from workflow histories (--json)
   replay <target>...      Replay histories with the current workflow code; exit 1 on a
@@ -258,6 +261,8 @@ const OPTIONS = {
   config: { type: 'string' },
   'state-dir': { type: 'string' },
   'database-url': { type: 'string' },
+  'older-than': { type: 'string' },
+  text: { type: 'boolean' },
   json: { type: 'boolean' },
   by: { type: 'string' },
   reason: { type: 'string' },
@@ -366,6 +371,8 @@ export async function main(
         return await events(values, rest[0], out);
       case 'result':
         return await result(values, rest[0], out);
+      case 'results':
+        return await results(values, rest[0], out);
       case 'codec-server':
         return await runCodecServer({ port: values.port, origins: values['ui-origin'] }, out);
       case 'ui':
@@ -1005,9 +1012,32 @@ async function result(v: Values, ref: string | undefined, out: (s: string) => vo
         : stores.kind === 'postgresql'
           ? `it was stored in a worker's state folder; unset SLUICE_DATABASE_URL and give that folder with --state-dir`
           : `no such result in ${path.join(stores.where, 'results')}; give the workers' state folder with --state-dir`;
-      throw new NotFoundError(`no stored result ${ref}: ${hint}`);
+      throw new NotFoundError(
+        `no stored result ${ref}: ${hint} (stored results are kept for the config's resultRetention, 30 days by default)`,
+      );
     }
-    out(JSON.stringify(value, null, 2));
+    const stored = storedResultOf(value);
+    if (v.text) out(stored.content.map((b) => (b.type === 'text' ? b.text : `[image ${b.mimeType}]`)).join(''));
+    else out(JSON.stringify(stored, null, 2));
+    return 0;
+  });
+}
+
+async function results(v: Values, action: string | undefined, out: (s: string) => void): Promise<number> {
+  if (action !== 'prune')
+    throw new UsageError('results takes one action: `npx sluice results prune [--older-than 30d]`');
+  let olderThan: number;
+  try {
+    olderThan = parseRetention(v['older-than'] ?? '30d');
+  } catch (err) {
+    throw new UsageError(`--older-than: ${(err as Error).message}`);
+  }
+  return withStores(v, async (stores) => {
+    if (!stores.results.prune) throw new UsageError(`the ${stores.kind} result store cannot delete old results`);
+    const gone = await stores.results.prune(new Date(Date.now() - olderThan));
+    out(
+      `deleted ${gone.results} stored result(s), ${gone.bytes} bytes, older than ${v['older-than'] ?? '30d'} from ${stores.where}`,
+    );
     return 0;
   });
 }

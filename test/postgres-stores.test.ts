@@ -10,7 +10,8 @@ import type { SessionEvent } from '../pipeline/types';
 import { defineConfig, defineTool } from '../worker/config';
 import { PostgresStores, SCHEMA_VERSION } from '../worker/postgres';
 import { postgresStores, type SluiceStores } from '../worker/stores';
-import { batch, startHarness, type Harness } from './harness';
+import { storedResultOf } from '../worker/claim-check';
+import { batch, startHarness, text, type Harness } from './harness';
 import { startPostgres, type TestPostgres } from './postgres';
 import { eventually } from './eventually';
 
@@ -217,8 +218,9 @@ describe('workers on the database', () => {
     const out = await h.client.runBatch(req);
     const stored = out.results[1].result.meta!.storedResult as { ref: string };
     expect(stored.ref).toMatch(/^sluice-pg-result:/);
-    const kept = (await stores.results.get(stored.ref)) as { content: { text: string }[] };
-    expect(kept.content[0].text.length).toBe(200_000);
+    // The body's result, stored once (a text stored as its value) and read back whole.
+    const kept = storedResultOf((await stores.results.get(stored.ref))!);
+    expect(text(kept).length).toBe(200_000);
     expect(await stores.events(req.sessionId)).toEqual(out.events);
 
     const env = { SLUICE_DATABASE_URL: url };
@@ -261,9 +263,7 @@ describe('workers on the database', () => {
       for (const r of [out.results[1], out.results[3]]) {
         const ref = (r.result.meta!.storedResult as { ref: string }).ref;
         expect(ref).toMatch(/^sluice-pg-result:/);
-        expect(((await stores.results.get(ref)) as { content: { text: string }[] }).content[0].text.length).toBe(
-          150_000,
-        );
+        expect(text(storedResultOf((await stores.results.get(ref))!)).length).toBe(150_000);
       }
       // Events held while the server was down are written once it is back (the worker retries them).
       const logged = await eventually(

@@ -5,8 +5,8 @@ import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { jsonBytes } from '../pipeline/budget';
-import { fitResult, resultFits } from '../pipeline/normalize';
-import type { Candidate, Json, JsonObject, ToolResult } from '../pipeline/types';
+import { fitResult, renderValue, resultFits } from '../pipeline/normalize';
+import type { Candidate, ContentBlock, Json, JsonObject, ToolResult } from '../pipeline/types';
 
 export interface ResultStore {
   /**
@@ -16,6 +16,11 @@ export interface ResultStore {
   put(key: string, value: Json): Promise<string>;
   /** The value behind a reference, or undefined when this store does not have it. */
   get(ref: string): Promise<Json | undefined>;
+  /**
+   * Deletes what was stored before `before` (retention, `sluice results prune`); returns what went.
+   * Optional: a store without it keeps everything.
+   */
+  prune?(before: Date): Promise<{ results: number; bytes: number }>;
 }
 
 const FILE_REF = 'sluice-result:';
@@ -43,6 +48,31 @@ export class FileResultStore implements ResultStore {
     } catch {
       return undefined;
     }
+  }
+
+  async prune(before: Date): Promise<{ results: number; bytes: number }> {
+    let results = 0;
+    let bytes = 0;
+    let names: string[];
+    try {
+      names = await fs.readdir(this.dir);
+    } catch {
+      return { results, bytes }; // no folder yet: nothing stored
+    }
+    for (const name of names) {
+      const file = path.join(this.dir, name);
+      try {
+        const st = await fs.stat(file);
+        // Leftover temporary files of a killed worker go too, once they are as old.
+        if (!st.isFile() || st.mtimeMs >= before.getTime()) continue;
+        await fs.unlink(file);
+        results += name.startsWith('.') ? 0 : 1;
+        bytes += st.size;
+      } catch {
+        // gone meanwhile (another pruner): nothing to do
+      }
+    }
+    return { results, bytes };
   }
 
   /** The file behind a reference, for a person who wants to read a stored result. */
@@ -73,6 +103,7 @@ export async function claimCheck(
   key: string,
   result: ToolResult,
   bounds: Bounds,
+  already?: { ref: string; content: Candidate['content']; isError: boolean },
 ): Promise<ToolResult> {
   if (resultFits(result, bounds.maxChars, bounds.maxBytes)) return result;
   if (!store) return fitResult(result, bounds);
@@ -81,7 +112,11 @@ export async function claimCheck(
   if (result.meta) full.meta = result.meta;
   let ref: string;
   try {
-    ref = await store.put(key, full);
+    // The body's result, stored already and unchanged since: written once, referred to twice.
+    ref =
+      already && already.isError === result.isError && sameContent(already.content, result.content)
+        ? already.ref
+        : await store.put(key, full);
   } catch (err) {
     return fitResult(result, {
       ...bounds,
@@ -91,7 +126,7 @@ export async function claimCheck(
   }
   return fitResult(result, {
     ...bounds,
-    meta: { storedResult: { ref, key, bytes: jsonBytes(full) } },
+    meta: { storedResult: { ref, key: ref === already?.ref ? `${key}#body` : key, bytes: jsonBytes(full) } },
     note: (shown, total) =>
       `[truncated: showing ${shown} of ${total} characters. The full result is stored aside as ${ref}; it is too large to show here, so work from this part or ask for a narrower result.]`,
   });
@@ -111,7 +146,7 @@ export async function stashCandidate(
   if (!store || jsonBytes(candidate as unknown as Json) <= maxBytes) return candidate;
   let ref: string;
   try {
-    ref = await store.put(`${key}#body`, candidate as unknown as Json);
+    ref = await store.put(`${key}#body`, storedForm(candidate));
   } catch {
     return candidate; // settle's claim check still bounds it; history takes the larger body result
   }
@@ -128,11 +163,22 @@ export async function stashCandidate(
   };
 }
 
+const readBack = new WeakSet<Candidate>();
+
+/** Whether unstashCandidate read this candidate back whole from the store (not a preview left over). */
+export function readFromStore(candidate: Candidate): boolean {
+  return readBack.has(candidate);
+}
+
 export async function unstashCandidate(store: ResultStore | undefined, candidate: Candidate): Promise<Candidate> {
   if (!candidate.stashed) return candidate;
   const { stashed, ...preview } = candidate;
   const full = store ? await store.get(stashed) : undefined;
-  if (full && typeof full === 'object' && !Array.isArray(full)) return full as unknown as Candidate;
+  if (full && typeof full === 'object' && !Array.isArray(full)) {
+    const loaded = fromStoredForm(full as JsonObject) as unknown as Candidate;
+    readBack.add(loaded);
+    return loaded;
+  }
   return {
     ...preview,
     content: [
@@ -143,4 +189,56 @@ export async function unstashCandidate(store: ResultStore | undefined, candidate
       },
     ],
   };
+}
+
+/**
+ * A candidate as the store keeps it: a value whose rendering is the content is stored without
+ * that rendering (a 20 MB text once, not twice); `fromStoredForm` renders it back.
+ */
+function storedForm(candidate: Candidate): Json {
+  const { stashed: _stashed, ...rest } = candidate;
+  if (rest.value !== undefined && sameContent(renderValue(rest.value), rest.content)) {
+    const { content: _content, ...withoutContent } = rest;
+    return { ...withoutContent, contentIsValue: true } as unknown as Json;
+  }
+  return rest as unknown as Json;
+}
+
+function fromStoredForm(stored: JsonObject): JsonObject {
+  if (stored.contentIsValue !== true) return stored;
+  const { contentIsValue: _flag, ...rest } = stored;
+  return { ...rest, content: renderValue(rest.value) as unknown as Json };
+}
+
+function sameContent(a: readonly ContentBlock[], b: readonly ContentBlock[]): boolean {
+  if (a.length !== b.length) return false;
+  return a.every((x, i) => {
+    const y = b[i];
+    if (x.type === 'text') return y.type === 'text' && x.text === y.text;
+    return y.type === 'image' && x.data === y.data && x.mimeType === y.mimeType;
+  });
+}
+
+/** A stored result as a reader gets it: what the model would have read in full. */
+export interface StoredResult {
+  content: ContentBlock[];
+  isError: boolean;
+  error?: { message: string; code?: string };
+  /** The tool's structured value, when the stored result is the body's own and it gave one. */
+  value?: Json;
+  meta?: JsonObject;
+}
+
+/** The stored record behind a reference as a StoredResult (both the settle's and the body's form). */
+export function storedResultOf(stored: Json): StoredResult {
+  if (!stored || typeof stored !== 'object' || Array.isArray(stored))
+    throw new Error('the stored record is not a result object; it was written by something other than Sluice');
+  const r = fromStoredForm(stored) as unknown as StoredResult & { concludesTurn?: true };
+  if (!Array.isArray(r.content) || typeof r.isError !== 'boolean')
+    throw new Error('the stored record has no content/isError; it was written by something other than Sluice');
+  const out: StoredResult = { content: r.content, isError: r.isError };
+  if (r.error) out.error = r.error;
+  if (r.value !== undefined) out.value = r.value;
+  if (r.meta) out.meta = r.meta;
+  return out;
 }

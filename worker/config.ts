@@ -231,6 +231,13 @@ export interface SluiceConfig {
   /** Where results over the bound are stored; default: files in `<state folder>/results/`. */
   resultStore?: ResultStore;
   /**
+   * How long stored results are kept: a duration (`'30d'`, `'12h'`, `'90m'`) or milliseconds;
+   * `false` keeps them forever. Each worker deletes older ones at start and every hour; `sluice
+   * results prune` does it by hand. Default 30 days. At least an hour: a batch waiting for a
+   * person still reads its body's stored result when it settles.
+   */
+  resultRetention?: string | number | false;
+  /**
    * Models sessions may name (agent/models.ts): adapters, or AI SDK language models. A session may
    * also name `openai:<model>`, `openai-responses:<model>`, `anthropic:<model>` or `script:<file>`.
    */
@@ -238,6 +245,7 @@ export interface SluiceConfig {
 }
 
 export function defineConfig(config: SluiceConfig): SluiceConfig {
+  if (config.resultRetention !== undefined && config.resultRetention !== false) parseRetention(config.resultRetention);
   const names = new Map<string, string>();
   for (const tool of config.tools) {
     if (typeof tool?.execute !== 'function') throw new Error(`tool ${tool?.name} needs an execute(args, ctx) function`);
@@ -251,6 +259,26 @@ export function defineConfig(config: SluiceConfig): SluiceConfig {
     }
   }
   return config;
+}
+
+const UNITS: Record<string, number> = { m: 60_000, h: 3_600_000, d: 86_400_000 };
+/** The shortest retention: a batch may wait this long between storing a body's result and settling. */
+export const MIN_RESULT_RETENTION_MS = 3_600_000;
+export const DEFAULT_RESULT_RETENTION_MS = 30 * 86_400_000;
+
+/** A retention setting in milliseconds; throws what to write instead for one Sluice cannot use. */
+export function parseRetention(setting: string | number): number {
+  const ms =
+    typeof setting === 'number'
+      ? setting
+      : /^\s*(\d+)\s*([mhd])\s*$/i.test(setting)
+        ? Number(/^\s*(\d+)/.exec(setting)![1]) * UNITS[/([mhd])\s*$/i.exec(setting)![1].toLowerCase()]
+        : Number.NaN;
+  if (!Number.isFinite(ms) || ms < MIN_RESULT_RETENTION_MS)
+    throw new Error(
+      `result retention ${JSON.stringify(setting)} is not usable: give a duration of at least an hour such as '30d', '12h' or '90m' (or milliseconds), or false to keep stored results forever`,
+    );
+  return ms;
 }
 
 /** What a model needs to know about one tool. */

@@ -15,7 +15,9 @@ export { loadConfig, DEFAULT_CONFIG_FILE, type ConfigExport } from './load-confi
 export { connect, type ConnectOptions, type Connected } from '../client/connection';
 export { ensureSearchAttributes } from '../client/setup';
 export { JsonlSessionLog, readSessionLog, sessionLogPath, type EventSink } from './sink';
-export { FileResultStore, type ResultStore } from './claim-check';
+export { FileResultStore, storedResultOf, type ResultStore, type StoredResult } from './claim-check';
+export { pruneStoredResults, readStoredResult, type StoredResultsOptions } from './stored-results';
+export { DEFAULT_RESULT_RETENTION_MS, parseRetention } from './config';
 export { PostgresStores, PostgresEventSink, PostgresResultStore, MIGRATIONS, SCHEMA_VERSION } from './postgres';
 export { openStores, fileStores, postgresStores, databaseUrlFromEnv, type SluiceStores } from './stores';
 export {

@@ -390,6 +390,20 @@ export class PostgresResultStore implements ResultStore {
     return r.rows.length ? JSON.parse(r.rows[0].value) : undefined;
   }
 
+  /** Deletes the results stored before `before` (retention). */
+  async prune(before: Date): Promise<{ results: number; bytes: number }> {
+    const r = await withRetry(
+      () =>
+        this.pool.query(
+          `WITH gone AS (DELETE FROM sluice_results WHERE stored_at < $1 RETURNING bytes)
+           SELECT count(*) AS n, coalesce(sum(bytes), 0) AS b FROM gone`,
+          [before],
+        ),
+      20_000,
+    );
+    return { results: Number(r.rows[0].n), bytes: Number(r.rows[0].b) };
+  }
+
   /** How many results are stored, and their bytes (for the stored-results metric). */
   async count(): Promise<{ results: number; bytes: number }> {
     const r = await this.pool.query('SELECT count(*) AS n, coalesce(sum(bytes), 0) AS b FROM sluice_results');

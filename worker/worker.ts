@@ -20,7 +20,7 @@ import { createSessionActivities } from '../activities/session';
 import { createIdentityActivities } from '../activities/identity';
 import { createStageActivities } from '../activities/stages';
 import { DEFAULT_TASK_QUEUE } from '../workflows/definitions';
-import { defineConfig, type SluiceConfig } from './config';
+import { DEFAULT_RESULT_RETENTION_MS, defineConfig, parseRetention, type SluiceConfig } from './config';
 import { withHeartbeats } from './liveness';
 import { openStores, type SluiceStores } from './stores';
 import type { SluiceTelemetry } from './telemetry';
@@ -110,6 +110,26 @@ export class SluicePlugin implements WorkerPlugin {
       activities: { ...mine, ...sluice },
       sinks: { ...(options.sinks ?? {}), ...sinks },
     };
+  }
+
+  /** Stored results past the retention (config.resultRetention) go at start and every hour the worker runs. */
+  async runWorker(worker: Worker, next: (w: Worker) => Promise<void>): Promise<void> {
+    const store = this.config.resultStore ?? this.stores.results;
+    const setting = this.config.resultRetention;
+    if (setting === false || !store.prune) return next(worker);
+    const retention = setting === undefined ? DEFAULT_RESULT_RETENTION_MS : parseRetention(setting);
+    const prune = () =>
+      store.prune!(new Date(Date.now() - retention)).catch((err: Error) =>
+        console.warn(`sluice: stored results older than the retention could not be deleted: ${err.message}`),
+      );
+    void prune();
+    const timer = setInterval(prune, Math.min(retention, 3_600_000));
+    timer.unref();
+    try {
+      return await next(worker);
+    } finally {
+      clearInterval(timer);
+    }
   }
 
   configureReplayWorker(options: ReplayWorkerOptions): ReplayWorkerOptions {
