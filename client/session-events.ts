@@ -2,7 +2,11 @@
 // or the PostgreSQL store), followed as it grows. The log is the live view; what is durable is the workflow histories and
 // the stored transcript (docs/sessions.md says which is which).
 import type { SessionEvent } from '../pipeline/types';
-import { readSessionLog } from '../worker/sink';
+import type * as Sink from '../worker/sink';
+
+/** The file reader loads only when a state folder is given: sluice/client loads no file-system code otherwise. */
+const readSessionLog: typeof Sink.readSessionLog = (stateDir, sessionId) =>
+  (require('../worker/sink') as typeof Sink).readSessionLog(stateDir, sessionId);
 
 /** Where a session's events are read: a state folder, or a store (worker/stores.ts: files or PostgreSQL). */
 export type SessionEventSource = string | { events(sessionId: string, afterSeq?: number): Promise<SessionEvent[]> };
