@@ -6,6 +6,7 @@ import * as path from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { freePort, startDevServer, type DevServer } from '../worker/dev-server';
 import { WORKFLOWS_PATH } from '../worker/worker';
+import { provisionSystemPackages } from './system-packages';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -21,6 +22,8 @@ let server: DevServer | undefined;
 export async function setup(project: TestProject) {
   const runDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-test-'));
   const started = Date.now();
+  // A fresh machine needs nothing run before `npm test`: what is missing is installed or named.
+  provisionSystemPackages((l) => console.log(l));
   server = await startDevServer({
     stateDir: path.resolve('.sluice'),
     port: await freePort(),

@@ -1,0 +1,58 @@
+// What the test run needs from the system besides npm: Chromium (the inbox browser tests; Playwright's
+// own download is not used), bubblewrap (the bash sandbox's tests) and PostgreSQL (the shared stores).
+// On a fresh machine the test setup installs the missing ones with apt-get when it runs as root;
+// otherwise it says in one line which command installs them.
+import { execFileSync, spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
+interface Need {
+  pkg: string;
+  present(): boolean;
+}
+
+const onPath = (cmd: string) => spawnSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' }).status === 0;
+
+const NEEDS: Need[] = [
+  {
+    pkg: 'chromium',
+    present: () => !!process.env.CHROMIUM_PATH || onPath('chromium') || onPath('chromium-browser'),
+  },
+  { pkg: 'bubblewrap', present: () => onPath('bwrap') },
+  {
+    pkg: 'postgresql',
+    present: () => {
+      const root = '/usr/lib/postgresql';
+      return (
+        fs.existsSync(root) && fs.readdirSync(root).some((v) => fs.existsSync(path.join(root, v, 'bin', 'initdb')))
+      );
+    },
+  },
+];
+
+/** Installs what is missing when it can (root with apt-get); returns what is still missing. */
+export function provisionSystemPackages(log: (line: string) => void): string[] {
+  const missing = NEEDS.filter((n) => !n.present()).map((n) => n.pkg);
+  if (!missing.length) return [];
+  const root = process.getuid?.() === 0;
+  if (root && onPath('apt-get')) {
+    log(`test setup: installing ${missing.join(', ')} with apt-get (first run on this machine) ...`);
+    const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+    try {
+      execFileSync('apt-get', ['update', '-qq'], { env, stdio: 'ignore' });
+      execFileSync('apt-get', ['install', '-y', '-qq', ...missing], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+    } catch (err) {
+      const stderr = String((err as { stderr?: Buffer }).stderr ?? '').trim();
+      log(
+        `test setup: apt-get could not install ${missing.join(' ')}: ${stderr.split('\n').pop() || (err as Error).message}`,
+      );
+    }
+    const still = NEEDS.filter((n) => missing.includes(n.pkg) && !n.present()).map((n) => n.pkg);
+    if (!still.length) return [];
+    missing.splice(0, missing.length, ...still);
+  }
+  log(
+    `test setup: ${missing.join(', ')} missing; the tests that need ${missing.length > 1 ? 'them' : 'it'} will fail. Install with: ${root ? '' : 'sudo '}apt-get install -y ${missing.join(' ')}`,
+  );
+  return missing;
+}
