@@ -114,7 +114,7 @@ export function parseArgs(
 }
 
 /** What the workflow needs to know of a tool for these arguments; a throwing predicate fails closed. */
-export function profileOf(tool: ToolDefinition, args: unknown, requireIdentity = false): ToolProfile {
+export function profileOf(tool: ToolDefinition, args: unknown, requireIdentity = false, notify = false): ToolProfile {
   let concurrencySafe = false;
   try {
     concurrencySafe = tool.isConcurrencySafe?.(args) === true;
@@ -140,6 +140,8 @@ export function profileOf(tool: ToolDefinition, args: unknown, requireIdentity =
     ...(tool.approvalTimeoutMs !== undefined ? { approvalTimeoutMs: tool.approvalTimeoutMs } : {}),
     ...(requireIdentity || tool.approverGroups?.length ? { identityRequired: true } : {}),
     ...(tool.approverGroups?.length ? { approverGroups: [...tool.approverGroups] } : {}),
+    ...(tool.approvalLifecycle ? { lifecycle: { ...tool.approvalLifecycle } } : {}),
+    ...(notify ? { notify: true } : {}),
     finalizes: !!(tool.finalizeContent || tool.presentResult),
     ...(tool.atMostOnce === true ? { atMostOnce: true as const } : {}),
     ...(tool.localBody === true ? { localBody: true as const } : {}),

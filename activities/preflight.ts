@@ -49,7 +49,12 @@ export function preflightStages(kit: StageKit) {
     const parsed = parseArgs(tool, ref);
     const card = presentCallCard(tool, ref, parsed.ok ? parsed.args : ref.args);
     if (!parsed.ok) return { callId: ref.callId, gate: parsed.gate, card, contexts: [], events: [] };
-    const profile = profileOf(tool, parsed.args, config.approvers?.require === true);
+    const profile = profileOf(
+      tool,
+      parsed.args,
+      config.approvers?.require === true,
+      (config.notifiers?.length ?? 0) > 0,
+    );
     const settled = (gate: Gate): PreflightResult => ({
       callId: ref.callId,
       gate,

@@ -68,6 +68,8 @@ export interface CallAudit {
     grant?: { id: string; toolName: string; pins: ArgumentPin[]; text: string };
     /** The earlier session grant that allowed the call (then there was no ask). */
     grantId?: string;
+    /** Lifecycle: escalations, reminders and reassignments, in order. */
+    lifecycle?: { type: 'escalated' | 'reminded' | 'reassigned'; at: string; text: string }[];
   };
   guards?: StageRun & { gate?: string; message?: string; code?: string };
   body?: StageRun & { candidate?: { isError: boolean; text: string } };
@@ -416,6 +418,22 @@ function applyEvents(audit: BatchAudit, events: SessionEvent[], call: (id: strin
           : {}),
         ...(d.grantId ? { grantId: d.grantId } : {}),
       };
+    } else if (
+      isEvent(e, 'approval/escalated') ||
+      isEvent(e, 'approval/reminded') ||
+      isEvent(e, 'approval/reassigned')
+    ) {
+      const d = e.data as Record<string, string | number | undefined>;
+      const c = call(String(d.callId));
+      if (!c.approval) continue;
+      const type = e.type.slice('approval/'.length) as 'escalated' | 'reminded' | 'reassigned';
+      const text =
+        type === 'reminded'
+          ? `reminder sent${d.assignee ? ` to ${d.assignee}` : ''} (deny timeout ${d.expiresAt})`
+          : type === 'escalated'
+            ? `escalated${d.from ? ` from ${d.from}` : ''} to ${d.to} after ${Math.round(Number(d.afterMs) / 1000)}s`
+            : `reassigned${d.from ? ` from ${d.from}` : ''} to ${d.to}${d.by ? ` by ${d.by}` : ''}${d.reason ? ` — ${d.reason}` : ''}`;
+      c.approval.lifecycle = [...(c.approval.lifecycle ?? []), { type, at: e.time, text }];
     } else if (isEvent(e, 'approval/grant-used')) {
       const d = e.data;
       call(d.callId).approval = {

@@ -116,6 +116,7 @@ function renderBatchAudit(b: BatchAudit): string {
           `asked ${clock(a.askedAt)}${a.reason ? ` — ${a.reason}` : ''} (id ${a.id}${a.expiresAt ? `, deny timeout ${clock(a.expiresAt)}` : ''})`,
         ),
       );
+      for (const l of a.lifecycle ?? []) lines.push(row('', `${l.text} at ${clock(l.at)}`));
       if (a.outcome) {
         const who = a.expired
           ? 'expired: nobody decided before the deny timeout'

@@ -69,6 +69,12 @@ export type EventPayloads = {
     verified?: VerifiedApprover;
     latencyMs: number;
   };
+  /** Lifecycle: nobody decided within escalateAfterMs, so the ask went to another group. */
+  'approval/escalated': { id: string; callId: string; from?: string; to: string; afterMs: number };
+  /** Lifecycle: the reminder before the deny timeout. */
+  'approval/reminded': { id: string; callId: string; expiresAt: string; assignee?: string };
+  /** A person handed the ask to someone else. */
+  'approval/reassigned': { id: string; callId: string; from?: string; to: string; by?: string; reason?: string };
   /** A call that a session grant allowed: it was not asked. */
   'approval/grant-used': {
     grantId: string;

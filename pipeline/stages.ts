@@ -1,5 +1,6 @@
 // The contracts between the batch workflow and the stage activities. Everything here crosses
 // Temporal's wire, so it is plain JSON.
+import type { ApprovalLifecycle } from './lifecycle';
 import { renderValue } from './normalize';
 import type {
   ApprovalPolicy,
@@ -56,6 +57,9 @@ export interface ToolProfile {
   /** A decision must carry a verified identity (in one of `approverGroups`, when given). */
   identityRequired?: boolean;
   approverGroups?: string[];
+  lifecycle?: ApprovalLifecycle;
+  /** The worker has notifiers: asks are announced through them. */
+  notify?: boolean;
   /** The tool has a finalizeContent or a presentResult: code that only the worker can run at settle. */
   finalizes: boolean;
   /** The body must not run twice: never retried; a lost attempt ends OUTCOME_UNKNOWN. */

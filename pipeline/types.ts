@@ -1,6 +1,7 @@
 // The vocabulary of Sluice, shared by workflow code and worker code. Pure types only.
 import type { ArgumentPin, SessionGrant } from './grants';
 import type { VerifiedApprover } from './identity';
+import type { ApprovalLifecycle } from './lifecycle';
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 export type JsonObject = { [key: string]: Json };
@@ -115,6 +116,8 @@ export interface BatchOptions {
   approvalTimeoutMs?: number;
   /** Whether any approval channel (signal, update, terminal, page) listens. Default true. */
   approvalChannel?: boolean;
+  /** Assignee, reminder and escalation for this batch's asks (a tool's own settings win). */
+  approvalLifecycle?: ApprovalLifecycle;
 }
 
 export interface BatchInput {
@@ -193,6 +196,8 @@ export interface PendingApproval {
   /** Only a verified approver (a signed identity) may decide; in one of `approverGroups` when set. */
   identityRequired?: true;
   approverGroups?: string[];
+  /** Who the ask is assigned to now (lifecycle: first assignee, escalation, reassignment). */
+  assignee?: string;
   /**
    * `reconcile`: not an approval but an unknown outcome to reconcile (`sluice reconcile`): the
    * body may or may not have run; `reason` says what was lost. It does not expire.

@@ -1,4 +1,5 @@
 // The public surface a user writes against in `sluice.config.ts`: tools and extension points.
+import type { ApprovalLifecycle } from '../pipeline/lifecycle';
 import type { StandardSchemaV1 } from '@standard-schema/spec';
 import type { ModelEntry } from '../agent/models';
 import type { ResultStore } from './claim-check';
@@ -134,7 +135,14 @@ export interface ToolDefinition<Args = any> {
    * see `approvers` in the config); any other decision is refused and recorded.
    */
   approverGroups?: string[];
+  /** Assignee, reminder and escalation of this tool's asks (docs/approvals.md, "Lifecycle"). */
+  approvalLifecycle?: ApprovalLifecycle;
 }
+
+/** Where approval notices go: a signed JSON webhook, or a chat incoming webhook ({"text"}). */
+export type NotifierSettings =
+  | { kind: 'webhook'; url: string /** HMAC-SHA256 key for X-Sluice-Signature. */; secret?: string; name?: string }
+  | { kind: 'chat'; url: string; name?: string };
 
 /**
  * How workers verify approvers' signed identities (docs/approvals.md, "Verified approvers"). A
@@ -206,6 +214,8 @@ export const toolOutput = (fields: ToolOutput['fields']) => new ToolOutput(field
 
 export interface SluiceConfig {
   tools: ToolDefinition[];
+  /** Approval notices (asked, reminder, escalated, reassigned), sent by an activity. */
+  notifiers?: NotifierSettings[];
   /** Verified approvers: how a worker checks a decision's signed identity. */
   approvers?: ApproverSettings;
   preExecute?: Named<PreExecuteHandler>[];

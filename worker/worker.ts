@@ -18,6 +18,7 @@ import { createAttachActivities } from '../activities/attach-batch';
 import { createModelActivities } from '../activities/model-step';
 import { createSessionActivities } from '../activities/session';
 import { createIdentityActivities } from '../activities/identity';
+import { createNotifyActivities } from '../activities/notify';
 import { createStageActivities } from '../activities/stages';
 import { DEFAULT_TASK_QUEUE } from '../workflows/definitions';
 import { DEFAULT_RESULT_RETENTION_MS, defineConfig, parseRetention, type SluiceConfig } from './config';
@@ -90,6 +91,7 @@ export class SluicePlugin implements WorkerPlugin {
       ...(t ? t.wrapActivities(stages) : stages),
       ...createSessionActivities(sink),
       ...createIdentityActivities(this.config.approvers),
+      ...createNotifyActivities(this.config.notifiers),
       ...createAttachActivities(),
     };
     const mine = (options.activities ?? {}) as Record<string, unknown>;

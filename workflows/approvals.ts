@@ -26,6 +26,7 @@ import type {
 } from '../pipeline/types';
 import { cleanPins, grantCovers, pinsProblem, type SessionGrant } from '../pipeline/grants';
 import type { IdentityActivities, VerifiedApprover } from '../pipeline/identity';
+import type { ApprovalLifecycle, NoticeKind, NotifyActivities } from '../pipeline/lifecycle';
 import type { CallRef } from '../pipeline/stages';
 import {
   APPROVALS_MEMO,
@@ -34,6 +35,7 @@ import {
   decideSignal,
   decideUpdate,
   PENDING_APPROVALS,
+  reassignSignal,
 } from './definitions';
 import type { EventLog } from './event-log';
 
@@ -49,11 +51,17 @@ const MALFORMED =
 
 interface Entry {
   pending: PendingApproval;
+  notify?: boolean;
   decision?: ApprovalDecision & { grantId?: string; verified?: VerifiedApprover };
 }
 
 // Opens and checks a signed identity on a worker: only decisions that carry one (or asks that
 // need one) schedule it, so histories without them replay unchanged.
+const notifier = proxyActivities<NotifyActivities>({
+  startToCloseTimeout: '30s',
+  retry: { maximumAttempts: 5, initialInterval: '1s', maximumInterval: '30s' },
+});
+
 const identity = proxyActivities<IdentityActivities>({
   startToCloseTimeout: '30s',
   retry: { maximumAttempts: 3, initialInterval: '1s' },
@@ -138,6 +146,46 @@ export class Approvals {
         },
       },
     );
+    setHandler(reassignSignal, (r) => {
+      const entry = r && typeof r.approvalId === 'string' ? this.open.get(r.approvalId) : undefined;
+      if (!entry || entry.decision || typeof r.to !== 'string' || !r.to.trim()) {
+        log.warn('reassign signal ignored: no such pending approval, or no "to"', {});
+        return;
+      }
+      const from = entry.pending.assignee;
+      entry.pending.assignee = r.to.trim().slice(0, 200);
+      this.events.record('approval/reassigned', {
+        id: entry.pending.approvalId,
+        callId: entry.pending.callId,
+        ...(from ? { from } : {}),
+        to: entry.pending.assignee,
+        ...(typeof r.by === 'string' && r.by ? { by: r.by.slice(0, 200) } : {}),
+        ...(typeof r.reason === 'string' && r.reason ? { reason: r.reason.slice(0, 2000) } : {}),
+      });
+      this.publish();
+      if (entry.notify) this.notify(entry.pending, 'reassigned', from, typeof r.by === 'string' ? r.by : undefined);
+    });
+  }
+
+  /** Sends a notice through the worker's notifiers; a failure is the activity's to retry, never the ask's. */
+  private notify(p: PendingApproval, kind: NoticeKind, from?: string, by?: string): void {
+    void notifier
+      .notifyApprovers({
+        kind,
+        approvalId: p.approvalId,
+        workflowId: p.workflowId,
+        sessionId: p.sessionId,
+        callId: p.callId,
+        toolName: p.toolName,
+        title: p.card.title,
+        argsDigest: p.argsDigest,
+        expiresAt: p.expiresAt,
+        ...(p.assignee ? { assignee: p.assignee } : {}),
+        ...(from ? { from } : {}),
+        ...(by ? { by } : {}),
+        at: new Date().toISOString(),
+      })
+      .catch((err) => log.warn('approval notice not delivered', { kind, err: String(err) }));
   }
 
   /** A decision with a signed identity, or for an ask that only a verified approver may decide. */
@@ -300,6 +348,8 @@ export class Approvals {
       abandoned?: () => string | undefined;
       identityRequired?: boolean;
       approverGroups?: string[];
+      lifecycle?: ApprovalLifecycle;
+      notify?: boolean;
     },
   ): Promise<DecidedApproval> {
     const approvalId = uuid4();
@@ -322,6 +372,7 @@ export class Approvals {
       ...(ref.parentCallId ? { parentCallId: ref.parentCallId } : {}),
       ...(opts.identityRequired ? { identityRequired: true as const } : {}),
       ...(opts.approverGroups?.length ? { approverGroups: opts.approverGroups } : {}),
+      ...(opts.lifecycle?.assignee ? { assignee: opts.lifecycle.assignee } : {}),
     };
     this.events.record('approval/asked', {
       id: approvalId,
@@ -352,13 +403,50 @@ export class Approvals {
         reason: opts.reason ?? 'approval required, and no approval channel is configured',
       };
     } else {
-      const entry: Entry = { pending };
+      const entry: Entry = { pending, ...(opts.notify ? { notify: true } : {}) };
       this.open.set(approvalId, entry);
       this.publish();
-      await condition(
-        () => entry.decision !== undefined || this.isCancelled() || opts.abandoned?.() !== undefined,
-        opts.timeoutMs,
-      );
+      const settled = () => entry.decision !== undefined || this.isCancelled() || opts.abandoned?.() !== undefined;
+      const lc = opts.lifecycle;
+      if (!opts.notify && !lc?.escalateAfterMs && !lc?.remindBeforeMs) {
+        await condition(settled, opts.timeoutMs);
+      } else {
+        // Lifecycle: notices and timers only for asks that have them, so other histories replay unchanged.
+        if (opts.notify) this.notify(pending, 'asked');
+        const steps: { at: number; kind: 'escalate' | 'remind' }[] = [];
+        if (lc?.escalateAfterMs && lc.escalateTo && lc.escalateAfterMs < opts.timeoutMs)
+          steps.push({ at: askedAt.getTime() + lc.escalateAfterMs, kind: 'escalate' });
+        if (lc?.remindBeforeMs && lc.remindBeforeMs < opts.timeoutMs)
+          steps.push({ at: expiresAt.getTime() - lc.remindBeforeMs, kind: 'remind' });
+        steps.sort((a, b) => a.at - b.at);
+        let over = false;
+        for (const step of steps) {
+          over = await condition(settled, Math.max(1, step.at - Date.now()));
+          if (over) break;
+          if (step.kind === 'escalate') {
+            const from = pending.assignee;
+            pending.assignee = lc!.escalateTo!;
+            this.events.record('approval/escalated', {
+              id: approvalId,
+              callId: ref.callId,
+              ...(from ? { from } : {}),
+              to: pending.assignee,
+              afterMs: lc!.escalateAfterMs!,
+            });
+            this.publish();
+            if (opts.notify) this.notify(pending, 'escalated', from);
+          } else {
+            this.events.record('approval/reminded', {
+              id: approvalId,
+              callId: ref.callId,
+              expiresAt: pending.expiresAt,
+              ...(pending.assignee ? { assignee: pending.assignee } : {}),
+            });
+            if (opts.notify) this.notify(pending, 'reminder');
+          }
+        }
+        if (!over) await condition(settled, Math.max(1, expiresAt.getTime() - Date.now()));
+      }
       const d = entry.decision;
       const abandoned = opts.abandoned?.();
       if (d) {

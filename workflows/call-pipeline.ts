@@ -297,6 +297,10 @@ export class CallPipeline {
       channel: this.input.options?.approvalChannel !== false,
       ...(profile?.identityRequired ? { identityRequired: true } : {}),
       ...(profile?.approverGroups?.length ? { approverGroups: profile.approverGroups } : {}),
+      ...((profile?.lifecycle ?? this.input.options?.approvalLifecycle)
+        ? { lifecycle: profile?.lifecycle ?? this.input.options!.approvalLifecycle! }
+        : {}),
+      ...(profile?.notify ? { notify: true } : {}),
     };
   }
 

@@ -11,6 +11,9 @@ export const DEFAULT_TASK_QUEUE = 'sluice';
 
 /** Fire-and-forget decision: for integrations that must not depend on a worker being up. */
 export const decideSignal = defineSignal<[ApprovalDecision]>('sluice.decide');
+/** Hands a pending ask to someone else; recorded as approval/reassigned and announced. */
+export const reassignSignal =
+  defineSignal<[{ approvalId: string; to: string; by?: string; reason?: string }]>('sluice.reassign');
 /**
  * Confirmed decision, bound to the argsDigest the person was shown. A decision that cannot be
  * taken fails the update with a `SluiceDecisionRefused` failure (details: a DecisionRefusal);

@@ -1,0 +1,126 @@
+// Lifecycle of an ask: assignee, escalation after a delay, a reminder before the deny timeout,
+// reassignment; each recorded and in the audit; notices delivered by the notifier activity to a
+// local HTTP receiver (webhook signed with HMAC-SHA256, chat payload); expiry still denies.
+import { createHmac } from 'node:crypto';
+import * as http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { z } from 'zod';
+import { main } from '../client/cli';
+import { reassignSignal } from '../workflows/definitions';
+import type { PendingApproval } from '../pipeline/types';
+import { defineConfig, defineTool } from '../worker/config';
+import { batch, startHarness, text, type Harness } from './harness';
+
+const SECRET = 'webhook-secret-for-the-test';
+let h: Harness;
+let server: http.Server;
+const received: { path: string; headers: http.IncomingHttpHeaders; body: string }[] = [];
+let failFirst = true;
+
+beforeAll(async () => {
+  server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', () => {
+      // The first delivery fails: the notifier activity retries it.
+      if (failFirst) {
+        failFirst = false;
+        res.writeHead(503).end();
+        return;
+      }
+      received.push({ path: req.url ?? '', headers: req.headers, body });
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  h = await startHarness(
+    'lifecycle',
+    defineConfig({
+      tools: [
+        defineTool({
+          name: 'deploy',
+          description: 'deploys',
+          input: z.object({ env: z.string() }),
+          approval: 'ask',
+          approvalTimeoutMs: 8_000,
+          approvalLifecycle: { assignee: 'ops', escalateAfterMs: 1_500, escalateTo: 'leads', remindBeforeMs: 3_000 },
+          execute: ({ env }) => `deployed ${env}`,
+        }),
+      ],
+      notifiers: [
+        { kind: 'webhook', url: `${base}/hook`, secret: SECRET },
+        { kind: 'chat', url: `${base}/chat` },
+      ],
+    }),
+  );
+});
+afterAll(async () => {
+  await h?.close();
+  server?.close();
+});
+
+async function pending(workflowId: string, pred: (p: PendingApproval) => boolean): Promise<PendingApproval> {
+  for (;;) {
+    const p = (await h.client.readApprovals(workflowId)).pending.find(pred);
+    if (p) return p;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe('approval lifecycle', () => {
+  it('assigns, escalates, reminds and is reassigned, each recorded and notified; expiry still denies', async () => {
+    const handle = await h.client.startBatch(batch([{ id: 'd', name: 'deploy', args: { env: 'prod' } }]));
+    const first = await pending(handle.workflowId, () => true);
+    expect(first.assignee).toBe('ops');
+    // Escalated after 1.5 s: the memo (readable with no worker) shows the new assignee.
+    await pending(handle.workflowId, (p) => p.assignee === 'leads');
+    await h.client.temporal.workflow.getHandle(handle.workflowId).signal(reassignSignal, {
+      approvalId: first.approvalId,
+      to: 'dana',
+      by: 'lead-on-call',
+      reason: 'she owns prod',
+    });
+    await pending(handle.workflowId, (p) => p.assignee === 'dana');
+
+    const out = await handle.result();
+    expect(out.results[0].result.isError).toBe(true);
+    expect(text(out.results[0].result)).toContain('deny timeout');
+    const types = out.events.map((e) => e.type).filter((t) => t.startsWith('approval/'));
+    expect(types).toEqual([
+      'approval/asked',
+      'approval/escalated',
+      'approval/reassigned',
+      'approval/reminded',
+      'approval/decided',
+    ]);
+    expect(out.events.find((e) => e.type === 'approval/escalated')?.data).toMatchObject({ from: 'ops', to: 'leads' });
+    expect(out.events.find((e) => e.type === 'approval/reminded')?.data).toMatchObject({ assignee: 'dana' });
+    expect(out.events.find((e) => e.type === 'approval/decided')?.data).toMatchObject({ expired: true });
+
+    // Every notice reached the receiver (the first after a retry); webhook bodies are signed.
+    await expect
+      .poll(() => received.filter((r) => r.path === '/hook').map((r) => JSON.parse(r.body).kind), { timeout: 30_000 })
+      .toEqual(['asked', 'escalated', 'reassigned', 'reminder']);
+    for (const r of received.filter((x) => x.path === '/hook')) {
+      const expected = `sha256=${createHmac('sha256', SECRET).update(r.body).digest('hex')}`;
+      expect(r.headers['x-sluice-signature']).toBe(expected);
+      expect(JSON.parse(r.body)).toMatchObject({ approvalId: first.approvalId, toolName: 'deploy' });
+    }
+    const chat = received.filter((r) => r.path === '/chat').map((r) => JSON.parse(r.body).text as string);
+    expect(chat.length).toBe(4);
+    expect(chat.find((t) => t.includes('escalated'))).toContain('from ops to leads');
+    expect(chat[0]).toContain(`npx sluice approve ${first.approvalId}`);
+
+    // The audit tells the story.
+    const lines: string[] = [];
+    expect(await main(['audit', handle.workflowId, '--address', inject('temporalAddress')], (s) => lines.push(s))).toBe(
+      0,
+    );
+    const audit = lines.join('\n');
+    expect(audit).toContain('escalated from ops to leads after 2s');
+    expect(audit).toContain('reassigned from leads to dana by lead-on-call — she owns prod');
+    expect(audit).toContain('reminder sent to dana');
+  });
+});
