@@ -6,7 +6,8 @@ import { parseArgs } from 'node:util';
 import type { ArgumentPin } from '../pipeline/grants';
 import { WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import { isEvent } from '../pipeline/events';
-import type { BatchOutput, SessionEvent } from '../pipeline/types';
+import { canonicalJson } from '../pipeline/json';
+import type { BatchOutput, Json, SessionEvent } from '../pipeline/types';
 import { runDev } from '../scripts/dev';
 import { parseRetention, toolManifest } from '../worker/config';
 import { storedResultOf } from '../worker/claim-check';
@@ -536,7 +537,7 @@ async function checkSessionLogs(stores: SluiceStores, audit: SessionAudit): Prom
   const out: SessionLogCheck[] = [];
   for (const sessionId of new Set(audit.batches.map((b) => b.sessionId))) {
     if (!(await stores.hasSession(sessionId))) continue;
-    const logged = new Map((await stores.events(sessionId)).map((e) => [e.seq, JSON.stringify(e)]));
+    const logged = new Map((await stores.events(sessionId)).map((e) => [e.seq, canonicalJson(e as unknown as Json)]));
     const recorded = audit.batches.filter((b) => b.sessionId === sessionId).flatMap((b) => b.events);
     const conflicts = await stores.conflicts(sessionId);
     out.push({
@@ -544,7 +545,9 @@ async function checkSessionLogs(stores: SluiceStores, audit: SessionAudit): Prom
       store: `${stores.kind}: ${stores.where}`,
       logged: logged.size,
       missing: recorded.filter((e) => !logged.has(e.seq)).map((e) => e.seq),
-      differing: recorded.filter((e) => logged.has(e.seq) && logged.get(e.seq) !== JSON.stringify(e)).map((e) => e.seq),
+      differing: recorded
+        .filter((e) => logged.has(e.seq) && logged.get(e.seq) !== canonicalJson(e as unknown as Json))
+        .map((e) => e.seq),
       conflicts: conflicts.count,
       conflictsWhere: conflicts.where,
     });

@@ -2,7 +2,7 @@
 // in its tool message; its `results` entry and its tool/result event refer to that message by call
 // id instead of carrying copies. `expandBatchOutput` gives readers the familiar shape back, with
 // the three places sharing one content object. Pure: the workflow, the client and the CLI use it.
-import type { BatchOutput, ContentBlock, Json, ModelMessage, SessionEvent, ToolResult } from './types';
+import type { BatchOutput, ContentBlock, Json, JsonObject, ModelMessage, SessionEvent, ToolResult } from './types';
 
 type ToolMessage = Extract<ModelMessage, { role: 'tool' }>;
 
@@ -63,17 +63,29 @@ export function expandBatchOutput(output: BatchOutputWire | BatchOutput): BatchO
     results: wire.results.map((r) => {
       if (r.result.content !== undefined) return r as BatchOutput['results'][number];
       const m = byCall.get(r.callId) ?? missing(r.callId);
+      // The key order the batch built (content first, value last), so the JSON reads as it did.
       return {
         ...r,
-        result: { ...r.result, content: m.content, ...(m.value !== undefined ? { value: m.value } : {}) },
+        result: { content: m.content, ...r.result, ...(m.value !== undefined ? { value: m.value } : {}) },
       };
     }),
     events: wire.events.map((e): SessionEvent => {
       if (e.type !== 'tool/result' || e.data.content !== undefined) return e;
       const m = byCall.get(String(e.data.callId)) ?? missing(String(e.data.callId));
-      return { ...e, data: { ...e.data, content: m.content as unknown as Json } };
+      return { ...e, data: withContentAfterName(e.data, m.content as unknown as Json) };
     }),
   };
+}
+
+/** A tool/result event's data with its content back where the batch recorded it: after `name`. */
+function withContentAfterName(data: JsonObject, content: Json): JsonObject {
+  if (!('name' in data)) return { ...data, content };
+  const out: JsonObject = {};
+  for (const [k, v] of Object.entries(data)) {
+    out[k] = v;
+    if (k === 'name') out.content = content;
+  }
+  return out;
 }
 
 function toolMessages(messages: ModelMessage[]): Map<string, ToolMessage> {

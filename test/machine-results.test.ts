@@ -133,6 +133,8 @@ describe('tool messages for machines', () => {
     expect(out.results[0].result.content).toBe(out.messages[0].content);
     const logged = (await readSessionLog(h.stateDir, req.sessionId)).find((e) => e.type === 'tool/result');
     expect(JSON.stringify(logged?.data.content)).toContain('UNIQUE-MARKER');
+    // Key for key as the sink logged it (the audit compares the log with the batch's events).
+    expect(JSON.stringify(event)).toBe(JSON.stringify(logged));
     // A string value is its own content: it is not carried twice.
     expect(tool(out.messages[0]).value).toBeUndefined();
   });
