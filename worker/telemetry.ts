@@ -8,6 +8,7 @@
 //
 // Metrics: prom-client counters and histograms, served with the Temporal runtime's own metrics
 // (Core's Prometheus endpoint, read and appended) on one port, path /metrics.
+import { Context } from '@temporalio/activity';
 import { context, ROOT_CONTEXT, type Span, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { Resource } from '@opentelemetry/resources';
@@ -134,6 +135,11 @@ export class SluiceTelemetry {
       }
       out[name] = async (...args: unknown[]) => {
         const ids = refIds(args[0]);
+        // A body's packed input leaves the workflow id out (pipeline/stages.ts): the activity knows it.
+        if (!('sluice.workflow_id' in ids)) {
+          const workflowId = activityWorkflowId();
+          if (workflowId) ids['sluice.workflow_id'] = workflowId;
+        }
         const started = process.hrtime.bigint();
         const span = this.tracer?.startSpan(`sluice.stage.${name}`, {
           attributes: { 'sluice.stage': name, ...ids },
@@ -310,6 +316,14 @@ function activeContext() {
 }
 
 /** Ids and the tool name from a stage activity's input (a CallRef, a list of them, or settle requests). */
+function activityWorkflowId(): string | undefined {
+  try {
+    return Context.current().info.workflowExecution?.workflowId;
+  } catch {
+    return undefined; // not inside an activity
+  }
+}
+
 function refIds(input: unknown): Record<string, string | number> {
   const first = Array.isArray(input) ? input[0] : input;
   const ref = (first as { ref?: unknown })?.ref ?? first;
