@@ -8,9 +8,11 @@
 //   what is asked   pending approvals, read from the running batch (memo or query)
 //   what is sent    user messages by signal (accepted with no worker up), decisions by update or,
 //                   with no worker, queued by signal
+import { NotFoundError } from './errors';
 import * as readline from 'node:readline';
 import type { Readable } from 'node:stream';
 import { type SessionRequest, sessionHandle, startSession, type SessionHandle } from './session';
+import { isEvent } from '../pipeline/events';
 import type { SessionView, TurnOutcome } from '../pipeline/session';
 import type { PendingApproval, SessionEvent, ToolResult } from '../pipeline/types';
 import { followSessionEvents, type SessionEventSource } from './session-events';
@@ -65,34 +67,33 @@ export class LineInput {
 
 /** One event as the chat shows it; undefined for events a person does not need to see. */
 export function renderChatEvent(e: SessionEvent, opts: { showUser?: boolean } = {}): string | undefined {
-  const d = e.data as Record<string, unknown>;
-  switch (e.type) {
-    case 'session/user':
-      return opts.showUser ? `you: ${terminalSafe(String(d.content ?? ''))}` : undefined;
-    case 'model/message': {
-      const text = String(d.text ?? '');
-      // continuation lines indented, so no line of the model's can pass for a card or a prompt
-      return text ? `model: ${terminalSafe(text).replace(/\n/g, '\n       ')}` : undefined;
-    }
-    case 'tool/result':
-      return `  ${renderResultCard(String(d.name), String(d.callId), d as unknown as ToolResult)}`;
-    case 'tool/rejected':
-      return `  ✗ ${terminalSafe(String(d.name))} (${terminalSafe(String(d.callId))}): ${terminalSafe(String(d.message))}`;
-    case 'user/message':
-      return `  + context (${terminalSafe(String(d.source ?? 'user'))}): ${terminalSafe(clip(String(d.content ?? ''), 300))}`;
-    case 'approval/decided':
-      return `  → ${d.outcome}${d.expired ? ' (no answer in time)' : d.by ? ` by ${terminalSafe(String(d.by))}` : ''}`;
-    case 'model/failed':
-      return `model call failed: ${terminalSafe(String(d.message ?? ''))}`;
-    case 'session/turn-ended':
-      return d.reason === 'done' || d.reason === 'concluded'
-        ? undefined
-        : `(turn ${d.turn} ended: ${d.reason}${d.error ? `: ${terminalSafe(String(d.error))}` : ''})`;
-    case 'session/ended':
-      return `(the session ended: ${d.reason})`;
-    default:
-      return undefined;
+  // Every field goes through String() and terminalSafe whatever its declared type: a log can hold anything.
+  if (isEvent(e, 'session/user'))
+    return opts.showUser ? `you: ${terminalSafe(String(e.data.content ?? ''))}` : undefined;
+  if (isEvent(e, 'model/message')) {
+    const text = String(e.data.text ?? '');
+    // continuation lines indented, so no line of the model's can pass for a card or a prompt
+    return text ? `model: ${terminalSafe(text).replace(/\n/g, '\n       ')}` : undefined;
   }
+  if (isEvent(e, 'tool/result'))
+    return `  ${renderResultCard(String(e.data.name), String(e.data.callId), e.data as unknown as ToolResult)}`;
+  if (isEvent(e, 'tool/rejected'))
+    return `  ✗ ${terminalSafe(String(e.data.name))} (${terminalSafe(String(e.data.callId))}): ${terminalSafe(String(e.data.message))}`;
+  if (isEvent(e, 'user/message'))
+    return `  + context (${terminalSafe(String(e.data.source ?? 'user'))}): ${terminalSafe(clip(String(e.data.content ?? ''), 300))}`;
+  if (isEvent(e, 'approval/decided')) {
+    const d = e.data;
+    return `  → ${terminalSafe(String(d.outcome))}${d.expired ? ' (no answer in time)' : d.by ? ` by ${terminalSafe(String(d.by))}` : ''}`;
+  }
+  if (isEvent(e, 'model/failed')) return `model call failed: ${terminalSafe(String(e.data.message ?? ''))}`;
+  if (isEvent(e, 'session/turn-ended')) {
+    const d = e.data;
+    return d.reason === 'done' || d.reason === 'concluded'
+      ? undefined
+      : `(turn ${terminalSafe(String(d.turn))} ended: ${terminalSafe(String(d.reason))}${d.error ? `: ${terminalSafe(String(d.error))}` : ''})`;
+  }
+  if (isEvent(e, 'session/ended')) return `(the session ended: ${terminalSafe(String(e.data.reason))})`;
+  return undefined;
 }
 
 export interface ChatOptions {
@@ -143,7 +144,7 @@ export async function runChat(o: ChatOptions): Promise<ChatResult> {
     session = sessionHandle(o.client, o.sessionId);
     const desc = await session.workflow.describe().catch(() => undefined);
     if (!desc)
-      throw new Error(
+      throw new NotFoundError(
         `there is no session ${o.sessionId} on this server; start one with \`npx sluice chat --script <file>\` or --model <provider:model>`,
       );
     if (desc.status.name !== 'RUNNING') {
@@ -187,7 +188,7 @@ export async function runChat(o: ChatOptions): Promise<ChatResult> {
       // What was typed before this terminal came is shown; what it sends, it has echoed itself.
       const line = renderChatEvent(e, { showUser: e.seq <= recapUpTo });
       if (line) o.out(line);
-      if (e.type === 'session/turn-ended') lastEnded = { turn: Number((e.data as { turn: number }).turn), seq: e.seq };
+      if (isEvent(e, 'session/turn-ended')) lastEnded = { turn: Number(e.data.turn), seq: e.seq };
       if (e.type === 'session/ended') sessionEnded = true;
     }
   })();

@@ -19,7 +19,7 @@ import { codecFromEnv, dataConverterFromEnv, decryptHistory } from '../worker/co
 import { DEFAULT_STATE_DIR, DEFAULT_TASK_QUEUE } from '../worker/worker';
 import { SluiceClient, SluiceError, type BatchRequest } from './client';
 import { connect } from './connection';
-import { BatchFailedError, NotFoundError, UsageError } from './errors';
+import { BatchFailedError, NotFoundError, ServerError, UsageError } from './errors';
 import { auditHistories, type SessionAudit } from './audit';
 import { LineInput, newChatSessionId, runChat, scriptMessages } from './chat';
 import { followSessionEvents } from './session-events';
@@ -626,7 +626,7 @@ async function setup(v: Values, out: (s: string) => void): Promise<number> {
             : `database ${redactUrl(url)}: schema up to date (version ${SCHEMA_VERSION})`,
         );
       } catch (err) {
-        throw new Error(`could not apply the schema to ${redactUrl(url)}: ${(err as Error).message}`);
+        throw new ServerError(`could not apply the schema to ${redactUrl(url)}: ${(err as Error).message}`);
       } finally {
         await pg.close();
       }

@@ -1,6 +1,7 @@
 // Worker Deployments (docs/upgrading.md): which version new batches start on, which versions still
 // run batches, and which version a batch is pinned to. The same operations as the Temporal CLI's
 // `temporal worker deployment ...`, for scripts and tests.
+import { ServerError } from './errors';
 import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 
@@ -42,7 +43,7 @@ export async function setCurrentVersion(
       return;
     } catch (err) {
       if (Date.now() > deadline)
-        throw new Error(
+        throw new ServerError(
           `cannot make ${buildId} the current version of deployment ${deploymentName}: ${(err as Error).message}. Is a worker of that version running (\`npx sluice worker --deployment ${deploymentName} --build-id ${buildId}\`)?`,
         );
       await new Promise((r) => setTimeout(r, 250));

@@ -49,6 +49,8 @@ export const FailureTypes = {
   MODEL_REFUSED: 'SluiceModelRefused',
   /** A reconcile decision the unknown outcome's workflow did not take (already reconciled, no evidence, ...). */
   RECONCILE_REFUSED: 'SluiceReconcileRefused',
+  /** A batch a workflow attached to (toolBatchChild) ended without an output: waiting again cannot change that. */
+  BATCH_FAILED: 'SluiceBatchFailed',
   /** Workflow code met a state it must never reach: a bug in Sluice, not in the input. */
   INTERNAL: 'SluiceInternalError',
 } as const;

@@ -1,9 +1,11 @@
-// The session events the batch workflow records, by type, with the payload each carries. One
-// map for the writer (workflows/event-log.ts) and every reader (client/audit.ts, the inbox, the
-// CLI), so a field renamed on one side fails to compile on the other. Extensions add their own
+// The session events the workflows record, by type, with the payload each carries. One map for
+// the writers (workflows/event-log.ts for a batch, workflows/session.ts for an agent session) and
+// every reader (client/audit.ts, the inbox, the CLI, sluice chat), so a field renamed on one side
+// fails to compile on the other. Extensions add their own
 // types through ctx.emit (hook/invoked, fs/observed, todo/write...): those stay untyped here.
 import type { SessionGrant } from './grants';
 import type { VerifiedApprover } from './identity';
+import type { ModelUsage, SessionEndReason, SessionUsage, TurnOutcome } from './session';
 import type { ApprovalOutcome, Card, ContentBlock, JsonObject, RefusalCode, SessionEvent } from './types';
 
 /** A call's model-facing outcome, as tool/result and tool/code-dispatch carry it. */
@@ -97,6 +99,29 @@ export type EventPayloads = {
   };
   /** A queued context, injected after the whole batch settled. */
   'user/message': { id: string; role: 'user'; content: string; source: string };
+
+  // An agent session's own events (workflows/session.ts), between its batches' events.
+  /** A person's message starts a turn. */
+  'session/user': { turn: number; messageId: string; content: string };
+  /** One model step's answer. */
+  'model/message': {
+    turn: number;
+    step: number;
+    text: string;
+    toolCalls: { id: string; name: string }[];
+    usage: ModelUsage;
+    finishReason: string;
+    /** The run's history so far, for anyone checking that a step's cost stays flat. */
+    historyEvents: number;
+    historyBytes: number;
+    run: number;
+  };
+  /** The model call failed for good. */
+  'model/failed': { turn: number; step: number; message: string };
+  /** A model's tool call refused before its batch (no id, or an id used twice): it did not run. */
+  'tool/rejected': { turn: number; step: number; callId: string; name: string; message: string };
+  'session/turn-ended': TurnOutcome;
+  'session/ended': { reason: SessionEndReason; turns: number; usage: SessionUsage };
 };
 
 export type EventType = keyof EventPayloads;

@@ -124,6 +124,30 @@ describe('agentSession', () => {
     await s.cancel();
   });
 
+  it('cancel during a model call, and a Temporal cancel during a batch, end the session with reason cancelled', async () => {
+    const a = await start();
+    const turn = a.send('slow-model:20000', { id: 'slow' });
+    // the model logs `<turn>/<step> start` as a slow call begins (only this test makes one here)
+    await until('the slow model call', () => lines('model.log').some((l) => l.endsWith(' start')));
+    await a.cancel();
+    expect(await turn).toMatchObject({ reason: 'cancelled' });
+    expect(await a.result()).toMatchObject({ endReason: 'cancelled', turns: 1, lastTurn: { reason: 'cancelled' } });
+    expect(shape(await a.transcript(store, await a.result()))).toEqual(['user:slow-model:20000']);
+
+    const b = await start();
+    const t2 = b.send('slow-tool:20000', { id: 'slow-tool' });
+    await until('the slow body', () => lines('started.log').some((l) => l.includes(b.sessionId)));
+    await b.workflow.cancel(); // the workflow cancelled from Temporal (UI, CLI): the same clean end
+    expect((await t2).reason).toBe('cancelled');
+    const out = await b.result();
+    expect(out.endReason).toBe('cancelled');
+    // the started call still has its one result; its body was stopped, not completed
+    expect(shape(await b.transcript(store, out)).slice(-1)[0]).toBe('tool:s:error');
+    expect(lines('bodies.log').filter((l) => l.includes(b.sessionId))).toHaveLength(0);
+    const events = await readSessionLog(h.stateDir, b.sessionId);
+    expect(events[events.length - 1]).toMatchObject({ type: 'session/ended', data: { reason: 'cancelled' } });
+  });
+
   it('a message sent by signal is answered in its turn; endWhenIdle completes the session', async () => {
     const s = await start({ endWhenIdle: true });
     await s.post('ping', { id: 'p1' });

@@ -42,6 +42,7 @@ import {
   type TurnOutcome,
 } from '../pipeline/session';
 import { FailureTypes } from '../pipeline/errors';
+import type { EventPayloads, EventType } from '../pipeline/events';
 import type { BatchOutputWire } from '../pipeline/output';
 import type { BatchInput, JsonObject, SessionEvent, ToolCall } from '../pipeline/types';
 import { APPROVALS_MEMO, BATCH_WORKFLOW, batchWorkflowId, EMPTY_APPROVALS_MEMO } from './definitions';
@@ -57,6 +58,7 @@ import {
 const { sessionEvents } = proxySinks<SessionEventSinks>();
 
 const TAIL = 20;
+const TEMPORAL_CANCEL_PATCH = 'sluice-session-temporal-cancel';
 const RECENT_TURNS = 20;
 const DEFAULT_MAX_STEPS = 50;
 const DEFAULT_CAN_EVENTS = 5_000;
@@ -99,8 +101,13 @@ export async function agentSession(input: SessionInput): Promise<SessionOutput> 
   let cancelRequested = false;
   let modelScope: CancellationScope | undefined;
 
-  const record = (type: string, data: JsonObject) => {
-    const event: SessionEvent = { type, seq: c.seq++, time: new Date().toISOString(), data };
+  const record = <T extends EventType>(type: T, data: EventPayloads[T]) => {
+    const event: SessionEvent = {
+      type,
+      seq: c.seq++,
+      time: new Date().toISOString(),
+      data: data as unknown as JsonObject,
+    };
     sessionEvents.append(input.sessionId, [event]);
   };
   const remember = (...messages: AgentMessage[]) => {
@@ -115,10 +122,16 @@ export async function agentSession(input: SessionInput): Promise<SessionOutput> 
   };
   const stopCurrent = () => {
     modelScope?.cancel();
-    if (activeBatch)
-      void getExternalWorkflowHandle(activeBatch)
+    if (!activeBatch) return;
+    const id = activeBatch;
+    const cancelBatch = () =>
+      getExternalWorkflowHandle(id)
         .cancel()
         .catch(() => undefined);
+    // From a Temporal cancel the current scope is the cancelled root, where a cancel request is
+    // silently never sent: the batch ran on to its end. Sent from outside that scope now.
+    if (!CancellationScope.current().consideredCancelled) void cancelBatch();
+    else if (patched(TEMPORAL_CANCEL_PATCH)) void CancellationScope.nonCancellable(cancelBatch);
   };
 
   setHandler(messageSignal, (m) => {
@@ -129,10 +142,14 @@ export async function agentSession(input: SessionInput): Promise<SessionOutput> 
     async (m) => {
       accept(m);
       let outcome: TurnOutcome | undefined;
-      await condition(() => {
-        outcome = c.recentTurns.find((t) => t.messageId === m.id);
-        return outcome !== undefined || c.endReason !== undefined;
-      });
+      // Not cancelled with the workflow: a Temporal cancel winds the session down like the cancel
+      // signal, and the caller waiting here gets the turn's outcome (reason cancelled), not a failure.
+      await CancellationScope.nonCancellable(() =>
+        condition(() => {
+          outcome = c.recentTurns.find((t) => t.messageId === m.id);
+          return outcome !== undefined || c.endReason !== undefined;
+        }),
+      );
       return (
         outcome ?? {
           messageId: m.id,
@@ -210,7 +227,7 @@ export async function agentSession(input: SessionInput): Promise<SessionOutput> 
     c.activeTurn = undefined;
     interruptRequested = false;
     status = 'idle';
-    record('session/turn-ended', outcome as unknown as JsonObject);
+    record('session/turn-ended', outcome);
   };
 
   /** One model step and its batch; returns why the turn ends, or undefined to go on. */
@@ -394,8 +411,12 @@ export async function agentSession(input: SessionInput): Promise<SessionOutput> 
     const { message: _first, ...rest } = input;
     return continueAsNew<typeof agentSession>({ ...rest, carried: c });
   }
-  // Updates waiting on this session learn it ended before the run closes.
-  await condition(allHandlersFinished);
+  // Updates waiting on this session learn it ended before the run closes. After a Temporal
+  // cancel this wait is outside the cancelled scope, so the session completes with its reason
+  // (before, the wait threw and the run closed as cancelled, with no result).
+  if (cancelRequested && patched(TEMPORAL_CANCEL_PATCH))
+    await CancellationScope.nonCancellable(() => condition(allHandlersFinished));
+  else await condition(allHandlersFinished);
   return result;
 }
 

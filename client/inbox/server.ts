@@ -3,6 +3,7 @@
 // while no worker runs the batch, the decision is queued by signal, bound to the digest shown.
 import type { JWK } from 'jose';
 import type { ArgumentPin } from '../../pipeline/grants';
+import { ConfigError } from '../errors';
 import * as fs from 'node:fs';
 import * as http from 'node:http';
 import { type AddressInfo, isIP } from 'node:net';
@@ -71,11 +72,11 @@ export async function startInbox(opts: InboxOptions): Promise<Inbox> {
   const proxies = userHeader ? (opts.trustedProxies?.length ? opts.trustedProxies : ['127.0.0.1', '::1']) : [];
   for (const p of proxies)
     if (!isIP(p))
-      throw new Error(
+      throw new ConfigError(
         `the trusted proxy ${JSON.stringify(p)} is not an IP address; give the address the proxy connects from`,
       );
   if (opts.trustedProxies?.length && !userHeader)
-    throw new Error('trusted proxies only matter with trustedUserHeader (--trusted-user-header): give both');
+    throw new ConfigError('trusted proxies only matter with trustedUserHeader (--trusted-user-header): give both');
   // Known once the server listens (port 0 picks one).
   let hosts: HostRule | undefined;
 
