@@ -2,6 +2,7 @@
 // the stage activities (their inputs, results, attempts and failures; a local activity's marker
 // keeps its result and attempt, and the results name their calls), the decisions that arrived
 // by signal or update (accepted or refused), and the session events in the batch's result.
+import { SESSION_WORKFLOW } from '../workflows/session-definitions';
 import { type ArgumentPin, describeGrant } from '../pipeline/grants';
 import type { temporal } from '@temporalio/proto';
 import type {
@@ -153,7 +154,9 @@ export interface SessionAudit {
 
 export function auditHistories(histories: LoadedHistory[]): SessionAudit {
   const reconciles = histories.filter(isReconcileHistory).map(auditReconcile);
-  const batches = histories.filter((h) => !isReconcileHistory(h)).map((h) => auditHistory(h));
+  // The session workflow's own runs (its search attribute names the session too) hold no calls:
+  // the audit is of the batches it started.
+  const batches = histories.filter((h) => !isReconcileHistory(h) && !isSessionHistory(h)).map((h) => auditHistory(h));
   for (const r of reconciles) {
     const c = batches.find((b) => b.workflowId === r.batchWorkflowId)?.calls.find((x) => x.callId === r.callId);
     if (c) c.reconciliation = r.audit;
@@ -506,6 +509,10 @@ function timeOf(e: HistoryEvent | undefined): string {
   if (!t) return '';
   const seconds = typeof t.seconds === 'number' ? t.seconds : Number(t.seconds?.toString() ?? 0);
   return new Date(seconds * 1000 + Math.floor((t.nanos ?? 0) / 1e6)).toISOString();
+}
+
+function isSessionHistory(h: LoadedHistory): boolean {
+  return h.history.events?.[0]?.workflowExecutionStartedEventAttributes?.workflowType?.name === SESSION_WORKFLOW;
 }
 
 function isReconcileHistory(h: LoadedHistory): boolean {

@@ -5,7 +5,7 @@ import { TranscriptStore } from '../agent/transcript-store';
 import type { AgentMessage, SessionInput, SessionOutput, SessionView, TurnOutcome } from '../pipeline/session';
 import type { BatchState, ContentBlock, PendingApproval, SessionEvent } from '../pipeline/types';
 import type { ResultStore } from '../worker/claim-check';
-import { stateQuery } from '../workflows/definitions';
+import { SESSION_ID, stateQuery } from '../workflows/definitions';
 import {
   cancelSessionSignal,
   interruptSignal,
@@ -131,6 +131,8 @@ export async function startSession(client: SluiceClient, request: SessionRequest
       workflowId: sessionWorkflowId(request.sessionId),
       args: [request],
       workflowIdConflictPolicy: 'USE_EXISTING',
+      // Found with its batches: `sluice replay <session>` replays the session's runs too.
+      typedSearchAttributes: [{ key: SESSION_ID, value: request.sessionId }],
       staticSummary: `Agent session ${request.sessionId} (${request.model})`,
     });
   } catch (err) {

@@ -2,7 +2,8 @@
 // transcript's order, per-call errors for bad ids, limits, interrupts and continue-as-new.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { main } from '../client/cli';
 import { sessionHandle, startSession, type SessionRequest } from '../client/session';
 import type { AgentMessage, ToolMessage } from '../pipeline/session';
 import { FileResultStore } from '../worker/claim-check';
@@ -207,6 +208,12 @@ describe('agentSession', () => {
     );
     // an update resent after the run changed is still answered once, from the carried record
     expect((await s.send('hi 4', { id: 'u4' })).text).toBe('echo hi 4');
+    // `sluice replay <session>` finds the session's runs (its search attribute) and replays them
+    const lines: string[] = [];
+    const code = await main(['replay', s.sessionId, '--address', inject('temporalAddress')], (l) => lines.push(l));
+    expect(code, lines.join('\n')).toBe(0);
+    const replayed = lines.filter((l) => l.startsWith(`ok      sluice-session:${s.sessionId} `));
+    expect(replayed.length).toBeGreaterThanOrEqual(2);
     await s.cancel();
   });
 
