@@ -1,12 +1,30 @@
 // A session's events, live: the session log the workers' sink writes (<state-dir>/sessions/<id>.jsonl,
 // or the PostgreSQL store), followed as it grows. The log is the live view; what is durable is the workflow histories and
 // the stored transcript (docs/sessions.md says which is which).
+import { promises as fs } from 'node:fs';
 import type { SessionEvent } from '../pipeline/types';
-import type * as Sink from '../worker/sink';
+import { sessionLogPath } from '../worker/session-log-path';
 
-/** The file reader loads only when a state folder is given: sluice/client loads no file-system code otherwise. */
-const readSessionLog: typeof Sink.readSessionLog = (stateDir, sessionId) =>
-  (require('../worker/sink') as typeof Sink).readSessionLog(stateDir, sessionId);
+/** The log's events; none while it does not exist. A torn last line (a crash mid-append) is skipped. */
+async function readLog(stateDir: string, sessionId: string): Promise<SessionEvent[]> {
+  let text: string;
+  try {
+    text = await fs.readFile(sessionLogPath(stateDir, sessionId), 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw err;
+  }
+  const out: SessionEvent[] = [];
+  for (const line of text.split('\n')) {
+    if (!line.trim()) continue;
+    try {
+      out.push(JSON.parse(line));
+    } catch {
+      // a torn line carries no complete event
+    }
+  }
+  return out;
+}
 
 /** Where a session's events are read: a state folder, or a store (worker/stores.ts: files or PostgreSQL). */
 export type SessionEventSource = string | { events(sessionId: string, afterSeq?: number): Promise<SessionEvent[]> };
@@ -25,13 +43,14 @@ export async function* followSessionEvents(
   let gapSince: number | undefined;
   while (!opts.signal?.aborted) {
     let events: SessionEvent[] = [];
-    try {
-      events = (
-        typeof source === 'string' ? await readSessionLog(source, sessionId) : await source.events(sessionId, next - 1)
-      ).filter((e) => e.seq >= next);
-    } catch {
-      // a database restarting: read again on the next round
-    }
+    if (typeof source === 'string') events = await readLog(source, sessionId);
+    else
+      try {
+        events = await source.events(sessionId, next - 1);
+      } catch {
+        // a database restarting: read again on the next round
+      }
+    events = events.filter((e) => e.seq >= next);
     events.sort((a, b) => a.seq - b.seq);
     for (const e of events) {
       if (e.seq < next) continue; // the same seq twice (a replayed sink append)

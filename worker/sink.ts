@@ -34,19 +34,9 @@ export function conflictsPath(stateDir: string, sessionId: string): string {
 /** Longest file name kept readable; file systems refuse names over 255 bytes. */
 const MAX_READABLE_NAME = 120;
 
-/**
- * The session's log file. A session id whose encoded form is long (emoji take 12 bytes each) gets
- * a name that keeps its readable start and adds a hash of the whole id, so every id has a file
- * name the file system accepts; '~' marks hashed names only, so no two ids share one.
- */
-export function sessionLogPath(stateDir: string, sessionId: string): string {
-  const encoded = encodeURIComponent(sessionId);
-  const name =
-    encoded.length <= MAX_READABLE_NAME && !encoded.includes('~')
-      ? encoded
-      : `${encoded.slice(0, 40).replace(/%[0-9A-F]?$/, '')}~${createHash('sha256').update(sessionId).digest('hex').slice(0, 32)}`;
-  return path.join(stateDir, 'sessions', `${name}.jsonl`);
-}
+import { sessionLogPath } from './session-log-path';
+
+export { sessionLogPath };
 
 export class JsonlSessionLog implements EventSink {
   private readonly lastSeq = new Map<string, number>();
