@@ -5,6 +5,7 @@ import { Context } from '@temporalio/activity';
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { AttachActivities } from '../pipeline/batch-input';
+import { FailureTypes } from '../pipeline/errors';
 import type { BatchOutputWire } from '../pipeline/output';
 
 export function createAttachActivities(): AttachActivities {
@@ -24,7 +25,7 @@ export function createAttachActivities(): AttachActivities {
         if (err instanceof WorkflowFailedError)
           throw ApplicationFailure.nonRetryable(
             `batch ${workflowId} ended without an output: ${err.cause?.message ?? err.message}`,
-            'SluiceBatchFailed',
+            FailureTypes.BATCH_FAILED,
           );
         throw err;
       } finally {

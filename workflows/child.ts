@@ -5,6 +5,7 @@
 import { ApplicationFailure, WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { proxyActivities, startChild, type ChildWorkflowOptions } from '@temporalio/workflow';
 import { type AttachActivities, type BatchRequest, prepareBatch } from '../pipeline/batch-input';
+import { FailureTypes } from '../pipeline/errors';
 import { expandBatchOutput } from '../pipeline/output';
 import type { BatchInput, BatchOutput } from '../pipeline/types';
 import type { toolBatch } from './batch';
@@ -31,7 +32,7 @@ export interface ChildBatchOptions {
  */
 export async function toolBatchChild(request: BatchRequest, options: ChildBatchOptions = {}): Promise<BatchOutput> {
   const prepared = prepareBatch(request);
-  if ('problem' in prepared) throw ApplicationFailure.nonRetryable(prepared.problem, 'SluiceInvalidBatch');
+  if ('problem' in prepared) throw ApplicationFailure.nonRetryable(prepared.problem, FailureTypes.INVALID_BATCH);
   const input: BatchInput = prepared.input;
   const workflowId = batchWorkflowId(input.sessionId, input.turn, input.step);
   const taskQueue = options.taskQueue;
