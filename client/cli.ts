@@ -43,7 +43,8 @@ Commands (\`npx sluice <command> --help\` lists a command's options):
   setup                   Register Sluice's search attributes on the target server; with
                           SLUICE_DATABASE_URL, apply the database's schema migrations
   batch <calls.json>      Run a batch and print its outcome (--json for machines)
-  approvals               List calls waiting for approval, across all batches
+  approvals               List calls waiting for approval, across all batches (--task-queue Q or
+                          --session S to narrow, --json for machines)
   approve <approvalId>    Approve a pending call (--by NAME, --reason TEXT, --digest D, --signal,
                           --wait [--wait-timeout S]: with no worker up the decision is queued;
                           --wait waits for the batch to apply or refuse it)
@@ -724,7 +725,10 @@ export function printOutput(output: BatchOutput, out: (s: string) => void): void
 async function approvals(v: Values, out: (s: string) => void): Promise<number> {
   const { sluice, close } = await client(v);
   try {
-    const { pending, unreadable } = await sluice.approvalsOverview();
+    const { pending, unreadable } = await sluice.approvalsOverview({
+      ...(v['task-queue'] ? { taskQueue: v['task-queue'] } : {}),
+      ...(v.session ? { sessionId: v.session } : {}),
+    });
     if (v.json) out(JSON.stringify(unreadable.length ? { pending, unreadable } : pending, null, 2));
     else {
       for (const p of pending) out(`${renderPendingCard(p)}\n`);

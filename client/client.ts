@@ -84,6 +84,12 @@ export interface ApprovalsOverview {
   unreadable: { workflowId: string; problem: string }[];
 }
 
+/** Narrows the approvals listed to one task queue (a team's workers) or one session. */
+export interface ApprovalsScope {
+  taskQueue?: string;
+  sessionId?: string;
+}
+
 /** Where a decision went: applied by a running worker, or queued on the server until one runs. */
 export type DecisionSubmitted =
   | ({ status: 'applied'; workflowId: string } & DecisionApplied)
@@ -157,8 +163,8 @@ export class SluiceClient {
   }
 
   /** Every approval waiting for a person, across all batches; throws when some batch cannot be read. */
-  async pendingApprovals(): Promise<PendingApproval[]> {
-    const { pending, unreadable } = await this.approvalsOverview();
+  async pendingApprovals(scope: ApprovalsScope = {}): Promise<PendingApproval[]> {
+    const { pending, unreadable } = await this.approvalsOverview(scope);
     if (unreadable.length)
       throw new SluiceError(
         `cannot tell whether these batches wait for approval: ${unreadable.map((u) => `${u.workflowId} (${u.problem})`).join('; ')}`,
@@ -171,13 +177,18 @@ export class SluiceClient {
    * each batch's memo (read with describe, strongly consistent) holds its cards and digests. No
    * worker is needed. Batches started before the memo existed are queried, with a deadline.
    */
-  async approvalsOverview(): Promise<ApprovalsOverview> {
+  async approvalsOverview(scope: ApprovalsScope = {}): Promise<ApprovalsOverview> {
     const listed: string[] = [];
+    const quote = (v: string) => `'${v.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+    const query = [
+      'SluiceAwaitingApproval = true',
+      "ExecutionStatus = 'Running'",
+      ...(scope.taskQueue ? [`TaskQueue = ${quote(scope.taskQueue)}`] : []),
+      ...(scope.sessionId ? [`SluiceSessionId = ${quote(scope.sessionId)}`] : []),
+    ].join(' AND ');
     try {
       await this.temporal.withDeadline(Date.now() + SERVER_DEADLINE_MS, async () => {
-        for await (const wf of this.temporal.workflow.list({
-          query: `SluiceAwaitingApproval = true AND ExecutionStatus = 'Running'`,
-        }))
+        for await (const wf of this.temporal.workflow.list({ query }))
           listed.push(wf.workflowId);
       });
     } catch (err) {

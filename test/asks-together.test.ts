@@ -86,11 +86,29 @@ describe('all asks at once', () => {
 
     // The CLI and the inbox show all three before anything is decided.
     const lines: string[] = [];
-    expect(await main(['approvals', '--json', '--address', inject('temporalAddress')], (s) => lines.push(s))).toBe(0);
+    // Scoped to this file's task queue: other files' encrypted batches on the shared server are
+    // unreadable here, and the listing rightly refuses to call them "not waiting".
+    const args = ['approvals', '--json', '--address', inject('temporalAddress'), '--task-queue', h.taskQueue];
+    expect(await main(args, (s) => lines.push(s))).toBe(0);
     const listed = (JSON.parse(lines.join('\n')) as PendingApproval[]).filter(
       (p) => p.workflowId === handle.workflowId,
     );
     expect(listed.map((p) => p.callId).sort()).toEqual(['a', 'b', 'c']);
+    // Narrowed by session: exactly this batch's asks; by another task queue: none of them.
+    const scoped = async (...extra: string[]) => {
+      const out: string[] = [];
+      expect(
+        await main(['approvals', '--json', '--address', inject('temporalAddress'), ...extra], (s) => out.push(s)),
+      ).toBe(0);
+      return JSON.parse(out.join('\n')) as PendingApproval[];
+    };
+    const sessionId = handle.workflowId.split(':')[1];
+    expect((await scoped('--session', sessionId)).map((p) => `${p.workflowId}/${p.callId}`).sort()).toEqual(
+      ['a', 'b', 'c'].map((c) => `${handle.workflowId}/${c}`),
+    );
+    expect(
+      (await scoped('--task-queue', `${h.taskQueue}-elsewhere`)).filter((p) => p.workflowId === handle.workflowId),
+    ).toEqual([]);
     // The inbox page, in Chromium, shows the three cards at once.
     const page = await browser.newPage();
     await page.goto(inbox.url);
