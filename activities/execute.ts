@@ -107,7 +107,9 @@ export function executeStage(kit: StageKit) {
         ErrorCodes.PIPELINE_FAILED,
       );
     }
-    const out = packBodyResult({
+    // Sent in full for now: the packed body form made bash and command-hook batches hang (see
+    // /work/notes/18.md); unpackBodyResult reads either form.
+    const out: BodyResult = {
       outcome,
       candidate: await stashCandidate(
         kit.store,
@@ -119,7 +121,7 @@ export function executeStage(kit: StageKit) {
       wrapperContexts: wrapperSide.contexts,
       events: [...wrapperSide.events, ...bodySide.events],
       ...(Object.keys(patch).length ? { statePatch: patch } : {}),
-    });
+    };
     // A local body's marker keeps only its result: it names its call for `sluice audit`.
     return activity.info.isLocal ? { callId: ref.callId, ...out } : out;
   };
