@@ -107,9 +107,7 @@ export function executeStage(kit: StageKit) {
         ErrorCodes.PIPELINE_FAILED,
       );
     }
-    // Sent in full for now: the packed body form made bash and command-hook batches hang (see
-    // /work/notes/18.md); unpackBodyResult reads either form.
-    const out: BodyResult = {
+    const out = packBodyResult({
       outcome,
       candidate: await stashCandidate(
         kit.store,
@@ -121,7 +119,7 @@ export function executeStage(kit: StageKit) {
       wrapperContexts: wrapperSide.contexts,
       events: [...wrapperSide.events, ...bodySide.events],
       ...(Object.keys(patch).length ? { statePatch: patch } : {}),
-    };
+    });
     // A local body's marker keeps only its result: it names its call for `sluice audit`.
     return activity.info.isLocal ? { callId: ref.callId, ...out } : out;
   };

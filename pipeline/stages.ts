@@ -264,7 +264,7 @@ export interface PackedBodyResult {
   /** Set by a local body: its marker keeps the result, not the input, so the result names its call. */
   callId?: string;
   /** Absent: ok. */
-  outcome?: 'ok' | 'failed';
+  outcome?: 'failed';
   candidate: PackedCandidate;
   bodyContexts?: UserMessage[];
   wrapperContexts?: UserMessage[];

@@ -418,7 +418,7 @@ export class CallPipeline {
     this.bodyScopes.add(scope);
     this.executing.add(adm.call.id);
     try {
-      const out = unpackBodyResult(await scope.run(() => body.executeBody(ref)));
+      const out = unpackBodyResult(await scope.run(() => body.executeBody(packCallRef(ref))));
       this.events.recordAll(out.events);
       if (out.statePatch) {
         applyPatch(this.state, out.statePatch);
