@@ -188,8 +188,7 @@ export class SluiceClient {
     ].join(' AND ');
     try {
       await this.temporal.withDeadline(Date.now() + SERVER_DEADLINE_MS, async () => {
-        for await (const wf of this.temporal.workflow.list({ query }))
-          listed.push(wf.workflowId);
+        for await (const wf of this.temporal.workflow.list({ query })) listed.push(wf.workflowId);
       });
     } catch (err) {
       throw new SluiceError(

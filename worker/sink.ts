@@ -1,6 +1,5 @@
 // Session events leave the workflow through a sink. The default writes one append-only JSONL
 // file per session, so a person can `tail -f` it.
-import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import type { SeqClaim } from '../pipeline/seq-claim';
@@ -30,9 +29,6 @@ export function claimsPath(stateDir: string, sessionId: string): string {
 export function conflictsPath(stateDir: string, sessionId: string): string {
   return sessionLogPath(stateDir, sessionId).replace(/\.jsonl$/, '.conflicts.jsonl');
 }
-
-/** Longest file name kept readable; file systems refuse names over 255 bytes. */
-const MAX_READABLE_NAME = 120;
 
 import { sessionLogPath } from './session-log-path';
 
