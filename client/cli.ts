@@ -223,6 +223,7 @@ to its own address (and --inbox-allowed-host names): a request under any other H
 (421), so a web page cannot reach it by DNS rebinding.
 
 Options:
+  --task-queue NAME       Only the batches of this task queue (one team's, on a shared namespace)
 ${INBOX_OPTIONS}
 ${CONNECTION_OPTIONS}`,
 };
@@ -470,7 +471,13 @@ async function ui(v: Values, out: (s: string) => void): Promise<number> {
   const settings = inboxSettings(v);
   const { sluice, close } = await client(v);
   const stores = openStores({ stateDir: v['state-dir'] ?? DEFAULT_STATE_DIR });
-  const inbox = await startInbox({ client: sluice, ...settings, store: stores });
+  const inbox = await startInbox({
+    client: sluice,
+    ...settings,
+    store: stores,
+    // `sluice ui --task-queue Q`: one team's batches only on a shared namespace.
+    ...(v['task-queue'] ? { taskQueue: v['task-queue'] } : {}),
+  });
   out(`Approval inbox: ${inbox.url}   (Ctrl-C stops it)`);
   if (!['127.0.0.1', 'localhost', '::1'].includes(settings.host) && !settings.trustedUserHeader) {
     out(

@@ -23,8 +23,14 @@ let closeBrowser: (() => Promise<void>) | undefined;
 
 beforeAll(async () => {
   h = await startHarness('inbox', demoConfig);
-  inbox = await startInbox({ client: h.client, port: 0, refreshMs: 300 });
-  proxied = await startInbox({ client: h.client, port: 0, refreshMs: 300, trustedUserHeader: 'X-Forwarded-User' });
+  inbox = await startInbox({ client: h.client, port: 0, refreshMs: 300, taskQueue: h.taskQueue });
+  proxied = await startInbox({
+    client: h.client,
+    port: 0,
+    refreshMs: 300,
+    trustedUserHeader: 'X-Forwarded-User',
+    taskQueue: h.taskQueue,
+  });
   // A page that has not refreshed since it loaded: the card it shows may have expired meanwhile.
   stale = await startInbox({ client: h.client, port: 0, refreshMs: 600_000 });
   ({ browser, close: closeBrowser } = await launchBrowser());

@@ -24,7 +24,7 @@ let worker: ChildWorker | undefined;
 beforeAll(async () => {
   // The client side only: the workers are separate processes this test kills.
   h = await startHarness('no-worker', defineConfig({ tools: [] }), { autoStart: false });
-  inbox = await startInbox({ client: h.client, port: 0, refreshMs: 300 });
+  inbox = await startInbox({ client: h.client, port: 0, refreshMs: 300, taskQueue: h.taskQueue });
   ({ browser, close: closeBrowser } = await launchBrowser());
 });
 

@@ -40,7 +40,7 @@ let browser: BrowserContext;
 let closeBrowser: (() => Promise<void>) | undefined;
 beforeAll(async () => {
   h = await startHarness('grants', config);
-  inbox = await startInbox({ client: h.client, port: 0, refreshMs: 300 });
+  inbox = await startInbox({ client: h.client, port: 0, refreshMs: 300, taskQueue: h.taskQueue });
   ({ browser, close: closeBrowser } = await launchBrowser());
 });
 afterAll(async () => {

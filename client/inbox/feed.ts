@@ -78,7 +78,13 @@ export class InboxFeed {
     private readonly recentLimit = 20,
     /** The workers' session store, when the inbox can read it: the log as written, running batches included. */
     private readonly store?: Pick<SluiceStores, 'hasSession' | 'events'>,
+    /** Only batches of this task queue (one team's workers); unset: every batch in the namespace. */
+    private readonly taskQueue?: string,
   ) {}
+
+  private scoped(query: string): string {
+    return this.taskQueue ? `${query} AND TaskQueue = '${this.taskQueue.replace(/['\\]/g, '')}'` : query;
+  }
 
   /**
    * Batches that asked for approval while the inbox watched: they stay listed for a while after
@@ -89,11 +95,11 @@ export class InboxFeed {
   async snapshot(): Promise<InboxSnapshot> {
     const temporal = this.client.temporal;
     const awaiting = await take(
-      temporal.workflow.list({ query: `SluiceAwaitingApproval = true AND ExecutionStatus = 'Running'` }),
+      temporal.workflow.list({ query: this.scoped(`SluiceAwaitingApproval = true AND ExecutionStatus = 'Running'`) }),
       200,
     );
     const recent = await take(
-      temporal.workflow.list({ query: `WorkflowType = '${BATCH_WORKFLOW}'` }),
+      temporal.workflow.list({ query: this.scoped(`WorkflowType = '${BATCH_WORKFLOW}'`) }),
       this.recentLimit,
     );
     const now = Date.now();

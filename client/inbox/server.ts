@@ -17,6 +17,11 @@ export const DEFAULT_INBOX_PORT = 8234;
 
 export interface InboxOptions {
   client: SluiceClient;
+  /**
+   * Only batches of this task queue: one team's inbox on a shared namespace, where other teams'
+   * batches (encrypted with keys this inbox lacks) would otherwise be listed. Default: every batch.
+   */
+  taskQueue?: string;
   /** Bind address; default 127.0.0.1 (this machine only). */
   host?: string;
   /** Default 8234; 0 picks a free port. */
@@ -64,7 +69,7 @@ const PAGE = path.join(__dirname, 'page.html');
 const MAX_BODY = 64 * 1024;
 
 export async function startInbox(opts: InboxOptions): Promise<Inbox> {
-  const feed = new InboxFeed(opts.client, opts.recentLimit ?? 20, opts.store);
+  const feed = new InboxFeed(opts.client, opts.recentLimit ?? 20, opts.store, opts.taskQueue);
   const refreshMs = Math.max(100, opts.refreshMs ?? 1000);
   const userHeader = opts.trustedUserHeader?.toLowerCase();
   const stream = new SnapshotStream(feed, refreshMs);

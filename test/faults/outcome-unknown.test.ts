@@ -69,7 +69,7 @@ beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(inject('runDir'), 'faults-outcome-'));
   worker = spawnWorker(FIXTURE, taskQueue, dir, { SLUICE_TEST_DIR: dir });
   await worker.ready;
-  inbox = await startInbox({ client, port: 0, refreshMs: 300 });
+  inbox = await startInbox({ client, port: 0, refreshMs: 300, taskQueue });
   ({ browser, close: closeBrowser } = await launchBrowser());
 });
 
