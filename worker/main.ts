@@ -92,7 +92,8 @@ export async function runWorker(opts: RunWorkerOptions): Promise<void> {
       (
         await connection.workflowService.countWorkflowExecutions({
           namespace,
-          query: `SluiceAwaitingApproval = true AND ExecutionStatus = 'Running'`,
+          // This worker's task queue: on a shared namespace another team's batches are not ours to page on.
+          query: `SluiceAwaitingApproval = true AND ExecutionStatus = 'Running' AND TaskQueue = '${taskQueue.replace(/['\\]/g, '')}'`,
         })
       ).count?.toString() ?? 0,
     ),

@@ -108,7 +108,7 @@ export class SluiceTelemetry {
     const self = this;
     new Gauge({
       name: 'sluice_pending_approvals',
-      help: 'Batches waiting for an approval decision now (from Temporal visibility, read at scrape time)',
+      help: "Batches of this worker's task queue waiting for an approval decision now (from Temporal visibility, read at scrape time)",
       registers: r,
       async collect() {
         if (!self.pendingApprovals) return;
