@@ -32,7 +32,7 @@ beforeAll(async () => {
     taskQueue: h.taskQueue,
   });
   // A page that has not refreshed since it loaded: the card it shows may have expired meanwhile.
-  stale = await startInbox({ client: h.client, port: 0, refreshMs: 600_000 });
+  stale = await startInbox({ client: h.client, port: 0, refreshMs: 600_000, taskQueue: h.taskQueue });
   ({ browser, close: closeBrowser } = await launchBrowser());
 });
 
