@@ -152,16 +152,38 @@ export async function startInbox(opts: InboxOptions): Promise<Inbox> {
     return token ? { identityToken: token, ...(opts.sealKey ? { sealKey: opts.sealKey } : {}) } : {};
   }
 
-  async function decide(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-    let body: Record<string, unknown>;
-    try {
-      body = JSON.parse(await readBody(req));
-    } catch (err) {
-      return send(res, 400, {
-        status: 'invalid',
-        message: `the request body must be JSON (${(err as Error).message})`,
-      });
+  /**
+   * Who decides: the name the trusted proxy puts in the identity header when the inbox has one,
+   * else the name typed at the top of the page. Without either, answers the request with what to
+   * do and returns undefined.
+   */
+  function whoDecides(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    body: Record<string, unknown>,
+    role: 'approver' | 'operator',
+  ): string | undefined {
+    if (userHeader) {
+      const fromProxy = headerValue(req, userHeader);
+      if (!fromProxy)
+        send(res, 401, {
+          status: 'unauthenticated',
+          message: `this inbox takes the ${role} from the ${opts.trustedUserHeader} header, and the request has none; open it through the proxy that sets it`,
+        });
+      return fromProxy || undefined;
     }
+    const typed = typeof body.by === 'string' ? body.by.trim() : '';
+    if (!typed)
+      send(res, 400, {
+        status: 'invalid',
+        message: 'enter your name at the top of the page: it is recorded with your decision',
+      });
+    return typed || undefined;
+  }
+
+  async function decide(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const body = await jsonBody(req, res);
+    if (body === undefined) return;
     const { workflowId, approvalId, argsDigest, decision, reason } = body;
     if (
       typeof workflowId !== 'string' ||
@@ -180,23 +202,8 @@ export async function startInbox(opts: InboxOptions): Promise<Inbox> {
         message: 'the decision must carry the argsDigest of the card you were shown; reload the page',
       });
     }
-    let by: string;
-    if (userHeader) {
-      const fromProxy = headerValue(req, userHeader);
-      if (!fromProxy)
-        return send(res, 401, {
-          status: 'unauthenticated',
-          message: `this inbox takes the approver from the ${opts.trustedUserHeader} header, and the request has none; open it through the proxy that sets it`,
-        });
-      by = fromProxy;
-    } else {
-      by = typeof body.by === 'string' ? body.by.trim() : '';
-      if (!by)
-        return send(res, 400, {
-          status: 'invalid',
-          message: 'enter your name at the top of the page: it is recorded with your decision',
-        });
-    }
+    const by = whoDecides(req, res, body, 'approver');
+    if (by === undefined) return;
     try {
       const submitted = await opts.client.submitDecision({
         workflowId,
@@ -232,15 +239,8 @@ export async function startInbox(opts: InboxOptions): Promise<Inbox> {
 
   /** An unknown outcome settled by a person: done (with evidence), not done, or run again. */
   async function reconcile(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-    let body: Record<string, unknown>;
-    try {
-      body = JSON.parse(await readBody(req));
-    } catch (err) {
-      return send(res, 400, {
-        status: 'invalid',
-        message: `the request body must be JSON (${(err as Error).message})`,
-      });
-    }
+    const body = await jsonBody(req, res);
+    if (body === undefined) return;
     const { workflowId, reconcileId, decision, reason, evidence } = body;
     if (
       typeof workflowId !== 'string' ||
@@ -252,23 +252,8 @@ export async function startInbox(opts: InboxOptions): Promise<Inbox> {
         message:
           'send {"workflowId", "reconcileId", "decision": "done"|"not-done"|"run-again", "evidence"?, "reason"?, "by"?}',
       });
-    let by: string;
-    if (userHeader) {
-      const fromProxy = headerValue(req, userHeader);
-      if (!fromProxy)
-        return send(res, 401, {
-          status: 'unauthenticated',
-          message: `this inbox takes the operator from the ${opts.trustedUserHeader} header, and the request has none; open it through the proxy that sets it`,
-        });
-      by = fromProxy;
-    } else {
-      by = typeof body.by === 'string' ? body.by.trim() : '';
-      if (!by)
-        return send(res, 400, {
-          status: 'invalid',
-          message: 'enter your name at the top of the page: it is recorded with your decision',
-        });
-    }
+    const by = whoDecides(req, res, body, 'operator');
+    if (by === undefined) return;
     const text = (v: unknown) => (typeof v === 'string' && v.trim() ? v.trim() : undefined);
     if (decision === 'done' && !text(evidence))
       return send(res, 400, {
@@ -485,6 +470,22 @@ function send(res: http.ServerResponse, status: number, body: unknown): void {
     'x-content-type-options': 'nosniff',
   });
   res.end(JSON.stringify(body));
+}
+
+/** The request's JSON body (as parsed, whatever it holds), or undefined after answering 400 when it is not JSON. */
+async function jsonBody(
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+): Promise<Record<string, unknown> | undefined> {
+  try {
+    return JSON.parse(await readBody(req));
+  } catch (err) {
+    send(res, 400, {
+      status: 'invalid',
+      message: `the request body must be JSON (${(err as Error).message})`,
+    });
+    return undefined;
+  }
 }
 
 function readBody(req: http.IncomingMessage): Promise<string> {
