@@ -6,12 +6,12 @@ import type { BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import { main } from '../client/cli';
-import { startInbox, type Inbox } from '../client/inbox/server';
+import type { Inbox } from '../client/inbox/server';
 import type { PendingApproval } from '../pipeline/types';
 import { defineConfig, defineTool } from '../worker/config';
-import { launchBrowser } from './chromium';
-import { batch, startHarness, text, type Harness } from './harness';
-import { eventually } from './eventually';
+import { batch, text, type Harness } from './harness';
+import { pendingApprovals } from './eventually';
+import { type InboxSetup, startInboxSetup } from './inbox-setup';
 
 const config = defineConfig({
   tools: [
@@ -41,26 +41,18 @@ const config = defineConfig({
   ],
 });
 
+let setup: InboxSetup | undefined;
 let h: Harness;
 let inbox: Inbox;
 let browser: BrowserContext;
-let closeBrowser: (() => Promise<void>) | undefined;
 beforeAll(async () => {
-  h = await startHarness('asks-together', config);
-  inbox = await startInbox({ client: h.client, port: 0, refreshMs: 300, taskQueue: h.taskQueue });
-  ({ browser, close: closeBrowser } = await launchBrowser());
+  setup = await startInboxSetup('asks-together', config);
+  ({ h, inbox, browser } = setup);
 });
-afterAll(async () => {
-  await closeBrowser?.();
-  await inbox?.close();
-  await h?.close();
-});
+afterAll(() => setup?.close());
 
 const pendingOf = (workflowId: string, n: number): Promise<PendingApproval[]> =>
-  eventually(`${n} pending approval(s) in ${workflowId}`, async () => {
-    const { pending } = await h.client.readApprovals(workflowId);
-    return pending.length >= n && pending;
-  });
+  pendingApprovals(h.client, workflowId, n);
 
 /** The batch's history replays against the workflow bundle: the new command order is deterministic. */
 async function replays(handle: { workflowId: string; fetchHistory(): Promise<unknown> }): Promise<void> {

@@ -64,3 +64,11 @@ export function pendingApproval(
     opts,
   );
 }
+
+/** A batch's pending approvals, once it shows at least `n` of them (read through its approvals query). */
+export function pendingApprovals(client: SluiceClient, workflowId: string, n: number): Promise<PendingApproval[]> {
+  return eventually(`${n} pending approval(s) in ${workflowId}`, async () => {
+    const { pending } = await client.readApprovals(workflowId);
+    return pending.length >= n && pending;
+  });
+}

@@ -6,33 +6,30 @@ import * as path from 'node:path';
 import type { BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { main } from '../client/cli';
-import { startInbox, type Inbox } from '../client/inbox/server';
+import type { Inbox } from '../client/inbox/server';
 import type { PendingApproval } from '../pipeline/types';
 import { defineConfig } from '../worker/config';
-import { launchBrowser } from './chromium';
-import { batch, spawnWorker, startHarness, text, type ChildWorker, type Harness } from './harness';
+import { batch, spawnWorker, text, type ChildWorker, type Harness } from './harness';
 import { poll } from './eventually';
+import { type InboxSetup, startInboxSetup } from './inbox-setup';
 
 const CONFIG = path.join(__dirname, 'fixtures', 'restart.config.ts');
 
+let setup: InboxSetup | undefined;
 let h: Harness;
 let inbox: Inbox;
 let browser: BrowserContext;
-let closeBrowser: (() => Promise<void>) | undefined;
 let worker: ChildWorker | undefined;
 
 beforeAll(async () => {
   // The client side only: the workers are separate processes this test kills.
-  h = await startHarness('no-worker', defineConfig({ tools: [] }), { autoStart: false });
-  inbox = await startInbox({ client: h.client, port: 0, refreshMs: 300, taskQueue: h.taskQueue });
-  ({ browser, close: closeBrowser } = await launchBrowser());
+  setup = await startInboxSetup('no-worker', defineConfig({ tools: [] }), { autoStart: false });
+  ({ h, inbox, browser } = setup);
 });
 
 afterAll(async () => {
   await worker?.kill();
-  await closeBrowser?.();
-  await inbox?.close();
-  await h?.close();
+  await setup?.close();
 });
 
 const eventually = <T>(fn: () => Promise<T> | T) => poll(fn, { timeoutMs: 60_000, intervalMs: 200 });

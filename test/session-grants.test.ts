@@ -5,13 +5,13 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import { main } from '../client/cli';
 import { DecisionRefusedError } from '../client/client';
-import { startInbox, type Inbox } from '../client/inbox/server';
+import type { Inbox } from '../client/inbox/server';
 import { GRANTS_NAMESPACE, grantsOf } from '../pipeline/grants';
 import type { PendingApproval } from '../pipeline/types';
 import { defineConfig, defineTool } from '../worker/config';
-import { launchBrowser } from './chromium';
-import { batch, startHarness, text, type Harness } from './harness';
-import { eventually } from './eventually';
+import { batch, text, type Harness } from './harness';
+import { pendingApprovals } from './eventually';
+import { type InboxSetup, startInboxSetup } from './inbox-setup';
 
 const config = defineConfig({
   tools: [
@@ -34,26 +34,18 @@ const config = defineConfig({
   ],
 });
 
+let setup: InboxSetup | undefined;
 let h: Harness;
 let inbox: Inbox;
 let browser: BrowserContext;
-let closeBrowser: (() => Promise<void>) | undefined;
 beforeAll(async () => {
-  h = await startHarness('grants', config);
-  inbox = await startInbox({ client: h.client, port: 0, refreshMs: 300, taskQueue: h.taskQueue });
-  ({ browser, close: closeBrowser } = await launchBrowser());
+  setup = await startInboxSetup('grants', config);
+  ({ h, inbox, browser } = setup);
 });
-afterAll(async () => {
-  await closeBrowser?.();
-  await inbox?.close();
-  await h?.close();
-});
+afterAll(() => setup?.close());
 
 const pendingOf = (workflowId: string, n: number): Promise<PendingApproval[]> =>
-  eventually(`${n} pending approval(s) in ${workflowId}`, async () => {
-    const { pending } = await h.client.readApprovals(workflowId);
-    return pending.length >= n && pending;
-  });
+  pendingApprovals(h.client, workflowId, n);
 
 const cli = (args: string[]) => {
   const lines: string[] = [];
