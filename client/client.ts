@@ -4,6 +4,7 @@ import { sealIdentity, sealKeyFromEnv } from './identity';
 import { createHash } from 'node:crypto';
 import {
   Client,
+  InternalConnectionLikeSymbol,
   WorkflowExecutionAlreadyStartedError,
   WorkflowFailedError,
   WorkflowNotFoundError,
@@ -51,6 +52,17 @@ export interface SluiceClientOptions {
   taskQueue?: string;
   /** Payload encryption (worker/codec.ts): the same as the workers'. */
   dataConverter?: DataConverter;
+  /**
+   * Eager start: when this process also runs a worker on the client's task queue over the same
+   * NativeConnection (an embedded agent), the server hands the batch's first workflow task back
+   * in the start call's answer and that worker runs it at once, with no trip through the task
+   * queue. Default: asked for whenever the connection is a NativeConnection; Temporal's core
+   * asks the server only when a worker of this process polls the task queue and has a free slot,
+   * so elsewhere it changes nothing. `false` never asks; `true` requires a NativeConnection.
+   * What it changes: if this process dies while it holds that first task, another worker picks
+   * the batch up after the workflow task timeout (10 s) instead of at once.
+   */
+  eagerStart?: boolean;
 }
 
 export type { BatchRequest };
@@ -62,11 +74,25 @@ type ToolBatchFn = (input: BatchInput) => Promise<BatchOutputWire>;
  * A batch's workflow handle whose `result()` is the BatchOutput readers know (expandBatchOutput
  * applied). The raw workflow result, from a plain Temporal handle, is a BatchOutputWire.
  */
-export type BatchHandle = Omit<WorkflowHandle<ToolBatchFn>, 'result'> & { result(): Promise<BatchOutput> };
+export type BatchHandle = Omit<WorkflowHandle<ToolBatchFn>, 'result'> & {
+  result(): Promise<BatchOutput>;
+  /** True when this call started the batch eagerly on this process's worker (SluiceClientOptions.eagerStart). */
+  readonly eagerlyStarted: boolean;
+  /** The run the server answered the start with (absent when the batch had finished and was attached to). */
+  readonly firstExecutionRunId?: string;
+};
 
-function expanding(handle: WorkflowHandle<ToolBatchFn>): BatchHandle {
+function expanding(handle: WorkflowHandle<ToolBatchFn>, eagerlyStarted = false): BatchHandle {
   const result = async () => expandBatchOutput(await handle.result());
-  return Object.assign(Object.create(handle) as WorkflowHandle<ToolBatchFn>, { result });
+  return Object.assign(Object.create(handle) as WorkflowHandle<ToolBatchFn>, { result, eagerlyStarted });
+}
+
+/** True for a NativeConnection (@temporalio/worker), the only kind a worker can share for eager start. */
+export function supportsEagerStart(connection: ConnectionLike): boolean {
+  const internal = (connection as { [InternalConnectionLikeSymbol]?: { supportsEagerStart?: boolean } })[
+    InternalConnectionLikeSymbol
+  ];
+  return internal?.supportsEagerStart === true;
 }
 
 export { DecisionRefusedError, SluiceError } from './errors';
@@ -107,8 +133,16 @@ export type DecisionSubmitted =
 export class SluiceClient {
   readonly temporal: Client;
   readonly taskQueue: string;
+  /** Whether batches are started with eager start asked for (SluiceClientOptions.eagerStart). */
+  readonly eagerStart: boolean;
 
   constructor(opts: SluiceClientOptions) {
+    const eager = supportsEagerStart(opts.connection);
+    if (opts.eagerStart === true && !eager)
+      throw new InvalidInputError(
+        "eagerStart needs the NativeConnection a worker of this process uses (connect() from sluice/client, or the worker's connection); this connection is a plain client Connection. Pass the worker's connection, or leave eagerStart unset.",
+      );
+    this.eagerStart = opts.eagerStart ?? eager;
     this.temporal = new Client({
       connection: opts.connection,
       namespace: opts.namespace ?? 'default',
@@ -135,16 +169,22 @@ export class SluiceClient {
         // Present from the start, so the batch keeps it current (workflows/approvals.ts).
         memo: { [APPROVALS_MEMO]: EMPTY_APPROVALS_MEMO },
         staticSummary: `Tool batch: session ${input.sessionId}, turn ${input.turn}, step ${input.step}, ${input.calls.length} call(s)`,
+        // Only a batch this call creates is started eagerly; an existing one is attached to as is.
+        ...(this.eagerStart ? { requestEagerStart: true } : {}),
       });
+    const started = async (reuse: 'REJECT_DUPLICATE' | 'ALLOW_DUPLICATE_FAILED_ONLY') => {
+      const handle = await start(reuse);
+      return expanding(handle, handle.eagerlyStarted);
+    };
     try {
-      return expanding(await start('REJECT_DUPLICATE'));
+      return await started('REJECT_DUPLICATE');
     } catch (err) {
       if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
       const existing = this.temporal.workflow.getHandle<ToolBatchFn>(workflowId);
       // A batch refused for its seqs ran nothing, so the same batch may be sent again, renumbered.
       if (await refusedForSeq(existing)) {
         try {
-          return expanding(await start('ALLOW_DUPLICATE_FAILED_ONLY'));
+          return await started('ALLOW_DUPLICATE_FAILED_ONLY');
         } catch (again) {
           if (!(again instanceof WorkflowExecutionAlreadyStartedError)) throw again;
         }
