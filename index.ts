@@ -34,25 +34,11 @@ export type { ConfigExport } from './worker/load-config';
 export type { ResultStore } from './worker/claim-check';
 export type { EventSink } from './worker/sink';
 export type { PostVerdict } from './pipeline/fold';
-export type { BatchRequest } from './pipeline/batch-input';
-export { ErrorCodes, FailureTypes, type ErrorCode } from './pipeline/errors';
-export type * from './pipeline/events';
-export {
-  BatchFailedError,
-  ConfigError,
-  DecisionRefusedError,
-  HistoryNotFound,
-  InvalidInputError,
-  NotFoundError,
-  ServerError,
-  SluiceError,
-  UsageError,
-} from './client/errors';
-export type * from './pipeline/types';
+// The errors and the shared types, as `sluice/client` exports them too.
+export * from './client/common-exports';
 // Converters between model SDK message formats and batches, and the model adapters a config's
 // agent sessions use (their SDKs load on first use).
 export * from './agent/convert';
-export type * from './pipeline/session';
 export {
   ModelRefusedError,
   type ModelAdapter,

@@ -2,17 +2,8 @@
 // session's events. Loads no worker runtime, no activities and no file-system code.
 export { SluiceClient, toBatchInput, type BatchHandle, type SluiceClientOptions } from './client';
 export { expandBatchOutput, type BatchOutputWire, type WireResult } from '../pipeline/output';
-export {
-  BatchFailedError,
-  ConfigError,
-  DecisionRefusedError,
-  HistoryNotFound,
-  InvalidInputError,
-  NotFoundError,
-  ServerError,
-  SluiceError,
-  UsageError,
-} from './errors';
+// The errors and the shared types, as `sluice` exports them too.
+export * from './common-exports';
 export {
   batchVersion,
   deploymentStatus,
@@ -40,12 +31,7 @@ export {
   sessionQuery,
   sessionWorkflowId,
 } from '../workflows/session-definitions';
-export type * from '../pipeline/session';
-export type { BatchRequest } from '../pipeline/batch-input';
-export { ErrorCodes, FailureTypes, type ErrorCode } from '../pipeline/errors';
 export { isEvent } from '../pipeline/events';
-export type * from '../pipeline/events';
-export type * from '../pipeline/types';
 export {
   RECONCILE_CHOICES,
   RECONCILE_WORKFLOW,
