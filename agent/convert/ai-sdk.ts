@@ -10,6 +10,7 @@ import {
   intakeCalls,
   type ToolMessage,
 } from '../../pipeline/session';
+import { partBlock, type ToolResultMessage } from './common';
 
 export type AISDKToolResultOutput =
   | { type: 'text'; value: string }
@@ -63,7 +64,7 @@ export function fromAISDKToolCalls(
  * A tool message as a `tool-result` part: a denial is the SDK's `execution-denied`; a structured
  * value goes as JSON (or `error-json`); images as `content`; anything else as text.
  */
-export function toAISDKToolResult(m: ToolMessage | Extract<ModelMessage, { role: 'tool' }>): AISDKToolResultPart {
+export function toAISDKToolResult(m: ToolResultMessage): AISDKToolResultPart {
   const tm = m as ToolMessage;
   const base = { type: 'tool-result' as const, toolCallId: m.toolCallId, toolName: m.toolName };
   const text = m.content.map((b) => (b.type === 'text' ? b.text : '')).join('');
@@ -115,9 +116,10 @@ export function fromAISDKToolResult(part: {
         ...base,
         content: ((o.value as { type: string; text?: string; data?: string; mediaType?: string }[]) ?? []).map(
           (p): ContentBlock =>
-            (p.type === 'image-data' || p.type === 'media' || p.type === 'file-data') && p.data
-              ? { type: 'image', data: p.data, mimeType: p.mediaType ?? 'application/octet-stream' }
-              : { type: 'text', text: p.text ?? '' },
+            partBlock(
+              { text: p.text, data: p.data, mimeType: p.mediaType },
+              p.type === 'image-data' || p.type === 'media' || p.type === 'file-data',
+            ),
         ),
         isError: false,
       };

@@ -1,13 +1,8 @@
 // To and from Anthropic's messages format: `tool_use` blocks in assistant messages and
 // `tool_result` blocks (text and images, `is_error`) in the user message that follows.
 import type { ContentBlock, ModelMessage } from '../../pipeline/types';
-import {
-  type AgentMessage,
-  argumentsObject,
-  type CallIntake,
-  intakeCalls,
-  type ToolMessage,
-} from '../../pipeline/session';
+import { type AgentMessage, argumentsObject, type CallIntake, type ToolMessage } from '../../pipeline/session';
+import { partBlock, type RawCall, replyOf, type ToolResultMessage } from './common';
 
 export type AnthropicTextOrImage =
   | { type: 'text'; text: string }
@@ -34,19 +29,18 @@ export interface AnthropicMessage {
 export function fromAnthropicContent(
   content: readonly { type: string; text?: string; id?: string; name?: string; input?: unknown }[],
 ): { text: string; intake: CallIntake } {
-  let text = '';
-  const raw: { id?: string; name: string; arguments: string }[] = [];
-  for (const b of content) {
-    if (b.type === 'text') text += b.text ?? '';
-    else if (b.type === 'tool_use')
-      raw.push({ id: b.id, name: b.name ?? '', arguments: JSON.stringify(b.input ?? {}) });
-  }
-  return { text, intake: intakeCalls(raw) };
+  return replyOf(
+    content.flatMap((b): (string | RawCall)[] =>
+      b.type === 'text'
+        ? [b.text ?? '']
+        : b.type === 'tool_use'
+          ? [{ id: b.id, name: b.name ?? '', arguments: JSON.stringify(b.input ?? {}) }]
+          : [],
+    ),
+  );
 }
 
-export function toAnthropicToolResult(
-  m: ToolMessage | Extract<ModelMessage, { role: 'tool' }>,
-): AnthropicToolResultBlock {
+export function toAnthropicToolResult(m: ToolResultMessage): AnthropicToolResultBlock {
   return {
     type: 'tool_result',
     tool_use_id: m.toolCallId,
@@ -67,9 +61,7 @@ export function fromAnthropicToolResult(
     typeof block.content === 'string'
       ? [{ type: 'text', text: block.content }]
       : (block.content ?? []).map((p) =>
-          p.type === 'image' && p.source?.data
-            ? { type: 'image', data: p.source.data, mimeType: p.source.media_type ?? 'application/octet-stream' }
-            : { type: 'text', text: p.text ?? '' },
+          partBlock({ text: p.text, data: p.source?.data, mimeType: p.source?.media_type }, p.type === 'image'),
         );
   return { role: 'tool', toolCallId: block.tool_use_id, toolName, content, isError: block.is_error === true };
 }

@@ -3,6 +3,7 @@
 // this file needs no `openai` package at run time.
 import type { ContentBlock, ModelMessage } from '../../pipeline/types';
 import { type AgentMessage, type CallIntake, contentText, intakeCalls, type ToolMessage } from '../../pipeline/session';
+import { type RawCall, replyOf, type ToolResultMessage } from './common';
 
 export interface OpenAIChatToolCall {
   id: string;
@@ -44,7 +45,7 @@ export function toOpenAIToolCalls(
  * Chat tool messages carry text only: an image becomes a note naming its type, so the model
  * knows one was there. Use the Responses or Anthropic format for images.
  */
-export function toOpenAIToolMessage(m: ToolMessage | Extract<ModelMessage, { role: 'tool' }>): OpenAIChatMessage {
+export function toOpenAIToolMessage(m: ToolResultMessage): OpenAIChatMessage {
   return { role: 'tool', tool_call_id: m.toolCallId, content: textOnly(m.content) };
 }
 
@@ -100,23 +101,21 @@ export type ResponsesInputItem =
 export function fromResponsesOutput(
   output: readonly { type: string; call_id?: string; name?: string; arguments?: string; content?: unknown }[],
 ): { text: string; intake: CallIntake } {
-  let text = '';
-  const raw: { id?: string; name: string; arguments: string }[] = [];
-  for (const item of output) {
-    if (item.type === 'function_call')
-      raw.push({ id: item.call_id, name: item.name ?? '', arguments: item.arguments ?? '' });
-    else if (item.type === 'message' && Array.isArray(item.content)) {
-      for (const part of item.content as { type: string; text?: string }[])
-        if (part.type === 'output_text' && part.text) text += part.text;
-    }
-  }
-  return { text, intake: intakeCalls(raw) };
+  return replyOf(
+    output.flatMap((item): (string | RawCall)[] =>
+      item.type === 'function_call'
+        ? [{ id: item.call_id, name: item.name ?? '', arguments: item.arguments ?? '' }]
+        : item.type === 'message' && Array.isArray(item.content)
+          ? (item.content as { type: string; text?: string }[])
+              .filter((part) => part.type === 'output_text' && part.text)
+              .map((part) => part.text as string)
+          : [],
+    ),
+  );
 }
 
 /** A tool message as a `function_call_output` item; images go as `input_image` parts. */
-export function toResponsesFunctionOutput(
-  m: ToolMessage | Extract<ModelMessage, { role: 'tool' }>,
-): ResponsesInputItem {
+export function toResponsesFunctionOutput(m: ToolResultMessage): ResponsesInputItem {
   const hasImage = m.content.some((b) => b.type === 'image');
   return {
     type: 'function_call_output',
