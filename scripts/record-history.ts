@@ -7,21 +7,22 @@
 //
 //   npx tsx scripts/record-history.ts [--release 0.2.0] [--force]
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import { SluiceClient } from '../client/client';
-import { connect } from '../client/connection';
 import { historyToJson } from '../client/history';
-import { freePort, startDevServer } from '../worker/dev-server';
-import { loadConfig } from '../worker/load-config';
-import { createSluiceWorker } from '../worker/worker';
+import {
+  demoConfig,
+  FIXTURES,
+  fixtureFile as releaseFile,
+  RELEASE,
+  withRecordingWorker,
+  writeFixture,
+} from './recording';
 
-export const FIXTURES = path.join(__dirname, '..', 'test', 'fixtures', 'histories');
-const RELEASE: string = require('../package.json').version;
+export { FIXTURES };
 
 export function fixtureFile(release: string): string {
-  return path.join(FIXTURES, release, 'mixed-batch.json');
+  return releaseFile(release, 'mixed-batch.json');
 }
 export const FIXTURE_SESSION = 'fixture-mixed';
 export const FIXTURE_APPROVER = 'fixture-approver';
@@ -36,25 +37,7 @@ async function main(argv: string[]) {
       `${path.relative(process.cwd(), FIXTURE)} exists: release ${release} was recorded already. Record a new release (--release NAME, or bump package.json's version), or pass --force if this release's workflow code really changed before it shipped.`,
     );
   Runtime.install({ logger: new DefaultLogger('ERROR') });
-  const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-record-'));
-  const server = await startDevServer({
-    stateDir: path.resolve('.sluice'),
-    port: await freePort(),
-    headless: true,
-    dbFile: ':memory:',
-  });
-  const { connection, namespace } = await connect({ address: server.address });
-  const taskQueue = 'sluice-record';
-  const worker = await createSluiceWorker({
-    connection,
-    namespace,
-    taskQueue,
-    config: await loadConfig(path.join(__dirname, '..', 'sluice.config.ts')),
-    stateDir: scratch,
-  });
-  const running = worker.run();
-  try {
-    const client = new SluiceClient({ connection, namespace, taskQueue });
+  await withRecordingWorker(await demoConfig(), async ({ client }) => {
     const handle = await client.startBatch({
       sessionId: FIXTURE_SESSION,
       turn: 1,
@@ -87,32 +70,8 @@ async function main(argv: string[]) {
     }
     await handle.result();
     const json = JSON.parse(historyToJson(await handle.fetchHistory()));
-    fs.mkdirSync(path.dirname(FIXTURE), { recursive: true });
-    fs.writeFileSync(FIXTURE, `${JSON.stringify(scrubIdentities(json), null, 2)}\n`);
-    console.log(`wrote ${path.relative(process.cwd(), FIXTURE)} (${json.events.length} events)`);
-  } finally {
-    worker.shutdown();
-    await running;
-    await connection.close();
-    await server.stop();
-    fs.rmSync(scratch, { recursive: true, force: true });
-  }
-}
-
-/**
- * Worker identities and sticky queue names name the recording machine (pid@host-...), and stack
- * traces the folder it ran in; they mean nothing here.
- */
-function scrubIdentities(value: unknown): unknown {
-  const root = path.resolve(__dirname, '..') + path.sep;
-  const host = new RegExp(`^\\d+@${os.hostname().replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}.*$`);
-  const scrub = (v: unknown): unknown => {
-    if (Array.isArray(v)) return v.map(scrub);
-    if (typeof v === 'string') return host.test(v) ? 'sluice-record' : v.split(root).join('<repo>/');
-    if (!v || typeof v !== 'object') return v;
-    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, scrub(x)]));
-  };
-  return scrub(value);
+    writeFixture(FIXTURE, json);
+  });
 }
 
 if (require.main === module) {
