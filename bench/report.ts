@@ -1,5 +1,5 @@
 // The bench result as markdown tables: what `npm run bench` prints and docs/performance.md quotes.
-import type { BenchResult, Cell } from './result';
+import type { BenchResult, Cell, ClientLatencyFigures, ClientSystem } from './result';
 
 const f = (x: number | undefined, digits = 1) => (x === undefined || !Number.isFinite(x) ? '–' : x.toFixed(digits));
 
@@ -69,6 +69,7 @@ export function markdownReport(r: BenchResult, before?: BenchResult): string {
       `| ${m.subCalls.calls} sub-calls of serial_echo in one program / ${m.subCalls.calls} direct calls in one batch, per call (${m.subCalls.rounds} rounds each) | ${f(m.subCalls.subCallMsPerCall)} / ${f(m.subCalls.directMsPerCall)} ms (${f(m.subCalls.ratio, 2)}×) |`,
     );
   }
+  if (r.clientLatency) lines.push(...clientReport(r.clientLatency));
   lines.push('');
   lines.push('| target | value | limit | met |');
   lines.push('|---|---:|---|---|');
@@ -157,6 +158,31 @@ function bytesReport(r: BenchResult): string[] {
     lines.push('| payload .key | bytes |', '|---|---:|');
     for (const [k, v] of top(c.sluice.payloadKeyBytesPerCall, 24)) lines.push(`| ${k} | ${f(v, 1)} |`);
   }
+  return lines;
+}
+
+/** The client-latency section: the four systems side by side, then where their time went. */
+function clientReport(c: ClientLatencyFigures): string[] {
+  const names: [ClientSystem, string][] = [
+    ['sluice', 'Sluice `runBatch` (eager start)'],
+    ['bare', 'bare `workflow.execute`'],
+    ['sluicePlain', 'Sluice `runBatch`, `eagerStart: false`'],
+    ['bareEager', 'bare `workflow.execute`, `requestEagerStart`'],
+  ];
+  const lines = [
+    '',
+    `Client latency: one-call batches, one at a time, ${c.samples} per system in turn, the worker in the client's process on one NativeConnection. \`runBatch\` / bare: ${f(c.ratio, 2)}× (against bare with eager start: ${f(c.ratioToBareEager, 2)}×; Sluice without eager start / bare: ${f(c.ratioPlainToBare, 2)}×).`,
+    '',
+    `| | ${names.map(([, n]) => n).join(' | ')} |`,
+    `|---|${names.map(() => '---:').join('|')}|`,
+    `| p50 / p99 ms | ${names.map(([k]) => `${f(c.systems[k].p50Ms)} / ${f(c.systems[k].p99Ms)}`).join(' | ')} |`,
+    `| started eagerly | ${names.map(([k]) => `${c.systems[k].eagerStarts}/${c.samples}`).join(' | ')} |`,
+  ];
+  const phases = [...new Set(names.flatMap(([k]) => Object.keys(c.systems[k].phasesP50Ms)))];
+  for (const p of phases)
+    lines.push(
+      `| ${p}, p50${p.includes('tasks') || p.includes('events') ? '' : ' ms'} | ${names.map(([k]) => f(c.systems[k].phasesP50Ms[p])).join(' | ')} |`,
+    );
   return lines;
 }
 

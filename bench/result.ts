@@ -68,6 +68,35 @@ export interface LocalBodyFigures {
   p50Ratio: number;
 }
 
+/** The four ways a one-call batch is run in the client-latency section. */
+export type ClientSystem = 'sluice' | 'bare' | 'sluicePlain' | 'bareEager';
+
+/**
+ * One-call batches, one at a time, with the worker in the client's process over one
+ * NativeConnection: Sluice's runBatch (eager start, its default there) against bare Temporal's
+ * plain `workflow.execute`; and Sluice without eager start, bare with it.
+ */
+export interface ClientLatencyFigures {
+  samples: number;
+  systems: Record<
+    ClientSystem,
+    {
+      p50Ms: number;
+      p99Ms: number;
+      /** How many of the samples the server started eagerly. */
+      eagerStarts: number;
+      /** Medians of where the time went: the start call, each workflow task, the body, the result's way back. */
+      phasesP50Ms: Record<string, number>;
+    }
+  >;
+  /** runBatch p50 / bare execute p50: the issue 18 target (≤ 1.0). */
+  ratio: number;
+  /** runBatch p50 / bare execute with eager start p50. */
+  ratioToBareEager: number;
+  /** runBatch without eager start p50 / bare execute p50. */
+  ratioPlainToBare: number;
+}
+
 export interface BenchResult {
   meta: {
     date: string;
@@ -92,5 +121,6 @@ export interface BenchResult {
   approval?: ApprovalFigures;
   codeMode?: CodeModeFigures;
   localBodies?: LocalBodyFigures;
+  clientLatency?: ClientLatencyFigures;
   targets: { name: string; value: number; limit: string; met: boolean }[];
 }

@@ -13,7 +13,8 @@
 // and eager activity reservations per workflow task; Temporal's defaults when unset),
 // BENCH_WARMUP batches per system and size before measuring (12), BENCH_LOCAL batches of 10 calls
 // of a local-body tool against bare (20; 0 skips), BENCH_CODE_MODE trivial run_code programs timed (30; 0 skips Code Mode), BENCH_SUB_CALLS sub-calls
-// per program against as many direct calls (20), BENCH_OUT result name (latest), BENCH_DIR where
+// per program against as many direct calls (20), BENCH_CLIENT one-call batches per system for the
+// client-latency section (worker and client in one process; 40; 0 skips), BENCH_OUT result name (latest), BENCH_DIR where
 // results go (bench/results), BENCH_BEFORE the result compared against (before), BENCH_ADDRESS a
 // Temporal server to use instead of starting one (the smoke test's), BENCH_LABEL free text.
 import { temporal } from '@temporalio/proto';
@@ -29,9 +30,18 @@ import { freePort, startDevServer } from '../worker/dev-server';
 import { WORKFLOWS_PATH } from '../worker/worker';
 import { echo, echoBody, localEcho, serialEcho } from './config';
 import { historyBreakdown } from './breakdown';
+import { runClientLatency } from './client-latency';
 import { markdownReport } from './report';
 import { plotSvg } from './plot';
-import type { ApprovalFigures, BenchResult, Cell, CodeModeFigures, LocalBodyFigures, SystemFigures } from './result';
+import type {
+  ApprovalFigures,
+  BenchResult,
+  Cell,
+  ClientLatencyFigures,
+  CodeModeFigures,
+  LocalBodyFigures,
+  SystemFigures,
+} from './result';
 import { mean, percentile, pool, round } from './stats';
 import type { WorkerArgs, WorkerReply, WorkerRequest } from './worker';
 
@@ -61,6 +71,7 @@ const settings = {
   codeMode: int('BENCH_CODE_MODE', 30),
   warmup: int('BENCH_WARMUP', 12),
   local: int('BENCH_LOCAL', 20),
+  client: int('BENCH_CLIENT', 40),
   subCalls: Math.max(1, int('BENCH_SUB_CALLS', 20)),
   pending: int('BENCH_PENDING', 1000),
   db: process.env.BENCH_DB || 'file',
@@ -144,6 +155,17 @@ async function main(): Promise<void> {
     fs.mkdirSync(path.dirname(base), { recursive: true });
     const localBodies = settings.local > 0 ? await runLocalBodies(systems) : undefined;
     const codeMode = settings.codeMode > 0 ? await runCodeMode(systems) : undefined;
+    const clientLatency =
+      settings.client > 0
+        ? await runClientLatency({
+            connection,
+            sluiceBundle,
+            bareBundle,
+            stateDir: path.join(runDir, 'client-state'),
+            samples: settings.client,
+            log,
+          })
+        : undefined;
     const write = (approval?: ApprovalFigures) => {
       const result = resultOf(grid, approval);
       fs.writeFileSync(`${base}.json`, `${JSON.stringify(result, null, 2)}\n`);
@@ -173,7 +195,8 @@ async function main(): Promise<void> {
       ...(approval ? { approval } : {}),
       ...(codeMode ? { codeMode } : {}),
       ...(localBodies ? { localBodies } : {}),
-      targets: targetsOf(grid, codeMode, localBodies),
+      ...(clientLatency ? { clientLatency } : {}),
+      targets: targetsOf(grid, codeMode, localBodies, clientLatency),
     });
     write(); // the grid is kept even if the approval part fails
     const approval =
@@ -593,7 +616,12 @@ async function runApproval(systems: Systems, worker: WorkerProcess): Promise<App
 }
 
 /** Issue 18's targets (round two); the approval path's are in the approval table. */
-function targetsOf(grid: Cell[], codeMode?: CodeModeFigures, localBodies?: LocalBodyFigures): BenchResult['targets'] {
+function targetsOf(
+  grid: Cell[],
+  codeMode?: CodeModeFigures,
+  localBodies?: LocalBodyFigures,
+  clientLatency?: ClientLatencyFigures,
+): BenchResult['targets'] {
   const out: BenchResult['targets'] = [];
   for (const c of grid) {
     out.push({
@@ -649,6 +677,13 @@ function targetsOf(grid: Cell[], codeMode?: CodeModeFigures, localBodies?: Local
       met: codeMode.subCalls.ratio <= 1.2,
     });
   }
+  if (clientLatency)
+    out.push({
+      name: 'client: 1-call runBatch p50 / bare execute p50 (worker and client in one process)',
+      value: clientLatency.ratio,
+      limit: '≤ 1.0',
+      met: clientLatency.ratio <= 1.0,
+    });
   return out;
 }
 

@@ -8,7 +8,7 @@ import { describe, expect, inject, it } from 'vitest';
 import type { BenchResult } from '../bench/result';
 
 describe('bench smoke run', () => {
-  it('runs one cell, Code Mode and the approval path, and writes the json, markdown and svg', async () => {
+  it('runs one cell, Code Mode, client latency and the approval path, and writes the json, markdown and svg', async () => {
     const dir = fs.mkdtempSync(path.join(inject('runDir'), 'bench-'));
     const root = path.join(__dirname, '..');
     await promisify(execFile)(process.execPath, ['--require', 'tsx/cjs', path.join(root, 'bench', 'run.ts')], {
@@ -29,6 +29,7 @@ describe('bench smoke run', () => {
         BENCH_CODE_MODE: '2',
         BENCH_SUB_CALLS: '2',
         BENCH_LOCAL: '2',
+        BENCH_CLIENT: '2',
       },
       timeout: 170_000,
     });
@@ -51,16 +52,28 @@ describe('bench smoke run', () => {
     expect(result.localBodies!.sluice.eventsPerCall).toBeLessThan(cell.sluice.eventsPerCall!);
     expect(result.codeMode?.subCalls.ratio).toBeGreaterThan(0);
     expect(result.approval?.bulk.batches).toBe(3);
+    // Client latency, worker and client in one process: runBatch starts eagerly there by default,
+    // bare's plain execute does not; each way round too.
+    const client = result.clientLatency!;
+    expect(client.samples).toBe(2);
+    expect(client.systems.sluice.eagerStarts).toBe(2);
+    expect(client.systems.bareEager.eagerStarts).toBe(2);
+    expect(client.systems.bare.eagerStarts).toBe(0);
+    expect(client.systems.sluicePlain.eagerStarts).toBe(0);
+    expect(client.systems.sluice.phasesP50Ms['workflow tasks']).toBeGreaterThanOrEqual(2);
+    expect(client.ratio).toBeGreaterThan(0);
     expect(result.targets.map((t) => t.name)).toEqual(
       expect.arrayContaining([
         'p50 Sluice/bare, 2 call(s) × 1 in flight',
         'history bytes per call Sluice/bare, batch of 2 (worst cell)',
         'Code Mode: sub-call / the same call made directly',
+        'client: 1-call runBatch p50 / bare execute p50 (worker and client in one process)',
       ]),
     );
     const md = fs.readFileSync(path.join(dir, 'smoke.md'), 'utf8');
     expect(md).toContain('Where the history bytes go, per call');
     expect(md).toContain('| Code Mode | figure |');
+    expect(md).toContain('Client latency: one-call batches');
     expect(fs.readFileSync(path.join(dir, 'smoke.svg'), 'utf8')).toMatch(/^<svg/);
   }, 180_000);
 });
