@@ -759,24 +759,22 @@ async function decide(
   const waitMs = v['wait-timeout'] !== undefined ? Number(v['wait-timeout']) * 1000 : 10 * 60_000;
   if (!Number.isFinite(waitMs) || waitMs < 0)
     throw new UsageError(`--wait-timeout takes seconds, not ${JSON.stringify(v['wait-timeout'])}`);
-  const { sluice, close } = await client(v);
-  const by = v.by ?? process.env.SLUICE_APPROVER ?? process.env.USER ?? 'cli';
+  if (v.pin?.length && !v['for-session'])
+    throw new UsageError('--pin narrows a session grant: add --for-session (or drop --pin to approve once)');
+  if (v['for-session'] && command === 'deny') throw new UsageError('--for-session goes with approve, not deny');
   // A signed identity (JWT): sealed to the workers' key (SLUICE_SEAL_KEY) before it is sent.
   const token = v['token-file'] ? readTokenFile(v['token-file']) : process.env.SLUICE_APPROVER_TOKEN?.trim();
   const decision = {
     approvalId,
     decision: command === 'approve' ? ('approve' as const) : ('deny' as const),
-    by,
+    by: decider(v, 'cli'),
     ...(v.reason ? { reason: v.reason } : {}),
     ...(v.digest ? { argsDigest: v.digest } : {}),
     ...(v.workflow ? { workflowId: v.workflow } : {}),
     ...(v['for-session'] ? { scope: 'session' as const, pins: (v.pin ?? []).map(parsePin) } : {}),
     ...(token ? { identityToken: token } : {}),
   };
-  if (v.pin?.length && !v['for-session'])
-    throw new UsageError('--pin narrows a session grant: add --for-session (or drop --pin to approve once)');
-  if (v['for-session'] && command === 'deny') throw new UsageError('--for-session goes with approve, not deny');
-  try {
+  return withDecidingClient(v, out, async (sluice) => {
     if (v.signal) {
       const workflowId = decision.workflowId ?? (await sluice.findApproval(approvalId));
       try {
@@ -815,6 +813,26 @@ async function decide(
         : `${approvalId}: ${applied.outcome}${applied.by ? ` by ${applied.by}` : ''}`,
     );
     return 0;
+  });
+}
+
+/** Who a decision is recorded under: --by, else SLUICE_APPROVER, else the login name, else `fallback`. */
+function decider(v: Values, fallback: string): string {
+  return v.by ?? process.env.SLUICE_APPROVER ?? process.env.USER ?? fallback;
+}
+
+/**
+ * Runs a deciding command (approve, deny, reconcile) with a client: a refusal (a SluiceError, its
+ * message saying why and what to do) is printed and exits 1; the connection is closed either way.
+ */
+async function withDecidingClient(
+  v: Values,
+  out: (s: string) => void,
+  run: (sluice: SluiceClient) => Promise<number>,
+): Promise<number> {
+  const { sluice, close } = await client(v);
+  try {
+    return await run(sluice);
   } catch (err) {
     if (err instanceof SluiceError) {
       out(err.message);
@@ -887,7 +905,7 @@ async function chat(v: Values, out: (s: string) => void): Promise<number> {
         eventsWhere: `${stores.kind === 'files' ? 'the state folder' : 'the database'} ${stores.where}`,
         input,
         out,
-        approver: v.by ?? process.env.SLUICE_APPROVER ?? process.env.USER ?? 'terminal',
+        approver: decider(v, 'terminal'),
         ...(v.play && v.script ? { messages: scriptMessages(path.resolve(v.script)) } : {}),
       }),
     );
@@ -919,12 +937,11 @@ async function reconcile(v: Values, reconcileId: string | undefined, out: (s: st
   const decision = chosen[0];
   if (decision === 'done' && !v.evidence?.trim())
     throw new UsageError('--done needs --evidence TEXT: what shows the call ran (a log line, an id, a receipt)');
-  const { sluice, close } = await client(v);
-  try {
+  return withDecidingClient(v, out, async (sluice) => {
     const r = await sluice.reconcile({
       reconcileId,
       decision,
-      by: v.by ?? process.env.SLUICE_APPROVER ?? process.env.USER ?? 'cli',
+      by: decider(v, 'cli'),
       ...(v.reason ? { reason: v.reason } : {}),
       ...(v.evidence ? { evidence: v.evidence } : {}),
       ...(v.workflow ? { workflowId: v.workflow } : {}),
@@ -937,15 +954,7 @@ async function reconcile(v: Values, reconcileId: string | undefined, out: (s: st
         }`,
       );
     return 0;
-  } catch (err) {
-    if (err instanceof SluiceError) {
-      out(err.message);
-      return 1;
-    }
-    throw err;
-  } finally {
-    await close();
-  }
+  });
 }
 
 function readTokenFile(file: string): string {
