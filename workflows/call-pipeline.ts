@@ -5,6 +5,7 @@
 // (2 and 14, the cards, are drawn by any UI from the events.) The batch workflow (batch.ts)
 // decides WHEN each part runs: ordering, parallelism, cancellation. This file decides WHAT runs.
 // Where the quick stages run and which calls they take along is look-ahead.ts's business.
+// Stage 5, with grants, asks raised together and then the guards, is approval-stage.ts's.
 import {
   ApplicationFailure,
   CancellationScope,
@@ -20,7 +21,7 @@ import type { StageActivities } from '../activities/stages';
 import { InlineBudget, jsonBytes, MAX_ARGUMENT_CHARS, resultBytes } from '../pipeline/budget';
 import { reservedCallIdProblem } from '../pipeline/code-mode';
 import { argsDigest } from '../pipeline/digest';
-import { addGrant, GRANTS_NAMESPACE, grantFor } from '../pipeline/grants';
+import { GRANTS_NAMESPACE } from '../pipeline/grants';
 import { getOwn, setOwn, snapshotArguments } from '../pipeline/json';
 import { errorCandidate, fitResult, normalizeResult, untouchedValue } from '../pipeline/normalize';
 import { ErrorCodes, FailureTypes } from '../pipeline/errors';
@@ -28,7 +29,6 @@ import type { OutcomeFields, SubCallFields } from '../pipeline/events';
 import {
   BODY_DEFAULTS,
   type CallRef,
-  type Gate,
   genericCard,
   genericResultCard,
   packCallRef,
@@ -40,7 +40,6 @@ import type {
   CallStage,
   Candidate,
   Card,
-  DecidedApproval,
   GrantUse,
   JsonObject,
   SessionState,
@@ -51,7 +50,8 @@ import type {
 } from '../pipeline/types';
 import type { Approvals } from './approvals';
 import type { EventLog } from './event-log';
-import { approvalDenial, bodyFailure, stageFailure } from './failures';
+import { ApprovalStage, type RaisedAsk } from './approval-stage';
+import { bodyFailure, stageFailure } from './failures';
 import { LookAhead } from './look-ahead';
 import { APPROVALS_MEMO, AWAITING_APPROVAL, PENDING_APPROVALS, SESSION_ID } from './definitions';
 import { reconcileWorkflowId, type ReconcileInput } from '../pipeline/reconcile';
@@ -60,7 +60,6 @@ import { attemptLost, lostWords, reconcileCall } from './reconcile';
 /** Unknown outcomes of at-most-once bodies (a lost attempt starts a reconcile workflow). */
 const OUTCOME_UNKNOWN_PATCH = 'sluice-outcome-unknown';
 
-export const DEFAULT_APPROVAL_TIMEOUT_MS = 10 * 60_000;
 export const DEFAULT_MAX_PARALLEL = 10;
 
 /** Code Mode: the run_code call a sub-call belongs to, and the outermost call of the batch. */
@@ -103,13 +102,13 @@ export class CallPipeline {
   private readonly deferred = new Map<string, UserMessage[]>();
   /** The batch's own calls whose tool/call is recorded (an ask raised ahead records it early). */
   private readonly started = new Set<ToolCall>();
-  /** Asks raised ahead of their call's admission, together with an earlier call's ask. */
-  private readonly raised = new Map<ToolCall, RaisedAsk>();
+  /** Stage 5 and around it: grants, asks raised together, the ask itself, then the guards. */
+  private readonly approval: ApprovalStage;
 
   constructor(
     private readonly input: BatchInput,
     private readonly events: EventLog,
-    private readonly approvals: Approvals,
+    approvals: Approvals,
     private readonly state: SessionState,
     private readonly tracker: CallTracker,
     private readonly isCancelled: () => boolean,
@@ -127,6 +126,21 @@ export class CallPipeline {
         return undefined;
       }
     });
+    this.approval = new ApprovalStage(
+      input,
+      events,
+      approvals,
+      state,
+      tracker,
+      this.lookAhead,
+      {
+        recordStart: (call) => this.recordStart(call, {}),
+        started: (call) => this.started.has(call),
+        parentEnded: (parentCallId) => this.parentEnded(parentCallId),
+        isCancelled,
+      },
+      features,
+    );
   }
 
   // ─── admit: stages 1–6 ──────────────────────────────────────────────────────────────────────
@@ -135,11 +149,10 @@ export class CallPipeline {
     // 1. tool/call (a sub-call's tool/code-dispatch-start), before anything else for this call
     this.recordStart(call, lineage);
     this.tracker.stage(call.id, 'pre-execute');
-    const raised = lineage.parentCallId ? undefined : this.raised.get(call);
-    this.raised.delete(call);
+    const raised = this.approval.takeRaised(call, lineage);
     const adm = await this.admitStages(call, lineage, raised);
     // An ask raised ahead that admission did not use (the call settled before asking) ends here.
-    if (raised && !raised.used) await this.withdraw(raised, 'the call settled before its approval was needed');
+    if (raised && !raised.used) await this.approval.withdraw(raised, 'the call settled before its approval was needed');
     return adm;
   }
 
@@ -182,22 +195,12 @@ export class CallPipeline {
     // An ask raised ahead, and pre-execute (re-run if a body changed the state since) no longer
     // asks: a person's "no" stands; otherwise the ask is withdrawn and pre-execute's verdict holds.
     if (raised && pre.gate.kind !== 'ask') {
-      raised.used = true;
-      if (raised.ended?.outcome === 'rejected')
-        pre.gate = {
-          kind: 'denied',
-          code: ErrorCodes.DENIED,
-          message: approvalDenial('rejected', raised.ended.reason, raised.ended.by),
-        };
-      else if (!raised.ended)
-        await this.withdraw(
-          raised,
-          `re-checked before it ran: pre-execute now ${pre.gate.kind === 'dispatch' ? 'lets it run without asking' : 'refuses it'}`,
-        );
+      const withdrawn = this.approval.reconsider(raised, pre);
+      if (withdrawn) await withdrawn;
     }
 
     // 5. approval, only on ask, then 6. the guards
-    const gate = pre.gate.kind === 'ask' ? await this.askThenGuard(admission, pre.gate, raised) : pre.gate;
+    const gate = pre.gate.kind === 'ask' ? await this.approval.askThenGuard(admission, pre.gate, raised) : pre.gate;
     if (gate.kind === 'ask')
       throw ApplicationFailure.nonRetryable('internal: ask gate survived approval', FailureTypes.INTERNAL);
     if (gate.kind !== 'dispatch')
@@ -209,130 +212,6 @@ export class CallPipeline {
       };
     this.tracker.stage(call.id, admission.verdict.kind === 'run' ? 'waiting-to-dispatch' : 'post-execute');
     return admission;
-  }
-
-  /**
-   * 5. A person decides; on a yes, 6. the guards run (monotonic: they can still deny). The asks of
-   * later calls whose pre-execute (run ahead on the current state) also asks are raised now, so a
-   * person sees and decides them together, in any order; each call still waits for its turn.
-   */
-  private async askThenGuard(adm: Admission, ask: Extract<Gate, { kind: 'ask' }>, raised?: RaisedAsk): Promise<Gate> {
-    const { call, lineage, ref, profile } = adm;
-    this.tracker.stage(call.id, 'awaiting-approval');
-    let asked: Promise<DecidedApproval>;
-    const grant = raised
-      ? undefined
-      : profile?.approval !== 'never'
-        ? grantFor(this.state, call.name, ref!.args)
-        : undefined;
-    if (raised) {
-      // Raised with an earlier call's ask; its pre-execute, re-checked now, still asks.
-      raised.used = true;
-      asked = raised.decided;
-    } else if (grant) {
-      // A person allowed calls like this one for the session: no ask, a reference to the grant.
-      this.events.record('approval/grant-used', {
-        grantId: grant.id,
-        callId: call.id,
-        toolName: call.name,
-        argsDigest: ref!.argsDigest,
-        ...(grant.by ? { grantedBy: grant.by } : {}),
-        ...(lineage.parentCallId ? { parentCallId: lineage.parentCallId } : {}),
-      });
-      (this.features.grantUses ?? []).push({
-        callId: call.id,
-        grantId: grant.id,
-        toolName: call.name,
-        ...(grant.by ? { by: grant.by } : {}),
-      });
-      this.approvals.republish();
-      asked = Promise.resolve({
-        approvalId: grant.approvalId,
-        callId: call.id,
-        outcome: 'allowed-session',
-        grantId: grant.id,
-        decidedAt: new Date().toISOString(),
-      });
-    } else {
-      asked = this.approvals.ask(ref!, {
-        ...this.askOptions(ask.reason, adm.card, profile),
-        ...(lineage.parentCallId ? { abandoned: () => this.parentEnded(lineage.parentCallId!) } : {}),
-      });
-    }
-    // Only an ask that waits for a person gathers the others (no channel, or `never`, ends at once).
-    if (
-      !grant &&
-      !lineage.parentCallId &&
-      this.features.asksTogether &&
-      this.input.options?.approvalChannel !== false &&
-      profile?.approval !== 'never'
-    )
-      await this.raiseAsksAfter(call);
-    const decided = await asked;
-    // A new session grant joins the session state, which carries it to the session's later batches.
-    if (decided.grant) addGrant(this.state, decided.grant);
-    if (decided.outcome !== 'allowed-once' && decided.outcome !== 'allowed-session')
-      return {
-        kind: 'denied',
-        code: ErrorCodes.DENIED,
-        message: approvalDenial(decided.outcome, decided.reason, decided.by),
-      };
-    this.tracker.stage(call.id, 'guards');
-    try {
-      const guarded = await this.lookAhead.guards(ref!);
-      this.events.recordAll(guarded.events);
-      adm.preContexts = [...adm.preContexts, ...guarded.contexts];
-      return guarded.gate;
-    } catch (err) {
-      return { kind: 'failed', code: ErrorCodes.PIPELINE_FAILED, message: stageFailure('guards', err).error!.message };
-    }
-  }
-
-  private askOptions(reason: string | undefined, card: Card, profile: ToolProfile | undefined) {
-    return {
-      reason,
-      card,
-      policy: profile?.approval ?? 'auto',
-      timeoutMs: profile?.approvalTimeoutMs ?? this.input.options?.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS,
-      channel: this.input.options?.approvalChannel !== false,
-      ...(profile?.identityRequired ? { identityRequired: true } : {}),
-      ...(profile?.approverGroups?.length ? { approverGroups: profile.approverGroups } : {}),
-      ...((profile?.lifecycle ?? this.input.options?.approvalLifecycle)
-        ? { lifecycle: profile?.lifecycle ?? this.input.options!.approvalLifecycle! }
-        : {}),
-      ...(profile?.notify ? { notify: true } : {}),
-    };
-  }
-
-  /** Raises the asks of the later calls whose pre-execute asks too, each with its own tool/call first. */
-  private async raiseAsksAfter(call: ToolCall): Promise<void> {
-    let ahead;
-    try {
-      ahead = await this.lookAhead.asksAfter(call);
-    } catch {
-      return; // those calls ask on their turn, with their own pre-execute (which reports the failure)
-    }
-    for (const next of ahead) {
-      if (this.started.has(next.call) || this.raised.has(next.call) || this.isCancelled()) continue;
-      if (next.result.gate.kind !== 'ask') continue;
-      // A call a session grant covers does not ask: it takes the grant on its turn.
-      if (next.result.profile?.approval !== 'never' && grantFor(this.state, next.call.name, next.ref.args)) continue;
-      this.recordStart(next.call, {});
-      this.tracker.stage(next.call.id, 'awaiting-approval');
-      const entry: RaisedAsk = { decided: Promise.resolve(undefined as unknown as DecidedApproval) };
-      entry.decided = this.approvals.ask(next.ref, {
-        ...this.askOptions(next.result.gate.reason, next.result.card, next.result.profile),
-        abandoned: () => entry.withdrawn,
-      });
-      void entry.decided.then((d) => (entry.ended = d));
-      this.raised.set(next.call, entry);
-    }
-  }
-
-  /** Ends an ask raised ahead that its call no longer needs (re-checked, or settled before asking). */
-  private async withdraw(raised: RaisedAsk, why: string): Promise<void> {
-    raised.withdrawn ??= why;
-    await raised.decided;
   }
 
   // ─── run the body: stages 7–8 ───────────────────────────────────────────────────────────────
@@ -658,17 +537,6 @@ function snapshotOf(call: ToolCall, lineage: Lineage): { args: JsonObject } | { 
   } catch (err) {
     return { problem: (err as Error).message };
   }
-}
-
-/** An ask raised ahead of its call's admission. */
-interface RaisedAsk {
-  decided: Promise<DecidedApproval>;
-  /** How it ended, once it has. */
-  ended?: DecidedApproval;
-  /** Set when its call took it over. */
-  used?: boolean;
-  /** Why the call no longer needs it: the ask then ends as cancelled with this reason. */
-  withdrawn?: string;
 }
 
 /** An admission that already holds the call's outcome-to-be: the body will not run. */

@@ -1,0 +1,207 @@
+// Stage 5 of a call, a person's approval, and what surrounds it: a session grant that answers
+// for a person, the asks of later calls raised together with this one (asks-together), an ask
+// raised ahead that its call's re-checked pre-execute no longer needs, and on a yes 6. the guards.
+// The approvals themselves (the pending list, decisions, timeouts, the lifecycle's escalations
+// and reminders) are approvals.ts's; call-pipeline.ts asks here when pre-execute says `ask`.
+import { addGrant, grantFor } from '../pipeline/grants';
+import { ErrorCodes } from '../pipeline/errors';
+import type { Gate, ToolProfile } from '../pipeline/stages';
+import type { BatchInput, Card, DecidedApproval, GrantUse, SessionState, ToolCall } from '../pipeline/types';
+import type { Approvals } from './approvals';
+import type { Admission, CallTracker, Lineage } from './call-pipeline';
+import type { EventLog } from './event-log';
+import { approvalDenial, stageFailure } from './failures';
+import type { LookAhead } from './look-ahead';
+
+export const DEFAULT_APPROVAL_TIMEOUT_MS = 10 * 60_000;
+
+/** What the approval stage needs of the call pipeline it belongs to. */
+export interface ApprovalHost {
+  /** Records a batch call's tool/call (once): an ask raised ahead comes after its call's. */
+  recordStart(call: ToolCall): void;
+  /** Whether the batch call's tool/call is recorded. */
+  started(call: ToolCall): boolean;
+  /** Why a sub-call's program is gone, once its run_code call's body stopped running. */
+  parentEnded(parentCallId: string): string | undefined;
+  isCancelled(): boolean;
+}
+
+export class ApprovalStage {
+  /** Asks raised ahead of their call's admission, together with an earlier call's ask. */
+  private readonly raised = new Map<ToolCall, RaisedAsk>();
+
+  constructor(
+    private readonly input: BatchInput,
+    private readonly events: EventLog,
+    private readonly approvals: Approvals,
+    private readonly state: SessionState,
+    private readonly tracker: CallTracker,
+    private readonly lookAhead: LookAhead,
+    private readonly host: ApprovalHost,
+    /** asksTogether, grantUses: see batch.ts. */
+    private readonly features: { asksTogether?: boolean; grantUses?: GrantUse[] },
+  ) {}
+
+  /** The ask raised ahead for a batch call, taken over by its admission (a sub-call has none). */
+  takeRaised(call: ToolCall, lineage: Lineage): RaisedAsk | undefined {
+    const raised = lineage.parentCallId ? undefined : this.raised.get(call);
+    this.raised.delete(call);
+    return raised;
+  }
+
+  /**
+   * An ask raised ahead, and pre-execute (re-run if a body changed the state since) no longer
+   * asks: a person's "no" stands (the gate becomes a denial); otherwise the ask is withdrawn
+   * (the promise to await) and pre-execute's verdict holds.
+   */
+  reconsider(raised: RaisedAsk, pre: { gate: Gate }): Promise<void> | undefined {
+    raised.used = true;
+    if (raised.ended?.outcome === 'rejected')
+      pre.gate = {
+        kind: 'denied',
+        code: ErrorCodes.DENIED,
+        message: approvalDenial('rejected', raised.ended.reason, raised.ended.by),
+      };
+    else if (!raised.ended)
+      return this.withdraw(
+        raised,
+        `re-checked before it ran: pre-execute now ${pre.gate.kind === 'dispatch' ? 'lets it run without asking' : 'refuses it'}`,
+      );
+    return undefined;
+  }
+
+  /**
+   * 5. A person decides; on a yes, 6. the guards run (monotonic: they can still deny). The asks of
+   * later calls whose pre-execute (run ahead on the current state) also asks are raised now, so a
+   * person sees and decides them together, in any order; each call still waits for its turn.
+   */
+  async askThenGuard(adm: Admission, ask: Extract<Gate, { kind: 'ask' }>, raised?: RaisedAsk): Promise<Gate> {
+    const { call, lineage, ref, profile } = adm;
+    this.tracker.stage(call.id, 'awaiting-approval');
+    let asked: Promise<DecidedApproval>;
+    const grant = raised
+      ? undefined
+      : profile?.approval !== 'never'
+        ? grantFor(this.state, call.name, ref!.args)
+        : undefined;
+    if (raised) {
+      // Raised with an earlier call's ask; its pre-execute, re-checked now, still asks.
+      raised.used = true;
+      asked = raised.decided;
+    } else if (grant) {
+      // A person allowed calls like this one for the session: no ask, a reference to the grant.
+      this.events.record('approval/grant-used', {
+        grantId: grant.id,
+        callId: call.id,
+        toolName: call.name,
+        argsDigest: ref!.argsDigest,
+        ...(grant.by ? { grantedBy: grant.by } : {}),
+        ...(lineage.parentCallId ? { parentCallId: lineage.parentCallId } : {}),
+      });
+      (this.features.grantUses ?? []).push({
+        callId: call.id,
+        grantId: grant.id,
+        toolName: call.name,
+        ...(grant.by ? { by: grant.by } : {}),
+      });
+      this.approvals.republish();
+      asked = Promise.resolve({
+        approvalId: grant.approvalId,
+        callId: call.id,
+        outcome: 'allowed-session',
+        grantId: grant.id,
+        decidedAt: new Date().toISOString(),
+      });
+    } else {
+      asked = this.approvals.ask(ref!, {
+        ...this.askOptions(ask.reason, adm.card, profile),
+        ...(lineage.parentCallId ? { abandoned: () => this.host.parentEnded(lineage.parentCallId!) } : {}),
+      });
+    }
+    // Only an ask that waits for a person gathers the others (no channel, or `never`, ends at once).
+    if (
+      !grant &&
+      !lineage.parentCallId &&
+      this.features.asksTogether &&
+      this.input.options?.approvalChannel !== false &&
+      profile?.approval !== 'never'
+    )
+      await this.raiseAsksAfter(call);
+    const decided = await asked;
+    // A new session grant joins the session state, which carries it to the session's later batches.
+    if (decided.grant) addGrant(this.state, decided.grant);
+    if (decided.outcome !== 'allowed-once' && decided.outcome !== 'allowed-session')
+      return {
+        kind: 'denied',
+        code: ErrorCodes.DENIED,
+        message: approvalDenial(decided.outcome, decided.reason, decided.by),
+      };
+    this.tracker.stage(call.id, 'guards');
+    try {
+      const guarded = await this.lookAhead.guards(ref!);
+      this.events.recordAll(guarded.events);
+      adm.preContexts = [...adm.preContexts, ...guarded.contexts];
+      return guarded.gate;
+    } catch (err) {
+      return { kind: 'failed', code: ErrorCodes.PIPELINE_FAILED, message: stageFailure('guards', err).error!.message };
+    }
+  }
+
+  private askOptions(reason: string | undefined, card: Card, profile: ToolProfile | undefined) {
+    return {
+      reason,
+      card,
+      policy: profile?.approval ?? 'auto',
+      timeoutMs: profile?.approvalTimeoutMs ?? this.input.options?.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS,
+      channel: this.input.options?.approvalChannel !== false,
+      ...(profile?.identityRequired ? { identityRequired: true } : {}),
+      ...(profile?.approverGroups?.length ? { approverGroups: profile.approverGroups } : {}),
+      ...((profile?.lifecycle ?? this.input.options?.approvalLifecycle)
+        ? { lifecycle: profile?.lifecycle ?? this.input.options!.approvalLifecycle! }
+        : {}),
+      ...(profile?.notify ? { notify: true } : {}),
+    };
+  }
+
+  /** Raises the asks of the later calls whose pre-execute asks too, each with its own tool/call first. */
+  private async raiseAsksAfter(call: ToolCall): Promise<void> {
+    let ahead;
+    try {
+      ahead = await this.lookAhead.asksAfter(call);
+    } catch {
+      return; // those calls ask on their turn, with their own pre-execute (which reports the failure)
+    }
+    for (const next of ahead) {
+      if (this.host.started(next.call) || this.raised.has(next.call) || this.host.isCancelled()) continue;
+      if (next.result.gate.kind !== 'ask') continue;
+      // A call a session grant covers does not ask: it takes the grant on its turn.
+      if (next.result.profile?.approval !== 'never' && grantFor(this.state, next.call.name, next.ref.args)) continue;
+      this.host.recordStart(next.call);
+      this.tracker.stage(next.call.id, 'awaiting-approval');
+      const entry: RaisedAsk = { decided: Promise.resolve(undefined as unknown as DecidedApproval) };
+      entry.decided = this.approvals.ask(next.ref, {
+        ...this.askOptions(next.result.gate.reason, next.result.card, next.result.profile),
+        abandoned: () => entry.withdrawn,
+      });
+      void entry.decided.then((d) => (entry.ended = d));
+      this.raised.set(next.call, entry);
+    }
+  }
+
+  /** Ends an ask raised ahead that its call no longer needs (re-checked, or settled before asking). */
+  async withdraw(raised: RaisedAsk, why: string): Promise<void> {
+    raised.withdrawn ??= why;
+    await raised.decided;
+  }
+}
+
+/** An ask raised ahead of its call's admission. */
+export interface RaisedAsk {
+  decided: Promise<DecidedApproval>;
+  /** How it ended, once it has. */
+  ended?: DecidedApproval;
+  /** Set when its call took it over. */
+  used?: boolean;
+  /** Why the call no longer needs it: the ask then ends as cancelled with this reason. */
+  withdrawn?: string;
+}
