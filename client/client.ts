@@ -56,7 +56,8 @@ export interface SluiceClientOptions {
    * Eager start: when this process also runs a worker on the client's task queue over the same
    * NativeConnection (an embedded agent), the server hands the batch's first workflow task back
    * in the start call's answer and that worker runs it at once, with no trip through the task
-   * queue. Default: asked for whenever the connection is a NativeConnection; Temporal's core
+   * queue. Default: asked for whenever the connection is a NativeConnection (a worker's; the
+   * plain Connection from sluice/client's connect() cannot share one); Temporal's core
    * asks the server only when a worker of this process polls the task queue and has a free slot,
    * so elsewhere it changes nothing. `false` never asks; `true` requires a NativeConnection.
    * What it changes: if this process dies while it holds that first task, another worker picks
@@ -140,7 +141,7 @@ export class SluiceClient {
     const eager = supportsEagerStart(opts.connection);
     if (opts.eagerStart === true && !eager)
       throw new InvalidInputError(
-        "eagerStart needs the NativeConnection a worker of this process uses (connect() from sluice/client, or the worker's connection); this connection is a plain client Connection. Pass the worker's connection, or leave eagerStart unset.",
+        "eagerStart needs the NativeConnection a worker of this process uses (NativeConnection.connect from @temporalio/worker, the one you give Worker.create); this connection is a plain client Connection (sluice/client's connect() makes one). Pass the worker's connection, or leave eagerStart unset.",
       );
     this.eagerStart = opts.eagerStart ?? eager;
     this.temporal = new Client({
