@@ -3,7 +3,7 @@
 // an earlier body's effect is re-checked before it runs.
 import { Worker } from '@temporalio/worker';
 import type { BrowserContext } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import { main } from '../client/cli';
 import type { Inbox } from '../client/inbox/server';
@@ -11,7 +11,7 @@ import type { PendingApproval } from '../pipeline/types';
 import { defineConfig, defineTool } from '../worker/config';
 import { batch, text, type Harness } from './harness';
 import { pendingApprovals } from './eventually';
-import { type InboxSetup, startInboxSetup } from './inbox-setup';
+import { useInboxSetup } from './inbox-setup';
 
 const config = defineConfig({
   tools: [
@@ -41,15 +41,10 @@ const config = defineConfig({
   ],
 });
 
-let setup: InboxSetup | undefined;
 let h: Harness;
 let inbox: Inbox;
 let browser: BrowserContext;
-beforeAll(async () => {
-  setup = await startInboxSetup('asks-together', config);
-  ({ h, inbox, browser } = setup);
-});
-afterAll(() => setup?.close());
+useInboxSetup('asks-together', config, (setup) => ({ h, inbox, browser } = setup));
 
 const pendingOf = (workflowId: string, n: number): Promise<PendingApproval[]> =>
   pendingApprovals(h.client, workflowId, n);

@@ -1,6 +1,7 @@
 // A test file's harness with an inbox on its task queue and a headless Chromium to open it in:
 // the setup the approval tests that click through the inbox page share.
 import type { BrowserContext } from 'playwright-core';
+import { afterAll, beforeAll } from 'vitest';
 import { startInbox, type Inbox } from '../client/inbox/server';
 import type { SluiceConfig } from '../worker/config';
 import { launchBrowser } from './chromium';
@@ -39,4 +40,17 @@ export async function startInboxSetup(
     await close();
     throw err;
   }
+}
+
+/**
+ * A test file's beforeAll/afterAll for startInboxSetup: `take` receives the setup once it is up
+ * (assign its parts to the file's variables); afterAll closes it.
+ */
+export function useInboxSetup(name: string, config: SluiceConfig, take: (setup: InboxSetup) => void): void {
+  let setup: InboxSetup | undefined;
+  beforeAll(async () => {
+    setup = await startInboxSetup(name, config);
+    take(setup);
+  });
+  afterAll(() => setup?.close());
 }

@@ -1,7 +1,7 @@
 // Session grants: "allow for this session", narrowed by argument pins, recorded, shown in the
 // inbox and the audit, carried in the session state; later matching calls run on the grant.
 import type { BrowserContext } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import { main } from '../client/cli';
 import { DecisionRefusedError } from '../client/client';
@@ -11,7 +11,7 @@ import type { PendingApproval } from '../pipeline/types';
 import { defineConfig, defineTool } from '../worker/config';
 import { batch, text, type Harness } from './harness';
 import { pendingApprovals } from './eventually';
-import { type InboxSetup, startInboxSetup } from './inbox-setup';
+import { useInboxSetup } from './inbox-setup';
 
 const config = defineConfig({
   tools: [
@@ -34,15 +34,10 @@ const config = defineConfig({
   ],
 });
 
-let setup: InboxSetup | undefined;
 let h: Harness;
 let inbox: Inbox;
 let browser: BrowserContext;
-beforeAll(async () => {
-  setup = await startInboxSetup('grants', config);
-  ({ h, inbox, browser } = setup);
-});
-afterAll(() => setup?.close());
+useInboxSetup('grants', config, (setup) => ({ h, inbox, browser } = setup));
 
 const pendingOf = (workflowId: string, n: number): Promise<PendingApproval[]> =>
   pendingApprovals(h.client, workflowId, n);
