@@ -49,6 +49,9 @@ export function sessionEventSinks(
   const opts = { ...DEFAULTS, ...options };
   // One write at a time per session, in the order the workflow handed the chunks over.
   const queues = new Map<string, Promise<void>>();
+  // Per session, the write queued but not started yet: the events a batch hands over in one
+  // workflow task (one sink call each, called together) join it and go as one append.
+  const open = new Map<string, { batchId: string; events: SessionEvent[]; written: Promise<void> }>();
   // Sessions whose writes failed for good in a task: their events wait here for a background retry.
   const held = new Map<string, Held>();
   const warn = (message: string, meta: Record<string, unknown>) => Runtime.instance().logger.warn(message, meta);
@@ -153,11 +156,19 @@ export function sessionEventSinks(
               // telemetry never stops a batch
             }
           }
-          const next = (queues.get(sessionId) ?? Promise.resolve()).then(() =>
-            writeInTask(sessionId, events, info.workflowId),
-          );
-          track(sessionId, next);
-          await next;
+          const joined = open.get(sessionId);
+          if (joined && joined.batchId === info.workflowId) {
+            joined.events.push(...events);
+            return joined.written;
+          }
+          const chunk = { batchId: info.workflowId, events: [...events], written: Promise.resolve() };
+          open.set(sessionId, chunk);
+          chunk.written = (queues.get(sessionId) ?? Promise.resolve()).then(() => {
+            if (open.get(sessionId) === chunk) open.delete(sessionId);
+            return writeInTask(sessionId, chunk.events, chunk.batchId);
+          });
+          track(sessionId, chunk.written);
+          await chunk.written;
         },
       },
     },

@@ -8,7 +8,9 @@ import type { EventDraft, JsonObject, SessionEvent } from '../pipeline/types';
 /**
  * Events leave the workflow through a Temporal workflow sink, not an activity: nothing in history,
  * no wait. The worker writes them before it reports the workflow task done and again on every
- * replay, so each event reaches the sink at least once (worker/sink.ts).
+ * replay, so each event reaches the sink at least once (worker/sink.ts). Each event is handed
+ * over as it is recorded; the worker joins a task's events of one batch into one write
+ * (worker/workflow-sinks.ts), so the workflow needs no promise of its own to group them.
  */
 export interface SessionEventSinks extends Sinks {
   sessionEvents: { append(sessionId: string, events: SessionEvent[]): void };
@@ -18,7 +20,6 @@ const { sessionEvents } = proxySinks<SessionEventSinks>();
 
 export class EventLog {
   readonly events: SessionEvent[] = [];
-  private unflushed: SessionEvent[] = [];
   private closed = false;
   /** JSON bytes recorded so far: the events are part of the batch output (pipeline/budget.ts). */
   bytes = 0;
@@ -51,16 +52,11 @@ export class EventLog {
     const event: SessionEvent = { type, seq: this.seq++, time: new Date().toISOString(), data };
     this.bytes += jsonBytes(data) + EVENT_ENVELOPE_BYTES;
     this.events.push(event);
-    // Events recorded together (in one synchronous stretch of workflow code) go as one chunk.
-    if (this.unflushed.push(event) === 1) void Promise.resolve().then(() => this.flush());
+    sessionEvents.append(this.sessionId, [event]);
     return event;
   }
 
   close(): void {
     this.closed = true;
-  }
-
-  private flush(): void {
-    sessionEvents.append(this.sessionId, this.unflushed.splice(0));
   }
 }

@@ -26,10 +26,34 @@ describe('session event sinks', () => {
       },
     });
     const append = sinks.sessionEvents.append.fn;
-    await Promise.all([append(info, 's', events(0, 1)), append(info, 's', events(2)), append(info, 's', events(3, 4))]);
+    const batch = (workflowId: string) => ({ workflowId }) as WorkflowInfo;
+    await Promise.all([
+      append(batch('a'), 's', events(0, 1)),
+      append(batch('b'), 's', events(2)),
+      append(batch('a'), 's', events(3, 4)),
+    ]);
     expect(written).toEqual([[0, 1], [2], [3, 4]]);
     expect(overlapped).toBe(false);
     expect(sinks.sessionEvents.append.callDuringReplay).toBe(true);
+  });
+
+  it("joins one batch's events handed over together into one write, in order, and each call waits for it", async () => {
+    const written: number[][] = [];
+    const sinks = sessionEventSinks({
+      async append(_sessionId, chunk) {
+        await new Promise((r) => setTimeout(r, 5));
+        written.push(chunk.map((e) => e.seq));
+      },
+    });
+    const append = sinks.sessionEvents.append.fn;
+    const a = { workflowId: 'a' } as WorkflowInfo;
+    const done: number[] = [];
+    // As the worker calls a task's sinks: all at once, one event each.
+    await Promise.all([0, 1, 2].map((seq) => append(a, 's', events(seq)).then(() => done.push(seq))));
+    // A later task's events go in a write of their own.
+    await append(a, 's', events(3));
+    expect(written).toEqual([[0, 1, 2], [3]]);
+    expect(done).toEqual([0, 1, 2]);
   });
 
   it('tries a failing write again, and the chunk gets through', async () => {
