@@ -100,9 +100,9 @@ describe('replay', () => {
 
     // A timer before pre-execute: the code now issues a command the recorded history never had.
     const broken = workflowCopy('timer-before-preflight', (src) => {
-      const preflight = 'pre = await this.lookAhead.preflight(ref);';
+      const preflight = 'let pre;';
       expect(src, 'the edit needs the preflight line of call-pipeline.ts').toContain(preflight);
-      const timed = src.replace(preflight, `await sleep('1 ms');\n      ${preflight}`);
+      const timed = src.replace(preflight, `await sleep('1 ms');\n    ${preflight}`);
       return `import { sleep } from '@temporalio/workflow';\n${timed}`;
     });
     const failed = await cli(['replay', FIXTURE, '--workflows', broken]);

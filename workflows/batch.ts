@@ -45,6 +45,13 @@ const SEQ_CLAIM_PATCH = 'sluice-seq-claim';
 const ASKS_TOGETHER_PATCH = 'sluice-asks-together';
 /** Content once in the output, values and error codes in tool messages (pipeline/output.ts). */
 const CONTENT_ONCE_PATCH = 'sluice-content-once';
+/**
+ * No await where the value is at hand (a free slot, an outcome already there, a preflight or a
+ * settle done ahead): the SDK captures a stack for every promise a workflow makes, which was half
+ * of a batch's workflow CPU (docs/performance.md). Fewer awaits change the order in which
+ * concurrent calls' commands can come out, so batches recorded before replay as they ran.
+ */
+const LEAN_AWAITS_PATCH = 'sluice-lean-awaits';
 
 const { claimSessionSeq: claimActivity } = proxyLocalActivities<SessionActivities>({
   startToCloseTimeout: '30s',
@@ -99,10 +106,12 @@ export async function toolBatch(input: BatchInput): Promise<BatchOutputWire> {
   };
   // Batches recorded before content-once replay with the budget shares they had.
   const contentOnce = patched(CONTENT_ONCE_PATCH);
+  const leanAwaits = patched(LEAN_AWAITS_PATCH);
   const pipeline = new CallPipeline(input, events, approvals, state, tracker, () => cancelRequested, {
     asksTogether,
     grantUses,
     contentOnce,
+    leanAwaits,
   });
   new CodeCalls(
     input,
@@ -161,15 +170,17 @@ export async function toolBatch(input: BatchInput): Promise<BatchOutputWire> {
           continue;
         }
         const exclusive = adm.profile?.concurrencySafe !== true;
-        if (exclusive) await Promise.all(running); // a barrier: nothing runs beside it
-        await condition(() => running.size < maxParallel);
+        // a barrier: nothing runs beside it
+        if (exclusive && (!leanAwaits || running.size > 0)) await Promise.all(running);
+        if (!leanAwaits || running.size >= maxParallel) await condition(() => running.size < maxParallel);
         const body = pipeline.runBody(adm);
         outcomes[i] = body;
         if (exclusive) {
           await body;
         } else {
           running.add(body);
-          void body.finally(() => running.delete(body));
+          const done = () => void running.delete(body);
+          body.then(done, done);
         }
       }
     };
@@ -177,7 +188,7 @@ export async function toolBatch(input: BatchInput): Promise<BatchOutputWire> {
     const commitInModelOrder = async () => {
       const out: ToolResult[] = [];
       for (let i = 0; i < n; i++) {
-        await condition(() => outcomes[i] !== undefined);
+        if (!leanAwaits || outcomes[i] === undefined) await condition(() => outcomes[i] !== undefined);
         out.push(await pipeline.settle(admissions[i], await outcomes[i]));
       }
       return out;

@@ -32,6 +32,7 @@ import {
   genericCard,
   genericResultCard,
   packCallRef,
+  type SettleRequest,
   type ToolProfile,
   unpackBodyResult,
 } from '../pipeline/stages';
@@ -114,9 +115,15 @@ export class CallPipeline {
     private readonly isCancelled: () => boolean,
     /**
      * asksTogether, grantUses: see batch.ts. contentOnce: the output carries each result's content
-     * once and tool messages their values (pipeline/output.ts).
+     * once and tool messages their values (pipeline/output.ts). leanAwaits: a stage whose result
+     * is at hand is not awaited (see batch.ts).
      */
-    private readonly features: { asksTogether?: boolean; grantUses?: GrantUse[]; contentOnce?: boolean } = {},
+    private readonly features: {
+      asksTogether?: boolean;
+      grantUses?: GrantUse[];
+      contentOnce?: boolean;
+      leanAwaits?: boolean;
+    } = {},
   ) {
     this.budget = new InlineBudget(input.calls, features.contentOnce === true);
     this.lookAhead = new LookAhead(input.calls, (call) => {
@@ -145,11 +152,16 @@ export class CallPipeline {
 
   // ─── admit: stages 1–6 ──────────────────────────────────────────────────────────────────────
 
-  async admit(call: ToolCall, lineage: Lineage = {}): Promise<Admission> {
+  admit(call: ToolCall, lineage: Lineage = {}): Promise<Admission> {
     // 1. tool/call (a sub-call's tool/code-dispatch-start), before anything else for this call
     this.recordStart(call, lineage);
     this.tracker.stage(call.id, 'pre-execute');
     const raised = this.approval.takeRaised(call, lineage);
+    if (this.features.leanAwaits && !raised) return this.admitStages(call, lineage);
+    return this.admitRaised(call, lineage, raised);
+  }
+
+  private async admitRaised(call: ToolCall, lineage: Lineage, raised?: RaisedAsk): Promise<Admission> {
     const adm = await this.admitStages(call, lineage, raised);
     // An ask raised ahead that admission did not use (the call settled before asking) ends here.
     if (raised && !raised.used) await this.approval.withdraw(raised, 'the call settled before its approval was needed');
@@ -170,7 +182,9 @@ export class CallPipeline {
     // 4. pre-execute waterfall (and 6, the guards, when no person needs to be asked)
     let pre;
     try {
-      pre = await this.lookAhead.preflight(ref);
+      pre =
+        (this.features.leanAwaits ? this.lookAhead.preflightedAheadFor(ref) : undefined) ??
+        (await this.lookAhead.preflight(ref));
     } catch (err) {
       return settledAtAdmission(call, lineage, {
         card: genericCard(call.name, snap.args),
@@ -218,6 +232,7 @@ export class CallPipeline {
 
   /** The execute waterfall around the tool body, as a retried, heartbeating activity (a call admitted to run). */
   runBody(adm: Admission): Promise<Settlement> {
+    if (this.features.leanAwaits) return this.executeBody(adm).then((s) => this.markReady(adm, s));
     return this.readyToSettle(adm, this.executeBody(adm));
   }
 
@@ -227,7 +242,10 @@ export class CallPipeline {
   }
 
   private async readyToSettle(adm: Admission, body: Promise<Settlement>): Promise<Settlement> {
-    const s = await body;
+    return this.markReady(adm, await body);
+  }
+
+  private markReady(adm: Admission, s: Settlement): Settlement {
     this.lookAhead.readyToSettle(adm.call, {
       admission: adm,
       profile: adm.profile,
@@ -380,11 +398,14 @@ export class CallPipeline {
     } else {
       // 9–12, worker-side (or here, when no worker code would run).
       try {
-        const settled = await this.lookAhead.settle(
-          adm.call,
-          { admission: adm, profile: adm.profile, request: (at) => this.settleRequest(adm, s, at) },
-          share,
-        );
+        // The same request for the same share: settledWithoutWaiting may make it before settle.
+        let made: { at: number; req: SettleRequest } | undefined;
+        const request = (at: number) =>
+          made?.at === at ? made.req : (made = { at, req: this.settleRequest(adm, s, at) }).req;
+        const pending = { admission: adm, profile: adm.profile, request };
+        const settled =
+          (this.features.leanAwaits ? this.lookAhead.settledWithoutWaiting(adm.call, pending, share) : undefined) ??
+          (await this.lookAhead.settle(adm.call, pending, share));
         this.events.recordAll(settled.events);
         result = settled.result;
         card = settled.card;

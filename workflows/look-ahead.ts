@@ -88,12 +88,9 @@ export class LookAhead {
 
   /** Stage 4 (and 6 when nobody is asked) for one call: from a group run earlier if still current. */
   async preflight(ref: CallRef): Promise<PreflightResult> {
+    const ahead = this.preflightedAheadFor(ref);
+    if (ahead) return ahead;
     const call = this.ownCallOf(ref);
-    if (call) {
-      const ahead = this.preflightedAhead.get(call.id);
-      this.preflightedAhead.delete(call.id);
-      if (ahead && ahead.call === call && this.isCurrent(ahead)) return ahead.result;
-    }
     if (this.plan?.preflight !== 'activity') {
       const followers = call ? this.followersOf(call) : [];
       const refs = [ref, ...followers.map((f) => f.ref)];
@@ -111,6 +108,15 @@ export class LookAhead {
       }
     }
     return unpackPreflightResults(await stages.preflight([ref]), [ref])[0];
+  }
+
+  /** The call's preflight from a group run earlier, if it still holds; taken, so it serves once. */
+  preflightedAheadFor(ref: CallRef): PreflightResult | undefined {
+    const call = this.ownCallOf(ref);
+    if (!call) return undefined;
+    const ahead = this.preflightedAhead.get(call.id);
+    this.preflightedAhead.delete(call.id);
+    return ahead && ahead.call === call && this.isCurrent(ahead) ? ahead.result : undefined;
   }
 
   /**
@@ -213,6 +219,29 @@ export class LookAhead {
       this.settledAhead.set(group[k + 1].ref.callId, { admission: p.admission, result: results[k + 1] }),
     );
     return results[0];
+  }
+
+  /**
+   * Stages 9–12 when they need no wait: settled ahead with an earlier call, or here in the
+   * workflow. Undefined when a stage must run (then `settle`, which finds everything as it was;
+   * `pending.request` must give the same request for the same share).
+   */
+  settledWithoutWaiting(
+    call: ToolCall,
+    pending: PendingSettle & { request: (share: number) => SettleRequest },
+    share: number,
+  ): SettleResult | undefined {
+    const own = this.isOwnCall(call);
+    const ahead = own ? this.settledAhead.get(call.id) : undefined;
+    if (ahead?.admission === pending.admission) {
+      this.settledAhead.delete(call.id);
+      if ('error' in ahead) throw ahead.error;
+      return ahead.result;
+    }
+    if (!this.settlesHere(pending)) return undefined;
+    const here = this.settleHere(pending.request(share));
+    if (here && own) this.awaitingSettle.delete(call.id);
+    return here;
   }
 
   /** True for the batch's own calls (the model's), false for a program's sub-calls. */

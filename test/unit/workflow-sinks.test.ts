@@ -49,7 +49,12 @@ describe('session event sinks', () => {
     const a = { workflowId: 'a' } as WorkflowInfo;
     const done: number[] = [];
     // As the worker calls a task's sinks: all at once, one event each.
-    await Promise.all([0, 1, 2].map((seq) => append(a, 's', events(seq)).then(() => done.push(seq))));
+    await Promise.all(
+      [0, 1, 2].map(async (seq) => {
+        await append(a, 's', events(seq));
+        done.push(seq);
+      }),
+    );
     // A later task's events go in a write of their own.
     await append(a, 's', events(3));
     expect(written).toEqual([[0, 1, 2], [3]]);
