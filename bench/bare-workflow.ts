@@ -1,6 +1,6 @@
 // The floor on Temporal: one activity per call, at most maxParallel at once, results in model
 // order. No stages, no events, no sink: what any Temporal workflow running tool bodies pays.
-import { condition, proxyActivities } from '@temporalio/workflow';
+import { condition, defineQuery, defineSignal, proxyActivities, setHandler } from '@temporalio/workflow';
 import { BODY_DEFAULTS } from '../pipeline/stages';
 import type { BareActivities } from './bare-activities';
 
@@ -34,4 +34,24 @@ export async function bareBatch(input: BareInput): Promise<{ callId: string; con
       }
     }),
   );
+}
+
+/** The decision a person sends a bare approval workflow. */
+export const bareDecisionSignal = defineSignal<[{ approve: boolean }]>('bareDecision');
+/** True once the workflow waits for its decision (its first workflow task is done). */
+export const bareWaitingQuery = defineQuery<boolean>('bareWaiting');
+
+/**
+ * The floor for the approval path: a hand-written workflow that waits on a signal with a deny
+ * timeout, then runs the same body as one activity and returns. No card, no audit events, no
+ * guards, no memo or search attributes for an inbox: what a decision costs on Temporal alone.
+ */
+export async function bareApproval(input: { arguments: string; timeoutMs: number }): Promise<{ content?: string }> {
+  let approve: boolean | undefined;
+  setHandler(bareDecisionSignal, (d) => {
+    approve ??= d?.approve === true;
+  });
+  setHandler(bareWaitingQuery, () => approve === undefined);
+  await condition(() => approve !== undefined, input.timeoutMs);
+  return approve ? { content: await runBody(input.arguments) } : {};
 }

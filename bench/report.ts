@@ -26,6 +26,10 @@ export function markdownReport(r: BenchResult, before?: BenchResult): string {
     lines.push(
       `| decision by signal → batch result, p50 / p99 (${a.signalToResult.samples} batches, one at a time) | ${f(a.signalToResult.p50Ms)} / ${f(a.signalToResult.p99Ms)} ms |`,
     );
+    if (a.bare)
+      lines.push(
+        `| the same for a bare workflow waiting on a signal (alternating with Sluice's), p50 / p99 | ${f(a.bare.signalToResult.p50Ms)} / ${f(a.bare.signalToResult.p99Ms)} ms (Sluice/bare ${f(a.signalToResultRatio, 2)}) |`,
+      );
     lines.push(
       `| decision by update → batch result, p50 / p99 (${a.updateToResult.samples} batches) | ${f(a.updateToResult.p50Ms)} / ${f(a.updateToResult.p99Ms)} ms |`,
     );
@@ -39,6 +43,10 @@ export function markdownReport(r: BenchResult, before?: BenchResult): string {
       `| bulk approve by signal: signals sent / all ${a.bulk.batches} results in | ${f(a.bulk.signalsSentMs, 0)} / ${f(a.bulk.drainMs, 0)} ms (${f(a.bulk.drainBatchesPerSec)} batches/s) |`,
     );
     lines.push(`| worker peak RSS while draining | ${f(a.bulk.workerPeakRssDrainMiB, 0)} MiB |`);
+    if (a.bare?.bulk)
+      lines.push(
+        `| the same bulk approve of ${a.bare.bulk.batches} bare workflows waiting on a signal: signals sent / all results in | ${f(a.bare.bulk.signalsSentMs, 0)} / ${f(a.bare.bulk.drainMs, 0)} ms (${f(a.bare.bulk.drainBatchesPerSec)} batches/s) |`,
+      );
   }
   if (r.localBodies) {
     const l = r.localBodies;
@@ -100,6 +108,11 @@ export function markdownReport(r: BenchResult, before?: BenchResult): string {
         `| worker RSS with ${a.bulk.batches} awaiting, MiB | ${pair(b.bulk.workerRssAwaitingMiB, a.bulk.workerRssAwaitingMiB, 0)} |`,
       );
       lines.push(`| drain after bulk approve, ms | ${pair(b.bulk.drainMs, a.bulk.drainMs, 0)} |`);
+      lines.push(
+        `| drain after bulk approve, batches/s | ${pair(b.bulk.drainBatchesPerSec, a.bulk.drainBatchesPerSec)} |`,
+      );
+      if (a.signalToResultRatio !== undefined)
+        lines.push(`| signal → result p50, Sluice/bare | ${pair(b.signalToResultRatio, a.signalToResultRatio, 2)} |`);
     }
   }
   lines.push('');

@@ -48,6 +48,21 @@ export interface ApprovalFigures {
     drainBatchesPerSec: number;
     workerPeakRssDrainMiB: number;
   };
+  /**
+   * The floor for the same measures: a bare workflow that waits on a signal with a timeout, then
+   * runs the same body (bench/bare-workflow.ts), on the same server and worker in the same run.
+   */
+  bare?: { signalToResult: { samples: number; p50Ms: number; p99Ms: number }; bulk?: BareBulkFigures };
+  /** Sluice's signal → result p50 over bare's (issue 18: at most 1.2). */
+  signalToResultRatio?: number;
+}
+
+/** Bare approval workflows waiting at once, approved by signal, until every result is in. */
+export interface BareBulkFigures {
+  batches: number;
+  signalsSentMs: number;
+  drainMs: number;
+  drainBatchesPerSec: number;
 }
 
 export interface CodeModeFigures {

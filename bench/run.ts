@@ -1,7 +1,8 @@
 // `npm run bench`: what durability costs. On one embedded dev server and one worker process, the
 // Sluice pipeline, a bare Temporal workflow running the same body as one activity per call, and
 // the body called in-process, over a grid of batch sizes and batches in flight; then the
-// approval path. Writes bench/results/<BENCH_OUT>.json, .svg and .md.
+// approval path, each timing against a bare workflow waiting on a signal (bench/bare-workflow.ts).
+// Writes bench/results/<BENCH_OUT>.json, .svg and .md.
 //
 // Settings (env): BENCH_BATCHES batches per grid cell and system (default 40; 0 skips the grid), capped at
 // BENCH_MAX_CALLS calls per cell and system (500), and at least the number in flight;
@@ -28,6 +29,7 @@ import type { BatchOutput, PendingApproval } from '../pipeline/types';
 import { stateQuery } from '../workflows/definitions';
 import { freePort, startDevServer } from '../worker/dev-server';
 import { WORKFLOWS_PATH } from '../worker/worker';
+import { bareDecisionSignal, bareWaitingQuery } from './bare-workflow';
 import { echo, echoBody, localEcho, serialEcho } from './config';
 import { historyBreakdown } from './breakdown';
 import { runClientLatency } from './client-latency';
@@ -35,6 +37,7 @@ import { markdownReport } from './report';
 import { plotSvg } from './plot';
 import type {
   ApprovalFigures,
+  BareBulkFigures,
   BenchResult,
   Cell,
   ClientLatencyFigures,
@@ -196,7 +199,7 @@ async function main(): Promise<void> {
       ...(codeMode ? { codeMode } : {}),
       ...(localBodies ? { localBodies } : {}),
       ...(clientLatency ? { clientLatency } : {}),
-      targets: targetsOf(grid, codeMode, localBodies, clientLatency),
+      targets: [...targetsOf(grid, codeMode, localBodies, clientLatency), ...approvalSpeedTargets(approval)],
     });
     write(); // the grid is kept even if the approval part fails
     const approval =
@@ -554,11 +557,14 @@ async function runApproval(systems: Systems, worker: WorkerProcess): Promise<App
       p99Ms: round(percentile(latencies, 99), 1),
     };
   };
-  log(`approval: ${settings.approvalSamples} decisions by signal, then by update, one batch at a time`);
-  const signalToResult = await timedDecisions('signal');
+  log(
+    `approval: ${settings.approvalSamples} decisions by signal (alternating with a bare workflow's), then by update, one batch at a time`,
+  );
+  const bySignal = await signalDecisionsAgainstBare(client, tag, start, pendingId);
+  const signalToResult = bySignal.sluice;
   const updateToResult = await timedDecisions('update');
   log(
-    `  signal→result p50 ${signalToResult.p50Ms} ms p99 ${signalToResult.p99Ms} ms; update→result p50 ${updateToResult.p50Ms} ms p99 ${updateToResult.p99Ms} ms`,
+    `  signal→result p50 ${signalToResult.p50Ms} ms p99 ${signalToResult.p99Ms} ms (bare ${bySignal.bare.p50Ms} / ${bySignal.bare.p99Ms} ms, ${bySignal.ratio}×); update→result p50 ${updateToResult.p50Ms} ms p99 ${updateToResult.p99Ms} ms`,
   );
 
   const n = settings.pending;
@@ -578,6 +584,7 @@ async function runApproval(systems: Systems, worker: WorkerProcess): Promise<App
   await new Promise((r) => setTimeout(r, 1000)); // let the worker settle before reading its memory
   const awaiting = await worker.memory();
 
+  log(`  all ${n} waiting; approving them by signal, 32 at a time`);
   const t1 = performance.now();
   await pool(n, 32, (i) =>
     client.signalDecision({
@@ -612,7 +619,122 @@ async function runApproval(systems: Systems, worker: WorkerProcess): Promise<App
   log(
     `  ${n} pending: worker RSS ${bulk.workerRssAwaitingMiB} MiB (idle ${bulk.workerRssIdleMiB}); drained in ${bulk.drainMs} ms (${bulk.drainBatchesPerSec}/s)`,
   );
-  return { signalToResult, updateToResult, bulk };
+  const bareBulk = n > 0 ? await bareBulkDrain(client, tag, n) : undefined;
+  return {
+    signalToResult,
+    updateToResult,
+    bulk,
+    bare: { signalToResult: bySignal.bare, ...(bareBulk ? { bulk: bareBulk } : {}) },
+    signalToResultRatio: bySignal.ratio,
+  };
+}
+
+type Latencies = { samples: number; p50Ms: number; p99Ms: number };
+const latencies = (ms: number[]): Latencies => ({
+  samples: ms.length,
+  p50Ms: round(percentile(ms, 50), 1),
+  p99Ms: round(percentile(ms, 99), 1),
+});
+
+/** Starts a bare approval workflow (bench/bare-workflow.ts) and waits until it waits for its decision. */
+async function startBareApproval(client: SluiceClient, workflowId: string, text: string) {
+  const handle = await client.temporal.workflow.start('bareApproval', {
+    taskQueue: BARE_QUEUE,
+    workflowId,
+    args: [{ arguments: JSON.stringify({ text }), timeoutMs: 30 * 60_000 }],
+  });
+  return handle;
+}
+
+/** Asks until the bare workflow says it waits (a query before its first workflow task, or on a busy worker, can fail). */
+async function bareWaiting(client: SluiceClient, workflowId: string): Promise<void> {
+  const handle = client.temporal.workflow.getHandle(workflowId);
+  for (let attempt = 0; ; attempt++) {
+    const waiting = await handle.query(bareWaitingQuery).catch((err) => {
+      if (attempt > 50) throw err;
+      return undefined;
+    });
+    if (waiting) return;
+    await new Promise((r) => setTimeout(r, waiting === false ? 10 : 200));
+  }
+}
+
+/**
+ * Issue 18: decision → batch result by signal for Sluice, against the same measure for a bare
+ * workflow waiting on a signal with a timeout and then running the same body. One batch at a
+ * time, alternating which goes first, so a change in the machine's load weighs on both.
+ */
+async function signalDecisionsAgainstBare(
+  client: SluiceClient,
+  tag: string,
+  start: (key: string) => ReturnType<SluiceClient['startBatch']>,
+  pendingId: (workflowId: string) => Promise<PendingApproval>,
+): Promise<{ sluice: Latencies; bare: Latencies; ratio: number }> {
+  const sluice: number[] = [];
+  const bare: number[] = [];
+  const oneSluice = async (i: number) => {
+    const handle = await start(`signal-${i}`);
+    const { approvalId } = await pendingId(handle.workflowId);
+    const t0 = performance.now();
+    await client.signalDecision({ workflowId: handle.workflowId, approvalId, decision: 'approve', by: 'bench' });
+    const out = await handle.result();
+    sluice.push(performance.now() - t0);
+    if (out.results[0].result.isError)
+      throw new Error(`approved batch failed: ${JSON.stringify(out.results[0].result)}`);
+  };
+  const oneBare = async (i: number) => {
+    const text = `bare-signal-${tag}-${i}`;
+    const handle = await startBareApproval(client, text, text);
+    await bareWaiting(client, handle.workflowId);
+    const t0 = performance.now();
+    await handle.signal(bareDecisionSignal, { approve: true });
+    const out = (await handle.result()) as { content?: string };
+    bare.push(performance.now() - t0);
+    if (out.content !== text) throw new Error(`bare approval ${text} returned ${JSON.stringify(out)}`);
+  };
+  for (let i = 0; i < settings.approvalSamples; i++) {
+    if (i % 2 === 0) {
+      await oneSluice(i);
+      await oneBare(i);
+    } else {
+      await oneBare(i);
+      await oneSluice(i);
+    }
+  }
+  const s = latencies(sluice);
+  const b = latencies(bare);
+  return { sluice: s, bare: b, ratio: round(s.p50Ms / b.p50Ms) };
+}
+
+/**
+ * The floor for the bulk drain on this server and machine: as many bare approval workflows
+ * waiting at once, approved by signal (32 at a time, as the Sluice batches were), until every
+ * result is in.
+ */
+async function bareBulkDrain(client: SluiceClient, tag: string, n: number): Promise<BareBulkFigures> {
+  log(`approval: ${n} bare workflows waiting on a signal at once`);
+  const ids = Array.from({ length: n }, (_, i) => `bare-bulk-${tag}-${i}`);
+  await pool(n, 32, async (i) => {
+    await startBareApproval(client, ids[i], ids[i]);
+  });
+  await pool(n, 32, (i) => bareWaiting(client, ids[i]));
+  log(`  all ${n} waiting; approving them by signal, 32 at a time`);
+  const t1 = performance.now();
+  await pool(n, 32, (i) => client.temporal.workflow.getHandle(ids[i]).signal(bareDecisionSignal, { approve: true }));
+  const signalsSentMs = performance.now() - t1;
+  await pool(n, 64, async (i) => {
+    const out = (await client.temporal.workflow.getHandle(ids[i]).result()) as { content?: string };
+    if (out.content !== ids[i]) throw new Error(`bare approval ${ids[i]} returned ${JSON.stringify(out)}`);
+  });
+  const drainMs = performance.now() - t1;
+  const figures = {
+    batches: n,
+    signalsSentMs: round(signalsSentMs, 0),
+    drainMs: round(drainMs, 0),
+    drainBatchesPerSec: round(n / (drainMs / 1000), 1),
+  };
+  log(`  bare: drained ${n} in ${figures.drainMs} ms (${figures.drainBatchesPerSec}/s)`);
+  return figures;
 }
 
 /** Issue 18's targets (round two); the approval path's are in the approval table. */
@@ -684,6 +806,35 @@ function targetsOf(
       limit: '≤ 1.0',
       met: clientLatency.ratio <= 1.0,
     });
+  return out;
+}
+
+/** Issue 18's approval-path speed targets: decision → result against bare, and the bulk drain. */
+function approvalSpeedTargets(approval?: ApprovalFigures): BenchResult['targets'] {
+  const out: BenchResult['targets'] = [];
+  if (approval?.signalToResultRatio !== undefined)
+    out.push({
+      name: 'approval: decision by signal → batch result p50, Sluice/bare',
+      value: approval.signalToResultRatio,
+      limit: '≤ 1.2',
+      met: approval.signalToResultRatio <= 1.2,
+    });
+  if (approval && approval.bulk.batches > 0) {
+    out.push({
+      name: `approval: drain after a bulk approve of ${approval.bulk.batches}, batches/s`,
+      value: approval.bulk.drainBatchesPerSec,
+      limit: '≥ 50',
+      met: approval.bulk.drainBatchesPerSec >= 50,
+    });
+    const bare = approval.bare?.bulk;
+    if (bare)
+      out.push({
+        name: `approval: drain after a bulk approve, bare workflows waiting on a signal (the floor here), batches/s`,
+        value: bare.drainBatchesPerSec,
+        limit: 'reported',
+        met: true,
+      });
+  }
   return out;
 }
 

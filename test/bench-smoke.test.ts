@@ -62,12 +62,18 @@ describe('bench smoke run', () => {
     expect(client.systems.sluicePlain.eagerStarts).toBe(0);
     expect(client.systems.sluice.phasesP50Ms['workflow tasks']).toBeGreaterThanOrEqual(2);
     expect(client.ratio).toBeGreaterThan(0);
+    // The approval path against a bare workflow waiting on a signal: both timed, both drained.
+    expect(result.approval?.bare?.signalToResult.samples).toBe(1);
+    expect(result.approval?.signalToResultRatio).toBeGreaterThan(0);
+    expect(result.approval?.bare?.bulk?.batches).toBe(3);
     expect(result.targets.map((t) => t.name)).toEqual(
       expect.arrayContaining([
         'p50 Sluice/bare, 2 call(s) × 1 in flight',
         'history bytes per call Sluice/bare, batch of 2 (worst cell)',
         'Code Mode: sub-call / the same call made directly',
         'client: 1-call runBatch p50 / bare execute p50 (worker and client in one process)',
+        'approval: decision by signal → batch result p50, Sluice/bare',
+        'approval: drain after a bulk approve of 3, batches/s',
       ]),
     );
     const md = fs.readFileSync(path.join(dir, 'smoke.md'), 'utf8');
