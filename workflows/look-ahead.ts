@@ -192,12 +192,8 @@ export class LookAhead {
     share: number,
   ): Promise<SettleResult> {
     const own = this.isOwnCall(call);
-    const ahead = own ? this.settledAhead.get(call.id) : undefined;
-    if (ahead?.admission === pending.admission) {
-      this.settledAhead.delete(call.id);
-      if ('error' in ahead) throw ahead.error;
-      return ahead.result;
-    }
+    const ahead = this.takeSettledAhead(call, own, pending);
+    if (ahead) return ahead;
     if (own) this.awaitingSettle.delete(call.id);
     const req = pending.request(share);
     const here = this.settlesHere(pending) ? this.settleHere(req) : undefined;
@@ -232,16 +228,20 @@ export class LookAhead {
     share: number,
   ): SettleResult | undefined {
     const own = this.isOwnCall(call);
-    const ahead = own ? this.settledAhead.get(call.id) : undefined;
-    if (ahead?.admission === pending.admission) {
-      this.settledAhead.delete(call.id);
-      if ('error' in ahead) throw ahead.error;
-      return ahead.result;
-    }
-    if (!this.settlesHere(pending)) return undefined;
+    const ahead = this.takeSettledAhead(call, own, pending);
+    if (ahead || !this.settlesHere(pending)) return ahead;
     const here = this.settleHere(pending.request(share));
     if (here && own) this.awaitingSettle.delete(call.id);
     return here;
+  }
+
+  /** The result a group settled ahead for this very admission, taken (it serves once); the group's failure is thrown. */
+  private takeSettledAhead(call: ToolCall, own: boolean, pending: PendingSettle): SettleResult | undefined {
+    const ahead = own ? this.settledAhead.get(call.id) : undefined;
+    if (ahead?.admission !== pending.admission) return undefined;
+    this.settledAhead.delete(call.id);
+    if ('error' in ahead) throw ahead.error;
+    return ahead.result;
   }
 
   /** True for the batch's own calls (the model's), false for a program's sub-calls. */
