@@ -37,8 +37,12 @@ export function markdownReport(r: BenchResult, before?: BenchResult): string {
       `| ${a.bulk.batches} batches started / all awaiting approval after | ${f(a.bulk.startMs, 0)} / ${f(a.bulk.allPendingMs, 0)} ms |`,
     );
     lines.push(
-      `| worker RSS idle → with ${a.bulk.batches} awaiting | ${f(a.bulk.workerRssIdleMiB, 0)} → ${f(a.bulk.workerRssAwaitingMiB, 0)} MiB |`,
+      `| worker RSS idle → with ${a.bulk.batches} awaiting | ${f(a.bulk.workerRssIdleMiB, 0)} → ${f(a.bulk.workerRssAwaitingMiB, 0)} MiB (${a.bulk.workerRssAboveIdleMiB !== undefined ? `+${f(a.bulk.workerRssAboveIdleMiB, 0)}` : '–'}) |`,
     );
+    if (a.bulk.workerRssAwaitingAfterGcMiB !== undefined)
+      lines.push(
+        `| with ${a.bulk.batches} awaiting, after a full GC: worker RSS / workflow threads' heap (idle ${f(a.bulk.workflowHeapIdleMiB, 0)}) / main heap | ${f(a.bulk.workerRssAwaitingAfterGcMiB, 0)} / ${f(a.bulk.workflowHeapAwaitingAfterGcMiB, 0)} / ${f(a.bulk.mainHeapAwaitingAfterGcMiB, 0)} MiB |`,
+      );
     lines.push(
       `| bulk approve by signal: signals sent / all ${a.bulk.batches} results in | ${f(a.bulk.signalsSentMs, 0)} / ${f(a.bulk.drainMs, 0)} ms (${f(a.bulk.drainBatchesPerSec)} batches/s) |`,
     );

@@ -43,6 +43,16 @@ export interface ApprovalFigures {
     allPendingMs: number;
     workerRssIdleMiB: number;
     workerRssAwaitingMiB: number;
+    /** Awaiting minus idle: the target (issue 18) is at most 100 MiB. */
+    workerRssAboveIdleMiB?: number;
+    /** RSS with all waiting, after a full GC of every isolate. */
+    workerRssAwaitingAfterGcMiB?: number;
+    /** The workflow threads' V8 heap in use (the workflow sandboxes): idle, all waiting, and after a full GC. */
+    workflowHeapIdleMiB?: number;
+    workflowHeapAwaitingMiB?: number;
+    workflowHeapAwaitingAfterGcMiB?: number;
+    /** The main thread's heap in use with all waiting, after a full GC. */
+    mainHeapAwaitingAfterGcMiB?: number;
     signalsSentMs: number;
     drainMs: number;
     drainBatchesPerSec: number;

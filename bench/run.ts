@@ -46,7 +46,7 @@ import type {
   SystemFigures,
 } from './result';
 import { mean, percentile, pool, round } from './stats';
-import type { WorkerArgs, WorkerReply, WorkerRequest } from './worker';
+import type { MemoryDetail, WorkerArgs, WorkerReply, WorkerRequest } from './worker';
 
 const int = (name: string, fallback: number) => {
   const v = process.env[name];
@@ -199,7 +199,11 @@ async function main(): Promise<void> {
       ...(codeMode ? { codeMode } : {}),
       ...(localBodies ? { localBodies } : {}),
       ...(clientLatency ? { clientLatency } : {}),
-      targets: [...targetsOf(grid, codeMode, localBodies, clientLatency), ...approvalSpeedTargets(approval)],
+      targets: [
+        ...targetsOf(grid, codeMode, localBodies, clientLatency),
+        ...approvalSpeedTargets(approval),
+        ...waitingTargets(approval),
+      ],
     });
     write(); // the grid is kept even if the approval part fails
     const approval =
@@ -568,21 +572,22 @@ async function runApproval(systems: Systems, worker: WorkerProcess): Promise<App
   );
 
   const n = settings.pending;
-  const idle = await worker.memory();
-  log(`approval: ${n} batches awaiting approval at once`);
+  const idle = await worker.memoryDetail(false);
+  log(`approval: ${n} batches awaiting approval at once; idle ${memoryLine(idle)}`);
   const handles: Awaited<ReturnType<typeof start>>[] = [];
   const t0 = performance.now();
   await pool(n, 32, async (i) => {
     handles[i] = await start(`bulk-${i}`);
+    if ((i + 1) % 2000 === 0) log(`  ${i + 1} started`);
   });
   const startMs = performance.now() - t0;
   const approvalIds: string[] = [];
   await pool(n, 32, async (i) => {
-    approvalIds[i] = (await pendingId(handles[i].workflowId)).approvalId;
+    approvalIds[i] = (await awaitingApproval(client, handles[i].workflowId)).approvalId;
   });
   const allPendingMs = performance.now() - t0;
-  await new Promise((r) => setTimeout(r, 1000)); // let the worker settle before reading its memory
-  const awaiting = await worker.memory();
+  const waiting = await waitingMemory(worker, idle);
+  const awaiting = waiting.awaiting;
 
   log(`  all ${n} waiting; approving them by signal, 32 at a time`);
   const t1 = performance.now();
@@ -611,6 +616,7 @@ async function runApproval(systems: Systems, worker: WorkerProcess): Promise<App
     allPendingMs: round(allPendingMs, 0),
     workerRssIdleMiB: round(idle.rss / MiB, 1),
     workerRssAwaitingMiB: round(awaiting.rss / MiB, 1),
+    ...waiting.figures,
     signalsSentMs: round(signalsSentMs, 0),
     drainMs: round(drainMs, 0),
     drainBatchesPerSec: round(n / (drainMs / 1000), 1),
@@ -735,6 +741,67 @@ async function bareBulkDrain(client: SluiceClient, tag: string, n: number): Prom
   };
   log(`  bare: drained ${n} in ${figures.drainMs} ms (${figures.drainBatchesPerSec}/s)`);
   return figures;
+}
+
+/** The worker threads' heaps: the SDK's workflow threads (both workers') and any Code Mode sandbox thread. */
+/**
+ * A bulk batch's pending approval, from its memo as the inbox reads it (describe: the server
+ * answers, no worker), so reading ten thousand does not pull evicted batches back into the cache.
+ */
+async function awaitingApproval(client: SluiceClient, workflowId: string): Promise<PendingApproval> {
+  for (let attempt = 0; ; attempt++) {
+    const read = await client.readApprovals(workflowId).catch((err) => {
+      if (attempt > 50) throw err;
+      return undefined;
+    });
+    if (read?.pending.length) return read.pending[0];
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+const heapOf = (d: MemoryDetail, which: 'heapUsed' | 'heapTotal') => d.threads.reduce((a, t) => a + t[which], 0);
+
+function memoryLine(d: MemoryDetail): string {
+  const mib = (x: number) => (x / MiB).toFixed(1);
+  return `RSS ${mib(d.rss)} MiB (main heap ${mib(d.mainHeapUsed)}/${mib(d.mainHeapTotal)}, external ${mib(d.external)}, worker threads' heap ${mib(heapOf(d, 'heapUsed'))}/${mib(heapOf(d, 'heapTotal'))} used/total)`;
+}
+
+/**
+ * The worker's memory with every bulk batch waiting: as it is (the figure judged), then after a
+ * full GC of every isolate, which tells live workflow state apart from garbage not yet collected.
+ */
+async function waitingMemory(worker: WorkerProcess, idle: MemoryDetail) {
+  await new Promise((r) => setTimeout(r, 1000)); // let the worker settle before reading its memory
+  const awaiting = await worker.memoryDetail(false);
+  const collected = await worker.memoryDetail(true);
+  log(`  all waiting: ${memoryLine(awaiting)}`);
+  log(`  after a full GC: ${memoryLine(collected)}`);
+  return {
+    awaiting,
+    figures: {
+      workerRssAboveIdleMiB: round((awaiting.rss - idle.rss) / MiB, 1),
+      workerRssAwaitingAfterGcMiB: round(collected.rss / MiB, 1),
+      workflowHeapIdleMiB: round(heapOf(idle, 'heapUsed') / MiB, 1),
+      workflowHeapAwaitingMiB: round(heapOf(awaiting, 'heapUsed') / MiB, 1),
+      workflowHeapAwaitingAfterGcMiB: round(heapOf(collected, 'heapUsed') / MiB, 1),
+      mainHeapAwaitingAfterGcMiB: round(collected.mainHeapUsed / MiB, 1),
+    },
+  };
+}
+
+/** Issue 18: batches waiting for a person cost the worker (almost) nothing. */
+function waitingTargets(approval?: ApprovalFigures): BenchResult['targets'] {
+  const b = approval?.bulk;
+  if (!b || b.batches === 0) return [];
+  const above = b.workerRssAboveIdleMiB ?? b.workerRssAwaitingMiB - b.workerRssIdleMiB;
+  return [
+    {
+      name: `worker RSS with ${b.batches} batches waiting, MiB above idle`,
+      value: above,
+      limit: '≤ 100',
+      met: above <= 100,
+    },
+  ];
 }
 
 /** Issue 18's targets (round two); the approval path's are in the approval table. */
@@ -863,12 +930,14 @@ function gitCommit(): string {
 interface WorkerProcess {
   maxCachedWorkflows: number;
   memory(): Promise<{ rss: number; peakRss: number }>;
+  /** RSS and each isolate's heap, after a full GC everywhere when `gc`. */
+  memoryDetail(gc: boolean): Promise<MemoryDetail>;
   stop(): Promise<void>;
 }
 
 function startWorker(args: WorkerArgs): Promise<WorkerProcess> {
   const child: ChildProcess = fork(path.join(__dirname, 'worker.ts'), [JSON.stringify(args)], {
-    execArgv: ['--require', 'tsx/cjs'],
+    execArgv: ['--require', 'tsx/cjs', '--expose-gc'],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const waiting: ((r: WorkerReply) => void)[] = [];
@@ -891,6 +960,14 @@ function startWorker(args: WorkerArgs): Promise<WorkerProcess> {
           const m = await reply;
           if (m.kind !== 'memory') throw new Error(`unexpected worker reply ${m.kind}`);
           return m;
+        },
+        async memoryDetail(gc: boolean) {
+          const reply = next();
+          request({ kind: 'memoryDetail', gc });
+          const m = await reply;
+          if (m.kind !== 'memoryDetail')
+            throw new Error(`the bench worker could not read its memory: ${m.kind === 'failed' ? m.error : m.kind}`);
+          return m.detail;
         },
         async stop() {
           if (child.exitCode !== null || child.signalCode !== null) return;

@@ -33,6 +33,8 @@ export async function startHarness(
     stateDir?: string;
     stores?: SluiceStores;
     telemetry?: SluiceTelemetry;
+    /** The worker's sticky cache; createSluiceWorker's default when not given. */
+    maxCachedWorkflows?: number;
   } = {},
 ): Promise<Harness> {
   if (!runtimeQuieted) {
@@ -60,6 +62,7 @@ export async function startHarness(
         dataConverter: opts.dataConverter,
         ...(opts.stores ? { stores: opts.stores } : {}),
         ...(opts.telemetry ? { telemetry: opts.telemetry } : {}),
+        ...(opts.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: opts.maxCachedWorkflows } : {}),
       });
       running = h.worker.run();
     },

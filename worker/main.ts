@@ -59,6 +59,18 @@ export function metricsPort(env: NodeJS.ProcessEnv = process.env): number | unde
   return n;
 }
 
+/** SLUICE_MAX_CACHED_WORKFLOWS as a number (the worker's sticky cache), or undefined for Sluice's default. */
+export function maxCachedWorkflows(env: NodeJS.ProcessEnv = process.env): number | undefined {
+  const v = env.SLUICE_MAX_CACHED_WORKFLOWS?.trim();
+  if (!v) return undefined;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0 || n === 1)
+    throw new Error(
+      `SLUICE_MAX_CACHED_WORKFLOWS must be 0 (no sticky cache) or a whole number of at least 2, not ${JSON.stringify(v)}`,
+    );
+  return n;
+}
+
 /** The Temporal runtime's own metrics port: SLUICE_CORE_METRICS_PORT, else the metrics port + 1. */
 function coreMetricsPort(env: NodeJS.ProcessEnv = process.env): number | undefined {
   const port = metricsPort(env);
@@ -70,6 +82,7 @@ export async function runWorker(opts: RunWorkerOptions): Promise<void> {
   const log = opts.log ?? ((l: string) => console.log(l));
   installRuntime();
   const deployment = deploymentOf(opts);
+  const cache = maxCachedWorkflows();
   const config = await loadConfig(opts.config);
   const { connection, namespace, address } = await connect({ address: opts.address, namespace: opts.namespace });
   await ensureSearchAttributes(connection, namespace);
@@ -109,6 +122,7 @@ export async function runWorker(opts: RunWorkerOptions): Promise<void> {
     dataConverter: dataConverterFromEnv(),
     ...(opts.workflowBundlePath ? { workflowBundle: { codePath: opts.workflowBundlePath } } : {}),
     ...(deployment ? { deployment } : {}),
+    ...(cache !== undefined ? { maxCachedWorkflows: cache } : {}),
   });
   log(
     `sluice worker: ${config.tools.length} tool(s) on task queue "${taskQueue}" at ${address} (namespace ${namespace}), pid ${process.pid}, stores: ${stores.kind} (${stores.where})${process.env.SLUICE_CODEC_KEYS ? ', payloads encrypted' : ''}${deployment ? `, deployment ${deployment.name} version ${deployment.buildId}` : ''}${metrics ? `, metrics on port ${port}` : ''}${telemetry?.tracer ? ', traces over OTLP' : ''}`,

@@ -198,6 +198,11 @@ export interface SluiceWorkerOptions {
    * finishes on the code that can replay it while newer versions run beside it.
    */
   deployment?: WorkerDeployment;
+  /**
+   * Batches kept in the sticky cache between workflow tasks (default DEFAULT_MAX_CACHED_BATCHES).
+   * Past it the least recently used batch leaves memory and replays its history on its next task:
+   * batches waiting for a person leave first, so they cost the worker no memory while they wait.
+   */
   maxCachedWorkflows?: number;
   maxEagerActivityReservationsPerWorkflowTask?: number;
   /** Payload encryption (worker/codec.ts); the clients of these batches need the same. */
@@ -215,6 +220,15 @@ export interface SluiceWorkerOptions {
   /** Traces and metrics; with a span exporter, Temporal's OpenTelemetry interceptors are added too. */
   telemetry?: SluiceTelemetry;
 }
+
+/**
+ * The sticky cache of a Sluice worker. Temporal's default sizes it from the heap limit (about 2,300
+ * workflows on a 4 GB heap), so thousands of batches waiting for a person each kept their sandbox
+ * in memory (about 0.2 MiB each: bench/run.ts, docs/performance.md). A batch is busy for a few
+ * workflow tasks; 250 covers that many batches in flight at once per worker, bounds the cache near
+ * 50 MiB, and lets the rest leave: an evicted batch replays its tens of events on its next task.
+ */
+export const DEFAULT_MAX_CACHED_BATCHES = 250;
 
 export interface WorkerDeployment {
   /** The Worker Deployment: one name for all versions of these workers. */
@@ -258,7 +272,7 @@ export async function createSluiceWorker(opts: SluiceWorkerOptions): Promise<Wor
         }
       : {}),
     ...(opts.dataConverter ? { dataConverter: opts.dataConverter } : {}),
-    ...(opts.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: opts.maxCachedWorkflows } : {}),
+    maxCachedWorkflows: opts.maxCachedWorkflows ?? DEFAULT_MAX_CACHED_BATCHES,
     ...(opts.maxEagerActivityReservationsPerWorkflowTask !== undefined
       ? { maxEagerActivityReservationsPerWorkflowTask: opts.maxEagerActivityReservationsPerWorkflowTask }
       : {}),
