@@ -43,6 +43,8 @@ export interface ApprovalFigures {
     allPendingMs: number;
     workerRssIdleMiB: number;
     workerRssAwaitingMiB: number;
+    /** RSS 1 s after the last batch began to wait (workerRssAwaitingMiB is read BENCH_SETTLE_SEC after, as idle is). */
+    workerRssJustAfterMiB?: number;
     /** Awaiting minus idle: the target (issue 18) is at most 100 MiB. */
     workerRssAboveIdleMiB?: number;
     /** RSS with all waiting, after a full GC of every isolate. */

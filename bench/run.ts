@@ -9,7 +9,8 @@
 // BENCH_ROUNDS Sluice/bare alternations per cell (2), BENCH_SIZES (1,10,50),
 // BENCH_CONCURRENCY (1,8,32), BENCH_HISTORY_SAMPLES histories fetched per cell (5),
 // BENCH_APPROVAL_SAMPLES decisions timed one at a time (30), BENCH_PENDING batches awaiting
-// approval at once (1000; 0 skips), BENCH_DB `file` (SQLite in a temp folder, as the embedded
+// approval at once (1000; 0 skips), BENCH_SETTLE_SEC seconds the worker sits idle before its
+// memory is read, idle and with them all waiting (20), BENCH_DB `file` (SQLite in a temp folder, as the embedded
 // server keeps it) or `memory`, BENCH_MAX_CACHED and BENCH_EAGER (both workers' sticky cache size
 // and eager activity reservations per workflow task; Temporal's defaults when unset),
 // BENCH_WARMUP batches per system and size before measuring (12), BENCH_LOCAL batches of 10 calls
@@ -77,6 +78,7 @@ const settings = {
   client: int('BENCH_CLIENT', 40),
   subCalls: Math.max(1, int('BENCH_SUB_CALLS', 20)),
   pending: int('BENCH_PENDING', 1000),
+  settleSec: int('BENCH_SETTLE_SEC', 20),
   db: process.env.BENCH_DB || 'file',
   maxCached: process.env.BENCH_MAX_CACHED ? int('BENCH_MAX_CACHED', 0) : undefined,
   eager: process.env.BENCH_EAGER ? int('BENCH_EAGER', 0) : undefined,
@@ -572,7 +574,7 @@ async function runApproval(systems: Systems, worker: WorkerProcess): Promise<App
   );
 
   const n = settings.pending;
-  const idle = await worker.memoryDetail(false);
+  const idle = await settled(worker);
   log(`approval: ${n} batches awaiting approval at once; idle ${memoryLine(idle)}`);
   const handles: Awaited<ReturnType<typeof start>>[] = [];
   const t0 = performance.now();
@@ -771,15 +773,20 @@ function memoryLine(d: MemoryDetail): string {
  * full GC of every isolate, which tells live workflow state apart from garbage not yet collected.
  */
 async function waitingMemory(worker: WorkerProcess, idle: MemoryDetail) {
-  await new Promise((r) => setTimeout(r, 1000)); // let the worker settle before reading its memory
-  const awaiting = await worker.memoryDetail(false);
+  await new Promise((r) => setTimeout(r, 1000));
+  const first = await worker.memoryDetail(false);
+  log(`  all waiting, 1 s after: ${memoryLine(first)}`);
+  // Batches wait for minutes to hours: what they cost is the worker's memory once it is idle
+  // with them, as the idle figure is read (V8 gives back the heap it grew while starting them).
+  const awaiting = await settled(worker);
   const collected = await worker.memoryDetail(true);
-  log(`  all waiting: ${memoryLine(awaiting)}`);
-  log(`  after a full GC: ${memoryLine(collected)}`);
+  log(`  all waiting, ${settings.settleSec} s after: ${memoryLine(awaiting)}`);
+  log(`  then after a full GC: ${memoryLine(collected)}`);
   return {
     awaiting,
     figures: {
       workerRssAboveIdleMiB: round((awaiting.rss - idle.rss) / MiB, 1),
+      workerRssJustAfterMiB: round(first.rss / MiB, 1),
       workerRssAwaitingAfterGcMiB: round(collected.rss / MiB, 1),
       workflowHeapIdleMiB: round(heapOf(idle, 'heapUsed') / MiB, 1),
       workflowHeapAwaitingMiB: round(heapOf(awaiting, 'heapUsed') / MiB, 1),
@@ -787,6 +794,13 @@ async function waitingMemory(worker: WorkerProcess, idle: MemoryDetail) {
       mainHeapAwaitingAfterGcMiB: round(collected.mainHeapUsed / MiB, 1),
     },
   };
+}
+
+/** The worker's memory after BENCH_SETTLE_SEC with nothing to do (idle, or every batch waiting). */
+async function settled(worker: WorkerProcess): Promise<MemoryDetail> {
+  const until = performance.now() + settings.settleSec * 1000;
+  while (performance.now() < until) await new Promise((r) => setTimeout(r, Math.min(5000, until - performance.now())));
+  return worker.memoryDetail(false);
 }
 
 /** Issue 18: batches waiting for a person cost the worker (almost) nothing. */

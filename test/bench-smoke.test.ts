@@ -26,6 +26,7 @@ describe('bench smoke run', () => {
         BENCH_HISTORY_SAMPLES: '1',
         BENCH_APPROVAL_SAMPLES: '1',
         BENCH_PENDING: '3',
+        BENCH_SETTLE_SEC: '1',
         BENCH_CODE_MODE: '2',
         BENCH_SUB_CALLS: '2',
         BENCH_LOCAL: '2',
@@ -66,6 +67,9 @@ describe('bench smoke run', () => {
     expect(result.approval?.bare?.signalToResult.samples).toBe(1);
     expect(result.approval?.signalToResultRatio).toBeGreaterThan(0);
     expect(result.approval?.bare?.bulk?.batches).toBe(3);
+    // The workflow threads' heaps are read through the inspector: a sandbox is there, so not 0.
+    expect(result.approval?.bulk.workflowHeapAwaitingAfterGcMiB).toBeGreaterThan(0);
+    expect(result.approval?.bulk.workerRssAboveIdleMiB).toBeTypeOf('number');
     expect(result.targets.map((t) => t.name)).toEqual(
       expect.arrayContaining([
         'p50 Sluice/bare, 2 call(s) × 1 in flight',
@@ -74,6 +78,7 @@ describe('bench smoke run', () => {
         'client: 1-call runBatch p50 / bare execute p50 (worker and client in one process)',
         'approval: decision by signal → batch result p50, Sluice/bare',
         'approval: drain after a bulk approve of 3, batches/s',
+        'worker RSS with 3 batches waiting, MiB above idle',
       ]),
     );
     const md = fs.readFileSync(path.join(dir, 'smoke.md'), 'utf8');
