@@ -745,7 +745,6 @@ async function bareBulkDrain(client: SluiceClient, tag: string, n: number): Prom
   return figures;
 }
 
-/** The worker threads' heaps: the SDK's workflow threads (both workers') and any Code Mode sandbox thread. */
 /**
  * A bulk batch's pending approval, from its memo as the inbox reads it (describe: the server
  * answers, no worker), so reading ten thousand does not pull evicted batches back into the cache.
@@ -761,6 +760,7 @@ async function awaitingApproval(client: SluiceClient, workflowId: string): Promi
   }
 }
 
+/** The worker threads' heaps: the SDK's workflow threads (both workers') and any Code Mode sandbox thread. */
 const heapOf = (d: MemoryDetail, which: 'heapUsed' | 'heapTotal') => d.threads.reduce((a, t) => a + t[which], 0);
 
 function memoryLine(d: MemoryDetail): string {
