@@ -52,6 +52,12 @@ const CONTENT_ONCE_PATCH = 'sluice-content-once';
  * concurrent calls' commands can come out, so batches recorded before replay as they ran.
  */
 const LEAN_AWAITS_PATCH = 'sluice-lean-awaits';
+/**
+ * Every change of release 0.2 in one patch: a new batch records this one marker (and its
+ * TemporalChangeVersion upsert) instead of one per change, six history events fewer. Batches
+ * recorded on the way to 0.2 replay by the patches above, which they carry.
+ */
+const BATCH_0_2_PATCH = 'sluice-batch-0.2';
 
 const { claimSessionSeq: claimActivity } = proxyLocalActivities<SessionActivities>({
   startToCloseTimeout: '30s',
@@ -77,17 +83,21 @@ async function claimSessionSeq(input: BatchInput): Promise<void> {
 export async function toolBatch(input: BatchInput): Promise<BatchOutputWire> {
   const problem = batchInputProblem(input);
   if (problem) throw ApplicationFailure.nonRetryable(problem, FailureTypes.INVALID_BATCH);
+  const release02 = patched(BATCH_0_2_PATCH);
   // Findable by session however it was started (client, parent workflow, stock CLI); a batch the
   // client started has it already, so its history gains no command (and histories recorded
   // before this existed replay unchanged).
-  if (workflowInfo().typedSearchAttributes.get(SESSION_ID) !== input.sessionId && patched('sluice-session-attribute'))
+  if (
+    workflowInfo().typedSearchAttributes.get(SESSION_ID) !== input.sessionId &&
+    (release02 || patched('sluice-session-attribute'))
+  )
     upsertSearchAttributes([{ key: SESSION_ID, value: input.sessionId }]);
   const events = new EventLog(input.sessionId, input.startSeq ?? 0);
   const state: SessionState = JSON.parse(JSON.stringify(input.state ?? {}));
   let cancelRequested = false;
   // Decided in the first activation, before anything else can run: batches recorded before the
   // asks of a batch were raised together replay asking one at a time.
-  const asksTogether = patched(ASKS_TOGETHER_PATCH);
+  const asksTogether = release02 || patched(ASKS_TOGETHER_PATCH);
   const grantUses: GrantUse[] = [];
   const approvals = new Approvals(
     events,
@@ -105,13 +115,14 @@ export async function toolBatch(input: BatchInput): Promise<BatchOutputWire> {
     },
   };
   // Batches recorded before content-once replay with the budget shares they had.
-  const contentOnce = patched(CONTENT_ONCE_PATCH);
-  const leanAwaits = patched(LEAN_AWAITS_PATCH);
+  const contentOnce = release02 || patched(CONTENT_ONCE_PATCH);
+  const leanAwaits = release02 || patched(LEAN_AWAITS_PATCH);
   const pipeline = new CallPipeline(input, events, approvals, state, tracker, () => cancelRequested, {
     asksTogether,
     grantUses,
     contentOnce,
     leanAwaits,
+    outcomeUnknown: release02,
   });
   new CodeCalls(
     input,
@@ -145,7 +156,7 @@ export async function toolBatch(input: BatchInput): Promise<BatchOutputWire> {
   });
 
   // Before the first event; batches recorded before the claim existed replay without it.
-  if (patched(SEQ_CLAIM_PATCH)) await claimSessionSeq(input);
+  if (release02 || patched(SEQ_CLAIM_PATCH)) await claimSessionSeq(input);
 
   // Everything below drains to the end even when the batch is cancelled: cancel is a flag the
   // stages look at, so every started call still commits exactly one tool/result.

@@ -123,6 +123,8 @@ export class CallPipeline {
       grantUses?: GrantUse[];
       contentOnce?: boolean;
       leanAwaits?: boolean;
+      /** The outcome-unknown path without a patch of its own (a batch of release 0.2 on). */
+      outcomeUnknown?: boolean;
     } = {},
   ) {
     this.budget = new InlineBudget(input.calls, features.contentOnce === true);
@@ -328,7 +330,7 @@ export class CallPipeline {
         wrapperContexts: out.wrapperContexts,
       };
     } catch (err) {
-      if (p.atMostOnce && attemptLost(err) && patched(OUTCOME_UNKNOWN_PATCH))
+      if (p.atMostOnce && attemptLost(err) && (this.features.outcomeUnknown || patched(OUTCOME_UNKNOWN_PATCH)))
         return { candidate: await this.outcomeUnknown(adm, ref, p, err), skipPostExecute: false };
       return { candidate: bodyFailure(adm.call.name, p.timeoutMs, err), skipPostExecute: false };
     } finally {
