@@ -214,6 +214,12 @@ export interface ApprovalsMemo {
   pending: PendingApproval[];
   decided: DecidedApproval[];
   refused: MemoRefusal[];
+  /**
+   * Only in the memo a batch starts with (EMPTY_APPROVALS_MEMO): the batch writes its memo once
+   * for a decision taken by signal, when the ask ends, rather than in the signal handler as well.
+   * Read from the start event, so batches started without it replay as they were recorded.
+   */
+  oneWritePerDecision?: true;
   /** The session grants the batch knows (given before or in it), and which calls they allowed. */
   grants?: SessionGrant[];
   grantUses?: GrantUse[];

@@ -1,11 +1,16 @@
 // Approval: the four outcomes, one-shot decisions, policy `never`, no channel, digest binding,
 // and the search attributes and query that let any UI find what waits.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { temporal } from '@temporalio/proto';
+import { Worker } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
+import { toBatchInput } from '../client/client';
+import { expandBatchOutput } from '../pipeline/output';
 import type { BatchOutput, PendingApproval, SessionEvent } from '../pipeline/types';
 import { defineConfig, defineTool } from '../worker/config';
 import { batch, startHarness, text, type Harness } from './harness';
 import { eventually } from './eventually';
+import { APPROVALS_MEMO, BATCH_WORKFLOW, batchWorkflowId, SESSION_ID } from '../workflows/definitions';
 
 const ran: string[] = [];
 const config = defineConfig({
@@ -191,5 +196,60 @@ describe('policies without a person', () => {
     expect(decidedEvent(out.events)).toMatchObject({ outcome: 'unavailable', reason: 'level above 5' });
     expect(out.results[0].result.error?.code).toBe('DENIED');
     expect(ran).not.toContain('nc');
+  });
+});
+
+describe('what a decision by signal writes', () => {
+  /** The history's event types after the decision's signal, and whether the history replays. */
+  async function afterSignal(workflowId: string): Promise<string[]> {
+    const handle = h.client.temporal.workflow.getHandle(workflowId);
+    const history = await handle.fetchHistory();
+    await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history, workflowId);
+    const types = (history.events ?? []).map((e) => temporal.api.enums.v1.EventType[e.eventType ?? 0]);
+    return types.slice(types.indexOf('EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED'));
+  }
+  const count = (types: string[], type: string) => types.filter((t) => t === `EVENT_TYPE_${type}`).length;
+
+  it('the memo and search attributes once, when the ask ends; a batch started without the flag as recorded before, and both replay', async () => {
+    const decideBySignal = async (workflowId: string, by: string) => {
+      const [p] = await waitForPending(workflowId);
+      await h.client.signalDecision({ workflowId, approvalId: p.approvalId, decision: 'approve', by });
+      const out = expandBatchOutput(await h.client.temporal.workflow.getHandle(workflowId).result());
+      expect(text(out.results[0].result)).toBe('deployed staging');
+      return p;
+    };
+
+    const handle = await h.client.startBatch(
+      batch([{ id: 'w1', name: 'deploy', args: { env: 'staging' } }], { options: { approvalTimeoutMs: 60_000 } }),
+    );
+    const p = await decideBySignal(handle.workflowId, 'carol');
+    const once = await afterSignal(handle.workflowId);
+    expect(count(once, 'WORKFLOW_PROPERTIES_MODIFIED')).toBe(1);
+    expect(count(once, 'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES')).toBe(1);
+    // That one write shows the decision: nothing pending, the outcome and who decided.
+    const memo = (await handle.describe()).memo?.[APPROVALS_MEMO] as { pending: unknown[]; decided: unknown[] };
+    expect(memo.pending).toEqual([]);
+    expect(memo.decided).toEqual([
+      expect.objectContaining({ approvalId: p.approvalId, outcome: 'allowed-once', by: 'carol' }),
+    ]);
+
+    // A batch started the way clients did before (the empty memo without the flag) keeps writing
+    // in the signal handler too: its history has the commands that code recorded.
+    const request = batch([{ id: 'w2', name: 'deploy', args: { env: 'staging' } }], {
+      options: { approvalTimeoutMs: 60_000 },
+    });
+    const input = toBatchInput(request);
+    const oldId = batchWorkflowId(input.sessionId, input.turn, input.step);
+    await h.client.temporal.workflow.start(BATCH_WORKFLOW, {
+      taskQueue: h.taskQueue,
+      workflowId: oldId,
+      args: [input],
+      typedSearchAttributes: [{ key: SESSION_ID, value: input.sessionId }],
+      memo: { [APPROVALS_MEMO]: { v: 1, pending: [], decided: [], refused: [] } },
+    });
+    await decideBySignal(oldId, 'carol');
+    const twice = await afterSignal(oldId);
+    expect(count(twice, 'WORKFLOW_PROPERTIES_MODIFIED')).toBe(2);
+    expect(count(twice, 'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES')).toBe(1);
   });
 });

@@ -79,6 +79,15 @@ export class Approvals {
    * local activity's result, before the marker's workflow task).
    */
   private readonly memoOn = workflowInfo().memo?.[APPROVALS_MEMO] !== undefined;
+  /**
+   * A decision taken by signal ends its ask in the same activation, and the ask writes the memo
+   * and search attributes then: a write in the handler as well is one more history event and one
+   * more visibility update per decision, for nothing. Decided from the start event like memoOn
+   * (a client that starts batches this way says so in the empty memo), so batches recorded with
+   * the write in the handler replay unchanged.
+   */
+  private readonly oneWritePerDecision =
+    (workflowInfo().memo?.[APPROVALS_MEMO] as ApprovalsMemo | undefined)?.oneWritePerDecision === true;
 
   constructor(
     private readonly events: EventLog,
@@ -105,7 +114,11 @@ export class Approvals {
       else if (this.needsVerifying(d)) {
         // Verified by an activity: the handler goes on after this signal's workflow task.
         return void this.verifyThenTake(d, 'signal').catch((err) => log.warn('approver check failed', { err }));
-      } else this.open.get(d.approvalId)!.decision = normalizeDecision(d);
+      } else {
+        this.open.get(d.approvalId)!.decision = normalizeDecision(d);
+        // The ask waiting on it ends in this activation and publishes then (see oneWritePerDecision).
+        if (this.oneWritePerDecision) return;
+      }
       this.publish();
     });
     // The update is what a page or the CLI sends after showing the card: it must carry the digest.

@@ -33,8 +33,17 @@ export const AWAITING_APPROVAL = defineSearchAttributeKey('SluiceAwaitingApprova
 export const PENDING_APPROVALS = defineSearchAttributeKey('SluicePendingApprovals', SearchAttributeType.KEYWORD_LIST);
 /** Memo key of the batch's ApprovalsMemo: pending asks and recent outcomes, readable with no worker. */
 export const APPROVALS_MEMO = 'sluiceApprovals';
-/** The memo a batch starts with; its presence at start is what turns the memo (and asks together) on. */
-export const EMPTY_APPROVALS_MEMO: ApprovalsMemo = { v: 1, pending: [], decided: [], refused: [] };
+/**
+ * The memo a batch starts with; its presence at start is what turns the memo (and asks together)
+ * on, and `oneWritePerDecision` one memo write per decision by signal (workflows/approvals.ts).
+ */
+export const EMPTY_APPROVALS_MEMO: ApprovalsMemo = {
+  v: 1,
+  pending: [],
+  decided: [],
+  refused: [],
+  oneWritePerDecision: true,
+};
 export const SESSION_ID = defineSearchAttributeKey('SluiceSessionId', SearchAttributeType.KEYWORD);
 
 /** Registered on the dev server at start, and by `sluice setup` on any other server. */
