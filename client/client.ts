@@ -15,6 +15,7 @@ import {
 import { ApplicationFailure, type DataConverter } from '@temporalio/common';
 import { type BatchRequest, prepareBatch } from '../pipeline/batch-input';
 import { DecisionRefusedError, InvalidInputError, NotFoundError, SluiceError } from './errors';
+import { hasVersionedWorker } from './eager-start';
 import { isEvent } from '../pipeline/events';
 import { type BatchOutputWire, expandBatchOutput } from '../pipeline/output';
 import type {
@@ -61,7 +62,9 @@ export interface SluiceClientOptions {
    * asks the server only when a worker of this process polls the task queue and has a free slot,
    * so elsewhere it changes nothing. `false` never asks; `true` requires a NativeConnection.
    * What it changes: if this process dies while it holds that first task, another worker picks
-   * the batch up after the workflow task timeout (10 s) instead of at once.
+   * the batch up after the workflow task timeout (10 s) instead of at once. Not asked for on a
+   * task queue where this process runs a worker with worker versioning (`deployment`): the
+   * server would pin the batch to that worker's version rather than the current one.
    */
   eagerStart?: boolean;
 }
@@ -171,7 +174,10 @@ export class SluiceClient {
         memo: { [APPROVALS_MEMO]: EMPTY_APPROVALS_MEMO },
         staticSummary: `Tool batch: session ${input.sessionId}, turn ${input.turn}, step ${input.step}, ${input.calls.length} call(s)`,
         // Only a batch this call creates is started eagerly; an existing one is attached to as is.
-        ...(this.eagerStart ? { requestEagerStart: true } : {}),
+        // Never beside a versioned worker of this process: it would pin the batch to its own version.
+        ...(this.eagerStart && !hasVersionedWorker(this.temporal.options.namespace, this.taskQueue)
+          ? { requestEagerStart: true }
+          : {}),
       });
     const started = async (reuse: 'REJECT_DUPLICATE' | 'ALLOW_DUPLICATE_FAILED_ONLY') => {
       const handle = await start(reuse);

@@ -113,6 +113,9 @@ describe('upgrades', () => {
     expect(status.versions.map((v) => v.buildId).sort()).toEqual(['v1', 'v2']);
 
     const fresh = await h.client.startBatch(batch([{ id: 'new-dev', name: 'deploy', args: { env: 'dev' } }]));
+    // Both versions' workers run in this process on the client's connection: an eager start would
+    // hand the batch to either of them, whatever the current version is.
+    expect(fresh.eagerlyStarted).toBe(false);
     const freshPending = await pendingOf(fresh.workflowId);
     expect(await batchVersion(temporal, fresh.workflowId)).toEqual({ buildId: 'v2', behavior: 'pinned' });
 

@@ -1,6 +1,7 @@
 // Sluice inside a Temporal worker: `SluicePlugin` adds the batch workflow, the stage activities and
 // the session-event sink to any Worker.create, beside the user's own workflows, activities and
 // interceptors; `createSluiceWorker` is a worker that hosts nothing else.
+import { markVersionedWorker } from '../client/eager-start';
 import type { DataConverter } from '@temporalio/common';
 import {
   type NativeConnection,
@@ -79,6 +80,8 @@ export class SluicePlugin implements WorkerPlugin {
   }
 
   configureWorker(options: WorkerOptions): WorkerOptions {
+    if (options.workerDeploymentOptions?.useWorkerVersioning)
+      markVersionedWorker(options.namespace ?? 'default', options.taskQueue);
     const t = this.telemetry;
     const store = this.config.resultStore ?? this.stores.results;
     const resultStore = t ? t.countingStore(store) : store;
