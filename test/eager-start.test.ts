@@ -8,9 +8,11 @@ import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import { SluiceClient } from '../client/client';
+import { markVersionedWorker } from '../client/eager-start';
 import { InvalidInputError } from '../client/errors';
 import type { BatchOutput } from '../pipeline/types';
-import { defineConfig, defineTool } from '../worker/config';
+import { defineConfig, defineTool, type SluiceConfig } from '../worker/config';
+import { createSluiceWorker } from '../worker/worker';
 import { APPROVALS_MEMO, EMPTY_APPROVALS_MEMO, SEQ_CONFLICT, SESSION_ID } from '../workflows/definitions';
 import { pendingApproval } from './eventually';
 import { batch, startHarness, text, type Harness } from './harness';
@@ -20,27 +22,26 @@ const counted = (key: string) => runs.set(key, (runs.get(key) ?? 0) + 1);
 
 let h: Harness;
 let plain: SluiceClient;
+let sameConfig: SluiceConfig;
 beforeAll(async () => {
-  h = await startHarness(
-    'eager-start',
-    defineConfig({
-      tools: [
-        defineTool({
-          name: 'note',
-          description: 'notes',
-          input: z.object({ text: z.string() }),
-          execute: ({ text }, ctx) => (counted(`${ctx.workflowId}/${ctx.call.id}`), `noted ${text}`),
-        }),
-        defineTool({
-          name: 'deploy',
-          description: 'asks first',
-          input: z.object({}),
-          approval: 'ask',
-          execute: (_a, ctx) => (counted(`${ctx.workflowId}/${ctx.call.id}`), 'deployed'),
-        }),
-      ],
-    }),
-  );
+  sameConfig = defineConfig({
+    tools: [
+      defineTool({
+        name: 'note',
+        description: 'notes',
+        input: z.object({ text: z.string() }),
+        execute: ({ text }, ctx) => (counted(`${ctx.workflowId}/${ctx.call.id}`), `noted ${text}`),
+      }),
+      defineTool({
+        name: 'deploy',
+        description: 'asks first',
+        input: z.object({}),
+        approval: 'ask',
+        execute: (_a, ctx) => (counted(`${ctx.workflowId}/${ctx.call.id}`), 'deployed'),
+      }),
+    ],
+  });
+  h = await startHarness('eager-start', sameConfig);
   // The same worker, reached without eager start: the plain path to compare with.
   plain = new SluiceClient({ connection: h.connection, taskQueue: h.taskQueue, eagerStart: false });
 });
@@ -158,6 +159,40 @@ describe('eager start', () => {
     expect(text(out2.results[0].result)).toBe('noted two');
     expect(out2.events[0].seq).toBe(out1.nextSeq);
     expect(runs.get(`${retried.workflowId}/b1`)).toBe(1);
+  });
+
+  it('is not asked for on a task queue where this process runs a versioned Sluice worker, even with eagerStart: true', async () => {
+    const taskQueue = `${h.taskQueue}-versioned`;
+    const worker = await createSluiceWorker({
+      connection: h.connection,
+      taskQueue,
+      config: sameConfig,
+      stateDir: h.stateDir,
+      workflowBundle: { codePath: inject('workflowBundlePath') },
+    });
+    const running = worker.run();
+    try {
+      const auto = new SluiceClient({ connection: h.connection, taskQueue });
+      const forced = new SluiceClient({ connection: h.connection, taskQueue, eagerStart: true });
+      const before = await auto.startBatch(batch([{ id: 'v0', name: 'note', args: { text: 'v0' } }]));
+      expect(before.eagerlyStarted).toBe(true);
+      // What SluicePlugin does for a worker with workerDeploymentOptions.useWorkerVersioning
+      // (test/upgrade.test.ts has the real versioned workers).
+      markVersionedWorker('default', taskQueue);
+      const after = await auto.startBatch(batch([{ id: 'v1', name: 'note', args: { text: 'v1' } }]));
+      expect(after.eagerlyStarted).toBe(false);
+      const asked = await forced.startBatch(batch([{ id: 'v2', name: 'note', args: { text: 'v2' } }]));
+      expect(asked.eagerlyStarted).toBe(false);
+      for (const [handle, t] of [
+        [before, 'v0'],
+        [after, 'v1'],
+        [asked, 'v2'],
+      ] as const)
+        expect(text((await handle.result()).results[0].result)).toBe(`noted ${t}`);
+    } finally {
+      worker.shutdown();
+      await running;
+    }
   });
 
   it('with no worker of this process on the task queue, the batch starts the plain way and waits for one', async () => {
