@@ -610,8 +610,8 @@ async function runApproval(systems: Systems, worker: WorkerProcess): Promise<App
   const drainMs = performance.now() - t1;
   const drained = await worker.memory();
   // A query on a finished batch must not be mistaken for one still pending.
-  const state = await client.temporal.workflow.getHandle(handles[0].workflowId).query(stateQuery);
-  if (state.pending.length) throw new Error('a bulk-approved batch still lists a pending approval');
+  const state = n > 0 ? await client.temporal.workflow.getHandle(handles[0].workflowId).query(stateQuery) : undefined;
+  if (state?.pending.length) throw new Error('a bulk-approved batch still lists a pending approval');
   const bulk = {
     batches: n,
     startMs: round(startMs, 0),
