@@ -39,6 +39,10 @@ export function markdownReport(r: BenchResult, before?: BenchResult): string {
     lines.push(
       `| worker RSS idle → with ${a.bulk.batches} awaiting | ${f(a.bulk.workerRssIdleMiB, 0)} → ${f(a.bulk.workerRssAwaitingMiB, 0)} MiB (${a.bulk.workerRssAboveIdleMiB !== undefined ? `+${f(a.bulk.workerRssAboveIdleMiB, 0)}` : '–'}) |`,
     );
+    if (a.bulk.evictedSignalToResult?.samples)
+      lines.push(
+        `| decision by signal → batch result on a batch out of the sticky cache (replays first), p50 / p99 (${a.bulk.evictedSignalToResult.samples} of the first bulk batches, one at a time) | ${f(a.bulk.evictedSignalToResult.p50Ms)} / ${f(a.bulk.evictedSignalToResult.p99Ms)} ms |`,
+      );
     if (a.bulk.workerRssAwaitingAfterGcMiB !== undefined)
       lines.push(
         `| with ${a.bulk.batches} awaiting, after a full GC: worker RSS / workflow threads' heap (idle ${f(a.bulk.workflowHeapIdleMiB, 0)}) / main heap | ${f(a.bulk.workerRssAwaitingAfterGcMiB, 0)} / ${f(a.bulk.workflowHeapAwaitingAfterGcMiB, 0)} / ${f(a.bulk.mainHeapAwaitingAfterGcMiB, 0)} MiB |`,

@@ -43,6 +43,8 @@ export interface ApprovalFigures {
     allPendingMs: number;
     workerRssIdleMiB: number;
     workerRssAwaitingMiB: number;
+    /** Decision by signal → result on bulk batches that waited out of the sticky cache (they replay first), one at a time. */
+    evictedSignalToResult?: { samples: number; p50Ms: number; p99Ms: number };
     /** RSS 1 s after the last batch began to wait (workerRssAwaitingMiB is read BENCH_SETTLE_SEC after, as idle is). */
     workerRssJustAfterMiB?: number;
     /** Awaiting minus idle: the target (issue 18) is at most 100 MiB. */
