@@ -10,7 +10,8 @@
 // BENCH_CONCURRENCY (1,8,32), BENCH_HISTORY_SAMPLES histories fetched per cell (5),
 // BENCH_APPROVAL_SAMPLES decisions timed one at a time (30), BENCH_PENDING batches awaiting
 // approval at once (1000; 0 skips), BENCH_SETTLE_SEC seconds the worker sits idle before its
-// memory is read, idle and with them all waiting (20), BENCH_DB `file` (SQLite in a temp folder, as the embedded
+// memory is read, idle and with them all waiting (20), BENCH_WORKER_NODE_OPTIONS extra node/V8
+// flags for the bench worker process (e.g. --max-semi-space-size=2), BENCH_DB `file` (SQLite in a temp folder, as the embedded
 // server keeps it) or `memory`, BENCH_MAX_CACHED and BENCH_EAGER (both workers' sticky cache size
 // and eager activity reservations per workflow task; Temporal's defaults when unset),
 // BENCH_WARMUP batches per system and size before measuring (12), BENCH_LOCAL batches of 10 calls
@@ -991,7 +992,12 @@ interface WorkerProcess {
 
 function startWorker(args: WorkerArgs): Promise<WorkerProcess> {
   const child: ChildProcess = fork(path.join(__dirname, 'worker.ts'), [JSON.stringify(args)], {
-    execArgv: ['--require', 'tsx/cjs', '--expose-gc'],
+    execArgv: [
+      '--require',
+      'tsx/cjs',
+      '--expose-gc',
+      ...(process.env.BENCH_WORKER_NODE_OPTIONS ?? '').split(/\s+/).filter(Boolean),
+    ],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const waiting: ((r: WorkerReply) => void)[] = [];
