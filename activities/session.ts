@@ -1,6 +1,7 @@
 // The batch's claim on its session's seqs, checked by the sink before the batch records an event.
 import { Context } from '@temporalio/activity';
-import type { SessionActivities } from '../pipeline/seq-claim';
+import type { FirstRoundActivities, SessionActivities } from '../pipeline/seq-claim';
+import type { StageActivities } from './stages';
 import type { EventSink } from '../worker/sink';
 
 export function createSessionActivities(sink: EventSink): SessionActivities {
@@ -19,6 +20,20 @@ export function createSessionActivities(sink: EventSink): SessionActivities {
         });
         return { ok: true };
       }
+    },
+  };
+}
+
+/** The claim and the first preflight group in one local activity; nothing is preflighted when the claim fails. */
+export function createFirstRoundActivities(
+  session: SessionActivities,
+  stages: Pick<StageActivities, 'preflight'>,
+): FirstRoundActivities {
+  return {
+    async claimThenPreflight({ claim: request, refs }) {
+      const claim = await session.claimSessionSeq(request);
+      if (!claim.ok || refs.length === 0) return { claim };
+      return { claim, preflight: await stages.preflight(refs) };
     },
   };
 }

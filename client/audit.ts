@@ -216,9 +216,13 @@ export function auditHistory(loaded: LoadedHistory): BatchAudit {
     } else if (e.markerRecordedEventAttributes?.markerName === LOCAL_ACTIVITY_MARKER) {
       const m = e.markerRecordedEventAttributes;
       const meta = decode(m.details?.data) as { activity_type?: string; attempt?: number } | undefined;
-      const result = decode(m.details?.result);
-      if (!meta?.activity_type || m.failure || result === undefined) continue;
-      const stage = meta.activity_type;
+      const recorded = decode(m.details?.result);
+      if (!meta?.activity_type || m.failure || recorded === undefined) continue;
+      // A batch's first worker round: the seq claim and the first group's preflight (batch.ts).
+      const firstRound = meta.activity_type === 'claimThenPreflight';
+      const stage = firstRound ? 'preflight' : meta.activity_type;
+      const result = firstRound ? (recorded as { preflight?: PreflightReply }).preflight : recorded;
+      if (result === undefined) continue;
       const results =
         stage === 'preflight'
           ? (result as PreflightReply).deferred

@@ -1,8 +1,26 @@
 // A batch's claim on its session's seqs: what the workflow asks and what the sink answers.
+import type { CallRef, PreflightReply } from './stages';
 
 /** The sink's answer to a batch's claim on a session's seqs from `startSeq` on. */
 export type SeqClaim = { ok: true } | { ok: false; problem: string; nextSeq: number };
 
+export interface SeqClaimRequest {
+  sessionId: string;
+  startSeq: number;
+  batchId: string;
+}
+
 export interface SessionActivities {
-  claimSessionSeq(request: { sessionId: string; startSeq: number; batchId: string }): Promise<SeqClaim>;
+  claimSessionSeq(request: SeqClaimRequest): Promise<SeqClaim>;
+}
+
+/**
+ * A batch's first worker round: the claim, then (only if it holds) the preflight of the first
+ * group of calls, so the first workflow task waits for one local activity instead of two.
+ */
+export interface FirstRoundActivities {
+  claimThenPreflight(request: { claim: SeqClaimRequest; refs: CallRef[] }): Promise<{
+    claim: SeqClaim;
+    preflight?: PreflightReply;
+  }>;
 }

@@ -17,7 +17,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { createAttachActivities } from '../activities/attach-batch';
 import { createModelActivities } from '../activities/model-step';
-import { createSessionActivities } from '../activities/session';
+import { createFirstRoundActivities, createSessionActivities } from '../activities/session';
 import { createIdentityActivities } from '../activities/identity';
 import { createNotifyActivities } from '../activities/notify';
 import { createStageActivities } from '../activities/stages';
@@ -90,9 +90,12 @@ export class SluicePlugin implements WorkerPlugin {
       ...createStageActivities(this.config, { resultStore }),
       ...createModelActivities(this.config, { resultStore }),
     });
+    const stageActivities = t ? t.wrapActivities(stages) : stages;
+    const session = createSessionActivities(sink);
     const sluice: Record<string, unknown> = {
-      ...(t ? t.wrapActivities(stages) : stages),
-      ...createSessionActivities(sink),
+      ...stageActivities,
+      ...session,
+      ...createFirstRoundActivities(session, stageActivities),
       ...createIdentityActivities(this.config.approvers),
       ...createNotifyActivities(this.config.notifiers),
       ...createAttachActivities(),

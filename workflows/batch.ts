@@ -34,7 +34,7 @@ import type {
   SessionState,
   ToolResult,
 } from '../pipeline/types';
-import type { SessionActivities } from '../pipeline/seq-claim';
+import type { FirstRoundActivities, SeqClaim, SessionActivities } from '../pipeline/seq-claim';
 import { Approvals } from './approvals';
 import { CallPipeline, DEFAULT_MAX_PARALLEL, type Admission, type Settlement } from './call-pipeline';
 import { CodeCalls } from './code-calls';
@@ -59,9 +59,17 @@ const LEAN_AWAITS_PATCH = 'sluice-lean-awaits';
  */
 const BATCH_0_2_PATCH = 'sluice-batch-0.2';
 
-const { claimSessionSeq: claimActivity } = proxyLocalActivities<SessionActivities>({
+const { claimSessionSeq: claimActivity, claimThenPreflight } = proxyLocalActivities<
+  SessionActivities & FirstRoundActivities
+>({
   startToCloseTimeout: '30s',
   retry: { maximumAttempts: 5, initialInterval: '500ms', maximumInterval: '10s' },
+});
+
+const claimRequest = (input: BatchInput) => ({
+  sessionId: input.sessionId,
+  startSeq: input.startSeq ?? 0,
+  batchId: workflowInfo().workflowId,
 });
 
 /**
@@ -69,8 +77,21 @@ const { claimSessionSeq: claimActivity } = proxyLocalActivities<SessionActivitie
  * claims second fails here, before it records anything or runs any call, and says where to start.
  */
 async function claimSessionSeq(input: BatchInput): Promise<void> {
-  const startSeq = input.startSeq ?? 0;
-  const claim = await claimActivity({ sessionId: input.sessionId, startSeq, batchId: workflowInfo().workflowId });
+  refuseOnConflict(await claimActivity(claimRequest(input)));
+}
+
+/**
+ * The claim and the first group's preflight in one worker round (release 0.2 on): the preflight
+ * runs only once the claim holds, and records nothing; its results wait for their calls.
+ */
+async function claimThenFirstPreflight(input: BatchInput, pipeline: CallPipeline): Promise<void> {
+  const group = pipeline.firstPreflightGroup();
+  const reply = await claimThenPreflight({ claim: claimRequest(input), refs: group.map((g) => g.ref) });
+  refuseOnConflict(reply.claim);
+  if (reply.preflight) pipeline.firstPreflightDone(group, reply.preflight);
+}
+
+function refuseOnConflict(claim: SeqClaim): void {
   if (claim.ok) return;
   throw ApplicationFailure.create({
     type: SEQ_CONFLICT,
@@ -156,7 +177,8 @@ export async function toolBatch(input: BatchInput): Promise<BatchOutputWire> {
   });
 
   // Before the first event; batches recorded before the claim existed replay without it.
-  if (release02 || patched(SEQ_CLAIM_PATCH)) await claimSessionSeq(input);
+  if (release02) await claimThenFirstPreflight(input, pipeline);
+  else if (patched(SEQ_CLAIM_PATCH)) await claimSessionSeq(input);
 
   // Everything below drains to the end even when the batch is cancelled: cancel is a flag the
   // stages look at, so every started call still commits exactly one tool/result.

@@ -32,6 +32,7 @@ import {
   genericCard,
   genericResultCard,
   packCallRef,
+  type PreflightReply,
   type SettleRequest,
   type ToolProfile,
   unpackBodyResult,
@@ -150,6 +151,15 @@ export class CallPipeline {
       },
       features,
     );
+  }
+
+  /** The first preflight group, to run with the seq claim (look-ahead.ts). */
+  firstPreflightGroup(): { call: ToolCall; ref: CallRef }[] {
+    return this.lookAhead.firstGroup();
+  }
+
+  firstPreflightDone(group: { call: ToolCall; ref: CallRef }[], reply: PreflightReply): void {
+    this.lookAhead.firstGroupPreflighted(group, reply);
   }
 
   // ─── admit: stages 1–6 ──────────────────────────────────────────────────────────────────────

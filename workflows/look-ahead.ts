@@ -16,6 +16,7 @@ import {
   type CallRef,
   type GuardsResult,
   genericResultCard,
+  type PreflightReply,
   type PreflightResult,
   type SettleRequest,
   type SettleResult,
@@ -108,6 +109,29 @@ export class LookAhead {
       }
     }
     return unpackPreflightResults(await stages.preflight([ref]), [ref])[0];
+  }
+
+  /**
+   * The batch's first call and the calls after it, as one preflight group would take them, for a
+   * preflight run together with the seq claim, before anything is recorded. Empty when the first
+   * call's arguments do not snapshot (its own admission says why).
+   */
+  firstGroup(): { call: ToolCall; ref: CallRef }[] {
+    const first = this.calls[0];
+    if (!first || reservedCallIdProblem(first.id)) return [];
+    const ref = this.refOf(first);
+    return ref ? [{ call: first, ref }, ...this.followersOf(first)] : [];
+  }
+
+  /** The first group's preflight reply: each result waits for its own call, as any look-ahead result. */
+  firstGroupPreflighted(group: { call: ToolCall; ref: CallRef }[], reply: PreflightReply): void {
+    this.plan = reply.plan;
+    if (reply.deferred) return;
+    const { stateVersion } = this;
+    unpackPreflightResults(
+      reply,
+      group.map((g) => g.ref),
+    ).forEach((result, k) => this.preflightedAhead.set(group[k].call.id, { ...group[k], result, stateVersion }));
   }
 
   /** The call's preflight from a group run earlier, if it still holds; taken, so it serves once. */
