@@ -1,0 +1,52 @@
+// A batch's first worker round (activities/session.ts): the seq claim, then the first group's
+// preflight only when the claim holds, so a batch refused for its seqs runs no extension code.
+import { describe, expect, it } from 'vitest';
+import { createFirstRoundActivities } from '../../activities/session';
+import type { SeqClaim } from '../../pipeline/seq-claim';
+import type { CallRef, PreflightReply } from '../../pipeline/stages';
+
+const claim = { sessionId: 's', startSeq: 4, batchId: 'sluice-batch:s:1:1' };
+const ref = { callId: 'c0', name: 'echo' } as CallRef;
+const reply = { plan: {}, deferred: false, results: [] } as unknown as PreflightReply;
+
+function round(answer: SeqClaim) {
+  const preflighted: CallRef[][] = [];
+  const claimed: unknown[] = [];
+  const acts = createFirstRoundActivities(
+    {
+      async claimSessionSeq(request) {
+        claimed.push(request);
+        return answer;
+      },
+    },
+    {
+      async preflight(refs) {
+        preflighted.push(refs);
+        return reply;
+      },
+    },
+  );
+  return { acts, preflighted, claimed };
+}
+
+describe('first worker round', () => {
+  it('claims, then preflights the group when the claim holds', async () => {
+    const { acts, preflighted, claimed } = round({ ok: true });
+    expect(await acts.claimThenPreflight({ claim, refs: [ref] })).toEqual({ claim: { ok: true }, preflight: reply });
+    expect(claimed).toEqual([claim]);
+    expect(preflighted).toEqual([[ref]]);
+  });
+
+  it('runs no preflight when the claim is refused, and says where to start', async () => {
+    const refused: SeqClaim = { ok: false, problem: 'seq 4 is taken', nextSeq: 9 };
+    const { acts, preflighted } = round(refused);
+    expect(await acts.claimThenPreflight({ claim, refs: [ref] })).toEqual({ claim: refused });
+    expect(preflighted).toEqual([]);
+  });
+
+  it('only claims when no call of the group can be preflighted', async () => {
+    const { acts, preflighted } = round({ ok: true });
+    expect(await acts.claimThenPreflight({ claim, refs: [] })).toEqual({ claim: { ok: true } });
+    expect(preflighted).toEqual([]);
+  });
+});
