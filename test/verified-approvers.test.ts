@@ -216,6 +216,8 @@ describe('verified approvers', () => {
       client: h.client,
       port: 0,
       refreshMs: 300,
+      // Only this file's batches: on the shared test server other files keep hundreds waiting.
+      taskQueue: h.taskQueue,
       identityTokenHeader: 'Authorization',
       sealKey: sealPublic,
     });
