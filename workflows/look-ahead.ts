@@ -100,11 +100,7 @@ export class LookAhead {
       this.plan = reply.plan;
       if (!reply.deferred) {
         const results = unpackPreflightResults(reply, refs);
-        results
-          .slice(1)
-          .forEach((result, k) =>
-            this.preflightedAhead.set(followers[k].call.id, { ...followers[k], result, stateVersion }),
-          );
+        this.keepAhead(followers, results.slice(1), stateVersion);
         return results[0];
       }
     }
@@ -127,11 +123,31 @@ export class LookAhead {
   firstGroupPreflighted(group: { call: ToolCall; ref: CallRef }[], reply: PreflightReply): void {
     this.plan = reply.plan;
     if (reply.deferred) return;
-    const { stateVersion } = this;
-    unpackPreflightResults(
-      reply,
-      group.map((g) => g.ref),
-    ).forEach((result, k) => this.preflightedAhead.set(group[k].call.id, { ...group[k], result, stateVersion }));
+    this.keepAhead(
+      group,
+      unpackPreflightResults(
+        reply,
+        group.map((g) => g.ref),
+      ),
+      this.stateVersion,
+    );
+  }
+
+  /** Each call's preflight, kept for its own admission with the state (and effects) it was computed on. */
+  private keepAhead(
+    group: { call: ToolCall; ref: CallRef }[],
+    results: PreflightResult[],
+    stateVersion: number,
+    effects?: number,
+  ): void {
+    results.forEach((result, k) =>
+      this.preflightedAhead.set(group[k].call.id, {
+        ...group[k],
+        result,
+        stateVersion,
+        ...(effects !== undefined ? { effects } : {}),
+      }),
+    );
   }
 
   /** The call's preflight from a group run earlier, if it still holds; taken, so it serves once. */
@@ -170,9 +186,7 @@ export class LookAhead {
       }
       results ??= unpackPreflightResults(await stages.preflight(refs), refs);
       if (results.length === 0) break;
-      results.forEach((result, k) =>
-        this.preflightedAhead.set(missing[k].call.id, { ...missing[k], result, stateVersion, effects }),
-      );
+      this.keepAhead(missing, results, stateVersion, effects);
       missing = missing.slice(results.length);
     }
     return followers.flatMap((f) => {
