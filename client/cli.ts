@@ -31,6 +31,7 @@ import { historyToJson, loadHistories, type LoadedHistory } from './history';
 import { DEFAULT_INBOX_HOST, DEFAULT_INBOX_PORT, startInbox } from './inbox/server';
 import { clip, renderAudit, renderPendingCard, renderResultCard, terminalSafe } from './render';
 import { replayHistories } from './replay';
+import { policyCommand } from './policy-cli';
 import { ensureSearchAttributes } from './setup';
 
 const HELP = `sluice — durable tool batches for AI agents, on Temporal
@@ -57,6 +58,8 @@ Commands (\`npx sluice <command> --help\` lists a command's options):
   result <ref>            Print a stored result (the ref a truncated result names) as JSON:
                           {content, isError, error?, value?, meta?} (--text: its text only)
   results prune           Delete stored results older than --older-than (default 30d; e.g. 12h, 90m)
+  policy explain|check    What the workspace's policy files say about a call, which rule wins;
+                          run their embedded tests (\`npx sluice policy --help\`)
   ui                      Serve the approval inbox web page for the server at --address
   audit <target>          Timeline of a batch or session from workflow histories (--json)
   replay <target>...      Replay histories with the current workflow code; exit 1 on a
@@ -326,6 +329,8 @@ export async function main(
   // Everything printed passes here: model-written text cannot reach the terminal as a control
   // sequence (escapes stay valid JSON, so --json output is unchanged in meaning).
   const out = (s: string) => write(terminalSafe(s));
+  // `policy` has options of its own (client/policy-cli.ts) and needs no server.
+  if (argv[0] === 'policy') return policyCommand(argv.slice(1), out);
   let parsed;
   try {
     parsed = parse(argv);

@@ -245,3 +245,10 @@ function clip(text: string): string {
 export { permissionRules } from './permissions';
 export type { PermissionRules, PermissionRulesOptions, PermissionVerdict } from './permissions';
 export type { PermissionRule, RuleKind } from './permission-rules';
+export { policyRules, readPolicyTests } from './policy';
+export type { PolicyCheckReport, PolicyExplanation, PolicyRules, PolicyRulesOptions, PolicyTest } from './policy';
+export { codexRules } from './codex-rules';
+export { geminiPolicy } from './gemini-policy';
+export { openCodePermissions } from './opencode-permissions';
+export { PolicyFileError } from './policy-types';
+export type { PolicyCall, PolicyDecision, PolicyFile, PolicyFormat, PolicyRuleRef, PolicySource } from './policy-types';

@@ -1,0 +1,180 @@
+// `sluice policy explain` and `sluice policy check`: what the policy files of a workspace say
+// about a call, and whether their embedded tests hold — read the way the worker reads them
+// (hooks/policy.ts), running nothing.
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { parseArgs } from 'node:util';
+import { policyRules, readPolicyTests, type PolicyExplanation, type PolicyRules } from '../hooks/policy';
+import type { JsonObject } from '../pipeline/types';
+import { UsageError } from './errors';
+
+export const POLICY_HELP = `Usage: npx sluice policy explain <tool> <args-json> [--workspace DIR] [--json]
+       npx sluice policy explain --file calls.json [--workspace DIR] [--json]
+       npx sluice policy check [--tests FILE] [--workspace DIR] [--strict] [--json]
+
+Reads the workspace's policy files as the worker does — .claude/settings.json and
+.claude/settings.local.json (permissions), .codex/rules/*.rules and .codex/config.toml,
+.gemini/policies/*.toml, opencode.json — and runs nothing.
+
+explain   What every source says about a call and which answer wins (deny > ask > allow across
+          sources). <tool> is the Sluice tool name (bash, write, mcp__server__tool); a calls file
+          is [{"name": "bash", "arguments": {...}}] or {"calls": [...]}, arguments as an object
+          or a JSON string.
+check     Runs every source's embedded tests (Codex match / not_match examples) and the calls of a
+          Sluice policy test file (--tests, default policy-tests.json in the workspace when it
+          exists): {"tests": [{"tool": "bash", "args": {"command": "git push"}, "expect": "ask",
+          "source": "claude", "rule": "Bash(git push:*)"}]} (source and rule optional). Lists the
+          rules no example and no test matched. --strict fails on those too.
+
+Exit codes: 0 all held, 1 a test or example failed (or a file cannot be read), 2 usage.`;
+
+export async function policyCommand(argv: string[], out: (s: string) => void): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      options: {
+        workspace: { type: 'string' },
+        file: { type: 'string' },
+        tests: { type: 'string' },
+        strict: { type: 'boolean' },
+        json: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      allowPositionals: true,
+      strict: true,
+    });
+  } catch (err) {
+    out(`${(err as Error).message}\n\n${POLICY_HELP}`);
+    return 2;
+  }
+  const { values, positionals } = parsed;
+  const [sub, ...rest] = positionals;
+  if (values.help || !sub) {
+    out(POLICY_HELP);
+    return values.help ? 0 : 2;
+  }
+  const workspace = path.resolve(values.workspace ?? process.cwd());
+  try {
+    if (sub === 'explain') return explain(workspace, rest, values, out);
+    if (sub === 'check') return check(workspace, values, out);
+    throw new UsageError(`unknown policy command "${sub}"; use explain or check`);
+  } catch (err) {
+    out(`sluice policy ${sub}: ${(err as Error).message}`);
+    return err instanceof UsageError ? 2 : 1;
+  }
+}
+
+function load(workspace: string, examples: 'refuse' | 'report'): PolicyRules {
+  return policyRules({ workspace, examples });
+}
+
+function explain(
+  workspace: string,
+  rest: string[],
+  v: { file?: string; json?: boolean },
+  out: (s: string) => void,
+): number {
+  const calls: { tool: string; args: JsonObject }[] = [];
+  if (v.file) {
+    if (rest.length) throw new UsageError('give either --file or <tool> <args-json>, not both');
+    calls.push(...readCalls(v.file));
+  } else {
+    const [tool, argsJson] = rest;
+    if (!tool) throw new UsageError('name a tool: sluice policy explain bash \'{"command":"git push"}\'');
+    calls.push({ tool, args: parseArgsJson(argsJson ?? '{}', 'the arguments') });
+  }
+  const policy = load(workspace, 'report');
+  const results = calls.map((c) => ({ ...c, explanation: policy.explain({ toolName: c.tool, args: c.args }) }));
+  if (v.json) {
+    out(JSON.stringify({ files: policy.files, policyDigest: policy.digest, calls: results }, null, 2));
+    return 0;
+  }
+  if (!policy.files.length) out('no policy files found in the workspace');
+  for (const w of policy.warnings) out(`note: ${w}`);
+  for (const r of results) out(renderExplanation(r.tool, r.args, r.explanation));
+  return 0;
+}
+
+function renderExplanation(tool: string, args: JsonObject, x: PolicyExplanation): string {
+  const lines = [`${tool} ${JSON.stringify(args)}`];
+  for (const s of x.sources) {
+    const what = !s.files.length
+      ? '(no files)'
+      : s.rule
+        ? `${s.decision.padEnd(5)} ${s.rule.file}:${s.rule.line}  ${s.rule.text}${s.rule.message ? `  — ${s.rule.message}` : ''}${s.note ? `  (${s.note})` : ''}`
+        : `no opinion${s.note ? ` (${s.note})` : ''}`;
+    lines.push(`  ${s.format.padEnd(9)} ${what}`);
+  }
+  lines.push(
+    x.winner?.rule
+      ? `  → ${x.decision}, decided by ${x.winner.rule.file}:${x.winner.rule.line}`
+      : "  → no policy decides: the tool's own approval setting applies",
+  );
+  return lines.join('\n');
+}
+
+function check(
+  workspace: string,
+  v: { tests?: string; strict?: boolean; json?: boolean },
+  out: (s: string) => void,
+): number {
+  const policy = load(workspace, 'report');
+  const testsFile = v.tests ? path.resolve(v.tests) : path.join(workspace, 'policy-tests.json');
+  const tests = v.tests || fs.existsSync(testsFile) ? readPolicyTests(testsFile) : [];
+  const report = policy.check(tests);
+  const ok = report.ok && !(v.strict && report.unmatched.length);
+  if (v.json) {
+    out(JSON.stringify({ ...report, ok }, null, 2));
+    return ok ? 0 : 1;
+  }
+  out(`${policy.files.length} policy file(s), ${policy.rules.length} rule(s)`);
+  out(`embedded examples: ${report.examples.ran} run, ${report.examples.failures.length} failed`);
+  for (const f of report.examples.failures)
+    out(`  FAIL ${f.rule.file}:${f.rule.line} ${f.rule.text}: example ${f.example} should ${f.expected} but ${f.got}`);
+  out(
+    `policy tests: ${report.tests.ran} run, ${report.tests.failures.length} failed${tests.length ? ` (${path.relative(process.cwd(), testsFile) || testsFile})` : ''}`,
+  );
+  for (const f of report.tests.failures)
+    out(`  FAIL tests[${f.index}] ${f.test.tool} ${JSON.stringify(f.test.args ?? {})}: ${f.why}`);
+  if (report.unmatched.length) {
+    out(`rules no example or test matched (${report.unmatched.length}):`);
+    for (const r of report.unmatched) out(`  ${r.file}:${r.line} ${r.text}`);
+  }
+  out(ok ? 'ok' : 'FAILED');
+  return ok ? 0 : 1;
+}
+
+function parseArgsJson(text: string, what: string): JsonObject {
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch (err) {
+    throw new UsageError(`${what} are not valid JSON (${(err as Error).message})`);
+  }
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new UsageError(`${what} must be a JSON object`);
+  return v as JsonObject;
+}
+
+function readCalls(file: string): { tool: string; args: JsonObject }[] {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(fs.readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new UsageError(`cannot read the calls file ${file}: ${(err as Error).message}`);
+  }
+  const list = Array.isArray(doc) ? doc : (doc as { calls?: unknown })?.calls;
+  if (!Array.isArray(list))
+    throw new UsageError(`${file}: expected [{"name": "bash", "arguments": {...}}] or {"calls": [...]}`);
+  return list.map((c, i) => {
+    const o = (c ?? {}) as Record<string, unknown>;
+    const tool = o.name ?? o.tool;
+    if (typeof tool !== 'string' || !tool) throw new UsageError(`${file}: calls[${i}] needs "name"`);
+    const raw = o.arguments ?? o.args ?? {};
+    const args =
+      typeof raw === 'string'
+        ? parseArgsJson(raw, `calls[${i}].arguments`)
+        : parseArgsJson(JSON.stringify(raw), `calls[${i}].arguments`);
+    return { tool, args };
+  });
+}

@@ -1,0 +1,625 @@
+// Codex's `.rules` files (`.codex/rules/*.rules`), read without running them. Codex evaluates them
+// as Starlark; Sluice parses the subset its documentation describes and nothing else:
+//
+//   prefix_rule(pattern = ["git", ["push", "fetch"]], decision = "prompt",
+//               justification = "…", match = ["git push origin"], not_match = [["git", "status"]])
+//   host_executable(name = "git", paths = ["/usr/bin/git"])
+//   NAME = <literal>            (a string or a list, reused by name later; `+` joins lists/strings)
+//
+// Anything else (another call, `load`, a loop, a def) stops the worker with the file, the line and
+// what was not understood. A pattern is a token prefix: each element a word or a list of
+// alternatives. When several rules match, the strictest decision wins (forbidden > prompt > allow).
+// Each rule's `match` / `not_match` examples are unit tests; `codexRules()` runs them and refuses
+// to start when one fails, as Codex refuses to load the file.
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { parse as parseToml, TomlError } from 'smol-toml';
+import { digestOf } from './pin';
+import {
+  type ExampleFailure,
+  type PolicyCall,
+  type PolicyDecision,
+  type PolicyFile,
+  PolicyFileError,
+  type PolicyRuleRef,
+  type PolicySource,
+  type SourceVerdict,
+  STRICTNESS,
+} from './policy-types';
+import { hasShellExpansion, shellWords, splitCompound } from './shell-words';
+import { claudeToolName } from './tool-names';
+
+// ---- the Starlark subset: tokens, values, calls ----
+
+type Tok =
+  | { t: 'name'; v: string; at: number }
+  | { t: 'str'; v: string; at: number }
+  | { t: 'num'; v: string; at: number }
+  | { t: 'punct'; v: string; at: number }
+  | { t: 'eof'; at: number };
+
+type Value = { kind: 'str'; v: string; at: number } | { kind: 'list'; items: Value[]; at: number };
+
+interface Call {
+  fn: string;
+  at: number;
+  end: number;
+  kwargs: Map<string, Value>;
+}
+
+class Reader {
+  constructor(
+    readonly file: string,
+    readonly text: string,
+  ) {}
+  fail(at: number, what: string): never {
+    throw new PolicyFileError(this.file, lineOf(this.text, at), what);
+  }
+}
+
+function lineOf(text: string, at: number): number {
+  let line = 1;
+  for (let i = 0; i < at && i < text.length; i++) if (text.charCodeAt(i) === 10) line++;
+  return line;
+}
+
+function tokenize(r: Reader): Tok[] {
+  const s = r.text;
+  const out: Tok[] = [];
+  let i = 0;
+  while (i < s.length) {
+    const c = s[i];
+    if (c === '#') {
+      while (i < s.length && s[i] !== '\n') i++;
+    } else if (/\s/.test(c)) {
+      i++;
+    } else if (/[A-Za-z_]/.test(c)) {
+      const m = /^[A-Za-z_][A-Za-z0-9_]*/.exec(s.slice(i))![0];
+      // r"…" and r'…' are raw strings.
+      if ((m === 'r' || m === 'R') && (s[i + 1] === '"' || s[i + 1] === "'")) {
+        const str = readString(r, i + 1, true);
+        out.push({ t: 'str', v: str.v, at: i });
+        i = str.end;
+      } else {
+        out.push({ t: 'name', v: m, at: i });
+        i += m.length;
+      }
+    } else if (/[0-9]/.test(c)) {
+      const m = /^[0-9]+/.exec(s.slice(i))![0];
+      out.push({ t: 'num', v: m, at: i });
+      i += m.length;
+    } else if (c === '"' || c === "'") {
+      const str = readString(r, i, false);
+      out.push({ t: 'str', v: str.v, at: i });
+      i = str.end;
+    } else if ('()[],=+'.includes(c)) {
+      out.push({ t: 'punct', v: c, at: i });
+      i++;
+    } else {
+      r.fail(
+        i,
+        `the character ${JSON.stringify(c)} is not understood here; Sluice reads prefix_rule(...) and host_executable(...) calls with string and list literals only`,
+      );
+    }
+  }
+  out.push({ t: 'eof', at: s.length });
+  return out;
+}
+
+const ESCAPES: Record<string, string> = { n: '\n', t: '\t', r: '\r', '\\': '\\', '"': '"', "'": "'", '\n': '' };
+
+function readString(r: Reader, start: number, raw: boolean): { v: string; end: number } {
+  const s = r.text;
+  const q = s[start];
+  const triple = s.startsWith(q.repeat(3), start);
+  const close = triple ? q.repeat(3) : q;
+  let i = start + close.length;
+  let v = '';
+  while (i < s.length) {
+    if (s.startsWith(close, i)) return { v, end: i + close.length };
+    const c = s[i];
+    if (c === '\n' && !triple) r.fail(start, 'a string is not closed before the end of its line');
+    if (c === '\\' && !raw) {
+      const n = s[i + 1];
+      if (n === undefined) break;
+      if (!(n in ESCAPES))
+        r.fail(i, `the escape \\${n} is not understood; write the character itself, or use a raw string r"..."`);
+      v += ESCAPES[n];
+      i += 2;
+      continue;
+    }
+    v += c;
+    i++;
+  }
+  return r.fail(start, 'a string is not closed');
+}
+
+interface Parsed {
+  calls: Call[];
+}
+
+function parseStarlark(r: Reader): Parsed {
+  const toks = tokenize(r);
+  let p = 0;
+  const vars = new Map<string, Value>();
+  const calls: Call[] = [];
+  const peek = () => toks[p];
+  const next = () => toks[p++];
+  const expect = (v: string, what: string) => {
+    const t = next();
+    if (t.t !== 'punct' || t.v !== v) r.fail(t.at, `expected ${JSON.stringify(v)} ${what}, found ${describe(t)}`);
+    return t;
+  };
+
+  function value(): Value {
+    let left = primary();
+    while (peek().t === 'punct' && (peek() as { v: string }).v === '+') {
+      const plus = next();
+      const right = primary();
+      if (left.kind === 'str' && right.kind === 'str') left = { kind: 'str', v: left.v + right.v, at: left.at };
+      else if (left.kind === 'list' && right.kind === 'list')
+        left = { kind: 'list', items: [...left.items, ...right.items], at: left.at };
+      else r.fail(plus.at, '`+` joins two strings or two lists only');
+    }
+    return left;
+  }
+  function primary(): Value {
+    const t = next();
+    if (t.t === 'str') return { kind: 'str', v: t.v, at: t.at };
+    if (t.t === 'punct' && t.v === '[') {
+      const items: Value[] = [];
+      while (!(peek().t === 'punct' && (peek() as { v: string }).v === ']')) {
+        items.push(value());
+        const sep = peek();
+        if (sep.t === 'punct' && sep.v === ',') next();
+        else if (!(sep.t === 'punct' && sep.v === ']'))
+          r.fail(sep.at, `expected "," or "]" in a list, found ${describe(sep)}`);
+      }
+      next();
+      return { kind: 'list', items, at: t.at };
+    }
+    if (t.t === 'name') {
+      const bound = vars.get(t.v);
+      if (bound) return bound;
+      if (peek().t === 'punct' && (peek() as { v: string }).v === '(')
+        r.fail(
+          t.at,
+          `the call ${t.v}(...) is not understood inside a value; Sluice does not run Starlark, it reads literals`,
+        );
+      r.fail(t.at, `the name ${t.v} is not defined before this line (define it as NAME = [...] or "..." above)`);
+    }
+    return r.fail(t.at, `expected a string or a list, found ${describe(t)}`);
+  }
+
+  while (peek().t !== 'eof') {
+    const t = next();
+    if (t.t !== 'name')
+      r.fail(t.at, `expected prefix_rule(...), host_executable(...) or NAME = value, found ${describe(t)}`);
+    const after = peek();
+    if (after.t === 'punct' && after.v === '=') {
+      next();
+      vars.set(t.v, value());
+      continue;
+    }
+    if (!(after.t === 'punct' && after.v === '('))
+      r.fail(
+        t.at,
+        `${describe(t)} is not understood; Sluice reads prefix_rule(...), host_executable(...) and NAME = value statements only`,
+      );
+    if (t.v !== 'prefix_rule' && t.v !== 'host_executable')
+      r.fail(
+        t.at,
+        `${t.v}(...) is not understood; Sluice reads prefix_rule(...) and host_executable(...) only, and never runs a rules file as code`,
+      );
+    next();
+    const kwargs = new Map<string, Value>();
+    while (!(peek().t === 'punct' && (peek() as { v: string }).v === ')')) {
+      const k = next();
+      if (k.t !== 'name') r.fail(k.at, `${t.v}() takes keyword arguments (name = value), found ${describe(k)}`);
+      expect('=', `after ${k.v}`);
+      if (kwargs.has(k.v)) r.fail(k.at, `${k.v} is given twice`);
+      kwargs.set(k.v, value());
+      const sep = peek();
+      if (sep.t === 'punct' && sep.v === ',') next();
+      else if (!(sep.t === 'punct' && sep.v === ')'))
+        r.fail(sep.at, `expected "," or ")" in ${t.v}(...), found ${describe(sep)}`);
+    }
+    const close = next();
+    calls.push({ fn: t.v, at: t.at, end: close.at + 1, kwargs });
+  }
+  return { calls };
+}
+
+function describe(t: Tok): string {
+  if (t.t === 'eof') return 'the end of the file';
+  if (t.t === 'str') return `the string ${JSON.stringify(t.v)}`;
+  return `\`${t.v}\``;
+}
+
+// ---- rules ----
+
+type CodexDecision = 'allow' | 'prompt' | 'forbidden';
+const TO_SLUICE: Record<CodexDecision, PolicyDecision> = { allow: 'allow', prompt: 'ask', forbidden: 'deny' };
+
+export interface CodexRule extends PolicyRuleRef {
+  /** Each position: the words that match there. */
+  pattern: string[][];
+  codexDecision: CodexDecision;
+  examples: { match: string[][]; notMatch: string[][]; raw: { match: string[]; notMatch: string[] } };
+}
+
+export interface ParsedRulesFile {
+  rules: CodexRule[];
+  /** host_executable: a bare program name → the absolute paths that count as it. */
+  hosts: Map<string, string[]>;
+}
+
+const PREFIX_RULE_ARGS = new Set(['pattern', 'decision', 'justification', 'match', 'not_match']);
+
+/** Parses one `.rules` file; throws PolicyFileError naming the line of anything not understood. */
+export function parseRulesFile(text: string, file: Pick<PolicyFile, 'label' | 'digest'>): ParsedRulesFile {
+  const r: Reader = new Reader(file.label, text);
+  const { calls } = parseStarlark(r);
+  const rules: CodexRule[] = [];
+  const hosts = new Map<string, string[]>();
+  const perLine = new Map<number, number>();
+  for (const call of calls) {
+    if (call.fn === 'host_executable') {
+      const name = call.kwargs.get('name');
+      const paths = call.kwargs.get('paths');
+      if (name?.kind !== 'str') r.fail(call.at, 'host_executable needs name = "<program>"');
+      if (paths?.kind !== 'list' || paths.items.some((i) => i.kind !== 'str'))
+        r.fail(call.at, 'host_executable needs paths = ["/absolute/path", ...]');
+      for (const k of call.kwargs.keys())
+        if (k !== 'name' && k !== 'paths') r.fail(call.at, `host_executable has no argument ${k}`);
+      const list = (paths.items as { v: string }[]).map((i) => i.v);
+      for (const p of list)
+        if (!path.isAbsolute(p)) r.fail(paths.at, `host_executable paths must be absolute, not ${JSON.stringify(p)}`);
+      hosts.set(name.v, [...(hosts.get(name.v) ?? []), ...list]);
+      continue;
+    }
+    for (const k of call.kwargs.keys())
+      if (!PREFIX_RULE_ARGS.has(k))
+        r.fail(
+          call.at,
+          `prefix_rule has no argument ${k} (it takes pattern, decision, justification, match, not_match)`,
+        );
+    const pat = call.kwargs.get('pattern');
+    if (!pat) r.fail(call.at, 'prefix_rule needs pattern = [...]');
+    if (pat.kind !== 'list' || pat.items.length === 0) r.fail(pat.at, 'pattern must be a non-empty list of words');
+    const pattern = pat.items.map((el) => {
+      if (el.kind === 'str') return [el.v];
+      if (el.items.length === 0 || el.items.some((a) => a.kind !== 'str'))
+        r.fail(el.at, 'a list inside pattern holds the alternative words for one position, as strings');
+      return el.items.map((a) => (a as { v: string }).v);
+    });
+    const dec = call.kwargs.get('decision');
+    let codexDecision: CodexDecision = 'allow';
+    if (dec) {
+      if (dec.kind !== 'str' || !(dec.v in TO_SLUICE))
+        r.fail(
+          dec.at,
+          `decision must be "allow", "prompt" or "forbidden", not ${dec.kind === 'str' ? JSON.stringify(dec.v) : 'a list'}`,
+        );
+      codexDecision = dec.v as CodexDecision;
+    }
+    const just = call.kwargs.get('justification');
+    if (just && just.kind !== 'str') r.fail(just.at, 'justification must be a string');
+    const examples = (key: 'match' | 'not_match') => {
+      const v = call.kwargs.get(key);
+      if (!v) return { tokens: [] as string[][], raw: [] as string[] };
+      if (v.kind !== 'list') r.fail(v.at, `${key} must be a list of examples (strings or lists of words)`);
+      const tokens: string[][] = [];
+      const raw: string[] = [];
+      for (const ex of v.items) {
+        if (ex.kind === 'str') {
+          tokens.push(shellWords(ex.v));
+          raw.push(ex.v);
+        } else {
+          if (ex.items.some((w) => w.kind !== 'str'))
+            r.fail(ex.at, `a ${key} example given as a list holds words (strings)`);
+          const words = ex.items.map((w) => (w as { v: string }).v);
+          tokens.push(words);
+          raw.push(JSON.stringify(words));
+        }
+      }
+      return { tokens, raw };
+    };
+    const m = examples('match');
+    const n = examples('not_match');
+    const line = lineOf(text, call.at);
+    const nth = perLine.get(line) ?? 0;
+    perLine.set(line, nth + 1);
+    rules.push({
+      id: `${file.label}:${line}${nth ? `#${nth + 1}` : ''}`,
+      format: 'codex',
+      file: file.label,
+      digest: file.digest,
+      line,
+      text: ruleText(pattern, codexDecision),
+      decision: TO_SLUICE[codexDecision],
+      ...(just?.kind === 'str' && just.v.trim() ? { message: just.v } : {}),
+      pattern,
+      codexDecision,
+      examples: { match: m.tokens, notMatch: n.tokens, raw: { match: m.raw, notMatch: n.raw } },
+    });
+  }
+  return { rules, hosts };
+}
+
+function ruleText(pattern: string[][], decision: CodexDecision): string {
+  const words = pattern.map((alts) =>
+    alts.length === 1 ? JSON.stringify(alts[0]) : `[${alts.map((a) => JSON.stringify(a)).join(', ')}]`,
+  );
+  return `prefix_rule(pattern = [${words.join(', ')}], decision = "${decision}")`;
+}
+
+/**
+ * True when the rule's pattern is a prefix of the words. The program may be written as a path:
+ * `/usr/bin/git` counts as `git` when host_executable lists it, and — for forbidden and prompt
+ * rules only, which must not be dodged by spelling the program's path — whatever its folder.
+ */
+export function matchesPrefix(
+  rule: CodexRule,
+  words: readonly string[],
+  hosts: ReadonlyMap<string, string[]>,
+): boolean {
+  if (words.length < rule.pattern.length) return false;
+  return rule.pattern.every((alts, i) => {
+    const w = words[i];
+    if (alts.includes(w)) return true;
+    if (i !== 0 || !path.isAbsolute(w)) return false;
+    const base = path.basename(w);
+    if (!alts.includes(base)) return false;
+    return rule.codexDecision !== 'allow' || (hosts.get(base) ?? []).includes(w);
+  });
+}
+
+// ---- config.toml: approval_policy and sandbox_mode ----
+
+export interface CodexConfig {
+  file?: PolicyFile;
+  approvalPolicy?: string;
+  sandboxMode?: string;
+  /** What the settings mean for Sluice, in words; logged at start and shown by `sluice policy explain`. */
+  notes: string[];
+}
+
+const APPROVAL_POLICIES = ['untrusted', 'on-request', 'on-failure', 'never'];
+const SANDBOX_MODES = ['read-only', 'workspace-write', 'danger-full-access'];
+
+export function parseCodexConfig(text: string, file: PolicyFile): CodexConfig {
+  let doc: Record<string, unknown>;
+  try {
+    doc = parseToml(text) as Record<string, unknown>;
+  } catch (err) {
+    const line = err instanceof TomlError ? err.line : 1;
+    throw new PolicyFileError(file.label, line, `not valid TOML (${(err as Error).message.split('\n')[0]})`);
+  }
+  const out: CodexConfig = { file, notes: [] };
+  const lineOfKey = (key: string) => {
+    const m = new RegExp(`^[ \\t]*${key}[ \\t]*=`, 'm').exec(text);
+    return m ? lineOf(text, m.index) : 1;
+  };
+  const ap = doc.approval_policy;
+  if (ap !== undefined) {
+    if (typeof ap !== 'string' || !APPROVAL_POLICIES.includes(ap))
+      throw new PolicyFileError(
+        file.label,
+        lineOfKey('approval_policy'),
+        `approval_policy must be one of ${APPROVAL_POLICIES.join(', ')}`,
+      );
+    out.approvalPolicy = ap;
+    out.notes.push(
+      ap === 'never'
+        ? 'approval_policy "never": nobody is asked, so a prompt rule denies the command (as Codex rejects it), and commands no rule decides run without asking'
+        : ap === 'untrusted'
+          ? 'approval_policy "untrusted": commands no allow rule covers ask first (Sluice\'s default for bash)'
+          : `approval_policy "${ap}" has no meaning in Sluice (the model does not request escalation here); Sluice's defaults apply`,
+    );
+  }
+  const sm = doc.sandbox_mode;
+  if (sm !== undefined) {
+    if (typeof sm !== 'string' || !SANDBOX_MODES.includes(sm))
+      throw new PolicyFileError(
+        file.label,
+        lineOfKey('sandbox_mode'),
+        `sandbox_mode must be one of ${SANDBOX_MODES.join(', ')}`,
+      );
+    out.sandboxMode = sm;
+    out.notes.push(
+      sm === 'read-only'
+        ? 'sandbox_mode "read-only": the file-editing tools (write, edit) are denied'
+        : sm === 'workspace-write'
+          ? 'sandbox_mode "workspace-write": Sluice\'s default (file tools confined to the workspace, bash\'s sandbox writes the workspace only)'
+          : 'sandbox_mode "danger-full-access" is not honoured: a policy file does not lift Sluice\'s sandbox or protected paths',
+    );
+  }
+  return out;
+}
+
+// ---- the source ----
+
+export interface CodexRulesOptions {
+  workspace: string;
+  /** `.rules` files or folders of them, relative to the workspace. Default `.codex/rules`. */
+  rules?: string[];
+  /** A Codex config.toml; default `.codex/config.toml` when it exists. `false` reads none. */
+  config?: string | false;
+  /** Run the files' match / not_match examples now and throw when one fails (default true). */
+  verifyExamples?: boolean;
+}
+
+/** The files a list of paths names: a folder stands for its `*.rules` files, sorted. */
+function expand(workspace: string, entries: string[], explicit: boolean, ext: string): string[] {
+  const out: string[] = [];
+  for (const e of entries) {
+    const abs = path.resolve(workspace, e);
+    let st: fs.Stats | undefined;
+    try {
+      st = fs.statSync(abs);
+    } catch (err) {
+      if (!explicit && (err as NodeJS.ErrnoException).code === 'ENOENT') continue;
+      throw new PolicyFileError(abs, 1, `cannot be read (${(err as Error).message})`);
+    }
+    if (st.isDirectory())
+      out.push(
+        ...fs
+          .readdirSync(abs)
+          .filter((f) => f.endsWith(ext))
+          .sort()
+          .map((f) => path.join(abs, f)),
+      );
+    else out.push(abs);
+  }
+  return out;
+}
+
+export function labelOf(workspace: string, file: string): string {
+  const rel = path.relative(workspace, file);
+  return rel && !rel.startsWith('..') && !path.isAbsolute(rel) ? rel.split(path.sep).join('/') : file;
+}
+
+export function readPolicyFile(
+  workspace: string,
+  abs: string,
+  format: PolicyFile['format'],
+): { file: PolicyFile; text: string } {
+  let bytes: Buffer;
+  try {
+    bytes = fs.readFileSync(abs);
+  } catch (err) {
+    throw new PolicyFileError(labelOf(workspace, abs), 1, `cannot be read (${(err as Error).message})`);
+  }
+  return {
+    file: { format, label: labelOf(workspace, abs), path: abs, digest: digestOf(bytes) },
+    text: bytes.toString('utf8'),
+  };
+}
+
+export interface CodexSource extends PolicySource {
+  config: CodexConfig;
+}
+
+export function codexRules(opts: CodexRulesOptions): CodexSource {
+  const workspace = path.resolve(opts.workspace);
+  const files: PolicyFile[] = [];
+  const rules: CodexRule[] = [];
+  const hosts = new Map<string, string[]>();
+  for (const abs of expand(workspace, opts.rules ?? ['.codex/rules'], opts.rules !== undefined, '.rules')) {
+    const { file, text } = readPolicyFile(workspace, abs, 'codex');
+    files.push(file);
+    const parsed = parseRulesFile(text, file);
+    rules.push(...parsed.rules);
+    for (const [k, v] of parsed.hosts) hosts.set(k, [...(hosts.get(k) ?? []), ...v]);
+  }
+  let config: CodexConfig = { notes: [] };
+  if (opts.config !== false) {
+    const abs = path.resolve(workspace, opts.config ?? '.codex/config.toml');
+    if (opts.config !== undefined || fs.existsSync(abs)) {
+      const { file, text } = readPolicyFile(workspace, abs, 'codex');
+      files.push(file);
+      config = parseCodexConfig(text, file);
+    }
+  }
+  const source = codexSource(files, rules, hosts, config);
+  // Codex validates match / not_match when it loads a file; so does Sluice, at worker start.
+  if (opts.verifyExamples !== false) {
+    const { failures } = source.examples();
+    if (failures.length) throw new Error(describeFailures(failures));
+  }
+  return source;
+}
+
+export function describeFailures(failures: ExampleFailure[]): string {
+  const lines = failures.map(
+    (f) => `  ${f.rule.file}:${f.rule.line} ${f.rule.text}: example ${f.example} should ${f.expected} but ${f.got}`,
+  );
+  return `policy examples failed, so the worker does not start (fix the rule or the example):\n${lines.join('\n')}`;
+}
+
+const EDIT_TOOLS = new Set(['Write', 'Edit', 'MultiEdit', 'NotebookEdit']);
+
+export function codexSource(
+  files: PolicyFile[],
+  rules: CodexRule[],
+  hosts: ReadonlyMap<string, string[]>,
+  config: CodexConfig,
+): CodexSource {
+  const never = config.approvalPolicy === 'never';
+  const configRef = (decision: PolicyDecision, text: string): PolicyRuleRef => ({
+    id: `${config.file!.label}:sandbox_mode`,
+    format: 'codex',
+    file: config.file!.label,
+    digest: config.file!.digest,
+    line: 1,
+    text,
+    decision,
+  });
+
+  /** Every rule matching one simple command's words. */
+  const matching = (words: string[]) => rules.filter((r) => matchesPrefix(r, words, hosts));
+  const strictest = (rs: readonly PolicyRuleRef[]) =>
+    rs.reduce<PolicyRuleRef | undefined>(
+      (best, r) => (!best || STRICTNESS[r.decision] > STRICTNESS[best.decision] ? r : best),
+      undefined,
+    );
+
+  function evaluate(call: PolicyCall): SourceVerdict {
+    const claude = claudeToolName({ name: call.toolName, aliases: call.aliases ?? [] });
+    if (config.sandboxMode === 'read-only' && EDIT_TOOLS.has(claude)) {
+      const rule = configRef('deny', 'sandbox_mode = "read-only"');
+      return { decision: 'deny', rule, matched: [rule] };
+    }
+    if (claude !== 'Bash' || typeof call.args.command !== 'string') return { decision: 'none', matched: [] };
+    const command = call.args.command.trim();
+    const parts = splitCompound(command)
+      .map(shellWords)
+      .filter((w) => w.length > 0);
+    const perPart = parts.map(matching);
+    const matched = [...new Set(perPart.flat())];
+    // forbidden or prompt anywhere in the command decides, whatever else it holds.
+    const worst = strictest(matched);
+    let verdict: SourceVerdict;
+    if (worst && worst.decision !== 'allow') verdict = { decision: worst.decision, rule: worst, matched };
+    else if (
+      worst &&
+      perPart.length > 0 &&
+      perPart.every((ms) => ms.length > 0) &&
+      // Codex judges a script with substitution, variables, redirection or globs as one opaque
+      // command; its words are not what runs, so word-prefix allow rules do not vouch for it.
+      !hasShellExpansion(command)
+    )
+      verdict = { decision: 'allow', rule: worst, matched };
+    else verdict = { decision: 'none', matched };
+    if (never && verdict.decision === 'ask')
+      return {
+        ...verdict,
+        decision: 'deny',
+        note: 'approval_policy = "never": nobody can be asked, so the prompt rule denies',
+      };
+    return verdict;
+  }
+
+  function examples() {
+    const failures: ExampleFailure[] = [];
+    const matched = new Set<string>();
+    let ran = 0;
+    for (const rule of rules) {
+      rule.examples.match.forEach((words, i) => {
+        ran++;
+        if (matchesPrefix(rule, words, hosts)) matched.add(rule.id);
+        else failures.push({ rule, example: rule.examples.raw.match[i], expected: 'match', got: 'it does not' });
+      });
+      rule.examples.notMatch.forEach((words, i) => {
+        ran++;
+        if (matchesPrefix(rule, words, hosts))
+          failures.push({ rule, example: rule.examples.raw.notMatch[i], expected: 'not match', got: 'it does' });
+      });
+    }
+    return { ran, failures, matched };
+  }
+
+  const warnings = [...config.notes];
+  return { format: 'codex', files, rules, warnings, evaluate, examples, config };
+}

@@ -1,0 +1,291 @@
+// Every policy file a team already keeps, applied together as one pre-execute extension, with the
+// rule that decided each call on record:
+//
+//   Claude Code  .claude/settings.json, .claude/settings.local.json  permissions.allow/ask/deny
+//   Codex        .codex/rules/*.rules (prefix_rule), .codex/config.toml approval_policy/sandbox_mode
+//   Gemini CLI   .gemini/policies/*.toml ([[rule]] with tiers and priorities)
+//   OpenCode     opencode.json  permission
+//
+// Each source decides by its own rules (Claude Code: deny > ask > allow; Codex: strictest match;
+// Gemini: highest priority; OpenCode: last match); across sources the strictest answer wins
+// (deny > ask > allow), the first source in the order above breaking a tie. Files are read once,
+// at start; one that cannot be read, or whose embedded examples fail, stops the worker.
+//
+//   const policy = policyRules({ workspace });
+//   defineConfig({
+//     tools: [...fsTools({ root }), bashTool({ root, approval: policy.approval('bash') })],
+//     preExecute: [...hooks.preExecute, ...policy.preExecute],
+//   });
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { ApprovalPolicy, JsonObject, PreDecision } from '../pipeline/types';
+import type { Named, PreExecuteHandler } from '../worker/config';
+import { codexRules, type CodexRulesOptions, describeFailures } from './codex-rules';
+import { geminiPolicy, type GeminiPolicyOptions } from './gemini-policy';
+import { openCodePermissions, type OpenCodeOptions } from './opencode-permissions';
+import { permissionRules } from './permissions';
+import { digestOf } from './pin';
+import {
+  type ExampleFailure,
+  type PolicyCall,
+  type PolicyDecision,
+  type PolicyFile,
+  type PolicyFormat,
+  type PolicyRuleRef,
+  type PolicySource,
+  type SourceVerdict,
+  STRICTNESS,
+  lineAt,
+} from './policy-types';
+
+export interface PolicyRulesOptions {
+  /** The project the files belong to; every relative path starts here. */
+  workspace: string;
+  /** Claude Code settings files (default both `.claude/settings*.json`), or false for none. */
+  claude?: { sources?: string[]; cwd?: string; home?: string } | false;
+  codex?: Omit<CodexRulesOptions, 'workspace'> | false;
+  gemini?: Omit<GeminiPolicyOptions, 'workspace'> | false;
+  opencode?: Omit<OpenCodeOptions, 'workspace'> | false;
+  /**
+   * `refuse` (default): a failing embedded example (a Codex `match` that does not match) stops the
+   * worker. `report`: load anyway and let `check()` report it (what `sluice policy check` uses).
+   */
+  examples?: 'refuse' | 'report';
+}
+
+export interface SourceExplanation {
+  format: PolicyFormat;
+  files: { label: string; digest: string }[];
+  decision: PolicyDecision | 'none';
+  rule?: PolicyRuleRef;
+  note?: string;
+}
+
+export interface PolicyExplanation {
+  /** The answer that wins across sources; `none` when no source has an opinion. */
+  decision: PolicyDecision | 'none';
+  winner?: SourceExplanation;
+  sources: SourceExplanation[];
+}
+
+export interface PolicyTest {
+  tool: string;
+  args?: JsonObject;
+  aliases?: string[];
+  expect: PolicyDecision | 'none';
+  /** When given: the format whose rule must decide. */
+  source?: PolicyFormat;
+  /** When given: the text of the rule that must decide. */
+  rule?: string;
+}
+
+export interface PolicyCheckReport {
+  ok: boolean;
+  examples: { ran: number; failures: ExampleFailure[] };
+  tests: { ran: number; failures: { test: PolicyTest; index: number; got: PolicyExplanation; why: string }[] };
+  /** Rules no embedded example and no test call matched. */
+  unmatched: PolicyRuleRef[];
+}
+
+export interface PolicyRules {
+  sources: readonly PolicySource[];
+  files: readonly PolicyFile[];
+  rules: readonly PolicyRuleRef[];
+  warnings: readonly string[];
+  /** One digest over every file read (their labels and digests), for the record. */
+  digest: string;
+  preExecute: Named<PreExecuteHandler>[];
+  explain(call: PolicyCall): PolicyExplanation;
+  /**
+   * The approval policy that does what an allow rule does in the harness: `auto` when the sources
+   * together allow the call, `otherwise` (default `ask`) when they do not. Sluice never lets an
+   * extension lower a tool's own `ask`, so this is how an allow rule removes bash's prompt.
+   */
+  approval(toolName: string, otherwise?: ApprovalPolicy): (args: unknown) => ApprovalPolicy;
+  check(tests?: readonly PolicyTest[]): PolicyCheckReport;
+}
+
+/** Claude Code's rules as a PolicySource, with the line of each rule in its file. */
+function claudeSource(workspace: string, opts: { sources?: string[]; cwd?: string; home?: string }): PolicySource {
+  const pr = permissionRules({ workspace, ...opts });
+  const files: PolicyFile[] = pr.sources.map((s) => ({
+    format: 'claude',
+    label: s.label,
+    path: path.resolve(workspace, s.label),
+    digest: s.digest,
+  }));
+  const texts = new Map(files.map((f) => [f.label, fs.readFileSync(f.path, 'utf8')]));
+  const cursor = new Map<string, number>();
+  const refs = new Map(
+    pr.rules.map((r) => {
+      const text = texts.get(r.file) ?? '';
+      const at = text.indexOf(JSON.stringify(r.text), cursor.get(r.file) ?? 0);
+      if (at >= 0) cursor.set(r.file, at + 1);
+      const line = at >= 0 ? lineAt(text, at) : 1;
+      const ref: PolicyRuleRef = {
+        id: `${r.file}:${line}:${r.kind}:${r.text}`,
+        format: 'claude',
+        file: r.file,
+        digest: files.find((f) => f.label === r.file)?.digest ?? '',
+        line,
+        text: r.text,
+        decision: r.kind,
+      };
+      return [r, ref] as const;
+    }),
+  );
+  return {
+    format: 'claude',
+    files,
+    rules: [...refs.values()],
+    warnings: pr.warnings,
+    evaluate(call) {
+      const v = pr.evaluate(call);
+      if (v.kind === 'none' || !v.rule) return { decision: 'none', matched: [] };
+      const ref = refs.get(v.rule)!;
+      return { decision: v.kind, rule: ref, matched: [ref] };
+    },
+    examples: () => ({ ran: 0, failures: [], matched: new Set<string>() }),
+  };
+}
+
+export function policyRules(opts: PolicyRulesOptions): PolicyRules {
+  const workspace = path.resolve(opts.workspace);
+  const sources: PolicySource[] = [];
+  if (opts.claude !== false) sources.push(claudeSource(workspace, opts.claude ?? {}));
+  if (opts.codex !== false) sources.push(codexRules({ workspace, ...(opts.codex ?? {}), verifyExamples: false }));
+  if (opts.gemini !== false) sources.push(geminiPolicy({ workspace, ...(opts.gemini ?? {}) }));
+  if (opts.opencode !== false) sources.push(openCodePermissions({ workspace, ...(opts.opencode ?? {}) }));
+  if ((opts.examples ?? 'refuse') === 'refuse') {
+    const failures = sources.flatMap((s) => s.examples().failures);
+    if (failures.length) throw new Error(describeFailures(failures));
+  }
+  const files = sources.flatMap((s) => s.files);
+  const rules = sources.flatMap((s) => s.rules);
+  const warnings = sources.flatMap((s) => s.warnings.map((w) => `${s.format}: ${w}`));
+  const digest = digestOf(files.map((f) => `${f.label}\0${f.digest}`).join('\n'));
+
+  function explain(call: PolicyCall): PolicyExplanation {
+    const per: SourceExplanation[] = sources.map((s) => {
+      const v: SourceVerdict = s.evaluate(call);
+      return {
+        format: s.format,
+        files: s.files.map((f) => ({ label: f.label, digest: f.digest })),
+        decision: v.decision,
+        ...(v.rule ? { rule: v.rule } : {}),
+        ...(v.note ? { note: v.note } : {}),
+      };
+    });
+    let winner: SourceExplanation | undefined;
+    for (const s of per)
+      if (s.decision !== 'none' && (!winner || STRICTNESS[s.decision] > STRICTNESS[winner.decision as PolicyDecision]))
+        winner = s;
+    return { decision: winner?.decision ?? 'none', ...(winner ? { winner } : {}), sources: per };
+  }
+
+  const handler: PreExecuteHandler = (ctx) => {
+    if (!ctx.tool) return undefined;
+    const x = explain({ toolName: ctx.tool.name, aliases: ctx.tool.aliases, args: ctx.call.args });
+    const w = x.winner;
+    if (!w?.rule || x.decision === 'none') return undefined;
+    ctx.emit('policy/decided', {
+      turn: ctx.turn,
+      callId: ctx.call.id,
+      decision: x.decision,
+      ...ruleRecord(w.rule),
+      ...(w.note ? { note: w.note } : {}),
+      policyDigest: digest,
+      // What every other source said, so an auditor sees the whole picture.
+      others: x.sources
+        .filter((s) => s !== w && s.decision !== 'none' && s.rule)
+        .map((s) => ({ decision: s.decision, ...ruleRecord(s.rule!) })),
+    });
+    return decisionOf(x.decision, w.rule);
+  };
+
+  function check(tests: readonly PolicyTest[] = []): PolicyCheckReport {
+    const ex = sources.map((s) => s.examples());
+    const matched = new Set(ex.flatMap((e) => [...e.matched]));
+    const failures: PolicyCheckReport['tests']['failures'] = [];
+    tests.forEach((t, index) => {
+      const got = explain({ toolName: t.tool, aliases: t.aliases ?? [], args: t.args ?? {} });
+      for (const s of sources)
+        for (const r of s.evaluate({ toolName: t.tool, aliases: t.aliases ?? [], args: t.args ?? {} }).matched)
+          matched.add(r.id);
+      let why = '';
+      if (got.decision !== t.expect) why = `expected ${t.expect}, got ${got.decision}`;
+      else if (t.source && got.winner?.format !== t.source)
+        why = `expected ${t.source} to decide, ${got.winner?.format ?? 'no source'} did`;
+      else if (t.rule && got.winner?.rule?.text !== t.rule)
+        why = `expected the rule ${JSON.stringify(t.rule)} to decide, ${got.winner?.rule ? JSON.stringify(got.winner.rule.text) : 'no rule'} did`;
+      if (why) failures.push({ test: t, index, got, why });
+    });
+    const exampleFailures = ex.flatMap((e) => e.failures);
+    return {
+      ok: exampleFailures.length === 0 && failures.length === 0,
+      examples: { ran: ex.reduce((n, e) => n + e.ran, 0), failures: exampleFailures },
+      tests: { ran: tests.length, failures },
+      unmatched: rules.filter((r) => !matched.has(r.id)),
+    };
+  }
+
+  return {
+    sources,
+    files,
+    rules,
+    warnings,
+    digest,
+    preExecute: rules.length ? [{ name: 'policy files (Claude Code, Codex, Gemini CLI, OpenCode)', handler }] : [],
+    explain,
+    approval(toolName, otherwise = 'ask') {
+      return (args) =>
+        explain({ toolName, args: (args ?? {}) as JsonObject }).decision === 'allow' ? 'auto' : otherwise;
+    },
+    check,
+  };
+}
+
+function ruleRecord(rule: PolicyRuleRef): JsonObject {
+  return {
+    source: rule.format,
+    file: rule.file,
+    digest: rule.digest,
+    line: rule.line,
+    rule: rule.text,
+    ...(rule.message ? { message: rule.message } : {}),
+  };
+}
+
+/** What the approver and the model read: which file and which rule. */
+export function decisionOf(decision: PolicyDecision, rule: PolicyRuleRef): PreDecision {
+  const where = `${rule.file}: \`${rule.text}\``;
+  if (decision === 'deny')
+    return { kind: 'deny', reason: `denied by ${where}${rule.message ? ` — ${rule.message}` : ''}` };
+  if (decision === 'ask')
+    return { kind: 'ask', reason: `asked by ${where}${rule.message ? ` — ${rule.message}` : ''}` };
+  return { kind: 'allow' };
+}
+
+/** Reads a Sluice policy test file: `{"tests": [{"tool", "args", "expect", "source"?, "rule"?}]}`. */
+export function readPolicyTests(file: string): PolicyTest[] {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(fs.readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new Error(`cannot read the policy tests ${file}: ${(err as Error).message}`);
+  }
+  const tests = (doc as { tests?: unknown })?.tests;
+  if (!Array.isArray(tests))
+    throw new Error(`${file}: expected {"tests": [{"tool": "bash", "args": {...}, "expect": "allow|ask|deny|none"}]}`);
+  return tests.map((t, i) => {
+    const at = `${file}: tests[${i}]`;
+    if (typeof t !== 'object' || t === null) throw new Error(`${at} must be an object`);
+    const o = t as Record<string, unknown>;
+    if (typeof o.tool !== 'string' || !o.tool) throw new Error(`${at}.tool must name a tool`);
+    if (o.args !== undefined && (typeof o.args !== 'object' || o.args === null || Array.isArray(o.args)))
+      throw new Error(`${at}.args must be an object`);
+    if (!['allow', 'ask', 'deny', 'none'].includes(o.expect as string))
+      throw new Error(`${at}.expect must be allow, ask, deny or none`);
+    return o as unknown as PolicyTest;
+  });
+}
