@@ -76,7 +76,8 @@ export async function packSluice(shareDir: string, timeoutMs = 600_000): Promise
   const until = Date.now() + timeoutMs;
   while (Date.now() < until) {
     if (fs.existsSync(done)) return fs.readFileSync(done, 'utf8');
-    if (fs.existsSync(failed)) throw new Error(`npm pack failed (in another test file):\n${fs.readFileSync(failed, 'utf8')}`);
+    if (fs.existsSync(failed))
+      throw new Error(`npm pack failed (in another test file):\n${fs.readFileSync(failed, 'utf8')}`);
     await new Promise((r) => setTimeout(r, 500));
   }
   throw new Error(`no tarball in ${lock} after ${timeoutMs / 1000} s: the test file packing Sluice did not finish`);

@@ -3,28 +3,16 @@
 // user's workflow and activity beside Sluice (SluicePlugin), a batch through sluice/client, a child
 // batch that asks for approval and is approved, a second parent that attaches (the body ran once),
 // and the bin's --help. Every TypeScript block in the README typechecks against the built package.
-import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { NPM_INSTALL, installedVersion as installed, packSluice, REPO as repo, sh as shIn } from './fresh-app';
 
-const run = promisify(execFile);
-const repo = path.resolve(__dirname, '..');
 const fixtures = path.join(__dirname, 'fixtures', 'package');
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-package-'));
-const installed = (name: string) =>
-  JSON.parse(fs.readFileSync(path.join(repo, 'node_modules', name, 'package.json'), 'utf8')).version as string;
-
-async function sh(cmd: string, args: string[], cwd: string, env: Record<string, string> = {}) {
-  try {
-    return await run(cmd, args, { cwd, env: { ...process.env, ...env }, maxBuffer: 64 * 1024 * 1024 });
-  } catch (err) {
-    const e = err as { stdout?: string; stderr?: string; message: string };
-    throw new Error(`${cmd} ${args.join(' ')} failed in ${cwd}: ${e.message}\n${e.stdout ?? ''}\n${e.stderr ?? ''}`);
-  }
-}
+const sh = (cmd: string, args: string[], cwd: string, env: Record<string, string> = {}) =>
+  shIn(cmd, args, cwd, { env });
 
 function project(name: string, files: string): string {
   const dir = path.join(work, name);
@@ -47,12 +35,12 @@ let started = 0;
 
 beforeAll(async () => {
   started = Date.now();
-  // `npm pack` runs `prepare`, which is `npm run build`: tsc to dist/ with declarations.
-  const packed = await sh('npm', ['pack', '--pack-destination', work, '--json'], repo);
-  tarball = path.join(work, JSON.parse(packed.stdout)[0].filename);
+  // `npm pack` runs `prepare`, which is `npm run build`: tsc to dist/ with declarations (once per
+  // test run, shared with the other files that install the tarball).
+  tarball = await packSluice(inject('runDir'));
   jsApp = project('js-app', path.join(fixtures, 'js-app'));
   tsApp = project('ts-app', path.join(fixtures, 'ts-app'));
-  const install = ['install', '--prefer-offline', '--no-audit', '--no-fund'];
+  const install = NPM_INSTALL;
   await Promise.all([
     sh('npm', [...install, tarball], jsApp),
     sh(
