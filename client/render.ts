@@ -206,7 +206,15 @@ function stage(lines: string[], name: string, run: StageRun, what: string): void
         : `${run.outcome}${run.failures.length ? `: ${clip(run.failures[run.failures.length - 1].message, 140)}` : ''}`,
     ),
   );
-  for (const e of run.emitted) lines.push(row('', `${e.type} ${clip(JSON.stringify(e.data), 140)}`));
+  for (const e of run.emitted) lines.push(row('', emittedText(e)));
+}
+
+/** One emitted event; a policy decision reads as the rule that made it, whole. */
+function emittedText(e: { type: string; data: Record<string, unknown> }): string {
+  const d = e.data;
+  if (e.type === 'policy/decided')
+    return `policy ${d.decision} by ${d.file}:${d.line} (${d.source}) \`${clip(String(d.rule), 160)}\`${d.digest ? ` ${String(d.digest).slice(0, 19)}…` : ''}`;
+  return `${e.type} ${clip(JSON.stringify(d), 140)}`;
 }
 
 function gateText(s: { gate?: string; message?: string; code?: string }): string {
