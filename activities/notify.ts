@@ -13,14 +13,51 @@ export function signBody(secret: string, body: string): string {
   return `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
 }
 
+// What a chat notice may show of text Sluice did not write (the call id and title come from the
+// model; assignee, from and by from whoever sent a signal). Chat incoming webhooks render markup:
+// Slack, Google Chat and Mattermost read `<!here>`, `<!channel>` and `<url|label>`, Mattermost
+// and Teams read `@here`/`@channel` and Markdown `[label](url)`. So the text is one line (control
+// characters, newlines, bidi overrides and zero-width characters become spaces), `&`, `<` and `>`
+// are entity-escaped (Slack's own rule; it leaves no `<…>` sequence), `@` is followed by a word
+// joiner (no mention), `](` is split (no Markdown link), and it is cut at `max` characters saying
+// how much was hidden. It is shown quoted, never inside the suggested command.
+export function chatSafe(value: unknown, max = 200): string {
+  let s = String(value ?? '')
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: stripping control characters is the point
+    .replace(/[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/g, ' ')
+    .replace(/ {2,}/g, ' ')
+    .trim();
+  if (s.length > max) s = `${s.slice(0, max)}… (${s.length - max} more characters)`;
+  return s
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/@/g, '@\u2060')
+    .replace(/\]\(/g, '] (');
+}
+
+// The suggested command carries only what Sluice minted: the approval id (from the workflow's
+// seeded randomness) and the digest the worker computed. Anything else shaped otherwise (a
+// notice built by hand, a future field) leaves the command out rather than quote it.
+const SAFE_APPROVAL_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+const SAFE_DIGEST = /^(hmac-)?sha256:[0-9a-f]{16,128}$/;
+
 export function chatText(n: ApprovalNotice): string {
+  const q = (v: unknown) => `"${chatSafe(v)}"`;
   const what = {
     asked: 'asks for approval',
-    reminder: `still waits for approval; it is denied at ${n.expiresAt}`,
-    escalated: `was escalated${n.from ? ` from ${n.from}` : ''} to ${n.assignee ?? '?'}`,
-    reassigned: `was reassigned${n.from ? ` from ${n.from}` : ''} to ${n.assignee ?? '?'}${n.by ? ` by ${n.by}` : ''}`,
+    reminder: `still waits for approval; it is denied at ${chatSafe(n.expiresAt, 40)}`,
+    escalated: `was escalated${n.from ? ` from ${q(n.from)}` : ''} to ${n.assignee ? q(n.assignee) : '?'}`,
+    reassigned: `was reassigned${n.from ? ` from ${q(n.from)}` : ''} to ${n.assignee ? q(n.assignee) : '?'}${n.by ? ` by ${q(n.by)}` : ''}`,
   }[n.kind];
-  return `${n.title} (${n.toolName}, call ${n.callId}) ${what}.${n.assignee && n.kind !== 'escalated' && n.kind !== 'reassigned' ? ` Assigned to ${n.assignee}.` : ''} Decide: npx sluice approve ${n.approvalId} --digest ${n.argsDigest}`;
+  const assigned =
+    n.assignee && n.kind !== 'escalated' && n.kind !== 'reassigned' ? ` Assigned to ${q(n.assignee)}.` : '';
+  const command =
+    SAFE_APPROVAL_ID.test(n.approvalId) && SAFE_DIGEST.test(n.argsDigest)
+      ? `Decide: npx sluice approve ${n.approvalId} --digest ${n.argsDigest}`
+      : 'Decide in the inbox (sluice ui) or with sluice approvals.';
+  // Sluice's own line first; the model's text only on the second, quoted, on one line.
+  return `Sluice approval ${SAFE_APPROVAL_ID.test(n.approvalId) ? n.approvalId : '(unreadable id)'} ${what}.${assigned} ${command}\nTool ${chatSafe(n.toolName, 80)}, call ${q(n.callId)}: ${q(n.title)}`;
 }
 
 export function createNotifyActivities(notifiers: NotifierSettings[] = []) {
