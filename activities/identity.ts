@@ -16,7 +16,14 @@ import {
 import type { SealedIdentity, VerifyApproverRequest, VerifyApproverResult } from '../pipeline/identity';
 import type { ApproverSettings } from '../worker/config';
 
+const DURATION = /^\d+(\.\d+)? ?(s|sec|secs|second|seconds|m|min|mins|minute|minutes|h|hr|hrs|hour|hours|d|day|days|w|week|weeks)$/;
+
 export function createIdentityActivities(settings: ApproverSettings | undefined) {
+  const age = settings?.maxTokenAge;
+  if (age !== undefined && !(typeof age === 'number' ? Number.isFinite(age) && age > 0 : DURATION.test(age)))
+    throw new Error(
+      `approvers.maxTokenAge must be a number of seconds or a duration such as '15m' or '1h', not ${JSON.stringify(age)}`,
+    );
   let jwks: JWTVerifyGetKey | undefined;
   if (settings?.jwks) jwks = createLocalJWKSet(settings.jwks as { keys: JWK[] });
   else if (settings?.jwksUrl) jwks = createRemoteJWKSet(new URL(settings.jwksUrl));
@@ -49,7 +56,12 @@ export function createIdentityActivities(settings: ApproverSettings | undefined)
       let payload: JWTPayload;
       try {
         const alg = decodeProtectedHeader(sealed.token).alg ?? '';
+        // A token without `exp` would be good forever once leaked (from a proxy log, a browser):
+        // `exp` is required. `maxTokenAge` also bounds a token by its `iat` (which it then needs),
+        // whatever lifetime the identity provider gave it.
         const opts = {
+          requiredClaims: ['exp', ...(settings.maxTokenAge !== undefined ? ['iat'] : [])],
+          ...(settings.maxTokenAge !== undefined ? { maxTokenAge: settings.maxTokenAge } : {}),
           ...(settings.issuer ? { issuer: settings.issuer } : {}),
           ...(settings.audience ? { audience: settings.audience } : {}),
         };
@@ -61,10 +73,14 @@ export function createIdentityActivities(settings: ApproverSettings | undefined)
           ({ payload } = await jwtVerify(sealed.token, jwks, opts));
         }
       } catch (err) {
+        if (err instanceof errors.JWTExpired && err.claim === 'iat')
+          return no(`the token was issued more than ${String(settings.maxTokenAge)} ago (approvers.maxTokenAge); sign in again`);
         if (err instanceof errors.JWTExpired)
           return no(`the token expired (exp ${String(err.payload.exp)}); sign in again`);
         if (err instanceof errors.JWSSignatureVerificationFailed || err instanceof errors.JWKSNoMatchingKey)
           return no("the token's signature does not verify against the keys this worker trusts");
+        if (err instanceof errors.JWTClaimValidationFailed && err.claim === 'exp' && err.reason === 'missing')
+          return no('the token has no "exp" (expiry) claim; only tokens that expire are accepted');
         if (err instanceof errors.JWTClaimValidationFailed)
           return no(`the token's "${err.claim}" claim is not accepted: ${err.reason}`);
         return no(`the token is not a valid JWT: ${(err as Error).message}`);

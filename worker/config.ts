@@ -160,6 +160,12 @@ export interface ApproverSettings {
   audience?: string;
   /** The claim that lists the approver's groups (default `groups`). */
   groupsClaim?: string;
+  /**
+   * The oldest token accepted, by its `iat` claim (then required): seconds, or a duration such
+   * as `'15m'` or `'1h'`. Tokens always need `exp`; this bounds one whose provider gave it a long
+   * life. Default: no bound beyond `exp`.
+   */
+  maxTokenAge?: number | string;
   /** Every approval needs a verified approver, whatever the tool. */
   require?: boolean;
 }
