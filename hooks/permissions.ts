@@ -12,6 +12,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { ApprovalPolicy, JsonObject, PreDecision } from '../pipeline/types';
 import type { Named, PreExecuteHandler } from '../worker/config';
+import { hideFromSearch } from '../tools/fs/protect';
 import { parseRule, type PermissionRule, type RuleCall, type RuleKind } from './permission-rules';
 import { digestOf } from './pin';
 import { claudeToolName } from './tool-names';
@@ -146,6 +147,17 @@ export function permissionRules(opts: PermissionRulesOptions): PermissionRules {
           : { kind: 'allow' };
     return decision;
   };
+
+  // A Read deny or ask rule names files; glob and grep over a folder name none, so the rule's
+  // pre-execute check cannot see the files they would print. They ask these rules per file and
+  // skip (saying so) every file reading would be denied or need a person's yes for.
+  const readRules = rules.filter((r) => r.tool === 'Read' && r.kind !== 'allow');
+  if (readRules.length)
+    hideFromSearch((paths) => {
+      const c: RuleCall = { claudeName: 'Read', sluiceName: 'read', args: {}, paths };
+      const rule = readRules.find((r) => r.matches(c));
+      return rule && `${JSON.stringify(rule.text)} in ${rule.file}`;
+    });
 
   return {
     preExecute: rules.length ? [{ name: 'Claude Code permission rules', handler }] : [],

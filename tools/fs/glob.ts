@@ -5,7 +5,7 @@ import picomatch from 'picomatch';
 import { z } from 'zod';
 import { defineTool, toolOutput, type ToolDefinition } from '../../worker/config';
 import { answering, ToolErrorCodes, ToolFailure } from '../errors';
-import { searchStart, walk } from './walk';
+import { refusedByReadRule, searchStart, walk } from './walk';
 import { resolveInWorkspace, type Workspace } from './workspace';
 
 export interface SearchLimits {
@@ -48,19 +48,33 @@ export function globTool(
         const { pattern, fromRoot } = relativePattern(args.pattern, ws);
         const matches = picomatch(pattern, { dot: true });
         const found: string[] = [];
+        // Files a permission rule keeps from being read are not listed either (their names can
+        // say as much as their contents: `secrets/prod-db-password-hunter2.txt`).
+        const skippedByRule = new Map<string, number>();
         const w = walk(ws, base, limits.maxEntries);
         for await (const e of w.entries) {
           const under = fromRoot || base.rel === '.' ? e.rel : e.rel.slice(base.rel.length + 1);
-          if (matches(under)) found.push(e.isDir ? `${e.rel}/` : e.rel);
+          if (!matches(under)) continue;
+          const rule = refusedByReadRule(ws, e);
+          if (rule) skippedByRule.set(rule, (skippedByRule.get(rule) ?? 0) + 1);
+          else found.push(e.isDir ? `${e.rel}/` : e.rel);
         }
+        const ruleNotes = [...skippedByRule].map(
+          ([rule, n]) => `[${n} match(es) not listed: the permission rule ${rule} covers reading them.]`,
+        );
         if (found.length === 0 && !w.stoppedEarly) {
           return toolOutput({
-            content: [{ type: 'text', text: `No files match ${JSON.stringify(args.pattern)} under ${base.rel}.` }],
+            content: [
+              {
+                type: 'text',
+                text: [`No files match ${JSON.stringify(args.pattern)} under ${base.rel}.`, ...ruleNotes].join('\n'),
+              },
+            ],
             meta: { matches: 0 },
           });
         }
         const shown = found.slice(0, limits.maxResults);
-        const notes: string[] = [];
+        const notes: string[] = [...ruleNotes];
         if (found.length > shown.length)
           notes.push(`[${found.length - shown.length} more matches not shown; narrow the pattern or the path.]`);
         if (w.stoppedEarly)
@@ -69,7 +83,7 @@ export function globTool(
           );
         return toolOutput({
           content: [{ type: 'text', text: [...shown, ...notes].join('\n') }],
-          meta: { matches: found.length, truncated: notes.length > 0 },
+          meta: { matches: found.length, truncated: notes.length > ruleNotes.length },
         });
       }),
   });

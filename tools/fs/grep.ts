@@ -12,7 +12,7 @@ import { answering, ToolErrorCodes, ToolFailure } from '../errors';
 import { looksBinary } from './files';
 import { openForReading } from './pinned';
 import type { SearchLimits } from './glob';
-import { searchStart, walk, type WalkEntry } from './walk';
+import { refusedByReadRule, searchStart, walk, type WalkEntry } from './walk';
 import { resolveInWorkspace, type Workspace } from './workspace';
 
 /** Files larger than this are skipped (and counted in a note). */
@@ -102,10 +102,16 @@ async function grep(args: GrepArgs, workspace: () => Promise<Workspace>, limits:
   let more = false;
   let skippedLarge = 0;
   let skippedRefused = 0;
+  const skippedByRule = new Map<string, number>();
   let stoppedEarly = false;
   for await (const file of filesUnder(ws, base, limits, () => (stoppedEarly = true))) {
     const under = base.rel === '.' || file.rel === base.rel ? file.rel : file.rel.slice(base.rel.length + 1);
     if (!wanted.every((m) => m(under))) continue;
+    const rule = refusedByReadRule(ws, file);
+    if (rule) {
+      skippedByRule.set(rule, (skippedByRule.get(rule) ?? 0) + 1);
+      continue;
+    }
     const text = await readText(ws, file.abs);
     if (text === 'too-large') {
       skippedLarge++;
@@ -147,12 +153,20 @@ async function grep(args: GrepArgs, workspace: () => Promise<Workspace>, limits:
     notes.push(
       `[${skippedRefused} file(s) with several hard links, or that changed while being opened, were not searched.]`,
     );
+  for (const [rule, n] of skippedByRule)
+    notes.push(
+      `[${n} file(s) were not searched: the permission rule ${rule} covers reading them. Their names and contents are not shown.]`,
+    );
   const text = out.length
     ? [...out, ...notes].join('\n')
     : [`No matches for ${JSON.stringify(args.pattern)} under ${base.rel}.`, ...notes].join('\n');
   return toolOutput({
     content: [{ type: 'text', text }],
-    meta: { results: out.length, truncated: more || stoppedEarly },
+    meta: {
+      results: out.length,
+      truncated: more || stoppedEarly,
+      ...(skippedByRule.size ? { skippedByRule: [...skippedByRule.values()].reduce((a, b) => a + b, 0) } : {}),
+    },
   });
 }
 

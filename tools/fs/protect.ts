@@ -54,6 +54,30 @@ export function protectedStateDirs(): string[] {
   return [...stateDirs];
 }
 
+/**
+ * Why reading a file is refused by a rule outside the file tools (Claude Code `Read(...)` deny and
+ * ask rules), given its absolute spellings, or undefined. The read tool is refused by the rule's
+ * pre-execute handler when it names the file; glob and grep walk folders and name no file, so
+ * they consult these checks for every file they would show or search, and skip what one refuses.
+ */
+export type ReadRuleCheck = (absolutePaths: string[]) => string | undefined;
+
+const readRuleChecks = new Set<ReadRuleCheck>();
+
+/** Called by `permissionRules()`: its Read rules hide files from glob and grep in this process. */
+export function hideFromSearch(check: ReadRuleCheck): void {
+  readRuleChecks.add(check);
+}
+
+/** The first registered rule that refuses reading one of these spellings of a file. */
+export function readRefusedByRule(absolutePaths: string[]): string | undefined {
+  for (const check of readRuleChecks) {
+    const why = check(absolutePaths);
+    if (why) return why;
+  }
+  return undefined;
+}
+
 export interface Protection {
   /** Why a real absolute path is protected, or undefined when it is not. */
   why(realAbs: string): string | undefined;

@@ -4,6 +4,7 @@ import ignore, { type Ignore } from 'ignore';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { ToolErrorCodes, ToolFailure } from '../errors';
+import { readRefusedByRule } from './protect';
 import { leavesBase, type Workspace, type WorkspacePath } from './workspace';
 
 export interface WalkEntry {
@@ -87,6 +88,17 @@ export function walk(ws: Workspace, base: { abs: string; rel: string }, maxEntri
       return state.stoppedEarly;
     },
   };
+}
+
+/**
+ * Why a permission rule refuses reading this entry (tools/fs/protect.ts, readRefusedByRule),
+ * checked under every spelling a rule may use: below the root as configured, below the real
+ * root, and where a link leads.
+ */
+export function refusedByReadRule(ws: Workspace, e: { abs: string; rel: string }): string | undefined {
+  const rel = e.rel === '.' ? '' : e.rel;
+  const spellings = [...new Set([path.join(ws.root, rel), path.join(ws.realRoot, rel), e.abs])];
+  return readRefusedByRule(spellings);
 }
 
 /** Whether a search starts at a file or a folder; a missing start is the model's to fix. */
