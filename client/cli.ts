@@ -17,6 +17,7 @@ import { ensureDatabase, PG_RESULT_REF, PostgresStores, redactUrl, SCHEMA_VERSIO
 import { databaseUrlFromEnv, openStores, type SluiceStores } from '../worker/stores';
 import { codecFromEnv, dataConverterFromEnv, decryptHistory } from '../worker/codec';
 import { DEFAULT_STATE_DIR, DEFAULT_TASK_QUEUE } from '../worker/worker';
+import { batchWorkflowId } from '../workflows/definitions';
 import { SluiceClient, SluiceError, type BatchRequest } from './client';
 import { connect } from './connection';
 import { BatchFailedError, NotFoundError, ServerError, UsageError } from './errors';
@@ -149,7 +150,7 @@ Runs a batch and prints its outcome. The file holds {"sessionId", "turn", "step"
 or just the calls array.
 
 Options:
-  --session ID            Session id (default: the file's sessionId, then cli-<file name>)
+  --session ID            Session id (default: the file's sessionId; one of the two is needed)
   --turn N, --step N      Turn and step of the batch (default: the file's, then 1)
   --start-seq N           First event seq of the batch (default: the file's startSeq, then the
                           session's next seq from its log in --state-dir, then from the server)
@@ -678,9 +679,16 @@ export function readCallsFile(
       `${file} has no "calls" array. Expected {"sessionId", "turn", "step", "calls": [{"id", "name", "arguments"}]} or just the calls array.`,
     );
   }
+  // The session is named, never guessed from the file name: two folders' calls.json would
+  // otherwise share one session, and a renamed file would start a new one.
+  const sessionId = v.session ?? base.sessionId;
+  if (sessionId === undefined)
+    throw new UsageError(
+      `${file} names no session: add "sessionId": "..." to the file (then it holds {"sessionId", "turn", "step", "calls"}) or pass --session ID. A batch's events are numbered in its session, so Sluice does not make one up.`,
+    );
   return {
     ...base,
-    sessionId: v.session ?? base.sessionId ?? `cli-${path.basename(file, '.json')}`,
+    sessionId,
     turn: v.turn !== undefined ? Number(v.turn) : (base.turn ?? 1),
     step: v.step !== undefined ? Number(v.step) : (base.step ?? 1),
     ...(v['start-seq'] !== undefined ? { startSeq: Number(v['start-seq']) } : {}),
@@ -691,7 +699,8 @@ async function batch(v: Values, file: string | undefined, out: (s: string) => vo
   const request = readCallsFile(file, v);
   const { sluice, close } = await client(v);
   try {
-    if (request.startSeq === undefined) request.startSeq = await continuedSeq(v, sluice, request.sessionId);
+    const own = batchWorkflowId(request.sessionId, request.turn, request.step);
+    if (request.startSeq === undefined) request.startSeq = await continuedSeq(v, sluice, request.sessionId, own);
     const handle = await sluice.startBatch(request);
     if (!v.json)
       out(`batch ${handle.workflowId} running (${request.calls.length} call(s)); waiting for its result ...`);
@@ -713,14 +722,17 @@ async function batch(v: Values, file: string | undefined, out: (s: string) => vo
 
 /**
  * A batch with no start seq continues its session: after the last event of the session log and of
- * the session's completed batches on the server. A batch of the session still running would
- * number its events over this one's, so that is refused.
+ * the session's completed batches on the server. Another batch of the session still running would
+ * number its events over this one's, so that is refused. The same (session, turn, step) is this
+ * very batch: submitting it again attaches to it, running or finished (its own start seq stands;
+ * the one computed here is not used).
  */
-async function continuedSeq(v: Values, sluice: SluiceClient, sessionId: string): Promise<number> {
+async function continuedSeq(v: Values, sluice: SluiceClient, sessionId: string, own: string): Promise<number> {
   const server = await sluice.sessionSeq(sessionId);
-  if (server.running.length)
+  const others = server.running.filter((id) => id !== own);
+  if (others.length)
     throw new UsageError(
-      `session ${sessionId} has a batch still running (${server.running.join(', ')}); a second batch now would claim the same event seqs. Wait for it to finish, or give this batch its own range with --start-seq N.`,
+      `session ${sessionId} has another batch still running (${others.join(', ')}); this batch (${own}) now would claim the same event seqs. Wait for it to finish, or give this batch its own range with --start-seq N.`,
     );
   const logged = await withStores(v, (stores) => stores.lastSeq(sessionId));
   return Math.max(server.nextSeq, logged + 1);

@@ -209,14 +209,21 @@ export class SluiceClient {
     return this.temporal.workflow.getHandle(workflowId).query(stateQuery);
   }
 
-  /** Every approval waiting for a person, across all batches; throws when some batch cannot be read. */
-  async pendingApprovals(scope: ApprovalsScope = {}): Promise<PendingApproval[]> {
-    const { pending, unreadable } = await this.approvalsOverview(scope);
-    if (unreadable.length)
-      throw new SluiceError(
-        `cannot tell whether these batches wait for approval: ${unreadable.map((u) => `${u.workflowId} (${u.problem})`).join('; ')}`,
-      );
-    return pending;
+  /**
+   * Every approval waiting for a person on this client's task queue (`scope.taskQueue` for
+   * another, `allTaskQueues: true` for the whole namespace). A batch whose approvals this client
+   * cannot read (another team's memo, encrypted with a key it does not hold; an old batch no
+   * worker answers for) does not hide the others: the readable ones are returned, and the array's
+   * `unreadable` lists the rest with the reason. Check it before concluding nothing waits.
+   */
+  async pendingApprovals(
+    scope: ApprovalsScope & { allTaskQueues?: boolean } = {},
+  ): Promise<PendingApproval[] & { unreadable: ApprovalsOverview['unreadable'] }> {
+    const { allTaskQueues, ...rest } = scope;
+    const { pending, unreadable } = await this.approvalsOverview(
+      allTaskQueues || rest.taskQueue ? rest : { ...rest, taskQueue: this.taskQueue },
+    );
+    return Object.assign(pending, { unreadable });
   }
 
   /**
@@ -234,8 +241,20 @@ export class SluiceClient {
       ...(scope.sessionId ? [`SluiceSessionId = ${quote(scope.sessionId)}`] : []),
     ].join(' AND ');
     try {
+      // The raw listing, not workflow.list(): that one decodes every batch's memo on the way, so a
+      // single memo this client cannot decode (another team's key) failed the whole listing.
+      // Each batch's memo is read below, on its own.
       await this.temporal.withDeadline(Date.now() + SERVER_DEADLINE_MS, async () => {
-        for await (const wf of this.temporal.workflow.list({ query })) listed.push(wf.workflowId);
+        let nextPageToken: Uint8Array | undefined;
+        do {
+          const page = await this.temporal.workflowService.listWorkflowExecutions({
+            namespace: this.temporal.options.namespace,
+            query,
+            ...(nextPageToken?.length ? { nextPageToken } : {}),
+          });
+          for (const e of page.executions ?? []) if (e.execution?.workflowId) listed.push(e.execution.workflowId);
+          nextPageToken = page.nextPageToken ?? undefined;
+        } while (nextPageToken?.length);
       });
     } catch (err) {
       throw new SluiceError(
@@ -249,7 +268,13 @@ export class SluiceClient {
           const read = await this.readApprovals(workflowId);
           if (read.running) out.pending.push(...read.pending);
         } catch (err) {
-          out.unreadable.push({ workflowId, problem: (err as Error).message });
+          const message = (err as Error).message;
+          out.unreadable.push({
+            workflowId,
+            problem: /encoding|decrypt|codec|key id/i.test(message)
+              ? `its memo cannot be decoded by this client (${message}): it was written with a payload codec or key this client does not have (SLUICE_CODEC_KEYS), likely by another team's workers on the namespace`
+              : message,
+          });
         }
       }),
     );

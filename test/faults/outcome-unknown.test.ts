@@ -56,7 +56,7 @@ async function killedMidCommand(tag: string): Promise<{ handle: WorkflowHandle; 
 
 async function cardFor(workflowId: string): Promise<PendingApproval> {
   return waitFor(`the reconcile card of ${workflowId}`, async () =>
-    (await client.approvalsOverview()).pending.find(
+    (await client.approvalsOverview({ taskQueue })).pending.find(
       (p) => p.kind === 'reconcile' && p.workflowId === reconcileWorkflowId(workflowId, 'cmd'),
     ),
   );
@@ -154,7 +154,7 @@ describe('unknown outcomes', () => {
 
     // Both cards are gone from the list; the reconciliations are the workflows' results.
     await waitFor('the cards to leave the list', async () => {
-      const ids = (await client.approvalsOverview()).pending.map((p) => p.approvalId);
+      const ids = (await client.approvalsOverview({ taskQueue })).pending.map((p) => p.approvalId);
       return !ids.includes(cardA.approvalId) && !ids.includes(cardB.approvalId);
     });
     const resultA = await client.temporal.workflow.getHandle(cardA.workflowId).result();
