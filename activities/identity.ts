@@ -16,7 +16,8 @@ import {
 import type { SealedIdentity, VerifyApproverRequest, VerifyApproverResult } from '../pipeline/identity';
 import type { ApproverSettings } from '../worker/config';
 
-const DURATION = /^\d+(\.\d+)? ?(s|sec|secs|second|seconds|m|min|mins|minute|minutes|h|hr|hrs|hour|hours|d|day|days|w|week|weeks)$/;
+const DURATION =
+  /^\d+(\.\d+)? ?(s|sec|secs|second|seconds|m|min|mins|minute|minutes|h|hr|hrs|hour|hours|d|day|days|w|week|weeks)$/;
 
 export function createIdentityActivities(settings: ApproverSettings | undefined) {
   const age = settings?.maxTokenAge;
@@ -74,7 +75,9 @@ export function createIdentityActivities(settings: ApproverSettings | undefined)
         }
       } catch (err) {
         if (err instanceof errors.JWTExpired && err.claim === 'iat')
-          return no(`the token was issued more than ${String(settings.maxTokenAge)} ago (approvers.maxTokenAge); sign in again`);
+          return no(
+            `the token was issued more than ${String(settings.maxTokenAge)} ago (approvers.maxTokenAge); sign in again`,
+          );
         if (err instanceof errors.JWTExpired)
           return no(`the token expired (exp ${String(err.payload.exp)}); sign in again`);
         if (err instanceof errors.JWSSignatureVerificationFailed || err instanceof errors.JWKSNoMatchingKey)

@@ -74,7 +74,9 @@ describe('Read deny rules and the search tools', () => {
     expect(r['grep-root']).toContain('the permission rule "Read(./.env)" in .claude/settings.json');
     expect(r['grep-root']).toContain('"Read(./secrets/**)"');
     expect(r['grep-files']).toContain('src/app.ts');
-    expect(r['grep-folder']).toMatch(/\[2 file\(s\) were not searched: the permission rule "Read\(\.\/secrets\/\*\*\)"/);
+    expect(r['grep-folder']).toMatch(
+      /\[2 file\(s\) were not searched: the permission rule "Read\(\.\/secrets\/\*\*\)"/,
+    );
     expect(r['grep-count']).toContain('not searched');
     expect(r['glob-root']).toContain('src/app.ts');
     // The folder itself is not covered by `secrets/**`; everything under it is.
@@ -92,7 +94,11 @@ describe('Read deny rules and the search tools', () => {
       batch(
         [
           { id: 'read', name: 'read', args: { file_path: 'secrets/api.key' } },
-          { id: 'grep-file', name: 'grep', args: { pattern: 'planted', path: 'secrets/deeper/db.pem', output_mode: 'content' } },
+          {
+            id: 'grep-file',
+            name: 'grep',
+            args: { pattern: 'planted', path: 'secrets/deeper/db.pem', output_mode: 'content' },
+          },
         ],
         { options: { approvalChannel: false } },
       ),

@@ -53,7 +53,9 @@ describe('approver tokens', () => {
       expect(r).toMatchObject({ ok: false, code: 'unverified' });
       expect(r.ok ? '' : r.problem).toContain('no "exp"');
     }
-    const withExp = await unsigned({ iat: now, exp: '5m' }).setProtectedHeader({ alg: 'ES256', kid: 'k1' }).sign(signing);
+    const withExp = await unsigned({ iat: now, exp: '5m' })
+      .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
+      .sign(signing);
     expect(await verify(settings, withExp)).toMatchObject({ ok: true, subject: 'mallory@example.com' });
   });
 
