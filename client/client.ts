@@ -13,6 +13,7 @@ import {
   type WorkflowHandle,
 } from '@temporalio/client';
 import { ApplicationFailure, type DataConverter } from '@temporalio/common';
+import { decodeMapFromPayloads } from '@temporalio/common/lib/internal-non-workflow';
 import { type BatchRequest, prepareBatch } from '../pipeline/batch-input';
 import { DecisionRefusedError, InvalidInputError, NotFoundError, SluiceError } from './errors';
 import { hasVersionedWorker } from './eager-start';
@@ -103,6 +104,8 @@ export { DecisionRefusedError, SluiceError } from './errors';
 
 /** How long a read that needs no worker may take before the client says it cannot tell. */
 const SERVER_DEADLINE_MS = 10_000;
+/** How many recent batches a decision for an approval no longer waiting looks through for how it ended. */
+const DECIDED_SCAN = 2_000;
 /** How long a batch's worker has to answer before a decision is queued by signal instead. */
 export const DEFAULT_PROBE_MS = 3_000;
 /** How long an update may take to be confirmed once a worker answered. */
@@ -317,9 +320,63 @@ export class SluiceClient {
         return wf.workflowId;
       }
     }
+    // Not waiting: if a batch's memo records it as decided or expired, that is the answer (a
+    // second approve is refused `decided`, as documented), not "unknown id".
+    const ended = await this.findDecided(approvalId);
+    if (ended) throw ended;
     throw new NotFoundError(
       `no batch is waiting on approval ${approvalId}: it may have been decided or expired already. List pending ones with \`npx sluice approvals\`.`,
     );
+  }
+
+  /**
+   * The refusal for an approval some batch's memo records as ended (decided or expired), from the
+   * newest batches first (at most DECIDED_SCAN of them, running or closed). Memos come from the
+   * listing itself, decoded one by one, so a batch this client cannot decode is skipped.
+   */
+  private async findDecided(approvalId: string): Promise<DecisionRefusedError | undefined> {
+    let nextPageToken: Uint8Array | undefined;
+    let seen = 0;
+    try {
+      do {
+        const page = await this.temporal.withDeadline(Date.now() + SERVER_DEADLINE_MS, () =>
+          this.temporal.workflowService.listWorkflowExecutions({
+            namespace: this.temporal.options.namespace,
+            query: `WorkflowType = '${BATCH_WORKFLOW}'`,
+            pageSize: 200,
+            ...(nextPageToken?.length ? { nextPageToken } : {}),
+          }),
+        );
+        for (const e of page.executions ?? []) {
+          seen++;
+          const fields = e.memo?.fields;
+          if (!fields?.[APPROVALS_MEMO]) continue;
+          const memo = (
+            await decodeMapFromPayloads(this.temporal.options.loadedDataConverter, fields).catch(() => undefined)
+          )?.[APPROVALS_MEMO] as ApprovalsMemo | undefined;
+          const done = memo?.decided?.find((d) => d.approvalId === approvalId);
+          if (!done || !e.execution?.workflowId) continue;
+          const info = { callId: done.callId, outcome: done.outcome, ...(done.by ? { by: done.by } : {}) };
+          return new DecisionRefusedError(
+            done.expired
+              ? {
+                  code: 'expired',
+                  message: `approval ${approvalId} expired at ${done.decidedAt}: nobody decided before the deny timeout, so the call was denied (batch ${e.execution.workflowId})`,
+                  ...info,
+                }
+              : {
+                  code: 'decided',
+                  message: `approval ${approvalId} was already decided: ${done.outcome}${done.by ? ` by ${done.by}` : ''} (batch ${e.execution.workflowId})`,
+                  ...info,
+                },
+          );
+        }
+        nextPageToken = page.nextPageToken ?? undefined;
+      } while (nextPageToken?.length && seen < DECIDED_SCAN);
+    } catch {
+      // Visibility unreachable: the caller's NotFoundError still says what to do.
+    }
+    return undefined;
   }
 
   /**

@@ -306,7 +306,10 @@ describe('batch files (sluice batch)', () => {
     expect(await main(['batch', write('bad.json', 'nope')], (s) => lines.push(s))).toBe(2);
     expect(lines.join('\n')).toMatch(/sluice batch: .*bad.json is not valid JSON/);
     lines.length = 0;
-    const malformed = write('malformed.json', JSON.stringify({ calls: [{ id: 'a', arguments: '{}' }] }));
+    const malformed = write(
+      'malformed.json',
+      JSON.stringify({ sessionId: `malformed-${Date.now()}`, calls: [{ id: 'a', arguments: '{}' }] }),
+    );
     expect(
       await main(['batch', malformed, '--address', inject('temporalAddress'), '--task-queue', h.taskQueue], (s) =>
         lines.push(s),

@@ -177,11 +177,11 @@ describe('batch input', () => {
   it('the CLI reads a batch or a bare array of calls, and explains a broken file', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'calls-'));
     const f = (name: string, body: string) => (fs.writeFileSync(path.join(dir, name), body), path.join(dir, name));
-    expect(readCallsFile(f('a.json', '[{"id":"1","name":"echo","arguments":{"text":"x"}}]'), {})).toMatchObject({
-      sessionId: 'cli-a',
-      turn: 1,
-      step: 1,
-    });
+    // A bare array names no session: --session does, never the file's name (two folders'
+    // calls.json would share one session).
+    const bare = f('a.json', '[{"id":"1","name":"echo","arguments":{"text":"x"}}]');
+    expect(() => readCallsFile(bare, {})).toThrow(/a\.json names no session: add "sessionId".* or pass --session ID/);
+    expect(readCallsFile(bare, { session: 'mine' })).toMatchObject({ sessionId: 'mine', turn: 1, step: 1 });
     expect(readCallsFile(f('b.json', '{"sessionId":"s","turn":3,"step":2,"calls":[]}'), { turn: '4' })).toMatchObject({
       sessionId: 's',
       turn: 4,
