@@ -179,9 +179,15 @@ export class ApprovalStage {
       this.host.recordStart(next.call);
       this.tracker.stage(next.call.id, 'awaiting-approval');
       const entry: RaisedAsk = { decided: Promise.resolve(undefined as unknown as DecidedApproval) };
-      entry.decided = this.approvals.ask(next.ref, {
+      // The digest people see is the worker's keyed one, as for an ask raised on the call's own
+      // turn: the look-ahead's reference carries the workflow's plain sha-256, which would give
+      // small arguments away. Decisions recorded before this carried the plain one: still taken.
+      const keyed = next.result.argsDigest;
+      const ref = keyed ? { ...next.ref, argsDigest: keyed } : next.ref;
+      entry.decided = this.approvals.ask(ref, {
         ...this.askOptions(next.result.gate.reason, next.result.card, next.result.profile),
         abandoned: () => entry.withdrawn,
+        ...(keyed && keyed !== next.ref.argsDigest ? { alsoAcceptsDigest: next.ref.argsDigest } : {}),
       });
       void entry.decided.then((d) => (entry.ended = d));
       this.raised.set(next.call, entry);

@@ -25,6 +25,7 @@ import type {
   PendingApproval,
 } from '../pipeline/types';
 import { cleanPins, grantCovers, pinsProblem, type SessionGrant } from '../pipeline/grants';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../pipeline/json';
 import type { IdentityActivities, VerifiedApprover } from '../pipeline/identity';
 import type { ApprovalLifecycle, NoticeKind, NotifyActivities } from '../pipeline/lifecycle';
 import type { CallRef } from '../pipeline/stages';
@@ -51,6 +52,11 @@ const MALFORMED =
 
 interface Entry {
   pending: PendingApproval;
+  /**
+   * A second digest a decision may be bound to: the plain sha-256 that asks raised ahead showed
+   * before they showed the keyed one. Never shown; kept so recorded decisions replay as taken.
+   */
+  alsoAcceptsDigest?: string;
   notify?: boolean;
   decision?: ApprovalDecision & { grantId?: string; verified?: VerifiedApprover };
 }
@@ -103,7 +109,7 @@ export class Approvals {
       }
       // A signal cannot be refused before it is in history, so it must never throw here: a throw
       // would fail this workflow task and every one after it, on every replay.
-      const badField = fieldProblem(d);
+      const badField = depthProblem(d) ?? fieldProblem(d);
       if (badField) {
         this.recordRefusal(d, { code: 'malformed', message: badField }, 'signal');
         this.publish();
@@ -125,7 +131,11 @@ export class Approvals {
     setHandler(
       decideUpdate,
       async (d) => {
-        const refusal = this.refusalOf(d, true);
+        // Too deep to walk: refused here, where it is recorded, rather than by the validator.
+        const tooDeep = depthProblem(d);
+        const refusal: DecisionRefusal | undefined = tooDeep
+          ? { code: 'malformed', message: tooDeep }
+          : this.refusalOf(d, true);
         if (refusal) {
           this.recordRefusal(d, refusal, 'update');
           this.publish();
@@ -154,6 +164,8 @@ export class Approvals {
         // Only garbage is dropped without a trace; every well-formed refusal is recorded.
         validator: (d) => {
           if (malformed(d)) throw new Error(MALFORMED);
+          // The handler records it as a refusal; fieldProblem would walk it.
+          if (depthProblem(d)) return;
           const badField = fieldProblem(d);
           if (badField) throw new Error(badField);
         },
@@ -295,7 +307,7 @@ export class Approvals {
         callId,
       };
     }
-    if (d.argsDigest !== entry.pending.argsDigest) {
+    if (d.argsDigest !== entry.pending.argsDigest && d.argsDigest !== entry.alsoAcceptsDigest) {
       return {
         code: 'digest-mismatch',
         message: `the arguments you were shown (digest ${String(d.argsDigest).slice(0, 80)}) are not the ones this call would run with (${entry.pending.argsDigest}); reload and decide again`,
@@ -363,6 +375,8 @@ export class Approvals {
       approverGroups?: string[];
       lifecycle?: ApprovalLifecycle;
       notify?: boolean;
+      /** See Entry.alsoAcceptsDigest. */
+      alsoAcceptsDigest?: string;
     },
   ): Promise<DecidedApproval> {
     const approvalId = uuid4();
@@ -416,7 +430,11 @@ export class Approvals {
         reason: opts.reason ?? 'approval required, and no approval channel is configured',
       };
     } else {
-      const entry: Entry = { pending, ...(opts.notify ? { notify: true } : {}) };
+      const entry: Entry = {
+        pending,
+        ...(opts.notify ? { notify: true } : {}),
+        ...(opts.alsoAcceptsDigest ? { alsoAcceptsDigest: opts.alsoAcceptsDigest } : {}),
+      };
       this.open.set(approvalId, entry);
       this.publish();
       const settled = () => entry.decision !== undefined || this.isCancelled() || opts.abandoned?.() !== undefined;
@@ -591,6 +609,23 @@ function malformed(d: unknown): boolean {
     !x.approvalId ||
     (x.decision !== 'approve' && x.decision !== 'deny')
   );
+}
+
+/**
+ * How deep a decision may nest: a pin's value sits three levels down (decision, pins, pin) and
+ * matches an argument value, which nests at most MAX_JSON_DEPTH deep from the arguments' root.
+ */
+const MAX_DECISION_DEPTH = MAX_JSON_DEPTH + 3;
+
+/**
+ * A decision nested too deep for the walks after it (the pin shape check, the field check, the
+ * payload converter): checked first, without recursion, over the whole decision. A stack overflow
+ * in a handler fails the workflow task on every replay, and with it the deny timeout and every
+ * later decision.
+ */
+function depthProblem(d: ApprovalDecision): string | undefined {
+  if (!nestsDeeperThan(d, MAX_DECISION_DEPTH)) return undefined;
+  return `malformed decision: it nests arrays/objects more than ${MAX_DECISION_DEPTH} levels deep (in "pins", "scope" or another field); nothing was decided. ${MALFORMED.slice('malformed decision: '.length)}`;
 }
 
 /** Why an otherwise well-formed decision carries an optional field of the wrong type. */
