@@ -7,13 +7,14 @@ import { FailureTypes } from '../pipeline/errors';
 import { ModelRefusedError } from '../agent/models';
 import { resolveModel } from '../agent/resolve';
 import { TranscriptStore } from '../agent/transcript-store';
-import type {
-  AgentMessage,
-  AssistantMessage,
-  ModelActivities,
-  ModelStepInput,
-  ModelStepOutput,
-  ToolSpec,
+import {
+  type AgentMessage,
+  type AssistantMessage,
+  boundStepCalls,
+  type ModelActivities,
+  type ModelStepInput,
+  type ModelStepOutput,
+  type ToolSpec,
 } from '../pipeline/session';
 import type { ResultStore } from '../worker/claim-check';
 import { type SluiceConfig, toolSchemas } from '../worker/config';
@@ -54,10 +55,12 @@ export function createModelActivities(config: SluiceConfig, deps: { resultStore:
         if (err instanceof ModelRefusedError) throw ApplicationFailure.nonRetryable(err.message, MODEL_REFUSED);
         throw err;
       }
+      // Within a batch's limits before anything keeps them (the transcript, this step's result in
+      // history, the session's carry): the session's intake gives an oversized call INVALID_ARGS.
       const assistant: AssistantMessage = {
         role: 'assistant',
         text: reply.text ?? '',
-        toolCalls: reply.calls.map((c) => ({ id: c.id ?? '', name: c.name, arguments: c.arguments })),
+        toolCalls: boundStepCalls(reply.calls.map((c) => ({ id: c.id ?? '', name: c.name, arguments: c.arguments }))),
       };
       const next = (await transcripts.append(head, [assistant])) as string;
       return { head: next, assistant, usage: reply.usage, finishReason: reply.finishReason };

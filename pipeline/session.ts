@@ -1,5 +1,6 @@
 // The vocabulary of a durable agent session (workflows/session.ts), shared by workflow code,
 // model adapters and converters. Pure types and pure functions only.
+import { jsonStringBytes, MAX_ARGUMENT_CHARS, MAX_INPUT_BYTES } from './budget';
 import { ErrorCodes } from './errors';
 import type { ContentBlock, Json, ModelMessage, SessionState, ToolCall, ToolError } from './types';
 
@@ -60,19 +61,69 @@ export function missingCallId(index: number): string {
   return `missing-id-${index + 1}`;
 }
 
+/** What is kept of arguments that were not sent: as a batch keeps them (pipeline/batch-input.ts). */
+const ARGUMENT_PREVIEW_CHARS = 1000;
+
+/**
+ * A model step's tool calls within the limits a batch has wherever it comes from: the client's
+ * (pipeline/batch-input.ts) for one call's arguments, MAX_ARGUMENT_CHARS, and for a whole batch,
+ * MAX_INPUT_BYTES. Arguments over either keep a preview and their length in `argumentsChars`,
+ * and the session's intake gives the call an INVALID_ARGS result (intakeCalls); the largest go
+ * first until the rest fit. So a model cannot make its own step's reply, the batch it starts, or
+ * the session's continue-as-new carry more than Temporal takes.
+ */
+export function boundStepCalls<T extends { arguments: string; argumentsChars?: number }>(
+  calls: T[],
+): (T & { argumentsChars?: number })[] {
+  const clip = (c: T): T => ({
+    ...c,
+    arguments: c.arguments.slice(0, ARGUMENT_PREVIEW_CHARS),
+    argumentsChars: c.argumentsChars ?? c.arguments.length,
+  });
+  const out = calls.map((c) =>
+    c.argumentsChars === undefined && c.arguments.length <= MAX_ARGUMENT_CHARS ? c : clip(c),
+  );
+  const bytes = out.map((c) => jsonStringBytes(c.arguments));
+  let total = bytes.reduce((a, b) => a + b, 0);
+  const largestFirst = out.map((_, i) => i).sort((a, b) => bytes[b] - bytes[a]);
+  for (const i of largestFirst) {
+    if (total <= MAX_INPUT_BYTES) break;
+    out[i] = clip(out[i]);
+    const now = jsonStringBytes(out[i].arguments);
+    total -= bytes[i] - now;
+    bytes[i] = now;
+  }
+  return out;
+}
+
+/** Why a call that boundStepCalls kept a preview of did not run, in words for the model. */
+function oversizedProblem(chars: number): string {
+  if (chars > MAX_ARGUMENT_CHARS)
+    return `the arguments were ${chars} characters, over the ${MAX_ARGUMENT_CHARS}-character limit for one call, so they were not sent and the call did not run. Split the work into smaller calls (e.g. write a large file in parts).`;
+  return `the tool calls of this message carried more than ${MAX_INPUT_BYTES} bytes of arguments in all, the limit for one batch; this call's ${chars} characters were among the largest, so it was not sent and did not run. Send fewer or smaller calls per message.`;
+}
+
 /**
  * Splits a model's tool calls into those that run and those that get an error result at once: an
- * empty or missing id, or an id an earlier call of the same message already used.
+ * empty or missing id, an id an earlier call of the same message already used, or arguments over
+ * the limits (boundStepCalls kept only their preview).
  */
-export function intakeCalls(raw: { id?: string | null; name: string; arguments: string }[]): CallIntake {
+export function intakeCalls(
+  raw: { id?: string | null; name: string; arguments: string; argumentsChars?: number }[],
+): CallIntake {
   const seen = new Set<string>();
   const intake: CallIntake = { calls: [], rejected: [], order: [] };
   raw.forEach((c, index) => {
     const id = typeof c.id === 'string' ? c.id : '';
     let problem: string | undefined;
+    let code: string = ErrorCodes.INVALID_CALL_ID;
     if (!id) problem = 'this tool call has no id, so its result could not be matched to it; it was not run';
     else if (seen.has(id))
       problem = `call id ${JSON.stringify(id)} was already used by an earlier call in the same message; this call was not run. Call the tool again in a new message if it is still needed.`;
+    else if (c.argumentsChars !== undefined) {
+      problem = oversizedProblem(c.argumentsChars);
+      code = ErrorCodes.INVALID_ARGS;
+    }
     if (problem) {
       const message: ToolMessage = {
         role: 'tool',
@@ -80,7 +131,7 @@ export function intakeCalls(raw: { id?: string | null; name: string; arguments: 
         toolName: c.name,
         content: [{ type: 'text', text: `Error: ${problem}` }],
         isError: true,
-        error: { message: problem, code: ErrorCodes.INVALID_CALL_ID },
+        error: { message: problem, code },
       };
       intake.order.push({ rejected: intake.rejected.length });
       intake.rejected.push({ index, message });
@@ -285,4 +336,92 @@ export interface ModelStepOutput {
 /** The activity the session workflow calls (activities/model-step.ts implements it). */
 export interface ModelActivities {
   modelStep(input: ModelStepInput): Promise<ModelStepOutput>;
+}
+
+/** A string kept in the session's tail (the status query's last messages) beyond this is a preview. */
+const TAIL_STRING_CHARS = 4_000;
+/** The last turn's text a new run carries beyond this is a preview; older turns' text, TAIL_STRING_CHARS. */
+const CARRIED_LAST_TEXT_CHARS = 64 * 1024;
+
+const clipText = (s: string, max: number) =>
+  s.length > max ? `${s.slice(0, max)}… [${s.length - max} more characters not kept here]` : s;
+
+/**
+ * The tail's copy of a message: the shape the query shows, each long string as a preview, a tool
+ * message's structured value left out (the transcript keeps everything). The tail rides in every
+ * continue-as-new; whole messages (a 1.5 MB result, a model's long arguments) would not fit.
+ */
+export function tailCopy(m: AgentMessage): AgentMessage {
+  switch (m.role) {
+    case 'system':
+      return { role: 'system', content: clipText(m.content, TAIL_STRING_CHARS) };
+    case 'user':
+      return {
+        ...m,
+        content:
+          typeof m.content === 'string'
+            ? clipText(m.content, TAIL_STRING_CHARS)
+            : clipBlocks(m.content, TAIL_STRING_CHARS),
+      };
+    case 'assistant':
+      return {
+        role: 'assistant',
+        text: clipText(m.text, TAIL_STRING_CHARS),
+        toolCalls: m.toolCalls.map((c) =>
+          c.arguments.length > TAIL_STRING_CHARS ? { ...c, arguments: clipText(c.arguments, TAIL_STRING_CHARS) } : c,
+        ),
+      };
+    case 'tool': {
+      const { value: _value, ...rest } = m;
+      return {
+        ...rest,
+        content: clipBlocks(m.content, TAIL_STRING_CHARS),
+        ...(m.error ? { error: { ...m.error, message: clipText(m.error.message, TAIL_STRING_CHARS) } } : {}),
+      };
+    }
+  }
+}
+
+/** Content blocks a tail message keeps: a result of thousands of small blocks is a preview too. */
+const TAIL_BLOCKS = 8;
+
+function clipBlocks(blocks: ContentBlock[], max: number): ContentBlock[] {
+  const kept = blocks.length > TAIL_BLOCKS ? blocks.slice(0, TAIL_BLOCKS) : blocks;
+  const more: ContentBlock[] =
+    blocks.length > TAIL_BLOCKS
+      ? [{ type: 'text', text: `[${blocks.length - TAIL_BLOCKS} more blocks not kept here]` }]
+      : [];
+  return [...clipEach(kept, max), ...more];
+}
+
+function clipEach(blocks: ContentBlock[], max: number): ContentBlock[] {
+  return blocks.map((b) =>
+    b.type === 'text'
+      ? { type: 'text', text: clipText(b.text, max) }
+      : b.data.length > max
+        ? { type: 'text', text: `[image ${b.mimeType}, ${b.data.length} characters of data not kept here]` }
+        : b,
+  );
+}
+
+/**
+ * What continue-as-new carries: the session as it is, with the turns' outcomes (kept so a message
+ * sent again is answered from them) clipped: the last turn's text to CARRIED_LAST_TEXT_CHARS,
+ * earlier ones' to a preview. The tail is clipped as it grows (tailCopy); the transcript itself
+ * is in the result store.
+ */
+export function carryOf(c: SessionCarry): SessionCarry {
+  const last = c.recentTurns.length - 1;
+  return {
+    ...c,
+    tail: c.tail.map(tailCopy),
+    recentTurns: c.recentTurns.map((t, i) => {
+      const max = i === last ? CARRIED_LAST_TEXT_CHARS : TAIL_STRING_CHARS;
+      return {
+        ...t,
+        text: clipText(t.text, max),
+        ...(t.error !== undefined ? { error: clipText(t.error, TAIL_STRING_CHARS) } : {}),
+      };
+    }),
+  };
 }

@@ -23,8 +23,9 @@ export interface ToolCall {
   /** The raw argument string the model sent. */
   arguments: string;
   /**
-   * Set by the client when the model's arguments were too large to send through Temporal: their
-   * length in characters. `arguments` then holds only a preview and the call gets INVALID_ARGS.
+   * Set by the client (and a session's model step) when the model's arguments were too large to
+   * send through Temporal: their length in characters. `arguments` then holds only a preview and
+   * the call gets INVALID_ARGS.
    */
   argumentsChars?: number;
 }

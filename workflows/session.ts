@@ -27,6 +27,7 @@ import {
 } from '@temporalio/workflow';
 import {
   type AgentMessage,
+  carryOf,
   contentText,
   type ModelActivities,
   intakeCalls,
@@ -40,6 +41,7 @@ import {
   type SessionView,
   type TurnEndReason,
   type TurnOutcome,
+  tailCopy,
 } from '../pipeline/session';
 import { FailureTypes } from '../pipeline/errors';
 import type { EventPayloads, EventType } from '../pipeline/events';
@@ -111,7 +113,8 @@ export async function agentSession(input: SessionInput): Promise<SessionOutput> 
     sessionEvents.append(input.sessionId, [event]);
   };
   const remember = (...messages: AgentMessage[]) => {
-    c.tail.push(...messages);
+    // Previews only: the tail rides in every continue-as-new (the transcript keeps the messages).
+    c.tail.push(...messages.map(tailCopy));
     if (c.tail.length > TAIL) c.tail.splice(0, c.tail.length - TAIL);
     c.messageCount += messages.length;
   };
@@ -409,7 +412,7 @@ export async function agentSession(input: SessionInput): Promise<SessionOutput> 
   if (result === 'continue-as-new') {
     await condition(allHandlersFinished);
     const { message: _first, ...rest } = input;
-    return continueAsNew<typeof agentSession>({ ...rest, carried: c });
+    return continueAsNew<typeof agentSession>({ ...rest, carried: carryOf(c) });
   }
   // Updates waiting on this session learn it ended before the run closes. After a Temporal
   // cancel this wait is outside the cancelled scope, so the session completes with its reason
