@@ -30,6 +30,7 @@ export type { HookVerdict } from './dialects';
 export type { CommandHook, Dialect, HookEvent, HookSource, LoadedSource } from './settings';
 export type { HookEnvOptions } from './env';
 export type { PinnedScript } from './pin';
+export { HARNESS_RESULT_TOOL, harnessTools, type HarnessToolsOptions } from './harness-tools';
 
 export interface CommandHooksOptions {
   /** The project the hooks belong to: their working directory and CLAUDE_PROJECT_DIR. */

@@ -200,6 +200,12 @@ function parseHandler(
   }
   if (typeof handler.command !== 'string' || !handler.command.trim())
     throw new Error(`${at} needs a non-empty "command" string`);
+  if (SLUICE_HOOK.test(handler.command)) {
+    // The harness's own line that asks Sluice (docs/gateway.md): run inside Sluice, it would ask
+    // Sluice about the very call it is deciding, and wait on itself.
+    warnings.push(`${at}: \`sluice hook\` is the harness asking Sluice; Sluice does not run it on its own calls`);
+    return undefined;
+  }
   if (handler.async === true) {
     warnings.push(`${at}: async hooks cannot gate a call and are skipped`);
     return undefined;
@@ -225,6 +231,9 @@ function parseHandler(
   }
   return { command: handler.command, timeoutSec };
 }
+
+/** A command that runs `sluice hook ...` (npx sluice, bin/sluice.js, a path to the bin). */
+const SLUICE_HOOK = /(^|[\s/"'])sluice(\.js)?["']?\s+hook(\s|$)/;
 
 function labelOf(workspace: string, file: string): string {
   const rel = path.relative(workspace, file);

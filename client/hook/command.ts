@@ -1,0 +1,305 @@
+// `sluice hook <claude|codex|gemini>`: a harness's command hook. Reads one hook payload on stdin,
+// decides the call through Sluice (service.ts) and answers on stdout in the harness's dialect
+// before the harness stops waiting. `sluice hook serve`: the same over HTTP, for Claude Code's
+// `http` hook type (POST /claude, /codex, /gemini). docs/gateway.md has the set-up lines.
+//
+// Fail closed, always: malformed input, an unknown dialect, no server, no worker, no decision in
+// time — each answers deny (or "ask", where the harness then asks the person itself), never allow.
+import * as http from 'node:http';
+import { parseArgs } from 'node:util';
+import { SluiceClient } from '../client';
+import { connectClient } from '../connection';
+import { dataConverterFromEnv } from '../../worker/codec';
+import {
+  answerBody,
+  type HarnessDialect,
+  type HarnessRequest,
+  HookInputError,
+  type HookReply,
+  parseDialect,
+  parseHookPayload,
+  renderAnswer,
+  renderFailure,
+} from './dialects';
+import { decide, record } from './service';
+
+export const HOOK_HELP = `Usage: sluice hook <claude|codex|gemini> [options]     a command hook: payload on stdin
+       sluice hook serve [--port N] [--host H] [options]  http hooks: POST /claude (/codex, /gemini)
+
+Answers the harness's PreToolUse / PermissionRequest (Claude Code, Codex) or BeforeTool (Gemini
+CLI) hook with Sluice's decision, and records PostToolUse / PostToolUseFailure / AfterTool results.
+Each call is a durable Sluice batch of the harness's session, decided by the worker's config
+(harnessTools() from sluice/hooks; docs/gateway.md).
+
+Options:
+  --timeout S             How long the harness waits for this hook, in seconds (default 50): Sluice
+                          answers a little before, and an ask nobody decided by then falls back
+                          to the harness's own prompt where it has one, else to deny
+  --approval-timeout S    Deny timeout of an ask when the worker's tool sets none (default 600)
+  --port N, --host H      serve: where to listen (default 127.0.0.1:8788)
+  --address host:port     Temporal frontend (default: TEMPORAL_ADDRESS, then localhost:7233)
+  --namespace NAME        Temporal namespace (default: TEMPORAL_NAMESPACE, then "default")
+  --task-queue NAME       Task queue of the Sluice worker that serves harness calls
+
+Exit codes (command hooks): 0 the answer is on stdout; 2 blocked, the reason on stderr (bad input,
+no decision possible); 1 a result could not be recorded (the tool already ran; nothing to block).`;
+
+const DEFAULT_TIMEOUT_S = 50;
+const DEFAULT_PORT = 8788;
+
+interface HookOptions {
+  timeoutMs: number;
+  approvalTimeoutMs?: number;
+  address?: string;
+  namespace?: string;
+  taskQueue?: string;
+}
+
+/** Runs `sluice hook ...`; returns the exit code. `io` is the process's by default. */
+export async function hookMain(
+  argv: string[],
+  io: { stdin: NodeJS.ReadableStream; stdout: (s: string) => void; stderr: (s: string) => void } = {
+    stdin: process.stdin,
+    stdout: (s) => process.stdout.write(s),
+    stderr: (s) => process.stderr.write(s),
+  },
+): Promise<number> {
+  const started = Date.now();
+  let parsed: ReturnType<typeof parseOptions>;
+  try {
+    parsed = parseOptions(argv);
+  } catch (err) {
+    // A bad command line in the harness's settings: block, and say what to fix.
+    return emit(io, renderFailure('decide', (err as Error).message));
+  }
+  if (parsed.help) {
+    io.stdout(`${HOOK_HELP}\n`);
+    return 0;
+  }
+  if (parsed.target === 'serve') return serve(parsed.options, parsed.port, parsed.host, io.stderr);
+  let dialect: HarnessDialect;
+  try {
+    dialect = parseDialect(parsed.target);
+  } catch (err) {
+    return emit(io, renderFailure('decide', (err as Error).message));
+  }
+  const text = await readAll(io.stdin);
+  return emit(io, await answer(dialect, text, parsed.options, started + parsed.options.timeoutMs));
+}
+
+/** One payload in, one reply out; never throws. `deadline` is when the harness stops waiting. */
+export async function answer(
+  dialect: HarnessDialect,
+  text: string,
+  o: HookOptions,
+  deadline: number,
+): Promise<HookReply> {
+  let req: HarnessRequest;
+  try {
+    req = parseHookPayload(dialect, text);
+  } catch (err) {
+    // An unreadable payload: we cannot tell a decision from a record event, so block.
+    return renderFailure('decide', (err as Error).message);
+  }
+  // Answer before the harness gives up, with a margin for writing the reply. The service stops
+  // waiting first (and says what the batch waits on); the hard stop after it covers a server
+  // that does not answer at all.
+  const margin = Math.min(3_000, Math.max(500, o.timeoutMs / 5));
+  const answerBy = deadline - margin;
+  const hardStop = deadline - margin / 3;
+  let connected: Awaited<ReturnType<typeof connectClient>> | undefined;
+  try {
+    const work = (async () => {
+      connected = await connectClient({ address: o.address, namespace: o.namespace });
+      const sluice = new SluiceClient({
+        connection: connected.connection,
+        namespace: connected.namespace,
+        ...(o.taskQueue ? { taskQueue: o.taskQueue } : {}),
+        dataConverter: dataConverterFromEnv(),
+      });
+      return hookOnce(req, sluice, o, answerBy);
+    })();
+    const timedOut = new Promise<HookReply>((resolve) => {
+      const t = setTimeout(
+        () =>
+          resolve(
+            fallback(
+              req,
+              `Sluice could not be reached or did not answer within ${Math.round(o.timeoutMs / 1000)}s (Temporal at ${o.address ?? process.env.TEMPORAL_ADDRESS ?? 'localhost:7233'})`,
+            ),
+          ),
+        Math.max(0, hardStop - Date.now()),
+      );
+      t.unref();
+    });
+    return await Promise.race([work, timedOut]);
+  } catch (err) {
+    return fallback(req, `Sluice failed before deciding: ${(err as Error).message}`);
+  } finally {
+    void connected?.connection.close().catch(() => undefined);
+  }
+}
+
+/** The decision (or the recorded result) for one parsed request, as the command-hook reply. */
+async function hookOnce(
+  req: HarnessRequest,
+  sluice: SluiceClient,
+  o: HookOptions,
+  answerBy: number,
+): Promise<HookReply> {
+  const service = {
+    sluice,
+    deadline: answerBy,
+    budgetMs: o.timeoutMs,
+    ...(o.approvalTimeoutMs !== undefined ? { approvalTimeoutMs: o.approvalTimeoutMs } : {}),
+  };
+  if (req.kind === 'record') {
+    try {
+      await record(req, service);
+      return { exitCode: 0, stdout: '', stderr: '' };
+    } catch (err) {
+      return renderFailure('record', `the ${req.event} result was not recorded: ${(err as Error).message}`);
+    }
+  }
+  const decided = await decide(req, service);
+  return renderAnswer(req.dialect, req.event, decided.answer);
+}
+
+/** Where Sluice has no answer: ask where the harness can ask the person itself, deny otherwise. */
+function fallback(req: HarnessRequest, why: string): HookReply {
+  if (req.kind === 'record') return renderFailure('record', `${why}; the ${req.event} result was not recorded`);
+  return renderAnswer(req.dialect, req.event, {
+    decision: 'ask',
+    reason: `${why}. Not allowed, so this answer fails closed.`,
+  });
+}
+
+/** The HTTP form, for Claude Code's `http` hooks: POST /<dialect> with the hook JSON; 200 with the answer. */
+async function serve(o: HookOptions, port: number, host: string, log: (s: string) => void): Promise<number> {
+  const server = http.createServer((request, response) => {
+    const started = Date.now();
+    const dialectName = (request.url ?? '').split('?')[0].replace(/^\/+|\/+$/g, '');
+    // Claude Code treats a non-2xx answer or a dropped connection as a non-blocking error and
+    // runs the call: every refusal here is a 200 whose body denies.
+    const reply = (status: number, body: unknown) => {
+      response.writeHead(status, { 'content-type': 'application/json' });
+      response.end(body === undefined ? '' : JSON.stringify(body));
+    };
+    if (request.method !== 'POST') return reply(405, { error: 'POST the hook JSON to /claude, /codex or /gemini' });
+    let dialect: HarnessDialect;
+    try {
+      dialect = parseDialect(dialectName || undefined);
+    } catch (err) {
+      return reply(200, denyBody((err as Error).message));
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    request.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size <= 4 * 1024 * 1024) chunks.push(c);
+    });
+    request.on('end', async () => {
+      if (size > 4 * 1024 * 1024) return reply(200, denyBody('the hook payload is over 4 MiB; denied'));
+      const text = Buffer.concat(chunks).toString('utf8');
+      const out = await answer(dialect, text, o, started + o.timeoutMs);
+      if (out.exitCode === 0) return reply(200, out.stdout ? JSON.parse(out.stdout) : {});
+      // Bad input or a failed record: a deny body for a call that has not run yet, an error otherwise.
+      let kind: 'decide' | 'record' = 'decide';
+      try {
+        kind = parseHookPayload(dialect, text).kind;
+      } catch {
+        kind = 'decide';
+      }
+      const why = out.stderr.trim().replace(/^sluice hook: /, '');
+      if (kind === 'record') return reply(200, { systemMessage: why });
+      const event = eventOf(text);
+      return reply(
+        200,
+        event === 'PermissionRequest'
+          ? answerBody(dialect, 'PermissionRequest', { decision: 'deny', reason: why })
+          : denyBody(why, dialect),
+      );
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  const address = server.address();
+  log(
+    `sluice hook: serving http hooks on http://${host}:${typeof address === 'object' && address ? address.port : port}/claude\n`,
+  );
+  await new Promise<void>((resolve) => {
+    const stop = () => server.close(() => resolve());
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  });
+  return 0;
+}
+
+function denyBody(reason: string, dialect: HarnessDialect = 'claude'): unknown {
+  return answerBody(dialect, dialect === 'gemini' ? 'BeforeTool' : 'PreToolUse', { decision: 'deny', reason });
+}
+
+function eventOf(text: string): string | undefined {
+  try {
+    const doc = JSON.parse(text);
+    return typeof doc?.hook_event_name === 'string' ? doc.hook_event_name : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function parseOptions(argv: string[]) {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    strict: true,
+    options: {
+      timeout: { type: 'string' },
+      'approval-timeout': { type: 'string' },
+      port: { type: 'string' },
+      host: { type: 'string' },
+      address: { type: 'string' },
+      namespace: { type: 'string' },
+      'task-queue': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  const seconds = (v: string | undefined, flag: string, fallbackS?: number): number | undefined => {
+    if (v === undefined) return fallbackS === undefined ? undefined : fallbackS * 1000;
+    const n = Number(v);
+    if (!Number.isFinite(n) || n <= 0)
+      throw new HookInputError(`${flag} must be a positive number of seconds, not ${JSON.stringify(v)}`);
+    return n * 1000;
+  };
+  const port = values.port === undefined ? DEFAULT_PORT : Number(values.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw new HookInputError(`--port must be a port number, not ${values.port}`);
+  const approvalTimeoutMs = seconds(values['approval-timeout'], '--approval-timeout');
+  return {
+    help: values.help === true,
+    target: positionals[0],
+    port,
+    host: values.host ?? '127.0.0.1',
+    options: {
+      timeoutMs: seconds(values.timeout, '--timeout', DEFAULT_TIMEOUT_S) as number,
+      ...(approvalTimeoutMs !== undefined ? { approvalTimeoutMs } : {}),
+      ...(values.address ? { address: values.address } : {}),
+      ...(values.namespace ? { namespace: values.namespace } : {}),
+      ...(values['task-queue'] ? { taskQueue: values['task-queue'] } : {}),
+    } satisfies HookOptions,
+  };
+}
+
+async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of stream) chunks.push(typeof c === 'string' ? Buffer.from(c) : (c as Buffer));
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function emit(io: { stdout: (s: string) => void; stderr: (s: string) => void }, reply: HookReply): number {
+  if (reply.stdout) io.stdout(`${reply.stdout}\n`);
+  if (reply.stderr) io.stderr(reply.stderr);
+  return reply.exitCode;
+}

@@ -1,0 +1,326 @@
+// `sluice hook`'s decisions: a harness's tool call as a durable Sluice batch (docs/gateway.md).
+//
+// Each call is a one-call batch of the harness's session, named by the harness's tool name and
+// served by the decision-only tools of the worker's config (hooks/harness-tools.ts): the config's
+// policy decides it, an ask waits durably for a person until its deny timeout, and the body runs
+// nothing. The harness runs the tool; PostToolUse / AfterTool then record its result as a second
+// one-call batch (`harness_result`) of the same session.
+//
+// Which batch a hook attaches to. PermissionRequest (Claude Code, Codex) and Gemini CLI's hooks
+// carry no tool_use_id, and a model that is told "wait for approval" calls again with a new one,
+// so a call is keyed by what it does: (session, tool name, tool input) gives the batch's step, and
+// its turn counts the times that same call was asked for ("occurrences"). A hook attaches to the
+// latest occurrence while it runs (an ask still waiting), or after it finished when it is the same
+// call (the same tool_use_id; without one, asked within SAME_CALL_MS), or when its decision came
+// from a person after the hook that asked had given up (a late decision, applied to the call
+// asked again within LATE_DECISION_MS). Anything else is a new occurrence, decided afresh.
+import { createHash } from 'node:crypto';
+import { WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
+import { canonicalJson } from '../../pipeline/json';
+import type { BatchOutput, Json, JsonObject, SessionEvent } from '../../pipeline/types';
+import { type BatchOutputWire, expandBatchOutput } from '../../pipeline/output';
+import { batchWorkflowId, SEQ_CONFLICT } from '../../workflows/definitions';
+import type { BatchHandle, SluiceClient } from '../client';
+import type { HarnessRequest, HookAnswer } from './dialects';
+
+/** Without a tool_use_id, a finished batch this recent is the same call asked again (PermissionRequest after PreToolUse). */
+export const SAME_CALL_MS = 30_000;
+/** A person's decision that came after the asking hook gave up applies to the same call asked again this soon after. */
+export const LATE_DECISION_MS = 10 * 60_000;
+/** A harness result bigger than this is recorded cut, with its length: it travels as a call's arguments. */
+export const MAX_RECORDED_CHARS = 64 * 1024;
+const HARNESS_RESULT_TOOL = 'harness_result';
+/** Occurrences of one call in one session looked at before giving up (a loop that asks the same thing forever). */
+const MAX_OCCURRENCES = 200;
+// Seqs: a harness's hooks run concurrently (parallel tool calls), so no hook can know the previous
+// batch's nextSeq. Each batch numbers its events from the clock, 1,000 seqs per millisecond since
+// 2026-01-01: later batches claim later seqs, and a claim that lost a race is renumbered and started again.
+const SEQ_EPOCH_MS = Date.UTC(2026, 0, 1);
+const SEQS_PER_MS = 1000;
+
+export interface HookServiceOptions {
+  sluice: SluiceClient;
+  /** When the harness stops waiting for this hook (epoch ms): the answer must be out before. */
+  deadline: number;
+  /** How long the hook may wait in all (ms), to tell a late decision from a prompt one. */
+  budgetMs: number;
+  /** The deny timeout of asks, when the worker's tool sets none (BatchOptions.approvalTimeoutMs). */
+  approvalTimeoutMs?: number;
+}
+
+export interface Decided {
+  answer: HookAnswer;
+  workflowId: string;
+  /** Who decided: `policy`, the approver's name, or `deny timeout`. */
+  by?: string;
+  /** True when Sluice has not decided yet and the answer is the fallback (ask, or deny where the harness cannot ask). */
+  pending?: boolean;
+  /** The approval the batch waits on, when pending. */
+  approvalId?: string;
+}
+
+/** The step of every batch of one call: (session, tool name, tool input) → a 48-bit whole number. */
+export function callStep(req: Pick<HarnessRequest, 'sessionId' | 'toolName' | 'toolInput'>, salt = ''): number {
+  const hex = createHash('sha256')
+    .update(salt)
+    .update(canonicalJson([req.sessionId, req.toolName, req.toolInput as Json]))
+    .digest('hex');
+  return Number.parseInt(hex.slice(0, 12), 16);
+}
+
+export function clockSeq(now = Date.now()): number {
+  return (now - SEQ_EPOCH_MS) * SEQS_PER_MS;
+}
+
+interface Occurrence {
+  n: number;
+  workflowId: string;
+  status: string;
+  closeTime?: Date;
+}
+
+/** The latest occurrence of a call, by describing turn 0, 1, 2, ... until one does not exist. */
+async function latestOccurrence(
+  sluice: SluiceClient,
+  sessionId: string,
+  step: number,
+): Promise<Occurrence | undefined> {
+  let latest: Occurrence | undefined;
+  for (let n = 0; n < MAX_OCCURRENCES; n++) {
+    const workflowId = batchWorkflowId(sessionId, n, step);
+    try {
+      const d = await sluice.temporal.workflow.getHandle(workflowId).describe();
+      latest = { n, workflowId, status: d.status.name, ...(d.closeTime ? { closeTime: d.closeTime } : {}) };
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return latest;
+      throw err;
+    }
+  }
+  return latest;
+}
+
+/** Decides a harness call: attaches to or starts its batch and waits for the outcome until the deadline. */
+export async function decide(req: HarnessRequest, opts: HookServiceOptions): Promise<Decided> {
+  const { sluice } = opts;
+  const step = callStep(req);
+  const latest = await latestOccurrence(sluice, req.sessionId, step);
+  let n = latest ? latest.n : 0;
+  if (latest && latest.status === 'COMPLETED') {
+    const out = await sluice.temporal.workflow.getHandle(latest.workflowId).result().then(expand);
+    if (sameCall(req, out, latest, opts.budgetMs)) return { ...decisionOf(out), workflowId: latest.workflowId };
+    n = latest.n + 1;
+  } else if (latest && latest.status !== 'RUNNING' && !(await seqRefused(sluice, latest.workflowId))) {
+    // Terminated, cancelled or failed for another reason: that occurrence never decided.
+    n = latest.n + 1;
+  }
+  const handle = await start(opts, req, n, step, {
+    id: req.toolUseId ?? `harness-${n}`,
+    name: req.toolName,
+    arguments: JSON.stringify(req.toolInput),
+  });
+  const out = await resultBy(handle, opts);
+  if (out) return { ...decisionOf(out), workflowId: handle.workflowId };
+  return await notYet(handle.workflowId, opts);
+}
+
+/** Records what a harness call returned, as a `harness_result` batch beside the call's decision. */
+export async function record(
+  req: HarnessRequest,
+  opts: HookServiceOptions,
+): Promise<{ workflowId: string; decisionBatch?: string }> {
+  const step = callStep(req);
+  const decision = await decisionBatchOf(opts.sluice, req, step);
+  const n = decision?.n ?? 0;
+  const args: JsonObject = { tool_name: req.toolName };
+  if (req.toolUseId) args.tool_use_id = req.toolUseId;
+  if (decision) args.decision_batch = decision.workflowId;
+  if (req.error) args.error = bound(req.error).text;
+  if (req.toolResponse !== undefined) {
+    const text = typeof req.toolResponse === 'string' ? req.toolResponse : JSON.stringify(req.toolResponse);
+    const b = bound(text);
+    args.tool_response = b.cut ? b.text : req.toolResponse;
+    if (b.cut) {
+      args.truncated = true;
+      args.response_chars = text.length;
+    }
+  }
+  const handle = await start(opts, req, n, callStep(req, 'result'), {
+    id: req.toolUseId ?? `harness-result-${n}`,
+    name: HARNESS_RESULT_TOOL,
+    arguments: JSON.stringify(args),
+  });
+  const out = await resultBy(handle, opts);
+  if (!out)
+    throw new Error(
+      `the result was handed to batch ${handle.workflowId}, which did not finish within the hook's time (is a worker running on task queue ${opts.sluice.taskQueue}?); it is recorded when a worker runs it`,
+    );
+  return { workflowId: handle.workflowId, ...(decision ? { decisionBatch: decision.workflowId } : {}) };
+}
+
+/** The occurrence whose call this result belongs to: the one with its tool_use_id, else the latest. */
+async function decisionBatchOf(
+  sluice: SluiceClient,
+  req: HarnessRequest,
+  step: number,
+): Promise<Occurrence | undefined> {
+  const latest = await latestOccurrence(sluice, req.sessionId, step);
+  if (!latest || !req.toolUseId) return latest;
+  for (let n = latest.n; n >= 0 && n > latest.n - 5; n--) {
+    const workflowId = batchWorkflowId(req.sessionId, n, step);
+    try {
+      const d = await sluice.temporal.workflow.getHandle(workflowId).describe();
+      const out =
+        d.status.name === 'COMPLETED'
+          ? expand(await sluice.temporal.workflow.getHandle(workflowId).result())
+          : undefined;
+      if (out?.results[0]?.callId === req.toolUseId) return { n, workflowId, status: d.status.name };
+    } catch (err) {
+      if (!(err instanceof WorkflowNotFoundError)) throw err;
+    }
+  }
+  return latest;
+}
+
+async function start(
+  opts: HookServiceOptions,
+  req: HarnessRequest,
+  turn: number,
+  step: number,
+  call: { id: string; name: string; arguments: string },
+): Promise<BatchHandle> {
+  const request = {
+    sessionId: req.sessionId,
+    turn,
+    step,
+    calls: [call],
+    ...(opts.approvalTimeoutMs !== undefined ? { options: { approvalTimeoutMs: opts.approvalTimeoutMs } } : {}),
+  };
+  // A batch that lost the seq claim to a concurrent one ran nothing: renumber it from the clock, now later.
+  for (let attempt = 0; ; attempt++) {
+    const handle = await opts.sluice.startBatch({ ...request, startSeq: clockSeq() + attempt });
+    if (attempt >= 3 || !(await seqRefused(opts.sluice, handle.workflowId))) return handle;
+  }
+}
+
+async function seqRefused(sluice: SluiceClient, workflowId: string): Promise<boolean> {
+  const handle = sluice.temporal.workflow.getHandle(workflowId);
+  const d = await handle.describe();
+  if (d.status.name !== 'FAILED') return false;
+  try {
+    await handle.result();
+    return false;
+  } catch (err) {
+    return err instanceof WorkflowFailedError && (err.cause as { type?: string } | undefined)?.type === SEQ_CONFLICT;
+  }
+}
+
+/** The batch's output if it finishes before the deadline, else undefined; the wait is abandoned, not the batch. */
+async function resultBy(handle: BatchHandle, opts: HookServiceOptions): Promise<BatchOutput | undefined> {
+  const left = opts.deadline - Date.now();
+  if (left <= 0) return undefined;
+  const abort = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => {
+      abort.abort();
+      resolve(undefined);
+    }, left);
+  });
+  try {
+    return await Promise.race([
+      opts.sluice.temporal
+        .withAbortSignal(abort.signal, () => handle.result())
+        .catch((err) => {
+          if (abort.signal.aborted) return undefined;
+          throw err;
+        }),
+      timeout,
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The answer while the batch still waits (an ask nobody decided yet, or no worker answering). */
+async function notYet(workflowId: string, opts: HookServiceOptions): Promise<Decided> {
+  let read: Awaited<ReturnType<SluiceClient['readApprovals']>> | undefined;
+  try {
+    read = await opts.sluice.readApprovals(workflowId);
+  } catch {
+    read = undefined;
+  }
+  const pending = read?.pending[0];
+  const secs = Math.round(opts.budgetMs / 1000);
+  const reason = pending
+    ? `Sluice is waiting for a person to approve this call (approval ${pending.approvalId}, denied at ${pending.expiresAt} if nobody decides): approve it in the inbox or with \`sluice approve ${pending.approvalId}\`, then run the same call again and the decision applies to it. Not allowed yet, so this answer fails closed`
+    : `Sluice did not decide this call within ${secs}s (batch ${workflowId}; is a worker running on task queue ${opts.sluice.taskQueue}?). Not allowed, so this answer fails closed`;
+  return {
+    answer: { decision: 'ask', reason },
+    workflowId,
+    pending: true,
+    ...(pending ? { approvalId: pending.approvalId } : {}),
+  };
+}
+
+/** A raw handle's result() is the compact wire form; expanded, each result has its content. */
+function expand(out: unknown): BatchOutput {
+  return expandBatchOutput(out as BatchOutputWire);
+}
+
+function decidedEvent(out: BatchOutput): SessionEvent | undefined {
+  const callId = out.results[0]?.callId;
+  return out.events.find((e) => e.type === 'approval/decided' && e.data.callId === callId);
+}
+
+/** Allow when the decision-only body ran (every gate let it through); otherwise deny with the pipeline's reason. */
+export function decisionOf(out: BatchOutput): Omit<Decided, 'workflowId'> {
+  const r = out.results[0];
+  if (!r) return { answer: { decision: 'deny', reason: 'Sluice recorded no result for this call; denied' } };
+  const decided = decidedEvent(out);
+  const by = decided
+    ? decided.data.expired
+      ? 'deny timeout'
+      : typeof decided.data.by === 'string'
+        ? decided.data.by
+        : 'an approver'
+    : 'policy';
+  if (!r.result.isError)
+    return {
+      answer: { decision: 'allow', reason: decided ? `approved in Sluice by ${by}` : 'allowed by Sluice policy' },
+      by,
+    };
+  const code = r.result.error?.code;
+  const message = r.result.error?.message ?? r.result.content.map((b) => (b.type === 'text' ? b.text : '')).join('');
+  if (code === 'UNKNOWN_TOOL')
+    return {
+      answer: {
+        decision: 'deny',
+        reason: `Sluice has no decision tool for ${JSON.stringify(r.name)}, so it cannot allow it: add the name to harnessTools({ names: [...] }) in the worker's config, or leave the tool out of this hook's matcher`,
+      },
+      by: 'policy',
+    };
+  return { answer: { decision: 'deny', reason: `Sluice: ${message}` }, by };
+}
+
+/**
+ * Whether a finished occurrence answers this request: the same call asked again (its
+ * tool_use_id; without one, within SAME_CALL_MS), or a person's decision that came after the
+ * hook that asked for it had given up, applied once more to the call asked again.
+ */
+function sameCall(req: HarnessRequest, out: BatchOutput, latest: Occurrence, budgetMs: number): boolean {
+  const callId = out.results[0]?.callId;
+  if (req.toolUseId && callId === req.toolUseId) return true;
+  const closedAgo = latest.closeTime ? Date.now() - latest.closeTime.getTime() : Number.POSITIVE_INFINITY;
+  if (!req.toolUseId && closedAgo <= SAME_CALL_MS) return true;
+  const decided = decidedEvent(out);
+  const asked = out.events.find((e) => e.type === 'tool/call');
+  if (!decided || decided.data.expired || !asked) return false;
+  const late = Date.parse(decided.time) - Date.parse(asked.time) > budgetMs;
+  return late && closedAgo <= LATE_DECISION_MS;
+}
+
+function bound(text: string): { text: string; cut: boolean } {
+  return text.length > MAX_RECORDED_CHARS
+    ? { text: `${text.slice(0, MAX_RECORDED_CHARS)}…`, cut: true }
+    : { text, cut: false };
+}

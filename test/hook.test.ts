@@ -1,0 +1,375 @@
+// `sluice hook`: each harness's documented hook payload (test/fixtures/hook/, with the pages they
+// come from) fed to the real `bin/sluice.js hook <dialect>` process, against the run's dev server
+// and a worker whose config is harnessTools() + Claude Code permission rules from a project's
+// .claude/settings.json. Asserts what the harness would read back: stdout JSON, stderr, exit code.
+import { spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as http from 'node:http';
+import * as path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { inject } from 'vitest';
+import { callStep } from '../client/hook/service';
+import { commandHooks, harnessTools, permissionRules } from '../hooks';
+import { batchWorkflowId } from '../workflows/definitions';
+import { defineConfig } from '../worker/config';
+import { eventually, pendingApprovals } from './eventually';
+import { type Harness, startHarness } from './harness';
+
+const BIN = path.join(__dirname, '..', 'bin', 'sluice.js');
+const FIXTURES = path.join(__dirname, 'fixtures', 'hook');
+
+let h: Harness;
+let workspace: string;
+let hookWarnings: readonly string[] = [];
+
+beforeAll(async () => {
+  workspace = fs.mkdtempSync(path.join(inject('runDir'), 'hook-project-'));
+  fs.mkdirSync(path.join(workspace, '.claude'));
+  fs.writeFileSync(
+    path.join(workspace, '.claude', 'settings.json'),
+    JSON.stringify({
+      permissions: {
+        allow: ['Bash(npm test:*)', 'Write(/src/**)'],
+        deny: ['Bash(rm -rf:*)'],
+        ask: ['Bash(git push:*)'],
+      },
+      // The harness's own line: the worker reading the same file must not run it on its calls.
+      hooks: { PreToolUse: [{ matcher: '*', hooks: [{ type: 'command', command: 'npx sluice hook claude' }] }] },
+    }),
+  );
+  const rules = permissionRules({ workspace });
+  const hooks = commandHooks({ workspace });
+  hookWarnings = hooks.warnings;
+  h = await startHarness(
+    'hook',
+    defineConfig({ tools: harnessTools(), preExecute: [...hooks.preExecute, ...rules.preExecute] }),
+  );
+});
+
+afterAll(async () => {
+  await h?.close();
+});
+
+let counter = 0;
+/** A fixture with this test's own session (and call id, command), so nothing is shared between tests. */
+function payload(file: string, patch: { command?: string; toolUseId?: string | null; session?: string } = {}) {
+  const doc = JSON.parse(fs.readFileSync(path.join(FIXTURES, file), 'utf8'));
+  counter++;
+  doc.session_id = patch.session ?? `hook-${process.pid}-${Date.now()}-${counter}`;
+  if (patch.command !== undefined) doc.tool_input.command = patch.command;
+  if (patch.toolUseId === null) delete doc.tool_use_id;
+  else if (patch.toolUseId !== undefined || doc.tool_use_id !== undefined)
+    doc.tool_use_id = patch.toolUseId ?? `toolu_${process.pid}_${counter}`;
+  return doc;
+}
+
+interface Ran {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  json?: any;
+}
+
+function runHook(dialect: string, input: unknown, args: string[] = []): Promise<Ran> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      process.execPath,
+      [
+        BIN,
+        'hook',
+        dialect,
+        '--address',
+        inject('temporalAddress'),
+        '--task-queue',
+        h.taskQueue,
+        '--timeout',
+        '120',
+        ...args,
+      ],
+      { stdio: ['pipe', 'pipe', 'pipe'] },
+    );
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      let json: unknown;
+      try {
+        json = stdout.trim() ? JSON.parse(stdout) : undefined;
+      } catch {
+        json = undefined;
+      }
+      resolve({ code, stdout, stderr, json });
+    });
+    child.stdin.end(typeof input === 'string' ? input : JSON.stringify(input));
+  });
+}
+
+/** The batch a decide event starts for its call (occurrence 0). */
+function decisionBatch(doc: { session_id: string; tool_name: string; tool_input: any }, n = 0): string {
+  return batchWorkflowId(
+    doc.session_id,
+    n,
+    callStep({ sessionId: doc.session_id, toolName: doc.tool_name, toolInput: doc.tool_input }),
+  );
+}
+
+describe('Claude Code', () => {
+  it('PreToolUse: an allow rule answers allow; the worker skipped its own `sluice hook` line', async () => {
+    expect(hookWarnings.some((w) => w.includes('sluice hook'))).toBe(true);
+    const r = await runHook('claude', payload('claude-pre-tool-use.json'));
+    expect(r.code).toBe(0);
+    expect(r.json).toEqual({
+      hookSpecificOutput: {
+        hookEventName: 'PreToolUse',
+        permissionDecision: 'allow',
+        permissionDecisionReason: 'allowed by Sluice policy',
+      },
+    });
+  });
+
+  it('PreToolUse: a deny rule answers deny with the rule as the reason', async () => {
+    const r = await runHook('claude', payload('claude-pre-tool-use.json', { command: 'rm -rf build' }));
+    expect(r.code).toBe(0);
+    expect(r.json.hookSpecificOutput.permissionDecision).toBe('deny');
+    expect(r.json.hookSpecificOutput.permissionDecisionReason).toMatch(/rm -rf/);
+  });
+
+  it('PreToolUse: ask → approved by a person while the hook waits → allow, and audit shows who', async () => {
+    const doc = payload('claude-pre-tool-use.json', { command: 'git push origin main' });
+    const running = runHook('claude', doc);
+    const wf = decisionBatch(doc);
+    const [pending] = await pendingApprovals(h.client, wf, 1);
+    expect(pending.toolName).toBe('Bash');
+    await h.client.decide({ approvalId: pending.approvalId, decision: 'approve', by: 'alice', workflowId: wf });
+    const r = await running;
+    expect(r.code).toBe(0);
+    expect(r.json.hookSpecificOutput).toEqual({
+      hookEventName: 'PreToolUse',
+      permissionDecision: 'allow',
+      permissionDecisionReason: 'approved in Sluice by alice',
+    });
+    // The harness ran it; PostToolUse records its result into the same session.
+    const post = payload('claude-post-tool-use.json', { session: doc.session_id, toolUseId: doc.tool_use_id });
+    post.tool_name = 'Bash';
+    post.tool_input = doc.tool_input;
+    post.tool_response = { stdout: 'To github.com:acme/app.git\n   1a2b3c4..5d6e7f8  main -> main', stderr: '', interrupted: false };
+    const rec = await runHook('claude', post);
+    expect(rec.code).toBe(0);
+    expect(rec.stdout).toBe('');
+    const audit = await runCli(['audit', doc.session_id, '--json', '--address', inject('temporalAddress')]);
+    expect(audit.code).toBe(0);
+    const a = JSON.parse(audit.stdout);
+    const calls = a.batches.flatMap((b: any) => b.calls);
+    const decided = calls.find((c: any) => c.name === 'Bash');
+    expect(decided.approval.outcome).toBe('allowed-once');
+    expect(decided.approval.by).toBe('alice');
+    const result = calls.find((c: any) => c.name === 'harness_result');
+    expect(JSON.stringify(result)).toContain('main -> main');
+    expect(JSON.stringify(result)).toContain(wf);
+  });
+
+  it('PreToolUse: ask → denied by a person → deny with their reason', async () => {
+    const doc = payload('claude-pre-tool-use.json', { command: 'git push --force origin main' });
+    const running = runHook('claude', doc);
+    const wf = decisionBatch(doc);
+    const [pending] = await pendingApprovals(h.client, wf, 1);
+    await h.client.decide({
+      approvalId: pending.approvalId,
+      decision: 'deny',
+      by: 'bob',
+      reason: 'no force pushes to main',
+      workflowId: wf,
+    });
+    const r = await running;
+    expect(r.json.hookSpecificOutput.permissionDecision).toBe('deny');
+    expect(r.json.hookSpecificOutput.permissionDecisionReason).toMatch(/no force pushes to main/);
+  });
+
+  it('PreToolUse: ask → nobody decides before the deny timeout → deny', async () => {
+    const doc = payload('claude-pre-tool-use.json', { command: 'git push origin release' });
+    const r = await runHook('claude', doc, ['--approval-timeout', '2']);
+    expect(r.code).toBe(0);
+    expect(r.json.hookSpecificOutput.permissionDecision).toBe('deny');
+    expect(r.json.hookSpecificOutput.permissionDecisionReason).toMatch(/Sluice:/);
+  });
+
+  it('the hook gives up first: ask (fail closed); the late approval applies when the same call is asked again', async () => {
+    const doc = payload('claude-pre-tool-use.json', { command: 'git push origin late' });
+    const giving = runHook('claude', doc, ['--timeout', '15']);
+    const wf = decisionBatch(doc);
+    const [pending] = await pendingApprovals(h.client, wf, 1);
+    const first = await giving;
+    expect(first.code).toBe(0);
+    expect(first.json.hookSpecificOutput.permissionDecision).toBe('ask');
+    expect(first.json.hookSpecificOutput.permissionDecisionReason).toContain(pending.approvalId);
+    await h.client.decide({ approvalId: pending.approvalId, decision: 'approve', by: 'carol', workflowId: wf });
+    await eventually('the batch to finish', async () => (await h.client.readApprovals(wf)).running === false);
+    // Claude Code then shows its permission dialog: its PermissionRequest (no tool_use_id) gets the decision.
+    const again = payload('claude-permission-request.json', { session: doc.session_id, command: doc.tool_input.command });
+    again.tool_input = doc.tool_input;
+    const r = await runHook('claude', again);
+    expect(r.json).toEqual({ hookSpecificOutput: { hookEventName: 'PermissionRequest', decision: { behavior: 'allow' } } });
+  });
+
+  it('PermissionRequest: deny rule → behavior deny with a message; PostToolUseFailure is recorded', async () => {
+    const doc = payload('claude-permission-request.json');
+    const r = await runHook('claude', doc);
+    expect(r.code).toBe(0);
+    expect(r.json.hookSpecificOutput.hookEventName).toBe('PermissionRequest');
+    expect(r.json.hookSpecificOutput.decision.behavior).toBe('deny');
+    expect(r.json.hookSpecificOutput.decision.message).toMatch(/rm -rf/);
+    const fail = payload('claude-post-tool-use-failure.json');
+    const rec = await runHook('claude', fail);
+    expect(rec.code).toBe(0);
+    const out = await h.client.temporal.workflow
+      .getHandle(
+        batchWorkflowId(
+          fail.session_id,
+          0,
+          callStep({ sessionId: fail.session_id, toolName: 'Bash', toolInput: fail.tool_input }, 'result'),
+        ),
+      )
+      .result();
+    expect(JSON.stringify(out)).toContain('Command exited with non-zero status code 1');
+  });
+});
+
+describe('Codex', () => {
+  it('PreToolUse: allow is an empty stdout (Codex supports only deny there); deny is its JSON', async () => {
+    const allowed = await runHook('codex', payload('codex-pre-tool-use.json'));
+    expect(allowed.code).toBe(0);
+    expect(allowed.stdout).toBe('');
+    const denied = await runHook('codex', payload('codex-pre-tool-use.json', { command: 'rm -rf /' }));
+    expect(denied.json).toMatchObject({ hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'deny' } });
+  });
+
+  it('PreToolUse: an ask the hook cannot wait out is a deny (an empty answer would let Codex run it)', async () => {
+    const doc = payload('codex-pre-tool-use.json', { command: 'git push origin codex' });
+    const giving = runHook('codex', doc, ['--timeout', '15']);
+    await pendingApprovals(h.client, decisionBatch(doc), 1);
+    const r = await giving;
+    expect(r.json.hookSpecificOutput.permissionDecision).toBe('deny');
+    expect(r.json.hookSpecificOutput.permissionDecisionReason).toMatch(/waiting for a person to approve/);
+  });
+
+  it('PermissionRequest: ask → approved → behavior allow; PostToolUse recorded', async () => {
+    const doc = payload('codex-permission-request.json');
+    const running = runHook('codex', doc);
+    const wf = decisionBatch(doc);
+    const [pending] = await pendingApprovals(h.client, wf, 1);
+    await h.client.decide({ approvalId: pending.approvalId, decision: 'approve', by: 'dave', workflowId: wf });
+    const r = await running;
+    expect(r.json).toEqual({ hookSpecificOutput: { hookEventName: 'PermissionRequest', decision: { behavior: 'allow' } } });
+    const post = payload('codex-post-tool-use.json', { session: doc.session_id, command: doc.tool_input.command });
+    post.tool_input = doc.tool_input;
+    const rec = await runHook('codex', post);
+    expect(rec.code).toBe(0);
+  });
+});
+
+describe('Gemini CLI', () => {
+  it('BeforeTool: allow and deny, by the same Bash rules (run_shell_command is Bash)', async () => {
+    const allowed = await runHook('gemini', payload('gemini-before-tool.json'));
+    expect(allowed.json).toEqual({ decision: 'allow' });
+    const denied = await runHook('gemini', payload('gemini-before-tool.json', { command: 'rm -rf ~' }));
+    expect(denied.json.decision).toBe('deny');
+    expect(denied.json.reason).toMatch(/rm -rf/);
+  });
+
+  it('BeforeTool: ask → timed out → deny; AfterTool recorded', async () => {
+    const doc = payload('gemini-before-tool.json', { command: 'git push origin gemini' });
+    const r = await runHook('gemini', doc, ['--approval-timeout', '2']);
+    expect(r.json.decision).toBe('deny');
+    const after = payload('gemini-after-tool.json', { session: doc.session_id, command: doc.tool_input.command });
+    after.tool_input = doc.tool_input;
+    const rec = await runHook('gemini', after);
+    expect(rec.code).toBe(0);
+  });
+});
+
+describe('bad input never allows', () => {
+  it('malformed JSON, missing fields, an unknown dialect or event: exit 2 with the reason on stderr', async () => {
+    const notJson = await runHook('claude', '{"session_id": ');
+    expect(notJson.code).toBe(2);
+    expect(notJson.stdout).toBe('');
+    expect(notJson.stderr).toMatch(/not JSON/);
+    const noTool = payload('claude-pre-tool-use.json');
+    delete noTool.tool_name;
+    const missing = await runHook('claude', noTool);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/tool_name/);
+    const dialect = await runHook('cursor', payload('claude-pre-tool-use.json'));
+    expect(dialect.code).toBe(2);
+    expect(dialect.stderr).toMatch(/unknown hook dialect "cursor"/);
+    const stop = payload('claude-pre-tool-use.json');
+    stop.hook_event_name = 'Stop';
+    const event = await runHook('claude', stop);
+    expect(event.code).toBe(2);
+    expect(event.stderr).toMatch(/not "Stop"/);
+    const geminiAsClaude = await runHook('claude', payload('gemini-before-tool.json'));
+    expect(geminiAsClaude.code).toBe(2);
+  });
+
+  it('no Temporal server: Claude Code falls back to its own prompt, Codex and Gemini CLI to deny', async () => {
+    const claude = await runHook('claude', payload('claude-pre-tool-use.json'), ['--address', '127.0.0.1:9', '--timeout', '4']);
+    expect(claude.json.hookSpecificOutput.permissionDecision).toBe('ask');
+    expect(claude.json.hookSpecificOutput.permissionDecisionReason).toMatch(/fails closed/);
+    const codex = await runHook('codex', payload('codex-pre-tool-use.json'), ['--address', '127.0.0.1:9', '--timeout', '4']);
+    expect(codex.json.hookSpecificOutput.permissionDecision).toBe('deny');
+    const gemini = await runHook('gemini', payload('gemini-before-tool.json'), ['--address', '127.0.0.1:9', '--timeout', '4']);
+    expect(gemini.json.decision).toBe('deny');
+  });
+});
+
+describe('Claude Code http hooks: sluice hook serve', () => {
+  it('POST /claude answers in the body, always 200 (a non-2xx would let the call run)', async () => {
+    const port = 20000 + (process.pid % 20000);
+    const child = spawn(
+      process.execPath,
+      [BIN, 'hook', 'serve', '--port', String(port), '--address', inject('temporalAddress'), '--task-queue', h.taskQueue],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    try {
+      let log = '';
+      child.stderr.on('data', (d) => (log += d));
+      await eventually('the hook server to listen', () => log.includes('serving http hooks'), { timeoutMs: 60_000 });
+      const allowed = await post(port, '/claude', JSON.stringify(payload('claude-pre-tool-use.json')));
+      expect(allowed.status).toBe(200);
+      expect(JSON.parse(allowed.body).hookSpecificOutput.permissionDecision).toBe('allow');
+      const garbage = await post(port, '/claude', 'not json');
+      expect(garbage.status).toBe(200);
+      expect(JSON.parse(garbage.body).hookSpecificOutput.permissionDecision).toBe('deny');
+    } finally {
+      child.kill('SIGTERM');
+    }
+  });
+});
+
+function post(port: number, route: string, body: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      { host: '127.0.0.1', port, path: route, method: 'POST', headers: { 'content-type': 'application/json' } },
+      (res) => {
+        let data = '';
+        res.on('data', (d) => (data += d));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: data }));
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+function runCli(args: string[]): Promise<Ran> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('error', reject);
+    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
