@@ -154,7 +154,11 @@ describe('Claude Code', () => {
     const post = payload('claude-post-tool-use.json', { session: doc.session_id, toolUseId: doc.tool_use_id });
     post.tool_name = 'Bash';
     post.tool_input = doc.tool_input;
-    post.tool_response = { stdout: 'To github.com:acme/app.git\n   1a2b3c4..5d6e7f8  main -> main', stderr: '', interrupted: false };
+    post.tool_response = {
+      stdout: 'To github.com:acme/app.git\n   1a2b3c4..5d6e7f8  main -> main',
+      stderr: '',
+      interrupted: false,
+    };
     const rec = await runHook('claude', post);
     expect(rec.code).toBe(0);
     expect(rec.stdout).toBe('');
@@ -207,10 +211,15 @@ describe('Claude Code', () => {
     await h.client.decide({ approvalId: pending.approvalId, decision: 'approve', by: 'carol', workflowId: wf });
     await eventually('the batch to finish', async () => (await h.client.readApprovals(wf)).running === false);
     // Claude Code then shows its permission dialog: its PermissionRequest (no tool_use_id) gets the decision.
-    const again = payload('claude-permission-request.json', { session: doc.session_id, command: doc.tool_input.command });
+    const again = payload('claude-permission-request.json', {
+      session: doc.session_id,
+      command: doc.tool_input.command,
+    });
     again.tool_input = doc.tool_input;
     const r = await runHook('claude', again);
-    expect(r.json).toEqual({ hookSpecificOutput: { hookEventName: 'PermissionRequest', decision: { behavior: 'allow' } } });
+    expect(r.json).toEqual({
+      hookSpecificOutput: { hookEventName: 'PermissionRequest', decision: { behavior: 'allow' } },
+    });
   });
 
   it('PermissionRequest: deny rule → behavior deny with a message; PostToolUseFailure is recorded', async () => {
@@ -242,7 +251,9 @@ describe('Codex', () => {
     expect(allowed.code).toBe(0);
     expect(allowed.stdout).toBe('');
     const denied = await runHook('codex', payload('codex-pre-tool-use.json', { command: 'rm -rf /' }));
-    expect(denied.json).toMatchObject({ hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'deny' } });
+    expect(denied.json).toMatchObject({
+      hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'deny' },
+    });
   });
 
   it('PreToolUse: an ask the hook cannot wait out is a deny (an empty answer would let Codex run it)', async () => {
@@ -261,7 +272,9 @@ describe('Codex', () => {
     const [pending] = await pendingApprovals(h.client, wf, 1);
     await h.client.decide({ approvalId: pending.approvalId, decision: 'approve', by: 'dave', workflowId: wf });
     const r = await running;
-    expect(r.json).toEqual({ hookSpecificOutput: { hookEventName: 'PermissionRequest', decision: { behavior: 'allow' } } });
+    expect(r.json).toEqual({
+      hookSpecificOutput: { hookEventName: 'PermissionRequest', decision: { behavior: 'allow' } },
+    });
     const post = payload('codex-post-tool-use.json', { session: doc.session_id, command: doc.tool_input.command });
     post.tool_input = doc.tool_input;
     const rec = await runHook('codex', post);
@@ -313,12 +326,27 @@ describe('bad input never allows', () => {
   });
 
   it('no Temporal server: Claude Code falls back to its own prompt, Codex and Gemini CLI to deny', async () => {
-    const claude = await runHook('claude', payload('claude-pre-tool-use.json'), ['--address', '127.0.0.1:9', '--timeout', '4']);
+    const claude = await runHook('claude', payload('claude-pre-tool-use.json'), [
+      '--address',
+      '127.0.0.1:9',
+      '--timeout',
+      '4',
+    ]);
     expect(claude.json.hookSpecificOutput.permissionDecision).toBe('ask');
     expect(claude.json.hookSpecificOutput.permissionDecisionReason).toMatch(/fails closed/);
-    const codex = await runHook('codex', payload('codex-pre-tool-use.json'), ['--address', '127.0.0.1:9', '--timeout', '4']);
+    const codex = await runHook('codex', payload('codex-pre-tool-use.json'), [
+      '--address',
+      '127.0.0.1:9',
+      '--timeout',
+      '4',
+    ]);
     expect(codex.json.hookSpecificOutput.permissionDecision).toBe('deny');
-    const gemini = await runHook('gemini', payload('gemini-before-tool.json'), ['--address', '127.0.0.1:9', '--timeout', '4']);
+    const gemini = await runHook('gemini', payload('gemini-before-tool.json'), [
+      '--address',
+      '127.0.0.1:9',
+      '--timeout',
+      '4',
+    ]);
     expect(gemini.json.decision).toBe('deny');
   });
 });
@@ -328,7 +356,17 @@ describe('Claude Code http hooks: sluice hook serve', () => {
     const port = 20000 + (process.pid % 20000);
     const child = spawn(
       process.execPath,
-      [BIN, 'hook', 'serve', '--port', String(port), '--address', inject('temporalAddress'), '--task-queue', h.taskQueue],
+      [
+        BIN,
+        'hook',
+        'serve',
+        '--port',
+        String(port),
+        '--address',
+        inject('temporalAddress'),
+        '--task-queue',
+        h.taskQueue,
+      ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     try {

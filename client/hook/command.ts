@@ -47,7 +47,7 @@ no decision possible); 1 a result could not be recorded (the tool already ran; n
 const DEFAULT_TIMEOUT_S = 50;
 const DEFAULT_PORT = 8788;
 
-interface HookOptions {
+export interface HookOptions {
   timeoutMs: number;
   approvalTimeoutMs?: number;
   address?: string;
@@ -87,12 +87,45 @@ export async function hookMain(
   return emit(io, await answer(dialect, text, parsed.options, started + parsed.options.timeoutMs));
 }
 
+/** A Sluice client for one hook run; `release` closes what was opened for it (nothing for a shared one). */
+export type ClientSource = () => Promise<{ sluice: SluiceClient; release(): void }>;
+
+/** A client on a connection of its own, closed after the answer: a command hook's one run. */
+export function ownClient(o: HookOptions): ClientSource {
+  return async () => {
+    const c = await connectClient({ address: o.address, namespace: o.namespace });
+    return {
+      sluice: new SluiceClient({
+        connection: c.connection,
+        namespace: c.namespace,
+        ...(o.taskQueue ? { taskQueue: o.taskQueue } : {}),
+        dataConverter: dataConverterFromEnv(),
+      }),
+      release: () => void c.connection.close().catch(() => undefined),
+    };
+  };
+}
+
+/** One client for every request of `sluice hook serve`, connected on first use and again after a failure. */
+export function sharedClient(o: HookOptions): ClientSource {
+  let pending: ReturnType<ClientSource> | undefined;
+  return async () => {
+    pending ??= ownClient(o)().catch((err) => {
+      pending = undefined;
+      throw err;
+    });
+    const { sluice } = await pending;
+    return { sluice, release: () => undefined };
+  };
+}
+
 /** One payload in, one reply out; never throws. `deadline` is when the harness stops waiting. */
 export async function answer(
   dialect: HarnessDialect,
   text: string,
   o: HookOptions,
   deadline: number,
+  client: ClientSource = ownClient(o),
 ): Promise<HookReply> {
   let req: HarnessRequest;
   try {
@@ -107,17 +140,12 @@ export async function answer(
   const margin = Math.min(3_000, Math.max(500, o.timeoutMs / 5));
   const answerBy = deadline - margin;
   const hardStop = deadline - margin / 3;
-  let connected: Awaited<ReturnType<typeof connectClient>> | undefined;
+  let release: (() => void) | undefined;
   try {
     const work = (async () => {
-      connected = await connectClient({ address: o.address, namespace: o.namespace });
-      const sluice = new SluiceClient({
-        connection: connected.connection,
-        namespace: connected.namespace,
-        ...(o.taskQueue ? { taskQueue: o.taskQueue } : {}),
-        dataConverter: dataConverterFromEnv(),
-      });
-      return hookOnce(req, sluice, o, answerBy);
+      const c = await client();
+      release = c.release;
+      return hookOnce(req, c.sluice, o, answerBy);
     })();
     const timedOut = new Promise<HookReply>((resolve) => {
       const t = setTimeout(
@@ -136,7 +164,7 @@ export async function answer(
   } catch (err) {
     return fallback(req, `Sluice failed before deciding: ${(err as Error).message}`);
   } finally {
-    void connected?.connection.close().catch(() => undefined);
+    release?.();
   }
 }
 
@@ -176,6 +204,7 @@ function fallback(req: HarnessRequest, why: string): HookReply {
 
 /** The HTTP form, for Claude Code's `http` hooks: POST /<dialect> with the hook JSON; 200 with the answer. */
 async function serve(o: HookOptions, port: number, host: string, log: (s: string) => void): Promise<number> {
+  const client = sharedClient(o);
   const server = http.createServer((request, response) => {
     const started = Date.now();
     const dialectName = (request.url ?? '').split('?')[0].replace(/^\/+|\/+$/g, '');
@@ -201,7 +230,7 @@ async function serve(o: HookOptions, port: number, host: string, log: (s: string
     request.on('end', async () => {
       if (size > 4 * 1024 * 1024) return reply(200, denyBody('the hook payload is over 4 MiB; denied'));
       const text = Buffer.concat(chunks).toString('utf8');
-      const out = await answer(dialect, text, o, started + o.timeoutMs);
+      const out = await answer(dialect, text, o, started + o.timeoutMs, client);
       if (out.exitCode === 0) return reply(200, out.stdout ? JSON.parse(out.stdout) : {});
       // Bad input or a failed record: a deny body for a call that has not run yet, an error otherwise.
       let kind: 'decide' | 'record' = 'decide';
