@@ -113,6 +113,19 @@ async function main() {
       await timeEach(CALLS, async () => check(await post(port, payload(session)))),
     );
 
+    // A command hook that forwards to the server (Codex and Gemini CLI have no http hook type).
+    const curl = ['-sSf', '--max-time', '50', '--data-binary', '@-', `http://127.0.0.1:${port}/claude`];
+    if (
+      await runFile('curl', ['--version'], '').then(
+        () => true,
+        () => false,
+      )
+    ) {
+      const run = () => runFile('curl', curl, payload(session)).then(check);
+      const cold = await timeEach(1, run);
+      report('command hook `curl … /claude || exit 2` to sluice hook serve', await timeEach(CALLS, run), cold[0]);
+    } else console.log('[bench] no curl: the forwarding command hook is skipped');
+
     // Command hooks: a process per call, as the harness runs them.
     const dist = path.join(ROOT, 'dist', 'client', 'hook', 'command.js');
     const forms: [string, string[]][] = [];
@@ -134,6 +147,12 @@ async function main() {
       const warm = await timeEach(CALLS, run);
       report(label, warm, cold[0]);
     }
+    // What a process per call costs before any Sluice work: node itself, then loading the Temporal client.
+    report('bare `node -e 0` (process start alone)', await timeEach(10, () => runPlain(['-e', '0'])));
+    report(
+      '`node -e "require(\'@temporalio/client\')"` (process + Temporal client)',
+      await timeEach(10, () => runPlain(['-e', "require('@temporalio/client')"])),
+    );
     console.log(`[bench] load ${load()} at the end`);
   } finally {
     for (const c of children) c.kill('SIGTERM');
@@ -180,6 +199,24 @@ function runCommand(argv: string[], input: string): Promise<void> {
       }
     });
     child.stdin.end(input);
+  });
+}
+
+function runFile(file: string, argv: string[], input: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(file, argv, { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.on('error', reject);
+    child.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`${file}: exit ${code}`))));
+    child.stdin.end(input);
+  });
+}
+
+function runPlain(argv: string[]): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, argv, { cwd: ROOT, stdio: 'ignore' });
+    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`node ${argv.join(' ')}: exit ${code}`))));
   });
 }
 
