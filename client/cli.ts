@@ -89,6 +89,10 @@ Common options:
   --trusted-user-header H Take the approver's name from header H set by your proxy (e.g. X-Forwarded-User)
   --trusted-proxy ADDR    With --trusted-user-header: the address the proxy connects from (repeat or
                           comma-separate; default 127.0.0.1 and ::1); requests from elsewhere are refused
+  --proxy-secret-file F   With --trusted-user-header: a secret shared with the proxy, which sends it in
+                          X-Sluice-Proxy-Secret on every request (or SLUICE_INBOX_PROXY_SECRET); required
+  --insecure-proxy-without-secret  Header mode without the secret: any process on the proxy's
+                          machine could decide under any name
   --inbox-allowed-host H  A Host name the page may be reached under besides its address (a proxy that
                           keeps the browser's Host); any other Host is refused (DNS rebinding)
 
@@ -113,6 +117,11 @@ const INBOX_OPTIONS = `  --inbox-host ADDR       Bind address of the inbox page 
                           workers' key (SLUICE_SEAL_KEY) with each decision
   --trusted-proxy ADDR    The address that proxy connects from (repeat or comma-separate; default
                           127.0.0.1 and ::1): requests from any other address are refused
+  --proxy-secret-file F   A secret (16+ characters) shared with that proxy, which sends it in
+                          X-Sluice-Proxy-Secret on every request; or SLUICE_INBOX_PROXY_SECRET.
+                          Required with --trusted-user-header, since any process on the proxy's
+                          machine could otherwise set the header
+  --insecure-proxy-without-secret  Take the header without the secret (not recommended)
   --inbox-allowed-host H  A Host name (or name:port) the page may be reached under besides its
                           address, e.g. the name your proxy forwards; any other Host is refused`;
 
@@ -300,6 +309,8 @@ const OPTIONS = {
   'trusted-user-header': { type: 'string' },
   'identity-token-header': { type: 'string' },
   'trusted-proxy': { type: 'string', multiple: true },
+  'proxy-secret-file': { type: 'string' },
+  'insecure-proxy-without-secret': { type: 'boolean' },
   'inbox-allowed-host': { type: 'string', multiple: true },
   workflows: { type: 'string' },
   script: { type: 'string' },
@@ -447,6 +458,8 @@ export function inboxSettings(v: Values): {
   port: number;
   trustedUserHeader?: string;
   trustedProxies?: string[];
+  proxySecret?: string;
+  insecureProxyWithoutSecret?: boolean;
   allowedHosts?: string[];
 } {
   const port = v['inbox-port'] !== undefined ? Number(v['inbox-port']) : DEFAULT_INBOX_PORT;
@@ -463,6 +476,23 @@ export function inboxSettings(v: Values): {
     throw new UsageError(
       '--trusted-proxy names the proxy that sets --trusted-user-header; give the header too (e.g. --trusted-user-header X-Forwarded-User)',
     );
+  // From a file or the environment, never the command line (which any local user can read in ps).
+  let proxySecret: string | undefined;
+  if (v['proxy-secret-file']) {
+    try {
+      proxySecret = fs.readFileSync(v['proxy-secret-file'], 'utf8').trim();
+    } catch (err) {
+      throw new UsageError(`cannot read --proxy-secret-file ${v['proxy-secret-file']}: ${(err as Error).message}`);
+    }
+  } else if (process.env.SLUICE_INBOX_PROXY_SECRET) proxySecret = process.env.SLUICE_INBOX_PROXY_SECRET.trim();
+  if (proxySecret !== undefined && !v['trusted-user-header'])
+    throw new UsageError(
+      'a proxy secret goes with --trusted-user-header (the header your proxy sets); give both, or unset SLUICE_INBOX_PROXY_SECRET',
+    );
+  if (v['trusted-user-header'] && proxySecret === undefined && !v['insecure-proxy-without-secret'])
+    throw new UsageError(
+      `--trusted-user-header needs a secret shared with the proxy, since any process on the proxy's machine could set ${v['trusted-user-header']}: --proxy-secret-file FILE or SLUICE_INBOX_PROXY_SECRET (the proxy sends it in X-Sluice-Proxy-Secret), or --insecure-proxy-without-secret to go without`,
+    );
   const notIp = trustedProxies.find((p) => !isIP(p));
   if (notIp !== undefined)
     throw new UsageError(
@@ -475,6 +505,8 @@ export function inboxSettings(v: Values): {
     // Verified approvers: the JWT the sign-in proxy passes, sealed with SLUICE_SEAL_KEY per decision.
     ...(v['identity-token-header'] ? { identityTokenHeader: v['identity-token-header'] } : {}),
     ...(trustedProxies.length ? { trustedProxies } : {}),
+    ...(proxySecret !== undefined ? { proxySecret } : {}),
+    ...(v['insecure-proxy-without-secret'] ? { insecureProxyWithoutSecret: true } : {}),
     ...(allowedHosts.length ? { allowedHosts } : {}),
   };
 }

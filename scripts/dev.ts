@@ -22,6 +22,8 @@ export interface DevOptions {
     port: number;
     trustedUserHeader?: string;
     trustedProxies?: string[];
+    proxySecret?: string;
+    insecureProxyWithoutSecret?: boolean;
     allowedHosts?: string[];
   };
 }

@@ -4,7 +4,10 @@
 // that reach the inbox directly with a forged user header or none. Neither may read a card or
 // record a decision; the ordinary paths keep working.
 import { randomBytes } from 'node:crypto';
+import * as fs from 'node:fs';
 import * as net from 'node:net';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { inboxSettings, main, UsageError } from '../client/cli';
@@ -28,6 +31,10 @@ const transfer = defineTool({
 /** The proxy's address, and an attacker's on the same network: both loopback, so tests can bind them. */
 const PROXY = '127.0.0.3';
 const DIRECT = '127.0.0.2';
+/** The secret the inbox shares with its proxy (issue 22 item 11), and the header the proxy adds. */
+const PROXY_SECRET = randomBytes(24).toString('base64');
+const viaTheProxy = [`X-Sluice-Proxy-Secret: ${PROXY_SECRET}`];
+let insecure: Inbox;
 
 let h: Harness;
 let open: Inbox;
@@ -44,12 +51,24 @@ beforeAll(async () => {
     port: 0,
     trustedUserHeader: 'X-Forwarded-User',
     trustedProxies: [PROXY],
+    proxySecret: PROXY_SECRET,
   });
-  proxiedDefault = await startInbox({ client: h.client, port: 0, trustedUserHeader: 'X-Forwarded-User' });
+  proxiedDefault = await startInbox({
+    client: h.client,
+    port: 0,
+    trustedUserHeader: 'X-Forwarded-User',
+    proxySecret: PROXY_SECRET,
+  });
+  insecure = await startInbox({
+    client: h.client,
+    port: 0,
+    trustedUserHeader: 'X-Forwarded-User',
+    insecureProxyWithoutSecret: true,
+  });
   named = await startInbox({ client: h.client, port: 0, allowedHosts: ['approvals.example.com'] });
 });
 afterAll(async () => {
-  await Promise.all([open, proxied, proxiedDefault, named].map((i) => i?.close()));
+  await Promise.all([open, proxied, proxiedDefault, named, insecure].map((i) => i?.close()));
   await h?.close();
 });
 
@@ -195,16 +214,40 @@ describe('behind a proxy that names the approver (issue 10, item 11)', () => {
 
     // From the proxy's address but without the header (a route the proxy does not cover): nothing either.
     for (const path of ['/', '/api/snapshot', '/api/stream']) {
-      const r = await get(proxied, path, host, [], PROXY);
+      const r = await get(proxied, path, host, viaTheProxy, PROXY);
       expect(r.status, path).toBe(401);
       expect(r.body).not.toContain(SECRET);
     }
-    const d2 = await decide(proxied, host, { ...form, decision: 'approve', by: 'mallory' }, [origin], PROXY);
+    const d2 = await decide(
+      proxied,
+      host,
+      { ...form, decision: 'approve', by: 'mallory' },
+      [origin, ...viaTheProxy],
+      PROXY,
+    );
     expect(d2.status).toBe(401);
     expect(await stillPending(handle.workflowId)).toBe(1);
 
+    // Another process on the proxy's machine (the proxy's address), with a forged header but not
+    // the shared secret, or a wrong one (issue 22 item 11): refused, reads and decisions alike.
+    for (const wrong of [
+      [],
+      ['X-Sluice-Proxy-Secret: guessed-guessed-guessed'],
+      [`X-Sluice-Proxy-Secret: ${PROXY_SECRET}x`],
+    ]) {
+      for (const path of ['/', '/api/snapshot', '/api/whoami']) {
+        const r = await get(proxied, path, host, [...forged, ...wrong], PROXY);
+        expect(r.status, path).toBe(403);
+        expect(r.body).not.toContain(SECRET);
+        expect(JSON.parse(r.body).message).toContain('does not carry the secret the inbox shares with its proxy');
+      }
+      const d = await decide(proxied, host, { ...form, decision: 'approve' }, [...forged, ...wrong, origin], PROXY);
+      expect(d.status).toBe(403);
+    }
+    expect(await stillPending(handle.workflowId)).toBe(1);
+
     // Through the proxy: the cards, and a decision recorded under the proxy's name, not the body's.
-    const viaProxy = ['X-Forwarded-User: carol'];
+    const viaProxy = ['X-Forwarded-User: carol', ...viaTheProxy];
     const seen = await get(proxied, '/api/snapshot', host, viaProxy, PROXY);
     expect(seen.status).toBe(200);
     expect(seen.body).toContain(SECRET);
@@ -217,11 +260,28 @@ describe('behind a proxy that names the approver (issue 10, item 11)', () => {
 
   it('takes only a proxy on this machine unless told otherwise', async () => {
     const host = `127.0.0.1:${portOf(proxiedDefault)}`;
-    const header = ['X-Forwarded-User: carol'];
+    const header = ['X-Forwarded-User: carol', ...viaTheProxy];
     expect((await get(proxiedDefault, '/api/whoami', host, header, DIRECT)).status).toBe(403);
     const r = await get(proxiedDefault, '/api/whoami', host, header);
     expect(r.status).toBe(200);
     expect(JSON.parse(r.body)).toEqual({ header: 'X-Forwarded-User', user: 'carol' });
+  });
+
+  it('header mode will not start without a shared secret unless told to go without, and then trusts the address only', async () => {
+    await expect(startInbox({ client: h.client, port: 0, trustedUserHeader: 'X-Forwarded-User' })).rejects.toThrow(
+      /any process on the proxy's machine could set.*--proxy-secret-file FILE or SLUICE_INBOX_PROXY_SECRET.*--insecure-proxy-without-secret/,
+    );
+    await expect(
+      startInbox({ client: h.client, port: 0, trustedUserHeader: 'X-Forwarded-User', proxySecret: 'short' }),
+    ).rejects.toThrow(/at least 16 characters/);
+    await expect(startInbox({ client: h.client, port: 0, proxySecret: PROXY_SECRET })).rejects.toThrow(
+      /only matters with trustedUserHeader/,
+    );
+    // Explicitly insecure: the documented old behaviour, by address alone.
+    const host = `127.0.0.1:${portOf(insecure)}`;
+    const r = await get(insecure, '/api/whoami', host, ['X-Forwarded-User: anyone']);
+    expect(r.status).toBe(200);
+    expect(JSON.parse(r.body)).toEqual({ header: 'X-Forwarded-User', user: 'anyone' });
   });
 });
 
@@ -236,9 +296,13 @@ describe('inbox options on the command line', () => {
     return inboxSettings(values as never);
   };
 
-  it('reads --trusted-proxy and --inbox-allowed-host, and refuses what cannot work', async () => {
+  it('reads --trusted-proxy, --proxy-secret-file and --inbox-allowed-host, and refuses what cannot work', async () => {
+    const secretFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'inbox-secret-')), 'secret');
+    fs.writeFileSync(secretFile, `${PROXY_SECRET}\n`);
     expect(
       parse([
+        '--proxy-secret-file',
+        secretFile,
         '--trusted-user-header',
         'X-Forwarded-User',
         '--trusted-proxy',
@@ -251,15 +315,38 @@ describe('inbox options on the command line', () => {
     ).toMatchObject({
       trustedUserHeader: 'X-Forwarded-User',
       trustedProxies: ['10.0.0.5', '10.0.0.6', '::1'],
+      proxySecret: PROXY_SECRET,
       allowedHosts: ['approvals.example.com'],
     });
+    // The header without a secret (file or SLUICE_INBOX_PROXY_SECRET) is refused, unless explicitly insecure.
+    expect(() => parse(['--trusted-user-header', 'X-User'])).toThrow(/needs a secret shared with the proxy/);
+    expect(
+      inboxSettings({ 'trusted-user-header': 'X-User', 'insecure-proxy-without-secret': true } as never),
+    ).toMatchObject({
+      trustedUserHeader: 'X-User',
+      insecureProxyWithoutSecret: true,
+    });
+    expect(() => parse(['--proxy-secret-file', secretFile])).toThrow(/goes with --trusted-user-header/);
     expect(() => parse(['--trusted-proxy', '10.0.0.5'])).toThrow(UsageError);
-    expect(() => parse(['--trusted-user-header', 'X-User', '--trusted-proxy', 'proxy.internal'])).toThrow(
-      /takes IP addresses/,
-    );
+    expect(() =>
+      parse([
+        '--proxy-secret-file',
+        secretFile,
+        '--trusted-user-header',
+        'X-User',
+        '--trusted-proxy',
+        'proxy.internal',
+      ]),
+    ).toThrow(/takes IP addresses/);
     const help: string[] = [];
     expect(await main(['ui', '--help'], (s) => help.push(s))).toBe(0);
-    for (const flag of ['--trusted-user-header', '--trusted-proxy', '--inbox-allowed-host'])
+    for (const flag of [
+      '--trusted-user-header',
+      '--trusted-proxy',
+      '--proxy-secret-file',
+      '--insecure-proxy-without-secret',
+      '--inbox-allowed-host',
+    ])
       expect(help.join('\n')).toContain(flag);
   });
 });

@@ -14,6 +14,8 @@ const email = {
   args: { to: 'ada@example.com', subject: 'Quarterly numbers', body: 'Revenue is up 12%.' },
 };
 
+/** The secret the inbox shares with its proxy; the test plays the proxy. */
+const PROXY_SECRET = 'a-secret-shared-with-the-proxy-in-the-test';
 let h: Harness;
 let inbox: Inbox;
 let proxied: Inbox;
@@ -29,6 +31,7 @@ beforeAll(async () => {
     port: 0,
     refreshMs: 300,
     trustedUserHeader: 'X-Forwarded-User',
+    proxySecret: PROXY_SECRET,
     taskQueue: h.taskQueue,
   });
   // A page that has not refreshed since it loaded: the card it shows may have expired meanwhile.
@@ -110,7 +113,8 @@ describe('approval inbox page', () => {
 
   it('denies with a reason, under the name a trusted proxy header gives', async () => {
     const page = await browser.newPage();
-    await page.setExtraHTTPHeaders({ 'X-Forwarded-User': 'carol' });
+    // What the proxy adds to every request: the user's name and the secret it shares with the inbox.
+    await page.setExtraHTTPHeaders({ 'X-Forwarded-User': 'carol', 'X-Sluice-Proxy-Secret': PROXY_SECRET });
     await page.goto(proxied.url);
     await poll(() => page.locator('#me').textContent()).toBe('Signed in as carol');
 
@@ -129,7 +133,7 @@ describe('approval inbox page', () => {
     expect(text(out.results[0].result)).toContain('rejected by carol: not to customers on a Friday');
     await page.close();
 
-    // Without the header, the proxied inbox takes no decision at all.
+    // Straight to the proxied inbox, with neither the header nor the proxy's secret: no decision at all.
     const bare = await browser.newPage();
     await bare.goto(proxied.url);
     const res = await bare.evaluate(() =>
@@ -139,7 +143,7 @@ describe('approval inbox page', () => {
         body: JSON.stringify({ workflowId: 'w', approvalId: 'a', argsDigest: 'd', decision: 'approve', by: 'mallory' }),
       }).then((r) => r.status),
     );
-    expect(res).toBe(401);
+    expect(res).toBe(403);
     await bare.close();
   });
 

@@ -4,6 +4,7 @@
 import type { JWK } from 'jose';
 import type { ArgumentPin } from '../../pipeline/grants';
 import { ConfigError } from '../errors';
+import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as http from 'node:http';
 import { type AddressInfo, isIP } from 'node:net';
@@ -39,6 +40,20 @@ export interface InboxOptions {
    */
   trustedProxies?: string[];
   /**
+   * With `trustedUserHeader`: a secret shared with the proxy, which sends it on every request in
+   * the `X-Sluice-Proxy-Secret` header (at least 16 characters; compared in constant time). The
+   * source address alone cannot tell the proxy from any other process on its machine, each of
+   * which could set the user header to any name; the secret can. Required in header mode unless
+   * `insecureProxyWithoutSecret` is set.
+   */
+  proxySecret?: string;
+  /**
+   * Header mode without a shared secret: any process that connects from a trusted proxy address
+   * decides under any name it puts in the header. Only where nothing else runs on the proxy's
+   * machine (or for a local trial); documented in docs/approvals.md.
+   */
+  insecureProxyWithoutSecret?: boolean;
+  /**
    * Host names the page may be reached under besides the address it listens on (`name` for any
    * port, or `name:port`): the name a proxy forwards when it keeps the browser's Host. Any other
    * Host is refused (421), so a hostile site cannot reach the inbox under its own name (DNS rebinding).
@@ -66,6 +81,9 @@ export interface Inbox {
 }
 
 const PAGE = path.join(__dirname, 'page.html');
+/** The header a proxy in front of the inbox sends its shared secret in (see proxySecret). */
+export const PROXY_SECRET_HEADER = 'X-Sluice-Proxy-Secret';
+const sha256 = (s: string) => crypto.createHash('sha256').update(s, 'utf8').digest();
 const MAX_BODY = 64 * 1024;
 
 export async function startInbox(opts: InboxOptions): Promise<Inbox> {
@@ -82,6 +100,19 @@ export async function startInbox(opts: InboxOptions): Promise<Inbox> {
       );
   if (opts.trustedProxies?.length && !userHeader)
     throw new ConfigError('trusted proxies only matter with trustedUserHeader (--trusted-user-header): give both');
+  if (opts.proxySecret !== undefined && !userHeader)
+    throw new ConfigError(
+      'a proxy secret only matters with trustedUserHeader (--trusted-user-header): give the header your proxy sets too',
+    );
+  if (opts.proxySecret !== undefined && opts.proxySecret.length < 16)
+    throw new ConfigError(
+      'the proxy secret must be at least 16 characters; make one with `openssl rand -base64 32` and give the same value to the proxy',
+    );
+  if (userHeader && opts.proxySecret === undefined && !opts.insecureProxyWithoutSecret)
+    throw new ConfigError(
+      `the inbox takes the approver from the ${opts.trustedUserHeader} header, which any process on the proxy's machine could set: give it a secret shared with the proxy (--proxy-secret-file FILE or SLUICE_INBOX_PROXY_SECRET; the proxy sends it in ${PROXY_SECRET_HEADER}), or pass --insecure-proxy-without-secret to trust every process there (see docs/approvals.md)`,
+    );
+  const secretDigest = opts.proxySecret === undefined ? undefined : sha256(opts.proxySecret);
   // Known once the server listens (port 0 picks one).
   let hosts: HostRule | undefined;
 
@@ -99,6 +130,13 @@ export async function startInbox(opts: InboxOptions): Promise<Inbox> {
         return send(res, 403, {
           status: 'forbidden',
           message: `this inbox answers only through its proxy (${proxies.join(', ')}), which names the approver in the ${opts.trustedUserHeader} header; this request came from ${from} directly, so its header cannot be trusted. Open the inbox through the proxy, or add the proxy's address with --trusted-proxy.`,
+        });
+      // Compared as digests: equal lengths for timingSafeEqual, and the time says nothing of the secret.
+      const sent = req.headers[PROXY_SECRET_HEADER.toLowerCase()];
+      if (secretDigest && (typeof sent !== 'string' || !crypto.timingSafeEqual(sha256(sent), secretDigest)))
+        return send(res, 403, {
+          status: 'forbidden',
+          message: `this request does not carry the secret the inbox shares with its proxy (${PROXY_SECRET_HEADER}), so its ${opts.trustedUserHeader} header cannot be trusted. Open the inbox through the proxy.`,
         });
       if (!headerValue(req, userHeader))
         return send(res, 401, {
