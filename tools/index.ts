@@ -22,6 +22,7 @@ export type {
   WriteIntentPolicy,
 } from './fs';
 export { todoWriteTool, validateTodos, TODO_STATE_KEY, TODO_STATE_NAMESPACE, type Todo } from './todo';
+export { protectedPathArgs, type ProtectedPathArgsOptions } from './protected-args';
 export { bashTool, type BashArgs, type BashToolOptions } from './bash';
 export { ToolErrorCodes } from './errors';
 export {

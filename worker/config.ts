@@ -128,6 +128,11 @@ export interface ToolDefinition<Args = any> {
    */
   atMostOnce?: boolean;
   approval?: ApprovalPolicy | ((args: Args) => ApprovalPolicy);
+  /**
+   * Arguments that name files or folders, for `protectedPathArgs` (tools/protected-args.ts) to hold
+   * to the protected paths, beside those it finds by schema `format` or by name.
+   */
+  pathArgs?: string[];
   /** Deny timeout for this tool's approvals; the batch default applies otherwise. */
   approvalTimeoutMs?: number;
   /**
