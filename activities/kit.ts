@@ -114,7 +114,12 @@ export function parseArgs(
 }
 
 /** What the workflow needs to know of a tool for these arguments; a throwing predicate fails closed. */
-export function profileOf(tool: ToolDefinition, args: unknown, requireIdentity = false, notify = false): ToolProfile {
+export async function profileOf(
+  tool: ToolDefinition,
+  args: unknown,
+  requireIdentity = false,
+  notify = false,
+): Promise<ToolProfile> {
   let concurrencySafe = false;
   try {
     concurrencySafe = tool.isConcurrencySafe?.(args) === true;
@@ -123,7 +128,8 @@ export function profileOf(tool: ToolDefinition, args: unknown, requireIdentity =
   }
   let approval: ApprovalPolicy;
   try {
-    approval = typeof tool.approval === 'function' ? tool.approval(args) : (tool.approval ?? 'auto');
+    // A policy may need to wait (permission rules wait for their shell parser to load).
+    approval = typeof tool.approval === 'function' ? await tool.approval(args) : (tool.approval ?? 'auto');
     if (approval !== 'ask' && approval !== 'never' && approval !== 'auto') approval = 'ask';
   } catch {
     approval = 'ask'; // fail closed

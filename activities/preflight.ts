@@ -49,7 +49,7 @@ export function preflightStages(kit: StageKit) {
     const parsed = parseArgs(tool, ref);
     const card = presentCallCard(tool, ref, parsed.ok ? parsed.args : ref.args);
     if (!parsed.ok) return { callId: ref.callId, gate: parsed.gate, card, contexts: [], events: [] };
-    const profile = profileOf(
+    const profile = await profileOf(
       tool,
       parsed.args,
       config.approvers?.require === true,

@@ -3,12 +3,15 @@
 //
 //   Bash                    every Bash call          Bash(npm run build)   that exact command
 //   Bash(npm test:*)        `npm test` + anything    Bash(git * main)      `*` is any text
+// Bash commands are read with a real shell parser (shell.ts): a rule applies to the simple
+// commands in the line, wherever they are nested.
 //   Read(./.env), Edit(src/**), Read(~/x), Read(//abs)   gitignore patterns (see resolvePathRule)
 //   WebFetch(domain:example.com)                     mcp__server, mcp__server__*, mcp__server__tool
 import * as os from 'node:os';
 import * as path from 'node:path';
 import ignore from 'ignore';
 import type { JsonObject } from '../pipeline/types';
+import { commandText, literal, type Piece, readShell, type ShellCommand, type ShellReading } from './shell';
 
 export type RuleKind = 'allow' | 'ask' | 'deny';
 
@@ -20,6 +23,8 @@ export interface PermissionRule {
   file: string;
   tool: string;
   specifier?: string;
+  /** A Bash rule with a specifier: its patterns (the whole command judgment is in permissions.ts). */
+  bash?: Pattern[];
   matches(call: RuleCall): boolean;
 }
 
@@ -30,6 +35,8 @@ export interface RuleCall {
   args: Readonly<JsonObject>;
   /** Paths in the call, resolved (absolute): the given one and, when it exists, its real path. */
   paths: string[];
+  /** A Bash call's command as the shell parser read it (read once per call). */
+  shell?: ShellReading;
 }
 
 /** Rules that name these tools apply to every file-editing built-in, as in Claude Code. */
@@ -66,8 +73,24 @@ export function parseRule(
   if (spec === undefined) return { ...base, matches: named };
 
   if (tool === 'Bash') {
-    const match = bashMatcher(spec);
-    return { ...base, matches: (c) => c.claudeName === 'Bash' && match(String(c.args.command ?? ''), kind) };
+    // Claude Code's newer `Tool(param:value)` form (`Bash(run_in_background:true)`) is not a command.
+    if (/^[A-Za-z_][A-Za-z0-9_]*:(?!\*$)/.test(spec))
+      throw new Error(
+        `${file}: Sluice does not support Claude Code's Tool(param:value) specifiers like ${JSON.stringify(text)}; a Bash rule names a command (Bash(npm test), Bash(npm test:*), Bash(git * main))`,
+      );
+    const patterns = bashPatterns(spec);
+    return {
+      ...base,
+      bash: patterns,
+      matches: (c) => {
+        if (c.claudeName !== 'Bash') return false;
+        const command = String(c.args.command ?? '');
+        const reading = c.shell ?? readShell(command);
+        if (kind !== 'allow') return bashHit(patterns, command, reading) !== undefined;
+        const all = mustCover(reading);
+        return !!all?.length && all.every((cmd) => bashCovers(patterns, cmd));
+      },
+    };
   }
   if (tool === 'Read' || tool === 'Edit' || tool === 'Write' || tool === 'MultiEdit' || tool === 'NotebookEdit') {
     const test = pathMatcher(spec, where);
@@ -115,67 +138,128 @@ function hostMatches(domain: string, url: string): boolean {
   return host === domain;
 }
 
+/** A `*` in a Bash rule: any text, spaces included. */
+const STAR = 0;
+type Pattern = (string | typeof STAR)[];
+
 /**
- * A Bash specifier: `prefix:*` (legacy; the prefix alone or followed by a space and anything),
- * a pattern with `*` (any text, spaces included; a lone trailing ` *` may also match nothing), or
- * an exact command. A compound command (`a && b`, `a; b`, `a | b`, ...) is split: an allow rule
- * must match every part, and a command with `$(...)`, backquotes or `<(...)` is never allowed by
- * a rule; a deny or ask rule matches when it matches the whole command or any part.
+ * A Bash specifier as patterns of characters and `*`: `prefix:*` (legacy; the prefix alone or
+ * followed by a space and anything), a pattern with `*` (any text; a lone trailing ` *` may also
+ * match nothing, so `ls *` is `ls` too), or an exact command.
  */
-export function bashMatcher(spec: string): (command: string, kind: RuleKind) => boolean {
-  let one: (cmd: string) => boolean;
+export function bashPatterns(spec: string): Pattern[] {
   const legacy = /^(.*):\*$/s.exec(spec);
-  if (legacy) {
-    const prefix = legacy[1];
-    one = (cmd) => cmd === prefix || cmd.startsWith(`${prefix} `);
-  } else if (spec.includes('*')) {
-    const stars = spec.split('*').length - 1;
-    const parts = spec.split('*').map(escapeRegex);
-    let source = parts.join('.*');
-    if (stars === 1 && spec.endsWith(' *')) source = `${parts[0].slice(0, -1)}(?: .*)?`;
-    const re = new RegExp(`^${source}$`, 's');
-    one = (cmd) => re.test(cmd);
-  } else {
-    one = (cmd) => cmd === spec;
-  }
-  return (command, kind) => {
-    const whole = command.trim();
-    const parts = splitCompound(whole);
-    if (kind === 'allow') return !/\$\(|`|<\(|>\(/.test(whole) && parts.length > 0 && parts.every(one);
-    return one(whole) || parts.some(one);
-  };
+  if (legacy) return [[...legacy[1]], [...legacy[1], ' ', STAR]];
+  const parts = spec.split('*');
+  const one: Pattern = parts.flatMap((p, i) => (i ? [STAR, ...p] : [...p]));
+  if (parts.length === 2 && spec.endsWith(' *')) return [one, [...parts[0].slice(0, -1)]];
+  return [one];
 }
 
-/** Splits on the shell's command separators outside quotes: `&&`, `||`, `;`, `|`, `&`, newlines. */
-export function splitCompound(command: string): string[] {
-  const out: string[] = [];
-  let cur = '';
-  let quote: string | undefined;
-  for (let i = 0; i < command.length; i++) {
-    const c = command[i];
-    if (quote) {
-      cur += c;
-      if (c === '\\' && quote === '"' && i + 1 < command.length) cur += command[++i];
-      else if (c === quote) quote = undefined;
-    } else if (c === '"' || c === "'") {
-      quote = c;
-      cur += c;
-    } else if (c === '\\' && i + 1 < command.length) {
-      cur += c + command[++i];
-    } else if (c === ';' || c === '\n' || c === '|' || c === '&') {
-      if (command[i + 1] === c && (c === '|' || c === '&')) i++;
-      out.push(cur);
-      cur = '';
-    } else {
-      cur += c;
+/** How big a text × pattern search may get before it gives the safe answer instead. */
+const MAX_STATES = 4_000_000;
+
+/**
+ * Whether some value of the unknown pieces makes `text` match the pattern: for deny and ask, which
+ * must catch whatever the command could turn out to be. Unknown text matches anything.
+ */
+export function couldMatch(pattern: Pattern, text: Piece[]): boolean {
+  const t = flatten(text);
+  const n = t.length;
+  const m = pattern.length;
+  if ((n + 1) * (m + 1) > MAX_STATES) return true;
+  const seen = new Uint8Array((n + 1) * (m + 1));
+  const stack = [0];
+  seen[0] = 1;
+  const visit = (i: number, j: number) => {
+    const k = i * (m + 1) + j;
+    if (!seen[k]) {
+      seen[k] = 1;
+      stack.push(k);
     }
+  };
+  while (stack.length) {
+    const k = stack.pop()!;
+    const i = Math.floor(k / (m + 1));
+    const j = k % (m + 1);
+    if (i === n && j === m) return true;
+    const a = i < n ? t[i] : undefined;
+    const b = j < m ? pattern[j] : undefined;
+    if (b === STAR) {
+      visit(i, j + 1); // the star ends
+      if (i < n) visit(i + 1, j); // it takes the next character, or the rest of an unknown piece
+    }
+    if (a === null) {
+      visit(i + 1, j); // the unknown piece ends
+      if (typeof b === 'string') visit(i, j + 1); // it is the pattern's next character, and goes on
+    } else if (a !== undefined && typeof b === 'string' && a === b) visit(i + 1, j + 1);
   }
-  out.push(cur);
-  return out.map((s) => s.trim()).filter(Boolean);
+  return false;
 }
 
-function escapeRegex(s: string): string {
-  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+/**
+ * Whether every value of the unknown pieces makes `text` match the pattern: for allow, which must
+ * hold whatever the command turns out to be. Unknown text is covered only by a `*`.
+ */
+export function covers(pattern: Pattern, text: Piece[]): boolean {
+  const t = flatten(text);
+  if (t.length * (pattern.length + 1) > MAX_STATES) return false;
+  const close = (set: Set<number>) => {
+    for (const j of [...set]) for (let k = j; k < pattern.length && pattern[k] === STAR; k++) set.add(k + 1);
+    return set;
+  };
+  let states = close(new Set([0]));
+  for (const c of t) {
+    const next = new Set<number>();
+    for (const j of states) {
+      if (pattern[j] === STAR) next.add(j);
+      else if (c !== null && j < pattern.length && pattern[j] === c) next.add(j + 1);
+    }
+    states = close(next);
+    if (!states.size) return false;
+  }
+  return states.has(pattern.length);
+}
+
+/** Characters one by one, each unknown piece one `null`. */
+function flatten(text: Piece[]): Piece[] {
+  return text.flatMap((p) => (p === null ? [null] : [...p]));
+}
+
+/**
+ * The command a deny or ask rule matches, if any: any simple command anywhere in it (as bash
+ * reads its words, as written, or found inside another), the whole line as written, or a command
+ * Sluice cannot read, which every rule could match.
+ */
+export function bashHit(
+  patterns: Pattern[],
+  command: string,
+  reading: ShellReading,
+): ShellCommand | 'whole' | undefined {
+  const literalOf = (s: string): Piece[] => [s];
+  if (patterns.some((p) => couldMatch(p, literalOf(command.trim())))) return 'whole';
+  return reading.commands.find((c) =>
+    patterns.some(
+      (p) =>
+        couldMatch(p, commandText(c)) ||
+        (c.source !== '' && c.words.every((w) => literal(w) !== undefined) && couldMatch(p, literalOf(c.source))),
+    ),
+  );
+}
+
+/** Whether one command, as written, is covered by the patterns: by its words, or its literal text. */
+export function bashCovers(patterns: Pattern[], c: ShellCommand): boolean {
+  if (c.assigns) return false;
+  const text = commandText(c);
+  if (patterns.some((p) => covers(p, text))) return true;
+  const plain = c.words.every((w) => literal(w) !== undefined);
+  return plain && c.source !== '' && patterns.some((p) => covers(p, [c.source]));
+}
+
+/** The commands an allow rule has to cover: those written in the line, when the parser read it all. */
+export function mustCover(reading: ShellReading): ShellCommand[] | undefined {
+  if (reading.unprovable.length || reading.unknown.length) return undefined;
+  return reading.commands.filter((c) => !c.derived);
 }
 
 /**
@@ -206,7 +290,8 @@ export function pathMatcher(
   const ig = ignore({ allowRelativePaths: true }).add(pattern);
   return (absolute) => {
     const rel = path.relative(root, absolute);
-    if (rel === '' || rel.startsWith('..') || path.isAbsolute(rel)) return false;
+    // Outside the root is `..` or `../…`; a folder named `..foo` inside it is not.
+    if (rel === '' || rel === '..' || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel)) return false;
     return ig.ignores(rel.split(path.sep).join('/'));
   };
 }

@@ -13,8 +13,17 @@ import * as path from 'node:path';
 import type { ApprovalPolicy, JsonObject, PreDecision } from '../pipeline/types';
 import type { Named, PreExecuteHandler } from '../worker/config';
 import { hideFromSearch } from '../tools/fs/protect';
-import { parseRule, type PermissionRule, type RuleCall, type RuleKind } from './permission-rules';
+import {
+  bashCovers,
+  bashHit,
+  mustCover,
+  parseRule,
+  type PermissionRule,
+  type RuleCall,
+  type RuleKind,
+} from './permission-rules';
 import { digestOf } from './pin';
+import { readShell, type ShellCommand, type ShellReading, shellParserReady } from './shell';
 import { claudeToolName } from './tool-names';
 
 export interface PermissionRulesOptions {
@@ -31,6 +40,10 @@ export interface PermissionRulesOptions {
 export interface PermissionVerdict {
   kind: RuleKind | 'none';
   rule?: PermissionRule;
+  /** An allow of a compound Bash command: the rules that together cover its commands. */
+  rules?: PermissionRule[];
+  /** For Bash: which command the rule matched, or why Sluice could not tell what runs. */
+  detail?: string;
 }
 
 export interface PermissionRules {
@@ -38,14 +51,20 @@ export interface PermissionRules {
   rules: readonly PermissionRule[];
   sources: readonly { label: string; digest: string }[];
   warnings: readonly string[];
-  /** Claude Code's decision for a call: the first match in deny, ask, allow order. */
+  /**
+   * Claude Code's decision for a call: the first match in deny, ask, allow order. Bash commands
+   * are read by the shell parser, which loads once per process (`ready`); before it has, every
+   * Bash command is one Sluice cannot read (denied where a deny rule exists, else not allowed).
+   */
   evaluate(call: { toolName: string; aliases?: readonly string[]; args: Readonly<JsonObject> }): PermissionVerdict;
+  /** Resolves when the shell parser has loaded; the pre-execute handler and `approval` wait for it. */
+  ready: Promise<void>;
   /**
    * An approval policy for a tool that asks by default (like `bash`): `auto` when an allow rule
    * matches the call and no ask or deny rule does, `ask` otherwise. Sluice's pre-execute waterfall
    * never lowers a tool's own `ask`, so this is how an allow rule removes the prompt.
    */
-  approval(claudeName: string, otherwise?: ApprovalPolicy): (args: any) => ApprovalPolicy;
+  approval(claudeName: string, otherwise?: ApprovalPolicy): (args: any) => Promise<ApprovalPolicy>;
 }
 
 const DEFAULT_SOURCES = ['.claude/settings.json', '.claude/settings.local.json'];
@@ -93,6 +112,8 @@ export function permissionRules(opts: PermissionRulesOptions): PermissionRules {
     }
   }
   const digestOfFile = new Map(sources.map((s) => [s.label, s.digest]));
+  const bashRules = rules.some((r) => r.tool === 'Bash' || r.tool === 'bash');
+  const ready = bashRules ? shellParserReady() : Promise.resolve();
 
   function callOf(toolName: string, aliases: readonly string[], args: Readonly<JsonObject>): RuleCall {
     const claudeName = claudeToolName({ name: toolName, aliases });
@@ -110,7 +131,8 @@ export function permissionRules(opts: PermissionRulesOptions): PermissionRules {
         // not there yet: the given path is all there is
       }
     }
-    return { claudeName, sluiceName: toolName, args, paths };
+    const shell = claudeName === 'Bash' && bashRules ? readShell(String(args.command ?? '')) : undefined;
+    return { claudeName, sluiceName: toolName, args, paths, ...(shell ? { shell } : {}) };
   }
 
   function evaluate(call: {
@@ -120,14 +142,61 @@ export function permissionRules(opts: PermissionRulesOptions): PermissionRules {
   }): PermissionVerdict {
     const c = callOf(call.toolName, call.aliases ?? [], call.args);
     for (const kind of KINDS) {
+      if (c.shell) {
+        const v = judgeBash(kind, String(c.args.command ?? ''), c.shell, c);
+        if (v) return v;
+        continue;
+      }
       const rule = rules.find((r) => r.kind === kind && r.matches(c));
       if (rule) return { kind, rule };
     }
     return { kind: 'none' };
   }
 
-  const handler: PreExecuteHandler = (ctx) => {
+  /**
+   * One kind of rule against a Bash command the parser read. Deny and ask: the first rule that
+   * matches any command in it (or could match one Sluice cannot read). Allow: a rule for every
+   * command written in it, when the parser proved it is nothing but those commands.
+   */
+  function judgeBash(
+    kind: RuleKind,
+    command: string,
+    reading: ShellReading,
+    c: RuleCall,
+  ): PermissionVerdict | undefined {
+    const ofKind = rules.filter((r) => r.kind === kind);
+    const whole = ofKind.find((r) => !r.bash && r.matches(c));
+    if (kind !== 'allow') {
+      if (whole) return { kind, rule: whole };
+      for (const rule of ofKind) {
+        const hit = rule.bash && bashHit(rule.bash, command, reading);
+        if (hit) return { kind, rule, detail: describe(hit, reading) };
+      }
+      return undefined;
+    }
+    if (whole) return { kind, rule: whole };
+    const all = mustCover(reading);
+    if (!all?.length) return undefined;
+    const used: PermissionRule[] = [];
+    for (const cmd of all) {
+      const rule = ofKind.find((r) => r.bash && bashCovers(r.bash, cmd));
+      if (!rule) return undefined;
+      if (!used.includes(rule)) used.push(rule);
+    }
+    return { kind, rule: used[0], ...(used.length > 1 ? { rules: used } : {}) };
+  }
+
+  function describe(hit: ShellCommand | 'whole', reading: ShellReading): string | undefined {
+    if (hit === 'whole') return undefined;
+    if (hit.words.length === 1 && hit.words[0].length === 1 && hit.words[0][0] === null)
+      return `Sluice cannot tell every command this runs (${reading.unknown.join('; ')}), and the rule could match one`;
+    const text = hit.words.map((w) => w.map((p) => (p === null ? '…' : p)).join('')).join(' ');
+    return `it matches \`${clip(text)}\`${hit.derived ? ' (found inside the command)' : ''}`;
+  }
+
+  const handler: PreExecuteHandler = async (ctx) => {
     if (!ctx.tool) return undefined;
+    await ready;
     const v = evaluate({ toolName: ctx.tool.name, aliases: ctx.tool.aliases, args: ctx.call.args });
     if (v.kind === 'none' || !v.rule) return undefined;
     ctx.emit('permission/matched', {
@@ -137,13 +206,16 @@ export function permissionRules(opts: PermissionRulesOptions): PermissionRules {
       rule: v.rule.text,
       settings: v.rule.file,
       settingsDigest: digestOfFile.get(v.rule.file) ?? null,
+      ...(v.rules ? { rules: v.rules.map((r) => ({ rule: r.text, settings: r.file })) } : {}),
+      ...(v.detail ? { detail: v.detail } : {}),
     });
     const where = `the permission rule ${JSON.stringify(v.rule.text)} in ${v.rule.file}`;
+    const why = v.detail ? `: ${v.detail}` : '';
     const decision: PreDecision =
       v.kind === 'deny'
-        ? { kind: 'deny', reason: `${where} denies this call` }
+        ? { kind: 'deny', reason: `${where} denies this call${why}` }
         : v.kind === 'ask'
-          ? { kind: 'ask', reason: `${where} asks for approval` }
+          ? { kind: 'ask', reason: `${where} asks for approval${why}` }
           : { kind: 'allow' };
     return decision;
   };
@@ -165,9 +237,18 @@ export function permissionRules(opts: PermissionRulesOptions): PermissionRules {
     sources,
     warnings,
     evaluate,
+    ready,
     approval(claudeName, otherwise = 'ask') {
-      return (args) =>
-        evaluate({ toolName: claudeName, args: (args ?? {}) as JsonObject }).kind === 'allow' ? 'auto' : otherwise;
+      return async (args) => {
+        await ready;
+        return evaluate({ toolName: claudeName, args: (args ?? {}) as JsonObject }).kind === 'allow'
+          ? 'auto'
+          : otherwise;
+      };
     },
   };
+}
+
+function clip(text: string): string {
+  return text.length > 200 ? `${text.slice(0, 199)}…` : text;
 }

