@@ -24,6 +24,7 @@ import { codexRules, type CodexRulesOptions, describeFailures } from './codex-ru
 import { geminiPolicy, type GeminiPolicyOptions } from './gemini-policy';
 import { openCodePermissions, type OpenCodeOptions } from './opencode-permissions';
 import { permissionRules } from './permissions';
+import { shellParserReady } from './shell';
 import { digestOf } from './pin';
 import {
   type ExampleFailure,
@@ -101,7 +102,7 @@ export interface PolicyRules {
    * together allow the call, `otherwise` (default `ask`) when they do not. Sluice never lets an
    * extension lower a tool's own `ask`, so this is how an allow rule removes bash's prompt.
    */
-  approval(toolName: string, otherwise?: ApprovalPolicy): (args: unknown) => ApprovalPolicy;
+  approval(toolName: string, otherwise?: ApprovalPolicy): (args: unknown) => Promise<ApprovalPolicy>;
   check(tests?: readonly PolicyTest[]): PolicyCheckReport;
 }
 
@@ -183,8 +184,11 @@ export function policyRules(opts: PolicyRulesOptions): PolicyRules {
     return { decision: winner?.decision ?? 'none', ...(winner ? { winner } : {}), sources: per };
   }
 
-  const handler: PreExecuteHandler = (ctx) => {
+  // Claude Code's Bash rules read commands with the shell parser, which loads asynchronously.
+  const ready = shellParserReady();
+  const handler: PreExecuteHandler = async (ctx) => {
     if (!ctx.tool) return undefined;
+    await ready;
     const x = explain({ toolName: ctx.tool.name, aliases: ctx.tool.aliases, args: ctx.call.args });
     const w = x.winner;
     if (!w?.rule || x.decision === 'none') return undefined;
@@ -238,8 +242,10 @@ export function policyRules(opts: PolicyRulesOptions): PolicyRules {
     preExecute: rules.length ? [{ name: 'policy files (Claude Code, Codex, Gemini CLI, OpenCode)', handler }] : [],
     explain,
     approval(toolName, otherwise = 'ask') {
-      return (args) =>
-        explain({ toolName, args: (args ?? {}) as JsonObject }).decision === 'allow' ? 'auto' : otherwise;
+      return async (args) => {
+        await ready;
+        return explain({ toolName, args: (args ?? {}) as JsonObject }).decision === 'allow' ? 'auto' : otherwise;
+      };
     },
     check,
   };
