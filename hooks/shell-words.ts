@@ -35,7 +35,6 @@ export function splitCompound(command: string): string[] {
   return out.map((s) => s.trim()).filter(Boolean);
 }
 
-
 /** POSIX-style word splitting of one simple command. Unbalanced quotes keep the rest as one word. */
 export function shellWords(command: string): string[] {
   const words: string[] = [];
