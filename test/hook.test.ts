@@ -129,6 +129,15 @@ describe('Claude Code', () => {
     });
   });
 
+  it('parallel tool calls: hooks of one session at once each get their own batch and answer', async () => {
+    const session = `hook-parallel-${process.pid}-${Date.now()}`;
+    const docs = [1, 2, 3].map((i) =>
+      payload('claude-pre-tool-use.json', { session, command: `npm test -- --shard ${i}` }),
+    );
+    const answers = await Promise.all(docs.map((d) => runHook('claude', d)));
+    for (const r of answers) expect(r.json.hookSpecificOutput.permissionDecision).toBe('allow');
+  });
+
   it('PreToolUse: a deny rule answers deny with the rule as the reason', async () => {
     const r = await runHook('claude', payload('claude-pre-tool-use.json', { command: 'rm -rf build' }));
     expect(r.code).toBe(0);

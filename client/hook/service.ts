@@ -113,12 +113,11 @@ export async function decide(req: HarnessRequest, opts: HookServiceOptions): Pro
     // Terminated, cancelled or failed for another reason: that occurrence never decided.
     n = latest.n + 1;
   }
-  const handle = await start(opts, req, n, step, {
+  const { handle, out } = await run(opts, req, n, step, {
     id: req.toolUseId ?? `harness-${n}`,
     name: req.toolName,
     arguments: JSON.stringify(req.toolInput),
   });
-  const out = await resultBy(handle, opts);
   if (out) return { ...decisionOf(out), workflowId: handle.workflowId };
   return await notYet(handle.workflowId, opts);
 }
@@ -144,12 +143,11 @@ export async function record(
       args.response_chars = text.length;
     }
   }
-  const handle = await start(opts, req, n, callStep(req, 'result'), {
+  const { handle, out } = await run(opts, req, n, callStep(req, 'result'), {
     id: req.toolUseId ?? `harness-result-${n}`,
     name: HARNESS_RESULT_TOOL,
     arguments: JSON.stringify(args),
   });
-  const out = await resultBy(handle, opts);
   if (!out)
     throw new Error(
       `the result was handed to batch ${handle.workflowId}, which did not finish within the hook's time (is a worker running on task queue ${opts.sluice.taskQueue}?); it is recorded when a worker runs it`,
@@ -181,13 +179,18 @@ async function decisionBatchOf(
   return latest;
 }
 
-async function start(
+/**
+ * Starts (or attaches to) the batch and waits for its outcome until the deadline. A batch that
+ * lost the seq claim to a concurrent one ran nothing: it is renumbered from the clock, now later,
+ * and started again (the check rides on the result, so an allowed call costs no extra round trip).
+ */
+async function run(
   opts: HookServiceOptions,
   req: HarnessRequest,
   turn: number,
   step: number,
   call: { id: string; name: string; arguments: string },
-): Promise<BatchHandle> {
+): Promise<{ handle: BatchHandle; out?: BatchOutput }> {
   const request = {
     sessionId: req.sessionId,
     turn,
@@ -195,11 +198,19 @@ async function start(
     calls: [call],
     ...(opts.approvalTimeoutMs !== undefined ? { options: { approvalTimeoutMs: opts.approvalTimeoutMs } } : {}),
   };
-  // A batch that lost the seq claim to a concurrent one ran nothing: renumber it from the clock, now later.
   for (let attempt = 0; ; attempt++) {
     const handle = await opts.sluice.startBatch({ ...request, startSeq: clockSeq() + attempt });
-    if (attempt >= 3 || !(await seqRefused(opts.sluice, handle.workflowId))) return handle;
+    try {
+      const out = await resultBy(handle, opts);
+      return { handle, ...(out ? { out } : {}) };
+    } catch (err) {
+      if (attempt >= 3 || !isSeqConflict(err)) throw err;
+    }
   }
+}
+
+function isSeqConflict(err: unknown): boolean {
+  return err instanceof WorkflowFailedError && (err.cause as { type?: string } | undefined)?.type === SEQ_CONFLICT;
 }
 
 async function seqRefused(sluice: SluiceClient, workflowId: string): Promise<boolean> {
@@ -210,7 +221,7 @@ async function seqRefused(sluice: SluiceClient, workflowId: string): Promise<boo
     await handle.result();
     return false;
   } catch (err) {
-    return err instanceof WorkflowFailedError && (err.cause as { type?: string } | undefined)?.type === SEQ_CONFLICT;
+    return isSeqConflict(err);
   }
 }
 
