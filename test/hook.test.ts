@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as http from 'node:http';
 import * as path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { inject } from 'vitest';
 import { callStep } from '../client/hook/service';
 import { commandHooks, harnessTools, permissionRules } from '../hooks';
@@ -14,6 +14,10 @@ import { batchWorkflowId } from '../workflows/definitions';
 import { defineConfig } from '../worker/config';
 import { eventually, pendingApprovals } from './eventually';
 import { type Harness, startHarness } from './harness';
+
+// Every test starts real processes (a hook, the CLI) that load TypeScript through tsx: at a load of
+// 16 and more each takes many seconds, so the file's tests get minutes, not vitest's one.
+vi.setConfig({ testTimeout: 300_000 });
 
 const BIN = path.join(__dirname, '..', 'bin', 'sluice.js');
 const FIXTURES = path.join(__dirname, 'fixtures', 'hook');
