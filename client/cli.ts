@@ -220,6 +220,8 @@ Options:
   --by NAME               Who reconciles (default: SLUICE_APPROVER, then USER); recorded
   --reason TEXT           Why; recorded and shown in the audit
   --workflow ID           The reconcile workflow's id, when the search attributes cannot find it
+  --token-file FILE       Your signed identity (a JWT; or SLUICE_APPROVER_TOKEN), sealed with
+                          SLUICE_SEAL_KEY: needed to run again a tool with approverGroups
   --json                  Print the reconciliation as JSON
 ${CONNECTION_OPTIONS}
 
@@ -992,10 +994,13 @@ async function reconcile(v: Values, reconcileId: string | undefined, out: (s: st
   const decision = chosen[0];
   if (decision === 'done' && !v.evidence?.trim())
     throw new UsageError('--done needs --evidence TEXT: what shows the call ran (a log line, an id, a receipt)');
+  // A tool only verified approvers may decide is run again only with a signed identity.
+  const token = v['token-file'] ? readTokenFile(v['token-file']) : process.env.SLUICE_APPROVER_TOKEN?.trim();
   return withDecidingClient(v, out, async (sluice) => {
     const r = await sluice.reconcile({
       reconcileId,
       decision,
+      ...(token ? { identityToken: token } : {}),
       by: decider(v, 'cli'),
       ...(v.reason ? { reason: v.reason } : {}),
       ...(v.evidence ? { evidence: v.evidence } : {}),

@@ -533,9 +533,26 @@ export class SluiceClient {
    * that it ran; not done; or run again (the body runs once more and its result is returned).
    * Recorded with who and why in the reconcile workflow's history, which the audit shows.
    */
-  async reconcile(decision: ReconcileDecision & { workflowId?: string }): Promise<Reconciliation> {
+  async reconcile(
+    decision: ReconcileDecision & { workflowId?: string; identityToken?: string; sealKey?: JWK },
+  ): Promise<Reconciliation> {
     const workflowId = decision.workflowId ?? (await this.findApproval(decision.reconcileId));
-    const { workflowId: _omit, ...payload } = decision;
+    const { workflowId: _omit, identityToken, sealKey, ...payload } = decision;
+    // A verified approver's token is sealed to this card and the call's digest, as for an approval.
+    if (identityToken) {
+      const card = (await this.readApprovals(workflowId)).pending.find((p) => p.approvalId === decision.reconcileId);
+      const key = sealKey ?? sealKeyFromEnv();
+      if (!card) throw new SluiceError(`no unknown outcome ${decision.reconcileId} is waiting in ${workflowId}`);
+      if (!key)
+        throw new SluiceError(
+          "a signed identity is sealed to the workers' public key before it is sent: set SLUICE_SEAL_KEY or pass sealKey",
+        );
+      payload.signedIdentity = await sealIdentity(
+        identityToken,
+        { approvalId: decision.reconcileId, argsDigest: card.argsDigest },
+        key,
+      );
+    }
     const handle = this.temporal.workflow.getHandle(workflowId);
     try {
       return await handle.executeUpdate<Reconciliation, [ReconcileDecision]>(RECONCILE_UPDATE, { args: [payload] });

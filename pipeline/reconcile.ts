@@ -38,6 +38,11 @@ export interface ReconcileDecision {
   reason?: string;
   /** What shows the body ran (a log line, a receipt): required to mark it done. */
   evidence?: string;
+  /**
+   * The approver's JWT sealed to the workers' key for this reconcile id and the call's digest
+   * (as for an approval): required to run again a tool only verified approvers may decide.
+   */
+  signedIdentity?: string;
 }
 
 export interface Reconciliation {
@@ -73,6 +78,7 @@ export function normalizeReconcile(d: ReconcileDecision): ReconcileDecision {
     ...(by ? { by } : {}),
     ...(reason ? { reason } : {}),
     ...(evidence ? { evidence } : {}),
+    ...(typeof d.signedIdentity === 'string' && d.signedIdentity ? { signedIdentity: d.signedIdentity } : {}),
   };
 }
 
@@ -84,6 +90,8 @@ export function reconcileProblem(d: unknown, reconcileId: string): string | unde
   if (x.reconcileId !== reconcileId) return `this card is ${reconcileId}, not ${String(x.reconcileId)}`;
   if (!RECONCILE_CHOICES.includes(x.decision as ReconcileChoice))
     return `"decision" must be "done", "not-done" or "run-again" (got ${JSON.stringify(x.decision)})`;
+  if (x.signedIdentity !== undefined && (typeof x.signedIdentity !== 'string' || x.signedIdentity.length > 16_384))
+    return '"signedIdentity" must be a sealed identity (a compact JWE string)';
   for (const k of ['by', 'reason', 'evidence'] as const)
     if (x[k] !== undefined && typeof x[k] !== 'string') return `"${k}" must be a string`;
   if (!x.by?.trim()) return 'say who reconciles ("by"): it is recorded with the decision';

@@ -18,6 +18,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { StageActivities } from '../activities/stages';
+import type { IdentityActivities } from '../pipeline/identity';
 import { normalizeResult } from '../pipeline/normalize';
 import { unpackBodyResult } from '../pipeline/stages';
 import {
@@ -35,6 +36,13 @@ import { bodyFailure } from './failures';
 
 export const reconcileUpdate = defineUpdate<Reconciliation, [ReconcileDecision]>(RECONCILE_UPDATE);
 
+// Only a decision that carries a signed identity schedules it, so histories without one replay
+// unchanged (the check that one is present is the update's validator, which replay does not run).
+const identity = proxyActivities<IdentityActivities>({
+  startToCloseTimeout: '30s',
+  retry: { maximumAttempts: 3, initialInterval: '1s' },
+});
+
 /** A reconcile card does not expire: it waits for a person however long that takes. */
 const NEVER = '9999-12-31T23:59:59.000Z';
 
@@ -44,7 +52,11 @@ export async function reconcileCall(input: ReconcileInput): Promise<Reconciliati
   let askedAt = new Date().toISOString();
   let decision: ReconcileDecision | undefined;
   let running = false;
+  let verifying = false;
   let outcome: Reconciliation | undefined;
+  // A run again runs the body once more: for a tool whose asks only verified approvers (in its
+  // groups) may decide, so may its run again; a typed name would otherwise re-run it.
+  const runAgainNeedsIdentity = input.profile.identityRequired === true;
 
   const pending = (): PendingApproval => ({
     approvalId: input.reconcileId,
@@ -98,7 +110,30 @@ export async function reconcileCall(input: ReconcileInput): Promise<Reconciliati
   setHandler(
     reconcileUpdate,
     async (d) => {
-      decision = normalizeReconcile(d);
+      const taken = normalizeReconcile(d);
+      if (taken.decision === 'run-again' && runAgainNeedsIdentity && taken.signedIdentity) {
+        verifying = true;
+        const r = await identity
+          .verifyApprover({
+            sealed: taken.signedIdentity,
+            approvalId: input.reconcileId,
+            argsDigest: input.ref.argsDigest,
+            groups: input.profile.approverGroups ?? [],
+            toolName: input.toolName,
+          })
+          .finally(() => {
+            verifying = false;
+          });
+        if (!r.ok)
+          throw ApplicationFailure.create({
+            type: RECONCILE_REFUSED,
+            nonRetryable: true,
+            message: `${r.problem}; nothing was run`,
+          });
+        taken.by = r.subject;
+      }
+      delete taken.signedIdentity;
+      decision = taken;
       await condition(() => outcome !== undefined || (!running && !decision));
       if (outcome) return outcome;
       // The run again was lost too: the card is back, and the sender is told.
@@ -108,9 +143,12 @@ export async function reconcileCall(input: ReconcileInput): Promise<Reconciliati
       validator: (d) => {
         const why = outcome
           ? `already reconciled: ${outcome.outcome} by ${outcome.by}`
-          : decision
-            ? `a decision is being applied already (${decision.decision} by ${decision.by ?? '?'})`
-            : reconcileProblem(d, input.reconcileId);
+          : decision || verifying
+            ? `a decision is being applied already${decision ? ` (${decision.decision} by ${decision.by ?? '?'})` : ''}`
+            : (reconcileProblem(d, input.reconcileId) ??
+              (d.decision === 'run-again' && runAgainNeedsIdentity && !d.signedIdentity
+                ? `${input.toolName} may only be run again by a verified approver${input.profile.approverGroups?.length ? ` in ${input.profile.approverGroups.join(' or ')}` : ''}: send the decision with a signed identity (\`npx sluice reconcile --run-again --token-file FILE\`); a typed name is not enough`
+                : undefined));
         if (why) throw ApplicationFailure.create({ type: RECONCILE_REFUSED, nonRetryable: true, message: why });
       },
     },
