@@ -6,6 +6,7 @@ import Ajv, { type ValidateFunction } from 'ajv';
 import Ajv2019 from 'ajv/dist/2019';
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
+import { RE2JS } from 're2js';
 import type { JsonObject } from '../pipeline/types';
 
 /** A JSON Schema object; its root must describe an object (`type: "object"`), as models require. */
@@ -151,7 +152,10 @@ function validatorFor($schema: string | undefined): AnyAjv {
   if (!ajv) {
     // strict: false accepts the annotation keywords real-world schemas carry (e.g. "examples" in
     // draft-07, vendor extensions) while the meta-schema still refuses malformed ones.
-    const opts = { strict: false, allErrors: true, validateSchema: true };
+    // Schema patterns (`pattern`, `patternProperties`) run on RE2: linear in the argument, so a
+    // pattern like ^(a+)+$ cannot freeze the worker on a model's argument (a backtracking RegExp
+    // doubles its time with each character, in preflight, body and settle alike).
+    const opts = { strict: false, allErrors: true, validateSchema: true, code: { regExp: re2RegExp } };
     ajv = dialect === '07' ? new Ajv(opts) : dialect === '2019' ? new Ajv2019(opts) : new Ajv2020(opts);
     if (dialect === '07') ajv.addMetaSchema(require('ajv/dist/refs/json-schema-draft-06.json'));
     addFormats(ajv as Ajv);
@@ -159,6 +163,25 @@ function validatorFor($schema: string | undefined): AnyAjv {
   }
   return ajv;
 }
+
+/**
+ * ajv's regExp engine for schema patterns: RE2 (re2js), searching as RegExp.test does. A pattern
+ * RE2 cannot run (backreferences, lookahead, lookbehind) throws here, when the schema compiles,
+ * so the tool is refused when it is defined or listed, never slow on a call.
+ */
+function re2RegExp(pattern: string, _flags: string): { test(s: string): boolean; toString(): string } {
+  let re: RE2JS;
+  try {
+    re = RE2JS.compile(RE2JS.translateRegExp(pattern));
+  } catch (err) {
+    throw new Error(
+      `the pattern ${JSON.stringify(pattern.length > 200 ? `${pattern.slice(0, 200)}…` : pattern)} cannot be checked in linear time (${messageOf(err)}): Sluice checks schema patterns with RE2, which has no backreferences or lookaround; rewrite the pattern without them`,
+    );
+  }
+  return { test: (s: string) => re.matcher(s).find(), toString: () => `re2:${pattern}` };
+}
+// What ajv's standalone code would name the engine by; Sluice never generates standalone code.
+re2RegExp.code = 'sluice/re2RegExp';
 
 function isStandardSchema(x: unknown): x is StandardSchemaV1 {
   if (x === null || (typeof x !== 'object' && typeof x !== 'function')) return false;
