@@ -20,7 +20,7 @@ import { FailureTypes } from '../pipeline/errors';
 import type { Candidate, StatePatch } from '../pipeline/types';
 import { compose, type Layer } from '../pipeline/waterfall';
 import { stashCandidate } from '../worker/claim-check';
-import { handlerOf, nameOf, ToolOutput, type ToolContext } from '../worker/config';
+import { handlerOf, isToolOutput, nameOf, type ToolContext } from '../worker/config';
 import { messageOf } from './extensions';
 import { type Collector, parseArgs, type StageKit } from './kit';
 
@@ -73,7 +73,7 @@ export function executeStage(kit: StageKit) {
       } catch (err) {
         throw new BodyThrew(err);
       }
-      return toCandidate(value);
+      return toCandidate(value, tool.name);
     };
     const layers: Layer<Candidate>[] = (kit.config.execute ?? []).map((w, i) => {
       const who = `execute wrapper ${nameOf(w, `#${i}`)}`;
@@ -125,9 +125,9 @@ export function executeStage(kit: StageKit) {
   };
 }
 
-function toCandidate(value: unknown): Candidate {
+function toCandidate(value: unknown, toolName: string): Candidate {
   try {
-    if (value instanceof ToolOutput) {
+    if (isToolOutput(value)) {
       const f = value.fields;
       const v = f.value === undefined ? undefined : snapshotJson(f.value, 'value');
       return checkCandidate(
@@ -145,11 +145,23 @@ function toCandidate(value: unknown): Candidate {
     const v = value === undefined ? null : snapshotJson(value, 'result');
     return { content: renderValue(v), value: v, isError: false };
   } catch (err) {
-    return errorCandidate(
-      `the tool returned a value that cannot be recorded: ${messageOf(err)}`,
-      ErrorCodes.INVALID_TOOL_OUTPUT,
-    );
+    return ranButUnrecorded(toolName, messageOf(err));
   }
+}
+
+/**
+ * The body returned, so whatever it does was done; only what it returned cannot be recorded. Not
+ * the call failing: a model told so would call it again and do the work twice. The result is not
+ * an error (`isError: false`), its text says the effect happened and what was wrong with the
+ * value, and `error.code` INVALID_TOOL_OUTPUT lets code tell it apart (docs/tools.md).
+ */
+function ranButUnrecorded(toolName: string, why: string): Candidate {
+  const message = `${toolName} ran to the end, so its effects happened, but the value it returned cannot be recorded: ${why}. What it returned is not known; do not call it again to redo the work.`;
+  return {
+    content: [{ type: 'text', text: message }],
+    isError: false,
+    error: { message, code: ErrorCodes.INVALID_TOOL_OUTPUT },
+  };
 }
 
 function checkCandidate(out: unknown, who: string): Candidate {

@@ -32,7 +32,22 @@ export interface ModelAdapter {
  * Thrown by an adapter for a request the provider refused for good (bad request, bad key, no such
  * model): the step is not retried and the turn ends with the message.
  */
+const MODEL_REFUSED_BRAND = Symbol.for('sluice.ModelRefusedError');
+
 export class ModelRefusedError extends Error {
+  readonly [MODEL_REFUSED_BRAND] = true;
+  /**
+   * Holds for a ModelRefusedError of any copy of Sluice: a config's model adapter may throw the one
+   * of the copy it imports, and a refusal retried as a passing fault would be asked again and again.
+   */
+  static [Symbol.hasInstance](value: unknown): boolean {
+    if (this !== ModelRefusedError) return Function.prototype[Symbol.hasInstance].call(this, value);
+    return (
+      value !== null &&
+      typeof value === 'object' &&
+      (value as { [MODEL_REFUSED_BRAND]?: unknown })[MODEL_REFUSED_BRAND] === true
+    );
+  }
   constructor(message: string) {
     super(message);
     this.name = 'ModelRefusedError';

@@ -183,7 +183,11 @@ describe('results', () => {
     ]);
     const e = err(out, 0);
     expect(e.code).toBe('INVALID_TOOL_OUTPUT');
-    expect(e.text).toMatch(/^Error: the tool returned a value that cannot be recorded: .*is not lossless JSON/);
+    // The body ran: the result says its effects happened rather than that the call failed.
+    expect(e.text).toMatch(
+      /^bad_value ran to the end, so its effects happened, but the value it returned cannot be recorded: .*is not lossless JSON/,
+    );
+    expect(out.results[0].result.isError).toBe(false);
     expect(text(out.results[1].result)).toBe('still here');
   });
 

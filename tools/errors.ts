@@ -52,8 +52,21 @@ export function toolError(message: string, code: string, meta?: JsonObject): Too
   });
 }
 
+/** Marks a ToolFailure with a key every copy of Sluice shares (as ToolOutput's, worker/config.ts). */
+const TOOL_FAILURE_BRAND = Symbol.for('sluice.ToolFailure');
+
 /** A failure a tool body detects and turns into a result (see toolError). */
 export class ToolFailure extends Error {
+  readonly [TOOL_FAILURE_BRAND] = true;
+  /** `instanceof ToolFailure` holds for a ToolFailure thrown by any copy of Sluice. */
+  static [Symbol.hasInstance](value: unknown): boolean {
+    if (this !== ToolFailure) return Function.prototype[Symbol.hasInstance].call(this, value);
+    return (
+      value !== null &&
+      typeof value === 'object' &&
+      (value as { [TOOL_FAILURE_BRAND]?: unknown })[TOOL_FAILURE_BRAND] === true
+    );
+  }
   constructor(
     message: string,
     readonly code: string,

@@ -208,8 +208,22 @@ export function defineTool(def: ToolDefinitionInput<unknown, ToolInputSchema>): 
   return Object.freeze({ ...def }) as ToolDefinition;
 }
 
+/**
+ * Marks a ToolOutput with a key every copy of Sluice shares: a config that imports `sluice` from
+ * another copy than the worker's (a linked checkout, a workspace, the CLI run from source) builds
+ * its results with its own class, and `instanceof` against the worker's would call them plain
+ * objects that cannot be recorded, after the body ran.
+ */
+const TOOL_OUTPUT_BRAND = Symbol.for('sluice.ToolOutput');
+
 /** A body may return this to set content, meta or concludesTurn itself instead of a plain value. */
 export class ToolOutput {
+  readonly [TOOL_OUTPUT_BRAND] = true;
+  /** `instanceof ToolOutput` holds for a ToolOutput of any copy of Sluice. */
+  static [Symbol.hasInstance](value: unknown): boolean {
+    // A subclass keeps the ordinary check.
+    return this === ToolOutput ? isToolOutput(value) : Function.prototype[Symbol.hasInstance].call(this, value);
+  }
   constructor(
     readonly fields: {
       content?: ContentBlock[];
@@ -222,6 +236,13 @@ export class ToolOutput {
   ) {}
 }
 export const toolOutput = (fields: ToolOutput['fields']) => new ToolOutput(fields);
+
+/** True for a ToolOutput built by any copy of Sluice (see TOOL_OUTPUT_BRAND). */
+export function isToolOutput(value: unknown): value is ToolOutput {
+  if (value === null || typeof value !== 'object') return false;
+  const v = value as { [TOOL_OUTPUT_BRAND]?: unknown; fields?: unknown };
+  return v[TOOL_OUTPUT_BRAND] === true && v.fields !== null && typeof v.fields === 'object';
+}
 
 export interface SluiceConfig {
   tools: ToolDefinition[];
