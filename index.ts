@@ -1,7 +1,8 @@
-// `sluice`: what a config module and an agent process write against — tools, the config, schemas
-// and the types. Loads no Temporal runtime. The rest is layered: sluice/client (run batches,
-// decide approvals), sluice/worker (host Sluice), sluice/workflow (inside your workflows),
-// sluice/tools, sluice/hooks, sluice/code-mode.
+// `sluice`: what a config module writes against — defineTool, defineConfig, the manifest helpers,
+// the errors and the types. Loads no Temporal runtime and names no optional package in its
+// declarations. The rest is layered: sluice/client (run batches, decide approvals), sluice/worker
+// (host Sluice), sluice/workflow (inside your workflows), sluice/agent (model adapters and message
+// converters), sluice/tools, sluice/hooks, sluice/code-mode. docs/api-report.md lists every export.
 export {
   defineConfig,
   defineTool,
@@ -36,17 +37,5 @@ export type { EventSink } from './worker/sink';
 export type { PostVerdict } from './pipeline/fold';
 // The errors and the shared types, as `sluice/client` exports them too.
 export * from './client/common-exports';
-// Converters between model SDK message formats and batches, and the model adapters a config's
-// agent sessions use (their SDKs load on first use).
-export * from './agent/convert';
-export {
-  ModelRefusedError,
-  type ModelAdapter,
-  type ModelRequest,
-  type ModelReply,
-  type ModelEntry,
-} from './agent/models';
-export { openAIChatModel, openAIResponsesModel } from './agent/adapters/openai';
-export { anthropicModel } from './agent/adapters/anthropic';
-export { aiSdkModel } from './agent/adapters/ai-sdk';
-export { scriptedModel, scriptFileModel, type ModelScript, type ScriptStep } from './agent/adapters/scripted';
+// The model types a config's `models` names; the adapters and converters are in sluice/agent.
+export type { ModelAdapter, ModelRequest, ModelReply, ModelEntry } from './agent/models';

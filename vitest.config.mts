@@ -8,6 +8,7 @@ const entries: Record<string, string> = {
   'sluice/client': 'client/index.ts',
   'sluice/worker': 'worker/index.ts',
   'sluice/workflow': 'workflows/public.ts',
+  'sluice/agent': 'agent/index.ts',
   'sluice/tools': 'tools/index.ts',
   'sluice/hooks': 'hooks/index.ts',
   'sluice/code-mode': 'tools/code-mode/index.ts',

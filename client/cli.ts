@@ -8,18 +8,17 @@ import { WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import { isEvent } from '../pipeline/events';
 import { canonicalJson } from '../pipeline/json';
 import type { BatchOutput, Json, SessionEvent } from '../pipeline/types';
-import { runDev } from '../scripts/dev';
 import { parseRetention, toolManifest } from '../worker/config';
 import { storedResultOf } from '../worker/claim-check';
 import { loadConfig } from '../worker/load-config';
-import { installRuntime, runWorker } from '../worker/main';
 import { ensureDatabase, PG_RESULT_REF, PostgresStores, redactUrl, SCHEMA_VERSION } from '../worker/postgres';
 import { databaseUrlFromEnv, openStores, type SluiceStores } from '../worker/stores';
 import { codecFromEnv, dataConverterFromEnv, decryptHistory } from '../worker/codec';
-import { DEFAULT_STATE_DIR, DEFAULT_TASK_QUEUE } from '../worker/worker';
-import { batchWorkflowId } from '../workflows/definitions';
+import { DEFAULT_STATE_DIR } from '../worker/session-log-path';
+import { batchWorkflowId, DEFAULT_TASK_QUEUE } from '../workflows/definitions';
+import { requireOptional } from '../worker/optional';
 import { SluiceClient, SluiceError, type BatchRequest } from './client';
-import { connect } from './connection';
+import { connect, connectClient } from './connection';
 import { BatchFailedError, NotFoundError, ServerError, UsageError } from './errors';
 import { auditHistories, type SessionAudit } from './audit';
 import { LineInput, newChatSessionId, runChat, scriptMessages } from './chat';
@@ -32,9 +31,26 @@ import { HOOK_HELP, hookMain } from './hook/command';
 import { historyToJson, loadHistories, type LoadedHistory } from './history';
 import { DEFAULT_INBOX_HOST, DEFAULT_INBOX_PORT, startInbox } from './inbox/server';
 import { clip, renderAudit, renderPendingCard, renderResultCard, terminalSafe } from './render';
-import { replayHistories } from './replay';
 import { policyCommand } from './policy-cli';
 import { ensureSearchAttributes } from './setup';
+
+// Worker-side modules load when a command needs them: an app that installed Sluice for its client
+// side has no @temporalio/worker, and `sluice batch`, `approve`, `pending` … still run there, on a
+// plain client connection.
+const hasWorkerRuntime = () => {
+  try {
+    require.resolve('@temporalio/worker');
+    return true;
+  } catch {
+    return false;
+  }
+};
+const needsWorker = <T>(command: string, load: () => T): T =>
+  requireOptional('@temporalio/worker', `\`sluice ${command}\``, load);
+const workerMain = (command: string) =>
+  needsWorker(command, () => require('../worker/main') as typeof import('../worker/main'));
+const connectAny = (opts: { address?: string; namespace?: string }) =>
+  hasWorkerRuntime() ? connect(opts) : connectClient(opts);
 
 const HELP = `sluice — durable tool batches for AI agents, on Temporal
 
@@ -373,7 +389,7 @@ export async function main(
     return command || values.help ? 0 : 2;
   }
   // Core's own log lines go to stderr through the SDK logger, so stdout stays the command's output.
-  installRuntime();
+  if (hasWorkerRuntime()) workerMain(command).installRuntime();
   // One place for the database: the worker, the inbox and every reader take it from the environment.
   if (values['database-url']) process.env.SLUICE_DATABASE_URL = values['database-url'];
   try {
@@ -423,7 +439,7 @@ export async function main(
 }
 
 async function client(v: Values) {
-  const c = await connect({ address: v.address, namespace: v.namespace });
+  const c = await connectAny({ address: v.address, namespace: v.namespace });
   return {
     sluice: new SluiceClient({
       connection: c.connection,
@@ -443,7 +459,7 @@ async function manifest(v: Values, out: (s: string) => void): Promise<number> {
 }
 
 async function dev(v: Values): Promise<number> {
-  await runDev({
+  await needsWorker('dev', () => require('../scripts/dev') as typeof import('../scripts/dev')).runDev({
     stateDir: v['state-dir'] ?? DEFAULT_STATE_DIR,
     config: v.config,
     port: v.port ? Number(v.port) : undefined,
@@ -612,6 +628,7 @@ async function checkSessionLogs(stores: SluiceStores, audit: SessionAudit): Prom
 async function replay(v: Values, targets: string[], out: (s: string) => void): Promise<number> {
   if (targets.length === 0) throw new UsageError('replay needs batch workflow ids, session ids or history .json files');
   return withHistories(v, targets, async (histories) => {
+    const { replayHistories } = needsWorker('replay', () => require('./replay') as typeof import('./replay'));
     const results = await replayHistories(histories, {
       ...(v.workflows ? { workflowsPath: path.resolve(v.workflows) } : {}),
     });
@@ -651,7 +668,7 @@ async function exportHistory(v: Values, workflowId: string | undefined, out: (s:
 }
 
 async function worker(v: Values): Promise<number> {
-  await runWorker({
+  await workerMain('worker').runWorker({
     config: v.config,
     address: v.address,
     namespace: v.namespace,
@@ -664,7 +681,7 @@ async function worker(v: Values): Promise<number> {
 }
 
 async function setup(v: Values, out: (s: string) => void): Promise<number> {
-  const c = await connect({ address: v.address, namespace: v.namespace });
+  const c = await connectAny({ address: v.address, namespace: v.namespace });
   try {
     const added = await ensureSearchAttributes(c.connection, c.namespace);
     out(added.length ? `registered search attributes: ${added.join(', ')}` : 'search attributes already registered');

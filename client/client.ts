@@ -1,6 +1,5 @@
 // The client library: run or start a batch, decide approvals, list what waits, read events.
-import type { JWK } from 'jose';
-import { sealIdentity, sealKeyFromEnv } from './identity';
+import { type SealKey, sealIdentity, sealKeyFromEnv } from './identity';
 import { createHash } from 'node:crypto';
 import {
   Client,
@@ -802,9 +801,9 @@ export function decideUpdateId(d: ApprovalDecision): string {
  * workers' key (`sealKey`, else SLUICE_SEAL_KEY) and bound to the approval and its digest; only
  * the sealed form is sent.
  */
-export type DecisionInput = ApprovalDecision & { workflowId?: string; identityToken?: string; sealKey?: JWK };
+export type DecisionInput = ApprovalDecision & { workflowId?: string; identityToken?: string; sealKey?: SealKey };
 
-async function sealInto(payload: ApprovalDecision, token: string | undefined, key: JWK | undefined): Promise<void> {
+async function sealInto(payload: ApprovalDecision, token: string | undefined, key: SealKey | undefined): Promise<void> {
   if (!token) return;
   const sealKey = key ?? sealKeyFromEnv();
   if (!sealKey)

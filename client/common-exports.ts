@@ -12,6 +12,7 @@ export {
   SluiceError,
   UsageError,
 } from './errors';
+export { MissingPackageError } from '../worker/optional';
 export { ErrorCodes, FailureTypes, type ErrorCode } from '../pipeline/errors';
 export type { BatchRequest } from '../pipeline/batch-input';
 export type * from '../pipeline/events';

@@ -4,12 +4,27 @@
 import { CompactEncrypt, type JWK, importJWK } from 'jose';
 import type { SealedIdentity } from '../pipeline/identity';
 
+/**
+ * The workers' public seal key: a JSON Web Key (RFC 7517), an EC key for ECDH-ES. Declared here
+ * rather than as jose's JWK so a CommonJS app's declarations never import the ESM-only jose.
+ */
+export interface SealKey {
+  kty?: string;
+  crv?: string;
+  x?: string;
+  y?: string;
+  kid?: string;
+  alg?: string;
+  use?: string;
+  [param: string]: unknown;
+}
+
 export async function sealIdentity(
   token: string,
   forDecision: { approvalId: string; argsDigest: string },
-  sealPublicKey: JWK,
+  sealPublicKey: SealKey,
 ): Promise<string> {
-  const key = await importJWK(sealPublicKey, 'ECDH-ES');
+  const key = await importJWK(sealPublicKey as JWK, 'ECDH-ES');
   const body: SealedIdentity = { token, approvalId: forDecision.approvalId, argsDigest: forDecision.argsDigest };
   return new CompactEncrypt(new TextEncoder().encode(JSON.stringify(body)))
     .setProtectedHeader({ alg: 'ECDH-ES', enc: 'A256GCM' })
@@ -17,11 +32,11 @@ export async function sealIdentity(
 }
 
 /** The workers' public seal key from SLUICE_SEAL_KEY (a JWK as JSON), or undefined. */
-export function sealKeyFromEnv(env: NodeJS.ProcessEnv = process.env): JWK | undefined {
+export function sealKeyFromEnv(env: NodeJS.ProcessEnv = process.env): SealKey | undefined {
   const raw = env.SLUICE_SEAL_KEY;
   if (!raw) return undefined;
   try {
-    return JSON.parse(raw) as JWK;
+    return JSON.parse(raw) as SealKey;
   } catch {
     throw new Error("SLUICE_SEAL_KEY must be the workers' public seal key as a JWK in JSON");
   }

@@ -16,7 +16,7 @@ import { spawnWorker, startHarness, type ChildWorker, type Harness } from './har
 
 const ROOT = path.join(__dirname, '..');
 const CONFIG = path.join(__dirname, 'fixtures', 'session.config.ts');
-const SCRIPT = path.join(__dirname, 'fixtures', 'chat-script.json');
+const SCRIPT = path.join(__dirname, '..', 'examples', 'chat-script.json');
 let h: Harness;
 let worker: ChildWorker | undefined;
 

@@ -41,11 +41,13 @@ beforeAll(async () => {
   jsApp = project('js-app', path.join(fixtures, 'js-app'));
   tsApp = project('ts-app', path.join(fixtures, 'ts-app'));
   const install = NPM_INSTALL;
+  // Both are worker apps: the worker runtime is an optional peer dependency a worker app installs.
+  const worker = `@temporalio/worker@${installed('@temporalio/worker')}`;
   await Promise.all([
-    sh('npm', [...install, tarball], jsApp),
+    sh('npm', [...install, tarball, worker], jsApp),
     sh(
       'npm',
-      [...install, tarball, `typescript@${installed('typescript')}`, `@types/node@${installed('@types/node')}`],
+      [...install, tarball, worker, `typescript@${installed('typescript')}`, `@types/node@${installed('@types/node')}`],
       tsApp,
     ),
   ]);

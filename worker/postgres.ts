@@ -9,11 +9,16 @@
 // Every write for a session holds a transaction-scoped advisory lock on it, so two workers cannot
 // interleave a check and the write after it.
 import { createHash } from 'node:crypto';
-import { Pool, type PoolClient, type PoolConfig } from 'pg';
+import type { Pool, PoolClient } from 'pg';
 import type { SeqClaim } from '../pipeline/seq-claim';
 import type { Json, SessionEvent } from '../pipeline/types';
 import type { ResultStore } from './claim-check';
+import { requireOptional } from './optional';
 import type { EventSink } from './sink';
+
+// pg is an optional peer dependency: loaded when PostgreSQL stores are opened.
+const pg = (): typeof import('pg') =>
+  requireOptional('pg', 'PostgreSQL stores (SLUICE_DATABASE_URL)', () => require('pg'));
 
 /** Each migration runs once, in order, in its own transaction; never edit one that has shipped. */
 export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
@@ -104,7 +109,7 @@ export function redactUrl(url: string): string {
  * `postgres` database to do it); returns whether it did.
  */
 export async function ensureDatabase(url: string): Promise<boolean> {
-  const { Client } = await import('pg');
+  const { Client } = pg();
   const probe = new Client({ connectionString: url });
   try {
     await probe.connect();
@@ -128,16 +133,17 @@ export async function ensureDatabase(url: string): Promise<boolean> {
 }
 
 export class PostgresStores {
-  readonly pool: Pool;
+  private readonly pool: Pool;
   readonly sink: PostgresEventSink;
   readonly results: PostgresResultStore;
 
   constructor(
     readonly url: string,
-    opts: { warn?: (message: string) => void; pool?: PoolConfig } = {},
+    /** `pool`: options for pg's Pool (max, timeouts, ssl …), over Sluice's defaults. */
+    opts: { warn?: (message: string) => void; pool?: Record<string, unknown> } = {},
   ) {
     const warn = opts.warn ?? ((m: string) => console.error(`sluice: ${m}`));
-    this.pool = new Pool({
+    this.pool = new (pg().Pool)({
       connectionString: url,
       max: 10,
       connectionTimeoutMillis: 5_000,

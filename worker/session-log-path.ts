@@ -3,6 +3,9 @@
 import { createHash } from 'node:crypto';
 import * as path from 'node:path';
 
+/** Where a worker keeps its files (session logs, stored results) unless told otherwise. */
+export const DEFAULT_STATE_DIR = '.sluice';
+
 const MAX_READABLE_NAME = 120;
 
 /**

@@ -9,21 +9,54 @@
 // Metrics: prom-client counters and histograms, served with the Temporal runtime's own metrics
 // (Core's Prometheus endpoint, read and appended) on one port, path /metrics.
 import { Context } from '@temporalio/activity';
-import { context, ROOT_CONTEXT, type Span, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { Resource } from '@opentelemetry/resources';
-import {
-  BasicTracerProvider,
-  BatchSpanProcessor,
-  SimpleSpanProcessor,
-  type SpanExporter,
-  type SpanProcessor,
-} from '@opentelemetry/sdk-trace-base';
+import type { Span, Tracer } from '@opentelemetry/api';
+import type { Resource } from '@opentelemetry/resources';
+import type { BasicTracerProvider, SpanExporter, SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Counter, Histogram, Registry } from 'prom-client';
 import type { Json, SessionEvent } from '../pipeline/types';
 import type { ResultStore } from './claim-check';
+import { requireOptional } from './optional';
+
+// OpenTelemetry and prom-client are optional peer dependencies, loaded when a SluiceTelemetry is
+// made (SLUICE_METRICS_PORT or an OTLP endpoint set, or one made in code); no telemetry, no load.
+const TELEMETRY_PACKAGES = [
+  'prom-client',
+  '@opentelemetry/api',
+  '@opentelemetry/resources',
+  '@opentelemetry/sdk-trace-base',
+];
+interface TelemetryModules {
+  api: typeof import('@opentelemetry/api');
+  resources: typeof import('@opentelemetry/resources');
+  traceBase: typeof import('@opentelemetry/sdk-trace-base');
+  prom: typeof import('prom-client');
+}
+let modules: TelemetryModules | undefined;
+function telemetryModules(): TelemetryModules {
+  modules ??= requireOptional(
+    TELEMETRY_PACKAGES[0],
+    'Telemetry (SluiceTelemetry, SLUICE_METRICS_PORT, OTEL_EXPORTER_OTLP_ENDPOINT)',
+    () => ({
+      prom: require('prom-client'),
+      api: require('@opentelemetry/api'),
+      resources: require('@opentelemetry/resources'),
+      traceBase: require('@opentelemetry/sdk-trace-base'),
+    }),
+    TELEMETRY_PACKAGES.slice(1),
+  );
+  return modules;
+}
+function otlpExporter(): typeof import('@opentelemetry/exporter-trace-otlp-http') {
+  return requireOptional(
+    '@opentelemetry/exporter-trace-otlp-http',
+    'Traces over OTLP (OTEL_EXPORTER_OTLP_ENDPOINT)',
+    () => require('@opentelemetry/exporter-trace-otlp-http'),
+  );
+}
+/** Loaded by the first SluiceTelemetry: every use below runs after one was made. */
+const otel = () => modules!.api;
 
 export interface TelemetryOptions {
   /** Where spans go; with none (and no OTLP endpoint) no spans are made. */
@@ -38,7 +71,7 @@ export interface TelemetryOptions {
 }
 
 export class SluiceTelemetry {
-  readonly registry = new Registry();
+  readonly registry: Registry;
   readonly tracer?: Tracer;
   readonly spanProcessor?: SpanProcessor;
   readonly resource: Resource;
@@ -53,11 +86,17 @@ export class SluiceTelemetry {
   readonly storedBytes: Counter<'kind'>;
 
   constructor(opts: TelemetryOptions = {}) {
-    this.resource = new Resource({ 'service.name': opts.serviceName ?? 'sluice-worker' });
+    const { prom, resources, traceBase } = telemetryModules();
+    const { Counter, Gauge, Histogram, Registry } = prom;
+    const { BasicTracerProvider, BatchSpanProcessor, SimpleSpanProcessor } = traceBase;
+    this.registry = new Registry();
+    this.resource = new resources.Resource({ 'service.name': opts.serviceName ?? 'sluice-worker' });
     const endpoint = opts.otlpEndpoint;
     const exporter =
       opts.spanExporter ??
-      (endpoint ? new OTLPTraceExporter({ url: `${endpoint.replace(/\/$/, '')}/v1/traces` }) : undefined);
+      (endpoint
+        ? new (otlpExporter().OTLPTraceExporter)({ url: `${endpoint.replace(/\/$/, '')}/v1/traces` })
+        : undefined);
     if (exporter) {
       this.spanProcessor = opts.simpleProcessor
         ? new SimpleSpanProcessor(exporter)
@@ -152,14 +191,16 @@ export class SluiceTelemetry {
           if (span) {
             span.setAttribute('sluice.outcome', outcome);
             span.setAttribute('sluice.duration_ms', Math.round(seconds * 1000));
-            if (err) span.setStatus({ code: SpanStatusCode.ERROR, message: errorKind(err) });
+            if (err) span.setStatus({ code: otel().SpanStatusCode.ERROR, message: errorKind(err) });
             span.end();
           }
         };
         try {
           const run = () => (fn as (...a: unknown[]) => Promise<unknown>)(...args);
           // The stage's own work (a tool body's calls) nests under its span.
-          const result = await (span ? context.with(trace.setSpan(context.active(), span), run) : run());
+          const result = await (span
+            ? otel().context.with(otel().trace.setSpan(otel().context.active(), span), run)
+            : run());
           const bodyOutcome = (result as { outcome?: string } | undefined)?.outcome;
           finish(name === 'executeBody' && bodyOutcome ? bodyOutcome : 'ok');
           return result;
@@ -218,7 +259,7 @@ export class SluiceTelemetry {
           this.batches.set(workflowId, b);
         }
         b.calls++;
-        const parent = b.span ? trace.setSpan(activeContext(), b.span) : undefined;
+        const parent = b.span ? otel().trace.setSpan(activeContext(), b.span) : undefined;
         b.open.set(String(d.callId), {
           started: t,
           span: this.tracer?.startSpan(
@@ -238,7 +279,7 @@ export class SluiceTelemetry {
         });
       } else if (e.type === 'approval/asked') {
         const call = this.batches.get(workflowId)?.open.get(String(d.callId));
-        const parent = call?.span ? trace.setSpan(activeContext(), call.span) : undefined;
+        const parent = call?.span ? otel().trace.setSpan(activeContext(), call.span) : undefined;
         this.asks.set(`${workflowId}/${d.id}`, {
           span: this.tracer?.startSpan(
             'sluice.approval',
@@ -276,7 +317,7 @@ export class SluiceTelemetry {
         if (call.span) {
           call.span.setAttribute('sluice.outcome', outcome);
           call.span.setAttribute('sluice.duration_ms', t - call.started);
-          if (d.isError) call.span.setStatus({ code: SpanStatusCode.ERROR, message: outcome });
+          if (d.isError) call.span.setStatus({ code: otel().SpanStatusCode.ERROR, message: outcome });
           call.span.end(t);
         }
         if (b.open.size === 0) {
@@ -312,7 +353,7 @@ export class SluiceTelemetry {
 
 /** The root context: each batch's event spans make a trace of their own. */
 function activeContext() {
-  return ROOT_CONTEXT;
+  return otel().ROOT_CONTEXT;
 }
 
 /** Ids and the tool name from a stage activity's input (a CallRef, a list of them, or settle requests). */

@@ -26,12 +26,13 @@ import { DEFAULT_RESULT_RETENTION_MS, defineConfig, parseRetention, type SluiceC
 import { withHeartbeats } from './liveness';
 import { openStores, type SluiceStores } from './stores';
 import type { SluiceTelemetry } from './telemetry';
-import { OpenTelemetryPlugin } from '@temporalio/interceptors-opentelemetry';
+import { requireOptional } from './optional';
 import { sessionEventSinks } from './workflow-sinks';
 import { protectStateDir } from '../tools/fs/protect';
 
 export { DEFAULT_TASK_QUEUE } from '../workflows/definitions';
-export const DEFAULT_STATE_DIR = '.sluice';
+import { DEFAULT_STATE_DIR } from './session-log-path';
+export { DEFAULT_STATE_DIR };
 
 /**
  * The batch workflow's module: compiled JavaScript in an installed package, TypeScript in a
@@ -256,15 +257,7 @@ export async function createSluiceWorker(opts: SluiceWorkerOptions): Promise<Wor
         stores: opts.stores,
         telemetry: opts.telemetry,
       }),
-      ...(opts.telemetry?.spanProcessor
-        ? [
-            new OpenTelemetryPlugin({
-              resource: opts.telemetry.resource,
-              spanProcessor: opts.telemetry.spanProcessor,
-              ...(opts.telemetry.tracer ? { tracer: opts.telemetry.tracer } : {}),
-            }),
-          ]
-        : []),
+      ...(opts.telemetry?.spanProcessor ? [temporalSpans(opts.telemetry)] : []),
     ],
     ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : {}),
     ...(opts.identity ? { identity: opts.identity } : {}),
@@ -283,5 +276,19 @@ export async function createSluiceWorker(opts: SluiceWorkerOptions): Promise<Wor
       ? { maxEagerActivityReservationsPerWorkflowTask: opts.maxEagerActivityReservationsPerWorkflowTask }
       : {}),
     stickyQueueScheduleToStartTimeout: opts.stickyQueueScheduleToStartTimeoutMs ?? 3_000,
+  });
+}
+
+/** Temporal's own workflow and activity spans, into the same processor as Sluice's. */
+function temporalSpans(telemetry: SluiceTelemetry) {
+  const { OpenTelemetryPlugin } = requireOptional(
+    '@temporalio/interceptors-opentelemetry',
+    'Traces (an OTLP endpoint or a span exporter)',
+    () => require('@temporalio/interceptors-opentelemetry') as typeof import('@temporalio/interceptors-opentelemetry'),
+  );
+  return new OpenTelemetryPlugin({
+    resource: telemetry.resource,
+    spanProcessor: telemetry.spanProcessor!,
+    ...(telemetry.tracer ? { tracer: telemetry.tracer } : {}),
   });
 }

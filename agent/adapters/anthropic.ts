@@ -6,7 +6,11 @@ import { loadOptional, type ModelAdapter, type ModelReply, type ModelRequest, re
 type AnthropicClient = import('@anthropic-ai/sdk').default;
 
 export interface AnthropicModelOptions {
-  client?: AnthropicClient;
+  /**
+   * A configured `Anthropic` client; default: one from the environment. Typed loosely so these
+   * declarations never name @anthropic-ai/sdk (an optional peer).
+   */
+  client?: object;
   /** Anthropic requires a bound on the answer. Default 4096. */
   maxTokens?: number;
 }
@@ -21,7 +25,7 @@ export function anthropicModel(model: string, opts: AnthropicModelOptions = {}):
           '@anthropic-ai/sdk',
           () => require('@anthropic-ai/sdk').default as typeof import('@anthropic-ai/sdk').default,
         );
-        client = opts.client ?? new Anthropic({ maxRetries: 0 });
+        client = (opts.client as AnthropicClient | undefined) ?? new Anthropic({ maxRetries: 0 });
       }
       const { system, messages } = toAnthropicMessages(req.messages);
       const res = await client.messages

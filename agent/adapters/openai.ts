@@ -7,13 +7,16 @@ import { loadOptional, type ModelAdapter, type ModelReply, type ModelRequest, re
 type OpenAIClient = import('openai').default;
 
 export interface OpenAIModelOptions {
-  /** A configured client (base URL, organization, ...); default: one from the environment. */
-  client?: OpenAIClient;
+  /**
+   * A configured `OpenAI` client (base URL, organization, ...); default: one from the environment.
+   * Typed loosely so these declarations never name the openai package (an optional peer).
+   */
+  client?: object;
   maxOutputTokens?: number;
 }
 
 function clientOf(opts: OpenAIModelOptions): OpenAIClient {
-  if (opts.client) return opts.client;
+  if (opts.client) return opts.client as OpenAIClient;
   const OpenAI = loadOptional('openai', () => require('openai').default as typeof import('openai').default);
   return new OpenAI({ maxRetries: 0 });
 }

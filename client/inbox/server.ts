@@ -1,10 +1,10 @@
 // The approval inbox: one plain HTML page and a small JSON/SSE API on node:http. It decides
 // through the `sluice.decide` update, so the person sees what the batch did with the decision;
 // while no worker runs the batch, the decision is queued by signal, bound to the digest shown.
-import type { JWK } from 'jose';
 import type { ArgumentPin } from '../../pipeline/grants';
 import { ConfigError } from '../errors';
 import * as crypto from 'node:crypto';
+import type { SealKey } from '../identity';
 import * as fs from 'node:fs';
 import * as http from 'node:http';
 import { type AddressInfo, isIP } from 'node:net';
@@ -66,7 +66,7 @@ export interface InboxOptions {
    * the worker verifies who decided; the token itself never reaches Temporal.
    */
   identityTokenHeader?: string;
-  sealKey?: JWK;
+  sealKey?: SealKey;
   /** How often the page's stream re-reads Temporal. Default 1000 ms. */
   refreshMs?: number;
   /** Finished batches shown. Default 20. */
@@ -180,7 +180,7 @@ export async function startInbox(opts: InboxOptions): Promise<Inbox> {
   }
 
   /** The signed-in approver's JWT from the identity header, to be sealed with the decision. */
-  function identityOf(req: http.IncomingMessage): { identityToken?: string; sealKey?: JWK } {
+  function identityOf(req: http.IncomingMessage): { identityToken?: string; sealKey?: SealKey } {
     if (!opts.identityTokenHeader) return {};
     const v = req.headers[opts.identityTokenHeader.toLowerCase()];
     const token = (Array.isArray(v) ? v[0] : v)

@@ -15,6 +15,7 @@ import { Worker } from 'node:worker_threads';
 import { MAX_SUBCALLS_PER_PROGRAM } from '../../pipeline/code-mode';
 import { sha256Hex } from '../../pipeline/digest';
 import type { Json, JsonObject } from '../../pipeline/types';
+import { requireOptional } from '../../worker/optional';
 import type { ParentMessage, SandboxLimits, StopKind, ThreadData, ThreadMessage } from './protocol';
 
 export type { SandboxLimits, StopKind } from './protocol';
@@ -73,9 +74,19 @@ const STARTUP_TIMEOUT_MS = 60_000;
 
 let compiled: Promise<WebAssembly.Module> | undefined;
 function quickjsModule(): Promise<WebAssembly.Module> {
-  compiled ??= fs.promises
-    .readFile(require.resolve('@jitl/quickjs-wasmfile-release-sync/wasm'))
-    .then((bytes) => WebAssembly.compile(bytes));
+  // QuickJS is an optional peer dependency: both packages are looked for here, in the worker's
+  // main thread, so a missing one is named before a sandbox thread starts.
+  const QUICKJS = ['quickjs-emscripten-core', '@jitl/quickjs-wasmfile-release-sync'];
+  const wasm = requireOptional(
+    QUICKJS[0],
+    'code mode (codeModeTool)',
+    () => {
+      require.resolve(QUICKJS[0]);
+      return require.resolve(`${QUICKJS[1]}/wasm`);
+    },
+    [QUICKJS[1]],
+  );
+  compiled ??= fs.promises.readFile(wasm).then((bytes) => WebAssembly.compile(bytes));
   return compiled;
 }
 

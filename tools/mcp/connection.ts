@@ -1,11 +1,27 @@
 // One connection to one MCP server per worker process: opened on first use (or at start, to list
 // the tools), reused by every call, and opened again when it has dropped — a stdio server that
 // died is started again, an HTTP server that lost our session gets a new one.
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { type CallToolResult, ErrorCode, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+import { requireOptional } from '../../worker/optional';
+
+// The MCP SDK is an optional peer dependency: loaded when the first connection opens.
+type McpSdk = typeof import('@modelcontextprotocol/sdk/client/index.js') &
+  typeof import('@modelcontextprotocol/sdk/client/stdio.js') &
+  typeof import('@modelcontextprotocol/sdk/client/streamableHttp.js') &
+  typeof import('@modelcontextprotocol/sdk/types.js');
+let loaded: McpSdk | undefined;
+function mcpSdk(): McpSdk {
+  if (loaded) return loaded;
+  loaded = requireOptional<McpSdk>('@modelcontextprotocol/sdk', 'MCP tools (mcpTools)', () => ({
+    ...require('@modelcontextprotocol/sdk/client/index.js'),
+    ...require('@modelcontextprotocol/sdk/client/stdio.js'),
+    ...require('@modelcontextprotocol/sdk/client/streamableHttp.js'),
+    ...require('@modelcontextprotocol/sdk/types.js'),
+  }));
+  return loaded;
+}
 
 export interface StdioServer {
   /** The program to start, e.g. `node` or `npx`. */
@@ -52,7 +68,7 @@ export class McpConnection {
 
   /** The stdio server's process id while connected (tests kill it to prove reconnection). */
   get pid(): number | null {
-    return this.transport instanceof StdioClientTransport ? this.transport.pid : null;
+    return loaded && this.transport instanceof loaded.StdioClientTransport ? this.transport.pid : null;
   }
 
   async listTools(): Promise<Tool[]> {
@@ -111,6 +127,7 @@ export class McpConnection {
   }
 
   private async connect(): Promise<Client> {
+    const { Client, StdioClientTransport, StreamableHTTPClientTransport } = mcpSdk();
     const client = new Client(CLIENT_INFO);
     const transport =
       'url' in this.spec
@@ -158,12 +175,13 @@ export class McpConnection {
 
 /** The server answered the request (a JSON-RPC error such as an unknown tool or bad arguments). */
 function isProtocolAnswer(err: unknown): boolean {
+  const { McpError, ErrorCode } = mcpSdk();
   return err instanceof McpError && err.code !== ErrorCode.ConnectionClosed && err.code !== ErrorCode.RequestTimeout;
 }
 
 /** The request cannot have reached a live session: refused, or the session is unknown there. */
 function neverDelivered(err: unknown): boolean {
-  if (err instanceof StreamableHTTPError) return err.code === 404;
+  if (err instanceof mcpSdk().StreamableHTTPError) return err.code === 404;
   const text = `${messageOf(err)} ${messageOf((err as { cause?: unknown })?.cause)}`;
   return /ECONNREFUSED|Not connected|Session not found/i.test(text);
 }
