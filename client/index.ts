@@ -12,7 +12,7 @@ export {
   type DeploymentStatus,
   type DeploymentVersionSummary,
 } from './deployment';
-export { connectClient as connect, type ConnectOptions, type Connected } from './connection';
+export { connectClient as connect, type ConnectOptions, type Connected } from './client-connection';
 export { ensureSearchAttributes } from './setup';
 export {
   BATCH_WORKFLOW,

@@ -2,12 +2,13 @@
 // decides approvals), a worker app (hosts Sluice: adds what a worker needs), and everything (every
 // optional part and every model SDK). Each is a fresh app outside the checkout, installed from a
 // tarball (the checkout packed now, or the path given), measured by packages under node_modules
-// and their size on disk.
+// and their size on disk. The optional parts are installed at the versions this checkout's
+// lockfile tested (the newest of some, OpenTelemetry 2 for one, is outside Sluice's ranges).
 //   npx tsx scripts/install-size.ts [sluice.tgz]
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { freshApp, installWeight, packSluice } from '../test/fresh-app';
+import { freshApp, installWeight, packSluice, REPO } from '../test/fresh-app';
 
 const KINDS: Record<string, string[]> = {
   'client-only': [],
@@ -35,9 +36,11 @@ const KINDS: Record<string, string[]> = {
 async function main() {
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-size-'));
   const tarball = process.argv[2] ? path.resolve(process.argv[2]) : await packSluice(work);
+  const lock = JSON.parse(fs.readFileSync(path.join(REPO, 'package-lock.json'), 'utf8')).packages;
+  const pinned = (name: string) => `${name}@${lock[`node_modules/${name}`].version}`;
   const rows: string[] = [];
   for (const [kind, extra] of Object.entries(KINDS)) {
-    const app = await freshApp({ tarball, name: kind, parent: work, with: extra });
+    const app = await freshApp({ tarball, name: kind, parent: work, with: extra.map(pinned) });
     const { packages, mb } = installWeight(app.dir);
     rows.push(`${kind.padEnd(12)} ${String(packages).padStart(4)} packages ${String(mb).padStart(4)} MB`);
     console.log(rows.at(-1));

@@ -86,7 +86,7 @@ describe('the packed tarball in fresh projects, with plain node', () => {
     // The child batch set its own SluiceSessionId: sessionEvents finds it.
     expect(r.sessionEventTypes).toEqual(['approval/asked', 'approval/decided', 'tool/call', 'tool/result']);
     expect(r.tsxLoaded).toBe(false);
-  });
+  }, 300_000);
 
   it('TypeScript: compiles against the declarations, then runs with plain node', async () => {
     await sh('node', [path.join('node_modules', 'typescript', 'bin', 'tsc'), '-p', '.'], tsApp);
@@ -98,7 +98,7 @@ describe('the packed tarball in fresh projects, with plain node', () => {
     expect(JSON.parse(r.weather as string)).toEqual({ city: 'Oslo', sky: 'sun' });
     expect(r.workflowType).toBe(true);
     expect(r.child).toMatch(/^TS-/);
-  });
+  }, 300_000);
 
   it('the sluice bin runs with plain node', async () => {
     const { stdout } = await sh('node', [path.join('node_modules', '.bin', 'sluice'), '--help'], jsApp);
@@ -142,5 +142,5 @@ describe('the packed tarball in fresh projects, with plain node', () => {
       }),
     );
     await sh('node', [path.join('..', 'node_modules', 'typescript', 'bin', 'tsc'), '-p', '.'], dir);
-  });
+  }, 300_000);
 });
