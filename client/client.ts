@@ -533,7 +533,7 @@ export class SluiceClient {
    * Recorded with who and why in the reconcile workflow's history, which the audit shows.
    */
   async reconcile(
-    decision: ReconcileDecision & { workflowId?: string; identityToken?: string; sealKey?: JWK },
+    decision: ReconcileDecision & { workflowId?: string; identityToken?: string; sealKey?: SealKey },
   ): Promise<Reconciliation> {
     const workflowId = decision.workflowId ?? (await this.findApproval(decision.reconcileId));
     const { workflowId: _omit, identityToken, sealKey, ...payload } = decision;
