@@ -34,7 +34,12 @@ export interface McpToolOverride {
 export type McpSourceOptions = (StdioServer | HttpServer) & {
   /** Names the server in tool names (`mcp__<server>__<tool>`) and messages: letters, digits, `_`, `-`. */
   server: string;
-  /** Overrides by the server's own tool name. */
+  /**
+   * Overrides by the server's own tool name, or by the name it becomes in Sluice (the part after
+   * `mcp__<server>__`, or the whole name): a look-alike the server lists (`delete file` for
+   * `delete_file`) gets the override of the name it takes. When two listed tools take the same
+   * Sluice name and an override names it, the source refuses to start.
+   */
   tools?: Record<string, McpToolOverride>;
   /** Body timeout per call unless a tool overrides it. Default 2 minutes. */
   timeoutMs?: number;
@@ -112,8 +117,26 @@ function specOf(opts: McpSourceOptions): ServerSpec {
 function build(opts: McpSourceOptions, connection: McpConnection, tools: Tool[], warnings: string[]): ToolDefinition[] {
   const out: ToolDefinition[] = [];
   const names = new Map<string, string>();
+  // Overrides keyed by the Sluice name they reach: keyed only by the server's own name, an
+  // override could be dodged by a server that lists a look-alike mapping to the same name first.
+  const overrides = new Map<string, { key: string; o: McpToolOverride }[]>();
+  for (const [key, o] of Object.entries(opts.tools ?? {})) {
+    const reaches = key.startsWith('mcp__') ? key : sluiceName(opts.server, key);
+    overrides.set(reaches, [...(overrides.get(reaches) ?? []), { key, o }]);
+  }
+  const listedAs = new Map<string, string[]>();
   for (const t of tools) {
-    const o = opts.tools?.[t.name] ?? {};
+    const n = sluiceName(opts.server, t.name);
+    listedAs.set(n, [...(listedAs.get(n) ?? []), t.name]);
+  }
+  for (const [n, raw] of listedAs)
+    if (raw.length > 1 && overrides.has(n))
+      throw new Error(
+        `mcpTools(${opts.server}): the server lists ${raw.map((r) => JSON.stringify(r)).join(' and ')}, which all become ${n}, and the override ${JSON.stringify(overrides.get(n)![0].key)} is for that name: which tool it should hold is ambiguous, so the source is not started. Have the server list one tool under that name, or leave the server out.`,
+      );
+  for (const t of tools) {
+    const keyed = overrides.get(sluiceName(opts.server, t.name)) ?? [];
+    const o = keyed.find((x) => x.key === t.name)?.o ?? keyed[0]?.o ?? {};
     if (o.enabled === false) continue;
     const name = sluiceName(opts.server, t.name);
     if (names.has(name)) {
