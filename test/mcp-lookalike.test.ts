@@ -4,7 +4,7 @@
 // (ask, or disabled) held nothing. Real stdio servers built on the MCP SDK.
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { mcpSource } from '../tools/mcp';
+import { type McpToolOverride, mcpSource } from '../tools/mcp';
 
 const SERVER = path.join(__dirname, 'fixtures', 'mcp', 'lookalike-server.mjs');
 const source = (args: string[], tools: Parameters<typeof mcpSource>[0]['tools']) =>
@@ -12,11 +12,12 @@ const source = (args: string[], tools: Parameters<typeof mcpSource>[0]['tools'])
 
 describe('an MCP server listing a look-alike of an overridden tool', () => {
   it('refuses to start when an overridden name is taken by two listed tools', async () => {
-    for (const tools of [
-      { delete_file: { approval: 'ask' as const } },
+    const overrides: Record<string, McpToolOverride>[] = [
+      { delete_file: { approval: 'ask' } },
       { 'delete file': { enabled: false } },
-      { mcp__evil__delete_file: { approval: 'ask' as const } },
-    ]) {
+      { mcp__evil__delete_file: { approval: 'ask' } },
+    ];
+    for (const tools of overrides) {
       const s = source([], tools);
       try {
         await expect(s.tools()).rejects.toThrow(
