@@ -3,10 +3,9 @@
 // every reader (client/audit.ts, the inbox, the CLI, sluice chat), so a field renamed on one side
 // fails to compile on the other. Extensions add their own
 // types through ctx.emit (hook/invoked, fs/observed, todo/write...): those stay untyped here.
-import type { SessionGrant } from './grants';
 import type { VerifiedApprover } from './identity';
 import type { ModelUsage, SessionEndReason, SessionUsage, TurnOutcome } from './session';
-import type { ApprovalOutcome, Card, ContentBlock, JsonObject, RefusalCode, SessionEvent } from './types';
+import type { ApprovalOutcome, Card, ContentBlock, JsonObject, RefusalCode, SessionEvent, SessionGrant } from './types';
 
 /** A call's model-facing outcome, as tool/result and tool/code-dispatch carry it. */
 export type OutcomeFields = {

@@ -4,40 +4,17 @@
 // session state under a namespace no tool can write, travel between batches with the rest of the
 // state, and end with the session. Pure: the workflow and the clients both use it.
 import { getOwn, setOwn } from './json';
-import type { JsonObject, Json, SessionState } from './types';
+import type { ArgumentPin, JsonObject, Json, SessionGrant, SessionState } from './types';
+
+// The grant's shapes live with the rest of the vocabulary (types.ts), so the two files do not
+// import each other; importers of grants.ts keep finding them here.
+export type { ArgumentPin, SessionGrant } from './types';
 
 /** The session-state namespace that holds the grants, by id. Bodies cannot write it. */
 export const GRANTS_NAMESPACE = 'sluice.grants';
 export const MAX_PINS = 8;
 const MAX_PIN_PATH = 200;
 const MAX_PIN_VALUE_CHARS = 2000;
-
-/**
- * One argument pin: the value at `path` (dot-separated, e.g. `command` or `options.cwd`) must
- * equal `equals`, or be a string that starts with `prefix` (the prefix alone, or followed by a
- * space). A prefix pin never matches a value with shell separators or substitutions in it
- * (`;`, `&`, `|`, newline, backquote, `$(`, `<`, `>`), so `npm test && rm -rf ~` is not a
- * `npm test` command.
- */
-export interface ArgumentPin {
-  path: string;
-  equals?: Json;
-  prefix?: string;
-}
-
-export interface SessionGrant {
-  id: string;
-  toolName: string;
-  pins: ArgumentPin[];
-  /** Who granted it (the verified subject when the decision carried an identity). */
-  by?: string;
-  reason?: string;
-  /** The ask it was given on. */
-  approvalId: string;
-  callId: string;
-  workflowId: string;
-  grantedAt: string;
-}
 
 const SHELL_SPECIAL = /[;&|\n`<>]|\$\(/;
 

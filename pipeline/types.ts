@@ -1,10 +1,37 @@
 // The vocabulary of Sluice, shared by workflow code and worker code. Pure types only.
-import type { ArgumentPin, SessionGrant } from './grants';
 import type { VerifiedApprover } from './identity';
 import type { ApprovalLifecycle } from './lifecycle';
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 export type JsonObject = { [key: string]: Json };
+
+/**
+ * A session grant's argument pin (the rules that check pins are pipeline/grants.ts's). One pin: the value at `path` (dot-separated, e.g. `command` or `options.cwd`) must
+ * equal `equals`, or be a string that starts with `prefix` (the prefix alone, or followed by a
+ * space). A prefix pin never matches a value with shell separators or substitutions in it
+ * (`;`, `&`, `|`, newline, backquote, `$(`, `<`, `>`), so `npm test && rm -rf ~` is not a
+ * `npm test` command.
+ */
+export interface ArgumentPin {
+  path: string;
+  equals?: Json;
+  prefix?: string;
+}
+
+/** "Allow for this session", given by a person (pipeline/grants.ts). */
+export interface SessionGrant {
+  id: string;
+  toolName: string;
+  pins: ArgumentPin[];
+  /** Who granted it (the verified subject when the decision carried an identity). */
+  by?: string;
+  reason?: string;
+  /** The ask it was given on. */
+  approvalId: string;
+  callId: string;
+  workflowId: string;
+  grantedAt: string;
+}
 
 export type ContentBlock = { type: 'text'; text: string } | { type: 'image'; data: string; mimeType: string };
 

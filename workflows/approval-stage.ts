@@ -8,7 +8,7 @@ import { ErrorCodes } from '../pipeline/errors';
 import type { Gate, ToolProfile } from '../pipeline/stages';
 import type { BatchInput, Card, DecidedApproval, GrantUse, SessionState, ToolCall } from '../pipeline/types';
 import type { Approvals } from './approvals';
-import type { Admission, CallTracker, Lineage } from './call-pipeline';
+import type { Admission, CallTracker, Lineage } from './admission';
 import type { EventLog } from './event-log';
 import { approvalDenial, stageFailure } from './failures';
 import type { LookAhead } from './look-ahead';

@@ -38,6 +38,7 @@ import {
   PENDING_APPROVALS,
   reassignSignal,
 } from './definitions';
+import type { MemoFeatures } from './compat';
 import type { EventLog } from './event-log';
 
 /** Refusals recorded as events per batch; past this only the signal/update history keeps them. */
@@ -78,28 +79,17 @@ export class Approvals {
   readonly decided: DecidedApproval[] = [];
   private refusalsRecorded = 0;
   private recentRefusals: MemoRefusal[] = [];
-  /**
-   * The client starts a batch with an empty approvals memo; only such batches keep it current.
-   * Decided from the start event, so batches recorded before the memo existed replay unchanged
-   * (a `patched()` marker here is not safe: the ask can run in the activation that replays a
-   * local activity's result, before the marker's workflow task).
-   */
-  private readonly memoOn = workflowInfo().memo?.[APPROVALS_MEMO] !== undefined;
-  /**
-   * A decision taken by signal ends its ask in the same activation, and the ask writes the memo
-   * and search attributes then: a write in the handler as well is one more history event and one
-   * more visibility update per decision, for nothing. Decided from the start event like memoOn
-   * (a client that starts batches this way says so in the empty memo), so batches recorded with
-   * the write in the handler replay unchanged.
-   */
-  private readonly oneWritePerDecision =
-    (workflowInfo().memo?.[APPROVALS_MEMO] as ApprovalsMemo | undefined)?.oneWritePerDecision === true;
-
   constructor(
     private readonly events: EventLog,
     private readonly isCancelled: () => boolean,
     /** The session grants as the batch knows them, and the calls they allowed: shown in the memo. */
-    private readonly grantsView: () => { grants: SessionGrant[]; uses: GrantUse[] } = () => ({ grants: [], uses: [] }),
+    private readonly grantsView: () => { grants: SessionGrant[]; uses: GrantUse[] },
+    /**
+     * From the memo the batch was started with (workflows/compat.ts MEMO_FLAGS): whether the
+     * approvals memo is kept current, and whether a decision by signal writes it once, from the
+     * ask it ends, instead of also in the handler.
+     */
+    private readonly flags: MemoFeatures,
   ) {
     // The signal works with nothing but the stock `temporal` CLI, so the digest is optional there.
     setHandler(decideSignal, (d) => {
@@ -122,8 +112,8 @@ export class Approvals {
         return void this.verifyThenTake(d, 'signal').catch((err) => log.warn('approver check failed', { err }));
       } else {
         this.open.get(d.approvalId)!.decision = normalizeDecision(d);
-        // The ask waiting on it ends in this activation and publishes then (see oneWritePerDecision).
-        if (this.oneWritePerDecision) return;
+        // The ask waiting on it ends in this activation and publishes then (MEMO_FLAGS.oneWritePerDecision in workflows/compat.ts).
+        if (this.flags.oneWritePerDecision) return;
       }
       this.publish();
     });
@@ -573,7 +563,7 @@ export class Approvals {
       ]);
       this.publishedIds = waiting;
     }
-    if (!this.memoOn) return;
+    if (!this.flags.approvalsMemo) return;
     const memo: ApprovalsMemo = {
       v: 1,
       pending: ids.map((id) => memoPending(this.open.get(id)!.pending)),

@@ -13,7 +13,6 @@ import {
   ApplicationFailure,
   CancellationScope,
   condition,
-  patched,
   proxyLocalActivities,
   setHandler,
   upsertSearchAttributes,
@@ -36,28 +35,12 @@ import type {
 } from '../pipeline/types';
 import type { FirstRoundActivities, SeqClaim, SessionActivities } from '../pipeline/seq-claim';
 import { Approvals } from './approvals';
-import { CallPipeline, DEFAULT_MAX_PARALLEL, type Admission, type Settlement } from './call-pipeline';
+import type { Admission, Settlement } from './admission';
+import { CallPipeline, DEFAULT_MAX_PARALLEL } from './call-pipeline';
 import { CodeCalls } from './code-calls';
 import { SEQ_CONFLICT, SESSION_ID, stateQuery } from './definitions';
 import { EventLog } from './event-log';
-
-const SEQ_CLAIM_PATCH = 'sluice-seq-claim';
-const ASKS_TOGETHER_PATCH = 'sluice-asks-together';
-/** Content once in the output, values and error codes in tool messages (pipeline/output.ts). */
-const CONTENT_ONCE_PATCH = 'sluice-content-once';
-/**
- * No await where the value is at hand (a free slot, an outcome already there, a preflight or a
- * settle done ahead): the SDK captures a stack for every promise a workflow makes, which was half
- * of a batch's workflow CPU (docs/performance.md). Fewer awaits change the order in which
- * concurrent calls' commands can come out, so batches recorded before replay as they ran.
- */
-const LEAN_AWAITS_PATCH = 'sluice-lean-awaits';
-/**
- * Every change of release 0.2 in one patch: a new batch records this one marker (and its
- * TemporalChangeVersion upsert) instead of one per change, six history events fewer. Batches
- * recorded on the way to 0.2 replay by the patches above, which they carry.
- */
-const BATCH_0_2_PATCH = 'sluice-batch-0.2';
+import { type BatchFeatures, batchFeatures } from './compat';
 
 const { claimSessionSeq: claimActivity, claimThenPreflight } = proxyLocalActivities<
   SessionActivities & FirstRoundActivities
@@ -104,27 +87,71 @@ function refuseOnConflict(claim: SeqClaim): void {
 export async function toolBatch(input: BatchInput): Promise<BatchOutputWire> {
   const problem = batchInputProblem(input);
   if (problem) throw ApplicationFailure.nonRetryable(problem, FailureTypes.INVALID_BATCH);
-  const release02 = patched(BATCH_0_2_PATCH);
+  // Which release recorded this history (workflows/compat.ts), used below in the recorded order.
+  const features = batchFeatures(workflowInfo().typedSearchAttributes.get(SESSION_ID) !== input.sessionId);
   // Findable by session however it was started (client, parent workflow, stock CLI); a batch the
-  // client started has it already, so its history gains no command (and histories recorded
-  // before this existed replay unchanged).
-  if (
-    workflowInfo().typedSearchAttributes.get(SESSION_ID) !== input.sessionId &&
-    (release02 || patched('sluice-session-attribute'))
-  )
-    upsertSearchAttributes([{ key: SESSION_ID, value: input.sessionId }]);
+  // client started has it already, so its history gains no command.
+  if (features.upsertSessionId) upsertSearchAttributes([{ key: SESSION_ID, value: input.sessionId }]);
+  const batch = openBatch(input, features);
+
+  // Before the first event; batches recorded before the claim existed replay without it.
+  if (features.seqClaim === 'with-first-preflight') await claimThenFirstPreflight(input, batch.pipeline);
+  else if (features.seqClaim === 'alone') await claimSessionSeq(input);
+
+  // Everything below drains to the end even when the batch is cancelled: cancel is a flag the
+  // stages look at, so every started call still commits exactly one tool/result.
+  const results = await CancellationScope.nonCancellable(() => runInModelOrder(input, batch, features.leanAwaits));
+
+  // The batch has settled: only now do the queued contexts follow the tool results, FIFO.
+  const messages = modelMessages(input, results, batch.events, features.contentOnce);
+  batch.settled = true;
+
+  batch.events.close();
+  await CancellationScope.nonCancellable(() => condition(allHandlersFinished));
+  const output: BatchOutput = {
+    sessionId: input.sessionId,
+    turn: input.turn,
+    step: input.step,
+    messages,
+    results: input.calls.map((call, i) => ({ callId: call.id, name: call.name, result: results[i] })),
+    events: batch.events.events,
+    nextSeq: batch.events.nextSeq,
+    concludesTurn: results.some((r) => r.concludesTurn === true),
+    cancelled: batch.cancelRequested,
+    state: batch.state,
+  };
+  // Last line of defence: an output over Temporal's payload limit would fail the workflow task
+  // forever. The results are in the session log and this history either way.
+  const returned: BatchOutputWire = features.contentOnce ? compactBatchOutput(output) : output;
+  const tooBig = outputProblem(returned);
+  if (tooBig) throw ApplicationFailure.nonRetryable(tooBig, FailureTypes.OUTPUT_TOO_LARGE);
+  return returned;
+}
+
+/** A batch under way: what its handlers, its scheduler and its output share. */
+interface OpenBatch {
+  events: EventLog;
+  state: SessionState;
+  pipeline: CallPipeline;
+  cancelRequested: boolean;
+  settled: boolean;
+}
+
+/**
+ * The batch's parts and its handlers (decisions, Code Mode sub-calls, the state query, cancel),
+ * in the order the first activation has always made them: a decision that came with the start
+ * runs when its handler is set.
+ */
+function openBatch(input: BatchInput, features: BatchFeatures): OpenBatch {
   const events = new EventLog(input.sessionId, input.startSeq ?? 0);
   const state: SessionState = JSON.parse(JSON.stringify(input.state ?? {}));
-  let cancelRequested = false;
-  // Decided in the first activation, before anything else can run: batches recorded before the
-  // asks of a batch were raised together replay asking one at a time.
-  const asksTogether = release02 || patched(ASKS_TOGETHER_PATCH);
+  const batch = { events, state, cancelRequested: false, settled: false } as OpenBatch;
+  const cancelled = () => batch.cancelRequested;
+  // Decided in the first activation, before the approvals' handlers run a decision that came
+  // with the start (compat.ts: a batch recorded before release 0.2 read it here).
+  void features.asksTogether;
   const grantUses: GrantUse[] = [];
-  const approvals = new Approvals(
-    events,
-    () => cancelRequested,
-    () => ({ grants: grantsOf(state), uses: grantUses }),
-  );
+  const approvals = new Approvals(events, cancelled, () => ({ grants: grantsOf(state), uses: grantUses }), features);
   const stages = new Map<
     string,
     { callId: string; name: string; stage: CallStage; isError?: boolean; parentCallId?: string }
@@ -135,23 +162,10 @@ export async function toolBatch(input: BatchInput): Promise<BatchOutputWire> {
       stages.set(callId, { ...entry, stage, ...(isError !== undefined ? { isError } : {}) });
     },
   };
-  // Batches recorded before content-once replay with the budget shares they had.
-  const contentOnce = release02 || patched(CONTENT_ONCE_PATCH);
-  const leanAwaits = release02 || patched(LEAN_AWAITS_PATCH);
-  const pipeline = new CallPipeline(input, events, approvals, state, tracker, () => cancelRequested, {
-    asksTogether,
-    grantUses,
-    contentOnce,
-    leanAwaits,
-    outcomeUnknown: release02,
-  });
-  new CodeCalls(
-    input,
-    pipeline,
-    () => cancelRequested,
-    (callId, name, parentCallId) => stages.set(callId, { callId, name, stage: 'queued', parentCallId }),
+  batch.pipeline = new CallPipeline(input, events, approvals, state, tracker, cancelled, features, grantUses);
+  new CodeCalls(input, batch.pipeline, cancelled, (callId, name, parentCallId) =>
+    stages.set(callId, { callId, name, stage: 'queued', parentCallId }),
   );
-  let settled = false;
 
   setHandler(
     stateQuery,
@@ -160,8 +174,8 @@ export async function toolBatch(input: BatchInput): Promise<BatchOutputWire> {
       sessionId: input.sessionId,
       turn: input.turn,
       step: input.step,
-      status: settled ? 'completed' : approvals.pending.length ? 'awaiting-approval' : 'running',
-      cancelRequested,
+      status: batch.settled ? 'completed' : approvals.pending.length ? 'awaiting-approval' : 'running',
+      cancelRequested: batch.cancelRequested,
       calls: [...stages.values()],
       pending: approvals.pending,
       decided: approvals.decided,
@@ -172,66 +186,68 @@ export async function toolBatch(input: BatchInput): Promise<BatchOutputWire> {
   );
 
   CancellationScope.current().cancelRequested.catch(() => {
-    cancelRequested = true;
-    pipeline.cancelRunningBodies();
+    batch.cancelRequested = true;
+    batch.pipeline.cancelRunningBodies();
   });
+  return batch;
+}
 
-  // Before the first event; batches recorded before the claim existed replay without it.
-  if (release02) await claimThenFirstPreflight(input, pipeline);
-  else if (patched(SEQ_CLAIM_PATCH)) await claimSessionSeq(input);
+/**
+ * The scheduler: admission one call at a time in model order, bodies of concurrency-safe calls
+ * side by side up to maxParallel (any other call is a barrier), results settled in model order.
+ */
+async function runInModelOrder(input: BatchInput, batch: OpenBatch, leanAwaits: boolean): Promise<ToolResult[]> {
+  const { pipeline } = batch;
+  const n = input.calls.length;
+  const admissions: Admission[] = [];
+  const outcomes: Promise<Settlement>[] = [];
+  const maxParallel = Math.max(1, input.options?.maxParallel ?? DEFAULT_MAX_PARALLEL);
+  const running = new Set<Promise<Settlement>>();
 
-  // Everything below drains to the end even when the batch is cancelled: cancel is a flag the
-  // stages look at, so every started call still commits exactly one tool/result.
-  const results = await CancellationScope.nonCancellable(async () => {
-    const n = input.calls.length;
-    const admissions: Admission[] = [];
-    const outcomes: Promise<Settlement>[] = [];
-    const maxParallel = Math.max(1, input.options?.maxParallel ?? DEFAULT_MAX_PARALLEL);
-    const running = new Set<Promise<Settlement>>();
-
-    const admitInModelOrder = async () => {
-      for (const [i, call] of input.calls.entries()) {
-        if (cancelRequested) {
-          admissions[i] = pipeline.abortUnstarted(call);
-          outcomes[i] = pipeline.skipBody(admissions[i]);
-          continue;
-        }
-        const adm = await pipeline.admit(call);
-        admissions[i] = adm;
-        if (adm.verdict.kind !== 'run') {
-          outcomes[i] = pipeline.skipBody(adm);
-          continue;
-        }
-        const exclusive = adm.profile?.concurrencySafe !== true;
-        // a barrier: nothing runs beside it
-        if (exclusive && (!leanAwaits || running.size > 0)) await Promise.all(running);
-        if (!leanAwaits || running.size >= maxParallel) await condition(() => running.size < maxParallel);
-        const body = pipeline.runBody(adm);
-        outcomes[i] = body;
-        if (exclusive) {
-          await body;
-        } else {
-          running.add(body);
-          const done = () => void running.delete(body);
-          body.then(done, done);
-        }
+  const admitInModelOrder = async () => {
+    for (const [i, call] of input.calls.entries()) {
+      if (batch.cancelRequested) {
+        admissions[i] = pipeline.abortUnstarted(call);
+        outcomes[i] = pipeline.skipBody(admissions[i]);
+        continue;
       }
-    };
-
-    const commitInModelOrder = async () => {
-      const out: ToolResult[] = [];
-      for (let i = 0; i < n; i++) {
-        if (!leanAwaits || outcomes[i] === undefined) await condition(() => outcomes[i] !== undefined);
-        out.push(await pipeline.settle(admissions[i], await outcomes[i]));
+      const adm = await pipeline.admit(call);
+      admissions[i] = adm;
+      if (adm.verdict.kind !== 'run') {
+        outcomes[i] = pipeline.skipBody(adm);
+        continue;
       }
-      return out;
-    };
+      const exclusive = adm.profile?.concurrencySafe !== true;
+      // a barrier: nothing runs beside it
+      if (exclusive && (!leanAwaits || running.size > 0)) await Promise.all(running);
+      if (!leanAwaits || running.size >= maxParallel) await condition(() => running.size < maxParallel);
+      const body = pipeline.runBody(adm);
+      outcomes[i] = body;
+      if (exclusive) {
+        await body;
+      } else {
+        running.add(body);
+        const done = () => void running.delete(body);
+        body.then(done, done);
+      }
+    }
+  };
 
-    const [, committed] = await Promise.all([admitInModelOrder(), commitInModelOrder()]);
-    return committed;
-  });
+  const commitInModelOrder = async () => {
+    const out: ToolResult[] = [];
+    for (let i = 0; i < n; i++) {
+      if (!leanAwaits || outcomes[i] === undefined) await condition(() => outcomes[i] !== undefined);
+      out.push(await pipeline.settle(admissions[i], await outcomes[i]));
+    }
+    return out;
+  };
 
-  // The batch has settled: only now do the queued contexts follow the tool results, FIFO.
+  const [, committed] = await Promise.all([admitInModelOrder(), commitInModelOrder()]);
+  return committed;
+}
+
+/** The tool messages in model order, then each result's additionalContexts as user messages (recorded). */
+function modelMessages(input: BatchInput, results: ToolResult[], events: EventLog, contentOnce: boolean) {
   const messages: ModelMessage[] = input.calls.map((call, i) => ({
     role: 'tool',
     toolCallId: call.id,
@@ -253,26 +269,5 @@ export async function toolBatch(input: BatchInput): Promise<BatchOutputWire> {
       messages.push({ role: 'user', content: ctx.content, source: ctx.source ?? `tool:${call.name}` });
     });
   });
-  settled = true;
-
-  events.close();
-  await CancellationScope.nonCancellable(() => condition(allHandlersFinished));
-  const output: BatchOutput = {
-    sessionId: input.sessionId,
-    turn: input.turn,
-    step: input.step,
-    messages,
-    results: input.calls.map((call, i) => ({ callId: call.id, name: call.name, result: results[i] })),
-    events: events.events,
-    nextSeq: events.nextSeq,
-    concludesTurn: results.some((r) => r.concludesTurn === true),
-    cancelled: cancelRequested,
-    state,
-  };
-  // Last line of defence: an output over Temporal's payload limit would fail the workflow task
-  // forever. The results are in the session log and this history either way.
-  const returned: BatchOutputWire = contentOnce ? compactBatchOutput(output) : output;
-  const tooBig = outputProblem(returned);
-  if (tooBig) throw ApplicationFailure.nonRetryable(tooBig, FailureTypes.OUTPUT_TOO_LARGE);
-  return returned;
+  return messages;
 }

@@ -10,7 +10,6 @@ import {
   ApplicationFailure,
   CancellationScope,
   ParentClosePolicy,
-  patched,
   proxyActivities,
   proxyLocalActivities,
   startChild,
@@ -39,7 +38,6 @@ import {
 } from '../pipeline/stages';
 import type {
   BatchInput,
-  CallStage,
   Candidate,
   Card,
   GrantUse,
@@ -51,7 +49,9 @@ import type {
   UserMessage,
 } from '../pipeline/types';
 import type { Approvals } from './approvals';
+import type { BatchFeatures } from './compat';
 import type { EventLog } from './event-log';
+import { type Admission, type CallTracker, type Lineage, type Settlement, settledAtAdmission } from './admission';
 import { ApprovalStage, type RaisedAsk } from './approval-stage';
 import { bodyFailure, stageFailure } from './failures';
 import { LookAhead } from './look-ahead';
@@ -59,41 +59,7 @@ import { APPROVALS_MEMO, AWAITING_APPROVAL, PENDING_APPROVALS, SESSION_ID } from
 import { reconcileWorkflowId, type ReconcileInput } from '../pipeline/reconcile';
 import { attemptLost, lostWords, reconcileCall } from './reconcile';
 
-/** Unknown outcomes of at-most-once bodies (a lost attempt starts a reconcile workflow). */
-const OUTCOME_UNKNOWN_PATCH = 'sluice-outcome-unknown';
-
 export const DEFAULT_MAX_PARALLEL = 10;
-
-/** Code Mode: the run_code call a sub-call belongs to, and the outermost call of the batch. */
-export interface Lineage {
-  parentCallId?: string;
-  rootCallId?: string;
-}
-
-/** A call after admission: either free to run its body, or already holding its outcome-to-be. */
-export interface Admission {
-  call: ToolCall;
-  lineage: Lineage;
-  /** Set once the arguments snapshotted: from then on, the stages have something to run on. */
-  ref?: CallRef;
-  card: Card;
-  profile?: ToolProfile;
-  preContexts: UserMessage[];
-  verdict: { kind: 'run' } | ({ kind: 'settle' } & Settlement);
-}
-
-/** What settle starts from: the body's candidate, or the one admission wrote instead. */
-export interface Settlement {
-  candidate: Candidate;
-  /** A failure of the pipeline itself skips post-execute; a denial or a tool's error does not. */
-  skipPostExecute: boolean;
-  bodyContexts?: UserMessage[];
-  wrapperContexts?: UserMessage[];
-}
-
-export interface CallTracker {
-  stage(callId: string, stage: CallStage, isError?: boolean): void;
-}
 
 export class CallPipeline {
   private readonly bodyScopes = new Set<CancellationScope>();
@@ -106,6 +72,8 @@ export class CallPipeline {
   private readonly started = new Set<ToolCall>();
   /** Stage 5 and around it: grants, asks raised together, the ask itself, then the guards. */
   private readonly approval: ApprovalStage;
+  /** No await where the value is at hand (release 0.2 on; see compat.ts). */
+  private readonly lean: boolean;
 
   constructor(
     private readonly input: BatchInput,
@@ -114,21 +82,14 @@ export class CallPipeline {
     private readonly state: SessionState,
     private readonly tracker: CallTracker,
     private readonly isCancelled: () => boolean,
-    /**
-     * asksTogether, grantUses: see batch.ts. contentOnce: the output carries each result's content
-     * once and tool messages their values (pipeline/output.ts). leanAwaits: a stage whose result
-     * is at hand is not awaited (see batch.ts).
-     */
-    private readonly features: {
-      asksTogether?: boolean;
-      grantUses?: GrantUse[];
-      contentOnce?: boolean;
-      leanAwaits?: boolean;
-      /** The outcome-unknown path without a patch of its own (a batch of release 0.2 on). */
-      outcomeUnknown?: boolean;
-    } = {},
+    /** What this batch does, by the release that recorded it (workflows/compat.ts). */
+    private readonly features: BatchFeatures,
+    /** The calls a session grant allowed, shown in the state and the memo. */
+    grantUses: GrantUse[],
   ) {
-    this.budget = new InlineBudget(input.calls, features.contentOnce === true);
+    // contentOnce, then leanAwaits: read in the order a batch recorded before release 0.2 read them.
+    this.budget = new InlineBudget(input.calls, features.contentOnce);
+    this.lean = features.leanAwaits;
     this.lookAhead = new LookAhead(input.calls, (call) => {
       try {
         return this.refFor(call, snapshotArguments(call.arguments), {});
@@ -149,7 +110,7 @@ export class CallPipeline {
         parentEnded: (parentCallId) => this.parentEnded(parentCallId),
         isCancelled,
       },
-      features,
+      { asksTogether: features.asksTogether, grantUses },
     );
   }
 
@@ -169,7 +130,7 @@ export class CallPipeline {
     this.recordStart(call, lineage);
     this.tracker.stage(call.id, 'pre-execute');
     const raised = this.approval.takeRaised(call, lineage);
-    if (this.features.leanAwaits && !raised) return this.admitStages(call, lineage);
+    if (this.lean && !raised) return this.admitStages(call, lineage);
     return this.admitRaised(call, lineage, raised);
   }
 
@@ -194,9 +155,7 @@ export class CallPipeline {
     // 4. pre-execute waterfall (and 6, the guards, when no person needs to be asked)
     let pre;
     try {
-      pre =
-        (this.features.leanAwaits ? this.lookAhead.preflightedAheadFor(ref) : undefined) ??
-        (await this.lookAhead.preflight(ref));
+      pre = (this.lean ? this.lookAhead.preflightedAheadFor(ref) : undefined) ?? (await this.lookAhead.preflight(ref));
     } catch (err) {
       return settledAtAdmission(call, lineage, {
         card: genericCard(call.name, snap.args),
@@ -244,7 +203,7 @@ export class CallPipeline {
 
   /** The execute waterfall around the tool body, as a retried, heartbeating activity (a call admitted to run). */
   runBody(adm: Admission): Promise<Settlement> {
-    if (this.features.leanAwaits) return this.executeBody(adm).then((s) => this.markReady(adm, s));
+    if (this.lean) return this.executeBody(adm).then((s) => this.markReady(adm, s));
     return this.readyToSettle(adm, this.executeBody(adm));
   }
 
@@ -340,7 +299,7 @@ export class CallPipeline {
         wrapperContexts: out.wrapperContexts,
       };
     } catch (err) {
-      if (p.atMostOnce && attemptLost(err) && (this.features.outcomeUnknown || patched(OUTCOME_UNKNOWN_PATCH)))
+      if (p.atMostOnce && attemptLost(err) && this.features.outcomeUnknown)
         return { candidate: await this.outcomeUnknown(adm, ref, p, err), skipPostExecute: false };
       return { candidate: bodyFailure(adm.call.name, p.timeoutMs, err), skipPostExecute: false };
     } finally {
@@ -416,7 +375,7 @@ export class CallPipeline {
           made?.at === at ? made.req : (made = { at, req: this.settleRequest(adm, s, at) }).req;
         const pending = { admission: adm, profile: adm.profile, request };
         const settled =
-          (this.features.leanAwaits ? this.lookAhead.settledWithoutWaiting(adm.call, pending, share) : undefined) ??
+          (this.lean ? this.lookAhead.settledWithoutWaiting(adm.call, pending, share) : undefined) ??
           (await this.lookAhead.settle(adm.call, pending, share));
         this.events.recordAll(settled.events);
         result = settled.result;
@@ -570,22 +529,6 @@ function snapshotOf(call: ToolCall, lineage: Lineage): { args: JsonObject } | { 
   } catch (err) {
     return { problem: (err as Error).message };
   }
-}
-
-/** An admission that already holds the call's outcome-to-be: the body will not run. */
-function settledAtAdmission(
-  call: ToolCall,
-  lineage: Lineage,
-  opts: { card: Card; candidate: Candidate; skipPostExecute: boolean; ref?: CallRef },
-): Admission {
-  return {
-    call,
-    lineage,
-    ref: opts.ref,
-    card: opts.card,
-    preContexts: [],
-    verdict: { kind: 'settle', candidate: opts.candidate, skipPostExecute: opts.skipPostExecute },
-  };
 }
 
 function codeDispatchFields(call: ToolCall, lineage: Lineage): SubCallFields {

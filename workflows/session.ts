@@ -18,7 +18,6 @@ import {
   getExternalWorkflowHandle,
   isCancellation,
   ParentClosePolicy,
-  patched,
   proxyActivities,
   proxySinks,
   setHandler,
@@ -48,6 +47,7 @@ import type { EventPayloads, EventType } from '../pipeline/events';
 import type { BatchOutputWire } from '../pipeline/output';
 import type { BatchInput, JsonObject, SessionEvent, ToolCall } from '../pipeline/types';
 import { APPROVALS_MEMO, BATCH_WORKFLOW, batchWorkflowId, EMPTY_APPROVALS_MEMO } from './definitions';
+import { sessionFeatures } from './compat';
 import type { SessionEventSinks } from './event-log';
 import {
   cancelSessionSignal,
@@ -60,7 +60,6 @@ import {
 const { sessionEvents } = proxySinks<SessionEventSinks>();
 
 const TAIL = 20;
-const TEMPORAL_CANCEL_PATCH = 'sluice-session-temporal-cancel';
 const RECENT_TURNS = 20;
 const DEFAULT_MAX_STEPS = 50;
 const DEFAULT_CAN_EVENTS = 5_000;
@@ -70,6 +69,8 @@ const CAN_HISTORY_BYTES = 8 * 1024 * 1024;
 export async function agentSession(input: SessionInput): Promise<SessionOutput> {
   const problem = sessionInputProblem(input);
   if (problem) throw ApplicationFailure.nonRetryable(problem, FailureTypes.INVALID_SESSION);
+  // Which release recorded this history (workflows/compat.ts): each read where it is used.
+  const features = sessionFeatures();
   const c: SessionCarry = input.carried ?? {
     turn: 0,
     step: 0,
@@ -134,7 +135,7 @@ export async function agentSession(input: SessionInput): Promise<SessionOutput> 
     // From a Temporal cancel the current scope is the cancelled root, where a cancel request is
     // silently never sent: the batch ran on to its end. Sent from outside that scope now.
     if (!CancellationScope.current().consideredCancelled) void cancelBatch();
-    else if (patched(TEMPORAL_CANCEL_PATCH)) void CancellationScope.nonCancellable(cancelBatch);
+    else if (features.temporalCancel) void CancellationScope.nonCancellable(cancelBatch);
   };
 
   setHandler(messageSignal, (m) => {
@@ -380,7 +381,7 @@ export async function agentSession(input: SessionInput): Promise<SessionOutput> 
         if (historyFull() && allHandlersFinished()) return 'continue-as-new';
         // An idle session whose history is full continues-as-new as soon as the update that
         // ended the last turn has returned (before, a session driven by updates alone never did).
-        const idleCan = patched('sluice-session-idle-continue-as-new');
+        const idleCan = features.idleContinueAsNew;
         await condition(
           () => c.inbox.length > 0 || cancelRequested || (idleCan && historyFull() && allHandlersFinished()),
         );
@@ -417,7 +418,7 @@ export async function agentSession(input: SessionInput): Promise<SessionOutput> 
   // Updates waiting on this session learn it ended before the run closes. After a Temporal
   // cancel this wait is outside the cancelled scope, so the session completes with its reason
   // (before, the wait threw and the run closed as cancelled, with no result).
-  if (cancelRequested && patched(TEMPORAL_CANCEL_PATCH))
+  if (cancelRequested && features.temporalCancel)
     await CancellationScope.nonCancellable(() => condition(allHandlersFinished));
   else await condition(allHandlersFinished);
   return result;
