@@ -9,22 +9,12 @@ import type { Gate, ToolProfile } from '../pipeline/stages';
 import type { BatchInput, Card, DecidedApproval, GrantUse, SessionState, ToolCall } from '../pipeline/types';
 import type { Approvals } from './approvals';
 import type { Admission, CallTracker, Lineage } from './admission';
+import type { CallLedger } from './call-ledger';
 import type { EventLog } from './event-log';
 import { approvalDenial, stageFailure } from './failures';
-import type { LookAhead } from './look-ahead';
+import type { StageRunner } from './stage-runner';
 
 export const DEFAULT_APPROVAL_TIMEOUT_MS = 10 * 60_000;
-
-/** What the approval stage needs of the call pipeline it belongs to. */
-export interface ApprovalHost {
-  /** Records a batch call's tool/call (once): an ask raised ahead comes after its call's. */
-  recordStart(call: ToolCall): void;
-  /** Whether the batch call's tool/call is recorded. */
-  started(call: ToolCall): boolean;
-  /** Why a sub-call's program is gone, once its run_code call's body stopped running. */
-  parentEnded(parentCallId: string): string | undefined;
-  isCancelled(): boolean;
-}
 
 export class ApprovalStage {
   /** Asks raised ahead of their call's admission, together with an earlier call's ask. */
@@ -36,8 +26,9 @@ export class ApprovalStage {
     private readonly approvals: Approvals,
     private readonly state: SessionState,
     private readonly tracker: CallTracker,
-    private readonly lookAhead: LookAhead,
-    private readonly host: ApprovalHost,
+    private readonly runner: StageRunner,
+    private readonly ledger: CallLedger,
+    private readonly isCancelled: () => boolean,
     /** asksTogether, grantUses: see batch.ts. */
     private readonly features: { asksTogether?: boolean; grantUses?: GrantUse[] },
   ) {}
@@ -115,7 +106,7 @@ export class ApprovalStage {
     } else {
       asked = this.approvals.ask(ref!, {
         ...this.askOptions(ask.reason, adm.card, profile),
-        ...(lineage.parentCallId ? { abandoned: () => this.host.parentEnded(lineage.parentCallId!) } : {}),
+        ...(lineage.parentCallId ? { abandoned: () => this.ledger.parentEnded(lineage.parentCallId!) } : {}),
       });
     }
     // Only an ask that waits for a person gathers the others (no channel, or `never`, ends at once).
@@ -138,7 +129,7 @@ export class ApprovalStage {
       };
     this.tracker.stage(call.id, 'guards');
     try {
-      const guarded = await this.lookAhead.guards(ref!);
+      const guarded = await this.runner.guards(ref!);
       this.events.recordAll(guarded.events);
       adm.preContexts = [...adm.preContexts, ...guarded.contexts];
       return guarded.gate;
@@ -167,16 +158,16 @@ export class ApprovalStage {
   private async raiseAsksAfter(call: ToolCall): Promise<void> {
     let ahead;
     try {
-      ahead = await this.lookAhead.asksAfter(call);
+      ahead = await this.runner.asksAfter(call);
     } catch {
       return; // those calls ask on their turn, with their own pre-execute (which reports the failure)
     }
     for (const next of ahead) {
-      if (this.host.started(next.call) || this.raised.has(next.call) || this.host.isCancelled()) continue;
+      if (this.ledger.hasStarted(next.call) || this.raised.has(next.call) || this.isCancelled()) continue;
       if (next.result.gate.kind !== 'ask') continue;
       // A call a session grant covers does not ask: it takes the grant on its turn.
       if (next.result.profile?.approval !== 'never' && grantFor(this.state, next.call.name, next.ref.args)) continue;
-      this.host.recordStart(next.call);
+      this.ledger.recordStart(next.call, {});
       this.tracker.stage(next.call.id, 'awaiting-approval');
       const entry: RaisedAsk = { decided: Promise.resolve(undefined as unknown as DecidedApproval) };
       // The digest people see is the worker's keyed one, as for an ask raised on the call's own

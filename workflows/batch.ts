@@ -19,7 +19,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import { batchInputProblem } from '../pipeline/batch-input';
-import { outputProblem } from '../pipeline/budget';
+import { InlineBudget, outputProblem } from '../pipeline/budget';
 import { type BatchOutputWire, compactBatchOutput } from '../pipeline/output';
 import { FailureTypes } from '../pipeline/errors';
 import { grantsOf } from '../pipeline/grants';
@@ -40,6 +40,7 @@ import { CallPipeline, DEFAULT_MAX_PARALLEL } from './call-pipeline';
 import { CodeCalls } from './code-calls';
 import { SEQ_CONFLICT, SESSION_ID, stateQuery } from './definitions';
 import { EventLog } from './event-log';
+import { type BatchRunner, stageRunner } from './placement';
 import { type BatchFeatures, batchFeatures } from './compat';
 
 const { claimSessionSeq: claimActivity, claimThenPreflight } = proxyLocalActivities<
@@ -67,11 +68,11 @@ async function claimSessionSeq(input: BatchInput): Promise<void> {
  * The claim and the first group's preflight in one worker round (release 0.2 on): the preflight
  * runs only once the claim holds, and records nothing; its results wait for their calls.
  */
-async function claimThenFirstPreflight(input: BatchInput, pipeline: CallPipeline): Promise<void> {
-  const group = pipeline.firstPreflightGroup();
+async function claimThenFirstPreflight(input: BatchInput, runner: BatchRunner): Promise<void> {
+  const group = runner.firstGroup();
   const reply = await claimThenPreflight({ claim: claimRequest(input), refs: group.map((g) => g.ref) });
   refuseOnConflict(reply.claim);
-  if (reply.preflight) pipeline.firstPreflightDone(group, reply.preflight);
+  if (reply.preflight) runner.firstGroupPreflighted(group, reply.preflight);
 }
 
 function refuseOnConflict(claim: SeqClaim): void {
@@ -95,12 +96,12 @@ export async function toolBatch(input: BatchInput): Promise<BatchOutputWire> {
   const batch = openBatch(input, features);
 
   // Before the first event; batches recorded before the claim existed replay without it.
-  if (features.seqClaim === 'with-first-preflight') await claimThenFirstPreflight(input, batch.pipeline);
+  if (features.seqClaim === 'with-first-preflight') await claimThenFirstPreflight(input, batch.runner);
   else if (features.seqClaim === 'alone') await claimSessionSeq(input);
 
   // Everything below drains to the end even when the batch is cancelled: cancel is a flag the
   // stages look at, so every started call still commits exactly one tool/result.
-  const results = await CancellationScope.nonCancellable(() => runInModelOrder(input, batch, features.leanAwaits));
+  const results = await CancellationScope.nonCancellable(() => runInModelOrder(input, batch));
 
   // The batch has settled: only now do the queued contexts follow the tool results, FIFO.
   const messages = modelMessages(input, results, batch.events, features.contentOnce);
@@ -133,6 +134,7 @@ interface OpenBatch {
   events: EventLog;
   state: SessionState;
   pipeline: CallPipeline;
+  runner: BatchRunner;
   cancelRequested: boolean;
   settled: boolean;
 }
@@ -162,7 +164,21 @@ function openBatch(input: BatchInput, features: BatchFeatures): OpenBatch {
       stages.set(callId, { ...entry, stage, ...(isError !== undefined ? { isError } : {}) });
     },
   };
-  batch.pipeline = new CallPipeline(input, events, approvals, state, tracker, cancelled, features, grantUses);
+  // contentOnce, then leanAwaits: the order a batch recorded before release 0.2 read them in.
+  const budget = new InlineBudget(input.calls, features.contentOnce);
+  batch.runner = stageRunner(features.leanAwaits, input, state);
+  batch.pipeline = new CallPipeline(
+    input,
+    events,
+    approvals,
+    state,
+    tracker,
+    cancelled,
+    features,
+    budget,
+    batch.runner,
+    grantUses,
+  );
   new CodeCalls(input, batch.pipeline, cancelled, (callId, name, parentCallId) =>
     stages.set(callId, { callId, name, stage: 'queued', parentCallId }),
   );
@@ -196,8 +212,8 @@ function openBatch(input: BatchInput, features: BatchFeatures): OpenBatch {
  * The scheduler: admission one call at a time in model order, bodies of concurrency-safe calls
  * side by side up to maxParallel (any other call is a barrier), results settled in model order.
  */
-async function runInModelOrder(input: BatchInput, batch: OpenBatch, leanAwaits: boolean): Promise<ToolResult[]> {
-  const { pipeline } = batch;
+async function runInModelOrder(input: BatchInput, batch: OpenBatch): Promise<ToolResult[]> {
+  const { pipeline, runner } = batch;
   const n = input.calls.length;
   const admissions: Admission[] = [];
   const outcomes: Promise<Settlement>[] = [];
@@ -219,8 +235,8 @@ async function runInModelOrder(input: BatchInput, batch: OpenBatch, leanAwaits: 
       }
       const exclusive = adm.profile?.concurrencySafe !== true;
       // a barrier: nothing runs beside it
-      if (exclusive && (!leanAwaits || running.size > 0)) await Promise.all(running);
-      if (!leanAwaits || running.size >= maxParallel) await condition(() => running.size < maxParallel);
+      if (exclusive && runner.waits(running.size > 0)) await Promise.all(running);
+      if (runner.waits(running.size >= maxParallel)) await condition(() => running.size < maxParallel);
       const body = pipeline.runBody(adm);
       outcomes[i] = body;
       if (exclusive) {
@@ -236,7 +252,7 @@ async function runInModelOrder(input: BatchInput, batch: OpenBatch, leanAwaits: 
   const commitInModelOrder = async () => {
     const out: ToolResult[] = [];
     for (let i = 0; i < n; i++) {
-      if (!leanAwaits || outcomes[i] === undefined) await condition(() => outcomes[i] !== undefined);
+      if (runner.waits(outcomes[i] === undefined)) await condition(() => outcomes[i] !== undefined);
       out.push(await pipeline.settle(admissions[i], await outcomes[i]));
     }
     return out;

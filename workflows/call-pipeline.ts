@@ -4,8 +4,9 @@
 //   settle     9 post-execute · 10 normalization · 11 finalizeContent · 12 tools/result · 13 tool/result
 // (2 and 14, the cards, are drawn by any UI from the events.) The batch workflow (batch.ts)
 // decides WHEN each part runs: ordering, parallelism, cancellation. This file decides WHAT runs.
-// Where the quick stages run and which calls they take along is look-ahead.ts's business.
-// Stage 5, with grants, asks raised together and then the guards, is approval-stage.ts's.
+// Where the quick stages run, and whether a result at hand is awaited, is the stage runner's
+// business (stage-runner.ts); stage 5, with grants, asks raised together and then the guards, is
+// approval-stage.ts's; what is recorded per call, the call ledger's (call-ledger.ts).
 import {
   ApplicationFailure,
   CancellationScope,
@@ -17,21 +18,18 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { StageActivities } from '../activities/stages';
-import { InlineBudget, jsonBytes, MAX_ARGUMENT_CHARS, resultBytes } from '../pipeline/budget';
+import { type InlineBudget, jsonBytes, MAX_ARGUMENT_CHARS, resultBytes } from '../pipeline/budget';
 import { reservedCallIdProblem } from '../pipeline/code-mode';
-import { argsDigest } from '../pipeline/digest';
 import { GRANTS_NAMESPACE } from '../pipeline/grants';
 import { getOwn, setOwn, snapshotArguments } from '../pipeline/json';
 import { errorCandidate, fitResult, normalizeResult, untouchedValue } from '../pipeline/normalize';
 import { ErrorCodes, FailureTypes } from '../pipeline/errors';
-import type { OutcomeFields, SubCallFields } from '../pipeline/events';
 import {
   BODY_DEFAULTS,
   type CallRef,
   genericCard,
   genericResultCard,
   packCallRef,
-  type PreflightReply,
   type SettleRequest,
   type ToolProfile,
   unpackBodyResult,
@@ -49,12 +47,20 @@ import type {
   UserMessage,
 } from '../pipeline/types';
 import type { Approvals } from './approvals';
-import type { BatchFeatures } from './compat';
 import type { EventLog } from './event-log';
-import { type Admission, type CallTracker, type Lineage, type Settlement, settledAtAdmission } from './admission';
+import {
+  type Admission,
+  type CallTracker,
+  type Lineage,
+  type Settlement,
+  type StageRules,
+  settledAtAdmission,
+} from './admission';
+import { CallLedger } from './call-ledger';
+import { callRef } from './call-ref';
+import type { StageRunner } from './stage-runner';
 import { ApprovalStage, type RaisedAsk } from './approval-stage';
 import { bodyFailure, stageFailure } from './failures';
-import { LookAhead } from './look-ahead';
 import { APPROVALS_MEMO, AWAITING_APPROVAL, PENDING_APPROVALS, SESSION_ID } from './definitions';
 import { reconcileWorkflowId, type ReconcileInput } from '../pipeline/reconcile';
 import { attemptLost, lostWords, reconcileCall } from './reconcile';
@@ -63,17 +69,9 @@ export const DEFAULT_MAX_PARALLEL = 10;
 
 export class CallPipeline {
   private readonly bodyScopes = new Set<CancellationScope>();
-  private readonly budget: InlineBudget;
-  private readonly lookAhead: LookAhead;
-  private readonly executing = new Set<string>();
-  /** Sub-calls' contexts, held for their run_code call's result instead of injected at the sub-call. */
-  private readonly deferred = new Map<string, UserMessage[]>();
-  /** The batch's own calls whose tool/call is recorded (an ask raised ahead records it early). */
-  private readonly started = new Set<ToolCall>();
   /** Stage 5 and around it: grants, asks raised together, the ask itself, then the guards. */
   private readonly approval: ApprovalStage;
-  /** No await where the value is at hand (release 0.2 on; see compat.ts). */
-  private readonly lean: boolean;
+  private readonly ledger: CallLedger;
 
   constructor(
     private readonly input: BatchInput,
@@ -82,62 +80,37 @@ export class CallPipeline {
     private readonly state: SessionState,
     private readonly tracker: CallTracker,
     private readonly isCancelled: () => boolean,
-    /** What this batch does, by the release that recorded it (workflows/compat.ts). */
-    private readonly features: BatchFeatures,
+    /** What the stages do by the release that recorded the batch (decided by compat.ts). */
+    private readonly rules: StageRules,
+    /** Each call's share of the batch's Temporal budget. */
+    private readonly budget: InlineBudget,
+    /** Where the quick stages run, and whether a result at hand is awaited. */
+    private readonly runner: StageRunner,
     /** The calls a session grant allowed, shown in the state and the memo. */
     grantUses: GrantUse[],
   ) {
-    // contentOnce, then leanAwaits: read in the order a batch recorded before release 0.2 read them.
-    this.budget = new InlineBudget(input.calls, features.contentOnce);
-    this.lean = features.leanAwaits;
-    this.lookAhead = new LookAhead(input.calls, (call) => {
-      try {
-        return this.refFor(call, snapshotArguments(call.arguments), {});
-      } catch {
-        return undefined;
-      }
+    this.ledger = new CallLedger(input, events);
+    this.approval = new ApprovalStage(input, events, approvals, state, tracker, runner, this.ledger, isCancelled, {
+      asksTogether: rules.asksTogether,
+      grantUses,
     });
-    this.approval = new ApprovalStage(
-      input,
-      events,
-      approvals,
-      state,
-      tracker,
-      this.lookAhead,
-      {
-        recordStart: (call) => this.recordStart(call, {}),
-        started: (call) => this.started.has(call),
-        parentEnded: (parentCallId) => this.parentEnded(parentCallId),
-        isCancelled,
-      },
-      { asksTogether: features.asksTogether, grantUses },
-    );
-  }
-
-  /** The first preflight group, to run with the seq claim (look-ahead.ts). */
-  firstPreflightGroup(): { call: ToolCall; ref: CallRef }[] {
-    return this.lookAhead.firstGroup();
-  }
-
-  firstPreflightDone(group: { call: ToolCall; ref: CallRef }[], reply: PreflightReply): void {
-    this.lookAhead.firstGroupPreflighted(group, reply);
   }
 
   // ─── admit: stages 1–6 ──────────────────────────────────────────────────────────────────────
 
   admit(call: ToolCall, lineage: Lineage = {}): Promise<Admission> {
     // 1. tool/call (a sub-call's tool/code-dispatch-start), before anything else for this call
-    this.recordStart(call, lineage);
+    this.ledger.recordStart(call, lineage);
     this.tracker.stage(call.id, 'pre-execute');
     const raised = this.approval.takeRaised(call, lineage);
-    if (this.lean && !raised) return this.admitStages(call, lineage);
-    return this.admitRaised(call, lineage, raised);
+    if (raised) return this.admitRaised(call, lineage, raised);
+    return this.runner.admitted(this.admitStages(call, lineage));
   }
 
-  private async admitRaised(call: ToolCall, lineage: Lineage, raised?: RaisedAsk): Promise<Admission> {
+  private async admitRaised(call: ToolCall, lineage: Lineage, raised: RaisedAsk): Promise<Admission> {
     const adm = await this.admitStages(call, lineage, raised);
     // An ask raised ahead that admission did not use (the call settled before asking) ends here.
-    if (raised && !raised.used) await this.approval.withdraw(raised, 'the call settled before its approval was needed');
+    if (!raised.used) await this.approval.withdraw(raised, 'the call settled before its approval was needed');
     return adm;
   }
 
@@ -150,12 +123,12 @@ export class CallPipeline {
         candidate: errorCandidate(snap.problem, ErrorCodes.INVALID_ARGS),
         skipPostExecute: true,
       });
-    const ref = this.refFor(call, snap.args, lineage);
+    const ref = callRef(this.input, this.state, call, snap.args, lineage);
 
     // 4. pre-execute waterfall (and 6, the guards, when no person needs to be asked)
     let pre;
     try {
-      pre = (this.lean ? this.lookAhead.preflightedAheadFor(ref) : undefined) ?? (await this.lookAhead.preflight(ref));
+      pre = this.runner.preflightNow(ref) ?? (await this.runner.preflight(ref));
     } catch (err) {
       return settledAtAdmission(call, lineage, {
         card: genericCard(call.name, snap.args),
@@ -203,8 +176,7 @@ export class CallPipeline {
 
   /** The execute waterfall around the tool body, as a retried, heartbeating activity (a call admitted to run). */
   runBody(adm: Admission): Promise<Settlement> {
-    if (this.lean) return this.executeBody(adm).then((s) => this.markReady(adm, s));
-    return this.readyToSettle(adm, this.executeBody(adm));
+    return this.runner.afterBody(this.executeBody(adm), (s) => this.markReady(adm, s));
   }
 
   /** A call that admission settled: its body never runs, and its settlement is the one admission wrote. */
@@ -217,7 +189,7 @@ export class CallPipeline {
   }
 
   private markReady(adm: Admission, s: Settlement): Settlement {
-    this.lookAhead.readyToSettle(adm.call, {
+    this.runner.readyToSettle(adm.call, {
       admission: adm,
       profile: adm.profile,
       ...(adm.ref ? { request: (share: number) => this.settleRequest(adm, s, share) } : {}),
@@ -284,13 +256,13 @@ export class CallPipeline {
     this.tracker.stage(adm.call.id, 'executing');
     const scope = new CancellationScope({ cancellable: true });
     this.bodyScopes.add(scope);
-    this.executing.add(adm.call.id);
+    this.ledger.bodyStarted(adm.call.id);
     try {
       const out = unpackBodyResult(await scope.run(() => body.executeBody(packCallRef(ref))));
       this.events.recordAll(out.events);
       if (out.statePatch) {
         applyPatch(this.state, out.statePatch);
-        this.lookAhead.stateChanged();
+        this.runner.stateChanged();
       }
       return {
         candidate: out.candidate,
@@ -299,14 +271,14 @@ export class CallPipeline {
         wrapperContexts: out.wrapperContexts,
       };
     } catch (err) {
-      if (p.atMostOnce && attemptLost(err) && this.features.outcomeUnknown)
+      if (p.atMostOnce && attemptLost(err) && this.rules.outcomeUnknown)
         return { candidate: await this.outcomeUnknown(adm, ref, p, err), skipPostExecute: false };
       return { candidate: bodyFailure(adm.call.name, p.timeoutMs, err), skipPostExecute: false };
     } finally {
       // A body that runs alone may have changed anything: asks raised ahead are re-checked.
-      if (!p.concurrencySafe) this.lookAhead.bodyEnded();
+      if (!p.concurrencySafe) this.runner.bodyEnded();
       this.bodyScopes.delete(scope);
-      this.executing.delete(adm.call.id);
+      this.ledger.bodyEnded(adm.call.id);
       this.tracker.stage(adm.call.id, 'post-execute');
     }
   }
@@ -375,8 +347,7 @@ export class CallPipeline {
           made?.at === at ? made.req : (made = { at, req: this.settleRequest(adm, s, at) }).req;
         const pending = { admission: adm, profile: adm.profile, request };
         const settled =
-          (this.lean ? this.lookAhead.settledWithoutWaiting(adm.call, pending, share) : undefined) ??
-          (await this.lookAhead.settle(adm.call, pending, share));
+          this.runner.settleNow(adm.call, pending, share) ?? (await this.runner.settle(adm.call, pending, share));
         this.events.recordAll(settled.events);
         result = settled.result;
         card = settled.card;
@@ -388,7 +359,7 @@ export class CallPipeline {
     // The share holds even against a worker that ignored it: the output must stay one payload.
     result = fitResult(result, { maxChars: Infinity, maxBytes: share });
     // The body's structured value goes along while nothing rewrote what the model reads, and it fits.
-    if (this.features.contentOnce && !adm.lineage.parentCallId) {
+    if (this.rules.contentOnce && !adm.lineage.parentCallId) {
       const value = untouchedValue(s.candidate, result);
       if (value !== undefined && resultBytes(result) + jsonBytes(value) + 16 <= share) result = { ...result, value };
     }
@@ -400,7 +371,7 @@ export class CallPipeline {
     if (!card || jsonBytes(card as unknown as JsonObject) > share)
       card = genericResultCard(adm.call.name, result.isError);
     // 13. the single model-facing outcome; a sub-call's belongs to its program, not the model.
-    this.recordOutcome(adm, result, card);
+    this.ledger.recordOutcome(adm, result, card);
     this.tracker.stage(adm.call.id, 'done', result.isError);
     return result;
   }
@@ -409,7 +380,7 @@ export class CallPipeline {
 
   /** A call the batch never started: a tool/call + tool/result pair (or a sub-call's pair), and nothing run. */
   abortUnstarted(call: ToolCall, lineage: Lineage = {}): Admission {
-    this.recordStart(call, lineage); // an ask raised ahead ends as cancelled with the batch
+    this.ledger.recordStart(call, lineage); // an ask raised ahead ends as cancelled with the batch
     return settledAtAdmission(call, lineage, {
       card: { title: call.name },
       candidate: errorCandidate(
@@ -427,23 +398,12 @@ export class CallPipeline {
 
   /** True while the call's body activity runs (a run_code program can call tools only then). */
   isExecuting(callId: string): boolean {
-    return this.executing.has(callId);
+    return this.ledger.isExecuting(callId);
   }
 
   /** Holds a sub-call's contexts for its run_code call: they follow that call's result, after the batch. */
   deferContexts(parentCallId: string, contexts: UserMessage[]): void {
-    if (contexts.length) this.deferred.set(parentCallId, [...(this.deferred.get(parentCallId) ?? []), ...contexts]);
-  }
-
-  /** Why a sub-call's program is gone, once its run_code call's body stopped running. */
-  private parentEnded(parentCallId: string): string | undefined {
-    return this.executing.has(parentCallId) ? undefined : `the program of ${parentCallId} ended`;
-  }
-
-  private takeDeferred(callId: string): UserMessage[] {
-    const held = this.deferred.get(callId) ?? [];
-    this.deferred.delete(callId);
-    return held;
+    this.ledger.deferContexts(parentCallId, contexts);
   }
 
   private settleRequest(adm: Admission, s: Settlement, share: number) {
@@ -452,63 +412,10 @@ export class CallPipeline {
       candidate: s.candidate,
       skipPostExecute: s.skipPostExecute,
       contexts: {
-        pre: [...adm.preContexts, ...this.takeDeferred(adm.call.id)],
+        pre: [...adm.preContexts, ...this.ledger.takeDeferred(adm.call.id)],
         body: s.bodyContexts ?? [],
         wrapper: s.wrapperContexts ?? [],
       },
-    };
-  }
-
-  private recordStart(call: ToolCall, lineage: Lineage): void {
-    if (lineage.parentCallId) this.events.record('tool/code-dispatch-start', codeDispatchFields(call, lineage));
-    else if (this.started.has(call)) return;
-    else {
-      this.started.add(call);
-      this.events.record('tool/call', {
-        turn: this.input.turn,
-        step: this.input.step,
-        callId: call.id,
-        name: call.name,
-        arguments: call.arguments,
-        ...(call.argumentsChars !== undefined ? { argumentsChars: call.argumentsChars } : {}),
-      });
-    }
-  }
-
-  private recordOutcome(adm: Admission, result: ToolResult, card: Card): void {
-    const outcome: OutcomeFields = {
-      content: result.content,
-      isError: result.isError,
-      ...(result.error ? { error: result.error } : {}),
-      ...(result.meta ? { meta: result.meta } : {}),
-      card,
-    };
-    if (adm.lineage.parentCallId)
-      this.events.record('tool/code-dispatch', { ...codeDispatchFields(adm.call, adm.lineage), ...outcome });
-    else
-      this.events.record('tool/result', {
-        turn: this.input.turn,
-        step: this.input.step,
-        callId: adm.call.id,
-        name: adm.call.name,
-        ...outcome,
-      });
-  }
-
-  private refFor(call: ToolCall, args: JsonObject, lineage: Lineage): CallRef {
-    const { workflowId } = workflowInfo();
-    return {
-      workflowId,
-      sessionId: this.input.sessionId,
-      turn: this.input.turn,
-      step: this.input.step,
-      callId: call.id,
-      name: call.name,
-      args,
-      argsDigest: argsDigest(args),
-      idempotencyKey: `${workflowId}/${call.id}`,
-      state: this.state,
-      ...lineage,
     };
   }
 }
@@ -529,16 +436,6 @@ function snapshotOf(call: ToolCall, lineage: Lineage): { args: JsonObject } | { 
   } catch (err) {
     return { problem: (err as Error).message };
   }
-}
-
-function codeDispatchFields(call: ToolCall, lineage: Lineage): SubCallFields {
-  return {
-    rootCallId: lineage.rootCallId ?? lineage.parentCallId!,
-    parentCallId: lineage.parentCallId!,
-    subCallId: call.id,
-    name: call.name,
-    arguments: call.arguments,
-  };
 }
 
 function applyPatch(state: SessionState, patch: StatePatch): void {

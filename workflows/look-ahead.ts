@@ -3,7 +3,8 @@
 // preflight takes the calls after it along (in model order), and one local settle the calls after
 // it whose bodies are over. Their results wait here until their own call asks for them. A body
 // that changes the session state makes the preflights run ahead on the old state stale.
-// call-pipeline.ts asks for one call's stage at a time and never sees the groups.
+// The stage code asks the stage runner (stage-runner.ts) for one call's stage at a time and never
+// sees the groups; both runners (placement.ts) run the stages through this look-ahead.
 //
 // Only the batch's own calls group, and a result computed ahead is used only by the very call
 // (and admission) it was computed for: a Code Mode sub-call never takes one, so no call can run
@@ -21,10 +22,12 @@ import {
   type SettleRequest,
   type SettleResult,
   type StagePlan,
-  type ToolProfile,
   unpackPreflightResults,
 } from '../pipeline/stages';
-import type { ToolCall } from '../pipeline/types';
+import type { BatchInput, SessionState, ToolCall } from '../pipeline/types';
+import type { Admission } from './admission';
+import { refAhead } from './call-ref';
+import type { PendingSettle, SettleWith } from './stage-runner';
 
 // Pre-execute, guards and settle run extension code that is expected to be quick; a worker dying
 // mid-stage is retried, an extension's own throw is turned into a result by the activity itself.
@@ -47,16 +50,6 @@ const localStages = proxyLocalActivities<StageActivities>({
 /** At most this many calls ride along with one local preflight: it must still finish within seconds. */
 const PREFLIGHT_AHEAD = 63;
 
-/** A call waiting for its settle (stages 9–12), as the look-ahead needs to know it. */
-export interface PendingSettle {
-  /** The admission the settle is for: a result settled ahead serves that admission only. */
-  admission: object;
-  /** Undefined when a preflight never ran for the call. */
-  profile?: ToolProfile;
-  /** The settle request at a given share; undefined for a call that never got as far as a reference. */
-  request?: (share: number) => SettleRequest;
-}
-
 export class LookAhead {
   /** Learnt from the first preflight; until then, preflight is tried as a local activity. */
   private plan?: StagePlan;
@@ -69,7 +62,7 @@ export class LookAhead {
   private readonly awaitingSettle = new Map<string, PendingSettle>();
   private readonly settledAhead = new Map<
     string,
-    { admission: object } & ({ result: SettleResult } | { error: unknown })
+    { admission: Admission } & ({ result: SettleResult } | { error: unknown })
   >();
   /** Bumped by every state patch: a preflight run ahead on older state is run again. */
   private stateVersion = 0;
@@ -79,12 +72,20 @@ export class LookAhead {
    */
   private effectsVersion = 0;
 
+  private readonly calls: readonly ToolCall[];
+
   constructor(
-    private readonly calls: readonly ToolCall[],
-    /** A call's reference as a preflight would see it; undefined when its arguments do not snapshot. */
-    private readonly refOf: (call: ToolCall) => CallRef | undefined,
+    private readonly input: BatchInput,
+    /** The batch's session state (the same object bodies patch): a preflight run ahead sees it. */
+    private readonly state: SessionState,
   ) {
-    this.order = new Map(calls.map((c, i) => [c.id, i]));
+    this.calls = input.calls;
+    this.order = new Map(input.calls.map((c, i) => [c.id, i]));
+  }
+
+  /** A call's reference as a preflight would see it; undefined when its arguments do not snapshot. */
+  private refOf(call: ToolCall): CallRef | undefined {
+    return refAhead(this.input, this.state, call);
   }
 
   /** Stage 4 (and 6 when nobody is asked) for one call: from a group run earlier if still current. */
@@ -224,11 +225,7 @@ export class LookAhead {
    * Stages 9–12 for one call with a reference: settled ahead with an earlier call, here in the
    * workflow when no worker code would run, or by the worker (with the calls ready after it).
    */
-  async settle(
-    call: ToolCall,
-    pending: PendingSettle & { request: (share: number) => SettleRequest },
-    share: number,
-  ): Promise<SettleResult> {
+  async settle(call: ToolCall, pending: SettleWith, share: number): Promise<SettleResult> {
     const own = this.isOwnCall(call);
     const ahead = this.takeSettledAhead(call, own, pending);
     if (ahead) return ahead;
@@ -260,11 +257,7 @@ export class LookAhead {
    * workflow. Undefined when a stage must run (then `settle`, which finds everything as it was;
    * `pending.request` must give the same request for the same share).
    */
-  settledWithoutWaiting(
-    call: ToolCall,
-    pending: PendingSettle & { request: (share: number) => SettleRequest },
-    share: number,
-  ): SettleResult | undefined {
+  settledWithoutWaiting(call: ToolCall, pending: SettleWith, share: number): SettleResult | undefined {
     const own = this.isOwnCall(call);
     const ahead = this.takeSettledAhead(call, own, pending);
     if (ahead || !this.settlesHere(pending)) return ahead;

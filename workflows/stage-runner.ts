@@ -1,0 +1,57 @@
+// Where and how cheaply the quick stages run, as the stage code sees it: one interface, two
+// implementations (workflows/placement.ts). The stage code (call-pipeline.ts, approval-stage.ts)
+// asks for a stage here and never sees the look-ahead groups, local or regular activities, or
+// whether a value at hand is awaited; which runner a batch gets is the release's business
+// (compat.ts, leanAwaits).
+//
+// Each quick stage has an await variant and, where a result can be at hand, a ready-now variant
+// that returns it without an await (or undefined): `runner.preflightNow(ref) ?? await
+// runner.preflight(ref)` is the whole fast path, and the legacy runner's ready-now is always
+// undefined.
+import type {
+  CallRef,
+  GuardsResult,
+  PreflightResult,
+  SettleRequest,
+  SettleResult,
+  ToolProfile,
+} from '../pipeline/stages';
+import type { ToolCall } from '../pipeline/types';
+import type { Admission, Settlement } from './admission';
+
+/** A call waiting for its settle (stages 9–12), as the runner needs to know it. */
+export interface PendingSettle {
+  /** The admission the settle is for: a result settled ahead serves that admission only. */
+  admission: Admission;
+  /** Undefined when a preflight never ran for the call. */
+  profile?: ToolProfile;
+  /** The settle request at a given share; undefined for a call that never got as far as a reference. */
+  request?: (share: number) => SettleRequest;
+}
+
+export type SettleWith = PendingSettle & { request: (share: number) => SettleRequest };
+
+export interface StageRunner {
+  /** 4 (and 6 when nobody is asked): a preflight run ahead for this very call, if at hand now. */
+  preflightNow(ref: CallRef): PreflightResult | undefined;
+  preflight(ref: CallRef): Promise<PreflightResult>;
+  /** The later calls whose pre-execute, run ahead on the current state, asks a person too. */
+  asksAfter(call: ToolCall): Promise<{ call: ToolCall; ref: CallRef; result: PreflightResult }[]>;
+  /** 6 after a person said yes: one call, since the approval came in between. */
+  guards(ref: CallRef): Promise<GuardsResult>;
+  /** An admission as its caller awaits it. */
+  admitted(admission: Promise<Admission>): Promise<Admission>;
+  /** 7–8: the body, then `ready` with its settlement. */
+  afterBody(body: Promise<Settlement>, ready: (s: Settlement) => Settlement): Promise<Settlement>;
+  /** A call is ready to settle (its body is over or never ran): a settle group may take it along. */
+  readyToSettle(call: ToolCall, pending: PendingSettle): void;
+  /** 9–12 when no stage must run: settled ahead with an earlier call, or here in the workflow. */
+  settleNow(call: ToolCall, pending: SettleWith, share: number): SettleResult | undefined;
+  settle(call: ToolCall, pending: SettleWith, share: number): Promise<SettleResult>;
+  /** A body patched the session state: preflights run ahead on the old state are stale. */
+  stateChanged(): void;
+  /** A body that runs alone ended: asks raised ahead are re-checked. */
+  bodyEnded(): void;
+  /** Whether the scheduler awaits a wait that may be over already (`notYet` false): the legacy runner always does. */
+  waits(notYet: boolean): boolean;
+}
