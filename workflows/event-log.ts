@@ -1,5 +1,7 @@
-// The session's event record as the batch workflow keeps it: seq-numbered in record order, kept
-// in the workflow's output, and handed to the worker-side sink as it grows.
+// The session's event record as the workflows keep it: seq-numbered in record order, handed to the
+// worker-side sink as it grows, and (for a batch) kept for the workflow's output. The session
+// workflow records its own events (turns, model steps) through it too, keeping none: its batches'
+// events are in their outputs, and its own are in the session log.
 import { proxySinks, type Sinks } from '@temporalio/workflow';
 import { EVENT_ENVELOPE_BYTES, jsonBytes } from '../pipeline/budget';
 import type { EventPayloads, EventType } from '../pipeline/events';
@@ -27,7 +29,14 @@ export class EventLog {
   constructor(
     private readonly sessionId: string,
     private seq: number,
+    /** Keep the events (and their bytes) for the workflow's output: a batch does, a session does not. */
+    private readonly keep = true,
   ) {}
+
+  /** Seqs up to `nextSeq` were taken by events recorded elsewhere (a session's batch). */
+  skipTo(nextSeq: number): void {
+    this.seq = nextSeq;
+  }
 
   get nextSeq(): number {
     return this.seq;
@@ -50,8 +59,10 @@ export class EventLog {
 
   private append(type: string, data: JsonObject): SessionEvent {
     const event: SessionEvent = { type, seq: this.seq++, time: new Date().toISOString(), data };
-    this.bytes += jsonBytes(data) + EVENT_ENVELOPE_BYTES;
-    this.events.push(event);
+    if (this.keep) {
+      this.bytes += jsonBytes(data) + EVENT_ENVELOPE_BYTES;
+      this.events.push(event);
+    }
     sessionEvents.append(this.sessionId, [event]);
     return event;
   }

@@ -1,0 +1,190 @@
+// One step of a session's turn, as openai-agents-js's runner takes one: ask the model, run its
+// tool calls as a batch, and say what comes next (NextStep). The loop (session.ts) decides when a
+// step runs; the carry (session-carry.ts) holds what a step changes.
+import {
+  ActivityFailure,
+  CancellationScope,
+  ChildWorkflowFailure,
+  isCancellation,
+  ParentClosePolicy,
+  proxyActivities,
+  startChild,
+  workflowInfo,
+} from '@temporalio/workflow';
+import { FailureTypes } from '../pipeline/errors';
+import type { BatchOutputWire } from '../pipeline/output';
+import {
+  intakeCalls,
+  mergeToolMessages,
+  type ModelActivities,
+  type ModelStepOutput,
+  type SessionInput,
+  type SessionStatus,
+  type TurnEndReason,
+} from '../pipeline/session';
+import type { BatchInput, ToolCall } from '../pipeline/types';
+import { APPROVALS_MEMO, BATCH_WORKFLOW, batchWorkflowId, EMPTY_APPROVALS_MEMO } from './definitions';
+import type { Carry } from './session-carry';
+
+const DEFAULT_MAX_STEPS = 50;
+
+/** What comes after a step: another step of the turn, or the turn's end and why. */
+export type NextStep = { type: 'run-again' } | { type: 'turn-ended'; reason: TurnEndReason; error?: string };
+
+/** What the loop's handlers and a step share: where the session stands, and how to stop what runs. */
+export interface SessionControl {
+  status: SessionStatus;
+  activeBatch?: string;
+  interruptRequested: boolean;
+  cancelRequested: boolean;
+  modelScope?: CancellationScope;
+  /** Cancels the model step or the batch under way (an interrupt, a cancel). */
+  stopCurrent(): void;
+}
+
+export class Turn {
+  private readonly modelStep: ModelActivities['modelStep'];
+
+  constructor(
+    private readonly input: SessionInput,
+    private readonly carry: Carry,
+    private readonly control: SessionControl,
+  ) {
+    this.modelStep = proxyActivities<ModelActivities>({
+      startToCloseTimeout: input.modelCall?.timeoutMs ?? 10 * 60_000,
+      heartbeatTimeout: input.modelCall?.heartbeatTimeoutMs ?? 30_000,
+      retry: {
+        maximumAttempts: input.modelCall?.maxAttempts ?? 5,
+        initialInterval: input.modelCall?.initialIntervalMs ?? 1_000,
+        backoffCoefficient: 2,
+        nonRetryableErrorTypes: [FailureTypes.MODEL_REFUSED],
+      },
+    }).modelStep;
+  }
+
+  /** One model step and its batch. */
+  async step(): Promise<NextStep> {
+    const { carry, control } = this;
+    const c = carry.c;
+    if (control.cancelRequested) return ended('cancelled');
+    if (control.interruptRequested) return ended('interrupted');
+    if (c.step >= (this.input.maxStepsPerTurn ?? DEFAULT_MAX_STEPS)) return ended('max-steps');
+    c.step++;
+    control.status = 'model';
+    let reply: ModelStepOutput;
+    try {
+      control.modelScope = new CancellationScope();
+      reply = await control.modelScope.run(() => this.modelStep(this.stepInput()));
+    } catch (err) {
+      if (isCancellation(err)) return ended(control.cancelRequested ? 'cancelled' : 'interrupted');
+      const message = err instanceof ActivityFailure ? (err.cause?.message ?? err.message) : (err as Error).message;
+      carry.record('model/failed', { turn: c.turn, step: c.step, message });
+      return ended('model-error', message);
+    } finally {
+      control.modelScope = undefined;
+    }
+    carry.modelReplied(reply);
+    carry.record('model/message', {
+      turn: c.turn,
+      step: c.step,
+      text: reply.assistant.text,
+      toolCalls: reply.assistant.toolCalls.map((t) => ({ id: t.id, name: t.name })),
+      usage: { ...reply.usage },
+      finishReason: reply.finishReason,
+      // The run's history so far, for anyone checking that a step's cost stays flat.
+      historyEvents: workflowInfo().historyLength,
+      historyBytes: workflowInfo().historySize,
+      run: c.runs,
+    });
+    if (carry.budgetSpent()) return ended('budget');
+    if (!reply.assistant.toolCalls.length) return ended('done');
+    return this.runTools(reply);
+  }
+
+  /** What the model step sees: the stored transcript's head and the messages not stored yet. */
+  private stepInput() {
+    const { input } = this;
+    const c = this.carry.c;
+    return {
+      sessionId: input.sessionId,
+      turn: c.turn,
+      step: c.step,
+      model: input.model,
+      ...(input.system ? { system: input.system } : {}),
+      ...(input.tools ? { tools: input.tools } : {}),
+      head: c.head,
+      append: c.unstored,
+    };
+  }
+
+  /** The reply's tool calls as one batch; their results join the transcript. */
+  private async runTools(reply: ModelStepOutput): Promise<NextStep> {
+    const { carry, control } = this;
+    const c = carry.c;
+    const intake = intakeCalls(reply.assistant.toolCalls);
+    for (const r of intake.rejected)
+      carry.record('tool/rejected', {
+        turn: c.turn,
+        step: c.step,
+        callId: r.message.toolCallId,
+        name: r.message.toolName,
+        message: r.message.error?.message ?? '',
+      });
+    let output: BatchOutputWire | undefined;
+    if (intake.calls.length) {
+      control.status = 'tools';
+      try {
+        output = await this.runBatch(intake.calls);
+      } catch (err) {
+        const message =
+          err instanceof ChildWorkflowFailure ? (err.cause?.message ?? err.message) : (err as Error).message;
+        return ended('batch-failed', message);
+      }
+      carry.batchDone(output);
+    }
+    carry.appendUnstored(mergeToolMessages(intake, output?.messages ?? []));
+    if (output?.concludesTurn) return ended('concluded');
+    if (output?.cancelled) return ended(control.cancelRequested ? 'cancelled' : 'interrupted');
+    return { type: 'run-again' };
+  }
+
+  private runBatch(calls: ToolCall[]): Promise<BatchOutputWire> {
+    const { carry, control, input } = this;
+    const c = carry.c;
+    const batchInput: BatchInput = {
+      sessionId: input.sessionId,
+      turn: c.turn,
+      step: c.step,
+      calls,
+      startSeq: c.seq,
+      state: c.state,
+      ...(input.batch ? { options: input.batch } : {}),
+    };
+    const workflowId = batchWorkflowId(input.sessionId, c.turn, c.step);
+    // The batch is started and awaited outside any cancellation: an interrupt cancels it by
+    // request (getExternalWorkflowHandle), so it drains, aborts what has not started, and still
+    // hands back every result.
+    return CancellationScope.nonCancellable(async () => {
+      const handle = await startChild<(i: BatchInput) => Promise<BatchOutputWire>>(BATCH_WORKFLOW, {
+        workflowId,
+        args: [batchInput],
+        parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        // As SluiceClient.startBatch: the batch keeps its approvals readable with no worker.
+        memo: { [APPROVALS_MEMO]: EMPTY_APPROVALS_MEMO },
+        staticSummary: `Tool batch: session ${input.sessionId}, turn ${c.turn}, step ${c.step}, ${calls.length} call(s)`,
+      });
+      control.activeBatch = workflowId;
+      if (control.interruptRequested || control.cancelRequested) control.stopCurrent();
+      try {
+        return await handle.result();
+      } finally {
+        control.activeBatch = undefined;
+      }
+    });
+  }
+}
+
+function ended(reason: TurnEndReason, error?: string): Extract<NextStep, { type: 'turn-ended' }> {
+  return error === undefined ? { type: 'turn-ended', reason } : { type: 'turn-ended', reason, error };
+}
