@@ -108,7 +108,8 @@ describe('replay', () => {
     const failed = await cli(['replay', FIXTURE, '--workflows', broken]);
     expect(failed.code, failed.output).toBe(1);
     expect(failed.output).toMatch(/FAILED {2}sluice-batch:fixture-mixed:1:1 \(.*mixed-batch\.json\): nondeterminism/);
-  });
+    // Two workflow bundles are built from source here: minutes on a loaded machine.
+  }, 240_000);
 
   it('a missing or malformed history is a clear usage problem, not a crash', async () => {
     const garbage = path.join(scratch, 'garbage.json');

@@ -48,10 +48,10 @@ describe('recorded agent sessions replay', () => {
     for (const sub of ['workflows', 'pipeline'])
       fs.cpSync(path.join(ROOT, sub), path.join(dir, sub), { recursive: true });
     fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'));
-    const file = path.join(dir, 'workflows', 'session.ts');
+    const file = path.join(dir, 'workflows', 'session-turn.ts');
     const src = fs.readFileSync(file, 'utf8');
-    const line = 'modelScope = new CancellationScope();';
-    expect(src, 'the edit needs the model step of workflows/session.ts').toContain(line);
+    const line = 'control.modelScope = new CancellationScope();';
+    expect(src, 'the edit needs the model step of workflows/session-turn.ts').toContain(line);
     fs.writeFileSync(
       file,
       `import { sleep } from '@temporalio/workflow';\n${src.replace(line, `await sleep('1 ms');\n      ${line}`)}`,

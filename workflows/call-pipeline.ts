@@ -1,4 +1,4 @@
-// The pipeline of one call, in the order and with the stage numbers of DESIGN.md §1:
+// The pipeline of one call, in the order and with the stage numbers of docs/architecture.md:
 //   admit      1 tool/call · 3 argument snapshot · 4 pre-execute · 5 approval · 6 guards
 //   run        7 execute waterfall · 8 the tool body
 //   settle     9 post-execute · 10 normalization · 11 finalizeContent · 12 tools/result · 13 tool/result

@@ -81,7 +81,7 @@ export const PATCHES = {
     since: '0.2.0 (before sluice-batch-0.2)',
     removeAfter: PRE_0_2,
     read: 'at-start',
-    why: 'no await where the value is at hand (the lean stage runner, workflows/stage-runners.ts): fewer awaits change the order in which concurrent calls issue commands, so batches recorded before replay on the legacy runner',
+    why: 'no await where the value is at hand (the lean stage runner, workflows/placement.ts): fewer awaits change the order in which concurrent calls issue commands, so batches recorded before replay on the legacy runner',
   },
   seqClaim: {
     id: 'sluice-seq-claim',
