@@ -20,6 +20,7 @@ import type {
   ApprovalPolicy,
   Card,
   DecidedApproval,
+  DecisionApplied,
   DecisionRefusal,
   GrantUse,
   PendingApproval,
@@ -92,94 +93,91 @@ export class Approvals {
     private readonly flags: MemoFeatures,
   ) {
     // The signal works with nothing but the stock `temporal` CLI, so the digest is optional there.
-    setHandler(decideSignal, (d) => {
-      if (malformed(d)) {
-        log.warn('approval signal ignored', { problem: MALFORMED });
-        return;
-      }
-      // A signal cannot be refused before it is in history, so it must never throw here: a throw
-      // would fail this workflow task and every one after it, on every replay.
-      const badField = depthProblem(d) ?? fieldProblem(d);
-      if (badField) {
-        this.recordRefusal(d, { code: 'malformed', message: badField }, 'signal');
-        this.publish();
-        return;
-      }
-      const refusal = this.refusalOf(d, false);
-      if (refusal) this.recordRefusal(d, refusal, 'signal');
-      else if (this.needsVerifying(d)) {
-        // Verified by an activity: the handler goes on after this signal's workflow task.
-        return void this.verifyThenTake(d, 'signal').catch((err) => log.warn('approver check failed', { err }));
-      } else {
-        this.open.get(d.approvalId)!.decision = normalizeDecision(d);
-        // The ask waiting on it ends in this activation and publishes then (MEMO_FLAGS.oneWritePerDecision in workflows/compat.ts).
-        if (this.flags.oneWritePerDecision) return;
-      }
-      this.publish();
-    });
+    setHandler(decideSignal, (d) => this.decisionSignalled(d));
     // The update is what a page or the CLI sends after showing the card: it must carry the digest.
-    setHandler(
-      decideUpdate,
-      async (d) => {
-        // Too deep to walk: refused here, where it is recorded, rather than by the validator.
-        const tooDeep = depthProblem(d);
-        const refusal: DecisionRefusal | undefined = tooDeep
-          ? { code: 'malformed', message: tooDeep }
-          : this.refusalOf(d, true);
-        if (refusal) {
-          this.recordRefusal(d, refusal, 'update');
-          this.publish();
-          throw ApplicationFailure.create({
-            message: refusal.message,
-            type: DECISION_REFUSED,
-            nonRetryable: true,
-            details: [refusal],
-          });
-        }
-        if (this.needsVerifying(d)) {
-          const late = await this.verifyThenTake(d, 'update');
-          if (late)
-            throw ApplicationFailure.create({
-              message: late.message,
-              type: DECISION_REFUSED,
-              nonRetryable: true,
-              details: [late],
-            });
-        } else this.open.get(d.approvalId)!.decision = normalizeDecision(d);
-        await condition(() => this.decided.some((x) => x.approvalId === d.approvalId));
-        const done = this.decided.find((x) => x.approvalId === d.approvalId)!;
-        return { approvalId: d.approvalId, outcome: done.outcome, ...(done.by ? { by: done.by } : {}) };
-      },
-      {
-        // Only garbage is dropped without a trace; every well-formed refusal is recorded.
-        validator: (d) => {
-          if (malformed(d)) throw new Error(MALFORMED);
-          // The handler records it as a refusal; fieldProblem would walk it.
-          if (depthProblem(d)) return;
-          const badField = fieldProblem(d);
-          if (badField) throw new Error(badField);
-        },
-      },
-    );
-    setHandler(reassignSignal, (r) => {
-      const entry = r && typeof r.approvalId === 'string' ? this.open.get(r.approvalId) : undefined;
-      if (!entry || entry.decision || typeof r.to !== 'string' || !r.to.trim()) {
-        log.warn('reassign signal ignored: no such pending approval, or no "to"', {});
-        return;
-      }
-      const from = entry.pending.assignee;
-      entry.pending.assignee = r.to.trim().slice(0, 200);
-      this.events.record('approval/reassigned', {
-        id: entry.pending.approvalId,
-        callId: entry.pending.callId,
-        ...(from ? { from } : {}),
-        to: entry.pending.assignee,
-        ...(typeof r.by === 'string' && r.by ? { by: r.by.slice(0, 200) } : {}),
-        ...(typeof r.reason === 'string' && r.reason ? { reason: r.reason.slice(0, 2000) } : {}),
-      });
+    setHandler(decideUpdate, (d) => this.decisionUpdated(d), { validator: (d) => decisionUpdateProblem(d) });
+    setHandler(reassignSignal, (r) => this.reassigned(r));
+  }
+
+  /** A decision by signal: taken, refused and recorded, or verified first; it never throws. */
+  private decisionSignalled(d: ApprovalDecision): void {
+    if (malformed(d)) {
+      log.warn('approval signal ignored', { problem: MALFORMED });
+      return;
+    }
+    // A signal cannot be refused before it is in history, so it must never throw here: a throw
+    // would fail this workflow task and every one after it, on every replay.
+    const badField = depthProblem(d) ?? fieldProblem(d);
+    if (badField) {
+      this.recordRefusal(d, { code: 'malformed', message: badField }, 'signal');
       this.publish();
-      if (entry.notify) this.notify(entry.pending, 'reassigned', from, typeof r.by === 'string' ? r.by : undefined);
+      return;
+    }
+    const refusal = this.refusalOf(d, false);
+    if (refusal) this.recordRefusal(d, refusal, 'signal');
+    else if (this.needsVerifying(d)) {
+      // Verified by an activity: the handler goes on after this signal's workflow task.
+      return void this.verifyThenTake(d, 'signal').catch((err) => log.warn('approver check failed', { err }));
+    } else {
+      this.open.get(d.approvalId)!.decision = normalizeDecision(d);
+      // The ask waiting on it ends in this activation and publishes then (compat.ts,
+      // MEMO_FLAGS.oneWritePerDecision).
+      if (this.flags.oneWritePerDecision) return;
+    }
+    this.publish();
+  }
+
+  /** A decision by update: taken (the update returns once its ask ended), or refused with a failure. */
+  private async decisionUpdated(d: ApprovalDecision): Promise<DecisionApplied> {
+    // Too deep to walk: refused here, where it is recorded, rather than by the validator.
+    const tooDeep = depthProblem(d);
+    const refusal: DecisionRefusal | undefined = tooDeep
+      ? { code: 'malformed', message: tooDeep }
+      : this.refusalOf(d, true);
+    if (refusal) {
+      this.recordRefusal(d, refusal, 'update');
+      this.publish();
+      throw ApplicationFailure.create({
+        message: refusal.message,
+        type: DECISION_REFUSED,
+        nonRetryable: true,
+        details: [refusal],
+      });
+    }
+    if (this.needsVerifying(d)) {
+      const late = await this.verifyThenTake(d, 'update');
+      if (late)
+        throw ApplicationFailure.create({
+          message: late.message,
+          type: DECISION_REFUSED,
+          nonRetryable: true,
+          details: [late],
+        });
+    } else this.open.get(d.approvalId)!.decision = normalizeDecision(d);
+    await condition(() => this.decided.some((x) => x.approvalId === d.approvalId));
+    const done = this.decided.find((x) => x.approvalId === d.approvalId)!;
+    return { approvalId: d.approvalId, outcome: done.outcome, ...(done.by ? { by: done.by } : {}) };
+  }
+
+  /** Hands a pending ask to someone else: recorded, published, announced. */
+  private reassigned(r: { approvalId: string; to: string; by?: string; reason?: string }): void {
+    const entry = r && typeof r.approvalId === 'string' ? this.open.get(r.approvalId) : undefined;
+    if (!entry || entry.decision || typeof r.to !== 'string' || !r.to.trim()) {
+      log.warn('reassign signal ignored: no such pending approval, or no "to"', {});
+      return;
+    }
+    const from = entry.pending.assignee;
+    entry.pending.assignee = r.to.trim().slice(0, 200);
+    this.events.record('approval/reassigned', {
+      id: entry.pending.approvalId,
+      callId: entry.pending.callId,
+      ...(from ? { from } : {}),
+      to: entry.pending.assignee,
+      ...(typeof r.by === 'string' && r.by ? { by: r.by.slice(0, 200) } : {}),
+      ...(typeof r.reason === 'string' && r.reason ? { reason: r.reason.slice(0, 2000) } : {}),
     });
+    this.publish();
+    if (entry.notify) this.notify(entry.pending, 'reassigned', from, typeof r.by === 'string' ? r.by : undefined);
   }
 
   /** Sends a notice through the worker's notifiers; a failure is the activity's to retry, never the ask's. */
@@ -588,6 +586,15 @@ export class Approvals {
     upsertMemo({ [APPROVALS_MEMO]: memo });
   }
   private publishedIds?: string[];
+}
+
+/** Only garbage is dropped without a trace (the update is rejected); every well-formed refusal is recorded. */
+function decisionUpdateProblem(d: ApprovalDecision): void {
+  if (malformed(d)) throw new Error(MALFORMED);
+  // The handler records it as a refusal; fieldProblem would walk it.
+  if (depthProblem(d)) return;
+  const badField = fieldProblem(d);
+  if (badField) throw new Error(badField);
 }
 
 function malformed(d: unknown): boolean {
