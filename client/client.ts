@@ -13,8 +13,17 @@ import {
 } from '@temporalio/client';
 import { ApplicationFailure, type DataConverter } from '@temporalio/common';
 import { decodeMapFromPayloads } from '@temporalio/common/lib/internal-non-workflow';
+import { temporal } from '@temporalio/proto';
 import { type BatchRequest, prepareBatch } from '../pipeline/batch-input';
-import { DecisionRefusedError, InvalidInputError, NotFoundError, SluiceError } from './errors';
+import {
+  BatchConflictError,
+  DecisionRefusedError,
+  InvalidInputError,
+  NoWorkerError,
+  NotFoundError,
+  ServerError,
+  SluiceError,
+} from './errors';
 import { hasVersionedWorker } from './eager-start';
 import { isEvent } from '../pipeline/events';
 import { type BatchOutputWire, expandBatchOutput } from '../pipeline/output';
@@ -40,6 +49,7 @@ import {
   DECISION_REFUSED,
   decideSignal,
   decideUpdate,
+  SEARCH_ATTRIBUTES,
   SEQ_CONFLICT,
   SESSION_ID,
   stateQuery,
@@ -67,6 +77,18 @@ export interface SluiceClientOptions {
    * server would pin the batch to that worker's version rather than the current one.
    */
   eagerStart?: boolean;
+  /**
+   * When a batch (runBatch) or a session message (send) is still waiting `noWorkerAfterMs` after
+   * it was sent and no worker polls the client's task queue: `'warn'` (the default) writes one line
+   * through `onWarning`, naming the task queue and the ones workers do poll, and keeps waiting, so
+   * a worker that is only restarting costs nothing; `'fail'` throws NoWorkerError (what was
+   * started stays started: the same request sent again attaches to it); `'off'` checks nothing.
+   */
+  noWorker?: 'warn' | 'fail' | 'off';
+  /** How long a call waits before it looks for a worker (default 5000 ms). */
+  noWorkerAfterMs?: number;
+  /** Where the client's warnings go (default console.warn). */
+  onWarning?: (message: string) => void;
 }
 
 export type { BatchRequest };
@@ -141,6 +163,7 @@ export class SluiceClient {
   readonly taskQueue: string;
   /** Whether batches are started with eager start asked for (SluiceClientOptions.eagerStart). */
   readonly eagerStart: boolean;
+  private readonly noWorker: { mode: 'warn' | 'fail' | 'off'; afterMs: number; warn: (message: string) => void };
 
   constructor(opts: SluiceClientOptions) {
     const eager = supportsEagerStart(opts.connection);
@@ -155,6 +178,74 @@ export class SluiceClient {
       ...(opts.dataConverter ? { dataConverter: opts.dataConverter } : {}),
     });
     this.taskQueue = opts.taskQueue ?? DEFAULT_TASK_QUEUE;
+    this.noWorker = {
+      mode: opts.noWorker ?? 'warn',
+      afterMs: opts.noWorkerAfterMs ?? 5_000,
+      warn: opts.onWarning ?? ((m) => console.warn(m)),
+    };
+  }
+
+  /**
+   * `waiting`, watched: if it has not settled after noWorkerAfterMs and no worker polls the task
+   * queue, the client warns or fails (SluiceClientOptions.noWorker). A task queue nobody polls is
+   * the silent hang of a first setup: a client and a worker given different task queues.
+   */
+  async watchForWorker<T>(waiting: Promise<T>, what: string): Promise<T> {
+    const { mode, afterMs, warn } = this.noWorker;
+    if (mode === 'off') return waiting;
+    let timer: NodeJS.Timeout | undefined;
+    let settled = false;
+    const noWorker = new Promise<never>((_, reject) => {
+      timer = setTimeout(async () => {
+        const message = await this.noWorkerMessage(what).catch(() => undefined);
+        if (!message || settled) return;
+        if (mode === 'fail') reject(new NoWorkerError(this.taskQueue, message));
+        else warn(`sluice: ${message}`);
+      }, afterMs);
+      timer.unref?.();
+    });
+    noWorker.catch(() => undefined);
+    try {
+      return await Promise.race([waiting, noWorker]);
+    } finally {
+      settled = true;
+      clearTimeout(timer);
+    }
+  }
+
+  /** Undefined when a worker polls the client's task queue; else what to tell the person. */
+  async noWorkerMessage(what: string): Promise<string | undefined> {
+    if ((await this.pollers(this.taskQueue)) > 0) return undefined;
+    const elsewhere = await this.polledTaskQueues().catch(() => [] as string[]);
+    const hint = elsewhere.length
+      ? `workers poll ${elsewhere.map((q) => `'${q}'`).join(', ')}: give the client the worker's task queue (new SluiceClient({ taskQueue: '${elsewhere[0]}' }), --task-queue on the CLI)`
+      : "start one (npx sluice worker, or your worker with SluicePlugin) on this task queue, or give the client your worker's task queue (new SluiceClient({ taskQueue }))";
+    return `no worker is polling task queue '${this.taskQueue}' (namespace ${this.temporal.options.namespace}); ${what} waits until one does. ${hint}. Set noWorker: 'off' on the SluiceClient to silence this, or 'fail' to throw instead.`;
+  }
+
+  /** How many workers poll a task queue for workflow tasks (the server forgets a poller minutes after it stops). */
+  private async pollers(taskQueue: string): Promise<number> {
+    const res = await this.temporal.workflowService.describeTaskQueue({
+      namespace: this.temporal.options.namespace,
+      taskQueue: { name: taskQueue, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+      taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+    });
+    return res.pollers?.length ?? 0;
+  }
+
+  /** Task queues of recent workflows in the namespace that a worker polls now: where a lost worker likely is. */
+  private async polledTaskQueues(): Promise<string[]> {
+    const queues = new Set<string>();
+    await this.temporal.withDeadline(Date.now() + SERVER_DEADLINE_MS, async () => {
+      let seen = 0;
+      for await (const wf of this.temporal.workflow.list({ pageSize: 100 })) {
+        if (wf.taskQueue !== this.taskQueue) queues.add(wf.taskQueue);
+        if (++seen >= 200 || queues.size >= 10) break;
+      }
+    });
+    const polled: string[] = [];
+    for (const q of queues) if ((await this.pollers(q).catch(() => 0)) > 0) polled.push(q);
+    return polled;
   }
 
   /**
@@ -164,16 +255,20 @@ export class SluiceClient {
   async startBatch(request: BatchRequest): Promise<BatchHandle> {
     const input = toBatchInput(request);
     const workflowId = batchWorkflowId(input.sessionId, input.turn, input.step);
+    const callsDigest = digestOfCalls(input);
     const start = (reuse: 'REJECT_DUPLICATE' | 'ALLOW_DUPLICATE_FAILED_ONLY') =>
       this.temporal.workflow.start(BATCH_WORKFLOW, {
         taskQueue: this.taskQueue,
         workflowId,
         args: [input],
-        workflowIdConflictPolicy: 'USE_EXISTING',
+        // A batch that exists, running or closed, is an error here and attached to below, once
+        // its calls are known to be these.
+        workflowIdConflictPolicy: 'FAIL',
         workflowIdReusePolicy: reuse,
         typedSearchAttributes: [{ key: SESSION_ID, value: input.sessionId }],
-        // Present from the start, so the batch keeps it current (workflows/approvals.ts).
-        memo: { [APPROVALS_MEMO]: EMPTY_APPROVALS_MEMO },
+        // Approvals: present from the start, so the batch keeps it current (workflows/approvals.ts).
+        // Calls: what a resubmission of this (session, turn, step) is compared with.
+        memo: { [APPROVALS_MEMO]: EMPTY_APPROVALS_MEMO, [CALLS_MEMO]: callsDigest },
         staticSummary: `Tool batch: session ${input.sessionId}, turn ${input.turn}, step ${input.step}, ${input.calls.length} call(s)`,
         // Only a batch this call creates is started eagerly; an existing one is attached to as is.
         // Never beside a versioned worker of this process: it would pin the batch to its own version.
@@ -186,25 +281,70 @@ export class SluiceClient {
       return expanding(handle, handle.eagerlyStarted);
     };
     try {
-      return await started('REJECT_DUPLICATE');
+      return await this.startNeedingAttributes(() => started('REJECT_DUPLICATE'));
     } catch (err) {
       if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
       const existing = this.temporal.workflow.getHandle<ToolBatchFn>(workflowId);
+      const desc = await existing.describe();
       // A batch refused for its seqs ran nothing, so the same batch may be sent again, renumbered.
-      if (await refusedForSeq(existing)) {
+      if (await refusedForSeq(existing, desc.status.name)) {
         try {
           return await started('ALLOW_DUPLICATE_FAILED_ONLY');
         } catch (again) {
           if (!(again instanceof WorkflowExecutionAlreadyStartedError)) throw again;
         }
       }
-      return expanding(existing);
+      // The same (session, turn, step) with other calls is another request under a taken id:
+      // answering it with the first batch's outcome would give the model results for calls it
+      // never made. Batches started before the digest was kept are attached as before.
+      const recorded = desc.memo?.[CALLS_MEMO];
+      if (typeof recorded === 'string' && recorded !== callsDigest)
+        throw new BatchConflictError(
+          workflowId,
+          `batch ${workflowId} (session ${input.sessionId}, turn ${input.turn}, step ${input.step}) already exists with other calls than these; a resubmission attaches only with the same calls (ids, names, arguments). Send new calls as the next step (step ${input.step + 1}), or resend exactly the calls of the first submission.`,
+        );
+      const running = desc.status.name === 'RUNNING';
+      return expanding(
+        running
+          ? this.temporal.workflow.getHandle<ToolBatchFn>(workflowId, undefined, { firstExecutionRunId: desc.runId })
+          : existing,
+      );
+    }
+  }
+
+  /**
+   * A workflow start that sets Sluice's search attributes. A server without them refuses it; a
+   * worker of this process may be registering them right now (SluicePlugin does before it polls),
+   * so the client looks for them for a few seconds and starts again once, else says what to run.
+   */
+  async startNeedingAttributes<T>(start: () => Promise<T>): Promise<T> {
+    const namespace = this.temporal.options.namespace;
+    try {
+      return await start();
+    } catch (err) {
+      const explained = explainStartFailure(err, namespace);
+      if (explained === err) throw err;
+      for (let waited = 0; waited < 10_000; waited += 500) {
+        await new Promise((r) => setTimeout(r, 500));
+        const have = await this.temporal.connection.operatorService
+          .listSearchAttributes({ namespace })
+          .then((r) => ({ ...(r.customAttributes ?? {}), ...(r.systemAttributes ?? {}) }))
+          .catch(() => ({}));
+        if (Object.keys(SEARCH_ATTRIBUTES).every((name) => name in have)) {
+          try {
+            return await start();
+          } catch (again) {
+            throw explainStartFailure(again, namespace);
+          }
+        }
+      }
+      throw explained;
     }
   }
 
   async runBatch(request: BatchRequest): Promise<BatchOutput> {
     const handle = await this.startBatch(request);
-    return handle.result();
+    return this.watchForWorker(handle.result(), `batch ${handle.workflowId}`);
   }
 
   async batchState(workflowId: string): Promise<BatchState> {
@@ -749,10 +889,32 @@ function notAnApproval(id: string): SluiceError {
   );
 }
 
+/**
+ * A start the server refused because Sluice's search attributes are not registered in the
+ * namespace (a fresh server or namespace, a worker that never registered them) turned into what to
+ * run; any other error as it was.
+ */
+export function explainStartFailure(err: unknown, namespace: string): unknown {
+  const text = [err, (err as { cause?: unknown })?.cause].map((e) => (e as Error | undefined)?.message ?? '').join(' ');
+  const missing = /no mapping defined for search attribute (\w+)/i.exec(text);
+  if (!missing) return err;
+  return new ServerError(
+    `the Temporal namespace '${namespace}' has no search attribute ${missing[1]}: Sluice's search attributes are not registered there. Run \`npx sluice setup\` once for this namespace (with the TEMPORAL_ADDRESS / TEMPORAL_NAMESPACE your worker uses), or start the worker with \`npx sluice worker\`, createSluiceWorker or SluicePlugin, which register them at start.`,
+  );
+}
+
+/** The memo field holding a digest of the calls a batch was started with. */
+const CALLS_MEMO = 'sluiceCalls';
+
+/** A digest of a batch's calls (ids, names, arguments as sent), to tell a resubmission from another request. */
+export function digestOfCalls(input: Pick<BatchInput, 'calls'>): string {
+  const calls = input.calls.map((c) => [c.id, c.name, c.arguments]);
+  return `sha256:${createHash('sha256').update(JSON.stringify(calls)).digest('hex')}`;
+}
+
 /** True when the batch failed its seq claim (SluiceSeqConflict): it ran no call and recorded nothing. */
-async function refusedForSeq(handle: WorkflowHandle): Promise<boolean> {
-  const { status } = await handle.describe();
-  if (status.name !== 'FAILED') return false;
+async function refusedForSeq(handle: WorkflowHandle, status: string): Promise<boolean> {
+  if (status !== 'FAILED') return false;
   try {
     await handle.result();
     return false;

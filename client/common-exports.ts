@@ -2,11 +2,13 @@
 // the types of batches, results, events and sessions. Loads no Temporal runtime, so the root entry
 // can re-export it.
 export {
+  BatchConflictError,
   BatchFailedError,
   ConfigError,
   DecisionRefusedError,
   HistoryNotFound,
   InvalidInputError,
+  NoWorkerError,
   NotFoundError,
   ServerError,
   SluiceError,

@@ -32,6 +32,32 @@ export class BatchFailedError extends SluiceError {
   }
 }
 
+/**
+ * The (session, turn, step) of a batch that exists already, submitted with other calls: Sluice
+ * refuses rather than return the first batch's outcome for calls it never ran.
+ */
+export class BatchConflictError extends SluiceError {
+  constructor(
+    readonly workflowId: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * No worker polls the task queue a batch or session was sent to (SluiceClientOptions.noWorker
+ * 'fail'). What was started stays started: the same request sent again attaches to it.
+ */
+export class NoWorkerError extends SluiceError {
+  constructor(
+    readonly taskQueue: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
 /** Something asked for is not there: a history, a batch, a session's events. */
 export class NotFoundError extends SluiceError {}
 

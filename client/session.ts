@@ -45,7 +45,10 @@ export class SessionHandle {
   async send(content: string | ContentBlock[], opts: { id?: string } = {}): Promise<TurnOutcome> {
     const id = opts.id ?? freshId();
     try {
-      return await this.workflow.executeUpdate(sendMessageUpdate, { args: [{ id, content }], updateId: `send:${id}` });
+      return await this.client.watchForWorker(
+        this.workflow.executeUpdate(sendMessageUpdate, { args: [{ id, content }], updateId: `send:${id}` }),
+        `the message to session ${this.sessionId}`,
+      );
     } catch (err) {
       throw (await this.endedError()) ?? err;
     }
@@ -126,15 +129,17 @@ export async function startSession(client: SluiceClient, request: SessionRequest
   if (!request?.sessionId) throw new InvalidInputError('a session needs a sessionId');
   if (!request.model) throw new InvalidInputError('a session needs a model, e.g. openai:gpt-4.1 or script:./demo.json');
   try {
-    await client.temporal.workflow.start(SESSION_WORKFLOW, {
-      taskQueue: client.taskQueue,
-      workflowId: sessionWorkflowId(request.sessionId),
-      args: [request],
-      workflowIdConflictPolicy: 'USE_EXISTING',
-      // Found with its batches: `sluice replay <session>` replays the session's runs too.
-      typedSearchAttributes: [{ key: SESSION_ID, value: request.sessionId }],
-      staticSummary: `Agent session ${request.sessionId} (${request.model})`,
-    });
+    await client.startNeedingAttributes(() =>
+      client.temporal.workflow.start(SESSION_WORKFLOW, {
+        taskQueue: client.taskQueue,
+        workflowId: sessionWorkflowId(request.sessionId),
+        args: [request],
+        workflowIdConflictPolicy: 'USE_EXISTING',
+        // Found with its batches: `sluice replay <session>` replays the session's runs too.
+        typedSearchAttributes: [{ key: SESSION_ID, value: request.sessionId }],
+        staticSummary: `Agent session ${request.sessionId} (${request.model})`,
+      }),
+    );
   } catch (err) {
     if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
   }

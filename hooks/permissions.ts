@@ -10,7 +10,7 @@
 //   });
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { ApprovalPolicy, JsonObject, PreDecision } from '../pipeline/types';
+import type { ToolApproval, JsonObject, PreDecision } from '../pipeline/types';
 import type { Named, PreExecuteHandler } from '../worker/config';
 import { hideFromSearch } from '../tools/fs/protect';
 import {
@@ -64,7 +64,7 @@ export interface PermissionRules {
    * matches the call and no ask or deny rule does, `ask` otherwise. Sluice's pre-execute waterfall
    * never lowers a tool's own `ask`, so this is how an allow rule removes the prompt.
    */
-  approval(claudeName: string, otherwise?: ApprovalPolicy): (args: any) => Promise<ApprovalPolicy>;
+  approval(claudeName: string, otherwise?: ToolApproval): (args: any) => Promise<ToolApproval>;
 }
 
 const DEFAULT_SOURCES = ['.claude/settings.json', '.claude/settings.local.json'];

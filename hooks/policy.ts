@@ -18,7 +18,7 @@
 //   });
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { ApprovalPolicy, JsonObject, PreDecision } from '../pipeline/types';
+import type { ToolApproval, JsonObject, PreDecision } from '../pipeline/types';
 import type { Named, PreExecuteHandler } from '../worker/config';
 import { codexRules, type CodexRulesOptions, describeFailures } from './codex-rules';
 import { geminiPolicy, type GeminiPolicyOptions } from './gemini-policy';
@@ -102,7 +102,7 @@ export interface PolicyRules {
    * together allow the call, `otherwise` (default `ask`) when they do not. Sluice never lets an
    * extension lower a tool's own `ask`, so this is how an allow rule removes bash's prompt.
    */
-  approval(toolName: string, otherwise?: ApprovalPolicy): (args: unknown) => Promise<ApprovalPolicy>;
+  approval(toolName: string, otherwise?: ToolApproval): (args: unknown) => Promise<ToolApproval>;
   check(tests?: readonly PolicyTest[]): PolicyCheckReport;
 }
 

@@ -98,7 +98,18 @@ export type PreDecision = { kind: 'allow' } | { kind: 'deny'; reason: string } |
 /** `allowed-session`: approved for the rest of the session (a session grant, pipeline/grants.ts). */
 export type ApprovalOutcome = 'allowed-once' | 'allowed-session' | 'rejected' | 'cancelled' | 'unavailable';
 
-/** What a tool says about asking a person: always, never grant, or leave it to pre-execute. */
+/**
+ * What a tool says about asking a person (`ToolDefinition.approval`): `ask` asks before every call;
+ * `deny` refuses every call (asked and refused at once, so the record shows it); `auto` runs it
+ * unless a pre-execute handler asks or denies. 0.2 called `deny` `'never'`, which OpenAI's
+ * `require_approval: "never"` uses for the opposite (never ask), so `defineTool` refuses `'never'`.
+ */
+export type ToolApproval = 'ask' | 'deny' | 'auto';
+
+/**
+ * The policy as a batch records it in a tool's profile: `never` is `deny`'s recorded name, kept so
+ * every recorded history replays.
+ */
 export type ApprovalPolicy = 'ask' | 'never' | 'auto';
 
 export interface Card {

@@ -1,4 +1,4 @@
-// Approval: the four outcomes, one-shot decisions, policy `never`, no channel, digest binding,
+// Approval: the four outcomes, one-shot decisions, policy `deny`, no channel, digest binding,
 // and the search attributes and query that let any UI find what waits.
 import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
@@ -27,7 +27,7 @@ const config = defineConfig({
       name: 'forbidden',
       description: 'never approved',
       input: z.object({}),
-      approval: 'never',
+      approval: 'deny',
       execute: (_a, ctx) => (ran.push(ctx.call.id), 'ran'),
     }),
     defineTool({

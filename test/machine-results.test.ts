@@ -35,7 +35,7 @@ const tools = [
     name: 'dangerous',
     description: 'Always asks; nobody is listening.',
     input: z.object({}),
-    approval: 'never',
+    approval: 'deny',
     execute: () => 'ran',
   }),
   defineTool({

@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs/promises';
 import { StringDecoder } from 'node:string_decoder';
 import { z } from 'zod';
-import type { ApprovalPolicy } from '../pipeline/types';
+import type { ToolApproval } from '../pipeline/types';
 import { defineTool, toolOutput, type ToolDefinition } from '../worker/config';
 import { answering, ToolErrorCodes } from './errors';
 import type { ProtectOptions } from './fs/protect';
@@ -38,7 +38,7 @@ export interface BashToolOptions {
   /** The working directory of every command. */
   root: string;
   /** Default 'ask': a person approves each command. 'auto' leaves it to pre-execute hooks. */
-  approval?: ApprovalPolicy | ((args: BashArgs) => ApprovalPolicy | Promise<ApprovalPolicy>);
+  approval?: ToolApproval | ((args: BashArgs) => ToolApproval | Promise<ToolApproval>);
   approvalTimeoutMs?: number;
   /** When the call gives no timeout. Default 2 minutes. */
   defaultTimeoutMs?: number;

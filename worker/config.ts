@@ -8,7 +8,6 @@ import { compileToolSchema, type JsonSchema, type ToolInputSchema } from './tool
 import { MAX_LOCAL_BODY_TIMEOUT_MS } from '../pipeline/stages';
 import type { PostVerdict } from '../pipeline/fold';
 import type {
-  ApprovalPolicy,
   Candidate,
   Card,
   ContentBlock,
@@ -17,6 +16,7 @@ import type {
   PreDecision,
   RetryPolicyInput,
   SessionState,
+  ToolApproval,
   ToolResult,
 } from '../pipeline/types';
 
@@ -127,7 +127,12 @@ export interface ToolDefinition<Args = any> {
    * effect idempotent with `ctx.idempotencyKey` should not set this: it is retried instead.
    */
   atMostOnce?: boolean;
-  approval?: ApprovalPolicy | ((args: Args) => ApprovalPolicy | Promise<ApprovalPolicy>);
+  /**
+   * `'ask'` asks a person before every call; `'deny'` refuses every call; `'auto'` (the default)
+   * runs it unless a pre-execute handler asks or denies. A function decides per call, and may
+   * wait (a throw asks). `'never'` is refused: see ToolApproval.
+   */
+  approval?: ToolApproval | ((args: Args) => ToolApproval | Promise<ToolApproval>);
   /**
    * Arguments that name files or folders, for `protectedPathArgs` (tools/protected-args.ts) to hold
    * to the protected paths, beside those it finds by schema `format` or by name.
@@ -204,8 +209,26 @@ export function defineTool(def: ToolDefinitionInput<unknown, ToolInputSchema>): 
     throw new Error(
       `tool ${def.name} has both localBody and atMostOnce: a local body runs again when its worker dies before the result is recorded, so a body that must not run twice cannot be local; drop localBody`,
     );
+  checkApproval(def.name, def.approval);
   compileToolSchema(def.name, def.input, def.inputSchema);
   return Object.freeze({ ...def }) as ToolDefinition;
+}
+
+/**
+ * 0.2's `approval: 'never'` denied every call, while OpenAI's `require_approval: "never"` means
+ * "never ask": read either way, a config would silently turn a deny into an allow or the reverse.
+ * So the word is refused, and the error names the two meanings.
+ */
+function checkApproval(tool: string, approval: unknown): void {
+  if (approval === undefined || typeof approval === 'function') return;
+  if (approval === 'never')
+    throw new Error(
+      `tool ${tool} has approval: 'never', which Sluice no longer accepts: in Sluice 0.2 it denied every call, while OpenAI's require_approval "never" means never ask. Write approval: 'deny' to refuse every call (what 'never' did), or approval: 'auto' to run calls without asking (pre-execute handlers may still ask or deny).`,
+    );
+  if (approval !== 'ask' && approval !== 'deny' && approval !== 'auto')
+    throw new Error(
+      `tool ${tool} has approval: ${JSON.stringify(approval)}: use 'ask', 'deny', 'auto' or a function of the arguments returning one of them`,
+    );
 }
 
 /**
@@ -291,6 +314,7 @@ export function defineConfig(config: SluiceConfig): SluiceConfig {
   const names = new Map<string, string>();
   for (const tool of config.tools) {
     if (typeof tool?.execute !== 'function') throw new Error(`tool ${tool?.name} needs an execute(args, ctx) function`);
+    checkApproval(tool.name, tool.approval);
     compileToolSchema(tool.name, tool.input, tool.inputSchema);
     for (const n of [tool.name, ...(tool.aliases ?? [])]) {
       if (names.has(n))

@@ -2,10 +2,12 @@
 // the session-event sink to any Worker.create, beside the user's own workflows, activities and
 // interceptors; `createSluiceWorker` is a worker that hosts nothing else.
 import { markVersionedWorker } from '../client/eager-start';
+import { ensureSearchAttributes } from '../client/setup';
 import type { DataConverter } from '@temporalio/common';
 import {
   type NativeConnection,
   type ReplayWorkerOptions,
+  Runtime,
   Worker,
   type WorkerOptions,
   type WorkerPlugin,
@@ -57,6 +59,13 @@ export interface SluicePluginOptions {
    * with the same span processor (createSluiceWorker does).
    */
   telemetry?: SluiceTelemetry;
+  /**
+   * Register Sluice's search attributes in the worker's namespace before it polls, when missing
+   * (default true), as `npx sluice worker` and `npx sluice setup` do. Without them the server
+   * refuses every batch's start. Set false where the worker's credentials may not add them and an
+   * admin ran `npx sluice setup`.
+   */
+  registerSearchAttributes?: boolean;
 }
 
 /**
@@ -70,8 +79,10 @@ export class SluicePlugin implements WorkerPlugin {
   private readonly stateDir: string;
   private readonly stores: SluiceStores;
   private readonly telemetry?: SluiceTelemetry;
+  private readonly registerSearchAttributes: boolean;
 
   constructor(opts: SluicePluginOptions) {
+    this.registerSearchAttributes = opts.registerSearchAttributes !== false;
     this.config = defineConfig(opts.config);
     this.stateDir = opts.stateDir ?? DEFAULT_STATE_DIR;
     // Session logs and stored results of every session: no built-in tool may reach them.
@@ -121,8 +132,18 @@ export class SluicePlugin implements WorkerPlugin {
     };
   }
 
-  /** Stored results past the retention (config.resultRetention) go at start and every hour the worker runs. */
+  /**
+   * Before the worker polls: Sluice's search attributes, registered where missing (a fresh server or
+   * namespace would refuse the first batch's start without them). Then stored results past the
+   * retention (config.resultRetention) go at start and every hour the worker runs.
+   */
   async runWorker(worker: Worker, next: (w: Worker) => Promise<void>): Promise<void> {
+    if (this.registerSearchAttributes && worker.connection)
+      await ensureSearchAttributes(worker.connection, worker.options.namespace).catch((err: Error) =>
+        Runtime.instance().logger.warn(
+          `sluice: could not check or register Sluice's search attributes (${err.message}); if batches fail to start, run \`npx sluice setup\` with the worker's TEMPORAL_ADDRESS and TEMPORAL_NAMESPACE`,
+        ),
+      );
     const store = this.config.resultStore ?? this.stores.results;
     const setting = this.config.resultRetention;
     if (setting === false || !store.prune) return next(worker);
@@ -226,6 +247,8 @@ export interface SluiceWorkerOptions {
   stores?: SluiceStores;
   /** Traces and metrics; with a span exporter, Temporal's OpenTelemetry interceptors are added too. */
   telemetry?: SluiceTelemetry;
+  /** See SluicePluginOptions.registerSearchAttributes (default true). */
+  registerSearchAttributes?: boolean;
 }
 
 /**
@@ -256,6 +279,7 @@ export async function createSluiceWorker(opts: SluiceWorkerOptions): Promise<Wor
         stateDir: opts.stateDir,
         stores: opts.stores,
         telemetry: opts.telemetry,
+        ...(opts.registerSearchAttributes === false ? { registerSearchAttributes: false } : {}),
       }),
       ...(opts.telemetry?.spanProcessor ? [temporalSpans(opts.telemetry)] : []),
     ],

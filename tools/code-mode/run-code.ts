@@ -10,7 +10,7 @@ import { codeCallUpdateId, type CodeCallRequest, nonDeterminism, RUN_CODE } from
 import { argsDigest } from '../../pipeline/digest';
 import { ErrorCodes } from '../../pipeline/errors';
 import { ToolErrorCodes } from '../errors';
-import type { ApprovalPolicy, ContentBlock, Json } from '../../pipeline/types';
+import type { ToolApproval, ContentBlock, Json } from '../../pipeline/types';
 import { defineTool, toolOutput, type ToolDefinition } from '../../worker/config';
 import { codeCallUpdate } from '../../workflows/definitions';
 import { runProgram, type ProgramOutcome, type SandboxLimits } from './sandbox';
@@ -23,7 +23,7 @@ export interface CodeModeOptions {
   /** A dead worker is noticed (and the program re-run elsewhere) after this long. Default 30 s. */
   heartbeatTimeoutMs?: number;
   /** Whether running a program at all needs a person's approval; its sub-calls are judged on their own. */
-  approval?: ApprovalPolicy;
+  approval?: ToolApproval;
   approvalTimeoutMs?: number;
 }
 

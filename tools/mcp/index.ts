@@ -6,7 +6,7 @@
 //     tools: [...fsTools({ root }), ...(await mcpTools({ server: 'fs', command: 'npx', args: [...] }))],
 //   });
 import type { Tool, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
-import type { ApprovalPolicy, JsonObject, RetryPolicyInput } from '../../pipeline/types';
+import type { ToolApproval, JsonObject, RetryPolicyInput } from '../../pipeline/types';
 import { defineTool, type ToolDefinition } from '../../worker/config';
 import { McpConnection, type HttpServer, type ServerSpec, type StdioServer } from './connection';
 import { toSluiceResult } from './results';
@@ -16,7 +16,7 @@ export type { HttpServer, StdioServer } from './connection';
 
 /** Per-tool settings that win over what the server's annotations suggest. */
 export interface McpToolOverride {
-  approval?: ApprovalPolicy;
+  approval?: ToolApproval;
   concurrencySafe?: boolean;
   retry?: RetryPolicyInput;
   /**
@@ -182,7 +182,7 @@ function build(opts: McpSourceOptions, connection: McpConnection, tools: Tool[],
  * say it is non-destructive may destroy.
  */
 function defaultsOf(a: ToolAnnotations | undefined): {
-  approval: ApprovalPolicy;
+  approval: ToolApproval;
   concurrencySafe: boolean;
   retry: RetryPolicyInput;
   idempotent: boolean;
