@@ -84,6 +84,18 @@ export function loadOptional<T>(pkg: string, load: () => T): T {
   }
 }
 
+/**
+ * The provider's key, from the worker's environment, checked before the SDK is asked: a missing
+ * key is a refusal (not retried), named, and placed where it must be set. The session's client
+ * cannot give a key; the worker that runs the model step reads it.
+ */
+export function requireKey(provider: string, names: string[], env: NodeJS.ProcessEnv = process.env): void {
+  if (names.some((n) => env[n]?.trim())) return;
+  throw new ModelRefusedError(
+    `${names[0]} is not set in the worker's environment: the ${provider} model step runs on the Sluice worker, which reads the key there (not the client's or the chat's environment). Set ${names.join(' or ')} where the worker runs (e.g. \`${names[0]}=... npx sluice worker\`) and restart it, or give the worker a configured client in its config's models.`,
+  );
+}
+
 /** HTTP statuses a retry cannot fix: the step fails for good and the turn ends with the error. */
 export function refusedFor(err: unknown): ModelRefusedError | undefined {
   const e = err as { status?: number; statusCode?: number; isRetryable?: boolean; message?: string };

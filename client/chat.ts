@@ -182,15 +182,26 @@ export async function runChat(o: ChatOptions): Promise<ChatResult> {
   let lastEnded = { turn: 0, seq: -1 };
   let sessionEnded = false;
   let seenAny = logged.length > 0;
-  const printer = (async () => {
-    for await (const e of followSessionEvents(o.events, o.sessionId, { fromSeq, signal: stop.signal })) {
-      seenAny = true;
-      // What was typed before this terminal came is shown; what it sends, it has echoed itself.
-      const line = renderChatEvent(e, { showUser: e.seq <= recapUpTo });
-      if (line) o.out(line);
-      if (isEvent(e, 'session/turn-ended')) lastEnded = { turn: Number(e.data.turn), seq: e.seq };
-      if (e.type === 'session/ended') sessionEnded = true;
+  const show = (e: SessionEvent) => {
+    seenAny = true;
+    // What was typed before this terminal came is shown; what it sends, it has echoed itself.
+    const line = renderChatEvent(e, { showUser: e.seq <= recapUpTo });
+    if (line) o.out(line);
+    if (isEvent(e, 'session/turn-ended')) lastEnded = { turn: Number(e.data.turn), seq: e.seq };
+    if (e.type === 'session/ended') sessionEnded = true;
+  };
+  if (resumed) {
+    // The turn so far, from the log already read, before anything is asked: a card still open
+    // belongs after the "you:" and "model:" lines that led to it. The follower goes on from the
+    // first seq not shown (a gap, a torn line, is left to it).
+    const bySeq = new Map(logged.map((e) => [e.seq, e]));
+    for (let e = bySeq.get(fromSeq); e; e = bySeq.get(fromSeq)) {
+      show(e);
+      fromSeq++;
     }
+  }
+  const printer = (async () => {
+    for await (const e of followSessionEvents(o.events, o.sessionId, { fromSeq, signal: stop.signal })) show(e);
   })();
 
   let warnedNoWorker = false;

@@ -303,12 +303,10 @@ export class SluiceClient {
           workflowId,
           `batch ${workflowId} (session ${input.sessionId}, turn ${input.turn}, step ${input.step}) already exists with other calls than these; a resubmission attaches only with the same calls (ids, names, arguments). Send new calls as the next step (step ${input.step + 1}), or resend exactly the calls of the first submission.`,
         );
-      const running = desc.status.name === 'RUNNING';
-      return expanding(
-        running
-          ? this.temporal.workflow.getHandle<ToolBatchFn>(workflowId, undefined, { firstExecutionRunId: desc.runId })
-          : existing,
-      );
+      // A running batch's run is its first (a batch never continues as new): as the start would say.
+      return desc.status.name === 'RUNNING'
+        ? Object.assign(expanding(existing), { firstExecutionRunId: desc.runId })
+        : expanding(existing);
     }
   }
 

@@ -1,6 +1,8 @@
 // Sessions from a client: start one (or attach to it), send messages, interrupt, read its state,
 // its pending approvals and its transcript.
-import { WorkflowExecutionAlreadyStartedError, type WorkflowHandle } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, type WorkflowHandle, WorkflowNotFoundError } from '@temporalio/client';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import { TranscriptStore } from '../agent/transcript-store';
 import type { AgentMessage, SessionInput, SessionOutput, SessionView, TurnOutcome } from '../pipeline/session';
 import type { BatchState, ContentBlock, PendingApproval, SessionEvent } from '../pipeline/types';
@@ -17,7 +19,8 @@ import {
 } from '../workflows/session-definitions';
 import { type SluiceClient, SluiceError } from './client';
 import { followSessionEvents, type SessionEventSource } from './session-events';
-import { InvalidInputError } from './errors';
+import { InvalidInputError, NotFoundError } from './errors';
+import { sessionLogPath } from '../worker/session-log-path';
 
 export type SessionRequest = Omit<SessionInput, 'carried'>;
 
@@ -102,16 +105,92 @@ export class SessionHandle {
   /**
    * The session's events as they happen (model text, tool calls and results, approvals asked and
    * decided, injected contexts, turn ends), from `fromSeq` on, read from the session log the
-   * workers write: `source` is their state folder (default .sluice) or their store
-   * (`openStores`, files or PostgreSQL). Ends when `signal` aborts or after the session/ended event.
+   * workers write: `source` is their state folder or their store (`openStores` from sluice/worker,
+   * files or PostgreSQL). Default: SLUICE_STATE_DIR, else `.sluice` in this process's working
+   * directory, which is the worker's only when both run in the same folder.
+   *
+   * Ends with `until: 'turn'` after the first `session/turn-ended` it yields, with `until:
+   * 'session'` (the default) after `session/ended`, or when `signal` aborts. When the session has
+   * recorded events but the log is not where it looks, it throws a NotFoundError naming the place
+   * it looked, instead of waiting on a file no worker writes.
    */
   async *events(
-    opts: { source?: SessionEventSource; fromSeq?: number; signal?: AbortSignal; intervalMs?: number } = {},
+    opts: {
+      source?: SessionEventSource;
+      fromSeq?: number;
+      signal?: AbortSignal;
+      intervalMs?: number;
+      until?: 'turn' | 'session';
+      /** How long the log may stay missing while the session has events (default 5000 ms). */
+      missingLogMs?: number;
+    } = {},
   ): AsyncGenerator<SessionEvent> {
-    for await (const e of followSessionEvents(opts.source ?? '.sluice', this.sessionId, opts)) {
-      yield e;
-      if (e.type === 'session/ended') return;
+    const source = opts.source ?? process.env.SLUICE_STATE_DIR ?? '.sluice';
+    const stop = new AbortController();
+    const onAbort = () => stop.abort();
+    opts.signal?.addEventListener('abort', onAbort, { once: true });
+    if (opts.signal?.aborted) stop.abort();
+    const check =
+      typeof source === 'string'
+        ? this.watchLog(source, opts.fromSeq ?? 0, opts.missingLogMs ?? 5_000, stop.signal)
+        : undefined;
+    let missing: Error | undefined;
+    check?.then(
+      (err) => {
+        if (err) {
+          missing = err;
+          stop.abort();
+        }
+      },
+      () => undefined,
+    );
+    try {
+      for await (const e of followSessionEvents(source, this.sessionId, { ...opts, signal: stop.signal })) {
+        yield e;
+        if (e.type === 'session/ended') return;
+        if (opts.until === 'turn' && e.type === 'session/turn-ended') return;
+      }
+      if (missing) throw missing;
+    } finally {
+      opts.signal?.removeEventListener('abort', onAbort);
+      stop.abort();
+      await check?.catch(() => undefined);
     }
+  }
+
+  /**
+   * Resolves to an error when the session log stays missing from `stateDir` for `graceMs` while
+   * the session has events past `fromSeq` (or the session does not exist); to undefined once the
+   * log is there or `signal` aborts.
+   */
+  private async watchLog(stateDir: string, fromSeq: number, graceMs: number, signal: AbortSignal) {
+    const file = path.resolve(sessionLogPath(stateDir, this.sessionId));
+    let missingSince: number | undefined;
+    while (!signal.aborted) {
+      if (fs.existsSync(file)) return undefined;
+      const info = await this.workflow.describe().catch((err: Error) => err);
+      if (info instanceof WorkflowNotFoundError)
+        return new NotFoundError(
+          `there is no session ${this.sessionId} on this server (namespace ${this.client.temporal.options.namespace}); start it with startSession first`,
+        );
+      const view = info instanceof Error ? undefined : await this.viewWithin(3_000);
+      if (view && view.nextSeq > fromSeq) {
+        missingSince ??= Date.now();
+        if (Date.now() - missingSince >= graceMs)
+          return new NotFoundError(
+            `session ${this.sessionId} has recorded ${view.nextSeq} event(s), but its log is not at ${file}: the worker writes session logs in its own state folder (\`npx sluice worker --state-dir\`, SluicePlugin's stateDir; default .sluice in the worker's working directory), or in PostgreSQL when it has SLUICE_DATABASE_URL. Point events() at it: session.events({ source: '<the worker's state folder>' }), set SLUICE_STATE_DIR, or pass source: openStores({ databaseUrl }) from sluice/worker.`,
+          );
+      }
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, 500);
+        signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
+      });
+    }
+    return undefined;
+  }
+
+  private async viewWithin(ms: number): Promise<SessionView | undefined> {
+    return this.client.temporal.withDeadline(Date.now() + ms, () => this.state()).catch(() => undefined);
   }
 
   /**

@@ -134,12 +134,30 @@ describe('sluice chat', () => {
     await shows(r, `Approve this call? [y/N]`);
     expect(r.output()).toContain(`┌ approval ${approvalId}`); // the same ask, not a new one
     expect(r.output()).toContain('you: publish the report'); // the turn it belongs to, recapped
-    r.type('y');
-    await shows(r, 'model: Done: the report is out.');
 
-    // killed again between turns: the next resume just goes on
+    // resumed again with the worker up: the turn so far is recapped in order, then its open card
     r.child.kill('SIGKILL');
     await r.exit;
+    const rb = chat(['--resume', sessionId]);
+    await shows(rb, 'Approve this call? [y/N]');
+    const seen = rb.output();
+    const at = ['you: publish the report', 'model: Noting it, then publishing.', `┌ approval ${approvalId}`].map((l) =>
+      seen.indexOf(l),
+    );
+    expect(
+      at.every((i) => i >= 0),
+      seen,
+    ).toBe(true);
+    expect(
+      [...at].sort((a, b) => a - b),
+      seen,
+    ).toEqual(at);
+    rb.type('y');
+    await shows(rb, 'model: Done: the report is out.');
+
+    // killed again between turns: the next resume just goes on
+    rb.child.kill('SIGKILL');
+    await rb.exit;
     const r2 = chat(['--resume', sessionId]);
     await shows(r2, /Resumed session crash-\d+: turn 1, idle/);
     r2.type('thanks');

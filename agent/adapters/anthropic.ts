@@ -1,7 +1,14 @@
 // Anthropic through `@anthropic-ai/sdk` (messages). The client reads ANTHROPIC_API_KEY and
 // ANTHROPIC_BASE_URL from the environment; its retries are off (the activity retries).
 import { toAnthropicMessages } from '../convert/anthropic';
-import { loadOptional, type ModelAdapter, type ModelReply, type ModelRequest, refusedFor } from '../models';
+import {
+  loadOptional,
+  type ModelAdapter,
+  type ModelReply,
+  type ModelRequest,
+  refusedFor,
+  requireKey,
+} from '../models';
 
 type AnthropicClient = import('@anthropic-ai/sdk').default;
 
@@ -21,6 +28,7 @@ export function anthropicModel(model: string, opts: AnthropicModelOptions = {}):
     id: `anthropic:${model}`,
     async step(req: ModelRequest): Promise<ModelReply> {
       if (!client) {
+        if (!opts.client) requireKey('Anthropic', ['ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN']);
         const Anthropic = loadOptional(
           '@anthropic-ai/sdk',
           () => require('@anthropic-ai/sdk').default as typeof import('@anthropic-ai/sdk').default,

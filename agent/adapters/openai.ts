@@ -2,7 +2,14 @@
 // OPENAI_API_KEY and OPENAI_BASE_URL from the environment; its own retries are off, because each
 // model step is a Temporal activity with its own retry policy.
 import { fromResponsesOutput, toOpenAIChatMessages, toResponsesInput } from '../convert/openai';
-import { loadOptional, type ModelAdapter, type ModelReply, type ModelRequest, refusedFor } from '../models';
+import {
+  loadOptional,
+  type ModelAdapter,
+  type ModelReply,
+  type ModelRequest,
+  refusedFor,
+  requireKey,
+} from '../models';
 
 type OpenAIClient = import('openai').default;
 
@@ -17,6 +24,7 @@ export interface OpenAIModelOptions {
 
 function clientOf(opts: OpenAIModelOptions): OpenAIClient {
   if (opts.client) return opts.client as OpenAIClient;
+  requireKey('OpenAI', ['OPENAI_API_KEY']);
   const OpenAI = loadOptional('openai', () => require('openai').default as typeof import('openai').default);
   return new OpenAI({ maxRetries: 0 });
 }
