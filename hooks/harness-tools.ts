@@ -7,7 +7,7 @@
 // the tool, not Sluice: the body of a decision tool runs nothing and only records that every gate
 // let the call through. The harness's result comes back later through PostToolUse / AfterTool as a
 // second batch of the same session, one `harness_result` call whose result is what the tool returned.
-import type { ApprovalPolicy, Json, JsonObject } from '../pipeline/types';
+import type { ToolApproval, Json, JsonObject } from '../pipeline/types';
 import { defineTool, type ToolDefinition, toolOutput } from '../worker/config';
 
 /** The name of the tool that records a harness call's result (PostToolUse, AfterTool). */
@@ -48,7 +48,7 @@ export interface HarnessToolsOptions {
    * A tool's own approval, by the name above (default `auto`: the config's rules, hooks and
    * handlers decide). `ask` asks a person for every call of that tool.
    */
-  approval?: Record<string, ApprovalPolicy | ((args: JsonObject) => ApprovalPolicy)>;
+  approval?: Record<string, ToolApproval | ((args: JsonObject) => ToolApproval)>;
   /** The deny timeout of these tools' asks (default: the batch's, 10 minutes). */
   approvalTimeoutMs?: number;
   /** Only verified approvers in one of these groups may decide these tools' asks. */
