@@ -102,8 +102,10 @@ describe('approval outcomes', () => {
       reason: 'looks fine',
     });
     expect(out.events.map((e) => e.type)).toEqual(['tool/call', 'approval/asked', 'approval/decided', 'tool/result']);
-    // decided: no longer listed as waiting
-    await expect(h.client.findApproval(p.approvalId)).rejects.toThrow(/no batch is waiting on approval/);
+    // decided: no longer listed as waiting, and looking it up says it was decided (not "unknown")
+    expect((await h.client.pendingApprovals()).map((x) => x.approvalId)).not.toContain(p.approvalId);
+    await expect(h.client.findApproval(p.approvalId)).rejects.toMatchObject({ refusal: { code: 'decided' } });
+    await expect(h.client.findApproval(p.approvalId)).rejects.toThrow(/already decided: allowed-once by alice/);
   });
 
   it('rejected: a deny sent as a signal, with its reason, becomes a denial result', async () => {
