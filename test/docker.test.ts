@@ -191,7 +191,7 @@ describe('the Dockerfile, step by step in a clean folder', () => {
     expect(out.results[0].result.isError).toBe(false);
     expect(JSON.stringify(out.results[0].result.content)).toContain('Oslo');
     await c.connection.close();
-  });
+  }, 300_000);
 });
 
 describe('docker-compose.yml', () => {
