@@ -17,7 +17,7 @@ import { codeModeTool } from '../tools/code-mode';
 import { mcpSource, type McpSource } from '../tools/mcp';
 import { defineConfig } from '../worker/config';
 import { pendingApproval } from './eventually';
-import { batch, startHarness, text, type Harness } from './harness';
+import { batch, spawnWorker, startHarness, text, type Harness } from './harness';
 
 const bin = (pkg: string) =>
   path.join(__dirname, '..', 'node_modules', '@modelcontextprotocol', pkg, 'dist', 'index.js');
@@ -209,6 +209,48 @@ describe('policy files through the worker', () => {
         ['P:code:1', 'gemini', 'deny'],
         ['P:code:2', 'codex', 'allow'],
       ]),
+    );
+  });
+});
+
+describe('a policy the worker cannot read', () => {
+  const start = async (files: Record<string, string>) => {
+    const dir = fs.realpathSync(fs.mkdtempSync(path.join(inject('runDir'), 'policy-bad-')));
+    for (const [rel, body] of Object.entries(files)) {
+      fs.mkdirSync(path.dirname(path.join(dir, rel)), { recursive: true });
+      fs.writeFileSync(path.join(dir, rel), body);
+    }
+    const w = spawnWorker(
+      path.join(__dirname, 'fixtures', 'policy.config.ts'),
+      `policy-bad-${process.pid}-${Date.now()}`,
+      fs.mkdtempSync(path.join(inject('runDir'), 'policy-bad-state-')),
+      { SLUICE_TEST_POLICY_WS: dir },
+    );
+    try {
+      await w.ready;
+    } catch (err) {
+      return (err as Error).message;
+    } finally {
+      await w.kill();
+    }
+    return 'the worker started';
+  };
+
+  it('stops the worker at start, naming the file, the line and what was not understood', async () => {
+    const why = await start({
+      '.codex/rules/default.rules': 'prefix_rule(pattern = ["ls"])\nexec_rule(pattern = ["rm"])\n',
+    });
+    expect(why).toMatch(/worker exited/);
+    expect(why).toContain('.codex/rules/default.rules:2: exec_rule(...) is not understood');
+  });
+
+  it('stops the worker when an embedded Codex example fails, naming the rule and the example', async () => {
+    const why = await start({
+      '.codex/rules/default.rules':
+        'prefix_rule(pattern = ["git", "push"], decision = "forbidden", match = ["git pull"])\n',
+    });
+    expect(why).toContain(
+      '.codex/rules/default.rules:1 prefix_rule(pattern = ["git", "push"], decision = "forbidden"): example git pull should match but it does not',
     );
   });
 });
