@@ -5,6 +5,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { policyRules, readPolicyTests, type PolicyExplanation, type PolicyRules } from '../hooks/policy';
+import { shellParserReady } from '../hooks/shell';
 import type { JsonObject } from '../pipeline/types';
 import { UsageError } from './errors';
 
@@ -55,6 +56,8 @@ export async function policyCommand(argv: string[], out: (s: string) => void): P
     return values.help ? 0 : 2;
   }
   const workspace = path.resolve(values.workspace ?? process.cwd());
+  // Claude Code's Bash rules read commands with the shell parser; answer only once it has loaded.
+  await shellParserReady();
   try {
     if (sub === 'explain') return explain(workspace, rest, values, out);
     if (sub === 'check') return check(workspace, values, out);

@@ -10,6 +10,7 @@ import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { main } from '../../client/cli';
 import { decisionOf, policyRules } from '../../hooks/policy';
+import { shellParserReady } from '../../hooks/shell';
 
 function workspace(files: Record<string, string>): string {
   const ws = fs.mkdtempSync(path.join(os.tmpdir(), 'policy-all-'));
@@ -49,7 +50,8 @@ async function cli(args: string[]): Promise<{ code: number; text: string }> {
 }
 
 describe('policyRules across formats', () => {
-  it('the strictest source wins and says which file, line and rule decided', () => {
+  it('the strictest source wins and says which file, line and rule decided', async () => {
+    await shellParserReady();
     const p = policyRules({ workspace: all() });
     expect(p.files.map((f) => f.label)).toEqual([
       '.claude/settings.json',
@@ -79,8 +81,8 @@ describe('policyRules across formats', () => {
     expect(p.explain({ toolName: 'bash', args: { command: 'curl x' } }).winner!.format).toBe('gemini');
     expect(p.explain({ toolName: 'bash', args: { command: 'rm -rf x' } }).winner!.format).toBe('opencode');
     expect(p.explain({ toolName: 'bash', args: { command: 'npm test' } }).decision).toBe('allow');
-    expect(p.approval('bash')({ command: 'npm test' })).toBe('auto');
-    expect(p.approval('bash')({ command: 'npm test && git push' })).toBe('ask');
+    expect(await p.approval('bash')({ command: 'npm test' })).toBe('auto');
+    expect(await p.approval('bash')({ command: 'npm test && git push' })).toBe('ask');
   });
 
   it('a failing embedded example stops policyRules (the worker) unless asked to report it', () => {
