@@ -1056,7 +1056,8 @@ function startWorker(args: WorkerArgs): Promise<WorkerProcess> {
  * count is printed at the end (a run with many is a run on a machine too busy to measure).
  */
 export const transientErrors: Record<string, number> = {};
-const TRANSIENT = /NamespaceNotFound|namespace .*not found|deadline exceeded|DEADLINE_EXCEEDED|resource exhausted|RESOURCE_EXHAUSTED|UNAVAILABLE|ECONNRESET/i;
+const TRANSIENT =
+  /NamespaceNotFound|namespace .*not found|deadline exceeded|DEADLINE_EXCEEDED|resource exhausted|RESOURCE_EXHAUSTED|UNAVAILABLE|ECONNRESET/i;
 
 export async function retryTransient<T>(what: string, run: () => Promise<T>, tries = 8): Promise<T> {
   for (let attempt = 1; ; attempt++) {
