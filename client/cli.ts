@@ -641,11 +641,14 @@ async function replay(v: Values, targets: string[], out: (s: string) => void): P
             : `FAILED  ${r.workflowId} (${r.source}): ${r.failure}: ${r.message}`,
         );
     const failed = results.filter((r) => !r.ok).length;
+    const unknown = results.filter((r) => r.failure === 'unknown-workflow-type').length;
     if (!v.json)
       out(
-        failed
-          ? `${failed} of ${results.length} replay(s) failed: the workflow code no longer matches these histories. Keep the old behaviour for running batches (patched()), or re-record the fixtures if the change is intended.`
-          : `${results.length} history(ies) replayed with no determinism failure`,
+        !failed
+          ? `${results.length} history(ies) replayed with no determinism failure`
+          : failed === unknown
+            ? `${failed} of ${results.length} history(ies) are of workflow types Sluice's bundle does not have: pass --workflows <file> with your workflows (nothing was found non-deterministic)`
+            : `${failed} of ${results.length} replay(s) failed: the workflow code no longer matches these histories. Keep the old behaviour for running batches (patched()), or re-record the fixtures if the change is intended.`,
       );
     return failed ? 1 : 0;
   });

@@ -10,8 +10,12 @@ export interface ReplayOutcome {
   workflowId: string;
   source: string;
   ok: boolean;
-  /** nondeterminism: the code no longer produces the recorded commands; error: replay itself failed. */
-  failure?: 'nondeterminism' | 'error';
+  /**
+   * nondeterminism: the code no longer produces the recorded commands; unknown-workflow-type: the
+   * history is of a workflow the bundle does not have (the user's own, replayed without
+   * --workflows); error: replay itself failed.
+   */
+  failure?: 'nondeterminism' | 'unknown-workflow-type' | 'error';
   message?: string;
 }
 
@@ -22,11 +26,40 @@ export interface ReplayOptions {
   workflowBundlePath?: string;
 }
 
-export async function replayHistories(histories: LoadedHistory[], opts: ReplayOptions = {}): Promise<ReplayOutcome[]> {
+/**
+ * The workflow types Sluice's own bundle exports (workflows/index.ts; the replay test checks the
+ * two agree). A history of any other type replayed against Sluice's bundle would fail as
+ * "non-determinism", which sends the user looking for a change they never made.
+ */
+export const SLUICE_WORKFLOW_TYPES: readonly string[] = ['toolBatch', 'agentSession', 'reconcileCall'];
+
+export function historyWorkflowType(h: LoadedHistory): string | undefined {
+  return h.history.events?.[0]?.workflowExecutionStartedEventAttributes?.workflowType?.name ?? undefined;
+}
+
+export async function replayHistories(all: LoadedHistory[], opts: ReplayOptions = {}): Promise<ReplayOutcome[]> {
+  const out: ReplayOutcome[] = [];
+  let histories = all;
+  if (!opts.workflowsPath) {
+    // Sluice's own bundle: a history of another workflow type cannot replay here; say so up front.
+    histories = [];
+    for (const h of all) {
+      const type = historyWorkflowType(h);
+      if (type === undefined || SLUICE_WORKFLOW_TYPES.includes(type)) histories.push(h);
+      else
+        out.push({
+          workflowId: h.workflowId,
+          source: h.source,
+          ok: false,
+          failure: 'unknown-workflow-type',
+          message: `workflow type ${type} is not in Sluice's workflow bundle; pass --workflows <file> with your workflows`,
+        });
+    }
+    if (histories.length === 0) return out;
+  }
   const workflowBundle = opts.workflowBundlePath
     ? { codePath: opts.workflowBundlePath }
     : await bundleWorkflowCode({ workflowsPath: opts.workflowsPath ?? WORKFLOWS_PATH, logger: quietBundler });
-  const out: ReplayOutcome[] = [];
   // Histories of one batch id from several releases replay in separate rounds: a round reports
   // by workflow id.
   for (const round of distinctRounds(histories)) {

@@ -1,5 +1,6 @@
 // Recorded histories replay with the current workflow code; a non-deterministic change to the
 // workflow fails `sluice replay` with exit code 1, so CI catches it.
+import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -8,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import { main } from '../client/cli';
 import { readHistoryFile } from '../client/history';
+import { SLUICE_WORKFLOW_TYPES } from '../client/replay';
 import { defineConfig, defineTool } from '../worker/config';
 import { batch, startHarness, type Harness } from './harness';
 
@@ -110,6 +112,31 @@ describe('replay', () => {
     expect(failed.output).toMatch(/FAILED {2}sluice-batch:fixture-mixed:1:1 \(.*mixed-batch\.json\): nondeterminism/);
     // Two workflow bundles are built from source here: minutes on a loaded machine.
   }, 240_000);
+
+  it("a history of the user's own workflow, replayed without --workflows, names the missing type instead of non-determinism", async () => {
+    // The user's parent workflow: a recorded history whose workflow type Sluice's bundle lacks.
+    const recorded = JSON.parse(fs.readFileSync(FIXTURE, 'utf8'));
+    recorded.events[0].workflowExecutionStartedEventAttributes.workflowType.name = 'myAgent';
+    const own = path.join(scratch, 'my-agent.json');
+    fs.writeFileSync(own, JSON.stringify(recorded));
+    // The bin, as a user runs it (from the checkout it runs the TypeScript source).
+    const sluice = (args: string[]) =>
+      spawnSync(process.execPath, [path.join(ROOT, 'bin', 'sluice.js'), ...args], { encoding: 'utf8' });
+    const r = sluice(['replay', own]);
+    expect(r.status, r.stderr).toBe(1);
+    expect(r.stdout).toContain(
+      "workflow type myAgent is not in Sluice's workflow bundle; pass --workflows <file> with your workflows",
+    );
+    expect(r.stdout).not.toMatch(/nondeterminism|no longer matches/);
+    const json = sluice(['replay', own, '--json']);
+    expect(JSON.parse(json.stdout)[0].failure).toBe('unknown-workflow-type');
+  });
+
+  it("the workflow types replay treats as Sluice's are the ones workflows/index.ts exports", () => {
+    const index = fs.readFileSync(path.join(ROOT, 'workflows', 'index.ts'), 'utf8');
+    const exported = [...index.matchAll(/^export \{ (\w+) \}/gm)].map((m) => m[1]);
+    expect([...SLUICE_WORKFLOW_TYPES].sort()).toEqual(exported.sort());
+  });
 
   it('a missing or malformed history is a clear usage problem, not a crash', async () => {
     const garbage = path.join(scratch, 'garbage.json');
