@@ -129,8 +129,7 @@ export async function profileOf(
   let approval: ApprovalPolicy;
   try {
     // A policy may need to wait (permission rules wait for their shell parser to load).
-    const chosen: string =
-      typeof tool.approval === 'function' ? await tool.approval(args) : (tool.approval ?? 'auto');
+    const chosen: string = typeof tool.approval === 'function' ? await tool.approval(args) : (tool.approval ?? 'auto');
     // `deny` is recorded as `never`, its name in every history so far. A function that returns
     // 0.2's `never` (defineTool cannot see it) keeps 0.2's meaning, deny; anything else asks.
     approval = chosen === 'deny' || chosen === 'never' ? 'never' : chosen === 'auto' ? 'auto' : 'ask';

@@ -1,14 +1,7 @@
 // Anthropic through `@anthropic-ai/sdk` (messages). The client reads ANTHROPIC_API_KEY and
 // ANTHROPIC_BASE_URL from the environment; its retries are off (the activity retries).
 import { toAnthropicMessages } from '../convert/anthropic';
-import {
-  loadOptional,
-  type ModelAdapter,
-  type ModelReply,
-  type ModelRequest,
-  refusedFor,
-  requireKey,
-} from '../models';
+import { loadOptional, type ModelAdapter, type ModelReply, type ModelRequest, refusedFor, requireKey } from '../models';
 
 type AnthropicClient = import('@anthropic-ai/sdk').default;
 

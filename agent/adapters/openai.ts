@@ -2,14 +2,7 @@
 // OPENAI_API_KEY and OPENAI_BASE_URL from the environment; its own retries are off, because each
 // model step is a Temporal activity with its own retry policy.
 import { fromResponsesOutput, toOpenAIChatMessages, toResponsesInput } from '../convert/openai';
-import {
-  loadOptional,
-  type ModelAdapter,
-  type ModelReply,
-  type ModelRequest,
-  refusedFor,
-  requireKey,
-} from '../models';
+import { loadOptional, type ModelAdapter, type ModelReply, type ModelRequest, refusedFor, requireKey } from '../models';
 
 type OpenAIClient = import('openai').default;
 
