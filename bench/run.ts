@@ -19,7 +19,9 @@
 // per program against as many direct calls (20), BENCH_CLIENT one-call batches per system for the
 // client-latency section (worker and client in one process; 40; 0 skips), BENCH_OUT result name (latest), BENCH_DIR where
 // results go (bench/results), BENCH_BEFORE the result compared against (before), BENCH_ADDRESS a
-// Temporal server to use instead of starting one (the smoke test's), BENCH_LABEL free text.
+// Temporal server to use instead of starting one (the smoke test's), BENCH_LABEL free text,
+// BENCH_FAIL_IN a section name to fail on purpose (the test that a dying run keeps what it measured).
+// As each section finishes, what was measured so far goes to <BENCH_OUT>.partial.json.
 import { temporal } from '@temporalio/proto';
 import { bundleWorkflowCode, NativeConnection } from '@temporalio/worker';
 import { fork, execSync, type ChildProcess } from 'node:child_process';
@@ -101,6 +103,10 @@ async function main(): Promise<void> {
   const commit = gitCommit(); // the code the worker loads now, not whatever is checked out at the end
   const loadAvgStart = os.loadavg();
   const runDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-bench-'));
+  const base = path.join(settings.dir, settings.out);
+  fs.mkdirSync(path.dirname(base), { recursive: true });
+  progress.file = `${base}.partial.json`;
+  progress.write();
   const server = settings.address
     ? { address: settings.address, cli: 'an existing server', stop: async () => undefined }
     : await startDevServer({
@@ -141,36 +147,45 @@ async function main(): Promise<void> {
       ...(settings.eager !== undefined ? { maxEagerActivities: settings.eager } : {}),
     });
     connection = await NativeConnection.connect({ address: server.address });
+    const benchWorker = worker;
+    const benchConnection = connection;
     const client = new SluiceClient({ connection, taskQueue: SLUICE_QUEUE });
     const systems = new Systems(client, `${Date.now().toString(36)}`);
 
-    log('warming up');
-    for (const size of [1, 10]) {
-      await pool(settings.warmup, 4, (i) => systems.sluice(`warm-${size}`, i, size));
-      await pool(settings.warmup, 4, (i) => systems.bare(`warm-${size}`, i, size));
-    }
+    await progress.section('warm-up', async () => {
+      for (const size of [1, 10]) {
+        await pool(settings.warmup, 4, (i) => systems.sluice(`warm-${size}`, i, size));
+        await pool(settings.warmup, 4, (i) => systems.bare(`warm-${size}`, i, size));
+      }
+    });
 
     const maxCachedWorkflows = worker.maxCachedWorkflows;
     const grid: Cell[] = [];
     for (const size of settings.batches > 0 ? settings.sizes : []) {
       for (const concurrency of settings.concurrency) {
-        grid.push(await runCell(systems, worker, size, concurrency));
+        const cell = await progress.section(`grid: batch of ${size} × ${concurrency} in flight`, () =>
+          runCell(systems, benchWorker, size, concurrency),
+        );
+        grid.push(cell);
+        progress.measured.grid = grid;
+        progress.write();
       }
     }
-    const base = path.join(settings.dir, settings.out);
-    fs.mkdirSync(path.dirname(base), { recursive: true });
-    const localBodies = settings.local > 0 ? await runLocalBodies(systems) : undefined;
-    const codeMode = settings.codeMode > 0 ? await runCodeMode(systems) : undefined;
+    const localBodies =
+      settings.local > 0 ? await progress.section('localBodies', () => runLocalBodies(systems)) : undefined;
+    const codeMode = settings.codeMode > 0 ? await progress.section('codeMode', () => runCodeMode(systems)) : undefined;
     const clientLatency =
       settings.client > 0
-        ? await runClientLatency({
-            connection,
-            sluiceBundle,
-            bareBundle,
-            stateDir: path.join(runDir, 'client-state'),
-            samples: settings.client,
-            log,
-          })
+        ? await progress.section('clientLatency', () =>
+            runClientLatency({
+              connection: benchConnection,
+              sluiceBundle,
+              bareBundle,
+              stateDir: path.join(runDir, 'client-state'),
+              samples: settings.client,
+              log,
+            }),
+          )
         : undefined;
     const write = (approval?: ApprovalFigures) => {
       const result = resultOf(grid, approval);
@@ -210,8 +225,12 @@ async function main(): Promise<void> {
     });
     write(); // the grid is kept even if the approval part fails
     const approval =
-      settings.approvalSamples > 0 || settings.pending > 0 ? await runApproval(systems, worker) : undefined;
+      settings.approvalSamples > 0 || settings.pending > 0
+        ? await progress.section('approval', () => runApproval(systems, benchWorker))
+        : undefined;
     const result = write(approval);
+    progress.running = undefined;
+    progress.write();
     const before = readBefore(settings.out, settings.before);
     fs.writeFileSync(`${base}.svg`, plotSvg(result, before));
     const md = markdownReport(result, before);
@@ -225,6 +244,46 @@ async function main(): Promise<void> {
     fs.rmSync(runDir, { recursive: true, force: true });
   }
 }
+
+/**
+ * What the run has measured so far, written to <BENCH_OUT>.partial.json as each section (and each
+ * grid cell) finishes (issue 22 item 14): a run that dies keeps what it measured, and the file and
+ * the error say which section was running. `running` is absent once the run has finished; the
+ * final <BENCH_OUT>.json keeps its own shape.
+ */
+const progress = {
+  file: '',
+  running: 'starting the dev server and the worker' as string | undefined,
+  done: [] as string[],
+  measured: {} as Record<string, unknown>,
+  error: undefined as string | undefined,
+  write(): void {
+    if (!this.file) return;
+    const body = {
+      running: this.running,
+      done: this.done,
+      ...(this.error ? { error: this.error } : {}),
+      loadAvg: os.loadavg().map((x) => round(x)),
+      ...this.measured,
+    };
+    // Written aside and renamed, so a run killed mid-write leaves the previous file whole.
+    fs.writeFileSync(`${this.file}.tmp`, `${JSON.stringify(body, null, 2)}\n`);
+    fs.renameSync(`${this.file}.tmp`, this.file);
+  },
+  async section<T>(name: string, run: () => Promise<T>): Promise<T> {
+    this.running = name;
+    log(`section: ${name}`);
+    this.write();
+    if (process.env.BENCH_FAIL_IN === name)
+      throw new Error(`BENCH_FAIL_IN=${name}: failing on purpose, as a run that dies in this section would`);
+    const value = await run();
+    this.done.push(name);
+    const key = name.startsWith('grid') ? undefined : name;
+    if (key && value !== undefined) this.measured[key] = value;
+    this.write();
+    return value;
+  },
+};
 
 /** The three systems under test, each running one batch of `size` echo calls per job. */
 class Systems {
@@ -1083,5 +1142,12 @@ process.on('exit', () => {
 
 main().catch((err) => {
   console.error(`bench failed: ${err?.stack ?? err}`);
+  if (progress.running) {
+    progress.error = String(err?.message ?? err);
+    progress.write();
+    console.error(
+      `bench stopped in section "${progress.running}"; what it measured before (${progress.done.length} section(s)) is in ${progress.file ? path.relative(process.cwd(), progress.file) : 'no file (it stopped before its results folder was made)'}`,
+    );
+  }
   process.exit(1);
 });
