@@ -26,7 +26,7 @@ import {
   type SourceVerdict,
   STRICTNESS,
 } from './policy-types';
-import { hasShellExpansion, shellWords, splitCompound } from './shell-words';
+import { literal, readShell, type ShellCommand } from './shell';
 import { claudeToolName } from './tool-names';
 
 // ---- the Starlark subset: tokens, values, calls ----
@@ -313,7 +313,7 @@ export function parseRulesFile(text: string, file: Pick<PolicyFile, 'label' | 'd
       const raw: string[] = [];
       for (const ex of v.items) {
         if (ex.kind === 'str') {
-          tokens.push(shellWords(ex.v));
+          tokens.push(exampleWords(ex.v));
           raw.push(ex.v);
         } else {
           if (ex.items.some((w) => w.kind !== 'str'))
@@ -359,6 +359,23 @@ function ruleText(pattern: string[][], decision: CodexDecision): string {
  * `/usr/bin/git` counts as `git` when host_executable lists it, and — for forbidden and prompt
  * rules only, which must not be dodged by spelling the program's path — whatever its folder.
  */
+/**
+ * Whether a forbidden or prompt rule could match a command some of whose words are only known
+ * when it runs (`null`): from the first unknown word on, the command could be anything (an
+ * unquoted expansion may even become several words).
+ */
+export function couldMatchPrefix(
+  rule: CodexRule,
+  words: readonly (string | null)[],
+  hosts: ReadonlyMap<string, string[]>,
+): boolean {
+  const known = words.indexOf(null);
+  if (known < 0) return matchesPrefix(rule, words as string[], hosts);
+  if (known < rule.pattern.length)
+    return matchesPrefix({ ...rule, pattern: rule.pattern.slice(0, known) }, words.slice(0, known) as string[], hosts);
+  return matchesPrefix(rule, words.slice(0, known) as string[], hosts);
+}
+
 export function matchesPrefix(
   rule: CodexRule,
   words: readonly string[],
@@ -373,6 +390,44 @@ export function matchesPrefix(
     if (!alts.includes(base)) return false;
     return rule.codexDecision !== 'allow' || (hosts.get(base) ?? []).includes(w);
   });
+}
+
+/**
+ * The words of a `match` / `not_match` example written as one string, split the way Codex splits
+ * it (shlex: quotes removed, backslash escapes applied). Examples are test data in the rule file,
+ * not commands Sluice judges; those are read with the shell parser.
+ */
+function exampleWords(command: string): string[] {
+  const words: string[] = [];
+  let cur = '';
+  let inWord = false;
+  let quote: '"' | "'" | undefined;
+  for (let i = 0; i < command.length; i++) {
+    const c = command[i];
+    if (quote === "'") {
+      if (c === "'") quote = undefined;
+      else cur += c;
+    } else if (quote === '"') {
+      if (c === '"') quote = undefined;
+      else if (c === '\\' && i + 1 < command.length && '"\\$`\n'.includes(command[i + 1])) cur += command[++i];
+      else cur += c;
+    } else if (c === "'" || c === '"') {
+      quote = c;
+      inWord = true;
+    } else if (c === '\\' && i + 1 < command.length) {
+      cur += command[++i];
+      inWord = true;
+    } else if (/\s/.test(c)) {
+      if (inWord) words.push(cur);
+      cur = '';
+      inWord = false;
+    } else {
+      cur += c;
+      inWord = true;
+    }
+  }
+  if (inWord) words.push(cur);
+  return words;
 }
 
 // ---- config.toml: approval_policy and sandbox_mode ----
@@ -572,26 +627,40 @@ export function codexSource(
       return { decision: 'deny', rule, matched: [rule] };
     }
     if (claude !== 'Bash' || typeof call.args.command !== 'string') return { decision: 'none', matched: [] };
-    const command = call.args.command.trim();
-    const parts = splitCompound(command)
-      .map(shellWords)
-      .filter((w) => w.length > 0);
-    const perPart = parts.map(matching);
-    const matched = [...new Set(perPart.flat())];
-    // forbidden or prompt anywhere in the command decides, whatever else it holds.
-    const worst = strictest(matched);
+    // The command as bash reads it (shell.ts): every simple command, nested and wrapped ones too.
+    const reading = readShell(call.args.command);
+    const words = (c: ShellCommand) => c.words.map((w) => literal(w) ?? null);
+    // forbidden or prompt on any command found anywhere decides, whatever else the line holds;
+    // a word Sluice cannot know could be whatever such a rule names.
+    const strict = reading.commands.flatMap((c) =>
+      rules.filter((r) => r.codexDecision !== 'allow' && couldMatchPrefix(r, words(c), hosts)),
+    );
+    // An allow rule vouches only for a line of plain commands, every one of them written out in
+    // full (no substitution, variable, glob or brace, no assignment in front) and each allowed:
+    // Codex judges anything else as one opaque script.
+    const written =
+      reading.unprovable.length || reading.unknown.length ? [] : reading.commands.filter((c) => !c.derived);
+    const plain = written.every((c) => !c.assigns && c.words.every((w) => literal(w) !== undefined));
+    const perCommand = written.map((c) =>
+      rules.filter((r) => r.codexDecision === 'allow' && matchesPrefix(r, words(c) as string[], hosts)),
+    );
+    const matched = [...new Set([...strict, ...perCommand.flat()])];
+    const worst = strictest(strict);
     let verdict: SourceVerdict;
-    if (worst && worst.decision !== 'allow') verdict = { decision: worst.decision, rule: worst, matched };
-    else if (
-      worst &&
-      perPart.length > 0 &&
-      perPart.every((ms) => ms.length > 0) &&
-      // Codex judges a script with substitution, variables, redirection or globs as one opaque
-      // command; its words are not what runs, so word-prefix allow rules do not vouch for it.
-      !hasShellExpansion(command)
-    )
-      verdict = { decision: 'allow', rule: worst, matched };
-    else verdict = { decision: 'none', matched };
+    if (worst) verdict = { decision: worst.decision, rule: worst, matched };
+    else if (written.length > 0 && plain && perCommand.every((ms) => ms.length > 0))
+      verdict = { decision: 'allow', rule: strictest(perCommand.flat()), matched };
+    else if (reading.unknown.length && rules.length) {
+      // Sluice cannot tell what runs: no prompt or forbidden rule matched only because every
+      // rule here allows; asking is the strictest answer an allow rule can turn into.
+      const rule = rules.find((r) => couldMatchPrefix(r, [null], hosts))!;
+      verdict = {
+        decision: 'ask',
+        rule,
+        matched,
+        note: `Sluice cannot read the whole command (${reading.unknown[0]}), so no allow rule vouches for it`,
+      };
+    } else verdict = { decision: 'none', matched };
     if (never && verdict.decision === 'ask')
       return {
         ...verdict,

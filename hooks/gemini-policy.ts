@@ -33,7 +33,7 @@ import {
   lineAt,
   wildcardRegex,
 } from './policy-types';
-import { hasRedirection, splitCompound } from './shell-words';
+import { commandText, literal, type Piece, readShell } from './shell';
 import { hookFacingCall } from './tool-names';
 
 export type GeminiTier = 'default' | 'extension' | 'workspace' | 'user' | 'admin';
@@ -297,6 +297,9 @@ export function geminiPolicy(opts: GeminiPolicyOptions): PolicySource {
   return geminiSource(files, rules, { mode: opts.mode ?? 'default', interactive: opts.interactive ?? true });
 }
 
+/** What shell.ts says of a line that redirects: Gemini CLI's allowRedirection lets these through. */
+const REDIRECTIONS = new Set(['it redirects to or from a file', 'it has a here-document', 'it has a here-string']);
+
 export function geminiSource(
   files: PolicyFile[],
   rules: GeminiRule[],
@@ -327,23 +330,50 @@ export function geminiSource(
         ? { decision: whole.rule.decision, rule: whole.rule, matched: whole.matched }
         : { decision: 'none', matched: [] };
     }
-    // A compound command is judged part by part as well, as Gemini CLI does: a deny or ask on any
-    // part decides; an allow holds only when every part is allowed.
-    const parts = splitCompound(command);
-    const verdicts = [
-      whole,
-      ...(parts.length > 1 ? parts.map((p) => decide({ ...c, args: { ...c.args, command: p } })) : []),
-    ];
-    const matched = [...new Set(verdicts.flatMap((v) => v.matched))];
+    // The command as bash reads it (shell.ts), judged command by command as Gemini CLI judges the
+    // parts of a compound one, but with every command found anywhere: nested in `( … )`, `$( … )`
+    // or `bash -c`, behind `env` / `timeout` / `xargs`, an absolute path's program name.
+    const reading = readShell(command);
+    const verdicts = [whole];
+    const strict: GeminiRule[] = [];
+    for (const cmd of reading.commands) {
+      const text = commandText(cmd);
+      const plain = literal(text);
+      if (plain !== undefined) verdicts.push(decide({ ...c, args: { ...c.args, command: plain } }));
+      // Text only known when it runs could be whatever a deny or ask_user rule names.
+      else strict.push(...active.filter((r) => r.decision !== 'allow' && couldMatch(r, c, text)));
+    }
+    const matched = [...new Set([...verdicts.flatMap((v) => v.matched), ...strict])];
     let worst: GeminiRule | undefined;
-    for (const v of verdicts)
-      if (v.rule && (!worst || STRICTNESS[v.rule.decision] > STRICTNESS[worst.decision])) worst = v.rule;
+    for (const r of [...verdicts.map((v) => v.rule), ...strict])
+      if (r && (!worst || STRICTNESS[r.decision] > STRICTNESS[worst.decision])) worst = r;
+    if (worst && worst.decision !== 'allow') return { decision: worst.decision, rule: worst, matched };
+    if (reading.unknown.length) {
+      // Nothing denies or asks only because every rule that could apply allows: Sluice cannot
+      // tell what runs, so the strictest thing an allow can become is an ask.
+      const rule = active.find((r) => couldMatch(r, c, [null]));
+      return rule
+        ? { decision: 'ask', rule, matched, note: `Sluice cannot read the whole command (${reading.unknown[0]})` }
+        : { decision: 'none', matched };
+    }
     if (!worst) return { decision: 'none', matched };
-    if (worst.decision !== 'allow') return { decision: worst.decision, rule: worst, matched };
-    if (verdicts.some((v) => !v.rule))
+    // An allow holds when every command written in the line is plain text and allowed, and the line
+    // is nothing but those commands (and redirections, when every allowing rule permits them).
+    const written = reading.commands.filter((cmd) => !cmd.derived);
+    const perCommand = written.map((cmd) => {
+      const plain = literal(commandText(cmd));
+      return plain === undefined || cmd.assigns
+        ? undefined
+        : decide({ ...c, args: { ...c.args, command: plain } }).rule;
+    });
+    const redirects = reading.unprovable.filter((why) => REDIRECTIONS.has(why));
+    if (
+      written.length === 0 ||
+      perCommand.some((r) => r?.decision !== 'allow') ||
+      reading.unprovable.length > redirects.length
+    )
       return { decision: 'none', matched, note: 'not every part of the command is allowed' };
-    const permitsRedirection = verdicts.every((v) => v.rule?.allowRedirection);
-    if (hasRedirection(command) && !permitsRedirection)
+    if (redirects.length && !perCommand.every((r) => r?.allowRedirection))
       return {
         decision: 'ask',
         rule: worst,
@@ -351,6 +381,20 @@ export function geminiSource(
         note: 'the command redirects input or output and the rule does not set allowRedirection',
       };
     return { decision: 'allow', rule: worst, matched };
+  }
+
+  /** Whether a rule could match a command some of whose text (`null`) is only known when it runs. */
+  function couldMatch(rule: GeminiRule, c: GeminiCall, text: Piece[]): boolean {
+    if (!ruleMatches({ ...rule, commandPrefixes: undefined, commandRegex: undefined }, c)) return false;
+    if (rule.commandRegex) return true; // a regex over unknown text: assume the worst
+    if (!rule.commandPrefixes) return true;
+    const cut = text.indexOf(null);
+    const known = (cut < 0 ? text : text.slice(0, cut)).join('').trimStart();
+    return rule.commandPrefixes.some(
+      (p) =>
+        p.startsWith(known) ||
+        (known.startsWith(p) && (known.length === p.length || /^\s/.test(known.slice(p.length)))),
+    );
   }
 
   return {

@@ -28,7 +28,7 @@ import {
   STRICTNESS,
   lineAt,
 } from './policy-types';
-import { shellWords, splitCompound } from './shell-words';
+import { commandText, literal, readShell, type ShellReading } from './shell';
 import { claudeToolName } from './tool-names';
 
 const ACTIONS: Record<string, PolicyDecision> = { allow: 'allow', ask: 'ask', deny: 'deny' };
@@ -36,6 +36,8 @@ const ACTIONS: Record<string, PolicyDecision> = { allow: 'allow', ask: 'ask', de
 export interface OpenCodeRule extends PolicyRuleRef {
   permission: RegExp;
   pattern: RegExp;
+  /** The pattern as written (a wildcard), for judging commands only partly known before they run. */
+  wildcard: string;
 }
 
 export interface OpenCodeOptions {
@@ -101,6 +103,7 @@ export function parseOpenCode(text: string, file: Pick<PolicyFile, 'label' | 'di
       decision,
       permission: openCodeWildcard(permission),
       pattern: openCodeWildcard(permission === 'external_directory' ? expandHome(pattern) : pattern),
+      wildcard: pattern,
     });
   };
   if (typeof perm === 'string') {
@@ -137,35 +140,10 @@ export function parseOpenCode(text: string, file: Pick<PolicyFile, 'label' | 'di
   return rules;
 }
 
-/** Wrappers whose inner command OpenCode also judges. */
-const WRAPPERS = new Set(['timeout', 'time', 'nice', 'nohup', 'ionice', 'stdbuf', 'watch', 'sudo', 'env', 'xargs']);
-
-/** The commands a shell command is judged as: each simple command, and each wrapped inner command. */
-export function openCodeCommands(command: string): string[] {
-  const out: string[] = [];
-  for (const part of splitCompound(command)) {
-    let words = shellWords(part);
-    out.push(words.join(' '));
-    // Peel wrappers: `timeout 5 sudo gh api` → `sudo gh api` → `gh api`.
-    for (let guard = 0; guard < 8 && words.length > 1 && WRAPPERS.has(path.basename(words[0])); guard++) {
-      const wrapper = path.basename(words[0]);
-      let i = 1;
-      while (
-        i < words.length &&
-        (words[i].startsWith('-') || (wrapper === 'env' && /^[A-Za-z_][A-Za-z0-9_]*=/.test(words[i])))
-      )
-        i++;
-      if (wrapper === 'timeout' && i < words.length && /^[0-9.]+[smhd]?$/.test(words[i])) i++;
-      words = words.slice(i);
-      if (words.length) out.push(words.join(' '));
-    }
-    const exec = words.indexOf('-exec');
-    if (words[0] === 'find' && exec > 0 && exec + 1 < words.length) {
-      const end = words.findIndex((w, j) => j > exec && (w === ';' || w === '+'));
-      out.push(words.slice(exec + 1, end < 0 ? undefined : end).join(' '));
-    }
-  }
-  return [...new Set(out.filter(Boolean))];
+/** The literal start of a wildcard: the text before its first `*` or `?`. */
+function wildcardStart(pattern: string): string {
+  const cut = pattern.search(/[*?]/);
+  return cut < 0 ? pattern : pattern.slice(0, cut);
 }
 
 export function openCodePermissions(opts: OpenCodeOptions): PolicySource {
@@ -196,6 +174,17 @@ export function openCodeSource(files: PolicyFile[], rules: OpenCodeRule[], works
     return { found, all };
   };
 
+  const lastNamed = (value: string) => {
+    let found: OpenCodeRule | undefined;
+    const all: OpenCodeRule[] = [];
+    for (const r of rules)
+      if (r.wildcard !== '*' && r.permission.test('bash') && r.pattern.test(value)) {
+        found = r;
+        all.push(r);
+      }
+    return { found, all };
+  };
+
   function asks(call: PolicyCall): { permission: string; values: string[] }[] {
     const claude = claudeToolName({ name: call.toolName, aliases: call.aliases ?? [] });
     const a = call.args as JsonObject;
@@ -215,7 +204,8 @@ export function openCodeSource(files: PolicyFile[], rules: OpenCodeRule[], works
     }
     const mcp = /^mcp__(.+?)__(.+)$/.exec(call.toolName);
     if (mcp) out.push({ permission: `${mcp[1]}_${mcp[2]}`, values: ['*'] });
-    else if (claude === 'Bash') out.push({ permission: 'bash', values: openCodeCommands(str('command') ?? '') });
+    else if (claude === 'Bash')
+      out.push({ permission: 'bash', values: [] }); // judged in bashVerdict
     else if (['Write', 'Edit', 'MultiEdit', 'NotebookEdit'].includes(claude))
       out.push({ permission: 'edit', values: [rel(filePath ?? '')] });
     else if (claude === 'Read') out.push({ permission: 'read', values: [rel(filePath ?? '')] });
@@ -228,23 +218,88 @@ export function openCodeSource(files: PolicyFile[], rules: OpenCodeRule[], works
     return out;
   }
 
+  /**
+   * A Bash command as bash reads it (shell.ts): every simple command found anywhere, nested in
+   * `( … )`, `$( … )` or `bash -c`, behind a wrapper (`env`, `timeout`, `sudo`, `xargs`,
+   * `find -exec`, ...) or by its program's name when written as a path. A deny or ask on any of
+   * them decides; an allow stands only when every command written in the line is allowed and the
+   * parser read all of it. Text only known when it runs could be whatever a deny or ask names.
+   */
+  function bashVerdict(
+    reading: ShellReading,
+    matched: Set<OpenCodeRule>,
+  ): { worst?: OpenCodeRule; undecided: boolean } {
+    const bashRules = rules.filter((r) => r.permission.test('bash'));
+    let worst: OpenCodeRule | undefined;
+    let undecided = reading.unprovable.length > 0;
+    const take = (r: OpenCodeRule) => {
+      matched.add(r);
+      if (!worst || STRICTNESS[r.decision] > STRICTNESS[worst.decision]) worst = r;
+    };
+    for (const cmd of reading.commands) {
+      const text = commandText(cmd);
+      const plain = literal(text);
+      if (plain !== undefined) {
+        // A bare `*` names no command: for the tails Sluice derives from a wrapper's arguments
+        // (`5 git status` of `timeout 5 git status`) it would only repeat the wrapper's verdict.
+        const { found, all } = cmd.derived ? lastNamed(plain) : last('bash', plain);
+        for (const r of all) matched.add(r);
+        if (!found || cmd.assigns) {
+          if (!cmd.derived) undecided = true;
+          if (!found) continue;
+        }
+        // A wrapped or nested command's allow says nothing of the line; its deny or ask does.
+        if (!cmd.derived || found.decision !== 'allow') take(found);
+        continue;
+      }
+      // The last rule that surely matches whatever the unknown text is (`git *` for `git $X`)
+      // hides the rules before it; of those from there on, any that could match may be the one.
+      const cut = text.indexOf(null);
+      const known = (cut < 0 ? text : text.slice(0, cut)).join('');
+      const could = (r: OpenCodeRule) => {
+        const start = wildcardStart(r.wildcard);
+        return start.startsWith(known) || known.startsWith(start);
+      };
+      const sure = (r: OpenCodeRule) => /^[^*?]*\*$/.test(r.wildcard) && known.startsWith(r.wildcard.slice(0, -1));
+      let from = -1;
+      if (!reading.unknown.length) bashRules.forEach((r, k) => sure(r) && (from = k));
+      // With no rule sure to match, the command may match none: the line is not all allowed.
+      if (from < 0 && !cmd.derived) undecided = true;
+      for (const r of bashRules.slice(Math.max(from, 0))) if (could(r)) take(r);
+    }
+    if (reading.unknown.length && worst?.decision === 'allow') return { worst, undecided: true };
+    return { worst, undecided };
+  }
+
   function evaluate(call: PolicyCall): SourceVerdict {
     const matched = new Set<OpenCodeRule>();
     let worst: OpenCodeRule | undefined;
     let undecided = false;
+    let unreadable: string | undefined;
     for (const { permission, values } of asks(call)) {
+      if (permission === 'bash') {
+        const reading = readShell(typeof call.args.command === 'string' ? call.args.command : '');
+        const v = bashVerdict(reading, matched);
+        if (reading.unknown.length) unreadable = reading.unknown[0];
+        undecided ||= v.undecided;
+        if (v.worst && (!worst || STRICTNESS[v.worst.decision] > STRICTNESS[worst.decision])) worst = v.worst;
+        continue;
+      }
       for (const v of values) {
         const { found, all } = last(permission, v);
         for (const r of all) matched.add(r);
-        if (!found) {
-          // Every command of a compound one must be allowed for the allow to stand.
-          if (permission === 'bash') undecided = true;
-          continue;
-        }
+        if (!found) continue;
         if (!worst || STRICTNESS[found.decision] > STRICTNESS[worst.decision]) worst = found;
       }
     }
     if (!worst) return { decision: 'none', matched: [...matched] };
+    if (worst.decision === 'allow' && unreadable)
+      return {
+        decision: 'ask',
+        rule: worst,
+        matched: [...matched],
+        note: `Sluice cannot read the whole command (${unreadable}), so the allow does not vouch for it`,
+      };
     if (worst.decision === 'allow' && undecided)
       return { decision: 'none', matched: [...matched], note: 'not every command is allowed' };
     return { decision: worst.decision, rule: worst, matched: [...matched] };

@@ -91,3 +91,16 @@ export const SHELL_CASES: ShellCase[] = [
   { name: 'rm through xargs', command: 'echo F | xargs rm -f', expect: 'ask', victim: true },
   { name: 'rm by absolute path', command: '/bin/rm -f F', expect: 'ask', victim: true },
 ];
+
+/**
+ * What a policy format (Codex `.rules`, Gemini CLI policy, OpenCode permissions) may answer for a
+ * case under its translation of RULES, where `none` is "no rule decides" (the call then asks or
+ * runs as the tool's own approval says, never as allowed by the file). An allow must be allowed,
+ * unless the format is stricter about what it vouches for (`stricter` names those cases); a deny
+ * must be denied; a case an ask rule catches (`victim`) must ask; any other ask may be `none`.
+ */
+export function formatExpects(c: ShellCase, stricter: readonly string[] = []): string[] {
+  if (c.expect === 'allow') return stricter.includes(c.name) ? ['none'] : ['allow'];
+  if (c.expect === 'deny') return ['deny'];
+  return c.victim ? ['ask'] : ['ask', 'none'];
+}

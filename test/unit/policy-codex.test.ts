@@ -6,9 +6,11 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { codexRules, parseCodexConfig, parseRulesFile } from '../../hooks/codex-rules';
 import { PolicyFileError } from '../../hooks/policy-types';
+import { shellParserReady } from '../../hooks/shell';
+import { formatExpects, RULES, SHELL_CASES } from '../shell-cases';
 
 const file = { label: '.codex/rules/default.rules', digest: 'sha256:test' };
 
@@ -53,6 +55,9 @@ function workspace(files: Record<string, string>): string {
   }
   return ws;
 }
+// Bash commands are read with the shell parser, which loads asynchronously.
+beforeAll(() => shellParserReady());
+
 const bash = (command: string) => ({ toolName: 'bash', args: { command } });
 
 describe('Codex .rules', () => {
@@ -189,5 +194,29 @@ describe('Codex .rules', () => {
         digest: 'd',
       }),
     ).toThrow(/config\.toml:2: approval_policy must be one of/);
+  });
+});
+
+// The shell forms of issue 22 item 1 (test/shell-cases.ts), under RULES written as Codex rules.
+describe('Codex .rules read commands as bash does', () => {
+  const prefix = (rule: string) => /^Bash\((.*?)(?::\*)?\)$/.exec(rule)![1].split(' ');
+  const rules = (['allow', 'deny', 'ask'] as const)
+    .flatMap((kind) =>
+      RULES[kind].map(
+        (r) =>
+          `prefix_rule(pattern = ${JSON.stringify(prefix(r))}, decision = "${{ allow: 'allow', deny: 'forbidden', ask: 'prompt' }[kind]}")`,
+      ),
+    )
+    .join('\n');
+  const src = () => codexRules({ workspace: workspace({ '.codex/rules/shell.rules': rules }) });
+  // Codex vouches only for plain words: a substitution or brace expansion is an opaque script.
+  const stricter = ['a substitution whose command is allowed', 'an argument brace expansion of an allowed command'];
+  it.each(SHELL_CASES.map((c) => [c.name, c] as const))('%s', (_name, c) => {
+    expect(formatExpects(c, stricter)).toContain(src().evaluate(bash(c.command)).decision);
+  });
+  it('an unreadable command under allow rules alone asks', () => {
+    const only = codexRules({ workspace: workspace({ '.codex/rules/a.rules': 'prefix_rule(pattern = ["echo"])' }) });
+    expect(only.evaluate(bash("echo 'unterminated")).decision).toBe('ask');
+    expect(only.evaluate(bash('echo ok')).decision).toBe('allow');
   });
 });

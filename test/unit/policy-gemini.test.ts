@@ -5,9 +5,11 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { geminiPolicy, parseGeminiPolicy, stableJson } from '../../hooks/gemini-policy';
 import { PolicyFileError } from '../../hooks/policy-types';
+import { shellParserReady } from '../../hooks/shell';
+import { formatExpects, RULES, SHELL_CASES } from '../shell-cases';
 
 function workspace(files: Record<string, string>): string {
   const ws = fs.mkdtempSync(path.join(os.tmpdir(), 'gemini-policy-'));
@@ -17,6 +19,9 @@ function workspace(files: Record<string, string>): string {
   }
   return ws;
 }
+// Bash commands are read with the shell parser, which loads asynchronously.
+beforeAll(() => shellParserReady());
+
 const bash = (command: string) => ({ toolName: 'bash', args: { command } });
 const file = { label: '.gemini/policies/a.toml', digest: 'sha256:t' };
 
@@ -158,5 +163,34 @@ describe('Gemini CLI policy TOML', () => {
       expect(err, text).toBeInstanceOf(PolicyFileError);
       expect((err as Error).message, text).toMatch(re);
     }
+  });
+});
+
+// The shell forms of issue 22 item 1 (test/shell-cases.ts), under RULES written as Gemini rules.
+describe('Gemini CLI policy reads commands as bash does', () => {
+  const prefix = (rule: string) => /^Bash\((.*?)(?::\*)?\)$/.exec(rule)![1];
+  const toml = (['allow', 'deny', 'ask'] as const)
+    .flatMap((kind) =>
+      RULES[kind].map(
+        (r) =>
+          `[[rule]]\ntoolName = "run_shell_command"\ncommandPrefix = ${JSON.stringify(prefix(r))}\ndecision = "${{ allow: 'allow', deny: 'deny', ask: 'ask_user' }[kind]}"\npriority = 100\n`,
+      ),
+    )
+    .join('\n');
+  const src = () => geminiPolicy({ workspace: workspace({ '.gemini/policies/shell.toml': toml }) });
+  // Like Gemini CLI's own parts, an allowed command must be plain words to be allowed.
+  const stricter = ['a substitution whose command is allowed', 'an argument brace expansion of an allowed command'];
+  it.each(SHELL_CASES.map((c) => [c.name, c] as const))('%s', (_name, c) => {
+    expect(formatExpects(c, stricter)).toContain(src().evaluate(bash(c.command)).decision);
+  });
+  it('an unreadable command under allow rules alone asks', () => {
+    const only = geminiPolicy({
+      workspace: workspace({
+        '.gemini/policies/a.toml':
+          '[[rule]]\ntoolName = "run_shell_command"\ncommandPrefix = "echo"\ndecision = "allow"\npriority = 1\n',
+      }),
+    });
+    expect(only.evaluate(bash("echo 'unterminated")).decision).toBe('ask');
+    expect(only.evaluate(bash('echo ok')).decision).toBe('allow');
   });
 });

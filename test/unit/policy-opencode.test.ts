@@ -5,15 +5,20 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { describe, expect, it } from 'vitest';
-import { openCodeCommands, openCodePermissions } from '../../hooks/opencode-permissions';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { openCodePermissions } from '../../hooks/opencode-permissions';
 import { PolicyFileError } from '../../hooks/policy-types';
+import { shellParserReady } from '../../hooks/shell';
+import { formatExpects, RULES, SHELL_CASES } from '../shell-cases';
 
 function workspace(config: unknown, raw?: string): string {
   const ws = fs.mkdtempSync(path.join(os.tmpdir(), 'opencode-'));
   fs.writeFileSync(path.join(ws, 'opencode.json'), raw ?? JSON.stringify(config, null, 2));
   return ws;
 }
+// Bash commands are read with the shell parser, which loads asynchronously.
+beforeAll(() => shellParserReady());
+
 const bash = (command: string) => ({ toolName: 'bash', args: { command } });
 
 describe('OpenCode permission', () => {
@@ -55,7 +60,6 @@ describe('OpenCode permission', () => {
   });
 
   it('wrappers: sudo rm -rf / is denied by rm *, nested wrappers are peeled', () => {
-    expect(openCodeCommands('timeout 5 sudo gh api')).toEqual(['timeout 5 sudo gh api', 'sudo gh api', 'gh api']);
     const src = openCodePermissions({
       workspace: workspace({ permission: { bash: { '*': 'allow', 'rm *': 'deny' } } }),
     });
@@ -94,5 +98,29 @@ describe('OpenCode permission', () => {
     expect(() => openCodePermissions({ workspace: workspace(null, '{\n  "permission": {,\n}') })).toThrow(
       /opencode\.json:2: not valid JSON/,
     );
+  });
+});
+
+// The shell forms of issue 22 item 1 (test/shell-cases.ts), under RULES written as OpenCode permissions.
+describe('OpenCode permissions read commands as bash does', () => {
+  const wildcard = (rule: string) => {
+    const m = /^Bash\((.*?)(:\*)?\)$/.exec(rule)!;
+    return m[2] ? `${m[1]} *` : m[1];
+  };
+  const bashRules = Object.fromEntries(
+    (['allow', 'deny', 'ask'] as const).flatMap((kind) => RULES[kind].map((r) => [wildcard(r), kind])),
+  );
+  const src = () => openCodePermissions({ workspace: workspace({ permission: { bash: bashRules } }) });
+  it.each(SHELL_CASES.map((c) => [c.name, c] as const))('%s', (_name, c) => {
+    expect(formatExpects(c)).toContain(src().evaluate(bash(c.command)).decision);
+  });
+  it('an unreadable command asks even where everything is allowed; `git *` still covers `git $X`', () => {
+    const all = openCodePermissions({ workspace: workspace({ permission: { bash: 'allow' } }) });
+    expect(all.evaluate(bash("echo 'unterminated")).decision).toBe('ask');
+    const git = openCodePermissions({
+      workspace: workspace({ permission: { bash: { '*': 'ask', 'git *': 'allow', 'rm *': 'deny' } } }),
+    });
+    expect(git.evaluate(bash('git log $REF')).decision).toBe('allow');
+    expect(git.evaluate(bash('$X -rf /')).decision).toBe('deny');
   });
 });
