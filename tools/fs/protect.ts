@@ -22,7 +22,15 @@ export interface ProtectOptions {
 /** Sluice's default state folder name: hidden from bash's sandbox rather than read-only. */
 const STATE_NAME = '.sluice';
 
-export const DEFAULT_PROTECTED_NAMES: readonly string[] = ['.claude', '.codex', '.gemini', STATE_NAME];
+// opencode.json and .opencode/ hold OpenCode's permissions, which policyRules() reads.
+export const DEFAULT_PROTECTED_NAMES: readonly string[] = [
+  '.claude',
+  '.codex',
+  '.gemini',
+  '.opencode',
+  'opencode.json',
+  STATE_NAME,
+];
 
 /** The hook settings files whose commands name scripts to protect, relative to the root. */
 const HOOK_SETTINGS = [
