@@ -16,7 +16,7 @@ import { databaseUrlFromEnv, openStores, type SluiceStores } from '../worker/sto
 import { codecFromEnv, dataConverterFromEnv, decryptHistory } from '../worker/codec';
 import { DEFAULT_STATE_DIR } from '../worker/session-log-path';
 import { batchWorkflowId, DEFAULT_TASK_QUEUE } from '../workflows/definitions';
-import { requireOptional } from '../worker/optional';
+import { importOptional } from '../worker/optional';
 import { SluiceClient, SluiceError, type BatchRequest } from './client';
 import { connect, connectClient } from './connection';
 import { BatchFailedError, NotFoundError, ServerError, UsageError } from './errors';
@@ -45,10 +45,10 @@ const hasWorkerRuntime = () => {
     return false;
   }
 };
-const needsWorker = <T>(command: string, load: () => T): T =>
-  requireOptional('@temporalio/worker', `\`sluice ${command}\``, load);
-const workerMain = (command: string) =>
-  needsWorker(command, () => require('../worker/main') as typeof import('../worker/main'));
+// import(), not require(): the modules are TypeScript under tsx and vitest, JavaScript in dist/.
+const needsWorker = <T>(command: string, load: () => Promise<T>): Promise<T> =>
+  importOptional('@temporalio/worker', `\`sluice ${command}\``, load);
+const workerMain = (command: string) => needsWorker(command, () => import('../worker/main'));
 const connectAny = (opts: { address?: string; namespace?: string }) =>
   hasWorkerRuntime() ? connect(opts) : connectClient(opts);
 
@@ -389,7 +389,7 @@ export async function main(
     return command || values.help ? 0 : 2;
   }
   // Core's own log lines go to stderr through the SDK logger, so stdout stays the command's output.
-  if (hasWorkerRuntime()) workerMain(command).installRuntime();
+  if (hasWorkerRuntime()) (await workerMain(command)).installRuntime();
   // One place for the database: the worker, the inbox and every reader take it from the environment.
   if (values['database-url']) process.env.SLUICE_DATABASE_URL = values['database-url'];
   try {
@@ -459,7 +459,7 @@ async function manifest(v: Values, out: (s: string) => void): Promise<number> {
 }
 
 async function dev(v: Values): Promise<number> {
-  await needsWorker('dev', () => require('../scripts/dev') as typeof import('../scripts/dev')).runDev({
+  await (await needsWorker('dev', () => import('../scripts/dev'))).runDev({
     stateDir: v['state-dir'] ?? DEFAULT_STATE_DIR,
     config: v.config,
     port: v.port ? Number(v.port) : undefined,
@@ -628,7 +628,7 @@ async function checkSessionLogs(stores: SluiceStores, audit: SessionAudit): Prom
 async function replay(v: Values, targets: string[], out: (s: string) => void): Promise<number> {
   if (targets.length === 0) throw new UsageError('replay needs batch workflow ids, session ids or history .json files');
   return withHistories(v, targets, async (histories) => {
-    const { replayHistories } = needsWorker('replay', () => require('./replay') as typeof import('./replay'));
+    const { replayHistories } = await needsWorker('replay', () => import('./replay'));
     const results = await replayHistories(histories, {
       ...(v.workflows ? { workflowsPath: path.resolve(v.workflows) } : {}),
     });
@@ -671,7 +671,7 @@ async function exportHistory(v: Values, workflowId: string | undefined, out: (s:
 }
 
 async function worker(v: Values): Promise<number> {
-  await workerMain('worker').runWorker({
+  await (await workerMain('worker')).runWorker({
     config: v.config,
     address: v.address,
     namespace: v.namespace,
