@@ -17,8 +17,8 @@ const ROOT = path.join(__dirname, '..', '..');
 const KNOWN: { from: RegExp; to: RegExp; why: string }[] = [
   {
     from: /^(activities|agent|hooks|tools)\//,
-    to: /^worker\/(config|claim-check|tool-schema|args-digest|sink)\.ts$/,
-    why: "the user's vocabulary (defineTool, defineConfig, schemas, digests) and the stores sit in worker/: they move to folders of their own",
+    to: /^worker\/(config|claim-check|tool-schema|args-digest|sink|optional)\.ts$/,
+    why: "the user's vocabulary (defineTool, defineConfig, schemas, digests), the stores and the optional-package loader sit in worker/: they move to folders of their own",
   },
   {
     from: /^worker\/(index|main|worker)\.ts$/,
