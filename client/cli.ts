@@ -45,10 +45,26 @@ const hasWorkerRuntime = () => {
     return false;
   }
 };
-// import(), not require(): the modules are TypeScript under tsx and vitest, JavaScript in dist/.
 const needsWorker = <T>(command: string, load: () => Promise<T>): Promise<T> =>
   importOptional('@temporalio/worker', `\`sluice ${command}\``, load);
-const workerMain = (command: string) => needsWorker(command, () => import('../worker/main'));
+// require() where a CommonJS hook compiles the source (dist/, tsx under bin/sluice.js); import()
+// where only the host's module loader knows TypeScript (vitest runs the CLI in-process).
+const local = async <T>(req: () => T, imp: () => Promise<T>): Promise<T> => {
+  try {
+    return req();
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    if (e.code === 'MODULE_NOT_FOUND' && /Cannot find module '\.\.?\//.test(e.message)) return imp();
+    throw err;
+  }
+};
+const workerMain = (command: string) =>
+  needsWorker(command, () =>
+    local(
+      () => require('../worker/main') as typeof import('../worker/main'),
+      () => import('../worker/main'),
+    ),
+  );
 const connectAny = (opts: { address?: string; namespace?: string }) =>
   hasWorkerRuntime() ? connect(opts) : connectClient(opts);
 
@@ -459,7 +475,14 @@ async function manifest(v: Values, out: (s: string) => void): Promise<number> {
 }
 
 async function dev(v: Values): Promise<number> {
-  await (await needsWorker('dev', () => import('../scripts/dev'))).runDev({
+  await (
+    await needsWorker('dev', () =>
+      local(
+        () => require('../scripts/dev') as typeof import('../scripts/dev'),
+        () => import('../scripts/dev'),
+      ),
+    )
+  ).runDev({
     stateDir: v['state-dir'] ?? DEFAULT_STATE_DIR,
     config: v.config,
     port: v.port ? Number(v.port) : undefined,
@@ -628,7 +651,12 @@ async function checkSessionLogs(stores: SluiceStores, audit: SessionAudit): Prom
 async function replay(v: Values, targets: string[], out: (s: string) => void): Promise<number> {
   if (targets.length === 0) throw new UsageError('replay needs batch workflow ids, session ids or history .json files');
   return withHistories(v, targets, async (histories) => {
-    const { replayHistories } = await needsWorker('replay', () => import('./replay'));
+    const { replayHistories } = await needsWorker('replay', () =>
+      local(
+        () => require('./replay') as typeof import('./replay'),
+        () => import('./replay'),
+      ),
+    );
     const results = await replayHistories(histories, {
       ...(v.workflows ? { workflowsPath: path.resolve(v.workflows) } : {}),
     });
