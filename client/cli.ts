@@ -28,6 +28,7 @@ import { readModelScript } from '../agent/adapters/scripted';
 // dynamic import() bypasses ("Cannot find module …/client/codec-server").
 import { runCodecServer } from './codec-server';
 import { HOOK_HELP, hookMain } from './hook/command';
+import { GATEWAY_HELP, gatewayMain } from './gateway';
 import { historyToJson, loadHistories, type LoadedHistory } from './history';
 import { DEFAULT_INBOX_HOST, DEFAULT_INBOX_PORT, startInbox } from './inbox/server';
 import { clip, renderAudit, renderPendingCard, renderResultCard, terminalSafe } from './render';
@@ -104,6 +105,7 @@ Commands (\`npx sluice <command> --help\` lists a command's options):
   codec-server            Decrypt payloads for the Temporal Web UI (--port, --ui-origin; needs SLUICE_CODEC_KEYS)
   hook <claude|codex|gemini>  Answer a harness's tool hook (stdin → stdout) with a Sluice decision;
                           \`hook serve\` for Claude Code http hooks (docs/gateway.md)
+  gateway                 An MCP server (stdio, or --http) whose tool calls run as Sluice batches
 
   <target> is a batch's workflow id, a session id (all of its batches), a history .json file,
   or a folder of them (replay: test/fixtures/histories holds every release's fixtures).
@@ -160,6 +162,7 @@ const INBOX_OPTIONS = `  --inbox-host ADDR       Bind address of the inbox page 
 /** Per-command help: every option the command reads, and every one its error messages mention. */
 export const COMMAND_HELP: Record<string, string> = {
   hook: HOOK_HELP,
+  gateway: GATEWAY_HELP,
   dev: `Usage: npx sluice dev [options]
 
 Starts the embedded Temporal dev server (its database in the state folder), a worker and the
@@ -383,6 +386,9 @@ export async function main(
   if (argv[0] === 'policy') return policyCommand(argv.slice(1), out);
   // A harness hook speaks its harness's protocol on stdin/stdout/exit code, with its own options.
   if (argv[0] === 'hook' && !argv.slice(1).some((a) => a === '--help' || a === '-h')) return hookMain(argv.slice(1));
+  // An MCP server: stdout is the protocol's (stdio), so it prints nothing else there.
+  if (argv[0] === 'gateway' && !argv.slice(1).some((a) => a === '--help' || a === '-h'))
+    return gatewayMain(argv.slice(1));
   let parsed;
   try {
     parsed = parse(argv);

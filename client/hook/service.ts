@@ -209,7 +209,7 @@ async function run(
   }
 }
 
-function isSeqConflict(err: unknown): boolean {
+export function isSeqConflict(err: unknown): boolean {
   return err instanceof WorkflowFailedError && (err.cause as { type?: string } | undefined)?.type === SEQ_CONFLICT;
 }
 

@@ -1,0 +1,439 @@
+// `sluice gateway`: an MCP server in front of the tools of a Sluice config (docs/gateway.md).
+//
+// An MCP client (Claude Code, Codex, Gemini CLI, Cursor, the inspector) connects over stdio or
+// Streamable HTTP and sees the config's tools: its own and the upstream MCP servers' (`mcpTools`).
+// Every `tools/call` becomes a one-call Sluice batch on the worker's task queue, so it goes through
+// the whole pipeline — pre-execute, guards, approval with its deny timeout, the body (the upstream
+// call, run by the worker), post-execute, finalize — and the MCP answer is the finalized result,
+// `isError` as Sluice decided it. The gateway runs no tool itself: a worker with the same config
+// does, so a gateway that dies mid-call loses nothing (the batch goes on, and the same call sent
+// again attaches to it).
+//
+// Which batch. The client's MCP session is a Sluice session (stdio: the gateway process, or
+// `--session`; HTTP: the Mcp-Session-Id), each call one step of it, keyed by the JSON-RPC request
+// id, the tool name and the arguments: the same request sent again attaches to its batch.
+import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import * as http from 'node:http';
+import { isIP } from 'node:net';
+import { parseArgs } from 'node:util';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+import { canonicalJson } from '../pipeline/json';
+import type { BatchOutput, Json } from '../pipeline/types';
+import { loadConfig } from '../worker/load-config';
+import { parseToolManifest, type ToolSchema, toolSchemas } from '../worker/config';
+import { dataConverterFromEnv } from '../worker/codec';
+import { requireOptional } from '../worker/optional';
+import * as fs from 'node:fs';
+import { type BatchHandle, SluiceClient } from './client';
+import { connectClient } from './connection';
+import { clockSeq, isSeqConflict } from './hook/service';
+
+export const GATEWAY_HELP = `Usage: sluice gateway (--config FILE | --manifest FILE) --task-queue NAME [options]
+
+An MCP server in front of a Sluice config's tools (its own and its mcpTools servers'). Every
+tools/call runs as a durable Sluice batch on the task queue (policy, approvals, the upstream call,
+post-execute) and answers with the recorded result. A worker with the same config must run there:
+  npx sluice worker --config FILE --task-queue NAME
+
+Options:
+  --config FILE           The worker's config: its tools are listed (loading it connects to its
+                          MCP servers to list theirs)
+  --manifest FILE         Or the tool manifest \`sluice manifest --config FILE\` wrote (no tool code loaded)
+  --task-queue NAME       The task queue of the worker that runs the calls
+  --http                  Serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio
+  --port N, --host H      With --http: where to listen (default 127.0.0.1:8789; loopback only
+                          unless --token is set)
+  --token-env NAME        With --http: the environment variable holding a bearer token every
+                          request must carry (Authorization: Bearer ...)
+  --session ID            The Sluice session of a stdio client (default: a new one per process);
+                          give one to let a restarted gateway answer a repeated call from its batch
+  --approval-timeout S    Deny timeout of an ask when the tool sets none (default 600)
+  --address host:port     Temporal frontend (default: TEMPORAL_ADDRESS, then localhost:7233)
+  --namespace NAME        Temporal namespace (default: TEMPORAL_NAMESPACE, then "default")`;
+
+const DEFAULT_PORT = 8789;
+/** How often a waiting call tells the client it still waits (MCP progress notifications). */
+const PROGRESS_MS = 3_000;
+/** Bodies over this are refused before parsing: a client that sends garbage gets a clear error. */
+const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
+
+// The MCP SDK is an optional peer dependency, loaded when the gateway starts.
+type McpServerSdk = typeof import('@modelcontextprotocol/sdk/server/index.js') &
+  typeof import('@modelcontextprotocol/sdk/server/stdio.js') &
+  typeof import('@modelcontextprotocol/sdk/server/streamableHttp.js') &
+  typeof import('@modelcontextprotocol/sdk/types.js');
+function mcpSdk(): McpServerSdk {
+  return requireOptional<McpServerSdk>('@modelcontextprotocol/sdk', '`sluice gateway`', () => ({
+    ...require('@modelcontextprotocol/sdk/server/index.js'),
+    ...require('@modelcontextprotocol/sdk/server/stdio.js'),
+    ...require('@modelcontextprotocol/sdk/server/streamableHttp.js'),
+    ...require('@modelcontextprotocol/sdk/types.js'),
+  }));
+}
+
+export interface GatewayOptions {
+  /** The tools the client sees: the worker's config's (or its manifest's). */
+  tools: ToolSchema[];
+  sluice: SluiceClient;
+  /** Deny timeout of asks when the tool sets none (BatchOptions.approvalTimeoutMs). */
+  approvalTimeoutMs?: number;
+  log?: (line: string) => void;
+}
+
+/**
+ * The batch step of one tools/call: (JSON-RPC request id, tool name, arguments) as a 48-bit whole
+ * number, so the same request sent again is the same batch, and a new request another.
+ */
+export function gatewayStep(requestId: string | number, name: string, args: unknown): number {
+  const hex = createHash('sha256')
+    .update(canonicalJson([String(requestId), name, (args ?? {}) as Json]))
+    .digest('hex');
+  return Number.parseInt(hex.slice(0, 12), 16);
+}
+
+/** An MCP server (not yet connected to a transport) whose tools run as Sluice batches of `sessionId`. */
+export function gatewayServer(opts: GatewayOptions, sessionId: () => string): Server {
+  const sdk = mcpSdk();
+  const server = new sdk.Server(
+    { name: 'sluice-gateway', version: '1' },
+    {
+      capabilities: { tools: {} },
+      instructions:
+        'Every tool call runs through Sluice: policy may deny it, and a call that needs approval waits for a person (progress notifications say which approval).',
+    },
+  );
+  const byName = new Map(opts.tools.map((t) => [t.name, t]));
+  server.setRequestHandler(sdk.ListToolsRequestSchema, async () => ({
+    tools: opts.tools.map(
+      (t): Tool => ({ name: t.name, description: t.description, inputSchema: t.inputSchema as Tool['inputSchema'] }),
+    ),
+  }));
+  server.setRequestHandler(sdk.CallToolRequestSchema, async (request, extra) => {
+    const { name } = request.params;
+    const args = request.params.arguments ?? {};
+    if (!byName.has(name))
+      throw new sdk.McpError(
+        sdk.ErrorCode.InvalidParams,
+        `unknown tool ${JSON.stringify(name)}: this gateway serves ${[...byName.keys()].join(', ') || 'no tools'}`,
+      );
+    const progressToken = request.params._meta?.progressToken;
+    const { out, workflowId } = await run(
+      opts,
+      sessionId(),
+      extra.requestId,
+      name,
+      args,
+      extra.signal,
+      async (message, n) => {
+        if (progressToken === undefined) return;
+        await extra
+          .sendNotification({ method: 'notifications/progress', params: { progressToken, progress: n, message } })
+          .catch(() => undefined);
+      },
+    );
+    return toMcpResult(out, workflowId);
+  });
+  return server;
+}
+
+/**
+ * Starts (or attaches to) the call's batch and waits for its output. Calls of one client session
+ * may run at once (a client need not wait for one answer before it sends the next request), so no
+ * call knows the previous batch's nextSeq: each numbers its events from the clock, as `sluice
+ * hook` does (client/hook/service.ts), and a batch that lost the session's seq claim to a
+ * concurrent one ran nothing and is started again, later.
+ */
+async function run(
+  opts: GatewayOptions,
+  sessionId: string,
+  requestId: string | number,
+  name: string,
+  args: Record<string, unknown>,
+  signal: AbortSignal,
+  progress: (message: string, n: number) => Promise<void>,
+): Promise<{ out: BatchOutput; workflowId: string }> {
+  const request = {
+    sessionId,
+    turn: 0,
+    step: gatewayStep(requestId, name, args),
+    calls: [{ id: `mcp-${requestId}`, name, arguments: JSON.stringify(args) }],
+    ...(opts.approvalTimeoutMs !== undefined ? { options: { approvalTimeoutMs: opts.approvalTimeoutMs } } : {}),
+  };
+  for (let attempt = 0; ; attempt++) {
+    const handle = await opts.sluice.startBatch({ ...request, startSeq: clockSeq() + attempt });
+    try {
+      return { out: await waitFor(handle, opts.sluice, signal, progress), workflowId: handle.workflowId };
+    } catch (err) {
+      if (attempt >= 3 || !isSeqConflict(err)) throw err;
+    }
+  }
+}
+
+/**
+ * The batch's output. While it runs, `progress` hears every PROGRESS_MS what it waits on; a
+ * cancelled request (notifications/cancelled) cancels the batch.
+ */
+async function waitFor(
+  handle: BatchHandle,
+  sluice: SluiceClient,
+  signal: AbortSignal,
+  progress: (message: string, n: number) => Promise<void>,
+): Promise<BatchOutput> {
+  const onAbort = () => void handle.cancel().catch(() => undefined);
+  signal.addEventListener('abort', onAbort, { once: true });
+  let n = 0;
+  const timer = setInterval(async () => {
+    n++;
+    let message = `running as Sluice batch ${handle.workflowId}`;
+    try {
+      const { pending } = await sluice.readApprovals(handle.workflowId);
+      if (pending[0])
+        message = `waiting for a person to approve (approval ${pending[0].approvalId}, denied at ${pending[0].expiresAt} if nobody decides): approve it in the Sluice inbox or with \`sluice approve ${pending[0].approvalId}\``;
+    } catch {
+      // The progress line is a courtesy: a failed read leaves the plain one.
+    }
+    await progress(message, n);
+  }, PROGRESS_MS);
+  try {
+    return await handle.result();
+  } finally {
+    clearInterval(timer);
+    signal.removeEventListener('abort', onAbort);
+  }
+}
+
+/** The finalized Sluice result as the MCP answer: its content, isError as Sluice decided, the value as structuredContent. */
+export function toMcpResult(out: BatchOutput, workflowId: string): CallToolResult {
+  const r = out.results[0];
+  if (!r)
+    return {
+      content: [{ type: 'text', text: `Sluice recorded no result for this call (batch ${workflowId})` }],
+      isError: true,
+    };
+  const content: CallToolResult['content'] = r.result.content.map((b) =>
+    b.type === 'text' ? { type: 'text', text: b.text } : { type: 'image', data: b.data, mimeType: b.mimeType },
+  );
+  if (r.result.isError && !content.some((b) => b.type === 'text' && b.text))
+    content.push({ type: 'text', text: r.result.error?.message ?? 'the call failed' });
+  // Context the pipeline queued for the model (additionalContexts) travels with the answer: an
+  // MCP client has no other channel for it.
+  for (const m of out.messages) if (m.role === 'user') content.push({ type: 'text', text: m.content });
+  const value = r.result.value;
+  return {
+    content,
+    ...(r.result.isError ? { isError: true } : {}),
+    ...(value !== null && typeof value === 'object' && !Array.isArray(value)
+      ? { structuredContent: value as Record<string, unknown> }
+      : {}),
+    _meta: {
+      'sluice/batch': workflowId,
+      ...(r.result.error?.code ? { 'sluice/errorCode': r.result.error.code } : {}),
+    },
+  };
+}
+
+/** Runs `sluice gateway ...`; returns the exit code. */
+export async function gatewayMain(argv: string[], log: (s: string) => void = (s) => process.stderr.write(s)) {
+  let o: ReturnType<typeof parseOptions>;
+  try {
+    o = parseOptions(argv);
+  } catch (err) {
+    log(`sluice gateway: ${(err as Error).message}\n\n${GATEWAY_HELP}\n`);
+    return 2;
+  }
+  if (o.help) {
+    process.stdout.write(`${GATEWAY_HELP}\n`);
+    return 0;
+  }
+  try {
+    return await serve(o, log);
+  } catch (err) {
+    // Nothing is served yet (a bad config, no server, a refused address): say why and stop.
+    log(`sluice gateway: ${(err as Error).message}\n`);
+    return 1;
+  }
+}
+
+async function serve(o: ReturnType<typeof parseOptions>, log: (s: string) => void): Promise<number> {
+  const tools = o.manifest
+    ? parseToolManifest(fs.readFileSync(o.manifest, 'utf8')).tools.map(({ name, description, inputSchema }) => ({
+        name,
+        description,
+        inputSchema,
+      }))
+    : toolSchemas(await loadConfig(o.config));
+  const c = await connectClient({ address: o.address, namespace: o.namespace });
+  const sluice = new SluiceClient({
+    connection: c.connection,
+    namespace: c.namespace,
+    taskQueue: o.taskQueue,
+    dataConverter: dataConverterFromEnv(),
+  });
+  const gw: GatewayOptions = {
+    tools,
+    sluice,
+    ...(o.approvalTimeoutMs !== undefined ? { approvalTimeoutMs: o.approvalTimeoutMs } : {}),
+  };
+  try {
+    if (o.http) return await serveHttp(gw, o, log);
+    const session = o.session ?? `gateway-${randomUUID()}`;
+    const server = gatewayServer(gw, () => session);
+    const closed = new Promise<void>((resolve) => {
+      server.onclose = () => resolve();
+    });
+    await server.connect(new (mcpSdk().StdioServerTransport)());
+    log(`sluice gateway: ${tools.length} tools on stdio, session ${session}, task queue ${o.taskQueue}\n`);
+    await closed;
+    return 0;
+  } finally {
+    await c.connection.close().catch(() => undefined);
+  }
+}
+
+/** Streamable HTTP at /mcp: one MCP session per client, each its own Sluice session. */
+async function serveHttp(gw: GatewayOptions, o: ReturnType<typeof parseOptions>, log: (s: string) => void) {
+  const sdk = mcpSdk();
+  const token = o.tokenEnv ? process.env[o.tokenEnv] : undefined;
+  if (o.tokenEnv && !token) throw new Error(`--token-env ${o.tokenEnv}: that environment variable is empty or unset`);
+  if (!isLoopback(o.host) && !token)
+    throw new Error(
+      `--host ${o.host} is not a loopback address: whatever reaches the gateway can call every tool it lists, so serving it there needs --token-env (a bearer token every request carries)`,
+    );
+  const transports = new Map<string, InstanceType<McpServerSdk['StreamableHTTPServerTransport']>>();
+  let allowedHosts: string[] = [];
+  const refuse = (res: http.ServerResponse, status: number, message: string, code = -32000) => {
+    res.writeHead(status, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
+  };
+  const server = http.createServer(async (req, res) => {
+    try {
+      if ((req.url ?? '').split('?')[0] !== '/mcp') return refuse(res, 404, 'the MCP endpoint is /mcp');
+      if (token && !bearerMatches(req.headers.authorization, token))
+        return refuse(res, 401, 'this gateway needs Authorization: Bearer <token>');
+      let body: unknown;
+      if (req.method === 'POST') {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        for await (const chunk of req) {
+          size += (chunk as Buffer).length;
+          if (size > MAX_REQUEST_BYTES)
+            return refuse(res, 413, `the request is over ${MAX_REQUEST_BYTES / 1024 / 1024} MiB`, -32600);
+          chunks.push(chunk as Buffer);
+        }
+        try {
+          body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+        } catch {
+          return refuse(res, 400, 'the request body is not JSON (send a JSON-RPC message)', -32700);
+        }
+      }
+      const sid = req.headers['mcp-session-id'];
+      let transport = typeof sid === 'string' ? transports.get(sid) : undefined;
+      if (!transport) {
+        if (sid || req.method !== 'POST' || (body as { method?: unknown })?.method !== 'initialize')
+          return refuse(
+            res,
+            404,
+            sid ? 'Session not found: initialize a new session' : 'Bad request: initialize a session first',
+            -32001,
+          );
+        const t = new sdk.StreamableHTTPServerTransport({
+          sessionIdGenerator: () => randomUUID(),
+          onsessioninitialized: (id) => void transports.set(id, t),
+          // A page in a browser may post to 127.0.0.1 (DNS rebinding): only our own Host is served.
+          enableDnsRebindingProtection: true,
+          allowedHosts,
+        });
+        t.onclose = () => {
+          if (t.sessionId) transports.delete(t.sessionId);
+        };
+        await gatewayServer(gw, () => `gateway-${t.sessionId}`).connect(t);
+        transport = t;
+      }
+      await transport.handleRequest(req, res, body);
+    } catch (err) {
+      if (!res.headersSent) refuse(res, 500, `the gateway failed: ${(err as Error).message}`, -32603);
+    }
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(o.port, o.host, () => resolve());
+  });
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : o.port;
+  allowedHosts = isLoopback(o.host)
+    ? [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`]
+    : [`${o.host.includes(':') ? `[${o.host}]` : o.host}:${port}`];
+  log(
+    `sluice gateway: ${gw.tools.length} tools on http://${o.host.includes(':') ? `[${o.host}]` : o.host}:${port}/mcp, task queue ${gw.sluice.taskQueue}\n`,
+  );
+  await new Promise<void>((resolve) => {
+    const stop = () => server.close(() => resolve());
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  });
+  await Promise.all([...transports.values()].map((t) => t.close().catch(() => undefined)));
+  return 0;
+}
+
+function bearerMatches(header: string | undefined, token: string): boolean {
+  const m = /^Bearer (.+)$/.exec(header ?? '');
+  if (!m) return false;
+  const a = Buffer.from(m[1]);
+  const b = Buffer.from(token);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || (isIP(host) === 4 && host.startsWith('127.'));
+}
+
+function parseOptions(argv: string[]) {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    strict: true,
+    options: {
+      config: { type: 'string' },
+      manifest: { type: 'string' },
+      'task-queue': { type: 'string' },
+      http: { type: 'boolean' },
+      port: { type: 'string' },
+      host: { type: 'string' },
+      'token-env': { type: 'string' },
+      session: { type: 'string' },
+      'approval-timeout': { type: 'string' },
+      address: { type: 'string' },
+      namespace: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) return { help: true } as never;
+  if (positionals.length) throw new Error(`unexpected argument ${JSON.stringify(positionals[0])}`);
+  if (!values['task-queue']) throw new Error('--task-queue is required: the queue of the worker that runs the calls');
+  if (values.config && values.manifest) throw new Error('give --config or --manifest, not both');
+  const port = values.port === undefined ? DEFAULT_PORT : Number(values.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw new Error(`--port must be a port number, not ${values.port}`);
+  let approvalTimeoutMs: number | undefined;
+  if (values['approval-timeout'] !== undefined) {
+    const s = Number(values['approval-timeout']);
+    if (!Number.isFinite(s) || s <= 0)
+      throw new Error(`--approval-timeout must be a positive number of seconds, not ${values['approval-timeout']}`);
+    approvalTimeoutMs = s * 1000;
+  }
+  return {
+    help: false,
+    config: values.config,
+    manifest: values.manifest,
+    taskQueue: values['task-queue'],
+    http: values.http === true,
+    port,
+    host: values.host ?? '127.0.0.1',
+    tokenEnv: values['token-env'],
+    session: values.session,
+    approvalTimeoutMs,
+    address: values.address,
+    namespace: values.namespace,
+  };
+}

@@ -1,0 +1,317 @@
+// `sluice gateway`: the real `bin/sluice.js gateway` process, driven by the MCP TypeScript SDK's
+// client over stdio and over Streamable HTTP, in front of an upstream MCP server written with the
+// SDK (test/fixtures/gateway/upstream.mjs, which logs every call it receives), with a worker on the
+// run's dev server running test/fixtures/gateway.config.ts (a guard that denies, a post-execute
+// handler that redacts, the upstream's destructive tool asking a person).
+import { spawn, type ChildProcess, execFile } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as http from 'node:http';
+import * as path from 'node:path';
+import { promisify } from 'node:util';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import type { PendingApproval } from '../pipeline/types';
+import { loadConfig } from '../worker/load-config';
+import { eventually } from './eventually';
+import { type Harness, startHarness } from './harness';
+
+// Real processes that load TypeScript through tsx (the gateway, the CLI): minutes at a load of 16.
+vi.setConfig({ testTimeout: 300_000, hookTimeout: 300_000 });
+
+const BIN = path.join(__dirname, '..', 'bin', 'sluice.js');
+const CONFIG = path.join(__dirname, 'fixtures', 'gateway.config.ts');
+
+let h: Harness;
+let marks: string;
+let stdio: Client;
+let stdioStderr = '';
+const httpChildren: ChildProcess[] = [];
+
+/** The calls the upstream server received, in order. */
+function upstreamCalls(): { tool: string; args: Record<string, unknown> }[] {
+  const file = path.join(marks, 'calls.log');
+  if (!fs.existsSync(file)) return [];
+  return fs
+    .readFileSync(file, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
+}
+
+const textOf = (r: CallToolResult) => r.content.map((b) => (b.type === 'text' ? b.text : `[${b.type}]`)).join('\n');
+
+function gatewayArgs(extra: string[] = []): string[] {
+  return [
+    BIN,
+    'gateway',
+    '--config',
+    CONFIG,
+    '--task-queue',
+    h.taskQueue,
+    '--address',
+    inject('temporalAddress'),
+    ...extra,
+  ];
+}
+
+beforeAll(async () => {
+  marks = fs.mkdtempSync(path.join(inject('runDir'), 'gateway-marks-'));
+  process.env.GATEWAY_MARKS = marks;
+  h = await startHarness('gateway', await loadConfig(CONFIG));
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: gatewayArgs(),
+    env: { ...(process.env as Record<string, string>), GATEWAY_MARKS: marks },
+    stderr: 'pipe',
+  });
+  transport.stderr?.on('data', (d: Buffer) => (stdioStderr += d.toString()));
+  stdio = new Client({ name: 'gateway-test', version: '1' });
+  await stdio.connect(transport);
+});
+
+afterAll(async () => {
+  await stdio?.close().catch(() => undefined);
+  for (const c of httpChildren) if (c.exitCode === null) c.kill('SIGTERM');
+  await h?.close();
+});
+
+/** Waits for this task queue's pending approval of `tool` whose arguments contain `marker`. */
+function approvalFor(tool: string, marker: string): Promise<PendingApproval> {
+  return eventually(`a pending approval of ${tool} (${marker})`, async () => {
+    const pending = await h.client.pendingApprovals();
+    return pending.find((p) => p.toolName === tool && JSON.stringify(p).includes(marker));
+  });
+}
+
+describe('sluice gateway over stdio', () => {
+  it("lists the config's tools: the upstream's, with their input schemas", async () => {
+    const { tools } = await stdio.listTools();
+    expect(tools.map((t) => t.name).sort()).toEqual(['mcp__up__echo', 'mcp__up__write_note']);
+    const echo = tools.find((t) => t.name === 'mcp__up__echo')!;
+    expect(echo.inputSchema.properties).toHaveProperty('text');
+    expect(echo.description).toContain('Says the text back');
+  });
+
+  it('an allowed call returns the upstream result, finalized by the pipeline, and names its batch', async () => {
+    const r = (await stdio.callTool({ name: 'mcp__up__echo', arguments: { text: 'hello' } })) as CallToolResult;
+    expect(r.isError).toBeFalsy();
+    expect(textOf(r)).toBe('echo: hello');
+    expect(String(r._meta?.['sluice/batch'])).toMatch(/^sluice-batch:gateway-/);
+    expect(upstreamCalls()).toContainEqual({ tool: 'echo', args: { text: 'hello' } });
+    // The post-execute handler's rewrite is what the client reads, not the upstream's text.
+    const s = (await stdio.callTool({ name: 'mcp__up__echo', arguments: { text: 'a SECRET here' } })) as CallToolResult;
+    expect(textOf(s)).toBe('echo: a [redacted] here');
+    expect(upstreamCalls()).toContainEqual({ tool: 'echo', args: { text: 'a SECRET here' } });
+  });
+
+  it('a call a guard denies returns isError with the reason, and the upstream never sees it', async () => {
+    const r = (await stdio.callTool({
+      name: 'mcp__up__echo',
+      arguments: { text: 'something forbidden' },
+    })) as CallToolResult;
+    expect(r.isError).toBe(true);
+    expect(textOf(r)).toContain('the word "forbidden" may not be sent upstream');
+    expect(r._meta?.['sluice/errorCode']).toBe('DENIED');
+    expect(upstreamCalls().some((c) => JSON.stringify(c.args).includes('forbidden'))).toBe(false);
+  });
+
+  it('a call that needs approval waits, tells the client which approval, and runs once `sluice approve` decides', async () => {
+    const progress: string[] = [];
+    const call = stdio.callTool({ name: 'mcp__up__write_note', arguments: { name: 'n1', text: 'keep' } }, undefined, {
+      onprogress: (p) => void progress.push(p.message ?? ''),
+      timeout: 290_000,
+      resetTimeoutOnProgress: true,
+    });
+    const pending = await approvalFor('mcp__up__write_note', 'n1');
+    // While it waits the client hears which approval it waits on; the upstream has not been called.
+    await eventually('a progress notification naming the approval', () =>
+      progress.some((m) => m.includes(pending.approvalId)),
+    );
+    expect(upstreamCalls().some((c) => c.tool === 'write_note')).toBe(false);
+    // Decided from the CLI, bound to the arguments' digest.
+    const { stdout } = await promisify(execFile)(process.execPath, [
+      BIN,
+      'approve',
+      pending.approvalId,
+      '--digest',
+      pending.argsDigest,
+      '--by',
+      'alice',
+      '--address',
+      inject('temporalAddress'),
+      '--task-queue',
+      h.taskQueue,
+    ]);
+    expect(stdout).toContain(pending.approvalId);
+    const r = (await call) as CallToolResult;
+    expect(r.isError).toBeFalsy();
+    expect(textOf(r)).toBe('wrote n1');
+    expect(upstreamCalls()).toContainEqual({ tool: 'write_note', args: { name: 'n1', text: 'keep' } });
+  });
+
+  it('a call a person denies through the client API returns isError with the reason; the upstream never sees it', async () => {
+    const call = stdio.callTool({ name: 'mcp__up__write_note', arguments: { name: 'n2', text: 'drop' } }, undefined, {
+      timeout: 290_000,
+    });
+    const pending = await approvalFor('mcp__up__write_note', 'n2');
+    await h.client.decide({
+      approvalId: pending.approvalId,
+      decision: 'deny',
+      by: 'bob',
+      reason: 'not this note',
+      argsDigest: pending.argsDigest,
+      workflowId: pending.workflowId,
+    });
+    const r = (await call) as CallToolResult;
+    expect(r.isError).toBe(true);
+    expect(textOf(r)).toContain('not this note');
+    expect(upstreamCalls().some((c) => c.tool === 'write_note' && c.args.name === 'n2')).toBe(false);
+  });
+
+  it('an unknown tool is a JSON-RPC error naming the tools it serves', async () => {
+    await expect(stdio.callTool({ name: 'mcp__up__nope', arguments: {} })).rejects.toThrow(
+      /unknown tool "mcp__up__nope".*mcp__up__echo/,
+    );
+    expect(stdioStderr).toContain('tools on stdio');
+  });
+});
+
+/** Starts `sluice gateway --http` on a free loopback port; resolves to its /mcp URL. */
+async function startHttpGateway(extra: string[] = [], env: Record<string, string> = {}): Promise<string> {
+  const child = spawn(process.execPath, gatewayArgs(['--http', '--port', '0', ...extra]), {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: { ...process.env, GATEWAY_MARKS: marks, ...env },
+  });
+  httpChildren.push(child);
+  let err = '';
+  return new Promise((resolve, reject) => {
+    child.stderr!.on('data', (d: Buffer) => {
+      err += d.toString();
+      const m = /on (http:\/\/\S+\/mcp)/.exec(err);
+      if (m) resolve(m[1]);
+    });
+    child.once('exit', (code) => reject(new Error(`the gateway exited (${code}) before it listened:\n${err}`)));
+  });
+}
+
+/** One JSON-RPC message posted to the gateway; the answer read from JSON or from its event stream. */
+async function post(url: string, message: unknown, headers: Record<string, string> = {}) {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+    body: typeof message === 'string' ? message : JSON.stringify(message),
+  });
+  const text = await res.text();
+  const data = /^data: (.*)$/m.exec(text)?.[1] ?? text;
+  let json: any;
+  try {
+    json = JSON.parse(data);
+  } catch {
+    json = undefined;
+  }
+  return { status: res.status, json, session: res.headers.get('mcp-session-id') ?? undefined };
+}
+
+describe('sluice gateway over Streamable HTTP', () => {
+  let url: string;
+  beforeAll(async () => {
+    url = await startHttpGateway();
+  });
+
+  it('the SDK client lists and calls tools; a denied call is isError and never reaches the upstream', async () => {
+    const client = new Client({ name: 'gateway-http-test', version: '1' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+    try {
+      expect((await client.listTools()).tools.map((t) => t.name)).toContain('mcp__up__echo');
+      const ok = (await client.callTool({ name: 'mcp__up__echo', arguments: { text: 'over http' } })) as CallToolResult;
+      expect(textOf(ok)).toBe('echo: over http');
+      const no = (await client.callTool({
+        name: 'mcp__up__echo',
+        arguments: { text: 'http forbidden' },
+      })) as CallToolResult;
+      expect(no.isError).toBe(true);
+      expect(upstreamCalls().some((c) => c.args.text === 'http forbidden')).toBe(false);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('the same request sent again attaches to its batch: one upstream call, one recorded result', async () => {
+    const init = await post(url, {
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+    });
+    expect(init.status).toBe(200);
+    const headers = { 'mcp-session-id': init.session!, 'mcp-protocol-version': '2025-06-18' };
+    await post(url, { jsonrpc: '2.0', method: 'notifications/initialized' }, headers);
+    const marker = `once-${Date.now()}`;
+    const call = {
+      jsonrpc: '2.0',
+      id: 7,
+      method: 'tools/call',
+      params: { name: 'mcp__up__echo', arguments: { text: marker } },
+    };
+    const first = await post(url, call, headers);
+    const second = await post(url, call, headers);
+    expect(first.json.result.content[0].text).toBe(`echo: ${marker}`);
+    expect(second.json.result).toEqual(first.json.result);
+    expect(upstreamCalls().filter((c) => c.args.text === marker)).toHaveLength(1);
+  });
+
+  it('refuses garbage, an unknown session and a foreign Host header with clear errors', async () => {
+    const garbage = await post(url, '{not json');
+    expect(garbage.status).toBe(400);
+    expect(garbage.json.error.message).toMatch(/not JSON/);
+    const lost = await post(url, { jsonrpc: '2.0', id: 1, method: 'tools/list' }, { 'mcp-session-id': 'nope' });
+    expect(lost.status).toBe(404);
+    expect(lost.json.error.message).toMatch(/Session not found/);
+    // DNS rebinding: a page on another name that resolves to 127.0.0.1 is not served.
+    // (fetch may not set Host: node:http does.)
+    const rebinding = await new Promise<number>((resolve, reject) => {
+      const req = http.request(
+        url,
+        {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+            host: 'evil.example:80',
+          },
+        },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
+      req.on('error', reject);
+      req.end(
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id: 0,
+          method: 'initialize',
+          params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+        }),
+      );
+    });
+    expect(rebinding).toBe(403);
+  });
+
+  it('with --token-env every request needs the bearer token; off the loopback it will not start without one', async () => {
+    const tokenUrl = await startHttpGateway(['--token-env', 'GW_TOKEN'], { GW_TOKEN: 'sesame-123' });
+    const init = {
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+    };
+    expect((await post(tokenUrl, init)).status).toBe(401);
+    expect((await post(tokenUrl, init, { authorization: 'Bearer wrong-1234' })).status).toBe(401);
+    expect((await post(tokenUrl, init, { authorization: 'Bearer sesame-123' })).status).toBe(200);
+    await expect(startHttpGateway(['--host', '0.0.0.0'])).rejects.toThrow(/not a loopback address.*--token-env/s);
+  });
+});
