@@ -309,6 +309,10 @@ async function serveHttp(gw: GatewayOptions, o: ReturnType<typeof parseOptions>,
   const server = http.createServer(async (req, res) => {
     try {
       if ((req.url ?? '').split('?')[0] !== '/mcp') return refuse(res, 404, 'the MCP endpoint is /mcp');
+      // MCP clients are programs, not web pages: a request a browser sends for a page (it carries
+      // an Origin) is refused, so no site the person visits can call tools through the gateway.
+      if (req.headers.origin !== undefined)
+        return refuse(res, 403, `requests from web pages (Origin ${req.headers.origin}) are refused`);
       if (token && !bearerMatches(req.headers.authorization, token))
         return refuse(res, 401, 'this gateway needs Authorization: Bearer <token>');
       let body: unknown;

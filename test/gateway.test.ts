@@ -263,7 +263,7 @@ describe('sluice gateway over Streamable HTTP', () => {
     expect(upstreamCalls().filter((c) => c.args.text === marker)).toHaveLength(1);
   });
 
-  it('refuses garbage, an unknown session and a foreign Host header with clear errors', async () => {
+  it("refuses garbage, an unknown session, a foreign Host and a web page's Origin with clear errors", async () => {
     const garbage = await post(url, '{not json');
     expect(garbage.status).toBe(400);
     expect(garbage.json.error.message).toMatch(/not JSON/);
@@ -299,6 +299,14 @@ describe('sluice gateway over Streamable HTTP', () => {
       );
     });
     expect(rebinding).toBe(403);
+    // A web page's request (it carries an Origin) is refused, whatever its Host.
+    const fromPage = await post(
+      url,
+      { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+      { origin: 'https://evil.example' },
+    );
+    expect(fromPage.status).toBe(403);
+    expect(fromPage.json.error.message).toMatch(/web pages/);
   });
 
   it('with --token-env every request needs the bearer token; off the loopback it will not start without one', async () => {

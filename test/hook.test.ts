@@ -392,16 +392,34 @@ describe('Claude Code http hooks: sluice hook serve', () => {
       const garbage = await post(port, '/claude', 'not json');
       expect(garbage.status).toBe(200);
       expect(JSON.parse(garbage.body).hookSpecificOutput.permissionDecision).toBe('deny');
+      // A web page is not a harness: a request carrying an Origin, or a Host other than the
+      // loopback address (a DNS name rebound to 127.0.0.1), is refused before it reaches Sluice.
+      const body = JSON.stringify(payload('claude-pre-tool-use.json'));
+      const fromPage = await post(port, '/claude', body, { origin: 'https://evil.example' });
+      expect(fromPage.status).toBe(403);
+      const rebound = await post(port, '/claude', body, { host: `evil.example:${port}` });
+      expect(rebound.status).toBe(403);
     } finally {
       child.kill('SIGTERM');
     }
   });
 });
 
-function post(port: number, route: string, body: string): Promise<{ status: number; body: string }> {
+function post(
+  port: number,
+  route: string,
+  body: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const req = http.request(
-      { host: '127.0.0.1', port, path: route, method: 'POST', headers: { 'content-type': 'application/json' } },
+      {
+        host: '127.0.0.1',
+        port,
+        path: route,
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+      },
       (res) => {
         let data = '';
         res.on('data', (d) => (data += d));

@@ -205,6 +205,7 @@ function fallback(req: HarnessRequest, why: string): HookReply {
 /** The HTTP form, for Claude Code's `http` hooks: POST /<dialect> with the hook JSON; 200 with the answer. */
 async function serve(o: HookOptions, port: number, host: string, log: (s: string) => void): Promise<number> {
   const client = sharedClient(o);
+  let allowedHosts: string[] = [];
   const server = http.createServer((request, response) => {
     const started = Date.now();
     const dialectName = (request.url ?? '').split('?')[0].replace(/^\/+|\/+$/g, '');
@@ -215,6 +216,14 @@ async function serve(o: HookOptions, port: number, host: string, log: (s: string
       response.end(body === undefined ? '' : JSON.stringify(body));
     };
     if (request.method !== 'POST') return reply(405, { error: 'POST the hook JSON to /claude, /codex or /gemini' });
+    // Harnesses are programs, not web pages: a request a browser sends for a page (it carries an
+    // Origin, or a Host that is not ours after a DNS name was rebound to 127.0.0.1) is refused, so
+    // no site the person visits can ask for decisions or record results in their sessions.
+    if (
+      request.headers.origin !== undefined ||
+      (allowedHosts.length && !allowedHosts.includes(request.headers.host ?? ''))
+    )
+      return reply(403, { error: 'requests from web pages (an Origin, or a Host other than this server) are refused' });
     let dialect: HarnessDialect;
     try {
       dialect = parseDialect(dialectName || undefined);
@@ -255,9 +264,10 @@ async function serve(o: HookOptions, port: number, host: string, log: (s: string
     server.listen(port, host, () => resolve());
   });
   const address = server.address();
-  log(
-    `sluice hook: serving http hooks on http://${host}:${typeof address === 'object' && address ? address.port : port}/claude\n`,
-  );
+  const bound = typeof address === 'object' && address ? address.port : port;
+  if (host === 'localhost' || host === '::1' || host.startsWith('127.'))
+    allowedHosts = [`127.0.0.1:${bound}`, `localhost:${bound}`, `[::1]:${bound}`, `${host}:${bound}`];
+  log(`sluice hook: serving http hooks on http://${host}:${bound}/claude\n`);
   await new Promise<void>((resolve) => {
     const stop = () => server.close(() => resolve());
     process.once('SIGINT', stop);
