@@ -3,6 +3,7 @@
 import { deepFreeze, snapshotJson } from '../pipeline/json';
 import { DEFAULT_MAX_RESULT_CHARS } from '../pipeline/normalize';
 import { ErrorCodes } from '../pipeline/errors';
+import { checkQuorum } from '../pipeline/quorum';
 import {
   BODY_DEFAULTS,
   type CallRef,
@@ -129,7 +130,11 @@ export async function profileOf(
   let approval: ApprovalPolicy;
   try {
     // A policy may need to wait (permission rules wait for their shell parser to load).
-    const chosen: string = typeof tool.approval === 'function' ? await tool.approval(args) : (tool.approval ?? 'auto');
+    const chosen: string =
+      typeof tool.approval === 'function'
+        ? await tool.approval(args)
+        : // A quorum of approvers means the tool asks, unless it says otherwise.
+          (tool.approval ?? (tool.approvers ? 'ask' : 'auto'));
     // `deny` is recorded as `never`, its name in every history so far. A function that returns
     // 0.2's `never` (defineTool cannot see it) keeps 0.2's meaning, deny; anything else asks.
     approval = chosen === 'deny' || chosen === 'never' ? 'never' : chosen === 'auto' ? 'auto' : 'ask';
@@ -148,6 +153,7 @@ export async function profileOf(
     ...(tool.approvalTimeoutMs !== undefined ? { approvalTimeoutMs: tool.approvalTimeoutMs } : {}),
     ...(requireIdentity || tool.approverGroups?.length ? { identityRequired: true } : {}),
     ...(tool.approverGroups?.length ? { approverGroups: [...tool.approverGroups] } : {}),
+    ...(tool.approvers ? { quorum: checkQuorum(`tool ${tool.name}`, tool.approvers) } : {}),
     ...(tool.approvalLifecycle ? { lifecycle: { ...tool.approvalLifecycle } } : {}),
     ...(notify ? { notify: true } : {}),
     finalizes: !!(tool.finalizeContent || tool.presentResult),

@@ -86,7 +86,11 @@ export function preflightStages(kit: StageKit) {
     const decided = decision as PreDecision;
     if (decided.kind === 'deny') return settled({ kind: 'denied', code: ErrorCodes.DENIED, message: decided.reason });
     if (decided.kind === 'ask')
-      return settled(decided.reason ? { kind: 'ask', reason: decided.reason } : { kind: 'ask' });
+      return settled({
+        kind: 'ask',
+        ...(decided.reason ? { reason: decided.reason } : {}),
+        ...(decided.approvers ? { approvers: decided.approvers } : {}),
+      });
     return settled(await guardChain(c));
   }
 

@@ -70,7 +70,7 @@ export interface CallAudit {
     /** The earlier session grant that allowed the call (then there was no ask). */
     grantId?: string;
     /** Lifecycle: escalations, reminders and reassignments, in order. */
-    lifecycle?: { type: 'escalated' | 'reminded' | 'reassigned'; at: string; text: string }[];
+    lifecycle?: { type: 'escalated' | 'reminded' | 'reassigned' | 'vote'; at: string; text: string }[];
   };
   guards?: StageRun & { gate?: string; message?: string; code?: string };
   body?: StageRun & { candidate?: { isError: boolean; text: string } };
@@ -441,6 +441,13 @@ function applyEvents(audit: BatchAudit, events: SessionEvent[], call: (id: strin
             ? `escalated${d.from ? ` from ${d.from}` : ''} to ${d.to} after ${Math.round(Number(d.afterMs) / 1000)}s`
             : `reassigned${d.from ? ` from ${d.from}` : ''} to ${d.to}${d.by ? ` by ${d.by}` : ''}${d.reason ? ` — ${d.reason}` : ''}`;
       c.approval.lifecycle = [...(c.approval.lifecycle ?? []), { type, at: e.time, text }];
+    } else if (isEvent(e, 'approval/vote')) {
+      // A quorum ask: each approver's vote as it came, with the tally after it.
+      const d = e.data;
+      const c = call(d.callId);
+      if (!c.approval) continue;
+      const text = `${d.decision === 'approve' ? 'approved' : 'rejected'} by ${d.by}${d.verified ? ' (verified)' : ''} via ${d.via}: ${d.approvals} of ${d.quorum} approvals${d.rejections ? `, ${d.rejections} rejection${d.rejections > 1 ? 's' : ''}` : ''}${d.reason ? ` — ${d.reason}` : ''}`;
+      c.approval.lifecycle = [...(c.approval.lifecycle ?? []), { type: 'vote', at: e.time, text }];
     } else if (isEvent(e, 'approval/grant-used')) {
       const d = e.data;
       call(d.callId).approval = {

@@ -7,7 +7,7 @@ import type { ArgumentPin } from '../pipeline/grants';
 import { WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import { isEvent } from '../pipeline/events';
 import { canonicalJson } from '../pipeline/json';
-import type { BatchOutput, Json, SessionEvent } from '../pipeline/types';
+import type { BatchOutput, DecisionApplied, Json, SessionEvent } from '../pipeline/types';
 import { parseRetention, toolManifest } from '../worker/config';
 import { storedResultOf } from '../worker/claim-check';
 import { loadConfig } from '../worker/load-config';
@@ -31,7 +31,7 @@ import { HOOK_HELP, hookMain } from './hook/command';
 import { GATEWAY_HELP, gatewayMain } from './gateway';
 import { historyToJson, loadHistories, type LoadedHistory } from './history';
 import { DEFAULT_INBOX_HOST, DEFAULT_INBOX_PORT, startInbox } from './inbox/server';
-import { clip, renderAudit, renderPendingCard, renderResultCard, terminalSafe } from './render';
+import { clip, quorumLine, renderAudit, renderPendingCard, renderResultCard, terminalSafe } from './render';
 import { policyCommand } from './policy-cli';
 import { ensureSearchAttributes } from './setup';
 
@@ -905,7 +905,7 @@ async function decide(
     }
     const r = await sluice.submitDecision(decision);
     if (r.status === 'applied') {
-      out(v.json ? JSON.stringify(r) : `${approvalId}: ${r.outcome}${r.by ? ` by ${r.by}` : ''}`);
+      out(v.json ? JSON.stringify(r) : appliedLine(approvalId, r));
       return 0;
     }
     if (v.digest && r.pending && r.pending.argsDigest !== v.digest)
@@ -921,10 +921,17 @@ async function decide(
     out(
       v.json
         ? JSON.stringify({ status: 'applied', workflowId: r.workflowId, ...applied })
-        : `${approvalId}: ${applied.outcome}${applied.by ? ` by ${applied.by}` : ''}`,
+        : appliedLine(approvalId, applied),
     );
     return 0;
   });
+}
+
+/** What became of a decision; a quorum vote that left the ask waiting says so, with the tally. */
+function appliedLine(approvalId: string, r: DecisionApplied): string {
+  if (r.outcome === 'pending' && r.quorum)
+    return `${approvalId}: vote recorded, still waiting (quorum ${quorumLine(r.quorum)})`;
+  return `${approvalId}: ${r.outcome}${r.by ? ` by ${r.by}` : ''}`;
 }
 
 /** Who a decision is recorded under: --by, else SLUICE_APPROVER, else the login name, else `fallback`. */

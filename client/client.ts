@@ -617,6 +617,10 @@ export class SluiceClient {
       }
       const refused = read?.memo?.refused.find((r) => r.requestId === q.requestId);
       if (refused) throw new DecisionRefusedError({ code: refused.code, message: refused.message });
+      // A quorum vote that left the ask waiting for more: recorded, with the tally.
+      const tally = read?.memo?.pending.find((p) => p.approvalId === q.approvalId)?.quorum;
+      if (tally && [...tally.approvals, ...tally.rejections].some((v) => v.requestId === q.requestId))
+        return { approvalId: q.approvalId, outcome: 'pending', quorum: tally };
       const done = read?.memo?.decided.find((d) => d.approvalId === q.approvalId);
       if (done) {
         if (done.requestId === q.requestId)

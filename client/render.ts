@@ -2,6 +2,7 @@
 // Everything shown here was written by a model or a client, so nothing reaches the terminal as a
 // control sequence (ESC[2K\r would erase what is shown and print something else over it), no
 // value can start a line of its own, and every cut says how much it hid.
+import { type QuorumTally, tallyText } from '../pipeline/quorum';
 import type { Card, PendingApproval, ToolResult } from '../pipeline/types';
 import type { BatchAudit, SessionAudit, StageRun } from './audit';
 
@@ -38,10 +39,16 @@ export function renderPendingCard(p: PendingApproval, now = Date.now()): string 
     ...fieldLines(p.card.fields ?? (p.arguments as Card['fields'])).map((l) => `│   ${l}`),
     `│ tool ${p.toolName}, call ${p.callId}${p.parentCallId ? ` (inside run_code ${p.parentCallId})` : ''}; session ${p.sessionId} turn ${p.turn} step ${p.step}`,
     ...(p.reason ? [`│ why: ${p.reason}`] : []),
+    ...(p.quorum ? [`│ quorum ${quorumLine(p.quorum)}`] : []),
     `│ denied automatically in ${left}s; args digest ${p.argsDigest}`,
     `└ npx sluice approve ${p.approvalId}    |    npx sluice deny ${p.approvalId} --reason "..."`,
   ];
   return lines.map(line).join('\n');
+}
+
+/** "1 of 2: alice approved", who may decide, and who may not (the session's user). */
+export function quorumLine(q: QuorumTally): string {
+  return `${tallyText(q)}${q.groups?.length ? `; verified approvers in ${q.groups.join(' or ')}` : ''}${q.sessionUser ? `; not ${q.sessionUser} (the session's user)` : ''}`;
 }
 
 /** An unknown outcome waiting for a person: what was lost, and the three ways to settle it. */

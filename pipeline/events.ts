@@ -53,6 +53,8 @@ export type EventPayloads = {
     argsDigest: string;
     expiresAt: string;
     parentCallId?: string;
+    /** A quorum ask: distinct approvers needed. */
+    quorum?: number;
   };
   'approval/decided': {
     id: string;
@@ -68,7 +70,22 @@ export type EventPayloads = {
     grantId?: string;
     /** The approver's verified identity (subject, groups, issuer), when the decision carried one. */
     verified?: VerifiedApprover;
+    /** A quorum ask: every approver whose vote counted. */
+    approvers?: string[];
     latencyMs: number;
+  };
+  /** A quorum ask: one approver's vote, recorded as it comes, with the tally after it. */
+  'approval/vote': {
+    id: string;
+    callId: string;
+    decision: 'approve' | 'deny';
+    by: string;
+    reason?: string;
+    verified?: VerifiedApprover;
+    approvals: number;
+    rejections: number;
+    quorum: number;
+    via: 'signal' | 'update';
   };
   /** Lifecycle: nobody decided within escalateAfterMs, so the ask went to another group. */
   'approval/escalated': { id: string; callId: string; from?: string; to: string; afterMs: number };

@@ -2,6 +2,7 @@
 import { ErrorCodes } from './errors';
 import { snapshotJson } from './json';
 import { assertContentBlocks, errorCandidate, renderValue } from './normalize';
+import { checkQuorum, stricterQuorum } from './quorum';
 import type { Candidate, ContentBlock, PreDecision } from './types';
 
 const RANK = { allow: 0, ask: 1, deny: 2 } as const;
@@ -15,7 +16,13 @@ export function foldPreDecision(current: PreDecision, next: PreDecision | undefi
   if (RANK[next.kind] < RANK[current.kind]) return current;
   if (next.kind === 'ask' && current.kind === 'ask') {
     const reasons = [current.reason, next.reason].filter(Boolean);
-    return reasons.length ? { kind: 'ask', reason: reasons.join('; ') } : { kind: 'ask' };
+    // A quorum only tightens too: the larger one, with every group named.
+    const approvers = stricterQuorum(current.approvers, next.approvers);
+    return {
+      kind: 'ask',
+      ...(reasons.length ? { reason: reasons.join('; ') } : {}),
+      ...(approvers ? { approvers } : {}),
+    };
   }
   return next;
 }
@@ -34,7 +41,12 @@ export function parsePreDecision(value: unknown, who: string): PreDecision | und
     if (v.kind === 'ask') {
       if (v.reason !== undefined && typeof v.reason !== 'string')
         throw new Error(`${who} returned an ask whose reason is not a string`);
-      return v.reason ? { kind: 'ask', reason: v.reason } : { kind: 'ask' };
+      const approvers = (value as { approvers?: unknown }).approvers;
+      return {
+        kind: 'ask',
+        ...(v.reason ? { reason: v.reason } : {}),
+        ...(approvers !== undefined ? { approvers: checkQuorum(`${who}'s ask`, approvers) } : {}),
+      };
     }
   }
   throw new Error(

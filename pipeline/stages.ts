@@ -1,6 +1,7 @@
 // The contracts between the batch workflow and the stage activities. Everything here crosses
 // Temporal's wire, so it is plain JSON.
 import type { ApprovalLifecycle } from './lifecycle';
+import type { QuorumSettings } from './quorum';
 import { renderValue } from './normalize';
 import type {
   ApprovalPolicy,
@@ -40,7 +41,7 @@ export interface CallRef {
 /** Where a call stands after pre-execute (and guards, when no person has to be asked). */
 export type Gate =
   | { kind: 'dispatch' }
-  | { kind: 'ask'; reason?: string }
+  | { kind: 'ask'; reason?: string; approvers?: QuorumSettings }
   /** A denial: becomes `Error: <message>` and still goes through post-execute. */
   | { kind: 'denied'; message: string; code: string }
   /** A failure of the pipeline itself: skips post-execute. */
@@ -57,6 +58,8 @@ export interface ToolProfile {
   /** A decision must carry a verified identity (in one of `approverGroups`, when given). */
   identityRequired?: boolean;
   approverGroups?: string[];
+  /** N distinct approvers, never the session's user (QuorumSettings). */
+  quorum?: QuorumSettings;
   lifecycle?: ApprovalLifecycle;
   /** The worker has notifiers: asks are announced through them. */
   notify?: boolean;

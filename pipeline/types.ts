@@ -1,6 +1,7 @@
 // The vocabulary of Sluice, shared by workflow code and worker code. Pure types only.
 import type { VerifiedApprover } from './identity';
 import type { ApprovalLifecycle } from './lifecycle';
+import type { QuorumSettings, QuorumTally } from './quorum';
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 export type JsonObject = { [key: string]: Json };
@@ -93,7 +94,11 @@ export interface Candidate {
   stashed?: string;
 }
 
-export type PreDecision = { kind: 'allow' } | { kind: 'deny'; reason: string } | { kind: 'ask'; reason?: string };
+/** An ask may name a quorum of approvers (a policy rule's two-person rule); the stricter one holds. */
+export type PreDecision =
+  | { kind: 'allow' }
+  | { kind: 'deny'; reason: string }
+  | { kind: 'ask'; reason?: string; approvers?: QuorumSettings };
 
 /** `allowed-session`: approved for the rest of the session (a session grant, pipeline/grants.ts). */
 export type ApprovalOutcome = 'allowed-once' | 'allowed-session' | 'rejected' | 'cancelled' | 'unavailable';
@@ -157,6 +162,11 @@ export interface BatchOptions {
   approvalChannel?: boolean;
   /** Assignee, reminder and escalation for this batch's asks (a tool's own settings win). */
   approvalLifecycle?: ApprovalLifecycle;
+  /**
+   * Who the session acts for (a name or a verified subject): under a quorum (`approvers` on a
+   * tool or an ask) this person may not approve the session's calls (the two-person rule).
+   */
+  sessionUser?: string;
 }
 
 export interface BatchInput {
@@ -237,6 +247,8 @@ export interface PendingApproval {
   approverGroups?: string[];
   /** Who the ask is assigned to now (lifecycle: first assignee, escalation, reassignment). */
   assignee?: string;
+  /** A quorum ask: how many distinct approvers it needs, and the votes so far. */
+  quorum?: QuorumTally;
   /**
    * `reconcile`: not an approval but an unknown outcome to reconcile (`sluice reconcile`): the
    * body may or may not have run; `reason` says what was lost. It does not expire.
@@ -315,6 +327,8 @@ export interface DecidedApproval {
   grantId?: string;
   /** Set when the decision carried a signed identity that a worker verified. */
   verified?: VerifiedApprover;
+  /** A quorum ask: every approver whose vote counted (and `by` lists them). */
+  approvers?: string[];
 }
 
 /** A person's (or integration's) decision, sent by signal or update. */
@@ -353,7 +367,13 @@ export type RefusalCode =
   | 'malformed'
   | 'bad-pins'
   | 'unverified'
-  | 'wrong-group';
+  | 'wrong-group'
+  /** Quorum: this approver (after normalisation, or by verified subject) already voted. */
+  | 'same-approver'
+  /** Quorum: the session's own user may not approve its calls (two-person rule). */
+  | 'self-approval'
+  /** Quorum: a vote with no name to tell approvers apart. */
+  | 'anonymous';
 
 export interface DecisionRefusal {
   code: RefusalCode;
@@ -367,6 +387,9 @@ export interface DecisionRefusal {
 /** What the `sluice.decide` update returns once the decision has been applied. */
 export interface DecisionApplied {
   approvalId: string;
-  outcome: ApprovalOutcome;
+  /** `pending`: a quorum vote was recorded and the ask still waits for more. */
+  outcome: ApprovalOutcome | 'pending';
   by?: string;
+  /** A quorum ask: the tally after this vote. */
+  quorum?: QuorumTally;
 }

@@ -1,5 +1,6 @@
 // The public surface a user writes against in `sluice.config.ts`: tools and extension points.
 import type { ApprovalLifecycle } from '../pipeline/lifecycle';
+import { checkQuorum, type QuorumSettings } from '../pipeline/quorum';
 import type { StandardSchemaV1 } from '@standard-schema/spec';
 import type { ModelEntry } from '../agent/models';
 import type { ResultStore } from './claim-check';
@@ -145,6 +146,12 @@ export interface ToolDefinition<Args = any> {
    * see `approvers` in the config); any other decision is refused and recorded.
    */
   approverGroups?: string[];
+  /**
+   * A quorum: `{quorum: 2}` needs two distinct approvers, never the session's own user (the
+   * two-person rule); `groups` counts only verified approvers in those groups; `rejectBy`
+   * 'majority' denies only when most of the quorum rejects (docs/approvals.md, "Quorum").
+   */
+  approvers?: QuorumSettings;
   /** Assignee, reminder and escalation of this tool's asks (docs/approvals.md, "Lifecycle"). */
   approvalLifecycle?: ApprovalLifecycle;
 }
@@ -210,6 +217,7 @@ export function defineTool(def: ToolDefinitionInput<unknown, ToolInputSchema>): 
       `tool ${def.name} has both localBody and atMostOnce: a local body runs again when its worker dies before the result is recorded, so a body that must not run twice cannot be local; drop localBody`,
     );
   checkApproval(def.name, def.approval);
+  if (def.approvers !== undefined) checkQuorum(`tool ${def.name}`, def.approvers);
   compileToolSchema(def.name, def.input, def.inputSchema);
   return Object.freeze({ ...def }) as ToolDefinition;
 }

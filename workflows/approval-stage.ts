@@ -5,6 +5,7 @@
 // and reminders) are approvals.ts's; call-pipeline.ts asks here when pre-execute says `ask`.
 import { addGrant, grantFor } from '../pipeline/grants';
 import { ErrorCodes } from '../pipeline/errors';
+import { stricterQuorum } from '../pipeline/quorum';
 import type { Gate, ToolProfile } from '../pipeline/stages';
 import type { BatchInput, Card, DecidedApproval, GrantUse, SessionState, ToolCall } from '../pipeline/types';
 import type { Approvals } from './approvals';
@@ -70,11 +71,13 @@ export class ApprovalStage {
     const { call, lineage, ref, profile } = adm;
     this.tracker.stage(call.id, 'awaiting-approval');
     let asked: Promise<DecidedApproval>;
-    const grant = raised
-      ? undefined
-      : profile?.approval !== 'never'
-        ? grantFor(this.state, call.name, ref!.args)
-        : undefined;
+    // A session grant never answers for a quorum: those approvers decide every call.
+    const grant =
+      raised || ask.approvers || profile?.quorum
+        ? undefined
+        : profile?.approval !== 'never'
+          ? grantFor(this.state, call.name, ref!.args)
+          : undefined;
     if (raised) {
       // Raised with an earlier call's ask; its pre-execute, re-checked now, still asks.
       raised.used = true;
@@ -105,7 +108,7 @@ export class ApprovalStage {
       });
     } else {
       asked = this.approvals.ask(ref!, {
-        ...this.askOptions(ask.reason, adm.card, profile),
+        ...this.askOptions(ask, adm.card, profile),
         ...(lineage.parentCallId ? { abandoned: () => this.ledger.parentEnded(lineage.parentCallId!) } : {}),
       });
     }
@@ -138,15 +141,24 @@ export class ApprovalStage {
     }
   }
 
-  private askOptions(reason: string | undefined, card: Card, profile: ToolProfile | undefined) {
+  private askOptions(ask: Extract<Gate, { kind: 'ask' }>, card: Card, profile: ToolProfile | undefined) {
+    // A tool's quorum and a policy rule's: the stricter holds; its groups need verified approvers.
+    const quorum = stricterQuorum(profile?.quorum, ask.approvers);
+    const groups = quorum?.groups?.length ? quorum.groups : profile?.approverGroups;
     return {
-      reason,
+      reason: ask.reason,
       card,
       policy: profile?.approval ?? 'auto',
       timeoutMs: profile?.approvalTimeoutMs ?? this.input.options?.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS,
       channel: this.input.options?.approvalChannel !== false,
-      ...(profile?.identityRequired ? { identityRequired: true } : {}),
-      ...(profile?.approverGroups?.length ? { approverGroups: profile.approverGroups } : {}),
+      ...(profile?.identityRequired || quorum?.groups?.length ? { identityRequired: true } : {}),
+      ...(groups?.length ? { approverGroups: groups } : {}),
+      ...(quorum
+        ? {
+            quorum,
+            ...(this.input.options?.sessionUser ? { sessionUser: this.input.options.sessionUser } : {}),
+          }
+        : {}),
       ...((profile?.lifecycle ?? this.input.options?.approvalLifecycle)
         ? { lifecycle: profile?.lifecycle ?? this.input.options!.approvalLifecycle! }
         : {}),
@@ -166,7 +178,13 @@ export class ApprovalStage {
       if (this.ledger.hasStarted(next.call) || this.raised.has(next.call) || this.isCancelled()) continue;
       if (next.result.gate.kind !== 'ask') continue;
       // A call a session grant covers does not ask: it takes the grant on its turn.
-      if (next.result.profile?.approval !== 'never' && grantFor(this.state, next.call.name, next.ref.args)) continue;
+      if (
+        next.result.profile?.approval !== 'never' &&
+        !next.result.profile?.quorum &&
+        !next.result.gate.approvers &&
+        grantFor(this.state, next.call.name, next.ref.args)
+      )
+        continue;
       this.ledger.recordStart(next.call, {});
       this.tracker.stage(next.call.id, 'awaiting-approval');
       const entry: RaisedAsk = { decided: Promise.resolve(undefined as unknown as DecidedApproval) };
@@ -176,7 +194,7 @@ export class ApprovalStage {
       const keyed = next.result.argsDigest;
       const ref = keyed ? { ...next.ref, argsDigest: keyed } : next.ref;
       entry.decided = this.approvals.ask(ref, {
-        ...this.askOptions(next.result.gate.reason, next.result.card, next.result.profile),
+        ...this.askOptions(next.result.gate, next.result.card, next.result.profile),
         abandoned: () => entry.withdrawn,
         ...(keyed && keyed !== next.ref.argsDigest ? { alsoAcceptsDigest: next.ref.argsDigest } : {}),
       });

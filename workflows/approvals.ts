@@ -30,6 +30,7 @@ import { MAX_JSON_DEPTH, nestsDeeperThan } from '../pipeline/json';
 import type { IdentityActivities, VerifiedApprover } from '../pipeline/identity';
 import type { ApprovalLifecycle, NoticeKind, NotifyActivities } from '../pipeline/lifecycle';
 import type { CallRef } from '../pipeline/stages';
+import { approverKey, type QuorumSettings, rejectionsToDeny, tallyText } from '../pipeline/quorum';
 import {
   APPROVALS_MEMO,
   AWAITING_APPROVAL,
@@ -39,7 +40,7 @@ import {
   PENDING_APPROVALS,
   reassignSignal,
 } from './definitions';
-import type { MemoFeatures } from './compat';
+import { approvalQuorum, type MemoFeatures } from './compat';
 import type { EventLog } from './event-log';
 
 /** Refusals recorded as events per batch; past this only the signal/update history keeps them. */
@@ -60,7 +61,7 @@ interface Entry {
    */
   alsoAcceptsDigest?: string;
   notify?: boolean;
-  decision?: ApprovalDecision & { grantId?: string; verified?: VerifiedApprover };
+  decision?: ApprovalDecision & { grantId?: string; verified?: VerifiedApprover; approvers?: string[] };
 }
 
 // Opens and checks a signed identity on a worker: only decisions that carry one (or asks that
@@ -119,10 +120,12 @@ export class Approvals {
       // Verified by an activity: the handler goes on after this signal's workflow task.
       return void this.verifyThenTake(d, 'signal').catch((err) => log.warn('approver check failed', { err }));
     } else {
-      this.open.get(d.approvalId)!.decision = normalizeDecision(d);
+      const entry = this.open.get(d.approvalId)!;
+      const voteRefused = this.take(entry, normalizeDecision(d), 'signal');
+      if (voteRefused) this.recordRefusal(d, voteRefused, 'signal');
       // The ask waiting on it ends in this activation and publishes then (compat.ts,
-      // MEMO_FLAGS.oneWritePerDecision).
-      if (this.flags.oneWritePerDecision) return;
+      // MEMO_FLAGS.oneWritePerDecision); a quorum vote that leaves it waiting publishes here.
+      else if (this.flags.oneWritePerDecision && entry.decision) return;
     }
     this.publish();
   }
@@ -144,16 +147,25 @@ export class Approvals {
         details: [refusal],
       });
     }
-    if (this.needsVerifying(d)) {
-      const late = await this.verifyThenTake(d, 'update');
-      if (late)
-        throw ApplicationFailure.create({
-          message: late.message,
-          type: DECISION_REFUSED,
-          nonRetryable: true,
-          details: [late],
-        });
-    } else this.open.get(d.approvalId)!.decision = normalizeDecision(d);
+    const entry = this.open.get(d.approvalId)!;
+    let late: DecisionRefusal | undefined;
+    if (this.needsVerifying(d)) late = await this.verifyThenTake(d, 'update');
+    else {
+      late = this.take(entry, normalizeDecision(d), 'update');
+      if (late) this.recordRefusal(d, late, 'update');
+    }
+    if (late)
+      throw ApplicationFailure.create({
+        message: late.message,
+        type: DECISION_REFUSED,
+        nonRetryable: true,
+        details: [late],
+      });
+    // A quorum vote that leaves the ask waiting: recorded, and the answer is the tally.
+    if (entry.pending.quorum && !entry.decision) {
+      this.publish();
+      return { approvalId: d.approvalId, outcome: 'pending', quorum: entry.pending.quorum };
+    }
     await condition(() => this.decided.some((x) => x.approvalId === d.approvalId));
     const done = this.decided.find((x) => x.approvalId === d.approvalId)!;
     return { approvalId: d.approvalId, outcome: done.outcome, ...(done.by ? { by: done.by } : {}) };
@@ -245,8 +257,91 @@ export class Approvals {
       this.publish();
       return refusal;
     }
-    entry.decision = { ...normalizeDecision(d), by: verified!.subject, verified: verified! };
+    refusal = this.take(entry, { ...normalizeDecision(d), by: verified!.subject, verified: verified! }, via);
+    if (refusal) this.recordRefusal({ ...d, by: verified!.subject }, refusal, via);
     this.publish();
+    return refusal;
+  }
+
+  /**
+   * Takes a decision for its ask: at once, or, for a quorum ask, as one approver's vote (recorded
+   * as it comes) that ends the ask when the quorum is met or the rejections deny it. Returns why a
+   * vote cannot count: no name, an approver who already voted (names compared normalised,
+   * verified approvers by subject), or the session's own user approving (two-person rule).
+   */
+  private take(entry: Entry, d: NonNullable<Entry['decision']>, via: 'signal' | 'update'): DecisionRefusal | undefined {
+    const q = entry.pending.quorum;
+    if (!q) {
+      entry.decision = d;
+      return undefined;
+    }
+    const { callId, toolName } = entry.pending;
+    const by = d.by ?? '';
+    const key = approverKey(by);
+    if (!key)
+      return {
+        code: 'anonymous',
+        message: `${toolName} needs ${q.needed} distinct approvers, and a decision without a name cannot be told apart from another: send "by" (or a signed identity); nothing was counted`,
+        callId,
+      };
+    if (d.scope === 'session')
+      return {
+        code: 'malformed',
+        message: `${toolName} needs ${q.needed} distinct approvers for each call: "allow for this session" would let later calls skip them; approve this call once`,
+        callId,
+        by,
+      };
+    const earlier = [...q.approvals, ...q.rejections].find((v) => approverKey(v.by) === key);
+    if (earlier)
+      return {
+        code: 'same-approver',
+        message: `${by} already ${q.approvals.includes(earlier) ? 'approved' : 'rejected'} this call${earlier.by !== by ? ` as "${earlier.by}" (names are compared ignoring case, spacing and look-alike characters)` : ''}; ${q.needed} distinct approvers are needed, so another person must decide (${tallyText(q)})`,
+        callId,
+        by,
+      };
+    if (d.decision === 'approve' && q.sessionUser && approverKey(q.sessionUser) === key)
+      return {
+        code: 'self-approval',
+        message: `${by} is this session's user and may not approve its own call (two-person rule): another approver must (${tallyText(q)})`,
+        callId,
+        by,
+      };
+    const vote = {
+      by,
+      at: new Date().toISOString(),
+      ...(d.verified ? { verified: true as const } : {}),
+      ...(d.reason ? { reason: d.reason } : {}),
+      ...(d.requestId ? { requestId: d.requestId } : {}),
+    };
+    (d.decision === 'approve' ? q.approvals : q.rejections).push(vote);
+    this.events.record('approval/vote', {
+      id: entry.pending.approvalId,
+      callId,
+      decision: d.decision,
+      by,
+      ...(d.reason ? { reason: d.reason } : {}),
+      ...(d.verified ? { verified: d.verified } : {}),
+      approvals: q.approvals.length,
+      rejections: q.rejections.length,
+      quorum: q.needed,
+      via,
+    });
+    const voters = (votes: typeof q.approvals) => votes.map((v) => v.by);
+    const reasons = (votes: typeof q.approvals) =>
+      votes
+        .filter((v) => v.reason)
+        .map((v) => `${v.by}: ${v.reason}`)
+        .join('; ');
+    const ending = (votes: typeof q.approvals) => ({
+      approvalId: entry.pending.approvalId,
+      decision: d.decision,
+      by: voters(votes).join(', ').slice(0, 200),
+      approvers: voters(votes),
+      ...(reasons(votes) ? { reason: reasons(votes).slice(0, 2000) } : {}),
+      ...(d.requestId ? { requestId: d.requestId } : {}),
+    });
+    if (d.decision === 'approve' && q.approvals.length >= q.needed) entry.decision = ending(q.approvals);
+    else if (d.decision === 'deny' && q.rejections.length >= rejectionsToDeny(q)) entry.decision = ending(q.rejections);
     return undefined;
   }
 
@@ -363,11 +458,16 @@ export class Approvals {
       approverGroups?: string[];
       lifecycle?: ApprovalLifecycle;
       notify?: boolean;
+      /** N distinct approvers, and the session's user who may not be one of them. */
+      quorum?: QuorumSettings;
+      sessionUser?: string;
       /** See Entry.alsoAcceptsDigest. */
       alsoAcceptsDigest?: string;
     },
   ): Promise<DecidedApproval> {
     const approvalId = uuid4();
+    // A quorum only for an ask that waits for people; the patch marks the histories that count votes.
+    const quorum = opts.quorum && opts.channel && opts.policy !== 'never' && approvalQuorum() ? opts.quorum : undefined;
     const askedAt = new Date();
     const expiresAt = new Date(askedAt.getTime() + opts.timeoutMs);
     const pending: PendingApproval = {
@@ -388,6 +488,18 @@ export class Approvals {
       ...(opts.identityRequired ? { identityRequired: true as const } : {}),
       ...(opts.approverGroups?.length ? { approverGroups: opts.approverGroups } : {}),
       ...(opts.lifecycle?.assignee ? { assignee: opts.lifecycle.assignee } : {}),
+      ...(quorum
+        ? {
+            quorum: {
+              needed: quorum.quorum,
+              rejectBy: quorum.rejectBy ?? 'first',
+              ...(quorum.groups?.length ? { groups: quorum.groups } : {}),
+              ...(opts.sessionUser ? { sessionUser: opts.sessionUser.slice(0, 200) } : {}),
+              approvals: [],
+              rejections: [],
+            },
+          }
+        : {}),
     };
     this.events.record('approval/asked', {
       id: approvalId,
@@ -398,6 +510,7 @@ export class Approvals {
       argsDigest: ref.argsDigest,
       expiresAt: pending.expiresAt,
       ...(ref.parentCallId ? { parentCallId: ref.parentCallId } : {}),
+      ...(quorum ? { quorum: quorum.quorum } : {}),
     });
 
     let ended: {
@@ -409,6 +522,7 @@ export class Approvals {
       grant?: SessionGrant;
       grantId?: string;
       verified?: VerifiedApprover;
+      approvers?: string[];
     };
     if (opts.policy === 'never') {
       ended = { outcome: 'rejected', by: 'policy', reason: opts.reason ?? `${ref.name} is never approved` };
@@ -478,6 +592,7 @@ export class Approvals {
           ...(d.requestId ? { requestId: d.requestId } : {}),
           ...(d.grantId ? { grantId: d.grantId } : {}),
           ...(d.verified ? { verified: d.verified } : {}),
+          ...(d.approvers ? { approvers: d.approvers } : {}),
         };
         if (session && !d.grantId) {
           ended.grant = {
@@ -521,6 +636,7 @@ export class Approvals {
       ...(result.grant ? { grant: result.grant } : {}),
       ...(result.grantId && !result.grant ? { grantId: result.grantId } : {}),
       ...(result.verified ? { verified: result.verified } : {}),
+      ...(result.approvers ? { approvers: result.approvers } : {}),
       latencyMs: decidedAt.getTime() - askedAt.getTime(),
     });
     return result;
@@ -529,7 +645,13 @@ export class Approvals {
   /** A new session grant also answers the asks already open in this batch that it covers. */
   private coverOpenAsks(grant: SessionGrant): void {
     for (const [approvalId, entry] of this.open) {
-      if (entry.decision || !grantCovers(grant, entry.pending.toolName, entry.pending.arguments)) continue;
+      // A quorum ask is never answered by a grant: its approvers decide each call.
+      if (
+        entry.decision ||
+        entry.pending.quorum ||
+        !grantCovers(grant, entry.pending.toolName, entry.pending.arguments)
+      )
+        continue;
       entry.decision = {
         approvalId,
         decision: 'approve',
@@ -575,6 +697,7 @@ export class Approvals {
         ...(d.expired ? { expired: true as const } : {}),
         ...(d.requestId ? { requestId: d.requestId } : {}),
         ...(d.verified ? { verified: d.verified } : {}),
+        ...(d.approvers ? { approvers: d.approvers } : {}),
       })),
       refused: this.recentRefusals,
     };

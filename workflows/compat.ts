@@ -115,6 +115,14 @@ export const PATCHES = {
     read: 'at-use',
     why: 'an idle session whose history is full continues-as-new once the update that ended the last turn returned. Read at each idle wait, as before: a run continued mid-turn reaches its first wait tasks after its start, where its marker was recorded',
   },
+  approvalQuorum: {
+    id: 'sluice-approval-quorum',
+    workflow: 'toolBatch',
+    since: '1.0.0',
+    removeAfter: 'never while quorum asks exist: it marks the histories whose asks count votes',
+    read: 'at-use',
+    why: 'an ask with a quorum (approvers on a tool or a pre-execute ask) counts distinct votes, refuses the session user and repeat approvers, and ends at the quorum or the first (or majority) rejection. Read where such an ask starts, so histories without one never meet it; a history recorded before it has no quorum asks and replays with one decision per ask',
+  },
 } as const satisfies Record<string, Patch>;
 
 interface MemoFlag {
@@ -244,4 +252,9 @@ export function sessionFeatures(): SessionFeatures {
 function memoFeatures(): MemoFeatures {
   const memo = workflowInfo().memo?.[APPROVALS_MEMO] as ApprovalsMemo | undefined;
   return Object.freeze({ approvalsMemo: memo !== undefined, oneWritePerDecision: memo?.oneWritePerDecision === true });
+}
+
+/** Read where a quorum ask starts (PATCHES.approvalQuorum): true for every new history. */
+export function approvalQuorum(): boolean {
+  return patched(PATCHES.approvalQuorum.id);
 }
