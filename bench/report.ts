@@ -10,12 +10,12 @@ export function markdownReport(r: BenchResult, before?: BenchResult): string {
   );
   lines.push('');
   lines.push(
-    '| calls/batch | in flight | batches | Sluice p50 / p99 ms | bare p50 / p99 ms | in-process p50 ms | Sluice batches/s | bare batches/s | in-process batches/s | events/call Sluice / bare | history bytes/call Sluice / bare | worker RSS MiB (peak) | p50 Sluice/bare | throughput Sluice/bare |',
+    '| calls/batch | in flight | batches | Sluice p50 / p99 ms | bare p50 / p99 ms | in-process p50 ms | Sluice batches/s | bare batches/s | in-process batches/s | events/call Sluice / bare | history bytes/call Sluice / bare | worker CPU ms/call Sluice / bare | worker RSS MiB (peak) | p50 Sluice/bare | throughput Sluice/bare | CPU/call Sluice/bare |',
   );
-  lines.push('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+  lines.push('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const c of r.grid) {
     lines.push(
-      `| ${c.batchSize} | ${c.concurrency} | ${c.batches} | ${f(c.sluice.p50Ms)} / ${f(c.sluice.p99Ms)} | ${f(c.bare.p50Ms)} / ${f(c.bare.p99Ms)} | ${f(c.inProcess.p50Ms, 3)} | ${f(c.sluice.batchesPerSec)} | ${f(c.bare.batchesPerSec)} | ${f(c.inProcess.batchesPerSec, 0)} | ${f(c.sluice.eventsPerCall)} / ${f(c.bare.eventsPerCall)} | ${f(c.sluice.historyBytesPerCall, 0)} / ${f(c.bare.historyBytesPerCall, 0)} | ${f(c.sluice.workerRssMiB, 0)} (${f(c.sluice.workerPeakRssMiB, 0)}) | ${f(c.ratio.p50, 2)} | ${f(c.ratio.throughput, 2)} |`,
+      `| ${c.batchSize} | ${c.concurrency} | ${c.batches} | ${f(c.sluice.p50Ms)} / ${f(c.sluice.p99Ms)} | ${f(c.bare.p50Ms)} / ${f(c.bare.p99Ms)} | ${f(c.inProcess.p50Ms, 3)} | ${f(c.sluice.batchesPerSec)} | ${f(c.bare.batchesPerSec)} | ${f(c.inProcess.batchesPerSec, 0)} | ${f(c.sluice.eventsPerCall)} / ${f(c.bare.eventsPerCall)} | ${f(c.sluice.historyBytesPerCall, 0)} / ${f(c.bare.historyBytesPerCall, 0)} | ${f(c.sluice.workerCpuMsPerCall, 2)} / ${f(c.bare.workerCpuMsPerCall, 2)} | ${f(c.sluice.workerRssMiB, 0)} (${f(c.sluice.workerPeakRssMiB, 0)}) | ${f(c.ratio.p50, 2)} | ${f(c.ratio.throughput, 2)} | ${f(c.ratio.workerCpuPerCall, 2)} |`,
     );
   }
   if (r.approval) {
@@ -69,6 +69,9 @@ export function markdownReport(r: BenchResult, before?: BenchResult): string {
     lines.push(
       `| history events / bytes per call | ${f(l.sluice.eventsPerCall, 2)} / ${f(l.sluice.historyBytesPerCall, 0)} | (grid) |`,
     );
+    lines.push(
+      `| worker CPU ms per call | ${f(l.sluice.workerCpuMsPerCall, 2)} | ${f(l.bare.workerCpuMsPerCall, 2)} (Sluice/bare ${f(l.workerCpuRatio, 2)}) |`,
+    );
   }
   if (r.codeMode) {
     const m = r.codeMode;
@@ -90,6 +93,14 @@ export function markdownReport(r: BenchResult, before?: BenchResult): string {
   lines.push('| target | value | limit | met |');
   lines.push('|---|---:|---|---|');
   for (const t of r.targets) lines.push(`| ${t.name} | ${f(t.value, 2)} | ${t.limit} | ${t.met ? 'yes' : '**no**'} |`);
+  if (r.meta.sections?.length) {
+    lines.push('');
+    lines.push('| section | seconds | load average (1 min) at start → end |');
+    lines.push('|---|---:|---:|');
+    for (const s of r.meta.sections)
+      lines.push(`| ${s.name} | ${f(s.seconds)} | ${f(s.loadAvgStart, 2)} → ${f(s.loadAvgEnd, 2)} |`);
+  }
+  if (before) lines.push(...changeReport(r, before));
   if (before) {
     lines.push('');
     lines.push(`Before (${before.meta.commit}, ${before.meta.date}) → after:`);
@@ -204,6 +215,126 @@ function clientReport(c: ClientLatencyFigures): string[] {
     lines.push(
       `| ${p}, p50${p.includes('tasks') || p.includes('events') ? '' : ' ms'} | ${names.map(([k]) => f(c.systems[k].phasesP50Ms[p])).join(' | ')} |`,
     );
+  return lines;
+}
+
+/** One figure of two runs, and whether lower or higher is better. */
+export interface Change {
+  name: string;
+  before?: number;
+  after?: number;
+  better: 'lower' | 'higher';
+  /** Each run's noise band as a fraction of the figure; 0 for a counted figure (events, bytes). */
+  bandBefore?: number;
+  bandAfter?: number;
+}
+
+/** How far a figure moved between the rounds of one cell: half the spread, over the mean. */
+export function roundBand(values: number[] | undefined): number | undefined {
+  if (!values || values.length < 2 || values.some((v) => !Number.isFinite(v))) return undefined;
+  const mean = values.reduce((a, b) => a + b, 0) / values.length;
+  return mean > 0 ? (Math.max(...values) - Math.min(...values)) / 2 / mean : undefined;
+}
+
+/**
+ * The band a change is read against: both runs' bands added (a figure can sit at the top of one
+ * run's band and the bottom of the other's); with only this run's, it stands for both.
+ */
+export function combinedBand(c: Pick<Change, 'bandBefore' | 'bandAfter'>): number | undefined {
+  if (c.bandAfter === undefined) return c.bandBefore === undefined ? undefined : 2 * c.bandBefore;
+  return c.bandAfter + (c.bandBefore ?? c.bandAfter);
+}
+
+export function verdict(c: Change): string {
+  if (c.before === undefined || c.after === undefined || !Number.isFinite(c.before) || !Number.isFinite(c.after))
+    return '–';
+  if (c.before === 0) return c.after === 0 ? 'same' : '–';
+  const change = (c.after - c.before) / Math.abs(c.before);
+  const band = combinedBand(c);
+  if (band === undefined) return 'no band';
+  if (Math.abs(change) <= band) return band === 0 ? 'same' : 'within noise';
+  return change < 0 === (c.better === 'lower') ? 'better' : '**worse**';
+}
+
+/** Every figure of both runs side by side: the change, the noise band, and what it means. */
+function changeReport(r: BenchResult, before: BenchResult): string[] {
+  const rows: Change[] = [];
+  for (const c of r.grid) {
+    const b = before.grid.find((x) => x.batchSize === c.batchSize && x.concurrency === c.concurrency);
+    const at = `${c.batchSize}×${c.concurrency}`;
+    rows.push(
+      {
+        name: `${at} p50 Sluice/bare`,
+        before: b?.ratio.p50,
+        after: c.ratio.p50,
+        better: 'lower',
+        bandBefore: roundBand(b?.roundRatios?.p50),
+        bandAfter: roundBand(c.roundRatios?.p50),
+      },
+      {
+        name: `${at} throughput Sluice/bare`,
+        before: b?.ratio.throughput,
+        after: c.ratio.throughput,
+        better: 'higher',
+        bandBefore: roundBand(b?.roundRatios?.throughput),
+        bandAfter: roundBand(c.roundRatios?.throughput),
+      },
+      {
+        name: `${at} worker CPU/call Sluice/bare`,
+        before: b?.ratio.workerCpuPerCall,
+        after: c.ratio.workerCpuPerCall,
+        better: 'lower',
+        bandBefore: roundBand(b?.roundRatios?.workerCpuPerCall),
+        bandAfter: roundBand(c.roundRatios?.workerCpuPerCall),
+      },
+      {
+        name: `${at} events/call (Sluice)`,
+        before: b?.sluice.eventsPerCall,
+        after: c.sluice.eventsPerCall,
+        better: 'lower',
+        bandAfter: 0,
+        bandBefore: 0,
+      },
+      {
+        name: `${at} history bytes/call Sluice/bare`,
+        before: b?.ratio.historyBytesPerCall,
+        after: c.ratio.historyBytesPerCall,
+        better: 'lower',
+        bandAfter: 0.01,
+        bandBefore: 0.01,
+      },
+    );
+  }
+  const ratio = (name: string, better: Change['better'], pick: (x: BenchResult) => number | undefined) =>
+    rows.push({ name, before: pick(before), after: pick(r), better });
+  ratio('local bodies p50 Sluice/bare', 'lower', (x) => x.localBodies?.p50Ratio);
+  ratio('local bodies worker CPU/call Sluice/bare', 'lower', (x) => x.localBodies?.workerCpuRatio);
+  ratio('Code Mode sub-call / direct call', 'lower', (x) => x.codeMode?.subCalls.ratio);
+  ratio('Code Mode trivial program in the body, p50 ms', 'lower', (x) => x.codeMode?.trivialInBody.p50Ms);
+  ratio('client runBatch / bare execute p50', 'lower', (x) => x.clientLatency?.ratio);
+  ratio('approval signal → result p50 Sluice/bare', 'lower', (x) => x.approval?.signalToResultRatio);
+  ratio('approval bulk drain Sluice/bare', 'higher', (x) =>
+    x.approval?.bare?.bulk ? x.approval.bulk.drainBatchesPerSec / x.approval.bare.bulk.drainBatchesPerSec : undefined,
+  );
+  ratio('worker RSS with the bulk waiting, MiB above idle', 'lower', (x) => x.approval?.bulk.workerRssAboveIdleMiB);
+  const pct = (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? '–' : `${(x * 100).toFixed(0)}%`);
+  const lines = [
+    '',
+    `Change against ${before.meta.commit} (${before.meta.date}, load average ${before.meta.loadAvgStart?.[0] ?? '?'} at start; this run ${r.meta.loadAvgStart[0]}). The noise band is how far each run's rounds of a cell moved apart (both runs' added; counted figures are exact); figures measured once have none:`,
+    '',
+    '| figure | before | after | change | noise band ± | reading |',
+    '|---|---:|---:|---:|---:|---|',
+  ];
+  for (const c of rows) {
+    if (c.before === undefined && c.after === undefined) continue;
+    const change =
+      c.before !== undefined && c.after !== undefined && c.before !== 0
+        ? (c.after - c.before) / Math.abs(c.before)
+        : undefined;
+    lines.push(
+      `| ${c.name} | ${f(c.before, 2)} | ${f(c.after, 2)} | ${change === undefined ? '–' : `${change >= 0 ? '+' : ''}${pct(change)}`} | ${pct(combinedBand(c))} | ${verdict(c)} |`,
+    );
+  }
   return lines;
 }
 

@@ -5,6 +5,11 @@ export interface SystemFigures {
   p99Ms: number;
   batchesPerSec: number;
   callsPerSec: number;
+  /**
+   * The worker process's CPU (user + system, every thread) while this system ran the cell, divided
+   * by its calls, in ms. Unlike latency it hardly moves with the machine's load. (Since round three.)
+   */
+  workerCpuMsPerCall?: number;
   /** Averages over the sampled histories of the cell. */
   eventsPerCall?: number;
   historyBytesPerCall?: number;
@@ -29,7 +34,25 @@ export interface Cell {
   bare: SystemFigures;
   inProcess: SystemFigures;
   /** Sluice divided by bare Temporal. */
-  ratio: { p50: number; p99: number; throughput: number; eventsPerCall: number; historyBytesPerCall: number };
+  ratio: {
+    p50: number;
+    p99: number;
+    throughput: number;
+    eventsPerCall: number;
+    historyBytesPerCall: number;
+    /** Sluice's worker CPU per call over bare's (round three on). */
+    workerCpuPerCall?: number;
+  };
+  /** The same ratios for each round of the cell alone: their spread is the cell's noise band (round three on). */
+  roundRatios?: { p50: number[]; throughput: number[]; workerCpuPerCall: number[] };
+}
+
+/** A section of a run: how long it took and the 1-minute load average as it started and ended. */
+export interface SectionLoad {
+  name: string;
+  loadAvgStart: number;
+  loadAvgEnd?: number;
+  seconds?: number;
 }
 
 export interface ApprovalFigures {
@@ -92,9 +115,16 @@ export interface CodeModeFigures {
 export interface LocalBodyFigures {
   batchSize: number;
   batches: number;
-  sluice: { p50Ms: number; p99Ms: number; eventsPerCall?: number; historyBytesPerCall?: number };
-  bare: { p50Ms: number; p99Ms: number };
+  sluice: {
+    p50Ms: number;
+    p99Ms: number;
+    eventsPerCall?: number;
+    historyBytesPerCall?: number;
+    workerCpuMsPerCall?: number;
+  };
+  bare: { p50Ms: number; p99Ms: number; workerCpuMsPerCall?: number };
   p50Ratio: number;
+  workerCpuRatio?: number;
 }
 
 /** The four ways a one-call batch is run in the client-latency section. */
@@ -131,6 +161,8 @@ export interface BenchResult {
     date: string;
     commit: string;
     label: string;
+    /** `npm run bench -- --quick`: the developer's loop, fewer cells and samples. */
+    quick?: boolean;
     node: string;
     cpus: number;
     loadAvgStart: number[];
@@ -145,6 +177,10 @@ export interface BenchResult {
     maxCallsPerCell: number;
     historySamples: number;
     durationSec: number;
+    /** Every section with the load average as it started and ended (round three on). */
+    sections?: SectionLoad[];
+    /** Transient dev-server errors retried, by kind. */
+    transientErrors?: Record<string, number>;
   };
   grid: Cell[];
   approval?: ApprovalFigures;

@@ -22,6 +22,12 @@
 // Temporal server to use instead of starting one (the smoke test's), BENCH_LABEL free text,
 // BENCH_FAIL_IN a section name to fail on purpose (the test that a dying run keeps what it measured).
 // As each section finishes, what was measured so far goes to <BENCH_OUT>.partial.json.
+//
+// `npm run bench -- --quick`: the developer's loop (about a minute on a quiet machine): batches of 1
+// and 10 × 1 and 8 in flight, fewer batches and samples, 100 waiting batches, written as `quick`
+// unless BENCH_OUT says otherwise. Any setting above still overrides. Compare two runs with
+// BENCH_BEFORE=<name in bench/results, or a path to a result file>: the report lists the change of
+// every figure beside its noise band (how far the figure moved between the rounds of each run).
 import { temporal } from '@temporalio/proto';
 import { bundleWorkflowCode, NativeConnection } from '@temporalio/worker';
 import { fork, execSync, type ChildProcess } from 'node:child_process';
@@ -47,6 +53,7 @@ import type {
   ClientLatencyFigures,
   CodeModeFigures,
   LocalBodyFigures,
+  SectionLoad,
   SystemFigures,
 } from './result';
 import { mean, percentile, pool, round } from './stats';
@@ -67,25 +74,35 @@ const ints = (name: string, fallback: string) =>
     return n;
   });
 
+const quick = process.argv.slice(2).includes('--quick');
+const unknownArgs = process.argv.slice(2).filter((a) => a !== '--quick');
+if (unknownArgs.length)
+  throw new Error(
+    `bench: unknown argument(s) ${unknownArgs.join(' ')}; the only one is --quick (settings are BENCH_* variables)`,
+  );
+/** The full grid's default, or the quick run's. */
+const q = <T>(full: T, fast: T): T => (quick ? fast : full);
+
 const settings = {
-  batches: int('BENCH_BATCHES', 40),
-  maxCalls: int('BENCH_MAX_CALLS', 500),
-  sizes: ints('BENCH_SIZES', '1,10,50'),
-  concurrency: ints('BENCH_CONCURRENCY', '1,8,32'),
+  quick,
+  batches: int('BENCH_BATCHES', q(40, 8)),
+  maxCalls: int('BENCH_MAX_CALLS', q(500, 80)),
+  sizes: ints('BENCH_SIZES', q('1,10,50', '1,10')),
+  concurrency: ints('BENCH_CONCURRENCY', q('1,8,32', '1,8')),
   rounds: Math.max(1, int('BENCH_ROUNDS', 2)),
-  historySamples: int('BENCH_HISTORY_SAMPLES', 5),
-  approvalSamples: int('BENCH_APPROVAL_SAMPLES', 30),
-  codeMode: int('BENCH_CODE_MODE', 30),
-  warmup: int('BENCH_WARMUP', 12),
-  local: int('BENCH_LOCAL', 20),
-  client: int('BENCH_CLIENT', 40),
-  subCalls: Math.max(1, int('BENCH_SUB_CALLS', 20)),
-  pending: int('BENCH_PENDING', 1000),
-  settleSec: int('BENCH_SETTLE_SEC', 20),
+  historySamples: int('BENCH_HISTORY_SAMPLES', q(5, 2)),
+  approvalSamples: int('BENCH_APPROVAL_SAMPLES', q(30, 6)),
+  codeMode: int('BENCH_CODE_MODE', q(30, 6)),
+  warmup: int('BENCH_WARMUP', q(12, 4)),
+  local: int('BENCH_LOCAL', q(20, 6)),
+  client: int('BENCH_CLIENT', q(40, 8)),
+  subCalls: Math.max(1, int('BENCH_SUB_CALLS', q(20, 10))),
+  pending: int('BENCH_PENDING', q(1000, 100)),
+  settleSec: int('BENCH_SETTLE_SEC', q(20, 3)),
   db: process.env.BENCH_DB || 'file',
   maxCached: process.env.BENCH_MAX_CACHED ? int('BENCH_MAX_CACHED', 0) : undefined,
   eager: process.env.BENCH_EAGER ? int('BENCH_EAGER', 0) : undefined,
-  out: process.env.BENCH_OUT || 'latest',
+  out: process.env.BENCH_OUT || q('latest', 'quick'),
   before: process.env.BENCH_BEFORE || 'before',
   address: process.env.BENCH_ADDRESS || '',
   dir: path.resolve(process.env.BENCH_DIR || path.join(__dirname, 'results')),
@@ -102,6 +119,7 @@ async function main(): Promise<void> {
   const started = performance.now();
   const commit = gitCommit(); // the code the worker loads now, not whatever is checked out at the end
   const loadAvgStart = os.loadavg();
+  const before = readBefore(settings.out, settings.before); // a wrong BENCH_BEFORE fails now, not after the run
   const runDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-bench-'));
   const base = path.join(settings.dir, settings.out);
   fs.mkdirSync(path.dirname(base), { recursive: true });
@@ -172,7 +190,9 @@ async function main(): Promise<void> {
       }
     }
     const localBodies =
-      settings.local > 0 ? await progress.section('localBodies', () => runLocalBodies(systems)) : undefined;
+      settings.local > 0
+        ? await progress.section('localBodies', () => runLocalBodies(systems, benchWorker))
+        : undefined;
     const codeMode = settings.codeMode > 0 ? await progress.section('codeMode', () => runCodeMode(systems)) : undefined;
     const clientLatency =
       settings.client > 0
@@ -197,6 +217,7 @@ async function main(): Promise<void> {
         date: new Date().toISOString(),
         commit,
         label: settings.label,
+        quick: settings.quick,
         node: process.version,
         cpus: os.cpus().length,
         loadAvgStart: loadAvgStart.map((x) => round(x)),
@@ -211,6 +232,8 @@ async function main(): Promise<void> {
         maxCallsPerCell: settings.maxCalls,
         historySamples: settings.historySamples,
         durationSec: round((performance.now() - started) / 1000, 1),
+        sections: progress.sections,
+        transientErrors: { ...transientErrors },
       },
       grid,
       ...(approval ? { approval } : {}),
@@ -231,7 +254,6 @@ async function main(): Promise<void> {
     const result = write(approval);
     progress.running = undefined;
     progress.write();
-    const before = readBefore(settings.out, settings.before);
     fs.writeFileSync(`${base}.svg`, plotSvg(result, before));
     const md = markdownReport(result, before);
     fs.writeFileSync(`${base}.md`, md);
@@ -255,6 +277,8 @@ const progress = {
   file: '',
   running: 'starting the dev server and the worker' as string | undefined,
   done: [] as string[],
+  /** Each section's duration and the load average (1 min) as it started and ended: how busy the machine was. */
+  sections: [] as SectionLoad[],
   measured: {} as Record<string, unknown>,
   error: undefined as string | undefined,
   write(): void {
@@ -262,6 +286,7 @@ const progress = {
     const body = {
       running: this.running,
       done: this.done,
+      sections: this.sections,
       ...(this.error ? { error: this.error } : {}),
       loadAvg: os.loadavg().map((x) => round(x)),
       ...this.measured,
@@ -272,11 +297,16 @@ const progress = {
   },
   async section<T>(name: string, run: () => Promise<T>): Promise<T> {
     this.running = name;
-    log(`section: ${name}`);
+    const load: SectionLoad = { name, loadAvgStart: round(os.loadavg()[0]) };
+    this.sections.push(load);
+    log(`section: ${name} (load average ${load.loadAvgStart})`);
     this.write();
+    const t0 = performance.now();
     if (process.env.BENCH_FAIL_IN === name)
       throw new Error(`BENCH_FAIL_IN=${name}: failing on purpose, as a run that dies in this section would`);
     const value = await run();
+    load.loadAvgEnd = round(os.loadavg()[0]);
+    load.seconds = round((performance.now() - t0) / 1000, 1);
     this.done.push(name);
     const key = name.startsWith('grid') ? undefined : name;
     if (key && value !== undefined) this.measured[key] = value;
@@ -371,17 +401,26 @@ async function runCell(systems: Systems, worker: WorkerProcess, size: number, co
     inProcess: { latencies: [] as number[], wallMs: 0 },
   };
   const mem = { sluice: { rss: 0, peakRss: 0 }, bare: { rss: 0, peakRss: 0 } };
+  // Worker CPU (µs, user + system) spent while each system ran, in all and per round.
+  const cpu = { sluice: 0, bare: 0 };
+  const perRoundFigures = { sluice: [] as RoundFigures[], bare: [] as RoundFigures[] };
   const s0 = systems.sluiceIds.length;
   const b0 = systems.bareIds.length;
   for (let round = 0; round < rounds; round++) {
     const order = round % 2 === 0 ? (['sluice', 'bare'] as const) : (['bare', 'sluice'] as const);
     for (const system of order) {
-      await worker.memory(); // resets the peak
+      const before = await worker.memory(); // resets the peak
       const run = await pool(perRound, concurrency, (i) => systems[system](cell, round * perRound + i, size));
       const m = await worker.memory();
       runs[system].latencies.push(...run.latencies);
       runs[system].wallMs += run.wallMs;
       mem[system] = { rss: m.rss, peakRss: Math.max(mem[system].peakRss, m.peakRss) };
+      cpu[system] += m.cpuUs - before.cpuUs;
+      perRoundFigures[system].push({
+        p50Ms: percentile(run.latencies, 50),
+        batchesPerSec: perRound / (run.wallMs / 1000),
+        cpuMsPerCall: (m.cpuUs - before.cpuUs) / 1000 / (perRound * size),
+      });
     }
     const run = await pool(perRound, concurrency, (i) => systems.inProcess(cell, round * perRound + i, size));
     runs.inProcess.latencies.push(...run.latencies);
@@ -397,12 +436,14 @@ async function runCell(systems: Systems, worker: WorkerProcess, size: number, co
 
   const sluice = {
     ...figures(sluiceRun, n, size),
+    workerCpuMsPerCall: round(cpu.sluice / 1000 / (n * size), 3),
     ...(await histories(systems, systems.sluiceIds.slice(s0), size)),
     workerRssMiB: round(sluiceMem.rss / MiB, 1),
     workerPeakRssMiB: round(sluiceMem.peakRss / MiB, 1),
   };
   const bare = {
     ...figures(bareRun, n, size),
+    workerCpuMsPerCall: round(cpu.bare / 1000 / (n * size), 3),
     ...(await histories(systems, systems.bareIds.slice(b0), size)),
     workerRssMiB: round(bareMem.rss / MiB, 1),
     workerPeakRssMiB: round(bareMem.peakRss / MiB, 1),
@@ -421,12 +462,30 @@ async function runCell(systems: Systems, worker: WorkerProcess, size: number, co
       throughput: round(sluice.batchesPerSec / bare.batchesPerSec),
       eventsPerCall: round(sluice.eventsPerCall! / bare.eventsPerCall!),
       historyBytesPerCall: round(sluice.historyBytesPerCall! / bare.historyBytesPerCall!),
+      workerCpuPerCall: round(sluice.workerCpuMsPerCall / bare.workerCpuMsPerCall),
+    },
+    // Each round's Sluice/bare ratios: how far they move within one run is the noise band a
+    // comparison with another run is read against.
+    roundRatios: {
+      p50: perRoundFigures.sluice.map((s, r) => round(s.p50Ms / perRoundFigures.bare[r].p50Ms, 3)),
+      throughput: perRoundFigures.sluice.map((s, r) =>
+        round(s.batchesPerSec / perRoundFigures.bare[r].batchesPerSec, 3),
+      ),
+      workerCpuPerCall: perRoundFigures.sluice.map((s, r) =>
+        round(s.cpuMsPerCall / perRoundFigures.bare[r].cpuMsPerCall, 3),
+      ),
     },
   };
   log(
-    `  sluice p50 ${sluice.p50Ms} ms, ${sluice.batchesPerSec}/s, ${sluice.eventsPerCall} ev/call | bare p50 ${bare.p50Ms} ms, ${bare.batchesPerSec}/s, ${bare.eventsPerCall} ev/call | ratio p50 ${c.ratio.p50}, throughput ${c.ratio.throughput}`,
+    `  sluice p50 ${sluice.p50Ms} ms, ${sluice.batchesPerSec}/s, ${sluice.eventsPerCall} ev/call, ${sluice.workerCpuMsPerCall} ms CPU/call | bare p50 ${bare.p50Ms} ms, ${bare.batchesPerSec}/s, ${bare.eventsPerCall} ev/call, ${bare.workerCpuMsPerCall} ms CPU/call | ratio p50 ${c.ratio.p50}, throughput ${c.ratio.throughput}, CPU/call ${c.ratio.workerCpuPerCall}`,
   );
   return c;
+}
+
+interface RoundFigures {
+  p50Ms: number;
+  batchesPerSec: number;
+  cpuMsPerCall: number;
 }
 
 function figures(run: { latencies: number[]; wallMs: number }, n: number, size: number, digits = 1): SystemFigures {
@@ -474,7 +533,7 @@ async function histories(
 }
 
 /** A tool declaring a local body, batches of 10 one at a time, alternating with bare Temporal. */
-async function runLocalBodies(systems: Systems): Promise<LocalBodyFigures> {
+async function runLocalBodies(systems: Systems, worker: WorkerProcess): Promise<LocalBodyFigures> {
   const size = 10;
   const n = settings.local;
   log(`local bodies: ${n} batches of ${size} ${localEcho.name} calls against bare, one in flight`);
@@ -482,15 +541,19 @@ async function runLocalBodies(systems: Systems): Promise<LocalBodyFigures> {
   const s0 = systems.sluiceIds.length;
   const sluice: number[] = [];
   const bare: number[] = [];
+  const cpuUs = { sluice: 0, bare: 0 };
   for (let i = 0; i < n; i++) {
     const order = i % 2 === 0 ? (['sluice', 'bare'] as const) : (['bare', 'sluice'] as const);
     for (const system of order) {
+      const before = await worker.memory();
       const t0 = performance.now();
       if (system === 'sluice') await systems.sluice('local', i, size, localEcho.name);
       else await systems.bare('local', i, size);
       (system === 'sluice' ? sluice : bare).push(performance.now() - t0);
+      cpuUs[system] += (await worker.memory()).cpuUs - before.cpuUs;
     }
   }
+  const cpuMs = (us: number) => round(us / 1000 / (n * size), 3);
   const h = await histories(systems, systems.sluiceIds.slice(s0), size);
   const figures: LocalBodyFigures = {
     batchSize: size,
@@ -500,9 +563,15 @@ async function runLocalBodies(systems: Systems): Promise<LocalBodyFigures> {
       p99Ms: round(percentile(sluice, 99), 1),
       eventsPerCall: h.eventsPerCall,
       historyBytesPerCall: h.historyBytesPerCall,
+      workerCpuMsPerCall: cpuMs(cpuUs.sluice),
     },
-    bare: { p50Ms: round(percentile(bare, 50), 1), p99Ms: round(percentile(bare, 99), 1) },
+    bare: {
+      p50Ms: round(percentile(bare, 50), 1),
+      p99Ms: round(percentile(bare, 99), 1),
+      workerCpuMsPerCall: cpuMs(cpuUs.bare),
+    },
     p50Ratio: round(percentile(sluice, 50) / percentile(bare, 50)),
+    workerCpuRatio: round(cpuUs.sluice / cpuUs.bare),
   };
   log(`  local bodies p50 ${figures.sluice.p50Ms} ms, bare ${figures.bare.p50Ms} ms (${figures.p50Ratio}×)`);
   return figures;
@@ -950,6 +1019,15 @@ function targetsOf(
       met: c.ratio.throughput >= 0.9,
     });
   }
+  for (const c of grid) {
+    const cpu = c.ratio.workerCpuPerCall ?? NaN;
+    out.push({
+      name: `worker CPU per call Sluice/bare, ${c.batchSize} call(s) × ${c.concurrency} in flight`,
+      value: cpu,
+      limit: '≤ 1.3',
+      met: cpu <= 1.3,
+    });
+  }
   for (const size of [...new Set(grid.map((c) => c.batchSize))]) {
     const cells = grid.filter((c) => c.batchSize === size);
     const worst = Math.max(...cells.map((c) => c.sluice.eventsPerCall ?? NaN));
@@ -1027,9 +1105,19 @@ function approvalSpeedTargets(approval?: ApprovalFigures): BenchResult['targets'
   return out;
 }
 
+/**
+ * The result compared against: BENCH_BEFORE names one in bench/results (`before` by default) or is
+ * a path to a result file. Named explicitly and missing is an error, not a silent skip.
+ */
 function readBefore(out: string, name: string): BenchResult | undefined {
-  const file = path.join(__dirname, 'results', `${name}.json`);
-  if (out === name || !fs.existsSync(file)) return undefined;
+  const asPath = name.endsWith('.json') || name.includes('/');
+  const file = asPath ? path.resolve(name) : path.join(__dirname, 'results', `${name}.json`);
+  if (!asPath && out === name) return undefined;
+  if (!fs.existsSync(file)) {
+    if (process.env.BENCH_BEFORE)
+      throw new Error(`BENCH_BEFORE=${name}: no result file at ${file}; name one in bench/results or give a path`);
+    return undefined;
+  }
   return JSON.parse(fs.readFileSync(file, 'utf8')) as BenchResult;
 }
 
@@ -1051,7 +1139,8 @@ function gitCommit(): string {
 
 interface WorkerProcess {
   maxCachedWorkflows: number;
-  memory(): Promise<{ rss: number; peakRss: number }>;
+  /** RSS now and its peak since the last read, and the process's CPU so far (user + system, µs). */
+  memory(): Promise<{ rss: number; peakRss: number; cpuUs: number }>;
   /** RSS and each isolate's heap, after a full GC everywhere when `gc`. */
   memoryDetail(gc: boolean): Promise<MemoryDetail>;
   stop(): Promise<void>;

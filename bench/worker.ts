@@ -9,7 +9,7 @@ import config from './config';
 export type WorkerRequest = { kind: 'memory' } | { kind: 'memoryDetail'; gc: boolean } | { kind: 'stop' };
 export type WorkerReply =
   | { kind: 'ready'; maxCachedWorkflows: number }
-  | { kind: 'memory'; rss: number; peakRss: number }
+  | { kind: 'memory'; rss: number; peakRss: number; cpuUs: number }
   | { kind: 'memoryDetail'; detail: MemoryDetail }
   | { kind: 'failed'; error: string };
 
@@ -70,7 +70,10 @@ async function main(args: WorkerArgs): Promise<void> {
   process.on('message', async (m: WorkerRequest) => {
     if (m.kind === 'memory') {
       const rss = process.memoryUsage().rss;
-      send({ kind: 'memory', rss, peakRss: Math.max(peak, rss) });
+      // User + system CPU of the whole process (every thread: the workflow threads, the SDK's core),
+      // in µs: the figure that does not swing with the machine's load as latency does.
+      const cpu = process.cpuUsage();
+      send({ kind: 'memory', rss, peakRss: Math.max(peak, rss), cpuUs: cpu.user + cpu.system });
       peak = rss;
     } else if (m.kind === 'stop') {
       clearInterval(sampler);

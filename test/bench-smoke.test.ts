@@ -19,10 +19,15 @@ describe('bench smoke run', () => {
     async () => {
       const dir = fs.mkdtempSync(path.join(inject('runDir'), 'bench-'));
       const root = path.join(__dirname, '..');
-      await promisify(execFile)(process.execPath, ['--require', 'tsx/cjs', path.join(root, 'bench', 'run.ts')], {
+      // --quick with every setting given: the flag is parsed and the settings still win. The run is
+      // compared with a committed result of round two (no CPU figures, no rounds): what an old file
+      // lacks reads as absent, not as a failure.
+      const args = ['--require', 'tsx/cjs', path.join(root, 'bench', 'run.ts'), '--quick'];
+      await promisify(execFile)(process.execPath, args, {
         cwd: root,
         env: {
           ...process.env,
+          BENCH_BEFORE: path.join(root, 'bench', 'results', 'latest.json'),
           BENCH_ADDRESS: inject('temporalAddress'),
           BENCH_DIR: dir,
           BENCH_OUT: 'smoke',
@@ -46,8 +51,11 @@ describe('bench smoke run', () => {
       expect(result.grid).toHaveLength(1);
       const [cell] = result.grid;
       expect(cell).toMatchObject({ batchSize: 2, concurrency: 1, batches: 3 });
+      expect(result.meta.quick).toBe(true);
       for (const system of [cell.sluice, cell.bare]) {
         expect(system.p50Ms).toBeGreaterThan(0);
+        // The worker's CPU while the system ran: a batch costs the worker something.
+        expect(system.workerCpuMsPerCall).toBeGreaterThan(0);
         expect(system.historyBytesPerCall).toBeGreaterThan(0);
         // The per-type byte breakdown adds up to the whole history (protobuf framing aside).
         const sum = Object.values(system.eventBytesPerCall ?? {}).reduce((a, b) => a + b.bytes, 0);
@@ -55,6 +63,23 @@ describe('bench smoke run', () => {
         expect(sum).toBeLessThanOrEqual(system.historyBytesPerCall! + 1);
       }
       expect(Object.keys(cell.sluice.payloadBytesPerCall ?? {})).toContain('ACTIVITY_TASK_SCHEDULED input');
+      expect(cell.ratio.workerCpuPerCall).toBeGreaterThan(0);
+      expect(cell.roundRatios?.workerCpuPerCall).toHaveLength(1);
+      expect(result.localBodies?.sluice.workerCpuMsPerCall).toBeGreaterThan(0);
+      // Every section with the load average as it started and ended.
+      expect(result.meta.sections?.map((s) => s.name)).toEqual([
+        'warm-up',
+        'grid: batch of 2 × 1 in flight',
+        'localBodies',
+        'codeMode',
+        'clientLatency',
+        'approval',
+      ]);
+      for (const s of result.meta.sections!) {
+        expect(s.loadAvgStart).toBeGreaterThanOrEqual(0);
+        expect(s.loadAvgEnd).toBeGreaterThanOrEqual(0);
+        expect(s.seconds).toBeGreaterThan(0);
+      }
       expect(result.codeMode?.trivialInBody.samples).toBe(2);
       expect(result.localBodies).toMatchObject({ batchSize: 10, batches: 2 });
       // A local body leaves no activity events: fewer events per call than the grid's echo.
@@ -87,12 +112,18 @@ describe('bench smoke run', () => {
           'approval: decision by signal → batch result p50, Sluice/bare',
           'approval: drain after a bulk approve of 3, batches/s',
           'worker RSS with 3 batches waiting, MiB above idle',
+          'worker CPU per call Sluice/bare, 2 call(s) × 1 in flight',
         ]),
       );
       const md = fs.readFileSync(path.join(dir, 'smoke.md'), 'utf8');
       expect(md).toContain('Where the history bytes go, per call');
       expect(md).toContain('| Code Mode | figure |');
       expect(md).toContain('Client latency: one-call batches');
+      expect(md).toContain('| section | seconds | load average (1 min) at start → end |');
+      // BENCH_BEFORE: the change of every figure the committed run also has, with its noise band.
+      expect(md).toMatch(/Change against \S+/);
+      expect(md).toMatch(/\| 2×1 p50 Sluice\/bare \| – \| [\d.]+ \|/);
+      expect(md).toMatch(/\| Code Mode sub-call \/ direct call \| [\d.]+ \| [\d.]+ \| [+-]\d+% \|/);
       expect(fs.readFileSync(path.join(dir, 'smoke.svg'), 'utf8')).toMatch(/^<svg/);
       // Each section wrote what it measured as it finished, and the finished run says it is done.
       const partial = JSON.parse(fs.readFileSync(path.join(dir, 'smoke.partial.json'), 'utf8')) as {
