@@ -2,9 +2,16 @@
 // the model in the caller's process, run each batch with client.runBatch), and how much history
 // a step adds at step 10, 100 and 300. The model is scripted and answers at once, so the figures
 // are Sluice's own overhead. Run: `npx tsx bench/session.ts [steps=50] [long=300]`.
+//
+// Beside the wall time per step it reports what does not swing with the machine's load: this
+// process's CPU per step (worker and client run here; the dev server is another process), and
+// where a step's time goes, from the histories of the last round: every gap between two
+// consecutive events, by the pair of event types, per step (the session's own history, then
+// its batches' against the hand loop's batches).
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { temporal } from '@temporalio/proto';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { z } from 'zod';
 import { scriptedModel, type ScriptStep } from '../agent/adapters/scripted';
@@ -17,6 +24,8 @@ import { defineConfig, defineTool } from '../worker/config';
 import { freePort, startDevServer } from '../worker/dev-server';
 import { readSessionLog } from '../worker/sink';
 import { createSluiceWorker } from '../worker/worker';
+import { batchWorkflowId } from '../workflows/definitions';
+import { sessionWorkflowId } from '../workflows/session-definitions';
 
 const STEPS = Number(process.argv[2] ?? 50);
 const LONG = Number(process.argv[3] ?? 300);
@@ -74,19 +83,36 @@ async function main() {
 
     const hand: number[] = [];
     const session: number[] = [];
+    const handCpu: number[] = [];
+    const sessionCpu: number[] = [];
+    const cpuMs = () => {
+      const u = process.cpuUsage();
+      return (u.user + u.system) / 1000;
+    };
+    const load0 = os.loadavg()[0];
     for (let r = 0; r < ROUNDS; r++) {
       let t = performance.now();
+      let c = cpuMs();
       await byHand(client, `hand-${tag}-${r}`, STEPS, model);
       hand.push((performance.now() - t) / (STEPS + 1));
+      handCpu.push((cpuMs() - c) / (STEPS + 1));
       t = performance.now();
+      c = cpuMs();
       await bySession(client, `session-${tag}-${r}`, STEPS);
       session.push((performance.now() - t) / (STEPS + 1));
+      sessionCpu.push((cpuMs() - c) / (STEPS + 1));
     }
     const h = median(hand);
     const s = median(session);
+    const hc = median(handCpu);
+    const sc = median(sessionCpu);
     console.log(
-      `per step (${STEPS} steps of one tool call + the answer, median of ${ROUNDS} rounds): by hand ${h.toFixed(1)} ms (model call in process + client.runBatch), as a session ${s.toFixed(1)} ms; the session adds ${(s - h).toFixed(1)} ms a step (${(s / h).toFixed(2)}x)`,
+      `per step (${STEPS} steps of one tool call + the answer, median of ${ROUNDS} rounds; load average ${load0.toFixed(1)} → ${os.loadavg()[0].toFixed(1)}): by hand ${h.toFixed(1)} ms (model call in process + client.runBatch), as a session ${s.toFixed(1)} ms; the session adds ${(s - h).toFixed(1)} ms a step (${(s / h).toFixed(2)}x)`,
     );
+    console.log(
+      `CPU of this process (worker + client) per step: by hand ${hc.toFixed(2)} ms, as a session ${sc.toFixed(2)} ms (${(sc / hc).toFixed(2)}x)`,
+    );
+    await breakdown(client, `hand-${tag}-${ROUNDS - 1}`, `session-${tag}-${ROUNDS - 1}`, STEPS);
 
     // history a step adds, from the historyBytes each model/message event records
     const long = `long-${tag}`;
@@ -110,6 +136,48 @@ async function main() {
     await server.stop();
     fs.rmSync(stateDir, { recursive: true, force: true });
   }
+}
+
+type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
+const eventType = (e: HistoryEvent) =>
+  String(temporal.api.enums.v1.EventType[e.eventType ?? 0] ?? e.eventType)
+    .replace(/^EVENT_TYPE_/, '')
+    .toLowerCase();
+const eventMs = (e: HistoryEvent) => {
+  const t = e.eventTime as { seconds?: { toNumber(): number } | number; nanos?: number } | null | undefined;
+  const sec = typeof t?.seconds === 'number' ? t.seconds : (t?.seconds?.toNumber() ?? 0);
+  return sec * 1000 + (t?.nanos ?? 0) / 1e6;
+};
+
+/** Every gap between consecutive events of these histories, by the pair of types, summed, divided by `per`. */
+async function gaps(client: SluiceClient, ids: string[], per: number): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  for (const id of ids) {
+    const history = await client.temporal.workflow.getHandle(id).fetchHistory();
+    const events = history.events ?? [];
+    for (let i = 1; i < events.length; i++) {
+      const key = `${eventType(events[i - 1])} → ${eventType(events[i])}`;
+      out.set(key, (out.get(key) ?? 0) + (eventMs(events[i]) - eventMs(events[i - 1])) / per);
+    }
+  }
+  return out;
+}
+
+/** Where a step's time goes: the session's history, its batches, and the hand loop's batches. */
+async function breakdown(client: SluiceClient, handId: string, sessionId: string, steps: number) {
+  const batches = (id: string) => Array.from({ length: steps }, (_, i) => batchWorkflowId(id, 1, i + 1));
+  const table = (title: string, m: Map<string, number>) => {
+    const rows = [...m].filter(([, ms]) => ms >= 0.05).sort((a, b) => b[1] - a[1]);
+    const total = rows.reduce((a, [, ms]) => a + ms, 0);
+    console.log(`\n${title} (ms per step, ${total.toFixed(1)} in all):`);
+    for (const [k, ms] of rows) console.log(`  ${ms.toFixed(1).padStart(7)}  ${k}`);
+  };
+  table(
+    'the session workflow, between consecutive events',
+    await gaps(client, [sessionWorkflowId(sessionId)], steps + 1),
+  );
+  table("the session's batches (child workflows)", await gaps(client, batches(sessionId), steps));
+  table("the hand loop's batches (client.runBatch)", await gaps(client, batches(handId), steps));
 }
 
 /** The loop a caller keeps without sessions: model in process, a batch per step, seq and state carried by hand. */
