@@ -13,6 +13,8 @@ export { type Connected, type ConnectOptions, connectClient };
 /** A NativeConnection, for workers (and for clients living in a worker process). */
 export function connect(opts: ConnectOptions = {}): Promise<Connected<NativeConnection>> {
   return openConnection(opts, (o) =>
-    (require('@temporalio/worker') as typeof import('@temporalio/worker')).NativeConnection.connect(o),
+    (require('@temporalio/worker') as typeof import('@temporalio/worker')).NativeConnection.connect(
+      o as import('@temporalio/worker').NativeConnectionOptions,
+    ),
   );
 }

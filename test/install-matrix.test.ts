@@ -14,7 +14,13 @@ import { type FreshApp, freshApp, installedVersion, packSluice } from './fresh-a
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-matrix-'));
 const TEMPORAL = ['client', 'common', 'workflow', 'activity', 'worker'].map((p) => `@temporalio/${p}`);
 const MODEL_SDKS = ['ai@7', 'openai@7', '@anthropic-ai/sdk@1'];
-const TYPES = [`typescript@${installedVersion('typescript')}`, `@types/node@${installedVersion('@types/node')}`];
+// @types/ms: @temporalio/common's declarations name `ms`, whose CommonJS entry has none; any app
+// with skipLibCheck false needs it, Sluice or not (docs/installing.md).
+const TYPES = [
+  `typescript@${installedVersion('typescript')}`,
+  `@types/node@${installedVersion('@types/node')}`,
+  '@types/ms@2',
+];
 
 interface Cell {
   name: string;
@@ -33,8 +39,9 @@ const CELLS: Cell[] = [
     worker: true,
   },
   {
+    // As most apps list Temporal: the client and the worker, the rest coming with the worker.
     name: 'temporal-1.23',
-    with: [...TEMPORAL.map((p) => `${p}@1.23.0`), ...MODEL_SDKS, ...TYPES],
+    with: ['@temporalio/client@1.23.0', '@temporalio/worker@1.23.0', ...MODEL_SDKS, ...TYPES],
     temporal: '1.23.0',
     worker: true,
   },
@@ -51,14 +58,19 @@ const CONSUMER = `
 import { defineConfig, defineTool, MissingPackageError, type SluiceConfig, type BatchOutput } from 'sluice';
 import { connect, SluiceClient, sealIdentity, type SealKey } from 'sluice/client';
 import { scriptedModel, toOpenAIChatMessages } from 'sluice/agent';
-import { type ToolBatchWorkflow, BATCH_WORKFLOW } from 'sluice/workflow';
 
 export const config: SluiceConfig = defineConfig({
   tools: [defineTool({ name: 't', description: 'd', input: { type: 'object', properties: {} }, execute: () => 'ok' })],
 });
 export type Out = BatchOutput;
-export const uses = [connect, SluiceClient, sealIdentity, scriptedModel, toOpenAIChatMessages, BATCH_WORKFLOW, MissingPackageError];
+export const uses = [connect, SluiceClient, sealIdentity, scriptedModel, toOpenAIChatMessages, MissingPackageError];
 export type Key = SealKey;
+`;
+
+/** What a worker app's own workflows import (sluice/workflow needs @temporalio/workflow). */
+const WORKFLOW_CONSUMER = `
+import { type ToolBatchWorkflow, BATCH_WORKFLOW } from 'sluice/workflow';
+export const name = BATCH_WORKFLOW;
 export type W = ToolBatchWorkflow;
 `;
 
@@ -74,6 +86,7 @@ const TSCONFIG = JSON.stringify({
   },
   files: ['consumer.ts'],
 });
+const tsconfig = (files: string[]) => TSCONFIG.replace('["consumer.ts"]', JSON.stringify(files));
 
 /** A worker hosting Sluice and the app's tool; a client runs one batch through it. */
 const RUN = `
@@ -128,7 +141,12 @@ beforeAll(async () => {
             name: c.name,
             parent: work,
             with: c.with,
-            files: { 'consumer.ts': CONSUMER, 'tsconfig.json': TSCONFIG, 'run.js': RUN },
+            files: {
+              'consumer.ts': CONSUMER,
+              'workflow-consumer.ts': WORKFLOW_CONSUMER,
+              'tsconfig.json': tsconfig(c.worker ? ['consumer.ts', 'workflow-consumer.ts'] : ['consumer.ts']),
+              'run.js': RUN,
+            },
           });
           apps.set(c.name, app);
         } catch (err) {
@@ -167,6 +185,8 @@ describe.each(CELLS)('a fresh app: $name', (cell) => {
         '@modelcontextprotocol/sdk',
         'tsx',
         'quickjs-emscripten-core',
+        '@temporalio/workflow',
+        '@temporalio/activity',
       ])
         expect(app().version(absent), absent).toBeUndefined();
     }

@@ -28,6 +28,7 @@ const OPTIONAL = [
   'ai',
   'openai',
   '@anthropic-ai/sdk',
+  '@temporalio/envconfig',
 ];
 
 /** Runs `code` (CommonJS, from the checkout's root, TypeScript through tsx) with `absent` missing. */
@@ -129,6 +130,18 @@ describe('with every optional package missing', () => {
         `const { openAIChatModel } = require('./agent/index.ts');
          await openAIChatModel('m').step({ messages: [], tools: [] });`,
         'npm install openai',
+      ],
+      [
+        'connection settings only @temporalio/envconfig reads',
+        `process.env.TEMPORAL_API_KEY = 'k';
+         const { connect } = require('./client/index.ts'); await connect();`,
+        'needs @temporalio/envconfig, which is not installed: npm install @temporalio/envconfig',
+      ],
+      [
+        'an Anthropic model',
+        `const { anthropicModel } = require('./agent/index.ts');
+         await anthropicModel('m').step({ messages: [], tools: [] });`,
+        'npm install @anthropic-ai/sdk',
       ],
     ];
     const results = await Promise.all(cases.map(([, body]) => without(OPTIONAL, messageOf(body))));

@@ -1,6 +1,6 @@
 // Names a client, a page or the stock `temporal` CLI uses to talk to a running batch.
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
-import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import { defineQuery, defineSignal, defineUpdate } from './messages';
 import type { CodeCallOutcome, CodeCallRequest } from '../pipeline/code-mode';
 import { FailureTypes } from '../pipeline/errors';
 import type { ApprovalDecision, ApprovalsMemo, BatchState, DecisionApplied } from '../pipeline/types';

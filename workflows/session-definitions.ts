@@ -1,5 +1,5 @@
 // Names a client, the terminal chat or the stock `temporal` CLI uses to talk to a session.
-import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import { defineQuery, defineSignal, defineUpdate } from './messages';
 import type { QueuedMessage, SessionView, TurnOutcome } from '../pipeline/session';
 
 export const SESSION_WORKFLOW = 'agentSession';

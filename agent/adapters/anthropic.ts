@@ -20,13 +20,15 @@ export function anthropicModel(model: string, opts: AnthropicModelOptions = {}):
   return {
     id: `anthropic:${model}`,
     async step(req: ModelRequest): Promise<ModelReply> {
+      if (!client && opts.client) client = opts.client as AnthropicClient;
       if (!client) {
-        if (!opts.client) requireKey('Anthropic', ['ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN']);
+        // The package before the key: with no package, no key would help.
         const Anthropic = loadOptional(
           '@anthropic-ai/sdk',
           () => require('@anthropic-ai/sdk').default as typeof import('@anthropic-ai/sdk').default,
         );
-        client = (opts.client as AnthropicClient | undefined) ?? new Anthropic({ maxRetries: 0 });
+        requireKey('Anthropic', ['ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN']);
+        client = new Anthropic({ maxRetries: 0 });
       }
       const { system, messages } = toAnthropicMessages(req.messages);
       const res = await client.messages

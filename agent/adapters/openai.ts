@@ -17,8 +17,9 @@ export interface OpenAIModelOptions {
 
 function clientOf(opts: OpenAIModelOptions): OpenAIClient {
   if (opts.client) return opts.client as OpenAIClient;
-  requireKey('OpenAI', ['OPENAI_API_KEY']);
+  // The package before the key: with no package, no key would help.
   const OpenAI = loadOptional('openai', () => require('openai').default as typeof import('openai').default);
+  requireKey('OpenAI', ['OPENAI_API_KEY']);
   return new OpenAI({ maxRetries: 0 });
 }
 
