@@ -4,9 +4,9 @@
 import { foldPreDecision, parseGuardAnswer, parsePreDecision } from '../pipeline/fold';
 import { ErrorCodes } from '../pipeline/errors';
 import { type CallRef, type Gate, genericCard, type PreflightResult } from '../pipeline/stages';
-import type { Card, PreDecision } from '../pipeline/types';
+import type { Card, JsonObject, PolicyBinding, PreDecision } from '../pipeline/types';
 import { digestKeyFromEnv, keyedArgsDigest } from '../worker/args-digest';
-import { handlerOf, type ToolDefinition } from '../worker/config';
+import { handlerOf, policyRecheckOf, type ToolDefinition } from '../worker/config';
 import { runInOrder, threwMessage } from './extensions';
 import { type Collector, checkCard, parseArgs, profileOf, type StageKit } from './kit';
 
@@ -28,6 +28,36 @@ export function preflightStages(kit: StageKit) {
       c,
     );
     return threw ? { kind: 'failed', code: ErrorCodes.PIPELINE_FAILED, message: threwMessage(threw) } : gate;
+  }
+
+  /**
+   * A person approved a call asked under `askedUnder`; this worker may read other policy files (a
+   * new deployment, an edited file). The policy extension judges the call again; a worker with
+   * no policy extension at all has nothing that could deny it, and says so on record.
+   */
+  async function recheckPolicy(c: Collector, askedUnder: PolicyBinding): Promise<Gate | undefined> {
+    const recheck = policyRecheckOf(config.preExecute);
+    if (!recheck) {
+      c.ctx.emit('policy/rechecked', {
+        turn: c.ctx.turn,
+        callId: c.ctx.call.id,
+        outcome: 'no-policy',
+        askedUnder: askedUnder as unknown as JsonObject,
+        note: 'this worker loads no policy files: nothing judges the call again, it runs on the approval',
+      });
+      return undefined;
+    }
+    try {
+      const denial = await recheck(c.ctx, askedUnder);
+      return denial ? { kind: 'denied', code: ErrorCodes.DENIED, message: denial } : undefined;
+    } catch (err) {
+      // Fail closed: an approval given under another policy does not hold unless this one is read.
+      return {
+        kind: 'failed',
+        code: ErrorCodes.PIPELINE_FAILED,
+        message: `the policy re-check after the approval threw: ${(err as Error)?.message ?? String(err)}`,
+      };
+    }
   }
 
   async function preflightOne(ref: CallRef): Promise<PreflightResult> {
@@ -90,6 +120,9 @@ export function preflightStages(kit: StageKit) {
         kind: 'ask',
         ...(decided.reason ? { reason: decided.reason } : {}),
         ...(decided.approvers ? { approvers: decided.approvers } : {}),
+        // The approval is bound to the policy that judged the call: the guards after the decision
+        // judge it again if the worker that runs it reads different files.
+        ...(decided.policy ? { policy: decided.policy } : {}),
       });
     return settled(await guardChain(c));
   }
@@ -111,7 +144,8 @@ export function preflightStages(kit: StageKit) {
 
     async guards(ref: CallRef) {
       const c = kit.collector(ref, 'guard');
-      const gate = await guardChain(c);
+      const changed = ref.askedUnder ? await recheckPolicy(c, ref.askedUnder) : undefined;
+      const gate = changed ?? (await guardChain(c));
       return { callId: ref.callId, gate, contexts: c.contexts, events: c.events };
     },
   };

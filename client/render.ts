@@ -221,6 +221,11 @@ function emittedText(e: { type: string; data: Record<string, unknown> }): string
   const d = e.data;
   if (e.type === 'policy/decided')
     return `policy ${d.decision} by ${d.file}:${d.line} (${d.source}) \`${clip(String(d.rule), 160)}\`${d.digest ? ` ${String(d.digest).slice(0, 19)}…` : ''}`;
+  if (e.type === 'policy/rechecked') {
+    const was = (d.askedUnder as { digest?: string } | undefined)?.digest;
+    const now = (d.now as { digest?: string } | undefined)?.digest;
+    return `policy re-checked after the approval: ${d.outcome}${was && now ? ` (${was.slice(0, 19)}… → ${now.slice(0, 19)}…)` : ''} — ${clip(String(d.note ?? ''), 200)}`;
+  }
   return `${e.type} ${clip(JSON.stringify(d), 140)}`;
 }
 

@@ -18,8 +18,8 @@
 //   });
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { ToolApproval, JsonObject, PreDecision } from '../pipeline/types';
-import type { Named, PreExecuteHandler } from '../worker/config';
+import type { ToolApproval, JsonObject, PolicyBinding, PreDecision } from '../pipeline/types';
+import type { PolicyPreExecute, PolicyRecheck, PreExecuteHandler } from '../worker/config';
 import { codexRules, type CodexRulesOptions, describeFailures } from './codex-rules';
 import { geminiPolicy, type GeminiPolicyOptions } from './gemini-policy';
 import { openCodePermissions, type OpenCodeOptions } from './opencode-permissions';
@@ -95,7 +95,8 @@ export interface PolicyRules {
   warnings: readonly string[];
   /** One digest over every file read (their labels and digests), for the record. */
   digest: string;
-  preExecute: Named<PreExecuteHandler>[];
+  /** The pre-execute extension, with its re-check of asks raised under another policy. */
+  preExecute: PolicyPreExecute[];
   explain(call: PolicyCall): PolicyExplanation;
   /**
    * The approval policy that does what an allow rule does in the harness: `auto` when the sources
@@ -186,12 +187,19 @@ export function policyRules(opts: PolicyRulesOptions): PolicyRules {
 
   // Claude Code's Bash rules read commands with the shell parser, which loads asynchronously.
   const ready = shellParserReady();
+  const bindingOf = (x: PolicyExplanation): PolicyBinding => ({
+    digest,
+    decision: x.decision,
+    ...(x.winner?.rule ? { rule: ruleOf(x.winner.rule) } : {}),
+  });
   const handler: PreExecuteHandler = async (ctx) => {
     if (!ctx.tool) return undefined;
     await ready;
     const x = explain({ toolName: ctx.tool.name, aliases: ctx.tool.aliases, args: ctx.call.args });
     const w = x.winner;
-    if (!w?.rule || x.decision === 'none') return undefined;
+    // No rule: no opinion, but an ask the tool's own approval raises is still bound to this policy
+    // (a later policy that denies or asks by a rule judges the call again).
+    if (!w?.rule || x.decision === 'none') return { kind: 'allow', policy: bindingOf(x) };
     ctx.emit('policy/decided', {
       turn: ctx.turn,
       callId: ctx.call.id,
@@ -204,7 +212,56 @@ export function policyRules(opts: PolicyRulesOptions): PolicyRules {
         .filter((s) => s !== w && s.decision !== 'none' && s.rule)
         .map((s) => ({ decision: s.decision, ...ruleRecord(s.rule!) })),
     });
-    return decisionOf(x.decision, w.rule);
+    const decided = decisionOf(x.decision, w.rule);
+    const policy = bindingOf(x);
+    // The approver sees which policy asked: its digest is what the approval is bound to.
+    if (x.decision === 'ask')
+      return { kind: 'ask', reason: `${askReason(w.rule)} (policy ${shortDigest(digest)})`, policy };
+    return { ...decided, policy };
+  };
+
+  /**
+   * After a person decided a call asked under `askedUnder`: judges it under the files read now.
+   * Same digest: nothing changed, the approval holds. Otherwise a deny denies; an allow, or no rule,
+   * lets it run on the approval; an ask holds the approval only when the same rule asks.
+   */
+  const recheck: PolicyRecheck = async (ctx, askedUnder) => {
+    if (askedUnder.digest === digest || !ctx.tool) return undefined;
+    await ready;
+    const x = explain({ toolName: ctx.tool.name, aliases: ctx.tool.aliases, args: ctx.call.args });
+    const now = bindingOf(x);
+    const change = `the policy changed while this call waited for approval (${shortDigest(askedUnder.digest)} → ${shortDigest(digest)})`;
+    const was = askedUnder.rule ? `${askedUnder.rule.file}: \`${askedUnder.rule.text}\`` : 'no rule';
+    let outcome: 'denied' | 'allowed' | 'same-rule' | 'other-rule' | 'no-rule';
+    let denial: string | undefined;
+    if (x.decision === 'deny') {
+      outcome = 'denied';
+      denial = `${change}: it is now ${denyReason(x.winner!.rule!)}; the approval given under the old policy does not hold`;
+    } else if (x.decision === 'ask') {
+      const r = now.rule!;
+      const same =
+        askedUnder.rule?.source === r.source && askedUnder.rule.file === r.file && askedUnder.rule.text === r.text;
+      outcome = same ? 'same-rule' : 'other-rule';
+      if (!same)
+        denial = `${change}: it is now asked by ${r.file}: \`${r.text}\`, not by ${was} as when it was approved; call it again to be asked under the current policy`;
+    } else outcome = x.decision === 'allow' ? 'allowed' : 'no-rule';
+    ctx.emit('policy/rechecked', {
+      turn: ctx.turn,
+      callId: ctx.call.id,
+      outcome,
+      askedUnder: askedUnder as unknown as JsonObject,
+      now: now as unknown as JsonObject,
+      note:
+        denial ??
+        `${change}: ${
+          outcome === 'allowed'
+            ? `it is now allowed by ${now.rule!.file}: \`${now.rule!.text}\` and runs on the approval`
+            : outcome === 'same-rule'
+              ? `the same rule still asks (${was}), and the approval holds`
+              : 'no rule speaks for it now, and it runs on the approval'
+        }`,
+    });
+    return denial;
   };
 
   function check(tests: readonly PolicyTest[] = []): PolicyCheckReport {
@@ -239,7 +296,9 @@ export function policyRules(opts: PolicyRulesOptions): PolicyRules {
     rules,
     warnings,
     digest,
-    preExecute: rules.length ? [{ name: 'policy files (Claude Code, Codex, Gemini CLI, OpenCode)', handler }] : [],
+    // Always there, rules or none: an ask raised under this policy is bound to its digest, and a
+    // worker whose files have no rule left still judges again what another policy asked.
+    preExecute: [{ name: 'policy files (Claude Code, Codex, Gemini CLI, OpenCode)', handler, recheck }],
     explain,
     approval(toolName, otherwise = 'ask') {
       return async (args) => {
@@ -249,6 +308,15 @@ export function policyRules(opts: PolicyRulesOptions): PolicyRules {
     },
     check,
   };
+}
+
+function ruleOf(rule: PolicyRuleRef): NonNullable<PolicyBinding['rule']> {
+  return { source: rule.format, file: rule.file, line: rule.line, text: rule.text };
+}
+
+/** `sha256:` and the first 12 hex digits: enough to tell two policies apart on a card. */
+export function shortDigest(digest: string): string {
+  return digest.slice(0, 'sha256:'.length + 12);
 }
 
 function ruleRecord(rule: PolicyRuleRef): JsonObject {
@@ -264,12 +332,17 @@ function ruleRecord(rule: PolicyRuleRef): JsonObject {
 
 /** What the approver and the model read: which file and which rule. */
 export function decisionOf(decision: PolicyDecision, rule: PolicyRuleRef): PreDecision {
-  const where = `${rule.file}: \`${rule.text}\``;
-  if (decision === 'deny')
-    return { kind: 'deny', reason: `denied by ${where}${rule.message ? ` — ${rule.message}` : ''}` };
-  if (decision === 'ask')
-    return { kind: 'ask', reason: `asked by ${where}${rule.message ? ` — ${rule.message}` : ''}` };
+  if (decision === 'deny') return { kind: 'deny', reason: denyReason(rule) };
+  if (decision === 'ask') return { kind: 'ask', reason: askReason(rule) };
   return { kind: 'allow' };
+}
+
+function denyReason(rule: PolicyRuleRef): string {
+  return `denied by ${rule.file}: \`${rule.text}\`${rule.message ? ` — ${rule.message}` : ''}`;
+}
+
+function askReason(rule: PolicyRuleRef): string {
+  return `asked by ${rule.file}: \`${rule.text}\`${rule.message ? ` — ${rule.message}` : ''}`;
 }
 
 /** Reads a Sluice policy test file: `{"tests": [{"tool", "args", "expect", "source"?, "rule"?}]}`. */

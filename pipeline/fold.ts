@@ -3,7 +3,7 @@ import { ErrorCodes } from './errors';
 import { snapshotJson } from './json';
 import { assertContentBlocks, errorCandidate, renderValue } from './normalize';
 import { checkQuorum, stricterQuorum } from './quorum';
-import type { Candidate, ContentBlock, PreDecision } from './types';
+import type { Candidate, ContentBlock, PolicyBinding, PreDecision } from './types';
 
 const RANK = { allow: 0, ask: 1, deny: 2 } as const;
 
@@ -13,30 +13,58 @@ const RANK = { allow: 0, ask: 1, deny: 2 } as const;
  */
 export function foldPreDecision(current: PreDecision, next: PreDecision | undefined | void): PreDecision {
   if (!next) return current;
-  if (RANK[next.kind] < RANK[current.kind]) return current;
+  // The policy binding travels whichever answer wins: an ask raised by the tool's own approval is
+  // bound to the policy that had no rule for it as much as one a rule raised.
+  const policy = current.policy ?? next.policy;
+  const bound = (d: PreDecision): PreDecision => (policy && d.policy !== policy ? { ...d, policy } : d);
+  if (RANK[next.kind] < RANK[current.kind]) return bound(current);
   if (next.kind === 'ask' && current.kind === 'ask') {
     const reasons = [current.reason, next.reason].filter(Boolean);
     // A quorum only tightens too: the larger one, with every group named.
     const approvers = stricterQuorum(current.approvers, next.approvers);
-    return {
+    return bound({
       kind: 'ask',
       ...(reasons.length ? { reason: reasons.join('; ') } : {}),
       ...(approvers ? { approvers } : {}),
-    };
+    });
   }
-  return next;
+  return bound(next);
+}
+
+/** A policy binding as an extension returned it, checked: anything else is a bug in the extension. */
+function parseBinding(value: unknown, who: string): PolicyBinding | undefined {
+  if (value === undefined) return undefined;
+  const b = value as Partial<PolicyBinding> | null;
+  const r = b?.rule;
+  if (
+    typeof b?.digest !== 'string' ||
+    !['allow', 'ask', 'deny', 'none'].includes(b.decision as string) ||
+    (r !== undefined &&
+      (typeof r?.source !== 'string' ||
+        typeof r.file !== 'string' ||
+        typeof r.line !== 'number' ||
+        typeof r.text !== 'string'))
+  )
+    throw new Error(`${who} returned a malformed policy binding: ${describe(value)}`);
+  return {
+    digest: b.digest,
+    decision: b.decision!,
+    ...(r ? { rule: { source: r.source, file: r.file, line: r.line, text: r.text } } : {}),
+  };
 }
 
 /** Checks that an extension returned a real pre-execute decision; anything else is a bug in it. */
 export function parsePreDecision(value: unknown, who: string): PreDecision | undefined {
   if (value === undefined || value === null) return undefined;
   if (typeof value === 'object') {
-    const v = value as { kind?: unknown; reason?: unknown };
-    if (v.kind === 'allow') return { kind: 'allow' };
+    const v = value as { kind?: unknown; reason?: unknown; policy?: unknown };
+    const policy = parseBinding(v.policy, who);
+    const bound = policy ? { policy } : {};
+    if (v.kind === 'allow') return { kind: 'allow', ...bound };
     if (v.kind === 'deny') {
       if (typeof v.reason !== 'string' || !v.reason.trim())
         throw new Error(`${who} denied without a reason: give deny a non-empty reason string`);
-      return { kind: 'deny', reason: v.reason };
+      return { kind: 'deny', reason: v.reason, ...bound };
     }
     if (v.kind === 'ask') {
       if (v.reason !== undefined && typeof v.reason !== 'string')
@@ -46,6 +74,7 @@ export function parsePreDecision(value: unknown, who: string): PreDecision | und
         kind: 'ask',
         ...(v.reason ? { reason: v.reason } : {}),
         ...(approvers !== undefined ? { approvers: checkQuorum(`${who}'s ask`, approvers) } : {}),
+        ...bound,
       };
     }
   }

@@ -10,6 +10,7 @@ import type {
   ContentBlock,
   EventDraft,
   JsonObject,
+  PolicyBinding,
   RetryPolicyInput,
   SessionState,
   StatePatch,
@@ -36,12 +37,14 @@ export interface CallRef {
   rootCallId?: string;
   /** This call's share of the batch's Temporal budget, in JSON bytes (pipeline/budget.ts). */
   inlineBytes?: number;
+  /** Guards after a person's decision: the policy the ask was raised under, to judge the call again. */
+  askedUnder?: PolicyBinding;
 }
 
 /** Where a call stands after pre-execute (and guards, when no person has to be asked). */
 export type Gate =
   | { kind: 'dispatch' }
-  | { kind: 'ask'; reason?: string; approvers?: QuorumSettings }
+  | { kind: 'ask'; reason?: string; approvers?: QuorumSettings; policy?: PolicyBinding }
   /** A denial: becomes `Error: <message>` and still goes through post-execute. */
   | { kind: 'denied'; message: string; code: string }
   /** A failure of the pipeline itself: skips post-execute. */

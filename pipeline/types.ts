@@ -94,11 +94,30 @@ export interface Candidate {
   stashed?: string;
 }
 
-/** An ask may name a quorum of approvers (a policy rule's two-person rule); the stricter one holds. */
-export type PreDecision =
+/**
+ * A pre-execute answer. An ask may name a quorum of approvers (a policy rule's two-person rule);
+ * the stricter one holds. `policy` is set by the policy files (hooks/policy.ts): the digest of the
+ * sources that judged the call and the rule that decided, which an ask is bound to.
+ */
+export type PreDecision = (
   | { kind: 'allow' }
   | { kind: 'deny'; reason: string }
-  | { kind: 'ask'; reason?: string; approvers?: QuorumSettings };
+  | { kind: 'ask'; reason?: string; approvers?: QuorumSettings }
+) & { policy?: PolicyBinding };
+
+/**
+ * The policy an ask was raised under: a person's approval answers the call as that policy judged
+ * it. When the worker that runs the call after the decision reads different policy files, the call
+ * is judged again before it runs (hooks/policy.ts `recheck`).
+ */
+export interface PolicyBinding {
+  /** One digest over every policy file read (their labels and digests). */
+  digest: string;
+  /** What the sources together said; `none` when no rule matched (the tool's own approval asked). */
+  decision: 'allow' | 'ask' | 'deny' | 'none';
+  /** The rule that decided, when one did. */
+  rule?: { source: string; file: string; line: number; text: string };
+}
 
 /** `allowed-session`: approved for the rest of the session (a session grant, pipeline/grants.ts). */
 export type ApprovalOutcome = 'allowed-once' | 'allowed-session' | 'rejected' | 'cancelled' | 'unavailable';

@@ -14,6 +14,7 @@ import type {
   ContentBlock,
   Json,
   JsonObject,
+  PolicyBinding,
   PreDecision,
   RetryPolicyInput,
   SessionState,
@@ -88,6 +89,21 @@ export type ResultObserver = (notice: ResultNotice) => void;
  * it belongs to then runs as a regular activity instead of a local one.
  */
 export type Named<F> = F | { name: string; handler: F; longRunning?: boolean };
+
+/**
+ * Judges a call again after a person decided, under the policy this worker reads now: the ask was
+ * bound to `askedUnder` (hooks/policy.ts). A string denies the call; undefined lets the approval
+ * stand. What it found goes on record with `ctx.emit`.
+ */
+export type PolicyRecheck = (ctx: StageContext, askedUnder: PolicyBinding) => Promise<string | undefined>;
+
+/** A pre-execute extension whose asks are bound to a policy, and that judges them again (policyRules). */
+export interface PolicyPreExecute {
+  name: string;
+  handler: PreExecuteHandler;
+  longRunning?: boolean;
+  recheck: PolicyRecheck;
+}
 
 export interface ToolDefinition<Args = any> {
   name: string;
@@ -281,6 +297,7 @@ export interface SluiceConfig {
   notifiers?: NotifierSettings[];
   /** Verified approvers: how a worker checks a decision's signed identity. */
   approvers?: ApproverSettings;
+  /** Named<PreExecuteHandler> includes a PolicyPreExecute (policyRules), found by its `recheck`. */
   preExecute?: Named<PreExecuteHandler>[];
   guards?: Named<Guard>[];
   execute?: Named<ExecuteWrapper>[];
@@ -410,6 +427,14 @@ export function nameOf(ext: Named<(...args: never[]) => unknown>, fallback: stri
 
 export function isLongRunning(ext: Named<unknown>): boolean {
   return typeof ext === 'object' && ext !== null && (ext as { longRunning?: boolean }).longRunning === true;
+}
+
+/** The policy re-check among the pre-execute extensions, if one is configured. */
+export function policyRecheckOf(exts: readonly Named<PreExecuteHandler>[] = []): PolicyRecheck | undefined {
+  for (const e of exts)
+    if (typeof e === 'object' && e !== null && typeof (e as PolicyPreExecute).recheck === 'function')
+      return (e as PolicyPreExecute).recheck;
+  return undefined;
 }
 
 export function handlerOf<F>(ext: Named<F>): F {

@@ -132,7 +132,10 @@ export class ApprovalStage {
       };
     this.tracker.stage(call.id, 'guards');
     try {
-      const guarded = await this.runner.guards(ref!);
+      // An ask bound to a policy (hooks/policy.ts): the guards judge the call again under the policy
+      // of the worker that runs them. Histories recorded before carry no binding in their preflight
+      // results, so their guards' input is as it was (compat.ts, UNMARKED_CHANGES.policyBinding).
+      const guarded = await this.runner.guards(ask.policy ? { ...ref!, askedUnder: ask.policy } : ref!);
       this.events.recordAll(guarded.events);
       adm.preContexts = [...adm.preContexts, ...guarded.contexts];
       return guarded.gate;

@@ -153,6 +153,25 @@ export const MEMO_FLAGS = {
   },
 } as const satisfies Record<string, MemoFlag>;
 
+interface UnmarkedChange {
+  since: string;
+  /** Why no patch marker: replay compares what it would break, and this changes none of it. */
+  why: string;
+}
+
+/**
+ * Changes of what a new history carries that need no marker: they add data to a command the old
+ * code issued at the same point (core compares a scheduled activity's type and id on replay, not
+ * its input), taken from a result recorded in the history itself, so an old history replays with
+ * the old data. Listed here so every change of workflow behaviour is in one file.
+ */
+export const UNMARKED_CHANGES = {
+  policyBinding: {
+    since: '1.0.0',
+    why: 'the guards after a decision get the policy the ask was bound to (CallRef.askedUnder), taken from the recorded preflight result (Gate.policy); a preflight recorded before has no binding, so its guards input is unchanged, and a worker of any release may run them',
+  },
+} as const satisfies Record<string, UnmarkedChange>;
+
 /** What the approvals of a batch do, from the memo it was started with (MEMO_FLAGS). */
 export interface MemoFeatures {
   readonly approvalsMemo: boolean;
