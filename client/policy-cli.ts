@@ -94,6 +94,8 @@ function explain(
     return 0;
   }
   if (!policy.files.length) out('no policy files found in the workspace');
+  // The digest an approval's card names: the same digest means the same policy judged it.
+  else out(`policy ${policy.digest} (${policy.files.map((f) => f.label).join(', ')})`);
   for (const w of policy.warnings) out(`note: ${w}`);
   for (const r of results) out(renderExplanation(r.tool, r.args, r.explanation));
   return 0;
@@ -131,7 +133,7 @@ function check(
     out(JSON.stringify({ ...report, ok }, null, 2));
     return ok ? 0 : 1;
   }
-  out(`${policy.files.length} policy file(s), ${policy.rules.length} rule(s)`);
+  out(`${policy.files.length} policy file(s), ${policy.rules.length} rule(s), policy ${policy.digest}`);
   out(`embedded examples: ${report.examples.ran} run, ${report.examples.failures.length} failed`);
   for (const f of report.examples.failures)
     out(`  FAIL ${f.rule.file}:${f.rule.line} ${f.rule.text}: example ${f.example} should ${f.expected} but ${f.got}`);

@@ -7,7 +7,15 @@ import { addGrant, grantFor } from '../pipeline/grants';
 import { ErrorCodes } from '../pipeline/errors';
 import { stricterQuorum } from '../pipeline/quorum';
 import type { Gate, ToolProfile } from '../pipeline/stages';
-import type { BatchInput, Card, DecidedApproval, GrantUse, SessionState, ToolCall } from '../pipeline/types';
+import type {
+  BatchInput,
+  Card,
+  DecidedApproval,
+  GrantUse,
+  PolicyBinding,
+  SessionState,
+  ToolCall,
+} from '../pipeline/types';
 import type { Approvals } from './approvals';
 import type { Admission, CallTracker, Lineage } from './admission';
 import type { CallLedger } from './call-ledger';
@@ -135,7 +143,9 @@ export class ApprovalStage {
       // An ask bound to a policy (hooks/policy.ts): the guards judge the call again under the policy
       // of the worker that runs them. Histories recorded before carry no binding in their preflight
       // results, so their guards' input is as it was (compat.ts, UNMARKED_CHANGES.policyBinding).
-      const guarded = await this.runner.guards(ask.policy ? { ...ref!, askedUnder: ask.policy } : ref!);
+      // An ask raised ahead was asked under the policy of the preflight that raised it.
+      const askedUnder = raised ? raised.policy : ask.policy;
+      const guarded = await this.runner.guards(askedUnder ? { ...ref!, askedUnder } : ref!);
       this.events.recordAll(guarded.events);
       adm.preContexts = [...adm.preContexts, ...guarded.contexts];
       return guarded.gate;
@@ -190,7 +200,10 @@ export class ApprovalStage {
         continue;
       this.ledger.recordStart(next.call, {});
       this.tracker.stage(next.call.id, 'awaiting-approval');
-      const entry: RaisedAsk = { decided: Promise.resolve(undefined as unknown as DecidedApproval) };
+      const entry: RaisedAsk = {
+        decided: Promise.resolve(undefined as unknown as DecidedApproval),
+        ...(next.result.gate.policy ? { policy: next.result.gate.policy } : {}),
+      };
       // The digest people see is the worker's keyed one, as for an ask raised on the call's own
       // turn: the look-ahead's reference carries the workflow's plain sha-256, which would give
       // small arguments away. Decisions recorded before this carried the plain one: still taken.
@@ -222,4 +235,6 @@ export interface RaisedAsk {
   used?: boolean;
   /** Why the call no longer needs it: the ask then ends as cancelled with this reason. */
   withdrawn?: string;
+  /** The policy the ask was raised under (the call's own turn may run under another). */
+  policy?: PolicyBinding;
 }
