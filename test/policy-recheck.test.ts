@@ -37,7 +37,8 @@ const start = async () => {
 };
 
 describe('an approval waiting while the policy changes', () => {
-  it('is judged again under the new policy by the worker that runs the call', async () => {
+  // Two worker starts and four batches: minutes at load 16, not the default minute.
+  it('is judged again under the new policy by the worker that runs the call', { timeout: 600_000 }, async () => {
     await start();
     const names = ['a', 'b', 'c', 'd'];
     const handles = await Promise.all(
