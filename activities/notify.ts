@@ -5,6 +5,7 @@
 // gets `{"text": ...}` (Slack, Mattermost, Google Chat and Teams' incoming webhooks read `text`).
 import { createHmac } from 'node:crypto';
 import type { ApprovalNotice } from '../pipeline/lifecycle';
+import { type ApprovalLinkSettings, approvalLink, linkKeyProblem } from './approval-links';
 import type { NotifierSettings } from '../worker/config';
 
 export const SIGNATURE_HEADER = 'x-sluice-signature';
@@ -52,17 +53,29 @@ export function chatText(n: ApprovalNotice): string {
   }[n.kind];
   const assigned =
     n.assignee && n.kind !== 'escalated' && n.kind !== 'reassigned' ? ` Assigned to ${q(n.assignee)}.` : '';
-  const command =
+  const cli =
     SAFE_APPROVAL_ID.test(n.approvalId) && SAFE_DIGEST.test(n.argsDigest)
-      ? `Decide: npx sluice approve ${n.approvalId} --digest ${n.argsDigest}`
+      ? `npx sluice approve ${n.approvalId} --digest ${n.argsDigest}`
+      : undefined;
+  // The link is Sluice's own (the configured inbox address and a signed token), never model text.
+  const command = n.link
+    ? `Decide: ${n.link} (opens a confirm page; one use)${cli ? ` or ${cli}` : ''}`
+    : cli
+      ? `Decide: ${cli}`
       : 'Decide in the inbox (sluice ui) or with sluice approvals.';
   // Sluice's own line first; the model's text only on the second, quoted, on one line.
   return `Sluice approval ${SAFE_APPROVAL_ID.test(n.approvalId) ? n.approvalId : '(unreadable id)'} ${what}.${assigned} ${command}\nTool ${chatSafe(n.toolName, 80)}, call ${q(n.callId)}: ${q(n.title)}`;
 }
 
-export function createNotifyActivities(notifiers: NotifierSettings[] = []) {
+export function createNotifyActivities(notifiers: NotifierSettings[] = [], links?: ApprovalLinkSettings) {
+  // A worker told to send links without a usable key stops at start, rather than send none.
+  const keyProblem = links ? linkKeyProblem(links.key ?? process.env.SLUICE_LINK_KEY) : undefined;
+  if (keyProblem) throw new Error(`approvalLinks in the worker config: ${keyProblem}`);
   return {
-    async notifyApprovers(notice: ApprovalNotice): Promise<{ sent: number }> {
+    async notifyApprovers(asked: ApprovalNotice): Promise<{ sent: number }> {
+      // A one-time link for the person away from a terminal, when the worker has an inbox address and key.
+      const link = approvalLink(links, asked);
+      const notice: ApprovalNotice = link ? { ...asked, link } : asked;
       for (const n of notifiers) {
         const body = n.kind === 'chat' ? JSON.stringify({ text: chatText(notice) }) : JSON.stringify(notice);
         const headers: Record<string, string> = { 'content-type': 'application/json', 'x-sluice-event': notice.kind };

@@ -954,6 +954,9 @@ export function decideUpdateId(d: ApprovalDecision): string {
         d.argsDigest ?? '',
         // A session grant, its pins, or a signed identity make it another decision (absent: as before).
         ...(d.scope === 'session' || d.signedIdentity ? [d.scope ?? '', d.pins ?? [], d.signedIdentity ?? ''] : []),
+        // A link decision is its own request: a second use of the same link must reach the batch
+        // (which refuses it, link-used), not be answered with the first use's result.
+        ...(d.link ? ['link', d.link.id, d.requestId ?? ''] : []),
       ]),
     )
     .digest('hex');

@@ -72,6 +72,8 @@ export type EventPayloads = {
     verified?: VerifiedApprover;
     /** A quorum ask: every approver whose vote counted. */
     approvers?: string[];
+    /** The one-time approval link the deciding decision came through. */
+    link?: string;
     latencyMs: number;
   };
   /** A quorum ask: one approver's vote, recorded as it comes, with the tally after it. */
@@ -86,6 +88,8 @@ export type EventPayloads = {
     rejections: number;
     quorum: number;
     via: 'signal' | 'update';
+    /** The one-time approval link the vote came through. */
+    link?: string;
   };
   /** Lifecycle: nobody decided within escalateAfterMs, so the ask went to another group. */
   'approval/escalated': { id: string; callId: string; from?: string; to: string; afterMs: number };

@@ -293,6 +293,8 @@ export interface ApprovalsMemo {
   /** The session grants the batch knows (given before or in it), and which calls they allowed. */
   grants?: SessionGrant[];
   grantUses?: GrantUse[];
+  /** One-time approval links this batch took a decision from (newest last): each is refused after. */
+  linksUsed?: string[];
 }
 
 /** A call that ran on a session grant instead of asking. */
@@ -374,6 +376,12 @@ export interface ApprovalDecision {
    * records the subject as `by`. Never the token itself: that would put it in history in clear.
    */
   signedIdentity?: string;
+  /**
+   * Sent by the inbox for a decision made through a one-time approval link whose signature it
+   * checked: the batch refuses a link for another approval, one past its expiry, or one it has
+   * already taken a decision from, and records the link id with the decision it takes.
+   */
+  link?: { id: string; approvalId: string; expiresAt: string };
 }
 
 /** Why a decision was not taken; the update fails with it and `approval/refused` records it. */
@@ -392,7 +400,12 @@ export type RefusalCode =
   /** Quorum: the session's own user may not approve its calls (two-person rule). */
   | 'self-approval'
   /** Quorum: a vote with no name to tell approvers apart. */
-  | 'anonymous';
+  | 'anonymous'
+  /** One-time links: this link already decided; a link for another approval; a link past its expiry; not signed with the key. */
+  | 'link-used'
+  | 'link-mismatch'
+  | 'link-expired'
+  | 'link-forged';
 
 export interface DecisionRefusal {
   code: RefusalCode;

@@ -1,6 +1,7 @@
 // The public surface a user writes against in `sluice.config.ts`: tools and extension points.
 import type { ApprovalLifecycle } from '../pipeline/lifecycle';
 import { checkQuorum, type QuorumSettings } from '../pipeline/quorum';
+import type { ApprovalLinkSettings } from '../activities/approval-links';
 import type { StandardSchemaV1 } from '@standard-schema/spec';
 import type { ModelEntry } from '../agent/models';
 import type { ResultStore } from './claim-check';
@@ -295,6 +296,12 @@ export interface SluiceConfig {
   tools: ToolDefinition[];
   /** Approval notices (asked, reminder, escalated, reassigned), sent by an activity. */
   notifiers?: NotifierSettings[];
+  /**
+   * One-time approval links in notices: `{ baseUrl: 'https://inbox.example.com' }` (the inbox as
+   * approvers reach it) and the key in SLUICE_LINK_KEY, which the inbox needs too
+   * (docs/approvals.md, "One-time approval links").
+   */
+  approvalLinks?: ApprovalLinkSettings;
   /** Verified approvers: how a worker checks a decision's signed identity. */
   approvers?: ApproverSettings;
   /** Named<PreExecuteHandler> includes a PolicyPreExecute (policyRules), found by its `recheck`. */

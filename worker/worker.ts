@@ -109,7 +109,7 @@ export class SluicePlugin implements WorkerPlugin {
       ...session,
       ...createFirstRoundActivities(session, stageActivities),
       ...createIdentityActivities(this.config.approvers),
-      ...createNotifyActivities(this.config.notifiers),
+      ...createNotifyActivities(this.config.notifiers, this.config.approvalLinks),
       ...createAttachActivities(),
     };
     const mine = (options.activities ?? {}) as Record<string, unknown>;

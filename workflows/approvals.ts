@@ -80,6 +80,8 @@ export class Approvals {
   private readonly open = new Map<string, Entry>();
   readonly decided: DecidedApproval[] = [];
   private refusalsRecorded = 0;
+  /** One-time approval links a decision was taken from: each decides once (docs/approvals.md). */
+  private readonly linksUsed: string[] = [];
   private recentRefusals: MemoRefusal[] = [];
   constructor(
     private readonly events: EventLog,
@@ -263,6 +265,10 @@ export class Approvals {
     return refusal;
   }
 
+  private useLink(d: ApprovalDecision): void {
+    if (d.link) this.linksUsed.push(d.link.id);
+  }
+
   /**
    * Takes a decision for its ask: at once, or, for a quorum ask, as one approver's vote (recorded
    * as it comes) that ends the ask when the quorum is met or the rejections deny it. Returns why a
@@ -273,6 +279,7 @@ export class Approvals {
     const q = entry.pending.quorum;
     if (!q) {
       entry.decision = d;
+      this.useLink(d);
       return undefined;
     }
     const { callId, toolName } = entry.pending;
@@ -314,6 +321,7 @@ export class Approvals {
       ...(d.requestId ? { requestId: d.requestId } : {}),
     };
     (d.decision === 'approve' ? q.approvals : q.rejections).push(vote);
+    this.useLink(d);
     this.events.record('approval/vote', {
       id: entry.pending.approvalId,
       callId,
@@ -325,6 +333,7 @@ export class Approvals {
       rejections: q.rejections.length,
       quorum: q.needed,
       via,
+      ...(d.link ? { link: d.link.id } : {}),
     });
     const voters = (votes: typeof q.approvals) => votes.map((v) => v.by);
     const reasons = (votes: typeof q.approvals) =>
@@ -339,6 +348,7 @@ export class Approvals {
       approvers: voters(votes),
       ...(reasons(votes) ? { reason: reasons(votes).slice(0, 2000) } : {}),
       ...(d.requestId ? { requestId: d.requestId } : {}),
+      ...(d.link ? { link: d.link } : {}),
     });
     if (d.decision === 'approve' && q.approvals.length >= q.needed) entry.decision = ending(q.approvals);
     else if (d.decision === 'deny' && q.rejections.length >= rejectionsToDeny(q)) entry.decision = ending(q.rejections);
@@ -351,6 +361,8 @@ export class Approvals {
 
   /** Why a decision cannot be taken, in words for the person who sent it; undefined if it can. */
   refusalOf(d: ApprovalDecision, digestRequired: boolean): DecisionRefusal | undefined {
+    const linkRefused = d.link ? this.linkRefusal(d, d.link) : undefined;
+    if (linkRefused) return linkRefused;
     const done = this.decided.find((e) => e.approvalId === d.approvalId);
     if (done) {
       const ended = { callId: done.callId, outcome: done.outcome, ...(done.by ? { by: done.by } : {}) };
@@ -398,6 +410,30 @@ export class Approvals {
       };
     }
     return this.grantRefusal(d, entry);
+  }
+
+  /**
+   * A decision through a one-time link (its signature checked by the inbox): it must be for this
+   * approval, before the link's expiry, and the first the link makes. Checked here, by the batch,
+   * so a restart of the inbox or a second inbox cannot use a link twice.
+   */
+  private linkRefusal(d: ApprovalDecision, link: NonNullable<ApprovalDecision['link']>): DecisionRefusal | undefined {
+    if (this.linksUsed.includes(link.id))
+      return {
+        code: 'link-used',
+        message: `this approval link was already used (links decide once); nothing was decided. Ask for a new link, or decide in the inbox`,
+      };
+    if (link.approvalId !== d.approvalId)
+      return {
+        code: 'link-mismatch',
+        message: `this approval link is for approval ${link.approvalId.slice(0, 80)}, not ${d.approvalId.slice(0, 80)}; nothing was decided`,
+      };
+    if (!(Date.parse(link.expiresAt) > Date.now()))
+      return {
+        code: 'link-expired',
+        message: `this approval link expired at ${link.expiresAt.slice(0, 40)}; nothing was decided. Ask for a new link, or decide in the inbox`,
+      };
+    return undefined;
   }
 
   /** A session grant whose pins would not hold for the call asked about (they may only narrow). */
@@ -523,6 +559,7 @@ export class Approvals {
       grantId?: string;
       verified?: VerifiedApprover;
       approvers?: string[];
+      link?: string;
     };
     if (opts.policy === 'never') {
       ended = { outcome: 'rejected', by: 'policy', reason: opts.reason ?? `${ref.name} is never approved` };
@@ -593,6 +630,7 @@ export class Approvals {
           ...(d.grantId ? { grantId: d.grantId } : {}),
           ...(d.verified ? { verified: d.verified } : {}),
           ...(d.approvers ? { approvers: d.approvers } : {}),
+          ...(d.link ? { link: d.link.id } : {}),
         };
         if (session && !d.grantId) {
           ended.grant = {
@@ -623,7 +661,8 @@ export class Approvals {
       this.open.delete(approvalId);
     }
     const decidedAt = new Date();
-    const result: DecidedApproval = { approvalId, callId: ref.callId, ...ended, decidedAt: decidedAt.toISOString() };
+    const { link, ...outcome } = ended;
+    const result: DecidedApproval = { approvalId, callId: ref.callId, ...outcome, decidedAt: decidedAt.toISOString() };
     this.decided.push(result);
     if (opts.channel && opts.policy !== 'never') this.publish();
     this.events.record('approval/decided', {
@@ -637,6 +676,7 @@ export class Approvals {
       ...(result.grantId && !result.grant ? { grantId: result.grantId } : {}),
       ...(result.verified ? { verified: result.verified } : {}),
       ...(result.approvers ? { approvers: result.approvers } : {}),
+      ...(link ? { link } : {}),
       latencyMs: decidedAt.getTime() - askedAt.getTime(),
     });
     return result;
@@ -706,6 +746,7 @@ export class Approvals {
     const all = [...grants, ...given.filter((g) => !grants.some((x) => x.id === g.id))];
     if (all.length) memo.grants = all.slice(-MEMO_RECENT);
     if (uses.length) memo.grantUses = uses.slice(-MEMO_RECENT);
+    if (this.linksUsed.length) memo.linksUsed = this.linksUsed.slice(-50);
     upsertMemo({ [APPROVALS_MEMO]: memo });
   }
   private publishedIds?: string[];
@@ -755,6 +796,14 @@ function fieldProblem(d: ApprovalDecision): string | undefined {
     if (v !== undefined && v !== null && typeof v !== 'string')
       return `malformed decision: "${key}" must be a string (got ${Array.isArray(v) ? 'an array' : typeof v === 'object' ? 'an object' : `a ${typeof v}`}); ${MALFORMED.slice('malformed decision: '.length)}`;
   }
+  const link = d.link as unknown;
+  if (
+    link !== undefined &&
+    link !== null &&
+    (typeof link !== 'object' ||
+      ['id', 'approvalId', 'expiresAt'].some((k) => typeof (link as Record<string, unknown>)[k] !== 'string'))
+  )
+    return 'malformed decision: "link" must be {"id", "approvalId", "expiresAt"} (strings), as the inbox sends it';
   if (d.scope !== undefined && d.scope !== null && d.scope !== 'once' && d.scope !== 'session')
     return `malformed decision: "scope" must be "once" or "session" (got ${JSON.stringify(d.scope).slice(0, 40)})`;
   return undefined;
@@ -774,6 +823,15 @@ function normalizeDecision(d: ApprovalDecision): ApprovalDecision {
     ...(typeof d.by === 'string' && d.by ? { by: d.by.slice(0, 200) } : {}),
     ...(typeof d.reason === 'string' && d.reason ? { reason: d.reason.slice(0, 2000) } : {}),
     ...(typeof d.requestId === 'string' && d.requestId ? { requestId: d.requestId.slice(0, 100) } : {}),
+    ...(d.link
+      ? {
+          link: {
+            id: d.link.id.slice(0, 100),
+            approvalId: d.link.approvalId.slice(0, 200),
+            expiresAt: d.link.expiresAt.slice(0, 40),
+          },
+        }
+      : {}),
     ...(d.decision === 'approve' && d.scope === 'session'
       ? { scope: 'session' as const, pins: cleanPins(d.pins) }
       : {}),

@@ -12,6 +12,7 @@ import * as path from 'node:path';
 import { DecisionRefusedError, SluiceError, type SluiceClient } from '../client';
 import type { SluiceStores } from '../../worker/stores';
 import { InboxFeed, type InboxSnapshot } from './feed';
+import { type LinkDeps, linkRoute } from './links';
 
 export const DEFAULT_INBOX_HOST = '127.0.0.1';
 export const DEFAULT_INBOX_PORT = 8234;
@@ -71,6 +72,8 @@ export interface InboxOptions {
   refreshMs?: number;
   /** Finished batches shown. Default 20. */
   recentLimit?: number;
+  /** The key one-time approval links are signed with (the workers' too); default SLUICE_LINK_KEY. */
+  linkKey?: string;
   /** The workers' session store (files or PostgreSQL): a session's timeline is read from it when it has the session. */
   store?: Pick<SluiceStores, 'hasSession' | 'events'>;
 }
@@ -176,8 +179,24 @@ export async function startInbox(opts: InboxOptions): Promise<Inbox> {
       if (problem) return send(res, 403, { status: 'forbidden', message: problem });
       return reconcile(req, res);
     }
+    if (await linkRoute(links, req, res, url)) return;
     send(res, 404, { status: 'not-found', message: `no such page: ${req.method} ${url.pathname}` });
   }
+
+  // One-time approval links (client/inbox/links.ts): behind the same Host and proxy checks as every route.
+  const links: LinkDeps = {
+    client: opts.client,
+    key: opts.linkKey ?? process.env.SLUICE_LINK_KEY,
+    headerMode: !!userHeader,
+    securityHeaders: SECURITY_HEADERS,
+    send,
+    jsonBody,
+    crossSiteProblem,
+    whoDecides: (req, res, body) => whoDecides(req, res, body, 'approver'),
+    identityOf,
+    poke: () => stream.poke(),
+    log: (line) => process.stderr.write(`sluice inbox: ${line}\n`),
+  };
 
   /** The signed-in approver's JWT from the identity header, to be sealed with the decision. */
   function identityOf(req: http.IncomingMessage): { identityToken?: string; sealKey?: SealKey } {
