@@ -42,3 +42,15 @@ export {
   type ReconcileInput,
   type Reconciliation,
 } from '../pipeline/reconcile';
+// The agent SDKs' approval points answered by Sluice (docs/gateway.md, "Agent SDKs").
+export { askSluice, type SluiceApprovalOptions, type SluiceVerdict } from './integrations/approval';
+export {
+  sluiceApprovalResponses,
+  type AiSdkApprovalRequest,
+  type AiSdkApprovalResponse,
+} from './integrations/ai-sdk';
+export {
+  sluiceDecideInterruptions,
+  type AgentsApprovalItem,
+  type AgentsInterruptedRun,
+} from './integrations/openai-agents';

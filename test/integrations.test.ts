@@ -1,0 +1,248 @@
+// The agent SDKs' approval points answered by Sluice (client/integrations/): the real AI SDK 7
+// (`needsApproval`, with its OpenAI-compatible provider) and the real OpenAI Agents SDK (tools that
+// need approval, its run state across the interruption), each against a local server speaking the
+// OpenAI chat completions wire format, with a worker on the run's dev server whose config has the
+// apps' tools as decision-only tools. A person approves or denies through Sluice, bound to the
+// arguments' digest; the SDK runs the tool only when Sluice allowed it.
+import * as http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import { Agent, OpenAIProvider, Runner, RunState, setTracingDisabled, tool as agentsTool } from '@openai/agents';
+import { generateText, type ModelMessage, tool as aiTool } from 'ai-v7';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { z } from 'zod';
+import { sluiceApprovalResponses } from '../client/integrations/ai-sdk';
+import { sluiceDecideInterruptions } from '../client/integrations/openai-agents';
+import { harnessTools } from '../hooks';
+import type { PendingApproval } from '../pipeline/types';
+import { defineConfig } from '../worker/config';
+import { eventually } from './eventually';
+import { type Harness, startHarness } from './harness';
+
+vi.setConfig({ testTimeout: 180_000 });
+
+let h: Harness;
+let server: http.Server;
+let baseURL: string;
+/** Every chat completions request the fake provider received. */
+const requests: { messages: { role: string; content?: unknown; tool_call_id?: string }[] }[] = [];
+let callCounter = 0;
+
+// The fake provider: the user message is `{"tool": name, "args": {...}}`; the model calls that
+// tool, and once a tool message is in the conversation it answers `final: <the tool's content>`.
+function completion(body: { model: string; messages: any[] }) {
+  const last = body.messages[body.messages.length - 1];
+  const message =
+    last.role === 'tool'
+      ? {
+          role: 'assistant',
+          content: `final: ${typeof last.content === 'string' ? last.content : JSON.stringify(last.content)}`,
+        }
+      : (() => {
+          const ask = JSON.parse(
+            [...body.messages]
+              .reverse()
+              .find((m) => m.role === 'user')
+              ?.content?.toString() ?? '{}',
+          );
+          return {
+            role: 'assistant',
+            content: null,
+            tool_calls: [
+              {
+                id: `call_${++callCounter}`,
+                type: 'function',
+                function: { name: ask.tool, arguments: JSON.stringify(ask.args) },
+              },
+            ],
+          };
+        })();
+  return {
+    id: `chatcmpl-${callCounter}`,
+    object: 'chat.completion',
+    created: 1,
+    model: body.model,
+    choices: [{ index: 0, message, finish_reason: message.content === null ? 'tool_calls' : 'stop', logprobs: null }],
+    usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
+  };
+}
+
+beforeAll(async () => {
+  setTracingDisabled(true);
+  server = http.createServer((req, res) => {
+    let data = '';
+    req.on('data', (d) => (data += d));
+    req.on('end', () => {
+      if (req.url !== '/v1/chat/completions') {
+        res.writeHead(404, { 'content-type': 'application/json' });
+        return res.end(JSON.stringify({ error: { message: `no ${req.url} here` } }));
+      }
+      const body = JSON.parse(data);
+      requests.push(body);
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(completion(body)));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  baseURL = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+  h = await startHarness(
+    'integrations',
+    defineConfig({
+      // The apps' tools, decided by Sluice and run by the SDK: delete_file asks a person.
+      tools: harnessTools({ names: ['delete_file', 'get_time'], approval: { delete_file: 'ask' } }),
+    }),
+  );
+});
+
+afterAll(async () => {
+  await h?.close();
+  server?.close();
+});
+
+let sessions = 0;
+const newSession = (what: string) => `${what}-${process.pid}-${Date.now()}-${++sessions}`;
+
+/** The session's pending approval, once its batch shows it. */
+function pendingIn(sessionId: string): Promise<PendingApproval> {
+  return eventually(`a pending approval in session ${sessionId}`, async () =>
+    (await h.client.pendingApprovals()).find((p) => p.sessionId === sessionId),
+  );
+}
+
+describe('AI SDK 7: needsApproval answered by Sluice', () => {
+  const ran: string[] = [];
+  const model = () => createOpenAICompatible({ name: 'fake', baseURL, apiKey: 'sk-fake' }).chatModel('fake-model');
+  const tools = {
+    delete_file: aiTool({
+      description: 'Deletes a file',
+      inputSchema: z.object({ path: z.string() }),
+      needsApproval: true,
+      execute: async ({ path }) => {
+        ran.push(path);
+        return `deleted ${path}`;
+      },
+    }),
+  };
+
+  async function ask(sessionId: string, path: string, decide: (p: PendingApproval) => Promise<unknown>) {
+    const messages: ModelMessage[] = [
+      { role: 'user', content: JSON.stringify({ tool: 'delete_file', args: { path } }) },
+    ];
+    const first = await generateText({ model: model(), tools, messages });
+    expect(first.content.some((p) => p.type === 'tool-approval-request')).toBe(true);
+    const answering = sluiceApprovalResponses(first.content, { sluice: h.client, sessionId });
+    const pending = await pendingIn(sessionId);
+    expect(pending.toolName).toBe('delete_file');
+    expect(pending.arguments).toEqual({ path });
+    await decide(pending);
+    const answer = await answering;
+    messages.push(...first.response.messages, answer!);
+    const second = await generateText({ model: model(), tools, messages });
+    return { answer: answer!, second };
+  }
+
+  it('a call a person approves in Sluice runs, and the model reads its result', async () => {
+    const sessionId = newSession('ai-sdk-approve');
+    const { answer, second } = await ask(sessionId, 'a.txt', (p) =>
+      h.client.decide({
+        approvalId: p.approvalId,
+        decision: 'approve',
+        by: 'alice',
+        argsDigest: p.argsDigest,
+        workflowId: p.workflowId,
+      }),
+    );
+    expect(answer.content).toEqual([
+      expect.objectContaining({
+        type: 'tool-approval-response',
+        approved: true,
+        reason: 'approved in Sluice by alice',
+      }),
+    ]);
+    expect(ran).toContain('a.txt');
+    expect(second.text).toBe('final: deleted a.txt');
+  });
+
+  it('a call a person denies in Sluice never runs; the model is told why', async () => {
+    const sessionId = newSession('ai-sdk-deny');
+    const { answer, second } = await ask(sessionId, 'b.txt', (p) =>
+      h.client.decide({
+        approvalId: p.approvalId,
+        decision: 'deny',
+        by: 'bob',
+        reason: 'keep b.txt',
+        argsDigest: p.argsDigest,
+        workflowId: p.workflowId,
+      }),
+    );
+    expect(answer.content[0]).toMatchObject({ approved: false });
+    expect(answer.content[0].reason).toContain('keep b.txt');
+    expect(ran).not.toContain('b.txt');
+    expect(second.text).toContain('keep b.txt');
+  });
+});
+
+describe('OpenAI Agents SDK: tool approvals answered by Sluice', () => {
+  const ran: string[] = [];
+  const deleteFile = agentsTool({
+    name: 'delete_file',
+    description: 'Deletes a file',
+    parameters: z.object({ path: z.string() }),
+    needsApproval: true,
+    execute: async ({ path }) => {
+      ran.push(path);
+      return `deleted ${path}`;
+    },
+  });
+  const agent = new Agent({ name: 'files', instructions: 'Manage files.', tools: [deleteFile], model: 'fake-model' });
+  const runner = () =>
+    new Runner({ modelProvider: new OpenAIProvider({ apiKey: 'sk-fake', baseURL, useResponses: false }) });
+
+  it('approved in Sluice: the run state survives the interruption (serialized, restored), the tool runs once', async () => {
+    const sessionId = newSession('agents-approve');
+    const first = await runner().run(agent, JSON.stringify({ tool: 'delete_file', args: { path: 'c.txt' } }));
+    expect(first.interruptions?.map((i) => i.name)).toEqual(['delete_file']);
+    // The app keeps the run state (a database row) while a person decides; a new process restores it.
+    const restored = await RunState.fromString(agent, first.state.toString());
+    const interruptions = restored.getInterruptions();
+    const deciding = sluiceDecideInterruptions({ interruptions, state: restored }, { sluice: h.client, sessionId });
+    const pending = await pendingIn(sessionId);
+    expect(pending.arguments).toEqual({ path: 'c.txt' });
+    await h.client.decide({
+      approvalId: pending.approvalId,
+      decision: 'approve',
+      by: 'carol',
+      argsDigest: pending.argsDigest,
+      workflowId: pending.workflowId,
+    });
+    const [verdict] = await deciding;
+    expect(verdict).toMatchObject({ allowed: true, by: 'carol' });
+    const second = await runner().run(agent, restored);
+    expect(second.interruptions ?? []).toEqual([]);
+    expect(ran.filter((p) => p === 'c.txt')).toHaveLength(1);
+    expect(second.finalOutput).toBe('final: deleted c.txt');
+  });
+
+  it('denied in Sluice: the tool never runs, and the model reads Sluice’s reason', async () => {
+    const sessionId = newSession('agents-deny');
+    const first = await runner().run(agent, JSON.stringify({ tool: 'delete_file', args: { path: 'd.txt' } }));
+    const deciding = sluiceDecideInterruptions(first, { sluice: h.client, sessionId });
+    const pending = await pendingIn(sessionId);
+    await h.client.decide({
+      approvalId: pending.approvalId,
+      decision: 'deny',
+      by: 'dan',
+      reason: 'not d.txt',
+      argsDigest: pending.argsDigest,
+      workflowId: pending.workflowId,
+    });
+    const [verdict] = await deciding;
+    expect(verdict.allowed).toBe(false);
+    const second = await runner().run(agent, first.state);
+    expect(ran).not.toContain('d.txt');
+    expect(String(second.finalOutput)).toContain('not d.txt');
+    // What the fake provider was sent back as the tool's result is Sluice's reason.
+    const toolMessages = requests.flatMap((r) => r.messages).filter((m) => m.role === 'tool');
+    expect(toolMessages.some((m) => String(m.content).includes('not d.txt'))).toBe(true);
+  });
+});
