@@ -4,6 +4,7 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { FailureTypes } from '../pipeline/errors';
+import { AttemptPublisher, type LiveWriter } from '../agent/live';
 import { ModelRefusedError } from '../agent/models';
 import { resolveModel } from '../agent/resolve';
 import { TranscriptStore } from '../agent/transcript-store';
@@ -22,7 +23,10 @@ import { type SluiceConfig, toolSchemas } from '../worker/config';
 /** The failure type of a model step that cannot succeed on retry; the session ends the turn with it. */
 export const MODEL_REFUSED = FailureTypes.MODEL_REFUSED;
 
-export function createModelActivities(config: SluiceConfig, deps: { resultStore: ResultStore }): ModelActivities {
+export function createModelActivities(
+  config: SluiceConfig,
+  deps: { resultStore: ResultStore; live?: LiveWriter },
+): ModelActivities {
   const transcripts = new TranscriptStore(config.resultStore ?? deps.resultStore);
   let specs: ToolSpec[] | undefined;
   const toolSpecs = (names?: string[]): ToolSpec[] => {
@@ -41,29 +45,45 @@ export function createModelActivities(config: SluiceConfig, deps: { resultStore:
       const head = await transcripts.append(input.head, input.append);
       const stored = await transcripts.load(head);
       const messages: AgentMessage[] = input.system ? [{ role: 'system', content: input.system }, ...stored] : stored;
-      let reply: Awaited<ReturnType<typeof adapter.step>>;
+      // The answer streams to live followers while the provider sends it; what is recorded is the
+      // whole reply below, once. A failed attempt's pieces are voided, so no follower shows them twice.
+      const attempt = Context.current().info.attempt;
+      const live = deps.live
+        ? new AttemptPublisher(deps.live, input.sessionId, { turn: input.turn, step: input.step, attempt })
+        : undefined;
+      await deps.live?.startStep?.(input.sessionId, input.turn, input.step).catch(() => undefined);
       try {
-        reply = await adapter.step({
+        const reply = await adapter.step({
           sessionId: input.sessionId,
           turn: input.turn,
           step: input.step,
           messages,
           tools: toolSpecs(input.tools),
           signal: Context.current().cancellationSignal,
+          ...(live ? { onDelta: live.delta } : {}),
         });
+        // Within a batch's limits before anything keeps them (the transcript, this step's result in
+        // history, the session's carry): the session's intake gives an oversized call INVALID_ARGS.
+        const assistant: AssistantMessage = {
+          role: 'assistant',
+          text: reply.text ?? '',
+          toolCalls: boundStepCalls(reply.calls.map((c) => ({ id: c.id ?? '', name: c.name, arguments: c.arguments }))),
+        };
+        const next = (await transcripts.append(head, [assistant])) as string;
+        await live?.end();
+        return { head: next, assistant, usage: reply.usage, finishReason: reply.finishReason };
       } catch (err) {
+        await live?.void(voidReason(err));
         if (err instanceof ModelRefusedError) throw ApplicationFailure.nonRetryable(err.message, MODEL_REFUSED);
         throw err;
       }
-      // Within a batch's limits before anything keeps them (the transcript, this step's result in
-      // history, the session's carry): the session's intake gives an oversized call INVALID_ARGS.
-      const assistant: AssistantMessage = {
-        role: 'assistant',
-        text: reply.text ?? '',
-        toolCalls: boundStepCalls(reply.calls.map((c) => ({ id: c.id ?? '', name: c.name, arguments: c.arguments }))),
-      };
-      const next = (await transcripts.append(head, [assistant])) as string;
-      return { head: next, assistant, usage: reply.usage, finishReason: reply.finishReason };
     },
   };
+}
+
+/** Why an attempt's live pieces are void, for a follower: the error's first line. */
+function voidReason(err: unknown): string {
+  const message = String((err as Error)?.message ?? err).split('\n')[0];
+  const cancelled = (err as Error)?.name === 'AbortError' || Context.current().cancellationSignal.aborted;
+  return cancelled ? `the step was cancelled (${message})` : message;
 }

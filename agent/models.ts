@@ -2,6 +2,7 @@
 // it into an adapter here. SDK packages load only when a model of theirs is used, so a worker
 // needs only the SDKs its sessions use (they are optional peer dependencies).
 import type { AgentMessage, ModelUsage, ToolSpec } from '../pipeline/session';
+import type { DeltaSink } from './live';
 
 export interface ModelRequest {
   sessionId: string;
@@ -12,6 +13,11 @@ export interface ModelRequest {
   tools: ToolSpec[];
   /** Aborted when the step's activity is cancelled (an interrupt) or times out. */
   signal: AbortSignal;
+  /**
+   * Where a streaming adapter gives each piece of the answer as it arrives (text, tool-call
+   * arguments, reasoning), for live followers; the reply it returns is still the whole answer.
+   */
+  onDelta?: DeltaSink;
 }
 
 export interface ModelReply {

@@ -1,4 +1,5 @@
-// Anthropic through `@anthropic-ai/sdk` (messages). The client reads ANTHROPIC_API_KEY and
+// Anthropic through `@anthropic-ai/sdk` (messages, streamed: each piece goes to
+// ModelRequest.onDelta as it arrives; the reply is the whole message). The client reads ANTHROPIC_API_KEY and
 // ANTHROPIC_BASE_URL from the environment; its retries are off (the activity retries).
 import { toAnthropicMessages } from '../convert/anthropic';
 import { loadOptional, type ModelAdapter, type ModelReply, type ModelRequest, refusedFor, requireKey } from '../models';
@@ -31,7 +32,7 @@ export function anthropicModel(model: string, opts: AnthropicModelOptions = {}):
         client = new Anthropic({ maxRetries: 0 });
       }
       const { system, messages } = toAnthropicMessages(req.messages);
-      const res = await client.messages
+      const stream = await client.messages
         .create(
           {
             model,
@@ -47,25 +48,75 @@ export function anthropicModel(model: string, opts: AnthropicModelOptions = {}):
                   })),
                 }
               : {}),
+            stream: true,
           },
           { signal: req.signal },
         )
         .catch((err: unknown) => {
           throw refusedFor(err) ?? err;
         });
+      // The message is put together from its events; each piece goes to live followers as it comes.
+      const blocks: { type: string; text: string; id?: string; name?: string }[] = [];
+      let usage = { inputTokens: 0, outputTokens: 0 };
+      let stopReason: string | undefined;
+      let stopped = false;
+      try {
+        for await (const ev of stream) {
+          if (ev.type === 'message_start')
+            usage = {
+              inputTokens: ev.message.usage?.input_tokens ?? 0,
+              outputTokens: ev.message.usage?.output_tokens ?? 0,
+            };
+          else if (ev.type === 'content_block_start') {
+            const b = ev.content_block;
+            if (b.type === 'tool_use') {
+              blocks[ev.index] = { type: 'tool_use', text: '', id: b.id, name: b.name };
+              req.onDelta?.({ kind: 'tool-call', text: '', call: { index: ev.index, id: b.id, name: b.name } });
+            } else if (b.type === 'text') {
+              blocks[ev.index] = { type: 'text', text: b.text ?? '' };
+              if (b.text) req.onDelta?.({ kind: 'text', text: b.text });
+            } else blocks[ev.index] = { type: b.type, text: '' };
+          } else if (ev.type === 'content_block_delta') {
+            const b = (blocks[ev.index] ??= { type: 'text', text: '' });
+            const d = ev.delta;
+            if (d.type === 'text_delta') {
+              b.text += d.text;
+              req.onDelta?.({ kind: 'text', text: d.text });
+            } else if (d.type === 'input_json_delta') {
+              b.text += d.partial_json;
+              req.onDelta?.({ kind: 'tool-call', text: d.partial_json, call: { index: ev.index } });
+            } else if (d.type === 'thinking_delta') req.onDelta?.({ kind: 'reasoning', text: d.thinking });
+          } else if (ev.type === 'message_delta') {
+            stopReason = ev.delta.stop_reason ?? stopReason;
+            if (ev.usage?.output_tokens !== undefined) usage.outputTokens = ev.usage.output_tokens;
+            if (typeof ev.usage?.input_tokens === 'number') usage.inputTokens = ev.usage.input_tokens;
+          } else if (ev.type === 'message_stop') stopped = true;
+        }
+      } catch (err) {
+        throw refusedFor(err) ?? err;
+      }
+      if (!stopped)
+        throw new Error(
+          "the provider's stream ended before the message was complete (the connection was cut mid-answer); the step is retried",
+        );
       let text = '';
       const calls: ModelReply['calls'] = [];
-      for (const b of res.content) {
-        if (b.type === 'text') text += b.text;
-        else if (b.type === 'tool_use')
-          calls.push({ id: b.id, name: b.name, arguments: JSON.stringify(b.input ?? {}) });
+      for (const b of blocks) {
+        if (b?.type === 'text') text += b.text;
+        else if (b?.type === 'tool_use') {
+          // The input streams as JSON text; what the record keeps is the parsed input, as before streaming.
+          let input: unknown;
+          try {
+            input = b.text.trim() ? JSON.parse(b.text) : {};
+          } catch {
+            throw new Error(
+              `the model streamed arguments for tool call ${b.id} (${b.name}) that are not valid JSON; the step is retried`,
+            );
+          }
+          calls.push({ id: b.id, name: b.name ?? '', arguments: JSON.stringify(input ?? {}) });
+        }
       }
-      return {
-        text,
-        calls,
-        usage: { inputTokens: res.usage?.input_tokens ?? 0, outputTokens: res.usage?.output_tokens ?? 0 },
-        finishReason: res.stop_reason ?? 'unknown',
-      };
+      return { text, calls, usage, finishReason: stopReason ?? 'unknown' };
     },
   };
 }

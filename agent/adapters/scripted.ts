@@ -33,6 +33,8 @@ export function scriptedModel(
         0,
       );
       const text = s.text ?? '';
+      // Streamed word by word, as a provider would, so live followers see a scripted step too.
+      for (const piece of text.match(/\s*\S+\s*/g) ?? []) req.onDelta?.({ kind: 'text', text: piece });
       return {
         text,
         calls,

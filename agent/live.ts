@@ -1,0 +1,188 @@
+// The live channel's vocabulary: what a model step publishes while its provider streams (text,
+// tool-call arguments as they form, reasoning), and how a step publishes without ever waiting on
+// a follower. The channel is never the record: the step's answer is recorded whole, once, when
+// the step ends (the transcript store and the session's history); live events only let a
+// follower show it sooner. Each carries the step, the attempt and a sequence number, so a
+// follower can void what a failed attempt showed.
+//
+// The channels themselves (a file per session, PostgreSQL's LISTEN/NOTIFY) are in worker/live.ts.
+
+/** A piece of a model step's answer as the provider streamed it. */
+export interface LiveDelta {
+  type: 'live/delta';
+  turn: number;
+  step: number;
+  /** The activity's attempt (1, 2, …): a retried step streams again under a new attempt. */
+  attempt: number;
+  /** Order within the attempt, from 0. */
+  n: number;
+  kind: 'text' | 'tool-call' | 'reasoning';
+  text: string;
+  /** For a tool call's arguments: which call (its index in the answer), and its id and name once known. */
+  call?: { index: number; id?: string; name?: string };
+}
+
+/** What an attempt showed is void: it failed (the reason) and may be retried; show none of it. */
+export interface LiveVoid {
+  type: 'live/void';
+  turn: number;
+  step: number;
+  attempt: number;
+  n: number;
+  reason: string;
+}
+
+/**
+ * Live events of this step were dropped (a slow channel or follower): what was shown of the
+ * attempt is incomplete, and the step's whole answer comes with its record (`model/message`).
+ */
+export interface LiveDropped {
+  type: 'live/dropped';
+  turn: number;
+  step: number;
+  attempt: number;
+  n: number;
+  reason: string;
+}
+
+export type LiveEvent = LiveDelta | LiveVoid | LiveDropped;
+
+export function isLiveEvent(e: { type: string }): e is LiveEvent {
+  return e.type === 'live/delta' || e.type === 'live/void' || e.type === 'live/dropped';
+}
+
+/** Where a step publishes: a worker's live channel (worker/live.ts). */
+export interface LiveWriter {
+  /** Appends events for followers; may be slow or fail, the publisher never waits on it mid-step. */
+  write(sessionId: string, events: LiveEvent[]): Promise<void>;
+  /** Called when an attempt starts: a channel may forget the session's older steps (they are recorded). */
+  startStep?(sessionId: string, turn: number, step: number): Promise<void>;
+}
+
+/** What an adapter is given to stream into (ModelRequest.onDelta). */
+export type DeltaSink = (d: Pick<LiveDelta, 'kind' | 'text' | 'call'>) => void;
+
+export interface PublisherOptions {
+  /** Pending bytes beyond which deltas are dropped (a `live/dropped` marker follows). Default 1 MiB. */
+  maxPendingBytes?: number;
+  /** How long the attempt's end waits for its last events to be written. Default 2 s. */
+  flushMs?: number;
+}
+
+/**
+ * One attempt's publisher. Deltas queue in memory and go out in batches, one write at a time, so
+ * a slow channel gets fewer, larger writes; past `maxPendingBytes` it drops what waits and says so
+ * with a `live/dropped` marker. `delta` never blocks; `end` and `void` wait for the write at most
+ * `flushMs`.
+ */
+export class AttemptPublisher {
+  private n = 0;
+  private pending: LiveEvent[] = [];
+  private pendingBytes = 0;
+  private writing: Promise<void> | undefined;
+  private droppedSince: number | undefined;
+  private readonly maxPending: number;
+  private readonly flushMs: number;
+  private closed = false;
+  /** Whether anything was published (a void of an attempt that showed nothing is still sent). */
+  published = 0;
+
+  constructor(
+    private readonly writer: LiveWriter,
+    private readonly sessionId: string,
+    private readonly at: { turn: number; step: number; attempt: number },
+    opts: PublisherOptions = {},
+  ) {
+    this.maxPending = opts.maxPendingBytes ?? 1024 * 1024;
+    this.flushMs = opts.flushMs ?? 2_000;
+  }
+
+  readonly delta: DeltaSink = (d) => {
+    if (this.closed || !d.text) return;
+    const last = this.pending[this.pending.length - 1];
+    // Consecutive pieces of the same kind (and call) waiting together go out as one.
+    if (
+      last?.type === 'live/delta' &&
+      last.kind === d.kind &&
+      last.call?.index === d.call?.index &&
+      (!d.call || (d.call.id === undefined && d.call.name === undefined))
+    ) {
+      last.text += d.text;
+    } else {
+      this.pending.push({
+        type: 'live/delta',
+        ...this.at,
+        n: this.n++,
+        kind: d.kind,
+        text: d.text,
+        ...(d.call ? { call: d.call } : {}),
+      });
+    }
+    this.pendingBytes += d.text.length;
+    if (this.pendingBytes > this.maxPending) {
+      // The channel cannot keep up: drop what waits; followers take the answer from the record.
+      this.droppedSince ??= this.pending[0]?.n ?? this.n;
+      this.pending = [];
+      this.pendingBytes = 0;
+      return;
+    }
+    this.kick();
+  };
+
+  /** The attempt failed: followers void what it showed. */
+  async void(reason: string): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.pending.push({ type: 'live/void', ...this.at, n: this.n++, reason });
+    this.kick();
+    await this.flush();
+  }
+
+  /** The attempt succeeded: its last deltas go out before the step returns (bounded by flushMs). */
+  async end(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.kick();
+    await this.flush();
+  }
+
+  private kick() {
+    if (this.writing) return;
+    if (!this.pending.length && this.droppedSince === undefined) return;
+    const batch = this.pending;
+    if (this.droppedSince !== undefined) {
+      batch.unshift({
+        type: 'live/dropped',
+        ...this.at,
+        n: this.n++,
+        reason: 'the live channel fell behind; the whole answer comes with the step record',
+      });
+      this.droppedSince = undefined;
+    }
+    this.pending = [];
+    this.pendingBytes = 0;
+    this.published += batch.length;
+    this.writing = this.writer
+      .write(this.sessionId, batch)
+      .catch(() => {
+        // A channel that fails loses only previews: say so on the next write.
+        this.droppedSince ??= batch[0].n;
+      })
+      .finally(() => {
+        this.writing = undefined;
+        this.kick();
+      });
+  }
+
+  private async flush() {
+    const deadline = Date.now() + this.flushMs;
+    while ((this.writing || this.pending.length || this.droppedSince !== undefined) && Date.now() < deadline) {
+      const w = this.writing;
+      if (!w) {
+        this.kick();
+        continue;
+      }
+      await Promise.race([w, new Promise((r) => setTimeout(r, Math.max(1, deadline - Date.now())))]);
+    }
+  }
+}
