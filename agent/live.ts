@@ -98,7 +98,8 @@ export class AttemptPublisher {
   }
 
   readonly delta: DeltaSink = (d) => {
-    if (this.closed || !d.text) return;
+    // An empty piece counts only when it names a tool call (its id and name come first).
+    if (this.closed || (!d.text && d.call?.id === undefined && d.call?.name === undefined)) return;
     const last = this.pending[this.pending.length - 1];
     // Consecutive pieces of the same kind (and call) waiting together go out as one.
     if (

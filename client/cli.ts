@@ -22,7 +22,7 @@ import { connect, connectClient } from './connection';
 import { BatchFailedError, NotFoundError, ServerError, UsageError } from './errors';
 import { auditHistories, type SessionAudit } from './audit';
 import { LineInput, newChatSessionId, runChat, scriptMessages } from './chat';
-import { followSessionEvents } from './session-events';
+import { followSessionEvents, type LiveEvent } from './session-events';
 import { readModelScript } from '../agent/adapters/scripted';
 // Static, not import(): bin/sluice.js loads the CLI through tsx's CommonJS hook only, which a
 // dynamic import() bypasses ("Cannot find module …/client/codec-server").
@@ -1132,7 +1132,13 @@ async function events(v: Values, sessionId: string | undefined, out: (s: string)
       // which records no session/ended: until Ctrl-C).
       if (list.some((e) => e.type === 'session/ended')) return 0;
       const from = list.length ? list[list.length - 1].seq + 1 : 0;
-      for await (const e of followSessionEvents(stores, sessionId, { fromSeq: from, intervalMs: 500 })) {
+      // The model's answer streams in between, piece by piece (live/delta, live/void, live/dropped):
+      // previews of the step that its model/message then records whole.
+      for await (const e of followSessionEvents(stores, sessionId, { fromSeq: from, live: true })) {
+        if (!('seq' in e)) {
+          out(v.json ? JSON.stringify(e) : `${'~'.padStart(5)} ${e.type.padEnd(22 + 25)} ${summarizeLive(e)}`);
+          continue;
+        }
         print(e);
         if (e.type === 'session/ended') break;
       }
@@ -1184,6 +1190,13 @@ async function results(v: Values, action: string | undefined, out: (s: string) =
     );
     return 0;
   });
+}
+
+function summarizeLive(e: LiveEvent): string {
+  const at = `turn ${e.turn} step ${e.step} attempt ${e.attempt}`;
+  if (e.type === 'live/delta')
+    return `${at} ${e.kind}${e.call ? ` #${e.call.index}${e.call.name ? ` ${clip(e.call.name, 80)}` : ''}` : ''} ${JSON.stringify(clip(e.text, 200))}`;
+  return `${at}: ${clip(e.reason, 200)}`;
 }
 
 function summarize(e: SessionEvent): string {

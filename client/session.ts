@@ -18,11 +18,23 @@ import {
   sessionWorkflowId,
 } from '../workflows/session-definitions';
 import { type SluiceClient, SluiceError } from './client';
-import { followSessionEvents, type SessionEventSource } from './session-events';
+import { type FollowOptions, followSessionEvents, type LiveEvent, type SessionEventSource } from './session-events';
 import { InvalidInputError, NotFoundError } from './errors';
 import { sessionLogPath } from '../worker/session-log-path';
 
 export type SessionRequest = Omit<SessionInput, 'carried'>;
+
+export interface SessionEventsOptions {
+  source?: SessionEventSource;
+  fromSeq?: number;
+  signal?: AbortSignal;
+  intervalMs?: number;
+  until?: 'turn' | 'session';
+  /** How long the log may stay missing while the session has events (default 5000 ms). */
+  missingLogMs?: number;
+  /** Also the model's answer as it streams (live/delta, live/void, live/dropped). */
+  live?: boolean;
+}
 
 let counter = 0;
 function freshId(): string {
@@ -110,21 +122,15 @@ export class SessionHandle {
    * directory, which is the worker's only when both run in the same folder.
    *
    * Ends with `until: 'turn'` after the first `session/turn-ended` it yields, with `until:
-   * 'session'` (the default) after `session/ended`, or when `signal` aborts. When the session has
+   * 'session'` (the default) after `session/ended`, or when `signal` aborts. With `live: true`
+   * the model's answer streams in between (`live/delta` pieces, `live/void` when an attempt
+   * failed, `live/dropped` when pieces were lost): see followSessionEvents. When the session has
    * recorded events but the log is not where it looks, it throws a NotFoundError naming the place
    * it looked, instead of waiting on a file no worker writes.
    */
-  async *events(
-    opts: {
-      source?: SessionEventSource;
-      fromSeq?: number;
-      signal?: AbortSignal;
-      intervalMs?: number;
-      until?: 'turn' | 'session';
-      /** How long the log may stay missing while the session has events (default 5000 ms). */
-      missingLogMs?: number;
-    } = {},
-  ): AsyncGenerator<SessionEvent> {
+  events(opts: SessionEventsOptions & { live: true }): AsyncGenerator<SessionEvent | LiveEvent>;
+  events(opts?: SessionEventsOptions): AsyncGenerator<SessionEvent>;
+  async *events(opts: SessionEventsOptions = {}): AsyncGenerator<SessionEvent | LiveEvent> {
     const source = opts.source ?? process.env.SLUICE_STATE_DIR ?? '.sluice';
     const stop = new AbortController();
     const onAbort = () => stop.abort();
@@ -145,8 +151,13 @@ export class SessionHandle {
       () => undefined,
     );
     try {
-      for await (const e of followSessionEvents(source, this.sessionId, { ...opts, signal: stop.signal })) {
+      for await (const e of followSessionEvents(source, this.sessionId, {
+        ...opts,
+        live: opts.live === true,
+        signal: stop.signal,
+      } as FollowOptions & { live: true })) {
         yield e;
+        if (!('seq' in e)) continue;
         if (e.type === 'session/ended') return;
         if (opts.until === 'turn' && e.type === 'session/turn-ended') return;
       }

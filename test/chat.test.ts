@@ -13,6 +13,7 @@ import { FileResultStore } from '../worker/claim-check';
 import { readSessionLog } from '../worker/sink';
 import { eventually } from './eventually';
 import { spawnWorker, startHarness, type ChildWorker, type Harness } from './harness';
+import { asStream } from './stream-provider';
 
 const ROOT = path.join(__dirname, '..');
 const CONFIG = path.join(__dirname, 'fixtures', 'session.config.ts');
@@ -197,17 +198,17 @@ describe('sluice chat', () => {
                 { id: 'call_1', type: 'function', function: { name: 'publish', arguments: '{"what":"the plan"}' } },
               ],
             };
-        res.setHeader('content-type', 'application/json');
-        res.end(
-          JSON.stringify({
-            id: 'chatcmpl-1',
-            object: 'chat.completion',
-            created: 1,
-            model: body.model,
-            choices: [{ index: 0, message, finish_reason: tool ? 'stop' : 'tool_calls', logprobs: null }],
-            usage: { prompt_tokens: 11, completion_tokens: 5, total_tokens: 16 },
-          }),
-        );
+        const answer = {
+          id: 'chatcmpl-1',
+          object: 'chat.completion',
+          created: 1,
+          model: body.model,
+          choices: [{ index: 0, message, finish_reason: tool ? 'stop' : 'tool_calls', logprobs: null }],
+          usage: { prompt_tokens: 11, completion_tokens: 5, total_tokens: 16 },
+        };
+        // The adapter streams: the same answer in SSE.
+        res.setHeader('content-type', body.stream ? 'text/event-stream' : 'application/json');
+        res.end(body.stream ? asStream('/v1/chat/completions', answer) : JSON.stringify(answer));
       });
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));

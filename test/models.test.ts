@@ -1,6 +1,7 @@
 // The model adapters with the real SDK clients: `openai` (chat completions and Responses) and
 // `@anthropic-ai/sdk` pointed by base URL at a local server that speaks their wire formats, and
-// the AI SDK through its mock model. Keys come from the environment and never reach history.
+// the AI SDK through its mock model. The SDKs ask with `stream: true`: the server answers in SSE.
+// Keys come from the environment and never reach history.
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
@@ -11,6 +12,7 @@ import type { AgentMessage } from '../pipeline/session';
 import { FileResultStore } from '../worker/claim-check';
 import sessionConfig from './fixtures/session.config';
 import { startHarness, type Harness } from './harness';
+import { asStream } from './stream-provider';
 
 const SECRET_OPENAI = 'sk-test-openai-secret-value';
 const SECRET_ANTHROPIC = 'sk-ant-test-secret-value';
@@ -160,6 +162,11 @@ beforeAll(async () => {
       const auth = String(req.headers.authorization ?? req.headers['x-api-key'] ?? '');
       seen.push({ path: req.url ?? '', auth, body });
       const [status, payload] = reply(req.url ?? '', body);
+      if (status === 200 && body.stream) {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.end(asStream(req.url ?? '', payload));
+        return;
+      }
       res.writeHead(status, { 'content-type': 'application/json' });
       res.end(JSON.stringify(payload));
     });

@@ -13,6 +13,7 @@ import type { Pool, PoolClient } from 'pg';
 import type { SeqClaim } from '../pipeline/seq-claim';
 import type { Json, SessionEvent } from '../pipeline/types';
 import type { ResultStore } from './claim-check';
+import { notifyKey } from './live';
 import { requireOptional } from './optional';
 import type { EventSink } from './sink';
 
@@ -317,6 +318,8 @@ export class PostgresEventSink implements EventSink {
             fresh.map(({ text }) => text),
           ],
         );
+      // Followers on any machine wake on commit (worker/live.ts listens), instead of polling the table.
+      if (fresh.length) await c.query('SELECT pg_notify($1, $2)', ['sluice_session', notifyKey(sessionId)]);
       return [];
     });
     if (kept.length)

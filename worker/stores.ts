@@ -5,6 +5,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { SessionEvent } from '../pipeline/types';
 import { FileResultStore, type ResultStore } from './claim-check';
+import { fileLiveChannel, type LiveChannel, postgresLiveChannel } from './live';
 import { PostgresStores, redactUrl } from './postgres';
 import { conflictsPath, type EventSink, JsonlSessionLog, readLastSeq, readSessionLog, sessionLogPath } from './sink';
 
@@ -15,6 +16,8 @@ export interface SluiceStores {
   readonly where: string;
   readonly sink: EventSink;
   readonly results: ResultStore;
+  /** Where model steps publish the pieces of an answer as it streams, and followers read them (never the record). */
+  readonly live: LiveChannel;
   /** A session's logged events after `afterSeq`, in seq order. */
   events(sessionId: string, afterSeq?: number): Promise<SessionEvent[]>;
   /** Whether the store holds any event of the session. */
@@ -37,6 +40,7 @@ export function fileStores(stateDir: string, warn?: (m: string) => void): Sluice
     where: stateDir,
     sink: new JsonlSessionLog(stateDir, warn),
     results,
+    live: fileLiveChannel(stateDir),
     async events(sessionId, afterSeq = -1) {
       return (await readSessionLog(stateDir, sessionId)).filter((e) => e.seq > afterSeq);
     },
@@ -70,12 +74,14 @@ export function fileStores(stateDir: string, warn?: (m: string) => void): Sluice
 
 export function postgresStores(url: string, warn?: (m: string) => void): SluiceStores & { pg: PostgresStores } {
   const pg = new PostgresStores(url, { warn });
+  const live = postgresLiveChannel(url, { warn });
   return {
     kind: 'postgresql',
     where: redactUrl(url),
     pg,
     sink: pg.sink,
     results: pg.results,
+    live,
     events: (sessionId, afterSeq) => pg.events(sessionId, afterSeq),
     async hasSession(sessionId) {
       return (await pg.lastSeq(sessionId)) >= 0;
@@ -86,7 +92,10 @@ export function postgresStores(url: string, warn?: (m: string) => void): SluiceS
     },
     storedResults: () => pg.results.count(),
     ready: () => pg.checkSchema(),
-    close: () => pg.close(),
+    close: async () => {
+      await live.close();
+      await pg.close();
+    },
   };
 }
 

@@ -100,7 +100,7 @@ export class SluicePlugin implements WorkerPlugin {
     const sink = this.config.sink ?? this.stores.sink;
     const stages = withHeartbeats({
       ...createStageActivities(this.config, { resultStore }),
-      ...createModelActivities(this.config, { resultStore }),
+      ...createModelActivities(this.config, { resultStore, live: this.stores.live }),
     });
     const stageActivities = t ? t.wrapActivities(stages) : stages;
     const session = createSessionActivities(sink);

@@ -81,7 +81,7 @@ async function streamed(ai: AI, call: Parameters<AI['streamText']>[0], req: Mode
       if (!parts && cannotStream(p.error)) throw new NoStream();
       throw p.error;
     }
-    parts++;
+    if (p.type !== 'start' && p.type !== 'start-step') parts++;
     if (p.type === 'text-delta') req.onDelta?.({ kind: 'text', text: p.text });
     else if (p.type === 'reasoning-delta') req.onDelta?.({ kind: 'reasoning', text: p.text });
     else if (p.type === 'tool-input-start') {
@@ -92,7 +92,7 @@ async function streamed(ai: AI, call: Parameters<AI['streamText']>[0], req: Mode
     else if (p.type === 'finish') finished = true;
     else if (p.type === 'abort') throw new Error(`the model's stream was aborted${p.reason ? `: ${p.reason}` : ''}`);
   }
-  if (error) throw error;
+  if (error) throw !parts && cannotStream(error) ? new NoStream() : error;
   if (!finished)
     throw new Error(
       "the provider's stream ended before the answer was complete (the connection was cut mid-answer); the step is retried",
