@@ -54,3 +54,4 @@ export {
   type AgentsApprovalItem,
   type AgentsInterruptedRun,
 } from './integrations/openai-agents';
+export { sluiceCanUseTool, type CanUseToolResult } from './integrations/claude-agent-sdk';

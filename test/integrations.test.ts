@@ -1,22 +1,28 @@
 // The agent SDKs' approval points answered by Sluice (client/integrations/): the real AI SDK 7
 // (`needsApproval`, with its OpenAI-compatible provider) and the real OpenAI Agents SDK (tools that
 // need approval, its run state across the interruption), each against a local server speaking the
-// OpenAI chat completions wire format, with a worker on the run's dev server whose config has the
+// OpenAI chat completions wire format, and the real Claude Agent SDK (`canUseTool`, its bundled
+// Claude Code binary) against a local server speaking the Anthropic Messages API, with a worker on the run's dev server whose config has the
 // apps' tools as decision-only tools. A person approves or denies through Sluice, bound to the
 // arguments' digest; the SDK runs the tool only when Sluice allowed it.
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import { query } from '@anthropic-ai/claude-agent-sdk';
 import { Agent, OpenAIProvider, Runner, RunState, setTracingDisabled, tool as agentsTool } from '@openai/agents';
 import { generateText, type ModelMessage, tool as aiTool } from 'ai-v7';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { z } from 'zod';
 import { sluiceApprovalResponses } from '../client/integrations/ai-sdk';
+import { sluiceCanUseTool } from '../client/integrations/claude-agent-sdk';
 import { sluiceDecideInterruptions } from '../client/integrations/openai-agents';
 import { harnessTools } from '../hooks';
 import type { PendingApproval } from '../pipeline/types';
 import { defineConfig } from '../worker/config';
 import { eventually } from './eventually';
+import { startFakeAnthropic } from './fixtures/anthropic-fake';
 import { type Harness, startHarness } from './harness';
 
 vi.setConfig({ testTimeout: 180_000 });
@@ -89,7 +95,8 @@ beforeAll(async () => {
     'integrations',
     defineConfig({
       // The apps' tools, decided by Sluice and run by the SDK: delete_file asks a person.
-      tools: harnessTools({ names: ['delete_file', 'get_time'], approval: { delete_file: 'ask' } }),
+      // Bash is the Claude Agent SDK's own tool (harnessTools knows it by Claude Code's name).
+      tools: harnessTools({ names: ['delete_file', 'get_time'], approval: { delete_file: 'ask', Bash: 'ask' } }),
     }),
   );
 });
@@ -244,5 +251,73 @@ describe('OpenAI Agents SDK: tool approvals answered by Sluice', () => {
     // What the fake provider was sent back as the tool's result is Sluice's reason.
     const toolMessages = requests.flatMap((r) => r.messages).filter((m) => m.role === 'tool');
     expect(toolMessages.some((m) => String(m.content).includes('not d.txt'))).toBe(true);
+  });
+});
+
+describe('Claude Agent SDK: canUseTool answered by Sluice', () => {
+  /** Runs one query whose model calls Bash with `command`; resolves to the messages and the final result. */
+  async function runQuery(sessionId: string, command: string) {
+    const fake = await startFakeAnthropic();
+    const home = fs.mkdtempSync(path.join(inject('runDir'), 'claude-home-'));
+    try {
+      const messages: any[] = [];
+      for await (const m of query({
+        prompt: `RUN ${command}`,
+        options: {
+          cwd: home,
+          model: 'claude-sonnet-4-5',
+          settingSources: [],
+          maxTurns: 3,
+          env: {
+            ...process.env,
+            HOME: home,
+            ANTHROPIC_BASE_URL: fake.baseURL,
+            ANTHROPIC_API_KEY: 'sk-ant-fake',
+            CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+          },
+          canUseTool: sluiceCanUseTool({ sluice: h.client, sessionId }),
+        },
+      }))
+        messages.push(m);
+      return { messages, result: messages.find((m) => m.type === 'result'), home };
+    } finally {
+      fake.close();
+    }
+  }
+
+  it('a Bash call a person approves in Sluice runs; one denied never runs and the model reads why', async () => {
+    const marks = fs.mkdtempSync(path.join(inject('runDir'), 'claude-marks-'));
+    const yes = path.join(marks, 'approved');
+    const no = path.join(marks, 'denied');
+    const approvedSession = newSession('claude-approve');
+    const approved = runQuery(approvedSession, `touch ${yes}`);
+    const p1 = await pendingIn(approvedSession);
+    expect(p1.toolName).toBe('Bash');
+    expect(p1.arguments).toMatchObject({ command: `touch ${yes}` });
+    await h.client.decide({
+      approvalId: p1.approvalId,
+      decision: 'approve',
+      by: 'erin',
+      argsDigest: p1.argsDigest,
+      workflowId: p1.workflowId,
+    });
+    const a = await approved;
+    expect(fs.existsSync(yes)).toBe(true);
+    expect(a.result?.subtype).toBe('success');
+
+    const deniedSession = newSession('claude-deny');
+    const denied = runQuery(deniedSession, `touch ${no}`);
+    const p2 = await pendingIn(deniedSession);
+    await h.client.decide({
+      approvalId: p2.approvalId,
+      decision: 'deny',
+      by: 'frank',
+      reason: 'no new files',
+      argsDigest: p2.argsDigest,
+      workflowId: p2.workflowId,
+    });
+    const d = await denied;
+    expect(fs.existsSync(no)).toBe(false);
+    expect(String(d.result?.result)).toContain('no new files');
   });
 });
