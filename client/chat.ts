@@ -15,7 +15,7 @@ import { type SessionRequest, sessionHandle, startSession, type SessionHandle } 
 import { isEvent } from '../pipeline/events';
 import type { SessionView, TurnOutcome } from '../pipeline/session';
 import type { PendingApproval, SessionEvent, ToolResult } from '../pipeline/types';
-import { followSessionEvents, type SessionEventSource } from './session-events';
+import { followSessionEvents, type LiveEvent, type SessionEventSource } from './session-events';
 import type { SluiceClient } from './client';
 import { clip, renderPendingCard, renderResultCard, terminalSafe } from './render';
 import * as fs from 'node:fs';
@@ -115,6 +115,11 @@ export interface ChatOptions {
   messages?: string[];
   /** How often the session is looked at. */
   pollMs?: number;
+  /**
+   * Writes without ending the line: given, the model's text is printed as it streams (the step's
+   * record then only ends the line); absent, each answer is printed whole when its step ends.
+   */
+  write?: (s: string) => void;
 }
 
 export interface ChatResult {
@@ -182,11 +187,58 @@ export async function runChat(o: ChatOptions): Promise<ChatResult> {
   let lastEnded = { turn: 0, seq: -1 };
   let sessionEnded = false;
   let seenAny = logged.length > 0;
-  const show = (e: SessionEvent) => {
+  // The answer being streamed: its step and attempt, and what of it is on the screen.
+  let streaming: { turn: number; step: number; attempt: number; text: string; lineOpen: boolean } | undefined;
+  const write = o.write;
+  /** Ends a streamed line before anything else is printed, so cards keep their own lines. */
+  const out = (line: string) => {
+    if (streaming?.lineOpen && write) {
+      write('\n');
+      streaming.lineOpen = false;
+    }
+    o.out(line);
+  };
+  const showLive = (e: LiveEvent) => {
+    if (!write) return;
+    if (e.type === 'live/delta') {
+      if (e.kind !== 'text') return; // tool calls show as cards, reasoning not at all
+      if (!streaming || streaming.turn !== e.turn || streaming.step !== e.step || streaming.attempt !== e.attempt) {
+        if (streaming?.lineOpen) write('\n');
+        streaming = { turn: e.turn, step: e.step, attempt: e.attempt, text: '', lineOpen: false };
+      }
+      if (!streaming.lineOpen) {
+        write(streaming.text ? '       ' : 'model: ');
+        streaming.lineOpen = true;
+      }
+      write(terminalSafe(e.text).replace(/\n/g, '\n       '));
+      streaming.text += e.text;
+    } else if (e.type === 'live/void' && streaming?.attempt === e.attempt && streaming.step === e.step) {
+      out(`  (that answer was cut off: ${terminalSafe(clip(e.reason, 200))}; it is asked again)`);
+      streaming = undefined;
+    }
+  };
+  /** A step's record after its streamed text: the rest of the line, or the whole answer if it differs. */
+  const finishStreamed = (e: SessionEvent): boolean => {
+    const d = e.data as { turn?: number; step?: number; text?: string };
+    const s = streaming;
+    if (!write || !s || s.turn !== Number(d.turn) || s.step !== Number(d.step)) return false;
+    streaming = undefined;
+    const text = String(d.text ?? '');
+    if (!text.startsWith(s.text) || !s.text) {
+      if (s.lineOpen) write('\n');
+      return false;
+    }
+    if (!s.lineOpen && text.length > s.text.length) write('       ');
+    write(`${terminalSafe(text.slice(s.text.length)).replace(/\n/g, '\n       ')}\n`);
+    return true;
+  };
+  const show = (e: SessionEvent | LiveEvent) => {
+    if (!('seq' in e)) return showLive(e);
     seenAny = true;
+    if (e.type === 'model/message' && finishStreamed(e)) return;
     // What was typed before this terminal came is shown; what it sends, it has echoed itself.
     const line = renderChatEvent(e, { showUser: e.seq <= recapUpTo });
-    if (line) o.out(line);
+    if (line) out(line);
     if (isEvent(e, 'session/turn-ended')) lastEnded = { turn: Number(e.data.turn), seq: e.seq };
     if (e.type === 'session/ended') sessionEnded = true;
   };
@@ -201,7 +253,8 @@ export async function runChat(o: ChatOptions): Promise<ChatResult> {
     }
   }
   const printer = (async () => {
-    for await (const e of followSessionEvents(o.events, o.sessionId, { fromSeq, signal: stop.signal })) show(e);
+    for await (const e of followSessionEvents(o.events, o.sessionId, { fromSeq, signal: stop.signal, live: true }))
+      show(e);
   })();
 
   let warnedNoWorker = false;
@@ -213,7 +266,7 @@ export async function runChat(o: ChatOptions): Promise<ChatResult> {
       return v;
     } catch (err) {
       if (!warnedNoWorker) {
-        o.out(
+        out(
           `(no answer from the session: ${(err as Error).message.split('\n')[0]}; waiting for a worker — start one with \`npx sluice dev\` or \`npx sluice worker\`)`,
         );
         warnedNoWorker = true;
@@ -237,21 +290,21 @@ export async function runChat(o: ChatOptions): Promise<ChatResult> {
     for (const p of pending) {
       if (asked.has(p.approvalId) || leaving) continue;
       asked.add(p.approvalId);
-      o.out(renderPendingCard(p));
+      out(renderPendingCard(p));
       if (o.askApprovals === false) {
-        o.out('  (waiting for a decision: y/n is not asked here)');
+        out('  (waiting for a decision: y/n is not asked here)');
         continue;
       }
-      if (!o.input.tty) o.out('Approve this call? [y/N]');
+      if (!o.input.tty) out('Approve this call? [y/N]');
       const answer = await o.input.next('Approve this call? [y/N] ');
       if (answer === null) {
-        o.out(
+        out(
           `\n(input ended; the call still waits: npx sluice approve ${p.approvalId} | npx sluice deny ${p.approvalId})`,
         );
         leaving = true;
         return;
       }
-      if (!o.input.tty) o.out(`  ← ${answer}`);
+      if (!o.input.tty) out(`  ← ${answer}`);
       const yes = /^\s*y(es)?\s*$/i.test(answer);
       try {
         const r = await o.client.submitDecision({
@@ -262,9 +315,9 @@ export async function runChat(o: ChatOptions): Promise<ChatResult> {
           argsDigest: p.argsDigest,
           ...(yes ? {} : { reason: 'denied at the terminal' }),
         });
-        if (r.status === 'queued') o.out(`  → ${yes ? 'approval' : 'denial'} queued: ${r.message}`);
+        if (r.status === 'queued') out(`  → ${yes ? 'approval' : 'denial'} queued: ${r.message}`);
       } catch (err) {
-        o.out(`  → the decision was not taken: ${(err as Error).message}`);
+        out(`  → the decision was not taken: ${(err as Error).message}`);
       }
     }
   };
@@ -285,7 +338,7 @@ export async function runChat(o: ChatOptions): Promise<ChatResult> {
   const drain = async (turn: number) => {
     for (let i = 0; i < 40 && lastEnded.turn < turn && !sessionEnded; i++) await sleep(50);
     if (lastEnded.turn < turn && !seenAny && !warnedNoLog && (warnedNoLog = true))
-      o.out(
+      out(
         `(no events of this session in ${o.eventsWhere ?? (typeof o.events === 'string' ? o.events : 'the session store')}: give the workers' --state-dir (or SLUICE_DATABASE_URL) to see tool cards)`,
       );
   };
@@ -294,7 +347,7 @@ export async function runChat(o: ChatOptions): Promise<ChatResult> {
     stop.abort();
     await printer;
     if (how === 'left' && !v?.endReason)
-      o.out(`\nThe session goes on without this terminal. Resume it with: npx sluice chat --resume ${o.sessionId}`);
+      out(`\nThe session goes on without this terminal. Resume it with: npx sluice chat --resume ${o.sessionId}`);
     return { how: v?.endReason ? 'ended' : how, ...(v ? { view: v } : {}) };
   };
 
@@ -312,10 +365,10 @@ export async function runChat(o: ChatOptions): Promise<ChatResult> {
       let text: string | null;
       if (scripted) {
         text = scripted.shift() ?? null;
-        if (text !== null) o.out(`you: ${text}`);
+        if (text !== null) out(`you: ${text}`);
       } else {
         text = await o.input.next('you> ');
-        if (text !== null && !o.input.tty) o.out(`you: ${text}`);
+        if (text !== null && !o.input.tty) out(`you: ${text}`);
       }
       if (text === null) return await finish('left', v);
       const t = text.trim();
@@ -323,9 +376,9 @@ export async function runChat(o: ChatOptions): Promise<ChatResult> {
       if (t === '/quit' || t === '/exit') return await finish('left', v);
       if (t === '/end') {
         await session.cancel();
-        const out = await session.result();
+        const ended = await session.result();
         await drain(v.turn + 1);
-        if (!sessionEnded) o.out(`(the session ended: ${out.endReason})`);
+        if (!sessionEnded) out(`(the session ended: ${ended.endReason})`);
         return await finish('ended');
       }
       const turnBefore = v.turn;

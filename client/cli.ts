@@ -375,10 +375,11 @@ function parse(argv: string[]) {
 
 export { UsageError } from './errors';
 
-export async function main(
-  argv: string[],
-  write: (s: string) => void = (s) => process.stdout.write(`${s}\n`),
-): Promise<number> {
+const stdoutLines = (s: string) => void process.stdout.write(`${s}\n`);
+
+export async function main(argv: string[], write: (s: string) => void = stdoutLines): Promise<number> {
+  // On a terminal's stdout (not a caller's line writer), `chat` prints the model's text as it streams.
+  streamTo = write === stdoutLines ? (s) => void process.stdout.write(terminalSafe(s)) : undefined;
   // Everything printed passes here: model-written text cannot reach the terminal as a control
   // sequence (escapes stay valid JSON, so --json output is unchanged in meaning).
   const out = (s: string) => write(terminalSafe(s));
@@ -970,6 +971,8 @@ function positiveInt(v: string | undefined, flag: string): number | undefined {
   return n;
 }
 
+let streamTo: ((s: string) => void) | undefined;
+
 async function chat(v: Values, out: (s: string) => void): Promise<number> {
   const sources = [v.script, v.model, v.resume].filter((x) => x !== undefined).length;
   if (sources !== 1)
@@ -1023,6 +1026,7 @@ async function chat(v: Values, out: (s: string) => void): Promise<number> {
         eventsWhere: `${stores.kind === 'files' ? 'the state folder' : 'the database'} ${stores.where}`,
         input,
         out,
+        ...(streamTo ? { write: streamTo } : {}),
         approver: decider(v, 'terminal'),
         ...(v.play && v.script ? { messages: scriptMessages(path.resolve(v.script)) } : {}),
       }),

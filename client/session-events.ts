@@ -198,7 +198,7 @@ export async function* followSessionEvents(
           resolve();
         };
         // A watched channel wakes the follower; the interval is the safety net (a missed notice).
-        const t = setTimeout(done, opts.intervalMs ?? (live ? 1_000 : 200));
+        const t = setTimeout(done, opts.intervalMs ?? live?.pollMs ?? 200);
         wake = done;
         opts.signal?.addEventListener('abort', done, { once: true });
       });

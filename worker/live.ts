@@ -26,6 +26,8 @@ export interface LiveReader {
   read(sessionId: string, cursor?: LiveCursor): Promise<{ events: LiveEvent[]; cursor: LiveCursor }>;
   /** Calls `changed` when the session's live events (or its log) may have changed; returns the unsubscribe. */
   watch(sessionId: string, changed: () => void): () => void;
+  /** How often a follower reads again when no change was noticed (a missed notice's bound). */
+  readonly pollMs: number;
 }
 
 export type LiveCursor = { kind: 'file'; ino: number; offset: number } | { kind: 'pg'; id: number };
@@ -44,6 +46,8 @@ export function liveLogPath(stateDir: string, sessionId: string): string {
 /** The file channel: one JSON line per live event, appended in batches. */
 export function fileLiveChannel(stateDir: string): LiveChannel {
   return {
+    // Local reads are cheap, and a folder that does not exist yet cannot be watched.
+    pollMs: 200,
     async write(sessionId, events) {
       const file = liveLogPath(stateDir, sessionId);
       await fs.promises.mkdir(path.dirname(file), { recursive: true });
@@ -197,6 +201,8 @@ export function postgresLiveChannel(url: string, opts: { warn?: (m: string) => v
   };
 
   return {
+    // NOTIFY wakes followers; reading again each second only bounds a notice lost with a connection.
+    pollMs: 1_000,
     async write(sessionId, events) {
       await ensure();
       await poolOf().query(
