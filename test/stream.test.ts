@@ -7,7 +7,7 @@ import * as path from 'node:path';
 import { MockLanguageModelV3 } from 'ai/test';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LiveEvent } from '../agent/live';
-import { type SessionHandle, startSession } from '../client/session';
+import { type SessionHandle, sessionHandle, startSession } from '../client/session';
 import type { SessionEvent } from '../pipeline/types';
 import { FileResultStore } from '../worker/claim-check';
 import { eventually } from './eventually';
@@ -297,5 +297,53 @@ describe('bad streams: the step fails or retries as before, followers see the at
     await s.cancel();
     await s.result();
     await f.stop();
+  });
+});
+
+describe('sluice chat prints the answer as it streams', () => {
+  it('the text appears before the step ends, on one model: line, once; a voided attempt is said to be cut off', async () => {
+    const { runChat, LineInput } = await import('../client/chat');
+    const { PassThrough } = await import('node:stream');
+    let screen = '';
+    const sessionId = `stream-chat-${process.pid}-${++n}`;
+    const chat = runChat({
+      client: h.client,
+      sessionId,
+      start: { sessionId, model: 'openai:gate-chat2', modelCall: { initialIntervalMs: 50 } },
+      events: h.stateDir,
+      input: new LineInput(new PassThrough()),
+      out: (line) => (screen += `${line}\n`),
+      write: (s) => (screen += s),
+      approver: 'tester',
+      messages: ['say hello'],
+    });
+    await eventually('the first piece on the screen', () => screen.includes(`model: ${ANSWER[0]}`));
+    expect(screen).not.toContain(ANSWER.join(''));
+    provider.release('gate-chat2');
+    await eventually('the whole answer', () => screen.includes(`model: ${ANSWER.join('')}\n`));
+    await chat.catch(() => undefined);
+    expect(screen.split(ANSWER.join('')).length - 1).toBe(1);
+
+    screen = '';
+    const cutId = `stream-chat-${process.pid}-${++n}`;
+    const cut = runChat({
+      client: h.client,
+      sessionId: cutId,
+      start: { sessionId: cutId, model: 'openai:cut-chat2', modelCall: { initialIntervalMs: 50 } },
+      events: h.stateDir,
+      input: new LineInput(new PassThrough()),
+      out: (line) => (screen += `${line}\n`),
+      write: (s) => (screen += s),
+      approver: 'tester',
+      messages: ['say hello'],
+    });
+    await eventually('the retried answer', () => screen.includes(`model: ${ANSWER.join('')}\n`));
+    await cut.catch(() => undefined);
+    expect(screen).toContain('(that answer was cut off:');
+    expect(screen.split(ANSWER.join('')).length - 1).toBe(1);
+    for (const id of [sessionId, cutId])
+      await sessionHandle(h.client, id)
+        .cancel()
+        .catch(() => undefined);
   });
 });
