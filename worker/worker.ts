@@ -25,7 +25,7 @@ import { createNotifyActivities } from '../activities/notify';
 import { createStageActivities } from '../activities/stages';
 import { DEFAULT_TASK_QUEUE } from '../workflows/definitions';
 import { DEFAULT_RESULT_RETENTION_MS, defineConfig, parseRetention, type SluiceConfig } from './config';
-import { withHeartbeats } from './liveness';
+import { HEARTBEAT_THROTTLE, withHeartbeats } from './liveness';
 import { openStores, type SluiceStores } from './stores';
 import type { SluiceTelemetry } from './telemetry';
 import { requireOptional } from './optional';
@@ -129,6 +129,8 @@ export class SluicePlugin implements WorkerPlugin {
       ...withWorkflows(options),
       activities: { ...mine, ...sluice },
       sinks: { ...(options.sinks ?? {}), ...sinks },
+      // Stage beats reach the server at their own pace, not one per 80% of the timeout (worker/liveness.ts).
+      maxHeartbeatThrottleInterval: options.maxHeartbeatThrottleInterval ?? HEARTBEAT_THROTTLE,
     };
   }
 
