@@ -88,7 +88,8 @@ Commands (\`npx sluice <command> --help\` lists a command's options):
   chat                    Talk to a durable agent session: --script FILE (no key, no network) or
                           --model provider:model; --resume ID picks a session up after a crash
   reconcile <id>          Settle an unknown outcome listed by approvals: --done --evidence TEXT,
-                          --not-done or --run-again (--by NAME, --reason TEXT)
+                          --not-done or --run-again (--by NAME, --reason TEXT; queued with no worker up)
+  reassign <approvalId>   Hand a pending approval to someone else: --to NAME (--by, --reason)
   events <sessionId>      Print a session's events (--json, --follow)
   result <ref>            Print a stored result (the ref a truncated result names) as JSON:
                           {content, isError, error?, value?, meta?} (--text: its text only)
@@ -257,10 +258,25 @@ Options:
   --workflow ID           The reconcile workflow's id, when the search attributes cannot find it
   --token-file FILE       Your signed identity (a JWT; or SLUICE_APPROVER_TOKEN), sealed with
                           SLUICE_SEAL_KEY: needed to run again a tool with approverGroups
+  --wait                  With no worker up the decision is queued; wait for it to be applied or refused
+  --wait-timeout S        How long --wait waits, in seconds (default 600)
   --json                  Print the reconciliation as JSON
 ${CONNECTION_OPTIONS}
 
-Exit codes: 0 reconciled, 1 refused (already reconciled, missing evidence) or failed, 2 usage.`,
+Exit codes: 0 reconciled (or queued), 1 refused (already reconciled, missing evidence) or failed, 2 usage.`,
+  reassign: `Usage: npx sluice reassign <approvalId> --to NAME [--by NAME] [--reason TEXT]
+
+Hands a pending approval to someone else (a person or a group): the batch records
+approval/reassigned, shows the new assignee on the card and notifies. Works with no worker up
+(the batch takes it when one runs).
+
+  --to NAME               The new assignee
+  --by NAME               Who reassigns (default: SLUICE_APPROVER, then USER); recorded
+  --reason TEXT           Why; recorded
+  --workflow ID           The batch's workflow id, when the search attributes cannot find it
+${CONNECTION_OPTIONS}
+
+Exit codes: 0 sent, 1 refused (no such pending approval), 2 usage.`,
   replay: `Usage: npx sluice replay <target>... [options]
 
 Replays histories (workflow ids, session ids, .json files or folders of them) with the workflow
@@ -322,6 +338,7 @@ const OPTIONS = {
   text: { type: 'boolean' },
   json: { type: 'boolean' },
   by: { type: 'string' },
+  to: { type: 'string' },
   reason: { type: 'string' },
   digest: { type: 'string' },
   workflow: { type: 'string' },
@@ -434,6 +451,8 @@ export async function main(argv: string[], write: (s: string) => void = stdoutLi
         return await chat(values, out);
       case 'reconcile':
         return await reconcile(values, rest[0], out);
+      case 'reassign':
+        return await reassign(values, rest[0], out);
       case 'events':
         return await events(values, rest[0], out);
       case 'result':
@@ -1062,7 +1081,7 @@ async function reconcile(v: Values, reconcileId: string | undefined, out: (s: st
   // A tool only verified approvers may decide is run again only with a signed identity.
   const token = v['token-file'] ? readTokenFile(v['token-file']) : process.env.SLUICE_APPROVER_TOKEN?.trim();
   return withDecidingClient(v, out, async (sluice) => {
-    const r = await sluice.reconcile({
+    const submitted = await sluice.submitReconcile({
       reconcileId,
       decision,
       ...(token ? { identityToken: token } : {}),
@@ -1071,6 +1090,23 @@ async function reconcile(v: Values, reconcileId: string | undefined, out: (s: st
       ...(v.evidence ? { evidence: v.evidence } : {}),
       ...(v.workflow ? { workflowId: v.workflow } : {}),
     });
+    // No worker runs the card's workflow: the decision waits on the server, as approvals do.
+    if (submitted.status === 'queued') {
+      if (!v.wait) {
+        out(v.json ? JSON.stringify(submitted) : `queued: ${submitted.message}. Add --wait to wait for the outcome.`);
+        return 0;
+      }
+      const waitMs = v['wait-timeout'] !== undefined ? Number(v['wait-timeout']) * 1000 : 10 * 60_000;
+      if (!Number.isFinite(waitMs) || waitMs < 0)
+        throw new UsageError(`--wait-timeout takes seconds, not ${JSON.stringify(v['wait-timeout'])}`);
+      if (!v.json) out(`queued: ${submitted.message}. Waiting up to ${Math.round(waitMs / 1000)}s for the outcome ...`);
+    }
+    const r =
+      submitted.status === 'queued'
+        ? await sluice.awaitReconcile(submitted, {
+            timeoutMs: v['wait-timeout'] !== undefined ? Number(v['wait-timeout']) * 1000 : 10 * 60_000,
+          })
+        : submitted;
     if (v.json) out(JSON.stringify(r));
     else
       out(
@@ -1078,6 +1114,22 @@ async function reconcile(v: Values, reconcileId: string | undefined, out: (s: st
           r.rerun ? `\n${r.rerun.isError ? '✗' : '✓'} ${r.rerun.text}` : ''
         }`,
       );
+    return 0;
+  });
+}
+
+async function reassign(v: Values, approvalId: string | undefined, out: (s: string) => void): Promise<number> {
+  if (!approvalId) throw new UsageError('reassign needs an approval id; list them with `npx sluice approvals`');
+  if (!v.to?.trim()) throw new UsageError('reassign needs --to NAME: who the approval goes to');
+  return withDecidingClient(v, out, async (sluice) => {
+    const { workflowId } = await sluice.reassign({
+      approvalId,
+      to: v.to!.trim(),
+      by: decider(v, 'cli'),
+      ...(v.reason ? { reason: v.reason } : {}),
+      ...(v.workflow ? { workflowId: v.workflow } : {}),
+    });
+    out(`${approvalId}: reassigned to ${v.to!.trim()} (sent to ${workflowId}; recorded when a worker runs the batch)`);
     return 0;
   });
 }

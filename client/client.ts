@@ -49,6 +49,7 @@ import {
   DECISION_REFUSED,
   decideSignal,
   decideUpdate,
+  reassignSignal,
   SEARCH_ATTRIBUTES,
   SEQ_CONFLICT,
   SESSION_ID,
@@ -706,6 +707,107 @@ export class SluiceClient {
         );
       throw err;
     }
+  }
+
+  /**
+   * Reconciles whether or not a worker runs the card's workflow: by update when its worker answers
+   * within `probeMs` (the reconciliation is returned), else queued by signal (the server holds it;
+   * the workflow applies or refuses it when a worker is back). `awaitReconcile` waits for which.
+   */
+  async submitReconcile(
+    decision: ReconcileDecision & {
+      workflowId?: string;
+      identityToken?: string;
+      sealKey?: SealKey;
+      requestId?: string;
+    },
+    opts: { probeMs?: number } = {},
+  ): Promise<
+    | ({ status: 'applied' } & Reconciliation)
+    | { status: 'queued'; workflowId: string; reconcileId: string; requestId: string; message: string }
+  > {
+    const workflowId = decision.workflowId ?? (await this.findApproval(decision.reconcileId));
+    const probeMs = opts.probeMs ?? DEFAULT_PROBE_MS;
+    const handle = this.temporal.workflow.getHandle(workflowId);
+    const workerAnswers = await this.temporal
+      .withDeadline(Date.now() + probeMs, () => handle.query(stateQuery))
+      .then(
+        () => true,
+        () => false,
+      );
+    if (workerAnswers) return { status: 'applied', ...(await this.reconcile({ ...decision, workflowId })) };
+    const { workflowId: _omit, identityToken, sealKey, ...payload } = decision;
+    const requestId = payload.requestId ?? `req-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
+    if (identityToken) {
+      const card = (await this.readApprovals(workflowId)).pending.find((p) => p.approvalId === decision.reconcileId);
+      const key = sealKey ?? sealKeyFromEnv();
+      if (!card) throw new SluiceError(`no unknown outcome ${decision.reconcileId} is waiting in ${workflowId}`);
+      if (!key)
+        throw new SluiceError(
+          "a signed identity is sealed to the workers' public key before it is sent: set SLUICE_SEAL_KEY or pass sealKey",
+        );
+      payload.signedIdentity = await sealIdentity(
+        identityToken,
+        { approvalId: decision.reconcileId, argsDigest: card.argsDigest },
+        key,
+      );
+    }
+    try {
+      await handle.signal(RECONCILE_UPDATE, { ...payload, requestId });
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError)
+        throw new SluiceError(
+          `no unknown outcome ${decision.reconcileId} is waiting (workflow ${workflowId} not found)`,
+        );
+      throw err;
+    }
+    return {
+      status: 'queued',
+      workflowId,
+      reconcileId: decision.reconcileId,
+      requestId,
+      message: `no worker answered ${workflowId} within ${probeMs / 1000}s: the decision (${decision.decision}) is queued on the server and applied or refused when a worker runs it`,
+    };
+  }
+
+  /** What became of a queued reconcile decision: the reconciliation, or a SluiceError saying why not. */
+  async awaitReconcile(
+    q: { workflowId: string; reconcileId: string; requestId: string },
+    opts: { timeoutMs?: number; pollMs?: number } = {},
+  ): Promise<Reconciliation> {
+    const until = Date.now() + (opts.timeoutMs ?? 10 * 60_000);
+    const handle = this.temporal.workflow.getHandle(q.workflowId);
+    for (;;) {
+      const read = await this.readApprovals(q.workflowId).catch(() => undefined);
+      const refused = read?.memo?.refused.find((r) => r.requestId === q.requestId);
+      if (refused) throw new SluiceError(`not reconciled: ${refused.message}`);
+      if (read && !read.running) return (await handle.result()) as Reconciliation;
+      if (Date.now() >= until)
+        throw new SluiceError(
+          `no outcome for ${q.reconcileId} yet: the decision stays queued on ${q.workflowId} until a worker runs it`,
+        );
+      await new Promise((r) => setTimeout(r, opts.pollMs ?? 500));
+    }
+  }
+
+  /**
+   * Hands a pending approval to someone else (the `sluice.reassign` signal): works with no worker
+   * up; the batch records `approval/reassigned` and notifies when a worker runs it.
+   */
+  async reassign(r: { approvalId: string; to: string; by?: string; reason?: string; workflowId?: string }): Promise<{
+    workflowId: string;
+  }> {
+    if (!r.to?.trim()) throw new SluiceError('say who the approval goes to ("to")');
+    const workflowId = r.workflowId ?? (await this.findApproval(r.approvalId));
+    const read = await this.readApprovals(workflowId).catch(() => undefined);
+    const p = read?.pending.find((x) => x.approvalId === r.approvalId);
+    if (read && !p)
+      throw new SluiceError(`approval ${r.approvalId} is not waiting in ${workflowId}: nothing to reassign`);
+    if (p?.kind === 'reconcile')
+      throw new SluiceError(`${r.approvalId} is an unknown outcome, not an approval: reconcile it`);
+    const { workflowId: _omit, ...payload } = r;
+    await this.temporal.workflow.getHandle(workflowId).signal(reassignSignal, payload);
+    return { workflowId };
   }
 
   /** Why a decision came too late for a batch that has finished: how its ask ended, from the result. */

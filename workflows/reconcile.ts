@@ -9,7 +9,9 @@ import {
   allHandlersFinished,
   ApplicationFailure,
   condition,
+  defineSignal,
   defineUpdate,
+  log,
   proxyActivities,
   setHandler,
   TimeoutFailure,
@@ -30,11 +32,16 @@ import {
   type ReconcileInput,
   type Reconciliation,
 } from '../pipeline/reconcile';
-import type { ApprovalsMemo, BatchState, PendingApproval } from '../pipeline/types';
+import type { ApprovalsMemo, BatchState, MemoRefusal, PendingApproval } from '../pipeline/types';
 import { APPROVALS_MEMO, AWAITING_APPROVAL, PENDING_APPROVALS, stateQuery } from './definitions';
 import { bodyFailure } from './failures';
 
 export const reconcileUpdate = defineUpdate<Reconciliation, [ReconcileDecision]>(RECONCILE_UPDATE);
+/**
+ * The same decision by signal: what a client sends when no worker answers (the server holds it
+ * until one runs this workflow). Refusals go to the memo under the sender's requestId.
+ */
+export const reconcileSignal = defineSignal<[ReconcileDecision & { requestId?: string }]>(RECONCILE_UPDATE);
 
 // Only a decision that carries a signed identity schedules it, so histories without one replay
 // unchanged (the check that one is present is the update's validator, which replay does not run).
@@ -57,6 +64,8 @@ export async function reconcileCall(input: ReconcileInput): Promise<Reconciliati
   // A run again runs the body once more: for a tool whose asks only verified approvers (in its
   // groups) may decide, so may its run again; a typed name would otherwise re-run it.
   const runAgainNeedsIdentity = input.profile.identityRequired === true;
+  // Decisions by signal that were refused (only signals: an update's refusal is its failure).
+  const refused: MemoRefusal[] = [];
 
   const pending = (): PendingApproval => ({
     approvalId: input.reconcileId,
@@ -81,7 +90,12 @@ export async function reconcileCall(input: ReconcileInput): Promise<Reconciliati
       { key: AWAITING_APPROVAL, value: waiting() },
       { key: PENDING_APPROVALS, value: waiting() ? [input.reconcileId] : [] },
     ]);
-    const memo: ApprovalsMemo = { v: 1, pending: waiting() ? [pending()] : [], decided: [], refused: [] };
+    const memo: ApprovalsMemo = {
+      v: 1,
+      pending: waiting() ? [pending()] : [],
+      decided: [],
+      refused: refused.slice(-20),
+    };
     upsertMemo({ [APPROVALS_MEMO]: memo });
   };
 
@@ -107,33 +121,64 @@ export async function reconcileCall(input: ReconcileInput): Promise<Reconciliati
       nextSeq: 0,
     }),
   );
+  /** Why a decision cannot be taken now, or undefined: the update's validator and the signal's check. */
+  const whyNot = (d: ReconcileDecision): string | undefined =>
+    outcome
+      ? `already reconciled: ${outcome.outcome} by ${outcome.by}`
+      : decision || verifying
+        ? `a decision is being applied already${decision ? ` (${decision.decision} by ${decision.by ?? '?'})` : ''}`
+        : (reconcileProblem(d, input.reconcileId) ??
+          (d.decision === 'run-again' && runAgainNeedsIdentity && !d.signedIdentity
+            ? `${input.toolName} may only be run again by a verified approver${input.profile.approverGroups?.length ? ` in ${input.profile.approverGroups.join(' or ')}` : ''}: send the decision with a signed identity (\`npx sluice reconcile --run-again --token-file FILE\`); a typed name is not enough`
+            : undefined));
+  /** Takes a valid decision, verifying a signed identity first; returns why not when it does not verify. */
+  const take = async (d: ReconcileDecision): Promise<string | undefined> => {
+    const taken = normalizeReconcile(d);
+    if (taken.decision === 'run-again' && runAgainNeedsIdentity && taken.signedIdentity) {
+      verifying = true;
+      const r = await identity
+        .verifyApprover({
+          sealed: taken.signedIdentity,
+          approvalId: input.reconcileId,
+          argsDigest: input.ref.argsDigest,
+          groups: input.profile.approverGroups ?? [],
+          toolName: input.toolName,
+        })
+        .finally(() => {
+          verifying = false;
+        });
+      if (!r.ok) return `${r.problem}; nothing was run`;
+      taken.by = r.subject;
+    }
+    delete taken.signedIdentity;
+    decision = taken;
+    return undefined;
+  };
+  setHandler(reconcileSignal, async (d) => {
+    // A signal is in history before it is looked at: it must never throw, only be refused.
+    const requestId = d && typeof d === 'object' && typeof d.requestId === 'string' ? d.requestId.slice(0, 100) : '';
+    const early = whyNot(d);
+    const code = early ? (outcome || decision || verifying ? 'decided' : 'malformed') : 'unverified';
+    const why = early ?? (await take(d));
+    if (!why) return;
+    log.info('reconcile signal refused', { reconcileId: input.reconcileId });
+    refused.push({
+      approvalId: input.reconcileId,
+      code,
+      message: why,
+      via: 'signal',
+      at: new Date().toISOString(),
+      ...(typeof d?.by === 'string' && d.by ? { by: d.by.slice(0, 200) } : {}),
+      ...(requestId ? { requestId } : {}),
+    });
+    publish();
+  });
   setHandler(
     reconcileUpdate,
     async (d) => {
-      const taken = normalizeReconcile(d);
-      if (taken.decision === 'run-again' && runAgainNeedsIdentity && taken.signedIdentity) {
-        verifying = true;
-        const r = await identity
-          .verifyApprover({
-            sealed: taken.signedIdentity,
-            approvalId: input.reconcileId,
-            argsDigest: input.ref.argsDigest,
-            groups: input.profile.approverGroups ?? [],
-            toolName: input.toolName,
-          })
-          .finally(() => {
-            verifying = false;
-          });
-        if (!r.ok)
-          throw ApplicationFailure.create({
-            type: RECONCILE_REFUSED,
-            nonRetryable: true,
-            message: `${r.problem}; nothing was run`,
-          });
-        taken.by = r.subject;
-      }
-      delete taken.signedIdentity;
-      decision = taken;
+      const refusedWhy = await take(d);
+      if (refusedWhy)
+        throw ApplicationFailure.create({ type: RECONCILE_REFUSED, nonRetryable: true, message: refusedWhy });
       await condition(() => outcome !== undefined || (!running && !decision));
       if (outcome) return outcome;
       // The run again was lost too: the card is back, and the sender is told.
@@ -141,14 +186,7 @@ export async function reconcileCall(input: ReconcileInput): Promise<Reconciliati
     },
     {
       validator: (d) => {
-        const why = outcome
-          ? `already reconciled: ${outcome.outcome} by ${outcome.by}`
-          : decision || verifying
-            ? `a decision is being applied already${decision ? ` (${decision.decision} by ${decision.by ?? '?'})` : ''}`
-            : (reconcileProblem(d, input.reconcileId) ??
-              (d.decision === 'run-again' && runAgainNeedsIdentity && !d.signedIdentity
-                ? `${input.toolName} may only be run again by a verified approver${input.profile.approverGroups?.length ? ` in ${input.profile.approverGroups.join(' or ')}` : ''}: send the decision with a signed identity (\`npx sluice reconcile --run-again --token-file FILE\`); a typed name is not enough`
-                : undefined));
+        const why = whyNot(d);
         if (why) throw ApplicationFailure.create({ type: RECONCILE_REFUSED, nonRetryable: true, message: why });
       },
     },

@@ -179,6 +179,11 @@ export async function startInbox(opts: InboxOptions): Promise<Inbox> {
       if (problem) return send(res, 403, { status: 'forbidden', message: problem });
       return reconcile(req, res);
     }
+    if (req.method === 'POST' && url.pathname === '/api/reassign') {
+      const problem = crossSiteProblem(req);
+      if (problem) return send(res, 403, { status: 'forbidden', message: problem });
+      return reassign(req, res);
+    }
     if (await linkRoute(links, req, res, url)) return;
     send(res, 404, { status: 'not-found', message: `no such page: ${req.method} ${url.pathname}` });
   }
@@ -318,7 +323,7 @@ export async function startInbox(opts: InboxOptions): Promise<Inbox> {
         message: 'marking it done needs evidence: what shows the call ran (a log line, an id, a receipt)',
       });
     try {
-      const r = await opts.client.reconcile({
+      const r = await opts.client.submitReconcile({
         workflowId,
         reconcileId,
         decision,
@@ -326,10 +331,41 @@ export async function startInbox(opts: InboxOptions): Promise<Inbox> {
         ...(text(reason) ? { reason: text(reason) } : {}),
         ...(text(evidence) ? { evidence: text(evidence) } : {}),
       });
-      send(res, 200, { status: 'reconciled', ...r });
+      // Queued: no worker runs the card's workflow; the server holds the decision until one does.
+      if (r.status === 'queued') send(res, 202, r);
+      else send(res, 200, { ...r, status: 'reconciled' });
     } catch (err) {
       if (err instanceof SluiceError) send(res, 409, { status: 'refused', message: err.message });
       else send(res, 502, { status: 'error', message: `could not reach the card: ${(err as Error).message}` });
+    } finally {
+      stream.poke();
+    }
+  }
+
+  /** Hands a pending approval to someone else: a signal, so it works with no worker up. */
+  async function reassign(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const body = await jsonBody(req, res);
+    if (body === undefined) return;
+    const { workflowId, approvalId, to, reason } = body;
+    if (typeof workflowId !== 'string' || typeof approvalId !== 'string' || typeof to !== 'string' || !to.trim())
+      return send(res, 400, {
+        status: 'invalid',
+        message: 'send {"workflowId", "approvalId", "to", "reason"?, "by"?}',
+      });
+    const by = whoDecides(req, res, body, 'approver');
+    if (by === undefined) return;
+    try {
+      await opts.client.reassign({
+        workflowId,
+        approvalId,
+        to: to.trim(),
+        by,
+        ...(typeof reason === 'string' && reason.trim() ? { reason: reason.trim() } : {}),
+      });
+      send(res, 202, { status: 'sent', approvalId, to: to.trim(), by });
+    } catch (err) {
+      if (err instanceof SluiceError) send(res, 409, { status: 'refused', message: err.message });
+      else send(res, 502, { status: 'error', message: `could not reach the batch: ${(err as Error).message}` });
     } finally {
       stream.poke();
     }

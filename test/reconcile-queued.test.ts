@@ -1,0 +1,159 @@
+// Every decision with every worker down (issue 27 item 3): a reconcile decision sent with no
+// worker up is queued by signal and applied when a worker starts; a queued one that cannot be
+// taken is refused in the memo under its requestId; a reassignment by `sluice reassign` with no
+// worker up is recorded when the batch runs again.
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { z } from 'zod';
+import { main } from '../client/cli';
+import { RECONCILE_UPDATE, type ReconcileInput, reconcileWorkflowId } from '../pipeline/reconcile';
+import { APPROVALS_MEMO, AWAITING_APPROVAL, PENDING_APPROVALS, SESSION_ID } from '../workflows/definitions';
+import { defineConfig, defineTool } from '../worker/config';
+import { eventually } from './eventually';
+import { batch, type Harness, startHarness } from './harness';
+
+let h: Harness;
+
+beforeAll(async () => {
+  h = await startHarness(
+    'reconcile-queued',
+    defineConfig({
+      tools: [
+        defineTool({
+          name: 'deploy',
+          description: 'deploys',
+          input: z.object({ env: z.string() }),
+          approval: 'ask',
+          approvalLifecycle: { assignee: 'ops' },
+          execute: ({ env }) => `deployed ${env}`,
+        }),
+      ],
+    }),
+  );
+});
+afterAll(() => h?.close());
+
+async function cli(args: string[]): Promise<{ code: number; out: string }> {
+  const lines: string[] = [];
+  const code = await main([...args, '--address', inject('temporalAddress')], (s) => lines.push(s));
+  return { code, out: lines.join('\n') };
+}
+
+/** An unknown outcome's card, as a batch opens it when an at-most-once body's attempt is lost. */
+async function openCard(tag: string) {
+  const batchId = `sluice-batch:rq-${tag}-${Date.now()}:1:1`;
+  const reconcileId = `rc-${tag}-${Date.now()}`;
+  const input: ReconcileInput = {
+    reconcileId,
+    batchWorkflowId: batchId,
+    sessionId: `rq-${tag}`,
+    turn: 1,
+    step: 1,
+    callId: 'c1',
+    toolName: 'deploy',
+    ref: {
+      workflowId: batchId,
+      sessionId: `rq-${tag}`,
+      turn: 1,
+      step: 1,
+      callId: 'c1',
+      name: 'deploy',
+      args: { env: 'prod' },
+      argsDigest: 'sha256:00',
+      idempotencyKey: `${batchId}/c1`,
+      state: {},
+    },
+    profile: {
+      concurrencySafe: false,
+      timeoutMs: 10_000,
+      heartbeatTimeoutMs: 10_000,
+      retry: {},
+      approval: 'auto',
+      finalizes: false,
+      atMostOnce: true,
+    },
+    card: { title: 'Deploy prod' },
+    problem: 'the worker running it was lost',
+  };
+  const workflowId = reconcileWorkflowId(batchId, 'c1');
+  const handle = await h.client.temporal.workflow.start('reconcileCall', {
+    taskQueue: h.taskQueue,
+    workflowId,
+    args: [input],
+    typedSearchAttributes: [
+      { key: SESSION_ID, value: input.sessionId },
+      { key: AWAITING_APPROVAL, value: true },
+      { key: PENDING_APPROVALS, value: [reconcileId] },
+    ],
+    memo: { [APPROVALS_MEMO]: { v: 1, pending: [], decided: [], refused: [] } },
+  });
+  await eventually('the card in the memo', async () =>
+    (await h.client.readApprovals(workflowId)).pending.some((p) => p.approvalId === reconcileId),
+  );
+  return { handle, workflowId, reconcileId };
+}
+
+describe('decisions with every worker down', () => {
+  it('a reconcile decision sent with no worker up is queued and applied when a worker starts; a bad queued one is refused in the memo', async () => {
+    const good = await openCard('good');
+    const bad = await openCard('bad');
+    await h.stopWorker();
+    try {
+      const sent = await cli([
+        'reconcile',
+        good.reconcileId,
+        '--not-done',
+        '--by',
+        'ops-oncall',
+        '--reason',
+        'checked the deploy log',
+      ]);
+      expect(sent.code, sent.out).toBe(0);
+      expect(sent.out).toContain('queued: no worker answered');
+      // Sent by signal with no evidence for "done": the workflow refuses it when it runs.
+      await h.client.temporal.workflow
+        .getHandle(bad.workflowId)
+        .signal(RECONCILE_UPDATE, { reconcileId: bad.reconcileId, decision: 'done', by: 'eve', requestId: 'rq-bad-1' });
+      // Still waiting, with no worker: nothing was applied yet.
+      expect((await h.client.readApprovals(good.workflowId)).running).toBe(true);
+    } finally {
+      await h.startWorker();
+    }
+    const result = await good.handle.result();
+    expect(result).toMatchObject({ outcome: 'not-done', by: 'ops-oncall', reason: 'checked the deploy log' });
+    await expect(
+      h.client.awaitReconcile({ workflowId: bad.workflowId, reconcileId: bad.reconcileId, requestId: 'rq-bad-1' }),
+    ).rejects.toThrow('marking a call done needs evidence');
+    // The card stays open for a real decision, then takes one by update (a worker answers now).
+    const done = await cli(['reconcile', bad.reconcileId, '--done', '--evidence', 'release 42 is live', '--by', 'ops']);
+    expect(done.code, done.out).toBe(0);
+    expect(done.out).toContain('reconciled done by ops');
+  });
+
+  it('sluice reassign with no worker up: recorded as approval/reassigned when the batch runs', async () => {
+    const handle = await h.client.startBatch(batch([{ id: 'd', name: 'deploy', args: { env: 'eu' } }]));
+    const p = await eventually('the ask', async () => (await h.client.readApprovals(handle.workflowId)).pending[0]);
+    expect(p.assignee).toBe('ops');
+    await h.stopWorker();
+    try {
+      const sent = await cli(['reassign', p.approvalId, '--to', 'dana', '--by', 'lead', '--reason', 'on call']);
+      expect(sent.code, sent.out).toBe(0);
+      expect(sent.out).toContain('reassigned to dana');
+      const refused = await cli(['reassign', 'no-such-approval', '--to', 'dana', '--workflow', handle.workflowId]);
+      expect(refused.code).toBe(1);
+      expect(refused.out).toContain('is not waiting');
+    } finally {
+      await h.startWorker();
+    }
+    await eventually('the new assignee in the memo', async () =>
+      (await h.client.readApprovals(handle.workflowId)).pending.some((x) => x.assignee === 'dana'),
+    );
+    await h.client.decide({ workflowId: handle.workflowId, approvalId: p.approvalId, decision: 'approve', by: 'dana' });
+    const out = await handle.result();
+    expect(out.events.find((e) => e.type === 'approval/reassigned')?.data).toMatchObject({
+      from: 'ops',
+      to: 'dana',
+      by: 'lead',
+      reason: 'on call',
+    });
+  });
+});
