@@ -3,6 +3,7 @@
 // `approvalId` + `kind` to drop repeats). A webhook gets the notice as JSON, signed with
 // HMAC-SHA256 over the raw body in `X-Sluice-Signature: sha256=<hex>`; a chat incoming webhook
 // gets `{"text": ...}` (Slack, Mattermost, Google Chat and Teams' incoming webhooks read `text`).
+import { log } from '@temporalio/activity';
 import { createHmac } from 'node:crypto';
 import type { ApprovalNotice } from '../pipeline/lifecycle';
 import { type ApprovalLinkSettings, approvalLink, linkKeyProblem } from './approval-links';
@@ -75,8 +76,16 @@ export function createNotifyActivities(notifiers: NotifierSettings[] = [], links
     async notifyApprovers(asked: ApprovalNotice): Promise<{ sent: number }> {
       // A one-time link for the person away from a terminal, when the worker has an inbox address and key.
       const link = approvalLink(links, asked);
-      const notice: ApprovalNotice = link ? { ...asked, link } : asked;
-      for (const n of notifiers) {
+      const { targets, ...rest } = asked;
+      const notice: ApprovalNotice = link ? { ...rest, link } : rest;
+      // A batch that names its notifiers gets only those; a name the worker lacks is said, not skipped quietly.
+      const unknown = (targets ?? []).filter((t) => !notifiers.some((n) => n.name === t));
+      if (unknown.length)
+        log.warn(
+          `approval notice: the batch names notifiers this worker lacks (${unknown.join(', ')}); give them a name in the worker's notifiers`,
+        );
+      const chosen = targets ? notifiers.filter((n) => n.name !== undefined && targets.includes(n.name)) : notifiers;
+      for (const n of chosen) {
         const body = n.kind === 'chat' ? JSON.stringify({ text: chatText(notice) }) : JSON.stringify(notice);
         const headers: Record<string, string> = { 'content-type': 'application/json', 'x-sluice-event': notice.kind };
         if (n.kind === 'webhook' && n.secret) headers[SIGNATURE_HEADER] = signBody(n.secret, body);
@@ -84,7 +93,7 @@ export function createNotifyActivities(notifiers: NotifierSettings[] = [], links
         if (!res.ok)
           throw new Error(`notifier ${n.name ?? n.url} answered ${res.status} to the ${notice.kind} notice; retrying`);
       }
-      return { sent: notifiers.length };
+      return { sent: chosen.length };
     },
   };
 }

@@ -32,6 +32,8 @@ export interface ApprovalNotice {
   from?: string;
   by?: string;
   at: string;
+  /** Only these of the worker's notifiers (by name): the batch's `options.notifiers`. */
+  targets?: string[];
   /** A one-time approval link (the worker's `approvalLinks`): opens the inbox's confirm page for this approval. */
   link?: string;
 }

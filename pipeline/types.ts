@@ -186,6 +186,11 @@ export interface BatchOptions {
    * tool or an ask) this person may not approve the session's calls (the two-person rule).
    */
   sessionUser?: string;
+  /**
+   * Which of the worker's notifiers (by their `name`) get this batch's approval notices; default
+   * all of them. Targets are named, never given here: their URLs and secrets stay in the worker.
+   */
+  notifiers?: string[];
 }
 
 export interface BatchInput {

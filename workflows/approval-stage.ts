@@ -176,6 +176,7 @@ export class ApprovalStage {
         ? { lifecycle: profile?.lifecycle ?? this.input.options!.approvalLifecycle! }
         : {}),
       ...(profile?.notify ? { notify: true } : {}),
+      ...(profile?.notify && this.input.options?.notifiers ? { notifyTargets: this.input.options.notifiers } : {}),
     };
   }
 

@@ -61,6 +61,8 @@ interface Entry {
    */
   alsoAcceptsDigest?: string;
   notify?: boolean;
+  /** The batch's own notifier names (options.notifiers), when it names them. */
+  notifyTargets?: string[];
   decision?: ApprovalDecision & { grantId?: string; verified?: VerifiedApprover; approvers?: string[] };
 }
 
@@ -191,11 +193,12 @@ export class Approvals {
       ...(typeof r.reason === 'string' && r.reason ? { reason: r.reason.slice(0, 2000) } : {}),
     });
     this.publish();
-    if (entry.notify) this.notify(entry.pending, 'reassigned', from, typeof r.by === 'string' ? r.by : undefined);
+    if (entry.notify)
+      this.notify(entry.pending, 'reassigned', from, typeof r.by === 'string' ? r.by : undefined, entry.notifyTargets);
   }
 
   /** Sends a notice through the worker's notifiers; a failure is the activity's to retry, never the ask's. */
-  private notify(p: PendingApproval, kind: NoticeKind, from?: string, by?: string): void {
+  private notify(p: PendingApproval, kind: NoticeKind, from?: string, by?: string, targets?: string[]): void {
     void notifier
       .notifyApprovers({
         kind,
@@ -210,6 +213,7 @@ export class Approvals {
         ...(p.assignee ? { assignee: p.assignee } : {}),
         ...(from ? { from } : {}),
         ...(by ? { by } : {}),
+        ...(targets ? { targets } : {}),
         at: new Date().toISOString(),
       })
       .catch((err) => log.warn('approval notice not delivered', { kind, err: String(err) }));
@@ -494,6 +498,7 @@ export class Approvals {
       approverGroups?: string[];
       lifecycle?: ApprovalLifecycle;
       notify?: boolean;
+      notifyTargets?: string[];
       /** N distinct approvers, and the session's user who may not be one of them. */
       quorum?: QuorumSettings;
       sessionUser?: string;
@@ -572,6 +577,7 @@ export class Approvals {
       const entry: Entry = {
         pending,
         ...(opts.notify ? { notify: true } : {}),
+        ...(opts.notifyTargets ? { notifyTargets: opts.notifyTargets } : {}),
         ...(opts.alsoAcceptsDigest ? { alsoAcceptsDigest: opts.alsoAcceptsDigest } : {}),
       };
       this.open.set(approvalId, entry);
@@ -582,7 +588,7 @@ export class Approvals {
         await condition(settled, opts.timeoutMs);
       } else {
         // Lifecycle: notices and timers only for asks that have them, so other histories replay unchanged.
-        if (opts.notify) this.notify(pending, 'asked');
+        if (opts.notify) this.notify(pending, 'asked', undefined, undefined, opts.notifyTargets);
         const steps: { at: number; kind: 'escalate' | 'remind' }[] = [];
         if (lc?.escalateAfterMs && lc.escalateTo && lc.escalateAfterMs < opts.timeoutMs)
           steps.push({ at: askedAt.getTime() + lc.escalateAfterMs, kind: 'escalate' });
@@ -604,7 +610,7 @@ export class Approvals {
               afterMs: lc!.escalateAfterMs!,
             });
             this.publish();
-            if (opts.notify) this.notify(pending, 'escalated', from);
+            if (opts.notify) this.notify(pending, 'escalated', from, undefined, opts.notifyTargets);
           } else {
             this.events.record('approval/reminded', {
               id: approvalId,
@@ -612,7 +618,7 @@ export class Approvals {
               expiresAt: pending.expiresAt,
               ...(pending.assignee ? { assignee: pending.assignee } : {}),
             });
-            if (opts.notify) this.notify(pending, 'reminder');
+            if (opts.notify) this.notify(pending, 'reminder', undefined, undefined, opts.notifyTargets);
           }
         }
         if (!over) await condition(settled, Math.max(1, expiresAt.getTime() - Date.now()));
