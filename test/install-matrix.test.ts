@@ -67,11 +67,20 @@ export const uses = [connect, SluiceClient, sealIdentity, scriptedModel, toOpenA
 export type Key = SealKey;
 `;
 
-/** What a worker app's own workflows import (sluice/workflow needs @temporalio/workflow). */
-const WORKFLOW_CONSUMER = `
+/**
+ * A worker app: every entry, sluice/workflow among them (it needs @temporalio/workflow, which the
+ * worker brings), with none of the optional packages (pg, OpenTelemetry, prom-client, the MCP SDK)
+ * installed: no declaration may name one.
+ */
+const WORKER_CONSUMER = `
 import { type ToolBatchWorkflow, BATCH_WORKFLOW } from 'sluice/workflow';
+import { SluicePlugin, SluiceTelemetry, PostgresStores, createSluiceWorker } from 'sluice/worker';
+import * as tools from 'sluice/tools';
+import * as hooks from 'sluice/hooks';
+import * as codeMode from 'sluice/code-mode';
 export const name = BATCH_WORKFLOW;
 export type W = ToolBatchWorkflow;
+export const uses = [SluicePlugin, SluiceTelemetry, PostgresStores, createSluiceWorker, tools.mcpTools, hooks, codeMode];
 `;
 
 const TSCONFIG = JSON.stringify({
@@ -143,8 +152,8 @@ beforeAll(async () => {
             with: c.with,
             files: {
               'consumer.ts': CONSUMER,
-              'workflow-consumer.ts': WORKFLOW_CONSUMER,
-              'tsconfig.json': tsconfig(c.worker ? ['consumer.ts', 'workflow-consumer.ts'] : ['consumer.ts']),
+              'worker-consumer.ts': WORKER_CONSUMER,
+              'tsconfig.json': tsconfig(c.worker ? ['consumer.ts', 'worker-consumer.ts'] : ['consumer.ts']),
               'run.js': RUN,
             },
           });

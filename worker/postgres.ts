@@ -260,11 +260,23 @@ async function inSessionLock<T>(pool: Pool, sessionId: string, work: (c: PoolCli
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
+/**
+ * A pg Pool, typed by its shape: sluice/worker's declarations name no pg, an optional peer an app
+ * without PostgreSQL does not install.
+ */
+export interface PgPool {
+  query: (...args: never[]) => unknown;
+  connect: (...args: never[]) => unknown;
+}
+
 export class PostgresEventSink implements EventSink {
+  private readonly pool: Pool;
   constructor(
-    private readonly pool: Pool,
+    pool: PgPool,
     private readonly warn: (message: string) => void,
-  ) {}
+  ) {
+    this.pool = pool as Pool;
+  }
 
   async append(sessionId: string, events: SessionEvent[], batchId?: string): Promise<void> {
     if (events.length === 0) return;
@@ -374,7 +386,10 @@ export class PostgresEventSink implements EventSink {
 
 /** Results keyed by the call's idempotency key; a retried put writes the same value again. */
 export class PostgresResultStore implements ResultStore {
-  constructor(private readonly pool: Pool) {}
+  private readonly pool: Pool;
+  constructor(pool: PgPool) {
+    this.pool = pool as Pool;
+  }
 
   async put(key: string, value: Json): Promise<string> {
     const text = JSON.stringify(value);

@@ -15,6 +15,7 @@ import type { BasicTracerProvider, SpanExporter, SpanProcessor } from '@opentele
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Counter, Histogram, Registry } from 'prom-client';
+import type { WorkerPlugin } from '@temporalio/worker';
 import type { Json, SessionEvent } from '../pipeline/types';
 import type { ResultStore } from './claim-check';
 import { requireOptional } from './optional';
@@ -58,9 +59,20 @@ function otlpExporter(): typeof import('@opentelemetry/exporter-trace-otlp-http'
 /** Loaded by the first SluiceTelemetry: every use below runs after one was made. */
 const otel = () => modules!.api;
 
+/**
+ * An OpenTelemetry SpanExporter (@opentelemetry/sdk-trace-base), typed by its shape: sluice/worker's
+ * declarations name no OpenTelemetry or prom-client package, optional peers an app without
+ * telemetry does not install. For the same reason the OpenTelemetry and prom-client objects below
+ * are internal: read the metrics with metricsText(), send spans through spanExporter.
+ */
+export interface SpanExporterLike {
+  export: (...args: never[]) => unknown;
+  shutdown: () => Promise<void>;
+}
+
 export interface TelemetryOptions {
   /** Where spans go; with none (and no OTLP endpoint) no spans are made. */
-  spanExporter?: SpanExporter;
+  spanExporter?: SpanExporterLike;
   /** OTLP/HTTP endpoint (`http://collector:4318`); default OTEL_EXPORTER_OTLP_ENDPOINT. */
   otlpEndpoint?: string;
   /** Export each span as it ends (tests); default batches them. */
@@ -71,18 +83,28 @@ export interface TelemetryOptions {
 }
 
 export class SluiceTelemetry {
+  /** @internal */
   readonly registry: Registry;
+  /** @internal */
   readonly tracer?: Tracer;
+  /** @internal */
   readonly spanProcessor?: SpanProcessor;
+  /** @internal */
   readonly resource: Resource;
   private readonly provider?: BasicTracerProvider;
   private pendingApprovals?: () => Promise<number>;
 
+  /** @internal */
   readonly calls: Counter<'tool' | 'outcome'>;
+  /** @internal */
   readonly approvalWait: Histogram<'outcome'>;
+  /** @internal */
   readonly bodyAttempts: Counter<'tool' | 'outcome'>;
+  /** @internal */
   readonly stageSeconds: Histogram<'stage' | 'outcome'>;
+  /** @internal */
   readonly storedResults: Counter<'kind'>;
+  /** @internal */
   readonly storedBytes: Counter<'kind'>;
 
   constructor(opts: TelemetryOptions = {}) {
@@ -93,7 +115,7 @@ export class SluiceTelemetry {
     this.resource = new resources.Resource({ 'service.name': opts.serviceName ?? 'sluice-worker' });
     const endpoint = opts.otlpEndpoint;
     const exporter =
-      opts.spanExporter ??
+      (opts.spanExporter as SpanExporter | undefined) ??
       (endpoint
         ? new (otlpExporter().OTLPTraceExporter)({ url: `${endpoint.replace(/\/$/, '')}/v1/traces` })
         : undefined);
@@ -330,6 +352,29 @@ export class SluiceTelemetry {
         }
       }
     }
+  }
+
+  /**
+   * Temporal's own workflow and activity spans (OpenTelemetryPlugin from
+   * @temporalio/interceptors-opentelemetry), into the same span processor as Sluice's: add it to
+   * your Worker.create plugins beside SluicePlugin. createSluiceWorker adds it itself.
+   */
+  temporalPlugin(): WorkerPlugin {
+    const { OpenTelemetryPlugin } = requireOptional(
+      '@temporalio/interceptors-opentelemetry',
+      "Temporal's own spans (SluiceTelemetry.temporalPlugin)",
+      () =>
+        require('@temporalio/interceptors-opentelemetry') as typeof import('@temporalio/interceptors-opentelemetry'),
+    );
+    if (!this.spanProcessor)
+      throw new Error(
+        "SluiceTelemetry.temporalPlugin(): this telemetry makes no spans (no spanExporter and no OTLP endpoint); give it one, or leave Temporal's spans out",
+      );
+    return new OpenTelemetryPlugin({
+      resource: this.resource,
+      spanProcessor: this.spanProcessor,
+      ...(this.tracer ? { tracer: this.tracer } : {}),
+    }) as unknown as WorkerPlugin;
   }
 
   /** Prometheus text: Sluice's metrics, then the runtime's from `coreUrl` when given. */

@@ -28,7 +28,6 @@ import { DEFAULT_RESULT_RETENTION_MS, defineConfig, parseRetention, type SluiceC
 import { HEARTBEAT_THROTTLE, withHeartbeats } from './liveness';
 import { openStores, type SluiceStores } from './stores';
 import type { SluiceTelemetry } from './telemetry';
-import { requireOptional } from './optional';
 import { sessionEventSinks } from './workflow-sinks';
 import { protectStateDir } from '../tools/fs/protect';
 
@@ -55,8 +54,8 @@ export interface SluicePluginOptions {
   stores?: SluiceStores;
   /**
    * Traces and metrics (worker/telemetry.ts): Sluice's stage spans and metrics. For Temporal's own
-   * workflow and activity spans add `OpenTelemetryPlugin` from @temporalio/interceptors-opentelemetry
-   * with the same span processor (createSluiceWorker does).
+   * workflow and activity spans add `telemetry.temporalPlugin()` to the worker's plugins
+   * (createSluiceWorker does).
    */
   telemetry?: SluiceTelemetry;
   /**
@@ -283,7 +282,7 @@ export async function createSluiceWorker(opts: SluiceWorkerOptions): Promise<Wor
         telemetry: opts.telemetry,
         ...(opts.registerSearchAttributes === false ? { registerSearchAttributes: false } : {}),
       }),
-      ...(opts.telemetry?.spanProcessor ? [temporalSpans(opts.telemetry)] : []),
+      ...(opts.telemetry?.spanProcessor ? [opts.telemetry.temporalPlugin()] : []),
     ],
     ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : {}),
     ...(opts.identity ? { identity: opts.identity } : {}),
@@ -302,19 +301,5 @@ export async function createSluiceWorker(opts: SluiceWorkerOptions): Promise<Wor
       ? { maxEagerActivityReservationsPerWorkflowTask: opts.maxEagerActivityReservationsPerWorkflowTask }
       : {}),
     stickyQueueScheduleToStartTimeout: opts.stickyQueueScheduleToStartTimeoutMs ?? 3_000,
-  });
-}
-
-/** Temporal's own workflow and activity spans, into the same processor as Sluice's. */
-function temporalSpans(telemetry: SluiceTelemetry) {
-  const { OpenTelemetryPlugin } = requireOptional(
-    '@temporalio/interceptors-opentelemetry',
-    'Traces (an OTLP endpoint or a span exporter)',
-    () => require('@temporalio/interceptors-opentelemetry') as typeof import('@temporalio/interceptors-opentelemetry'),
-  );
-  return new OpenTelemetryPlugin({
-    resource: telemetry.resource,
-    spanProcessor: telemetry.spanProcessor!,
-    ...(telemetry.tracer ? { tracer: telemetry.tracer } : {}),
   });
 }

@@ -71,6 +71,7 @@ export class McpConnection {
     return loaded && this.transport instanceof loaded.StdioClientTransport ? this.transport.pid : null;
   }
 
+  /** @internal (its type is the MCP SDK's, an optional peer that declarations must not name) */
   async listTools(): Promise<Tool[]> {
     const client = await this.open();
     const tools: Tool[] = [];
@@ -88,6 +89,8 @@ export class McpConnection {
    * connection, or a server that no longer knows our session), it reconnects and sends it once
    * more: nothing ran yet. A connection lost while the call was in flight is thrown: the call may
    * or may not have run, and only the tool's retry policy may decide to run it again.
+   *
+   * @internal (its type is the MCP SDK's, an optional peer that declarations must not name)
    */
   async callTool(name: string, args: Record<string, unknown>, opts: CallOptions): Promise<CallToolResult> {
     for (let attempt = 0; ; attempt++) {

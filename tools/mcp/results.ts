@@ -8,6 +8,7 @@ import { ToolErrorCodes } from '../errors';
 
 export const MCP_TOOL_ERROR = ToolErrorCodes.MCP_TOOL_ERROR;
 
+/** @internal (its type is the MCP SDK's, an optional peer that declarations must not name) */
 export function toSluiceResult(server: string, tool: string, result: CallToolResult): ToolOutput {
   const content: ContentBlock[] = [];
   const resources: JsonObject[] = [];
