@@ -81,13 +81,10 @@ async function main() {
     await byHand(client, `warm-hand-${tag}`, 3, model);
     await bySession(client, `warm-session-${tag}`, 3);
 
-    await bySession(client, `warm-local-${tag}`, 3, undefined, true);
     const hand: number[] = [];
     const session: number[] = [];
-    const local: number[] = [];
     const handCpu: number[] = [];
     const sessionCpu: number[] = [];
-    const localCpu: number[] = [];
     const cpuMs = () => {
       const u = process.cpuUsage();
       return (u.user + u.system) / 1000;
@@ -104,28 +101,18 @@ async function main() {
       await bySession(client, `session-${tag}-${r}`, STEPS);
       session.push((performance.now() - t) / (STEPS + 1));
       sessionCpu.push((cpuMs() - c) / (STEPS + 1));
-      t = performance.now();
-      c = cpuMs();
-      await bySession(client, `local-${tag}-${r}`, STEPS, undefined, true);
-      local.push((performance.now() - t) / (STEPS + 1));
-      localCpu.push((cpuMs() - c) / (STEPS + 1));
     }
     const h = median(hand);
     const s = median(session);
-    const l = median(local);
     const hc = median(handCpu);
     const sc = median(sessionCpu);
-    const lc = median(localCpu);
     console.log(
-      `per step (${STEPS} steps of one tool call + the answer, median of ${ROUNDS} rounds; load average ${load0.toFixed(1)} → ${os.loadavg()[0].toFixed(1)}): by hand ${h.toFixed(1)} ms (model call in process + client.runBatch), as a session ${s.toFixed(1)} ms; the session adds ${(s - h).toFixed(1)} ms a step (${(s / h).toFixed(2)}x); with modelCall.local ${l.toFixed(1)} ms, ${(l - h).toFixed(1)} ms a step added (${(l / h).toFixed(2)}x)`,
+      `per step (${STEPS} steps of one tool call + the answer, median of ${ROUNDS} rounds; load average ${load0.toFixed(1)} → ${os.loadavg()[0].toFixed(1)}): by hand ${h.toFixed(1)} ms (model call in process + client.runBatch), as a session ${s.toFixed(1)} ms; the session adds ${(s - h).toFixed(1)} ms a step (${(s / h).toFixed(2)}x)`,
     );
     console.log(
-      `CPU of this process (worker + client) per step: by hand ${hc.toFixed(2)} ms, as a session ${sc.toFixed(2)} ms (${(sc / hc).toFixed(2)}x), with modelCall.local ${lc.toFixed(2)} ms (${(lc / hc).toFixed(2)}x)`,
+      `CPU of this process (worker + client) per step: by hand ${hc.toFixed(2)} ms, as a session ${sc.toFixed(2)} ms (${(sc / hc).toFixed(2)}x)`,
     );
-    console.log('\n## the session, model step as an activity');
     await breakdown(client, `hand-${tag}-${ROUNDS - 1}`, `session-${tag}-${ROUNDS - 1}`, STEPS);
-    console.log('\n## the session, modelCall.local');
-    await breakdown(client, `hand-${tag}-${ROUNDS - 1}`, `local-${tag}-${ROUNDS - 1}`, STEPS);
 
     // history a step adds, from the historyBytes each model/message event records
     const long = `long-${tag}`;
@@ -217,11 +204,10 @@ async function byHand(client: SluiceClient, sessionId: string, n: number, model:
   }
 }
 
-async function bySession(client: SluiceClient, sessionId: string, n: number, canAfter?: number, local = false) {
+async function bySession(client: SluiceClient, sessionId: string, n: number, canAfter?: number) {
   const s = await startSession(client, {
     sessionId,
     model: 'bench',
-    ...(local ? { modelCall: { local: true } } : {}),
     endWhenIdle: true,
     maxStepsPerTurn: n + 5,
     ...(canAfter ? { continueAsNewAfterEvents: canAfter } : {}),

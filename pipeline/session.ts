@@ -202,15 +202,6 @@ export interface ModelCallOptions {
   heartbeatTimeoutMs?: number;
   maxAttempts?: number;
   initialIntervalMs?: number;
-  /**
-   * Run the model step as a local activity, in the worker that runs the session: no activity task
-   * and no extra workflow task per step (docs/performance.md, "Sessions"). For models that answer
-   * within a few seconds (a local model, a scripted one, a cache): while it runs the session's
-   * workflow task stays open, so an interrupt or a message waits for it, and a step that outlives
-   * the workflow task timeout keeps it open by heartbeats. `heartbeatTimeoutMs` does not apply.
-   * Default false: a regular activity, dispatched eagerly to the worker that scheduled it.
-   */
-  local?: boolean;
 }
 
 export interface SessionInput {

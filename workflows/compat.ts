@@ -107,14 +107,6 @@ export const PATCHES = {
     read: 'at-use',
     why: 'a session cancelled from Temporal cancels its running batch and completes with its reason. Read only on a Temporal cancel (when it happens, and at the end), as before: read at the start, every new session would record a marker, and an old one cancelled late would meet its marker with no command',
   },
-  sessionLocalModelStep: {
-    id: 'sluice-session-local-model-step',
-    workflow: 'agentSession',
-    since: '0.2.0',
-    removeAfter: 'never while sessions may ask for it: it marks the runs whose model steps are local activities',
-    read: 'at-start',
-    why: 'a session started with modelCall.local runs its model step as a local activity (a marker) instead of an activity task and the workflow task its completion needs. Read at the start of a run, and only when the input asks for it, so a history without the option never meets the marker',
-  },
   sessionIdleContinueAsNew: {
     id: 'sluice-session-idle-continue-as-new',
     workflow: 'agentSession',
@@ -263,8 +255,6 @@ export interface SessionFeatures {
   readonly temporalCancel: boolean;
   /** Read at each idle wait (PATCHES.sessionIdleContinueAsNew). */
   readonly idleContinueAsNew: boolean;
-  /** Read at the start of a run, only when its input asks for local model steps (PATCHES.sessionLocalModelStep). */
-  readonly localModelStep: boolean;
 }
 
 export function sessionFeatures(): SessionFeatures {
@@ -274,9 +264,6 @@ export function sessionFeatures(): SessionFeatures {
     },
     get idleContinueAsNew() {
       return patched(PATCHES.sessionIdleContinueAsNew.id);
-    },
-    get localModelStep() {
-      return patched(PATCHES.sessionLocalModelStep.id);
     },
   });
 }

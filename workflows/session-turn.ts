@@ -8,7 +8,6 @@ import {
   isCancellation,
   ParentClosePolicy,
   proxyActivities,
-  proxyLocalActivities,
   startChild,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -25,7 +24,6 @@ import {
 } from '../pipeline/session';
 import type { BatchInput, ToolCall } from '../pipeline/types';
 import { APPROVALS_MEMO, BATCH_WORKFLOW, batchWorkflowId, EMPTY_APPROVALS_MEMO } from './definitions';
-import type { SessionFeatures } from './compat';
 import type { Carry } from './session-carry';
 
 const DEFAULT_MAX_STEPS = 50;
@@ -51,27 +49,17 @@ export class Turn {
     private readonly input: SessionInput,
     private readonly carry: Carry,
     private readonly control: SessionControl,
-    features: SessionFeatures,
   ) {
-    const startToCloseTimeout = input.modelCall?.timeoutMs ?? 10 * 60_000;
-    const retry = {
-      maximumAttempts: input.modelCall?.maxAttempts ?? 5,
-      initialInterval: input.modelCall?.initialIntervalMs ?? 1_000,
-      backoffCoefficient: 2,
-      nonRetryableErrorTypes: [FailureTypes.MODEL_REFUSED],
-    };
-    // A local model step runs in this worker within the workflow task that asks for it: no
-    // activity task, and the batch starts in the same workflow task the reply arrives in, one
-    // workflow task fewer a step (docs/performance.md, "Sessions"). The patch is read only when
-    // the input asks for it, so a history without the option never meets its marker.
-    this.modelStep =
-      input.modelCall?.local === true && features.localModelStep
-        ? proxyLocalActivities<ModelActivities>({ startToCloseTimeout, retry }).modelStep
-        : proxyActivities<ModelActivities>({
-            startToCloseTimeout,
-            heartbeatTimeout: input.modelCall?.heartbeatTimeoutMs ?? 30_000,
-            retry,
-          }).modelStep;
+    this.modelStep = proxyActivities<ModelActivities>({
+      startToCloseTimeout: input.modelCall?.timeoutMs ?? 10 * 60_000,
+      heartbeatTimeout: input.modelCall?.heartbeatTimeoutMs ?? 30_000,
+      retry: {
+        maximumAttempts: input.modelCall?.maxAttempts ?? 5,
+        initialInterval: input.modelCall?.initialIntervalMs ?? 1_000,
+        backoffCoefficient: 2,
+        nonRetryableErrorTypes: [FailureTypes.MODEL_REFUSED],
+      },
+    }).modelStep;
   }
 
   /** One model step and its batch. */

@@ -47,7 +47,7 @@ export async function agentSession(input: SessionInput): Promise<SessionOutput> 
   const features = sessionFeatures();
   const carry = new Carry(input);
   const control = sessionControl(features);
-  const turn = new Turn(input, carry, control, features);
+  const turn = new Turn(input, carry, control);
   setHandlers(carry, control);
 
   const result = await CancellationScope.nonCancellable(() => loop(input, carry, control, turn, features));
