@@ -46,6 +46,7 @@ export async function startHarness(
   const stateDir = opts.stateDir ?? fs.mkdtempSync(path.join(inject('runDir'), `${name}-`));
   const client = new SluiceClient({ connection, taskQueue, dataConverter: opts.dataConverter });
   let running: Promise<void> | undefined;
+  let settled = false;
   const h: Harness = {
     connection,
     client,
@@ -64,10 +65,16 @@ export async function startHarness(
         ...(opts.telemetry ? { telemetry: opts.telemetry } : {}),
         ...(opts.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: opts.maxCachedWorkflows } : {}),
       });
-      running = h.worker.run();
+      settled = false;
+      running = h.worker.run().finally(() => {
+        settled = true;
+      });
     },
     async stopWorker() {
       if (!running) return;
+      // run() moves the worker to RUNNING a moment after it is called, and shutdown() before then
+      // throws (IllegalStateError: Not running): a test that stops its worker at once waits for it.
+      while (h.worker.getState() === 'INITIALIZED' && !settled) await new Promise((r) => setTimeout(r, 10));
       h.worker.shutdown();
       await running;
       running = undefined;
