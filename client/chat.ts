@@ -132,9 +132,21 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Runs the conversation until the session ends or the person leaves. */
 export async function runChat(o: ChatOptions): Promise<ChatResult> {
-  const poll = o.pollMs ?? 250;
-  let session: SessionHandle;
-  let resumed = !o.start;
+  const opened = await openSession(o);
+  if ('how' in opened) return opened;
+  // What is shown: the log from the current turn on when resuming, all of it for a new session.
+  const logged = await (typeof o.events === 'string'
+    ? readSessionLog(o.events, o.sessionId)
+    : o.events.events(o.sessionId)
+  ).catch(() => [] as SessionEvent[]);
+  return new Chat(o, opened.session, opened.resumed, logged).run();
+}
+
+/**
+ * The session to talk to: started (or attached to, if it runs) with `o.start`, else the running
+ * one to resume. A resumed session that has closed is reported, and the chat ends there.
+ */
+async function openSession(o: ChatOptions): Promise<{ session: SessionHandle; resumed: boolean } | ChatResult> {
   if (o.start) {
     const existed = await o.client.temporal.workflow
       .getHandle(sessionHandle(o.client, o.sessionId).workflowId)
@@ -143,86 +155,193 @@ export async function runChat(o: ChatOptions): Promise<ChatResult> {
         (d) => d.status.name === 'RUNNING',
         () => false,
       );
-    session = await startSession(o.client, o.start);
-    resumed = existed;
-  } else {
-    session = sessionHandle(o.client, o.sessionId);
-    const desc = await session.workflow.describe().catch(() => undefined);
-    if (!desc)
-      throw new NotFoundError(
-        `there is no session ${o.sessionId} on this server; start one with \`npx sluice chat --script <file>\` or --model <provider:model>`,
-      );
-    if (desc.status.name !== 'RUNNING') {
-      const outcome = await session.result().catch((err: Error) => err);
-      o.out(
-        outcome instanceof Error
-          ? `session ${o.sessionId} is closed (${desc.status.name.toLowerCase()}): ${outcome.message}`
-          : `session ${o.sessionId} has ended (${outcome.endReason}) after ${outcome.turns} turn(s); start a new one`,
-      );
-      return { how: 'ended' };
-    }
+    return { session: await startSession(o.client, o.start), resumed: existed };
   }
-
-  // A query waits for a worker to answer it: with none up, give up after a while and say so.
-  const stateWithin = (ms: number) => o.client.temporal.withDeadline(Date.now() + ms, () => session.state());
-
-  // What is shown: the log from the current turn on when resuming, all of it for a new session.
-  const logged = await (typeof o.events === 'string'
-    ? readSessionLog(o.events, o.sessionId)
-    : o.events.events(o.sessionId)
-  ).catch(() => [] as SessionEvent[]);
-  let fromSeq = 0;
-  if (resumed) {
-    const lastEnd = [...logged].reverse().find((e) => e.type === 'session/turn-ended');
-    fromSeq = lastEnd ? lastEnd.seq + 1 : 0;
-  }
-  const recapUpTo = logged.length ? Math.max(...logged.map((e) => e.seq)) : -1;
-  if (resumed) {
-    const v0 = await stateWithin(3_000).catch(() => undefined);
-    o.out(
-      `Resumed session ${o.sessionId}${v0 ? `: turn ${v0.turn}, ${v0.status}${v0.queued ? `, ${v0.queued} message(s) queued` : ''}` : ''}.`,
+  const session = sessionHandle(o.client, o.sessionId);
+  const desc = await session.workflow.describe().catch(() => undefined);
+  if (!desc)
+    throw new NotFoundError(
+      `there is no session ${o.sessionId} on this server; start one with \`npx sluice chat --script <file>\` or --model <provider:model>`,
     );
+  if (desc.status.name !== 'RUNNING') {
+    const outcome = await session.result().catch((err: Error) => err);
+    o.out(
+      outcome instanceof Error
+        ? `session ${o.sessionId} is closed (${desc.status.name.toLowerCase()}): ${outcome.message}`
+        : `session ${o.sessionId} has ended (${outcome.endReason}) after ${outcome.turns} turn(s); start a new one`,
+    );
+    return { how: 'ended' };
   }
-  const stop = new AbortController();
-  let lastEnded = { turn: 0, seq: -1 };
-  let sessionEnded = false;
-  let seenAny = logged.length > 0;
-  // The answer being streamed: its step and attempt, and what of it is on the screen.
-  let streaming: { turn: number; step: number; attempt: number; text: string; lineOpen: boolean } | undefined;
-  const write = o.write;
-  /** Ends a streamed line before anything else is printed, so cards keep their own lines. */
-  const out = (line: string) => {
-    if (streaming?.lineOpen && write) {
-      write('\n');
-      streaming.lineOpen = false;
+  return { session, resumed: true };
+}
+
+/**
+ * One conversation at this terminal: a printer follows the session's events (and, with
+ * `o.write`, the answer streaming in), while the loop sends what the person types, watches each
+ * turn to its end and asks the approvals it waits on.
+ */
+class Chat {
+  private readonly poll: number;
+  private readonly stop = new AbortController();
+  private printer: Promise<void> = Promise.resolve();
+  /** The first seq the printer has not shown. */
+  private fromSeq = 0;
+  /** Events up to this seq were logged before this terminal came: their "you:" lines are shown. */
+  private readonly recapUpTo: number;
+  private lastEnded = { turn: 0, seq: -1 };
+  private sessionEnded = false;
+  private seenAny: boolean;
+  /** The answer being streamed: its step and attempt, and what of it is on the screen. */
+  private streaming: { turn: number; step: number; attempt: number; text: string; lineOpen: boolean } | undefined;
+  private warnedNoWorker = false;
+  private warnedNoLog = false;
+  private readonly asked = new Set<string>();
+  private lastBatch: string | undefined;
+  private leaving = false;
+
+  constructor(
+    private readonly o: ChatOptions,
+    private readonly session: SessionHandle,
+    private readonly resumed: boolean,
+    private readonly logged: SessionEvent[],
+  ) {
+    this.poll = o.pollMs ?? 250;
+    this.seenAny = logged.length > 0;
+    if (resumed) {
+      const lastEnd = [...logged].reverse().find((e) => e.type === 'session/turn-ended');
+      this.fromSeq = lastEnd ? lastEnd.seq + 1 : 0;
     }
-    o.out(line);
+    this.recapUpTo = logged.length ? Math.max(...logged.map((e) => e.seq)) : -1;
+  }
+
+  async run(): Promise<ChatResult> {
+    if (this.resumed) {
+      const v0 = await this.stateWithin(3_000).catch(() => undefined);
+      this.o.out(
+        `Resumed session ${this.o.sessionId}${v0 ? `: turn ${v0.turn}, ${v0.status}${v0.queued ? `, ${v0.queued} message(s) queued` : ''}` : ''}.`,
+      );
+      // The turn so far, from the log already read, before anything is asked: a card still open
+      // belongs after the "you:" and "model:" lines that led to it. The follower goes on from the
+      // first seq not shown (a gap, a torn line, is left to it).
+      const bySeq = new Map(this.logged.map((e) => [e.seq, e]));
+      for (let e = bySeq.get(this.fromSeq); e; e = bySeq.get(this.fromSeq)) {
+        this.show(e);
+        this.fromSeq++;
+      }
+    }
+    this.printer = (async () => {
+      const follow = { fromSeq: this.fromSeq, signal: this.stop.signal, live: true };
+      for await (const e of followSessionEvents(this.o.events, this.o.sessionId, follow)) this.show(e);
+    })();
+    try {
+      return await this.converse();
+    } catch (err) {
+      this.stop.abort();
+      await this.printer.catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /** Sends what the person types, a turn at a time, until the session ends or they leave. */
+  private async converse(): Promise<ChatResult> {
+    // A turn that runs already (resume, or a first message given at start) is watched to its end.
+    let v = await this.settle();
+    if (!v) return this.finish('left');
+    if (v.lastTurn) await this.drain(v.lastTurn.turn);
+    const scripted = this.o.messages ? [...this.o.messages] : undefined;
+    for (;;) {
+      if (v.endReason) {
+        await this.drain(v.turn);
+        return this.finish('ended', v);
+      }
+      const text = await this.nextMessage(scripted);
+      if (text === null) return this.finish('left', v);
+      const t = text.trim();
+      if (!t) continue;
+      if (t === '/quit' || t === '/exit') return this.finish('left', v);
+      if (t === '/end') {
+        await this.session.cancel();
+        const ended = await this.session.result();
+        await this.drain(v.turn + 1);
+        if (!this.sessionEnded) this.out(`(the session ended: ${ended.endReason})`);
+        return this.finish('ended');
+      }
+      const turnBefore = v.turn;
+      const id = await this.session.post(t);
+      const after = await this.settle((x) => x.lastTurn?.messageId === id || x.turn > turnBefore);
+      if (!after) return this.finish('left');
+      v = after;
+      await this.drain(v.turn);
+      if (v.lastTurn?.messageId === id) reportTurn(v.lastTurn, this.o.out, this.seenAny);
+    }
+  }
+
+  /** The next user message: the script's, or a line typed (echoed when it came from a pipe). */
+  private async nextMessage(scripted: string[] | undefined): Promise<string | null> {
+    if (scripted) {
+      const text = scripted.shift() ?? null;
+      if (text !== null) this.out(`you: ${text}`);
+      return text;
+    }
+    const text = await this.o.input.next('you> ');
+    if (text !== null && !this.o.input.tty) this.out(`you: ${text}`);
+    return text;
+  }
+
+  /** A query waits for a worker to answer it: with none up, give up after a while and say so. */
+  private stateWithin(ms: number) {
+    return this.o.client.temporal.withDeadline(Date.now() + ms, () => this.session.state());
+  }
+
+  /** Ends a streamed line before anything else is printed, so cards keep their own lines. */
+  private readonly out = (line: string) => {
+    if (this.streaming?.lineOpen && this.o.write) {
+      this.o.write('\n');
+      this.streaming.lineOpen = false;
+    }
+    this.o.out(line);
   };
-  const showLive = (e: LiveEvent) => {
+
+  private show(e: SessionEvent | LiveEvent) {
+    if (!('seq' in e)) return this.showLive(e);
+    this.seenAny = true;
+    if (e.type === 'model/message' && this.finishStreamed(e)) return;
+    // What was typed before this terminal came is shown; what it sends, it has echoed itself.
+    const line = renderChatEvent(e, { showUser: e.seq <= this.recapUpTo });
+    if (line) this.out(line);
+    if (isEvent(e, 'session/turn-ended')) this.lastEnded = { turn: Number(e.data.turn), seq: e.seq };
+    if (e.type === 'session/ended') this.sessionEnded = true;
+  }
+
+  private showLive(e: LiveEvent) {
+    const write = this.o.write;
     if (!write) return;
     if (e.type === 'live/delta') {
       if (e.kind !== 'text') return; // tool calls show as cards, reasoning not at all
-      if (!streaming || streaming.turn !== e.turn || streaming.step !== e.step || streaming.attempt !== e.attempt) {
-        if (streaming?.lineOpen) write('\n');
-        streaming = { turn: e.turn, step: e.step, attempt: e.attempt, text: '', lineOpen: false };
+      let s = this.streaming;
+      if (!s || s.turn !== e.turn || s.step !== e.step || s.attempt !== e.attempt) {
+        if (s?.lineOpen) write('\n');
+        s = this.streaming = { turn: e.turn, step: e.step, attempt: e.attempt, text: '', lineOpen: false };
       }
-      if (!streaming.lineOpen) {
-        write(streaming.text ? '       ' : 'model: ');
-        streaming.lineOpen = true;
+      if (!s.lineOpen) {
+        write(s.text ? '       ' : 'model: ');
+        s.lineOpen = true;
       }
       write(terminalSafe(e.text).replace(/\n/g, '\n       '));
-      streaming.text += e.text;
-    } else if (e.type === 'live/void' && streaming?.attempt === e.attempt && streaming.step === e.step) {
-      out(`  (that answer was cut off: ${terminalSafe(clip(e.reason, 200))}; it is asked again)`);
-      streaming = undefined;
+      s.text += e.text;
+    } else if (e.type === 'live/void' && this.streaming?.attempt === e.attempt && this.streaming.step === e.step) {
+      this.out(`  (that answer was cut off: ${terminalSafe(clip(e.reason, 200))}; it is asked again)`);
+      this.streaming = undefined;
     }
-  };
+  }
+
   /** A step's record after its streamed text: the rest of the line, or the whole answer if it differs. */
-  const finishStreamed = (e: SessionEvent): boolean => {
+  private finishStreamed(e: SessionEvent): boolean {
+    const write = this.o.write;
     const d = e.data as { turn?: number; step?: number; text?: string };
-    const s = streaming;
+    const s = this.streaming;
     if (!write || !s || s.turn !== Number(d.turn) || s.step !== Number(d.step)) return false;
-    streaming = undefined;
+    this.streaming = undefined;
     const text = String(d.text ?? '');
     if (!text.startsWith(s.text) || !s.text) {
       if (s.lineOpen) write('\n');
@@ -231,168 +350,106 @@ export async function runChat(o: ChatOptions): Promise<ChatResult> {
     if (!s.lineOpen && text.length > s.text.length) write('       ');
     write(`${terminalSafe(text.slice(s.text.length)).replace(/\n/g, '\n       ')}\n`);
     return true;
-  };
-  const show = (e: SessionEvent | LiveEvent) => {
-    if (!('seq' in e)) return showLive(e);
-    seenAny = true;
-    if (e.type === 'model/message' && finishStreamed(e)) return;
-    // What was typed before this terminal came is shown; what it sends, it has echoed itself.
-    const line = renderChatEvent(e, { showUser: e.seq <= recapUpTo });
-    if (line) out(line);
-    if (isEvent(e, 'session/turn-ended')) lastEnded = { turn: Number(e.data.turn), seq: e.seq };
-    if (e.type === 'session/ended') sessionEnded = true;
-  };
-  if (resumed) {
-    // The turn so far, from the log already read, before anything is asked: a card still open
-    // belongs after the "you:" and "model:" lines that led to it. The follower goes on from the
-    // first seq not shown (a gap, a torn line, is left to it).
-    const bySeq = new Map(logged.map((e) => [e.seq, e]));
-    for (let e = bySeq.get(fromSeq); e; e = bySeq.get(fromSeq)) {
-      show(e);
-      fromSeq++;
-    }
   }
-  const printer = (async () => {
-    for await (const e of followSessionEvents(o.events, o.sessionId, { fromSeq, signal: stop.signal, live: true }))
-      show(e);
-  })();
 
-  let warnedNoWorker = false;
-  let warnedNoLog = false;
-  const view = async (): Promise<SessionView | undefined> => {
+  private async view(): Promise<SessionView | undefined> {
     try {
-      const v = await stateWithin(5_000);
-      warnedNoWorker = false;
+      const v = await this.stateWithin(5_000);
+      this.warnedNoWorker = false;
       return v;
     } catch (err) {
-      if (!warnedNoWorker) {
-        out(
+      if (!this.warnedNoWorker) {
+        this.out(
           `(no answer from the session: ${(err as Error).message.split('\n')[0]}; waiting for a worker — start one with \`npx sluice dev\` or \`npx sluice worker\`)`,
         );
-        warnedNoWorker = true;
+        this.warnedNoWorker = true;
       }
       return undefined;
     }
-  };
+  }
 
-  const asked = new Set<string>();
-  let lastBatch: string | undefined;
-  let leaving = false;
   /** Shows and asks the approvals the session's running batch waits on. */
-  const approvals = async (v: SessionView | undefined) => {
-    const batch = v?.activeBatch ?? (v ? undefined : lastBatch);
-    lastBatch = batch;
+  private async approvals(v: SessionView | undefined) {
+    const batch = v?.activeBatch ?? (v ? undefined : this.lastBatch);
+    this.lastBatch = batch;
     if (!batch) return;
-    const pending: PendingApproval[] = await o.client.readApprovals(batch).then(
+    const pending: PendingApproval[] = await this.o.client.readApprovals(batch).then(
       (r) => r.pending,
       () => [],
     );
     for (const p of pending) {
-      if (asked.has(p.approvalId) || leaving) continue;
-      asked.add(p.approvalId);
-      out(renderPendingCard(p));
-      if (o.askApprovals === false) {
-        out('  (waiting for a decision: y/n is not asked here)');
+      if (this.asked.has(p.approvalId) || this.leaving) continue;
+      this.asked.add(p.approvalId);
+      this.out(renderPendingCard(p));
+      if (this.o.askApprovals === false) {
+        this.out('  (waiting for a decision: y/n is not asked here)');
         continue;
       }
-      if (!o.input.tty) out('Approve this call? [y/N]');
-      const answer = await o.input.next('Approve this call? [y/N] ');
-      if (answer === null) {
-        out(
-          `\n(input ended; the call still waits: npx sluice approve ${p.approvalId} | npx sluice deny ${p.approvalId})`,
-        );
-        leaving = true;
-        return;
-      }
-      if (!o.input.tty) out(`  ← ${answer}`);
-      const yes = /^\s*y(es)?\s*$/i.test(answer);
-      try {
-        const r = await o.client.submitDecision({
-          approvalId: p.approvalId,
-          decision: yes ? 'approve' : 'deny',
-          by: o.approver,
-          workflowId: batch,
-          argsDigest: p.argsDigest,
-          ...(yes ? {} : { reason: 'denied at the terminal' }),
-        });
-        if (r.status === 'queued') out(`  → ${yes ? 'approval' : 'denial'} queued: ${r.message}`);
-      } catch (err) {
-        out(`  → the decision was not taken: ${(err as Error).message}`);
-      }
+      if (!(await this.ask(p, batch))) return;
     }
-  };
+  }
+
+  /** Asks y/n for one approval and sends the answer; false when the input has ended. */
+  private async ask(p: PendingApproval, batch: string): Promise<boolean> {
+    const input = this.o.input;
+    if (!input.tty) this.out('Approve this call? [y/N]');
+    const answer = await input.next('Approve this call? [y/N] ');
+    if (answer === null) {
+      this.out(
+        `\n(input ended; the call still waits: npx sluice approve ${p.approvalId} | npx sluice deny ${p.approvalId})`,
+      );
+      this.leaving = true;
+      return false;
+    }
+    if (!input.tty) this.out(`  ← ${answer}`);
+    const yes = /^\s*y(es)?\s*$/i.test(answer);
+    try {
+      const r = await this.o.client.submitDecision({
+        approvalId: p.approvalId,
+        decision: yes ? 'approve' : 'deny',
+        by: this.o.approver,
+        workflowId: batch,
+        argsDigest: p.argsDigest,
+        ...(yes ? {} : { reason: 'denied at the terminal' }),
+      });
+      if (r.status === 'queued') this.out(`  → ${yes ? 'approval' : 'denial'} queued: ${r.message}`);
+    } catch (err) {
+      this.out(`  → the decision was not taken: ${(err as Error).message}`);
+    }
+    return true;
+  }
 
   /** Watches until no turn runs and none is queued (or the session ends); asks approvals meanwhile. */
-  const settle = async (until?: (v: SessionView) => boolean): Promise<SessionView | undefined> => {
+  private async settle(until?: (v: SessionView) => boolean): Promise<SessionView | undefined> {
     for (;;) {
-      const v = await view();
+      const v = await this.view();
       if (v && (v.status === 'ended' || v.endReason)) return v;
       if (v && v.status === 'idle' && v.queued === 0 && (!until || until(v))) return v;
-      await approvals(v);
-      if (leaving) return undefined;
-      await sleep(poll);
+      await this.approvals(v);
+      if (this.leaving) return undefined;
+      await sleep(this.poll);
     }
-  };
+  }
 
   /** Lets the printer catch up with the end of `turn` (its session/turn-ended event), briefly. */
-  const drain = async (turn: number) => {
-    for (let i = 0; i < 40 && lastEnded.turn < turn && !sessionEnded; i++) await sleep(50);
-    if (lastEnded.turn < turn && !seenAny && !warnedNoLog && (warnedNoLog = true))
-      out(
+  private async drain(turn: number) {
+    for (let i = 0; i < 40 && this.lastEnded.turn < turn && !this.sessionEnded; i++) await sleep(50);
+    if (this.lastEnded.turn < turn && !this.seenAny && !this.warnedNoLog && (this.warnedNoLog = true)) {
+      const o = this.o;
+      this.out(
         `(no events of this session in ${o.eventsWhere ?? (typeof o.events === 'string' ? o.events : 'the session store')}: give the workers' --state-dir (or SLUICE_DATABASE_URL) to see tool cards)`,
       );
-  };
-
-  const finish = async (how: ChatResult['how'], v?: SessionView): Promise<ChatResult> => {
-    stop.abort();
-    await printer;
-    if (how === 'left' && !v?.endReason)
-      out(`\nThe session goes on without this terminal. Resume it with: npx sluice chat --resume ${o.sessionId}`);
-    return { how: v?.endReason ? 'ended' : how, ...(v ? { view: v } : {}) };
-  };
-
-  try {
-    // A turn that runs already (resume, or a first message given at start) is watched to its end.
-    let v = await settle();
-    if (!v) return await finish('left');
-    if (v.lastTurn) await drain(v.lastTurn.turn);
-    const scripted = o.messages ? [...o.messages] : undefined;
-    for (;;) {
-      if (v.endReason) {
-        await drain(v.turn);
-        return await finish('ended', v);
-      }
-      let text: string | null;
-      if (scripted) {
-        text = scripted.shift() ?? null;
-        if (text !== null) out(`you: ${text}`);
-      } else {
-        text = await o.input.next('you> ');
-        if (text !== null && !o.input.tty) out(`you: ${text}`);
-      }
-      if (text === null) return await finish('left', v);
-      const t = text.trim();
-      if (!t) continue;
-      if (t === '/quit' || t === '/exit') return await finish('left', v);
-      if (t === '/end') {
-        await session.cancel();
-        const ended = await session.result();
-        await drain(v.turn + 1);
-        if (!sessionEnded) out(`(the session ended: ${ended.endReason})`);
-        return await finish('ended');
-      }
-      const turnBefore = v.turn;
-      const id = await session.post(t);
-      const after = await settle((x) => x.lastTurn?.messageId === id || x.turn > turnBefore);
-      if (!after) return await finish('left');
-      v = after;
-      await drain(v.turn);
-      if (v.lastTurn?.messageId === id) reportTurn(v.lastTurn, o.out, seenAny);
     }
-  } catch (err) {
-    stop.abort();
-    await printer.catch(() => undefined);
-    throw err;
+  }
+
+  private async finish(how: ChatResult['how'], v?: SessionView): Promise<ChatResult> {
+    this.stop.abort();
+    await this.printer;
+    if (how === 'left' && !v?.endReason)
+      this.out(
+        `\nThe session goes on without this terminal. Resume it with: npx sluice chat --resume ${this.o.sessionId}`,
+      );
+    return { how: v?.endReason ? 'ended' : how, ...(v ? { view: v } : {}) };
   }
 }
 

@@ -680,21 +680,7 @@ export class SluiceClient {
   ): Promise<Reconciliation> {
     const workflowId = decision.workflowId ?? (await this.findApproval(decision.reconcileId));
     const { workflowId: _omit, identityToken, sealKey, ...payload } = decision;
-    // A verified approver's token is sealed to this card and the call's digest, as for an approval.
-    if (identityToken) {
-      const card = (await this.readApprovals(workflowId)).pending.find((p) => p.approvalId === decision.reconcileId);
-      const key = sealKey ?? sealKeyFromEnv();
-      if (!card) throw new SluiceError(`no unknown outcome ${decision.reconcileId} is waiting in ${workflowId}`);
-      if (!key)
-        throw new SluiceError(
-          "a signed identity is sealed to the workers' public key before it is sent: set SLUICE_SEAL_KEY or pass sealKey",
-        );
-      payload.signedIdentity = await sealIdentity(
-        identityToken,
-        { approvalId: decision.reconcileId, argsDigest: card.argsDigest },
-        key,
-      );
-    }
+    await this.sealReconcileIdentity(workflowId, payload, identityToken, sealKey);
     const handle = this.temporal.workflow.getHandle(workflowId);
     try {
       return await handle.executeUpdate<Reconciliation, [ReconcileDecision]>(RECONCILE_UPDATE, { args: [payload] });
@@ -707,6 +693,31 @@ export class SluiceClient {
         );
       throw err;
     }
+  }
+
+  /**
+   * A verified approver's token, sealed to the reconcile card and the call's digest (as for an
+   * approval) into `payload.signedIdentity`; nothing without a token.
+   */
+  private async sealReconcileIdentity(
+    workflowId: string,
+    payload: ReconcileDecision,
+    identityToken: string | undefined,
+    sealKey: SealKey | undefined,
+  ): Promise<void> {
+    if (!identityToken) return;
+    const card = (await this.readApprovals(workflowId)).pending.find((p) => p.approvalId === payload.reconcileId);
+    const key = sealKey ?? sealKeyFromEnv();
+    if (!card) throw new SluiceError(`no unknown outcome ${payload.reconcileId} is waiting in ${workflowId}`);
+    if (!key)
+      throw new SluiceError(
+        "a signed identity is sealed to the workers' public key before it is sent: set SLUICE_SEAL_KEY or pass sealKey",
+      );
+    payload.signedIdentity = await sealIdentity(
+      identityToken,
+      { approvalId: payload.reconcileId, argsDigest: card.argsDigest },
+      key,
+    );
   }
 
   /**
@@ -738,20 +749,7 @@ export class SluiceClient {
     if (workerAnswers) return { status: 'applied', ...(await this.reconcile({ ...decision, workflowId })) };
     const { workflowId: _omit, identityToken, sealKey, ...payload } = decision;
     const requestId = payload.requestId ?? `req-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
-    if (identityToken) {
-      const card = (await this.readApprovals(workflowId)).pending.find((p) => p.approvalId === decision.reconcileId);
-      const key = sealKey ?? sealKeyFromEnv();
-      if (!card) throw new SluiceError(`no unknown outcome ${decision.reconcileId} is waiting in ${workflowId}`);
-      if (!key)
-        throw new SluiceError(
-          "a signed identity is sealed to the workers' public key before it is sent: set SLUICE_SEAL_KEY or pass sealKey",
-        );
-      payload.signedIdentity = await sealIdentity(
-        identityToken,
-        { approvalId: decision.reconcileId, argsDigest: card.argsDigest },
-        key,
-      );
-    }
+    await this.sealReconcileIdentity(workflowId, payload, identityToken, sealKey);
     try {
       await handle.signal(RECONCILE_UPDATE, { ...payload, requestId });
     } catch (err) {
