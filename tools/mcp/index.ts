@@ -5,10 +5,20 @@
 //   export default async () => defineConfig({
 //     tools: [...fsTools({ root }), ...(await mcpTools({ server: 'fs', command: 'npx', args: [...] }))],
 //   });
+//
+// Protected paths. Every tool's arguments that name paths are held to the protected paths the
+// built-in file tools keep (tools/fs/protect.ts: hook settings and scripts, Sluice's state
+// folder): an upstream filesystem server's `write_file {path: ".claude/settings.local.json"}` is
+// refused before it reaches the server, whatever its annotations say and whatever approval a
+// person gave (protected-args.ts says how a path-naming argument is recognised). `protect: false`
+// keeps only the state folder protected.
 import type { Tool, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import type { ToolApproval, JsonObject, RetryPolicyInput } from '../../pipeline/types';
 import { defineTool, type ToolDefinition } from '../../worker/config';
 import { McpConnection, type HttpServer, type ServerSpec, type StdioServer } from './connection';
+import { toolError, ToolErrorCodes } from '../errors';
+import type { ProtectOptions } from '../fs/protect';
+import { pathArgsCheck } from '../protected-args';
 import { toSluiceResult } from './results';
 
 export { MCP_TOOL_ERROR } from './results';
@@ -29,7 +39,21 @@ export interface McpToolOverride {
   description?: string;
   /** false leaves the tool out. */
   enabled?: boolean;
+  /**
+   * Arguments that name files or folders, beside those recognised by name and schema `format`:
+   * held to the protected paths like them.
+   */
+  pathArgs?: string[];
 }
+
+/** The protected paths this server's tools are held to (the built-in tools' by default). */
+export type McpProtectOptions = ProtectOptions & {
+  /**
+   * Where the server resolves relative paths: the protected folders of this root (its hook
+   * settings' scripts) are refused. Default: the stdio server's `cwd`, else the worker's.
+   */
+  root?: string;
+};
 
 export type McpSourceOptions = (StdioServer | HttpServer) & {
   /** Names the server in tool names (`mcp__<server>__<tool>`) and messages: letters, digits, `_`, `-`. */
@@ -43,6 +67,13 @@ export type McpSourceOptions = (StdioServer | HttpServer) & {
   tools?: Record<string, McpToolOverride>;
   /** Body timeout per call unless a tool overrides it. Default 2 minutes. */
   timeoutMs?: number;
+  /**
+   * The protected paths arguments naming paths are held to. Default: the built-in tools'
+   * (`.claude`, `.codex`, `.gemini`, `.opencode`, `opencode.json`, `.sluice` anywhere in a path, the
+   * scripts the root's hook settings run, the worker's state folder). `false` keeps only the
+   * worker's state folder.
+   */
+  protect?: McpProtectOptions | false;
 };
 
 export interface McpSource {
@@ -147,6 +178,13 @@ function build(opts: McpSourceOptions, connection: McpConnection, tools: Tool[],
     const d = defaultsOf(t.annotations);
     const timeoutMs = o.timeoutMs ?? opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     const concurrent = o.concurrencySafe ?? d.concurrencySafe;
+    const protectedPath = pathArgsCheck(
+      {
+        root: (opts.protect ? opts.protect.root : undefined) ?? ('cwd' in opts && opts.cwd ? opts.cwd : process.cwd()),
+        protect: opts.protect,
+      },
+      { name, jsonSchema: t.inputSchema, ...(o.pathArgs ? { pathArgs: o.pathArgs } : {}) },
+    );
     try {
       out.push(
         defineTool<Record<string, unknown>>({
@@ -158,7 +196,12 @@ function build(opts: McpSourceOptions, connection: McpConnection, tools: Tool[],
           atMostOnce: o.atMostOnce ?? (o.retry === undefined && !d.idempotent),
           timeoutMs,
           isConcurrencySafe: () => concurrent,
+          ...(o.pathArgs ? { pathArgs: o.pathArgs } : {}),
           async execute(args, ctx) {
+            // Checked here, in the body, so no override, hook or approval lets it past: the last
+            // step before the call leaves for the server.
+            const refused = protectedPath(args);
+            if (refused) return toolError(refused, ToolErrorCodes.FS_PROTECTED_PATH);
             const result = await connection.callTool(t.name, args, {
               signal: ctx.signal,
               timeoutMs,
