@@ -11,7 +11,7 @@ export {
   ToolOutput,
   toolOutput,
   toolSchemas,
-} from './worker/config';
+} from './define/config';
 export type {
   CallInfo,
   ExecuteWrapper,
@@ -29,11 +29,11 @@ export type {
   ToolManifest,
   ToolSchema,
   ToolDefinitionInput,
-} from './worker/config';
-export type { JsonSchema, ToolInputSchema } from './worker/tool-schema';
+} from './define/config';
+export type { JsonSchema, ToolInputSchema } from './define/tool-schema';
 export type { ConfigExport } from './worker/load-config';
-export type { ResultStore } from './worker/claim-check';
-export type { EventSink } from './worker/sink';
+export type { ResultStore } from './stores/claim-check';
+export type { EventSink } from './stores/sink';
 export type { PostVerdict } from './pipeline/fold';
 // The errors and the shared types, as `sluice/client` exports them too.
 export * from './client/common-exports';

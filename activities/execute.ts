@@ -19,8 +19,8 @@ import {
 import { FailureTypes } from '../pipeline/errors';
 import type { Candidate, StatePatch } from '../pipeline/types';
 import { compose, type Layer } from '../pipeline/waterfall';
-import { stashCandidate } from '../worker/claim-check';
-import { handlerOf, isToolOutput, nameOf, type ToolContext } from '../worker/config';
+import { stashCandidate } from '../stores/claim-check';
+import { handlerOf, isToolOutput, nameOf, type ToolContext } from '../define/config';
 import { messageOf } from './extensions';
 import { type Collector, parseArgs, type StageKit } from './kit';
 

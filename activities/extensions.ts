@@ -1,6 +1,6 @@
 // The one loop every stage runs its extensions with: in config order, each under its display
 // name (`<kind> <name>`, also the source of the contexts it adds), until one says stop or throws.
-import { nameOf } from '../worker/config';
+import { nameOf } from '../define/config';
 
 /** What a step tells the chain: go on to the next extension, or stop here. */
 export type Step = 'next' | 'stop';

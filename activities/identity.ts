@@ -14,7 +14,7 @@ import {
   errors,
 } from 'jose';
 import type { SealedIdentity, VerifyApproverRequest, VerifyApproverResult } from '../pipeline/identity';
-import type { ApproverSettings } from '../worker/config';
+import type { ApproverSettings } from '../define/config';
 
 const DURATION =
   /^\d+(\.\d+)? ?(s|sec|secs|second|seconds|m|min|mins|minute|minutes|h|hr|hrs|hour|hours|d|day|days|w|week|weeks)$/;

@@ -13,9 +13,9 @@ import {
   type ToolProfile,
 } from '../pipeline/stages';
 import type { ApprovalPolicy, Card, EventDraft, JsonObject, UserMessage } from '../pipeline/types';
-import type { ResultStore } from '../worker/claim-check';
-import type { CallInfo, SluiceConfig, StageContext, ToolDefinition } from '../worker/config';
-import { checkToolArgs } from '../worker/tool-schema';
+import type { ResultStore } from '../stores/claim-check';
+import type { CallInfo, SluiceConfig, StageContext, ToolDefinition } from '../define/config';
+import { checkToolArgs } from '../define/tool-schema';
 
 export interface StageKit {
   config: SluiceConfig;

@@ -17,8 +17,8 @@ import {
   type ModelStepOutput,
   type ToolSpec,
 } from '../pipeline/session';
-import type { ResultStore } from '../worker/claim-check';
-import { type SluiceConfig, toolSchemas } from '../worker/config';
+import type { ResultStore } from '../stores/claim-check';
+import { type SluiceConfig, toolSchemas } from '../define/config';
 
 /** The failure type of a model step that cannot succeed on retry; the session ends the turn with it. */
 export const MODEL_REFUSED = FailureTypes.MODEL_REFUSED;

@@ -7,7 +7,7 @@ import { log } from '@temporalio/activity';
 import { createHmac } from 'node:crypto';
 import type { ApprovalNotice } from '../pipeline/lifecycle';
 import { type ApprovalLinkSettings, approvalLink, linkKeyProblem } from './approval-links';
-import type { NotifierSettings } from '../worker/config';
+import type { NotifierSettings } from '../define/config';
 
 export const SIGNATURE_HEADER = 'x-sluice-signature';
 

@@ -5,8 +5,8 @@ import { foldPreDecision, parseGuardAnswer, parsePreDecision } from '../pipeline
 import { ErrorCodes } from '../pipeline/errors';
 import { type CallRef, type Gate, genericCard, type PreflightResult } from '../pipeline/stages';
 import type { Card, JsonObject, PolicyBinding, PreDecision } from '../pipeline/types';
-import { digestKeyFromEnv, keyedArgsDigest } from '../worker/args-digest';
-import { handlerOf, policyRecheckOf, type ToolDefinition } from '../worker/config';
+import { digestKeyFromEnv, keyedArgsDigest } from '../define/args-digest';
+import { handlerOf, policyRecheckOf, type ToolDefinition } from '../define/config';
 import { runInOrder, threwMessage } from './extensions';
 import { type Collector, checkCard, parseArgs, profileOf, type StageKit } from './kit';
 
@@ -133,7 +133,7 @@ export function preflightStages(kit: StageKit) {
       const results: PreflightResult[] = [];
       for (const unkeyed of refs) {
         // The digest approvers see and decisions are bound to is keyed here, where the key is;
-        // the workflow keeps it for the call's later stages (worker/args-digest.ts).
+        // the workflow keeps it for the call's later stages (define/args-digest.ts).
         const ref = { ...unkeyed, argsDigest: keyedArgsDigest(unkeyed.args, digestKey) };
         const result = { ...(await preflightOne(ref)), argsDigest: ref.argsDigest };
         results.push(result);

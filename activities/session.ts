@@ -2,7 +2,7 @@
 import { Context } from '@temporalio/activity';
 import type { FirstRoundActivities, SessionActivities } from '../pipeline/seq-claim';
 import type { StageActivities } from './stages';
-import type { EventSink } from '../worker/sink';
+import type { EventSink } from '../stores/sink';
 
 export function createSessionActivities(sink: EventSink): SessionActivities {
   return {

@@ -9,9 +9,9 @@ import { errorCandidate, normalizeResult } from '../pipeline/normalize';
 import { ErrorCodes } from '../pipeline/errors';
 import { type CallRef, genericResultCard, type SettleRequest, type SettleResult } from '../pipeline/stages';
 import type { Card } from '../pipeline/types';
-import { claimCheck, readFromStore, unstashCandidate } from '../worker/claim-check';
-import { handlerOf, type ToolDefinition } from '../worker/config';
-import { checkToolArgs } from '../worker/tool-schema';
+import { claimCheck, readFromStore, unstashCandidate } from '../stores/claim-check';
+import { handlerOf, type ToolDefinition } from '../define/config';
+import { checkToolArgs } from '../define/tool-schema';
 import { messageOf, runInOrder, threwMessage } from './extensions';
 import { callInfo, checkCard, type StageKit } from './kit';
 

@@ -14,8 +14,8 @@ import {
   type SettleResult,
   type StagePlan,
 } from '../pipeline/stages';
-import type { ResultStore } from '../worker/claim-check';
-import { isLongRunning, type SluiceConfig } from '../worker/config';
+import type { ResultStore } from '../stores/claim-check';
+import { isLongRunning, type SluiceConfig } from '../define/config';
 import { executeStage } from './execute';
 import { stageKit } from './kit';
 import { preflightStages } from './preflight';

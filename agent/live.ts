@@ -5,7 +5,7 @@
 // follower show it sooner. Each carries the step, the attempt and a sequence number, so a
 // follower can void what a failed attempt showed.
 //
-// The channels themselves (a file per session, PostgreSQL's LISTEN/NOTIFY) are in worker/live.ts.
+// The channels themselves (a file per session, PostgreSQL's LISTEN/NOTIFY) are in stores/live.ts.
 
 /** A piece of a model step's answer as the provider streamed it. */
 export interface LiveDelta {
@@ -51,7 +51,7 @@ export function isLiveEvent(e: { type: string }): e is LiveEvent {
   return e.type === 'live/delta' || e.type === 'live/void' || e.type === 'live/dropped';
 }
 
-/** Where a step publishes: a worker's live channel (worker/live.ts). */
+/** Where a step publishes: a worker's live channel (stores/live.ts). */
 export interface LiveWriter {
   /** Appends events for followers; may be slow or fail, the publisher never waits on it mid-step. */
   write(sessionId: string, events: LiveEvent[]): Promise<void>;

@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { canonicalJson } from '../pipeline/json';
 import type { AgentMessage } from '../pipeline/session';
 import type { Json } from '../pipeline/types';
-import type { ResultStore } from '../worker/claim-check';
+import type { ResultStore } from '../stores/claim-check';
 
 interface TranscriptNode {
   prev: string | null;

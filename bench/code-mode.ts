@@ -7,8 +7,8 @@ import { Runtime, DefaultLogger, NativeConnection } from '@temporalio/worker';
 import { z } from 'zod';
 import { SluiceClient } from '../client/client';
 import { codeModeTool, runProgram } from '../tools/code-mode';
-import { defineConfig, defineTool } from '../worker/config';
-import { freePort, startDevServer } from '../worker/dev-server';
+import { defineConfig, defineTool } from '../define/config';
+import { freePort, startDevServer } from '../temporal/dev-server';
 import { createSluiceWorker } from '../worker/worker';
 
 const SANDBOX_RUNS = 10;

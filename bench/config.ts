@@ -2,7 +2,7 @@
 // the pipeline's own cost; the same tool behind an approval, for the approval path; and Code Mode.
 import { z } from 'zod';
 import { codeModeTool } from '../tools/code-mode';
-import { defineConfig, defineTool } from '../worker/config';
+import { defineConfig, defineTool } from '../define/config';
 
 const input = z.object({ text: z.string() });
 

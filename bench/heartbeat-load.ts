@@ -13,10 +13,10 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { SluiceClient } from '../client/client';
-import { freePort, startDevServer } from '../worker/dev-server';
+import { freePort, startDevServer } from '../temporal/dev-server';
 import { createSluiceWorker } from '../worker/worker';
 import { echo } from './config';
-import { defineConfig } from '../worker/config';
+import { defineConfig } from '../define/config';
 import { pool } from './stats';
 
 const EventType = temporal.api.enums.v1.EventType;

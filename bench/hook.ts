@@ -18,7 +18,7 @@ import * as http from 'node:http';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { answer, sharedClient } from '../client/hook/command';
-import { freePort, startDevServer } from '../worker/dev-server';
+import { freePort, startDevServer } from '../temporal/dev-server';
 import { percentile, round } from './stats';
 
 const ROOT = path.join(__dirname, '..');

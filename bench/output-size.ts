@@ -9,8 +9,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { z } from 'zod';
 import { SluiceClient } from '../client/client';
-import { defineConfig, defineTool } from '../worker/config';
-import { startDevServer } from '../worker/dev-server';
+import { defineConfig, defineTool } from '../define/config';
+import { startDevServer } from '../temporal/dev-server';
 import { createSluiceWorker } from '../worker/worker';
 
 const KB20 = 20 * 1024;

@@ -37,7 +37,7 @@ import * as path from 'node:path';
 import { type BatchHandle, SluiceClient } from '../client/client';
 import type { BatchOutput, PendingApproval } from '../pipeline/types';
 import { stateQuery } from '../workflows/definitions';
-import { freePort, startDevServer } from '../worker/dev-server';
+import { freePort, startDevServer } from '../temporal/dev-server';
 import { DEFAULT_MAX_CACHED_BATCHES, WORKFLOWS_PATH } from '../worker/worker';
 import { bareDecisionSignal, bareWaitingQuery } from './bare-workflow';
 import { echo, echoBody, localEcho, serialEcho } from './config';

@@ -10,8 +10,8 @@ import OpenAI from 'openai';
 import { SluiceClient } from '../client/client';
 import { startSession } from '../client/session';
 import { followSessionEvents } from '../client/session-events';
-import { defineConfig } from '../worker/config';
-import { freePort, startDevServer } from '../worker/dev-server';
+import { defineConfig } from '../define/config';
+import { freePort, startDevServer } from '../temporal/dev-server';
 import { createSluiceWorker } from '../worker/worker';
 import { startStreamProvider } from '../test/stream-provider';
 

@@ -13,8 +13,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { SluiceClient } from '../client/client';
 import { startPostgres } from '../test/postgres';
-import { freePort, startDevServer } from '../worker/dev-server';
-import { PostgresStores } from '../worker/postgres';
+import { freePort, startDevServer } from '../temporal/dev-server';
+import { PostgresStores } from '../stores/postgres';
 import { WORKFLOWS_PATH } from '../worker/worker';
 
 const BATCHES = Number(process.env.BENCH_BATCHES ?? 300);

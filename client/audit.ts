@@ -28,7 +28,7 @@ import {
 } from '../pipeline/stages';
 import { type BatchOutputWire, expandBatchOutput } from '../pipeline/output';
 import { isEvent } from '../pipeline/events';
-import { InvalidInputError } from './errors';
+import { InvalidInputError } from '../support/errors';
 import { RECONCILE_UPDATE, RECONCILE_WORKFLOW, type ReconcileInput, type Reconciliation } from '../pipeline/reconcile';
 import { decode, type LoadedHistory } from './history';
 

@@ -8,7 +8,7 @@
 //   what is asked   pending approvals, read from the running batch (memo or query)
 //   what is sent    user messages by signal (accepted with no worker up), decisions by update or,
 //                   with no worker, queued by signal
-import { NotFoundError } from './errors';
+import { NotFoundError } from '../support/errors';
 import * as readline from 'node:readline';
 import type { Readable } from 'node:stream';
 import { type SessionRequest, sessionHandle, startSession, type SessionHandle } from './session';
@@ -19,7 +19,7 @@ import { followSessionEvents, type LiveEvent, type SessionEventSource } from './
 import type { SluiceClient } from './client';
 import { clip, renderPendingCard, renderResultCard, terminalSafe } from './render';
 import * as fs from 'node:fs';
-import { readSessionLog } from '../worker/sink';
+import { readSessionLog } from '../stores/sink';
 
 /** Lines from a stream, one at a time, whether a terminal or a pipe; null once it has ended. */
 export class LineInput {

@@ -8,18 +8,18 @@ import { WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import { isEvent } from '../pipeline/events';
 import { canonicalJson } from '../pipeline/json';
 import type { BatchOutput, DecisionApplied, Json, SessionEvent } from '../pipeline/types';
-import { parseRetention, toolManifest } from '../worker/config';
-import { storedResultOf } from '../worker/claim-check';
+import { parseRetention, toolManifest } from '../define/config';
+import { storedResultOf } from '../stores/claim-check';
 import { loadConfig } from '../worker/load-config';
-import { ensureDatabase, PG_RESULT_REF, PostgresStores, redactUrl, SCHEMA_VERSION } from '../worker/postgres';
-import { databaseUrlFromEnv, openStores, type SluiceStores } from '../worker/stores';
-import { codecFromEnv, dataConverterFromEnv, decryptHistory } from '../worker/codec';
-import { DEFAULT_STATE_DIR } from '../worker/session-log-path';
+import { ensureDatabase, PG_RESULT_REF, PostgresStores, redactUrl, SCHEMA_VERSION } from '../stores/postgres';
+import { databaseUrlFromEnv, openStores, type SluiceStores } from '../stores/stores';
+import { codecFromEnv, dataConverterFromEnv, decryptHistory } from '../temporal/codec';
+import { DEFAULT_STATE_DIR } from '../stores/session-log-path';
 import { batchWorkflowId, DEFAULT_TASK_QUEUE } from '../workflows/definitions';
-import { importOptional } from '../worker/optional';
+import { importOptional } from '../support/optional';
 import { SluiceClient, SluiceError, type BatchRequest } from './client';
-import { connect, connectClient } from './connection';
-import { BatchFailedError, NotFoundError, ServerError, UsageError } from './errors';
+import { connect, connectClient } from '../temporal/connection';
+import { BatchFailedError, NotFoundError, ServerError, UsageError } from '../support/errors';
 import { auditHistories, type SessionAudit } from './audit';
 import { LineInput, newChatSessionId, runChat, scriptMessages } from './chat';
 import { followSessionEvents, type LiveEvent } from './session-events';
@@ -33,7 +33,7 @@ import { historyToJson, loadHistories, type LoadedHistory } from './history';
 import { DEFAULT_INBOX_HOST, DEFAULT_INBOX_PORT, startInbox } from './inbox/server';
 import { clip, quorumLine, renderAudit, renderPendingCard, renderResultCard, terminalSafe } from './render';
 import { policyCommand } from './policy-cli';
-import { ensureSearchAttributes } from './setup';
+import { ensureSearchAttributes } from '../temporal/setup';
 
 // Worker-side modules load when a command needs them: an app that installed Sluice for its client
 // side has no @temporalio/worker, and `sluice batch`, `approve`, `pending` … still run there, on a
@@ -390,7 +390,7 @@ function parse(argv: string[]) {
   return parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
 }
 
-export { UsageError } from './errors';
+export { UsageError } from '../support/errors';
 
 const stdoutLines = (s: string) => void process.stdout.write(`${s}\n`);
 

@@ -23,8 +23,8 @@ import {
   NotFoundError,
   ServerError,
   SluiceError,
-} from './errors';
-import { hasVersionedWorker } from './eager-start';
+} from '../support/errors';
+import { hasVersionedWorker } from '../temporal/eager-start';
 import { isEvent } from '../pipeline/events';
 import { type BatchOutputWire, expandBatchOutput } from '../pipeline/output';
 import type {
@@ -62,7 +62,7 @@ export interface SluiceClientOptions {
   connection: ConnectionLike;
   namespace?: string;
   taskQueue?: string;
-  /** Payload encryption (worker/codec.ts): the same as the workers'. */
+  /** Payload encryption (temporal/codec.ts): the same as the workers'. */
   dataConverter?: DataConverter;
   /**
    * Eager start: when this process also runs a worker on the client's task queue over the same
@@ -122,7 +122,7 @@ export function supportsEagerStart(connection: ConnectionLike): boolean {
   return internal?.supportsEagerStart === true;
 }
 
-export { DecisionRefusedError, SluiceError } from './errors';
+export { DecisionRefusedError, SluiceError } from '../support/errors';
 
 /** How long a read that needs no worker may take before the client says it cannot tell. */
 const SERVER_DEADLINE_MS = 10_000;

@@ -5,8 +5,8 @@
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { CODEC_KEYS_ENV, codecFromEnv } from '../worker/codec';
-import { ConfigError, InvalidInputError } from './errors';
+import { CODEC_KEYS_ENV, codecFromEnv } from '../temporal/codec';
+import { ConfigError, InvalidInputError } from '../support/errors';
 
 /** The dev server's Web UI: `sluice dev` serves it on the frontend port + 1000. */
 export const DEFAULT_UI_ORIGINS = ['http://localhost:8233', 'http://127.0.0.1:8233'];

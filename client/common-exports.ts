@@ -13,8 +13,8 @@ export {
   ServerError,
   SluiceError,
   UsageError,
-} from './errors';
-export { MissingPackageError } from '../worker/optional';
+} from '../support/errors';
+export { MissingPackageError } from '../support/optional';
 export { ErrorCodes, FailureTypes, type ErrorCode } from '../pipeline/errors';
 export type { BatchRequest } from '../pipeline/batch-input';
 export type * from '../pipeline/events';

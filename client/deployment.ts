@@ -1,7 +1,7 @@
 // Worker Deployments (docs/upgrading.md): which version new batches start on, which versions still
 // run batches, and which version a batch is pinned to. The same operations as the Temporal CLI's
 // `temporal worker deployment ...`, for scripts and tests.
-import { ServerError } from './errors';
+import { ServerError } from '../support/errors';
 import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 

@@ -21,12 +21,12 @@ import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { canonicalJson } from '../pipeline/json';
 import type { BatchOutput, Json } from '../pipeline/types';
 import { loadConfig } from '../worker/load-config';
-import { parseToolManifest, type ToolSchema, toolSchemas } from '../worker/config';
-import { dataConverterFromEnv } from '../worker/codec';
-import { requireOptional } from '../worker/optional';
+import { parseToolManifest, type ToolSchema, toolSchemas } from '../define/config';
+import { dataConverterFromEnv } from '../temporal/codec';
+import { requireOptional } from '../support/optional';
 import * as fs from 'node:fs';
 import { type BatchHandle, SluiceClient } from './client';
-import { connectClient } from './connection';
+import { connectClient } from '../temporal/connection';
 import { clockSeq, isSeqConflict } from './hook/service';
 
 export const GATEWAY_HELP = `Usage: sluice gateway (--config FILE | --manifest FILE) --task-queue NAME [options]

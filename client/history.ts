@@ -7,7 +7,7 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import { historyFromJSON, historyToJSON } from '@temporalio/common/lib/proto-utils';
 import type { temporal } from '@temporalio/proto';
 import type { BatchInput } from '../pipeline/types';
-import { HistoryNotFound } from './errors';
+import { HistoryNotFound } from '../support/errors';
 import { RECONCILE_WORKFLOW, reconcileWorkflowId } from '../pipeline/reconcile';
 import { batchWorkflowId } from '../workflows/definitions';
 import { SESSION_WORKFLOW, sessionWorkflowId } from '../workflows/session-definitions';
@@ -21,7 +21,7 @@ export interface LoadedHistory {
   source: string;
 }
 
-export { HistoryNotFound } from './errors';
+export { HistoryNotFound } from '../support/errors';
 
 /**
  * A history file, a folder of them (every .json below it, e.g. test/fixtures/histories/ with one

@@ -12,8 +12,8 @@ export {
   type DeploymentStatus,
   type DeploymentVersionSummary,
 } from './deployment';
-export { connectClient as connect, type ConnectOptions, type Connected } from './client-connection';
-export { ensureSearchAttributes } from './setup';
+export { connectClient as connect, type ConnectOptions, type Connected } from '../temporal/client-connection';
+export { ensureSearchAttributes } from '../temporal/setup';
 export {
   BATCH_WORKFLOW,
   batchWorkflowId,

@@ -7,7 +7,7 @@ import { parseArgs } from 'node:util';
 import { policyRules, readPolicyTests, type PolicyExplanation, type PolicyRules } from '../hooks/policy';
 import { shellParserReady } from '../hooks/shell';
 import type { JsonObject } from '../pipeline/types';
-import { UsageError } from './errors';
+import { UsageError } from '../support/errors';
 
 export const POLICY_HELP = `Usage: npx sluice policy explain <tool> <args-json> [--workspace DIR] [--json]
        npx sluice policy explain --file calls.json [--workspace DIR] [--json]

@@ -1,13 +1,13 @@
 // A session's events, live: the session log the workers' sink writes (<state-dir>/sessions/<id>.jsonl,
 // or the PostgreSQL store), followed as it grows, and, with `live: true`, the pieces of each model
-// answer as the provider streams them (worker/live.ts). The log is the live view of the durable
+// answer as the provider streams them (stores/live.ts). The log is the live view of the durable
 // record (the workflow histories and the stored transcript, docs/sessions.md says which is which);
 // the live pieces are previews of a step that the log records whole when the step ends.
 import { promises as fs } from 'node:fs';
 import type { LiveDropped, LiveEvent, LiveVoid } from '../agent/live';
 import type { SessionEvent } from '../pipeline/types';
-import { fileLiveChannel, type LiveCursor, type LiveReader } from '../worker/live';
-import { sessionLogPath } from '../worker/session-log-path';
+import { fileLiveChannel, type LiveCursor, type LiveReader } from '../stores/live';
+import { sessionLogPath } from '../stores/session-log-path';
 
 export type { LiveDelta, LiveDropped, LiveEvent, LiveVoid } from '../agent/live';
 
@@ -33,7 +33,7 @@ async function readLog(stateDir: string, sessionId: string): Promise<SessionEven
 }
 
 /**
- * Where a session's events are read: a state folder, or a store (worker/stores.ts: files or
+ * Where a session's events are read: a state folder, or a store (stores/stores.ts: files or
  * PostgreSQL; its `live` channel gives the streamed pieces).
  */
 export type SessionEventSource =

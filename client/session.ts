@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import { TranscriptStore } from '../agent/transcript-store';
 import type { AgentMessage, SessionInput, SessionOutput, SessionView, TurnOutcome } from '../pipeline/session';
 import type { BatchState, ContentBlock, PendingApproval, SessionEvent } from '../pipeline/types';
-import type { ResultStore } from '../worker/claim-check';
+import type { ResultStore } from '../stores/claim-check';
 import { SESSION_ID, stateQuery } from '../workflows/definitions';
 import {
   cancelSessionSignal,
@@ -19,8 +19,8 @@ import {
 } from '../workflows/session-definitions';
 import { type SluiceClient, SluiceError } from './client';
 import { type FollowOptions, followSessionEvents, type LiveEvent, type SessionEventSource } from './session-events';
-import { InvalidInputError, NotFoundError } from './errors';
-import { sessionLogPath } from '../worker/session-log-path';
+import { InvalidInputError, NotFoundError } from '../support/errors';
+import { sessionLogPath } from '../stores/session-log-path';
 
 export type SessionRequest = Omit<SessionInput, 'carried'>;
 

@@ -8,7 +8,7 @@
 // let the call through. The harness's result comes back later through PostToolUse / AfterTool as a
 // second batch of the same session, one `harness_result` call whose result is what the tool returned.
 import type { ToolApproval, Json, JsonObject } from '../pipeline/types';
-import { defineTool, type ToolDefinition, toolOutput } from '../worker/config';
+import { defineTool, type ToolDefinition, toolOutput } from '../define/config';
 
 /** The name of the tool that records a harness call's result (PostToolUse, AfterTool). */
 export const HARNESS_RESULT_TOOL = 'harness_result';

@@ -9,7 +9,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { ErrorCodes } from '../pipeline/errors';
 import type { Candidate, JsonObject } from '../pipeline/types';
-import type { Named, PostExecuteHandler, PreExecuteHandler, StageContext } from '../worker/config';
+import type { Named, PostExecuteHandler, PreExecuteHandler, StageContext } from '../define/config';
 import { hookInput, interpretRun, type HookVerdict } from './dialects';
 import { matchesAny } from './matcher';
 import { mergePost, mergePre } from './merge';

@@ -11,7 +11,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { ToolApproval, JsonObject, PreDecision } from '../pipeline/types';
-import type { Named, PreExecuteHandler } from '../worker/config';
+import type { Named, PreExecuteHandler } from '../define/config';
 import { hideFromSearch } from '../tools/fs/protect';
 import {
   bashCovers,

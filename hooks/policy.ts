@@ -19,7 +19,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { ToolApproval, JsonObject, PolicyBinding, PreDecision } from '../pipeline/types';
-import type { PolicyPreExecute, PolicyRecheck, PreExecuteHandler } from '../worker/config';
+import type { PolicyPreExecute, PolicyRecheck, PreExecuteHandler } from '../define/config';
 import { codexRules, type CodexRulesOptions, describeFailures } from './codex-rules';
 import { geminiPolicy, type GeminiPolicyOptions } from './gemini-policy';
 import { openCodePermissions, type OpenCodeOptions } from './opencode-permissions';

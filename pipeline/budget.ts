@@ -6,7 +6,7 @@
 // batches from before that carried it three times: results, messages and the tool/result event),
 // the structured value at most once more, and each call's arguments once (the tool/call event). Every activity result
 // also lands in history (hard limit 50 MB, warnings from 10 MB). So each result gets a share of
-// what is left, and whatever does not fit inline is stored aside with a note (worker/claim-check.ts).
+// what is left, and whatever does not fit inline is stored aside with a note (stores/claim-check.ts).
 import type { BatchOutputWire } from './output';
 import type { BatchOutput, Json, ToolCall, ToolResult } from './types';
 

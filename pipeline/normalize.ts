@@ -6,7 +6,7 @@ import type { Candidate, ContentBlock, Json, JsonObject, ToolResult, UserMessage
 
 /**
  * Default bound on a result's text. Above it the full result is stored aside and the model gets a
- * preview with a note (worker/claim-check.ts); Temporal warns at 256 KB per payload, fails at 2 MB.
+ * preview with a note (stores/claim-check.ts); Temporal warns at 256 KB per payload, fails at 2 MB.
  */
 export const DEFAULT_MAX_RESULT_CHARS = 64 * 1024;
 

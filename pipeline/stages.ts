@@ -88,7 +88,7 @@ export interface PreflightResult extends StageOutput {
   gate: Gate;
   card: Card;
   profile?: ToolProfile;
-  /** The keyed digest of the call's arguments, shown to approvers (worker/args-digest.ts). */
+  /** The keyed digest of the call's arguments, shown to approvers (define/args-digest.ts). */
   argsDigest?: string;
 }
 

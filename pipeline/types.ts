@@ -90,7 +90,7 @@ export interface Candidate {
   error?: ToolError;
   meta?: JsonObject;
   concludesTurn?: true;
-  /** Set when the body's full candidate was stored aside (worker/claim-check.ts); content is a preview. */
+  /** Set when the body's full candidate was stored aside (stores/claim-check.ts); content is a preview. */
   stashed?: string;
 }
 

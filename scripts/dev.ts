@@ -2,12 +2,12 @@
 // the foreground.
 import * as path from 'node:path';
 import { SluiceClient } from '../client/client';
-import { connect } from '../client/connection';
+import { connect } from '../temporal/connection';
 import { startInbox, type Inbox } from '../client/inbox/server';
-import { dataConverterFromEnv } from '../worker/codec';
+import { dataConverterFromEnv } from '../temporal/codec';
 import { installRuntime, runWorker } from '../worker/main';
-import { openStores } from '../worker/stores';
-import { startDevServer, portOpen } from '../worker/dev-server';
+import { openStores } from '../stores/stores';
+import { startDevServer, portOpen } from '../temporal/dev-server';
 
 export interface DevOptions {
   stateDir: string;

@@ -14,8 +14,8 @@ const ROOT = path.join(__dirname, '..');
 
 /** Folders of the source, lowest layer first; a folder imports only its own layer and lower ones. */
 export const LAYERS: readonly (readonly string[])[] = [
-  ['pipeline'],
-  ['workflows', 'activities', 'agent', 'hooks', 'tools'],
+  ['pipeline', 'support'],
+  ['define', 'stores', 'temporal', 'workflows', 'activities', 'agent', 'hooks', 'tools'],
   ['worker'],
   ['client'],
   ['scripts', '.'],

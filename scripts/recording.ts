@@ -5,9 +5,9 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { SluiceClient } from '../client/client';
-import { connect } from '../client/connection';
-import type { SluiceConfig } from '../worker/config';
-import { freePort, startDevServer } from '../worker/dev-server';
+import { connect } from '../temporal/connection';
+import type { SluiceConfig } from '../define/config';
+import { freePort, startDevServer } from '../temporal/dev-server';
 import { loadConfig } from '../worker/load-config';
 import { createSluiceWorker } from '../worker/worker';
 

@@ -11,15 +11,15 @@ const repo = path.resolve(__dirname, '..');
 
 /** Files whose values more than one entry gives, and why that is by design. */
 const SHARED_BY_DESIGN: Record<string, string> = {
-  'client/errors.ts': 'the errors: sluice and sluice/client both give them (client/common-exports.ts)',
+  'support/errors.ts': 'the errors: sluice and sluice/client both give them (client/common-exports.ts)',
   'pipeline/errors.ts': 'the error codes: as the errors',
-  'worker/optional.ts': 'MissingPackageError: as the errors',
+  'support/optional.ts': 'MissingPackageError: as the errors',
   'workflows/definitions.ts':
     'the batch workflow’s name, ids, signals and queries: a client signals what a workflow defines',
   'workflows/session-definitions.ts': 'the session workflow’s ids, signals and queries: as the batch’s',
   'pipeline/output.ts': 'expandBatchOutput: a client and a parent workflow both read a batch’s output',
-  'client/setup.ts': 'ensureSearchAttributes: sluice/worker re-exports it, a worker registers them before it polls',
-  'client/connection.ts':
+  'temporal/setup.ts': 'ensureSearchAttributes: sluice/worker re-exports it, a worker registers them before it polls',
+  'temporal/connection.ts':
     'two different functions: sluice/client’s connect is a client Connection, sluice/worker’s a NativeConnection',
 };
 

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { maxCachedWorkflows } from '../worker/main';
-import { defineConfig, defineTool, type SluiceConfig } from '../worker/config';
+import { defineConfig, defineTool, type SluiceConfig } from '../define/config';
 import { DEFAULT_MAX_CACHED_BATCHES } from '../worker/worker';
 import { eventually } from './eventually';
 import { batch, startHarness, text, type Harness } from './harness';

@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { main } from '../client/cli';
 import { reassignSignal } from '../workflows/definitions';
 import type { PendingApproval } from '../pipeline/types';
-import { defineConfig, defineTool } from '../worker/config';
+import { defineConfig, defineTool } from '../define/config';
 import { batch, startHarness, text, type Harness } from './harness';
 
 const SECRET = 'webhook-secret-for-the-test';

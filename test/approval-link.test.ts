@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { mintLinkToken } from '../activities/approval-links';
 import { type Inbox, startInbox } from '../client/inbox/server';
 import type { PendingApproval } from '../pipeline/types';
-import { defineConfig, defineTool } from '../worker/config';
+import { defineConfig, defineTool } from '../define/config';
 import { launchBrowser } from './chromium';
 import { eventually } from './eventually';
 import { batch, type Harness, startHarness, text } from './harness';

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { toBatchInput } from '../client/client';
 import { expandBatchOutput } from '../pipeline/output';
 import type { BatchOutput, PendingApproval, SessionEvent } from '../pipeline/types';
-import { defineConfig, defineTool } from '../worker/config';
+import { defineConfig, defineTool } from '../define/config';
 import { batch, startHarness, text, type Harness } from './harness';
 import { eventually } from './eventually';
 import { APPROVALS_MEMO, BATCH_WORKFLOW, batchWorkflowId, SESSION_ID } from '../workflows/definitions';

@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { main } from '../client/cli';
 import type { Inbox } from '../client/inbox/server';
 import type { PendingApproval } from '../pipeline/types';
-import { defineConfig, defineTool } from '../worker/config';
+import { defineConfig, defineTool } from '../define/config';
 import { batch, text, type Harness } from './harness';
 import { pendingApprovals } from './eventually';
 import { useInboxSetup } from './inbox-setup';

@@ -9,8 +9,8 @@ import { readHistoryFile } from '../client/history';
 import { renderAudit } from '../client/render';
 import type { BatchOutput } from '../pipeline/types';
 import demoConfig from '../sluice.config';
-import type { StageContext } from '../worker/config';
-import { readSessionLog } from '../worker/sink';
+import type { StageContext } from '../define/config';
+import { readSessionLog } from '../stores/sink';
 import { startHarness, type Harness } from './harness';
 import { pendingApproval } from './eventually';
 

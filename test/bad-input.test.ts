@@ -10,7 +10,7 @@ import { main, readCallsFile, UsageError } from '../client/cli';
 import { SluiceError } from '../client/client';
 import { MAX_ARGUMENT_CHARS } from '../pipeline/budget';
 import type { BatchOutput } from '../pipeline/types';
-import { defineConfig, defineTool } from '../worker/config';
+import { defineConfig, defineTool } from '../define/config';
 import { historyEventTypes } from './faults/fault-kit';
 import { batch, startHarness, text, type Harness } from './harness';
 import { eventually, pendingApproval } from './eventually';

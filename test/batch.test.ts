@@ -3,8 +3,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { BatchOutput } from '../pipeline/types';
-import { defineConfig, defineTool } from '../worker/config';
-import { readSessionLog } from '../worker/sink';
+import { defineConfig, defineTool } from '../define/config';
+import { readSessionLog } from '../stores/sink';
 import { batch, startHarness, text, type Harness } from './harness';
 import { eventually } from './eventually';
 

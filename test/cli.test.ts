@@ -8,8 +8,8 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import { COMMAND_HELP, main } from '../client/cli';
 import type { PendingApproval } from '../pipeline/types';
-import { defineConfig, defineTool } from '../worker/config';
-import { readSessionLog } from '../worker/sink';
+import { defineConfig, defineTool } from '../define/config';
+import { readSessionLog } from '../stores/sink';
 import { batch, startHarness, type Harness } from './harness';
 import { pendingApproval } from './eventually';
 

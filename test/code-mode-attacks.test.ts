@@ -10,7 +10,7 @@ import { argsDigest } from '../pipeline/digest';
 import type { BatchOutput } from '../pipeline/types';
 import { bashTool, fsTools } from '../tools';
 import { codeModeTool } from '../tools/code-mode';
-import { defineConfig, defineTool } from '../worker/config';
+import { defineConfig, defineTool } from '../define/config';
 import { codeCallUpdate } from '../workflows/definitions';
 import { batch, startHarness, text, type Harness } from './harness';
 import { pendingApproval } from './eventually';

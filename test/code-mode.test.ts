@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { argsDigest } from '../pipeline/digest';
 import type { BatchOutput } from '../pipeline/types';
 import { codeModeTool } from '../tools/code-mode';
-import { defineConfig, defineTool } from '../worker/config';
+import { defineConfig, defineTool } from '../define/config';
 import { batchWorkflowId, codeCallUpdate } from '../workflows/definitions';
 import { batch, startHarness, text, type Harness } from './harness';
 import { eventually, pendingApproval } from './eventually';

@@ -4,8 +4,8 @@ import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, inject, it } from 'vitest';
-import { freePort } from '../worker/dev-server';
-import { readSessionLog } from '../worker/sink';
+import { freePort } from '../temporal/dev-server';
+import { readSessionLog } from '../stores/sink';
 
 describe('the demo agent session (npm start)', () => {
   it('runs allow, deny, ask, retry, rewrite and context to completion', async () => {

@@ -8,9 +8,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { canonicalJson } from '../pipeline/json';
 import { codeModeTool } from '../tools/code-mode';
-import { DEFAULT_DIGEST_KEY, digestKeyFromEnv, keyedArgsDigest } from '../worker/args-digest';
-import { dataConverterFromEnv } from '../worker/codec';
-import { defineConfig, defineTool } from '../worker/config';
+import { DEFAULT_DIGEST_KEY, digestKeyFromEnv, keyedArgsDigest } from '../define/args-digest';
+import { dataConverterFromEnv } from '../temporal/codec';
+import { defineConfig, defineTool } from '../define/config';
 import { pendingApproval } from './eventually';
 import { batch, startHarness, text, type Harness } from './harness';
 

@@ -12,7 +12,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { SluiceClient } from '../client/client';
-import { connect } from '../client/connection';
+import { connect } from '../temporal/connection';
 import { eventually } from './eventually';
 
 const exec = promisify(execFile);

@@ -4,7 +4,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { TestProject } from 'vitest/node';
-import { freePort, startDevServer, type DevServer } from '../worker/dev-server';
+import { freePort, startDevServer, type DevServer } from '../temporal/dev-server';
 import { WORKFLOWS_PATH } from '../worker/worker';
 import { provisionSystemPackages } from './system-packages';
 

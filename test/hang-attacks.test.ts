@@ -9,8 +9,8 @@ import { z } from 'zod';
 import type { BatchState, PendingApproval } from '../pipeline/types';
 import { SluiceError } from '../client/client';
 import { codeModeTool } from '../tools/code-mode';
-import { defineConfig, defineTool } from '../worker/config';
-import { readSessionLog, sessionLogPath } from '../worker/sink';
+import { defineConfig, defineTool } from '../define/config';
+import { readSessionLog, sessionLogPath } from '../stores/sink';
 import { batch, startHarness, text, type Harness } from './harness';
 import { eventually, pendingApproval } from './eventually';
 

@@ -5,8 +5,8 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { inject } from 'vitest';
 import { SluiceClient, type BatchRequest } from '../client/client';
-import type { SluiceConfig } from '../worker/config';
-import type { SluiceStores } from '../worker/stores';
+import type { SluiceConfig } from '../define/config';
+import type { SluiceStores } from '../stores/stores';
 import type { SluiceTelemetry } from '../worker/telemetry';
 import { createSluiceWorker } from '../worker/worker';
 

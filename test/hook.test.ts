@@ -11,7 +11,7 @@ import { inject } from 'vitest';
 import { callStep } from '../client/hook/service';
 import { commandHooks, harnessTools, permissionRules } from '../hooks';
 import { batchWorkflowId } from '../workflows/definitions';
-import { defineConfig } from '../worker/config';
+import { defineConfig } from '../define/config';
 import { eventually, pendingApprovals } from './eventually';
 import { type Harness, startHarness } from './harness';
 

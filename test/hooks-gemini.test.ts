@@ -8,7 +8,7 @@ import { commandHooks, type CommandHooks } from '../hooks';
 import type { BatchOutput } from '../pipeline/types';
 import { bashTool, fsTools } from '../tools';
 import { codeModeTool } from '../tools/code-mode';
-import { defineConfig } from '../worker/config';
+import { defineConfig } from '../define/config';
 import { batch, startHarness, text, type Harness } from './harness';
 
 const FIXTURES = path.join(__dirname, 'fixtures', 'hooks');

@@ -11,7 +11,7 @@ import { commandHooks } from '../hooks';
 import type { BatchOutput } from '../pipeline/types';
 import { bashTool, fsTools, todoWriteTool } from '../tools';
 import { codeModeTool } from '../tools/code-mode';
-import { defineConfig, defineTool } from '../worker/config';
+import { defineConfig, defineTool } from '../define/config';
 import { batch, startHarness, text, type Harness } from './harness';
 
 const FIXTURES = path.join(__dirname, 'fixtures', 'hooks');

@@ -9,7 +9,7 @@ import { inject } from 'vitest';
 import { z } from 'zod';
 import { commandHooks, type CommandHooks } from '../hooks';
 import type { BatchOutput, SessionEvent } from '../pipeline/types';
-import { defineConfig, defineTool } from '../worker/config';
+import { defineConfig, defineTool } from '../define/config';
 import { batch, startHarness, text, type Harness } from './harness';
 
 const PLANTED: Record<string, string> = {

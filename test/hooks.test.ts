@@ -7,7 +7,7 @@ import { inject } from 'vitest';
 import { z } from 'zod';
 import { commandHooks } from '../hooks';
 import type { BatchOutput, SessionEvent } from '../pipeline/types';
-import { defineConfig, defineTool } from '../worker/config';
+import { defineConfig, defineTool } from '../define/config';
 import { batch, startHarness, text, type Harness } from './harness';
 import { pendingApproval } from './eventually';
 

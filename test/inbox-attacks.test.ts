@@ -12,8 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { inboxSettings, main, UsageError } from '../client/cli';
 import { startInbox, type Inbox } from '../client/inbox/server';
-import { dataConverterFromEnv } from '../worker/codec';
-import { defineConfig, defineTool } from '../worker/config';
+import { dataConverterFromEnv } from '../temporal/codec';
+import { defineConfig, defineTool } from '../define/config';
 import { pendingApproval } from './eventually';
 import { batch, startHarness, text, type Harness } from './harness';
 

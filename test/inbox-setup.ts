@@ -3,7 +3,7 @@
 import type { BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll } from 'vitest';
 import { startInbox, type Inbox } from '../client/inbox/server';
-import type { SluiceConfig } from '../worker/config';
+import type { SluiceConfig } from '../define/config';
 import { launchBrowser } from './chromium';
 import { startHarness, type Harness } from './harness';
 

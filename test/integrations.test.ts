@@ -20,7 +20,7 @@ import { sluiceCanUseTool } from '../client/integrations/claude-agent-sdk';
 import { sluiceDecideInterruptions } from '../client/integrations/openai-agents';
 import { harnessTools } from '../hooks';
 import type { PendingApproval } from '../pipeline/types';
-import { defineConfig } from '../worker/config';
+import { defineConfig } from '../define/config';
 import { eventually } from './eventually';
 import { startFakeAnthropic } from './fixtures/anthropic-fake';
 import { type Harness, startHarness } from './harness';

@@ -6,8 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { HISTORY_TARGET_BYTES, jsonBytes, PAYLOAD_LIMIT_BYTES } from '../pipeline/budget';
 import type { BatchOutput, Json } from '../pipeline/types';
-import { FileResultStore, storedResultOf } from '../worker/claim-check';
-import { defineConfig, defineTool } from '../worker/config';
+import { FileResultStore, storedResultOf } from '../stores/claim-check';
+import { defineConfig, defineTool } from '../define/config';
 import { batch, startHarness, text, type Harness } from './harness';
 
 const big = defineTool({

@@ -6,8 +6,8 @@ import { z } from 'zod';
 import { toAISDKResults } from '../agent/convert';
 import { expandBatchOutput, type BatchOutputWire } from '../pipeline/output';
 import type { ModelMessage } from '../pipeline/types';
-import { defineConfig, defineTool, toolOutput } from '../worker/config';
-import { readSessionLog } from '../worker/sink';
+import { defineConfig, defineTool, toolOutput } from '../define/config';
+import { readSessionLog } from '../stores/sink';
 import { batch, startHarness, type Harness } from './harness';
 
 const rows = Array.from({ length: 50 }, (_, i) => ({ id: i, name: `row ${i}` }));

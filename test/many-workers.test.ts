@@ -6,7 +6,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BatchOutput, SessionEvent } from '../pipeline/types';
-import { PostgresStores } from '../worker/postgres';
+import { PostgresStores } from '../stores/postgres';
 import { batch, spawnWorker, startHarness, type ChildWorker, type Harness } from './harness';
 import { startPostgres, type TestPostgres } from './postgres';
 import { eventually } from './eventually';

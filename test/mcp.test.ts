@@ -10,7 +10,7 @@ import type { BatchOutput } from '../pipeline/types';
 import { SluiceClient } from '../client/client';
 import { codeModeTool } from '../tools/code-mode';
 import { mcpSource, type McpSource } from '../tools/mcp';
-import { defineConfig, type ToolDefinition } from '../worker/config';
+import { defineConfig, type ToolDefinition } from '../define/config';
 import { batch, startHarness, text, type Harness } from './harness';
 import { eventually, pendingApproval } from './eventually';
 

@@ -9,7 +9,7 @@ import { MockLanguageModelV3 } from 'ai/test';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSession } from '../client/session';
 import type { AgentMessage } from '../pipeline/session';
-import { FileResultStore } from '../worker/claim-check';
+import { FileResultStore } from '../stores/claim-check';
 import sessionConfig from './fixtures/session.config';
 import { startHarness, type Harness } from './harness';
 import { asStream } from './stream-provider';

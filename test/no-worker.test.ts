@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { main } from '../client/cli';
 import type { Inbox } from '../client/inbox/server';
 import type { PendingApproval } from '../pipeline/types';
-import { defineConfig } from '../worker/config';
+import { defineConfig } from '../define/config';
 import { batch, spawnWorker, text, type ChildWorker, type Harness } from './harness';
 import { poll } from './eventually';
 import { type InboxSetup, startInboxSetup } from './inbox-setup';

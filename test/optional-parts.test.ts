@@ -106,7 +106,7 @@ describe('with every optional package missing', () => {
     const cases: [string, string, string][] = [
       [
         'PostgreSQL stores',
-        `const { PostgresStores } = require('./worker/postgres.ts'); new PostgresStores('postgres://localhost/x');`,
+        `const { PostgresStores } = require('./stores/postgres.ts'); new PostgresStores('postgres://localhost/x');`,
         'PostgreSQL stores (SLUICE_DATABASE_URL) needs pg, which is not installed: npm install pg',
       ],
       [

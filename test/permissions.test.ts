@@ -9,7 +9,7 @@ import { commandHooks, permissionRules } from '../hooks';
 import type { BatchOutput } from '../pipeline/types';
 import { bashTool, fsTools } from '../tools';
 import { codeModeTool } from '../tools/code-mode';
-import { defineConfig, defineTool } from '../worker/config';
+import { defineConfig, defineTool } from '../define/config';
 import { batch, startHarness, text, type Harness } from './harness';
 
 let ws: string;

@@ -15,7 +15,7 @@ import type { BatchOutput } from '../pipeline/types';
 import { bashTool, fsTools } from '../tools';
 import { codeModeTool } from '../tools/code-mode';
 import { mcpSource, type McpSource } from '../tools/mcp';
-import { defineConfig } from '../worker/config';
+import { defineConfig } from '../define/config';
 import { pendingApproval } from './eventually';
 import { batch, spawnWorker, startHarness, text, type Harness } from './harness';
 

@@ -5,7 +5,7 @@ import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { freePort } from '../worker/dev-server';
+import { freePort } from '../temporal/dev-server';
 
 export interface TestPostgres {
   /** A database URL for `database` (created on first use by createDatabase). */

@@ -10,7 +10,7 @@ import type { BatchOutput } from '../pipeline/types';
 import { protectedPathArgs } from '../tools';
 import { codeModeTool } from '../tools/code-mode';
 import { mcpSource, type McpSource } from '../tools/mcp';
-import { defineConfig, defineTool } from '../worker/config';
+import { defineConfig, defineTool } from '../define/config';
 import { batch, startHarness, text, type Harness } from './harness';
 
 const bin = (pkg: string) =>

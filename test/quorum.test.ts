@@ -11,7 +11,7 @@ import { main } from '../client/cli';
 import type { DecisionRefusedError } from '../client/client';
 import { startInbox } from '../client/inbox/server';
 import type { PendingApproval } from '../pipeline/types';
-import { defineConfig, defineTool } from '../worker/config';
+import { defineConfig, defineTool } from '../define/config';
 import { launchBrowser } from './chromium';
 import { batch, type Harness, startHarness, text } from './harness';
 

@@ -6,8 +6,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { auditHistories } from '../client/audit';
-import { readSessionLog } from '../worker/sink';
-import { defineConfig, defineTool } from '../worker/config';
+import { readSessionLog } from '../stores/sink';
+import { defineConfig, defineTool } from '../define/config';
 import { pendingApprovals } from './eventually';
 import { batch, startHarness, text, type Harness } from './harness';
 

@@ -10,7 +10,7 @@ import { permissionRules } from '../hooks';
 import type { BatchOutput } from '../pipeline/types';
 import { fsTools } from '../tools';
 import { codeModeTool } from '../tools/code-mode';
-import { defineConfig } from '../worker/config';
+import { defineConfig } from '../define/config';
 import { batch, startHarness, text, type Harness } from './harness';
 
 let ws: string;

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { main } from '../client/cli';
 import { RECONCILE_UPDATE, type ReconcileInput, reconcileWorkflowId } from '../pipeline/reconcile';
 import { APPROVALS_MEMO, AWAITING_APPROVAL, PENDING_APPROVALS, SESSION_ID } from '../workflows/definitions';
-import { defineConfig, defineTool } from '../worker/config';
+import { defineConfig, defineTool } from '../define/config';
 import { eventually } from './eventually';
 import { batch, type Harness, startHarness } from './harness';
 

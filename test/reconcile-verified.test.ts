@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import { main } from '../client/cli';
 import { RECONCILE_WORKFLOW, type ReconcileInput, reconcileWorkflowId } from '../pipeline/reconcile';
-import { defineConfig, defineTool } from '../worker/config';
+import { defineConfig, defineTool } from '../define/config';
 import { eventually } from './eventually';
 import { startHarness, type Harness } from './harness';
 

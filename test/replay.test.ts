@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { main } from '../client/cli';
 import { readHistoryFile } from '../client/history';
 import { SLUICE_WORKFLOW_TYPES } from '../client/replay';
-import { defineConfig, defineTool } from '../worker/config';
+import { defineConfig, defineTool } from '../define/config';
 import { batch, startHarness, type Harness } from './harness';
 
 const FIXTURES = path.join(__dirname, 'fixtures', 'histories');

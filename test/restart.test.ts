@@ -4,7 +4,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BatchOutput } from '../pipeline/types';
-import { readSessionLog } from '../worker/sink';
+import { readSessionLog } from '../stores/sink';
 import { batch, spawnWorker, startHarness, type ChildWorker, type Harness } from './harness';
 import { eventually } from './eventually';
 

@@ -9,7 +9,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { mcpSource, type McpSource } from '../tools/mcp';
-import { defineConfig, defineTool } from '../worker/config';
+import { defineConfig, defineTool } from '../define/config';
 import { batch, startHarness, text, type Harness } from './harness';
 
 const SERVER = path.join(__dirname, 'fixtures', 'mcp', 'pattern-server.mjs');

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import { z } from 'zod';
 import { main } from '../client/cli';
 import { ErrorCodes } from '../pipeline/errors';
-import { defineConfig, defineTool, parseToolManifest, toolManifest, toolSchemas } from '../worker/config';
+import { defineConfig, defineTool, parseToolManifest, toolManifest, toolSchemas } from '../define/config';
 import { loadConfig } from '../worker/load-config';
 import { batch, startHarness, text, type Harness } from './harness';
 

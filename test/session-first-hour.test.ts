@@ -7,10 +7,10 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
-import { NotFoundError } from '../client/errors';
+import { NotFoundError } from '../support/errors';
 import { startSession } from '../client/session';
 import type { SessionEvent } from '../pipeline/types';
-import { defineConfig, defineTool } from '../worker/config';
+import { defineConfig, defineTool } from '../define/config';
 import { startHarness, type Harness } from './harness';
 
 let h: Harness;

@@ -8,7 +8,7 @@ import { DecisionRefusedError } from '../client/client';
 import type { Inbox } from '../client/inbox/server';
 import { GRANTS_NAMESPACE, grantsOf } from '../pipeline/grants';
 import type { PendingApproval } from '../pipeline/types';
-import { defineConfig, defineTool } from '../worker/config';
+import { defineConfig, defineTool } from '../define/config';
 import { batch, text, type Harness } from './harness';
 import { pendingApprovals } from './eventually';
 import { useInboxSetup } from './inbox-setup';

@@ -11,9 +11,9 @@ import { scriptedModel, type ScriptStep } from '../agent/adapters/scripted';
 import { startSession } from '../client/session';
 import { MAX_ARGUMENT_CHARS, MAX_INPUT_BYTES } from '../pipeline/budget';
 import { contentText, type AgentMessage, type ToolMessage } from '../pipeline/session';
-import { FileResultStore } from '../worker/claim-check';
-import { defineConfig, defineTool } from '../worker/config';
-import { readSessionLog } from '../worker/sink';
+import { FileResultStore } from '../stores/claim-check';
+import { defineConfig, defineTool } from '../define/config';
+import { readSessionLog } from '../stores/sink';
 import { eventually } from './eventually';
 import { startHarness, type Harness } from './harness';
 

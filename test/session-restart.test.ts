@@ -6,8 +6,8 @@ import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSession, type SessionHandle } from '../client/session';
 import type { AgentMessage, TurnOutcome } from '../pipeline/session';
-import { FileResultStore } from '../worker/claim-check';
-import { readSessionLog } from '../worker/sink';
+import { FileResultStore } from '../stores/claim-check';
+import { readSessionLog } from '../stores/sink';
 import { spawnWorker, startHarness, type ChildWorker, type Harness } from './harness';
 import { eventually } from './eventually';
 

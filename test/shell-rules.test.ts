@@ -10,7 +10,7 @@ import { permissionRules } from '../hooks';
 import type { BatchOutput, ToolResult } from '../pipeline/types';
 import { bashTool } from '../tools';
 import { codeModeTool } from '../tools/code-mode';
-import { defineConfig } from '../worker/config';
+import { defineConfig } from '../define/config';
 import { batch, type Harness, startHarness, text } from './harness';
 import { type Outcome, RULES, SHELL_CASES, type ShellCase } from './shell-cases';
 

@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { SessionEvent } from '../pipeline/types';
-import { defineConfig, defineTool, toolOutput } from '../worker/config';
+import { defineConfig, defineTool, toolOutput } from '../define/config';
 import { batch, startHarness, text, type Harness } from './harness';
 
 const seen = {

@@ -9,8 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { bashTool, fsTools } from '../tools';
 import { codeModeTool } from '../tools/code-mode';
-import { defineConfig, defineTool } from '../worker/config';
-import { sessionLogPath } from '../worker/sink';
+import { defineConfig, defineTool } from '../define/config';
+import { sessionLogPath } from '../stores/sink';
 import { DEFAULT_STATE_DIR } from '../worker/worker';
 import { batch, startHarness, text, type Harness } from './harness';
 

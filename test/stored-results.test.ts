@@ -6,8 +6,8 @@ import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { main } from '../client/cli';
-import { defineConfig, defineTool } from '../worker/config';
-import { pruneStoredResults, readStoredResult } from '../worker/stored-results';
+import { defineConfig, defineTool } from '../define/config';
+import { pruneStoredResults, readStoredResult } from '../stores/stored-results';
 import { eventually } from './eventually';
 import { batch, startHarness, text, type Harness } from './harness';
 

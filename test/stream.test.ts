@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LiveEvent } from '../agent/live';
 import { type SessionHandle, sessionHandle, startSession } from '../client/session';
 import type { SessionEvent } from '../pipeline/types';
-import { FileResultStore } from '../worker/claim-check';
+import { FileResultStore } from '../stores/claim-check';
 import { eventually } from './eventually';
 import sessionConfig from './fixtures/session.config';
 import { startHarness, type Harness } from './harness';

@@ -9,7 +9,7 @@ import { main } from '../client/cli';
 import { renderAudit, renderPendingCard, renderResultCard } from '../client/render';
 import type { PendingApproval } from '../pipeline/types';
 import { bashTool } from '../tools';
-import { defineConfig } from '../worker/config';
+import { defineConfig } from '../define/config';
 import { batch, startHarness, type Harness } from './harness';
 
 const ERASE = '\x1b[2K\r';

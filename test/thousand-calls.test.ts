@@ -5,7 +5,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { z } from 'zod';
 import { jsonBytes, MAX_CALLS_PER_BATCH, PAYLOAD_LIMIT_BYTES } from '../pipeline/budget';
 import type { BatchOutput, Json } from '../pipeline/types';
-import { defineConfig, defineTool } from '../worker/config';
+import { defineConfig, defineTool } from '../define/config';
 import { batch, startHarness, text, type Harness } from './harness';
 
 const echo = defineTool({

@@ -6,10 +6,10 @@ import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bashTool, fsTools } from '../tools';
 import { codeModeTool } from '../tools/code-mode';
-import { defineConfig, defineTool } from '../worker/config';
+import { defineConfig, defineTool } from '../define/config';
 import { z } from 'zod';
 import { batch, startHarness, text, type Harness } from './harness';
-import { sessionLogPath } from '../worker/sink';
+import { sessionLogPath } from '../stores/sink';
 
 const unchanged = () => {
   for (const [rel, content] of Object.entries(HOOK_FILES))

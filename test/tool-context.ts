@@ -1,8 +1,8 @@
 // Calls a tool body directly, outside Temporal, with a ToolContext that keeps session state and
 // recorded events the way the pipeline would between calls.
 import type { EventDraft, JsonObject, SessionState } from '../pipeline/types';
-import { ToolOutput, type ToolContext, type ToolDefinition } from '../worker/config';
-import { checkToolArgs } from '../worker/tool-schema';
+import { ToolOutput, type ToolContext, type ToolDefinition } from '../define/config';
+import { checkToolArgs } from '../define/tool-schema';
 
 export interface Session {
   state: SessionState;

@@ -8,7 +8,7 @@ import type { BatchRequest } from '../client/client';
 import type { BatchOutput, SessionEvent } from '../pipeline/types';
 import { commandHooks } from '../hooks';
 import { bashTool, fsTools, todoWriteTool, versionOf } from '../tools';
-import { defineConfig } from '../worker/config';
+import { defineConfig } from '../define/config';
 import { batchWorkflowId } from '../workflows/definitions';
 import { batch, startHarness, text, type Harness } from './harness';
 import { pendingApproval, poll } from './eventually';

@@ -10,7 +10,7 @@ import { startInbox } from '../client/inbox/server';
 import { launchBrowser } from './chromium';
 import type { DecisionRefusedError } from '../client/client';
 import type { PendingApproval } from '../pipeline/types';
-import { defineConfig, defineTool } from '../worker/config';
+import { defineConfig, defineTool } from '../define/config';
 import { batch, startHarness, text, type Harness } from './harness';
 
 const SHARED = 'a-shared-secret-for-hs256-tokens-in-the-test';

@@ -8,7 +8,7 @@ import * as fs from 'node:fs/promises';
 import { StringDecoder } from 'node:string_decoder';
 import { z } from 'zod';
 import type { ToolApproval } from '../pipeline/types';
-import { defineTool, toolOutput, type ToolDefinition } from '../worker/config';
+import { defineTool, toolOutput, type ToolDefinition } from '../define/config';
 import { answering, ToolErrorCodes } from './errors';
 import type { ProtectOptions } from './fs/protect';
 import { openWorkspace, protectedPath, type Workspace } from './fs/workspace';

@@ -3,7 +3,7 @@
 // would only repeat the same answer (and lose the events the body recorded).
 import { ErrorCodes } from '../pipeline/errors';
 import type { JsonObject } from '../pipeline/types';
-import { toolOutput, type ToolOutput } from '../worker/config';
+import { toolOutput, type ToolOutput } from '../define/config';
 
 /**
  * Codes of the built-in tools' own error results. The pipeline's codes (pipeline/errors.ts) stay
@@ -52,7 +52,7 @@ export function toolError(message: string, code: string, meta?: JsonObject): Too
   });
 }
 
-/** Marks a ToolFailure with a key every copy of Sluice shares (as ToolOutput's, worker/config.ts). */
+/** Marks a ToolFailure with a key every copy of Sluice shares (as ToolOutput's, define/config.ts). */
 const TOOL_FAILURE_BRAND = Symbol.for('sluice.ToolFailure');
 
 /** A failure a tool body detects and turns into a result (see toolError). */

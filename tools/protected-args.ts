@@ -16,8 +16,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { JsonObject } from '../pipeline/types';
-import type { Guard, Named, ToolDefinition } from '../worker/config';
-import { compileToolSchema } from '../worker/tool-schema';
+import type { Guard, Named, ToolDefinition } from '../define/config';
+import { compileToolSchema } from '../define/tool-schema';
 import { type ProtectOptions, protection } from './fs/protect';
 
 export interface ProtectedPathArgsOptions {

@@ -3,7 +3,7 @@
 // blocks the result) and kept in session state, so later batches and restarts see it.
 import { z } from 'zod';
 import type { Json } from '../pipeline/types';
-import { defineTool, toolOutput, type ToolDefinition } from '../worker/config';
+import { defineTool, toolOutput, type ToolDefinition } from '../define/config';
 import { answering, ToolErrorCodes, ToolFailure } from './errors';
 
 export const TODO_STATE_NAMESPACE = 'todo';

@@ -12,14 +12,14 @@ export {
   type WorkerDeployment,
 } from './worker';
 export { loadConfig, DEFAULT_CONFIG_FILE, type ConfigExport } from './load-config';
-export { connect, type ConnectOptions, type Connected } from '../client/connection';
-export { ensureSearchAttributes } from '../client/setup';
-export { JsonlSessionLog, readSessionLog, sessionLogPath, type EventSink } from './sink';
-export { FileResultStore, storedResultOf, type ResultStore, type StoredResult } from './claim-check';
-export { pruneStoredResults, readStoredResult, type StoredResultsOptions } from './stored-results';
-export { DEFAULT_RESULT_RETENTION_MS, parseRetention } from './config';
-export { PostgresStores, PostgresEventSink, PostgresResultStore, MIGRATIONS, SCHEMA_VERSION } from './postgres';
-export { openStores, fileStores, postgresStores, databaseUrlFromEnv, type SluiceStores } from './stores';
+export { connect, type ConnectOptions, type Connected } from '../temporal/connection';
+export { ensureSearchAttributes } from '../temporal/setup';
+export { JsonlSessionLog, readSessionLog, sessionLogPath, type EventSink } from '../stores/sink';
+export { FileResultStore, storedResultOf, type ResultStore, type StoredResult } from '../stores/claim-check';
+export { pruneStoredResults, readStoredResult, type StoredResultsOptions } from '../stores/stored-results';
+export { DEFAULT_RESULT_RETENTION_MS, parseRetention } from '../define/config';
+export { PostgresStores, PostgresEventSink, PostgresResultStore, MIGRATIONS, SCHEMA_VERSION } from '../stores/postgres';
+export { openStores, fileStores, postgresStores, databaseUrlFromEnv, type SluiceStores } from '../stores/stores';
 export {
   CODEC_KEYS_ENV,
   codecFromEnv,
@@ -28,6 +28,6 @@ export {
   encryptingDataConverter,
   parseCodecKeys,
   type CodecKey,
-} from './codec';
+} from '../temporal/codec';
 export { SluiceTelemetry, telemetryFromEnv, type TelemetryOptions } from './telemetry';
-export { findTemporalCli, startDevServer, type DevServer, type DevServerOptions } from './dev-server';
+export { findTemporalCli, startDevServer, type DevServer, type DevServerOptions } from '../temporal/dev-server';

@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { defineConfig, type SluiceConfig } from './config';
+import { defineConfig, type SluiceConfig } from '../define/config';
 
 export const DEFAULT_CONFIG_FILE = 'sluice.config.ts';
 

@@ -1,11 +1,11 @@
 // A worker process: `npx sluice worker`, or spawned by tests that kill it with -9.
 import { IllegalStateError } from '@temporalio/common';
 import { DefaultLogger, makeTelemetryFilterString, Runtime } from '@temporalio/worker';
-import { connect } from '../client/connection';
-import { ensureSearchAttributes } from '../client/setup';
-import { dataConverterFromEnv } from './codec';
+import { connect } from '../temporal/connection';
+import { ensureSearchAttributes } from '../temporal/setup';
+import { dataConverterFromEnv } from '../temporal/codec';
 import { loadConfig } from './load-config';
-import { openStores } from './stores';
+import { openStores } from '../stores/stores';
 import { startMetricsServer, telemetryFromEnv } from './telemetry';
 import { createSluiceWorker, DEFAULT_STATE_DIR, DEFAULT_TASK_QUEUE, type WorkerDeployment } from './worker';
 

@@ -17,8 +17,8 @@ import type { AddressInfo } from 'node:net';
 import type { Counter, Histogram, Registry } from 'prom-client';
 import type { WorkerPlugin } from '@temporalio/worker';
 import type { Json, SessionEvent } from '../pipeline/types';
-import type { ResultStore } from './claim-check';
-import { requireOptional } from './optional';
+import type { ResultStore } from '../stores/claim-check';
+import { requireOptional } from '../support/optional';
 
 // OpenTelemetry and prom-client are optional peer dependencies, loaded when a SluiceTelemetry is
 // made (SLUICE_METRICS_PORT or an OTLP endpoint set, or one made in code); no telemetry, no load.

@@ -1,8 +1,8 @@
 // Sluice inside a Temporal worker: `SluicePlugin` adds the batch workflow, the stage activities and
 // the session-event sink to any Worker.create, beside the user's own workflows, activities and
 // interceptors; `createSluiceWorker` is a worker that hosts nothing else.
-import { markVersionedWorker } from '../client/eager-start';
-import { ensureSearchAttributes } from '../client/setup';
+import { markVersionedWorker } from '../temporal/eager-start';
+import { ensureSearchAttributes } from '../temporal/setup';
 import type { DataConverter } from '@temporalio/common';
 import {
   type NativeConnection,
@@ -24,15 +24,15 @@ import { createIdentityActivities } from '../activities/identity';
 import { createNotifyActivities } from '../activities/notify';
 import { createStageActivities } from '../activities/stages';
 import { DEFAULT_TASK_QUEUE } from '../workflows/definitions';
-import { DEFAULT_RESULT_RETENTION_MS, defineConfig, parseRetention, type SluiceConfig } from './config';
+import { DEFAULT_RESULT_RETENTION_MS, defineConfig, parseRetention, type SluiceConfig } from '../define/config';
 import { HEARTBEAT_THROTTLE, withHeartbeats } from './liveness';
-import { openStores, type SluiceStores } from './stores';
+import { openStores, type SluiceStores } from '../stores/stores';
 import type { SluiceTelemetry } from './telemetry';
 import { sessionEventSinks } from './workflow-sinks';
 import { protectStateDir } from '../tools/fs/protect';
 
 export { DEFAULT_TASK_QUEUE } from '../workflows/definitions';
-import { DEFAULT_STATE_DIR } from './session-log-path';
+import { DEFAULT_STATE_DIR } from '../stores/session-log-path';
 export { DEFAULT_STATE_DIR };
 
 /**
@@ -234,7 +234,7 @@ export interface SluiceWorkerOptions {
    */
   maxCachedWorkflows?: number;
   maxEagerActivityReservationsPerWorkflowTask?: number;
-  /** Payload encryption (worker/codec.ts); the clients of these batches need the same. */
+  /** Payload encryption (temporal/codec.ts); the clients of these batches need the same. */
   dataConverter?: DataConverter;
   /**
    * How long a workflow task waits on a dead worker's sticky queue before any worker may take

@@ -13,7 +13,7 @@
 import { Runtime, type InjectedSinks } from '@temporalio/worker';
 import type { SessionEvent } from '../pipeline/types';
 import type { SessionEventSinks } from '../workflows/event-log';
-import type { EventSink } from './sink';
+import type { EventSink } from '../stores/sink';
 
 export interface SinkRetryOptions {
   /** Waits between the attempts a workflow task makes, before it stops waiting. */

@@ -10,7 +10,7 @@ import type { EventDraft, JsonObject, SessionEvent } from '../pipeline/types';
 /**
  * Events leave the workflow through a Temporal workflow sink, not an activity: nothing in history,
  * no wait. The worker writes them before it reports the workflow task done and again on every
- * replay, so each event reaches the sink at least once (worker/sink.ts). Each event is handed
+ * replay, so each event reaches the sink at least once (stores/sink.ts). Each event is handed
  * over as it is recorded; the worker joins a task's events of one batch into one write
  * (worker/workflow-sinks.ts), so the workflow needs no promise of its own to group them.
  */

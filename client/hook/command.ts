@@ -8,8 +8,8 @@
 import * as http from 'node:http';
 import { parseArgs } from 'node:util';
 import { SluiceClient } from '../client';
-import { connectClient } from '../connection';
-import { dataConverterFromEnv } from '../../worker/codec';
+import { connectClient } from '../../temporal/connection';
+import { dataConverterFromEnv } from '../../temporal/codec';
 import {
   answerBody,
   type HarnessDialect,

@@ -16,7 +16,7 @@ import type {
 import { type BatchOutputWire, expandBatchOutput } from '../../pipeline/output';
 import { isEvent } from '../../pipeline/events';
 import { APPROVALS_MEMO, BATCH_WORKFLOW, stateQuery } from '../../workflows/definitions';
-import type { SluiceStores } from '../../worker/stores';
+import type { SluiceStores } from '../../stores/stores';
 import type { SluiceClient } from '../client';
 
 /** How long a page refresh waits for a worker to answer a batch's query. */

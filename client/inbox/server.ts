@@ -2,7 +2,7 @@
 // through the `sluice.decide` update, so the person sees what the batch did with the decision;
 // while no worker runs the batch, the decision is queued by signal, bound to the digest shown.
 import type { ArgumentPin } from '../../pipeline/grants';
-import { ConfigError } from '../errors';
+import { ConfigError } from '../../support/errors';
 import * as crypto from 'node:crypto';
 import type { SealKey } from '../identity';
 import * as fs from 'node:fs';
@@ -10,7 +10,7 @@ import * as http from 'node:http';
 import { type AddressInfo, isIP } from 'node:net';
 import * as path from 'node:path';
 import { DecisionRefusedError, SluiceError, type SluiceClient } from '../client';
-import type { SluiceStores } from '../../worker/stores';
+import type { SluiceStores } from '../../stores/stores';
 import { InboxFeed, type InboxSnapshot } from './feed';
 import { type LinkDeps, linkRoute } from './links';
 

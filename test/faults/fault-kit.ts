@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import { temporal } from '@temporalio/proto';
 import type { WorkflowHandle } from '@temporalio/client';
 import type { BatchOutput, SessionEvent } from '../../pipeline/types';
-import { readSessionLog } from '../../worker/sink';
+import { readSessionLog } from '../../stores/sink';
 import { eventually } from '../eventually';
 
 export const FIXTURE = path.join(__dirname, '..', 'fixtures', 'faults.config.ts');

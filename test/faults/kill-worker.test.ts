@@ -12,8 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { SluiceClient } from '../../client/client';
 import type { BatchOutput } from '../../pipeline/types';
-import { dataConverterFromEnv } from '../../worker/codec';
-import { readSessionLog } from '../../worker/sink';
+import { dataConverterFromEnv } from '../../temporal/codec';
+import { readSessionLog } from '../../stores/sink';
 import { EFFECTS, OBSERVED, type HoldPoint } from '../fixtures/faults.config';
 import { batch, spawnWorker, text, type ChildWorker } from '../harness';
 import {

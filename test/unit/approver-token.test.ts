@@ -5,7 +5,7 @@ import { exportJWK, generateKeyPair, type JWK, SignJWT } from 'jose';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createIdentityActivities } from '../../activities/identity';
 import { sealIdentity } from '../../client/identity';
-import type { ApproverSettings } from '../../worker/config';
+import type { ApproverSettings } from '../../define/config';
 
 const SHARED = 'a-shared-secret-for-hs256-tokens-in-the-unit-test';
 const FOR = { approvalId: 'a-1', argsDigest: `hmac-sha256:${'ab'.repeat(32)}` };

@@ -11,7 +11,7 @@ import {
   stashCandidate,
   unstashCandidate,
   type ResultStore,
-} from '../../worker/claim-check';
+} from '../../stores/claim-check';
 
 const tmp = () => fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-claim-'));
 const big = (n: number) => ({ content: [{ type: 'text' as const, text: 'z'.repeat(n) }], isError: false });

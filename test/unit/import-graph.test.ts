@@ -11,20 +11,12 @@ import { longFunctions } from '../../scripts/long-functions';
 const ROOT = path.join(__dirname, '..', '..');
 
 /**
- * Imports from a lower layer into a higher one that are known, and why each still exists. Each
- * goes with issue 24's folder moves (item 5); a new import against the layering fails the test.
+ * Imports from a lower layer into a higher one that are known, and why each still exists; a new
+ * import against the layering fails the test. The user's vocabulary (define/), the stores (stores/),
+ * the Temporal connection helpers (temporal/) and the optional-package loader (support/) moved out
+ * of worker/ and client/, which took 46 of the 49 away.
  */
 const KNOWN: { from: RegExp; to: RegExp; why: string }[] = [
-  {
-    from: /^(activities|agent|hooks|tools)\//,
-    to: /^worker\/(config|claim-check|tool-schema|args-digest|sink|optional)\.ts$/,
-    why: "the user's vocabulary (defineTool, defineConfig, schemas, digests), the stores and the optional-package loader sit in worker/: they move to folders of their own",
-  },
-  {
-    from: /^worker\/(index|main|worker)\.ts$/,
-    to: /^client\/(connection|setup|eager-start)\.ts$/,
-    why: 'the Temporal connection helpers sit in client/: they move out of client/ and worker/',
-  },
   {
     from: /^client\/cli\.ts$/,
     to: /^scripts\/dev\.ts$/,
@@ -75,10 +67,11 @@ describe('the import graph', () => {
         (e) => `${e.from}:${e.line} → ${e.to} (layer ${layerOf(folderOf(e.from))} → ${layerOf(folderOf(e.to))})`,
       ),
     ).toEqual([]);
-    // How many, for the note (40 when this test was written; each move above lowers it).
+    // How many, for the note (40 when this test was written, 49 at its most, 3 after the folder moves).
     console.log(`imports against the layering: ${against.length}, all of known kinds`);
     // pipeline/ and workflows/ import nothing above them at all.
-    expect(against.filter((e) => /^(pipeline|workflows)\//.test(e.from))).toEqual([]);
+    expect(against.filter((e) => /^(pipeline|support|workflows|define|stores|temporal)\//.test(e.from))).toEqual([]);
+    expect(against.length).toBeLessThanOrEqual(3);
   });
 
   it('only workflows/compat.ts imports patched() or deprecatePatch()', () => {

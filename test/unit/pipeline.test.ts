@@ -11,7 +11,7 @@ import { applyPostVerdict, foldPreDecision, parseGuardAnswer, parsePreDecision }
 import { canonicalJson, snapshotArguments, snapshotJson } from '../../pipeline/json';
 import { errorCandidate, normalizeResult } from '../../pipeline/normalize';
 import type { Candidate } from '../../pipeline/types';
-import { JsonlSessionLog, readLastSeq, readSessionLog, sessionLogPath } from '../../worker/sink';
+import { JsonlSessionLog, readLastSeq, readSessionLog, sessionLogPath } from '../../stores/sink';
 
 describe('snapshotJson', () => {
   it('copies plain JSON into frozen objects', () => {

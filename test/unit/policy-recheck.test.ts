@@ -11,7 +11,7 @@ import { main } from '../../client/cli';
 import { policyRules } from '../../hooks/policy';
 import { foldPreDecision, parsePreDecision } from '../../pipeline/fold';
 import type { EventDraft, JsonObject, PolicyBinding, PreDecision } from '../../pipeline/types';
-import { handlerOf, policyRecheckOf, type StageContext } from '../../worker/config';
+import { handlerOf, policyRecheckOf, type StageContext } from '../../define/config';
 
 function workspace(claude: object): string {
   const ws = fs.mkdtempSync(path.join(os.tmpdir(), 'policy-recheck-'));

@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { foldPreDecision, parsePreDecision } from '../../pipeline/fold';
 import { approverKey, checkQuorum, rejectionsToDeny, stricterQuorum, tallyText } from '../../pipeline/quorum';
-import { defineTool } from '../../worker/config';
+import { defineTool } from '../../define/config';
 
 describe('quorum', () => {
   it('one person under trivially different names is one approver; different people are not', () => {

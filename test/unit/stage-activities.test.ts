@@ -18,7 +18,7 @@ import {
 } from '../../pipeline/stages';
 import { FailureTypes } from '../../pipeline/errors';
 import type { Candidate } from '../../pipeline/types';
-import { defineTool, type SluiceConfig, type ToolDefinition } from '../../worker/config';
+import { defineTool, type SluiceConfig, type ToolDefinition } from '../../define/config';
 
 function ref(name: string, args: Record<string, unknown> = { text: 'hi' }, callId = 'c1'): CallRef {
   return {

@@ -1,7 +1,7 @@
 // todo_write called directly: validation, the recorded event and the session state.
 import { describe, expect, it } from 'vitest';
 import { todoWriteTool } from '../../tools';
-import { checkToolArgs } from '../../worker/tool-schema';
+import { checkToolArgs } from '../../define/tool-schema';
 import { call, session } from '../tool-context';
 
 const tools = [todoWriteTool()];

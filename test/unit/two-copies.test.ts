@@ -7,7 +7,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { describe, expect, it, vi } from 'vitest';
 import type { BodyResult, CallRef } from '../../pipeline/stages';
 
-type ConfigModule = typeof import('../../worker/config');
+type ConfigModule = typeof import('../../define/config');
 type ErrorsModule = typeof import('../../tools/errors');
 type ModelsModule = typeof import('../../agent/models');
 
@@ -15,7 +15,7 @@ type ModelsModule = typeof import('../../agent/models');
 async function copy() {
   vi.resetModules();
   return {
-    config: (await import('../../worker/config')) as ConfigModule,
+    config: (await import('../../define/config')) as ConfigModule,
     errors: (await import('../../tools/errors')) as ErrorsModule,
     models: (await import('../../agent/models')) as ModelsModule,
     stages: await import('../../activities/stages'),

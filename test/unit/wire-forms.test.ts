@@ -2,7 +2,7 @@
 // what was packed, and takes the full form recorded by earlier versions as it is.
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineTool } from '../../worker/config';
+import { defineTool } from '../../define/config';
 import {
   type BodyResult,
   type CallRef,

@@ -11,7 +11,7 @@ import { argsDigest } from '../../pipeline/digest';
 import { ErrorCodes } from '../../pipeline/errors';
 import { ToolErrorCodes } from '../errors';
 import type { ToolApproval, ContentBlock, Json } from '../../pipeline/types';
-import { defineTool, toolOutput, type ToolDefinition } from '../../worker/config';
+import { defineTool, toolOutput, type ToolDefinition } from '../../define/config';
 import { codeCallUpdate } from '../../workflows/definitions';
 import { runProgram, type ProgramOutcome, type SandboxLimits } from './sandbox';
 

@@ -15,7 +15,7 @@ import { Worker } from 'node:worker_threads';
 import { MAX_SUBCALLS_PER_PROGRAM } from '../../pipeline/code-mode';
 import { sha256Hex } from '../../pipeline/digest';
 import type { Json, JsonObject } from '../../pipeline/types';
-import { requireOptional } from '../../worker/optional';
+import { requireOptional } from '../../support/optional';
 import type { ParentMessage, SandboxLimits, StopKind, ThreadData, ThreadMessage } from './protocol';
 
 export type { SandboxLimits, StopKind } from './protocol';

@@ -2,7 +2,7 @@
 // allows it. The version check and the replacement use the same bytes, so nothing that changed
 // in between can be overwritten.
 import { z } from 'zod';
-import { defineTool, toolOutput, type ToolDefinition } from '../../worker/config';
+import { defineTool, toolOutput, type ToolDefinition } from '../../define/config';
 import { answering, ToolErrorCodes, ToolFailure } from '../errors';
 import { loadFile, looksBinary } from './files';
 import { writeAtomically } from './pinned';

@@ -3,7 +3,7 @@
 import * as path from 'node:path';
 import picomatch from 'picomatch';
 import { z } from 'zod';
-import { defineTool, toolOutput, type ToolDefinition } from '../../worker/config';
+import { defineTool, toolOutput, type ToolDefinition } from '../../define/config';
 import { answering, ToolErrorCodes, ToolFailure } from '../errors';
 import { refusedByReadRule, searchStart, walk } from './walk';
 import { resolveInWorkspace, type Workspace } from './workspace';

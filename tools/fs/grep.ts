@@ -7,7 +7,7 @@ import * as path from 'node:path';
 import picomatch from 'picomatch';
 import { RE2JS } from 're2js';
 import { z } from 'zod';
-import { defineTool, toolOutput, type ToolDefinition } from '../../worker/config';
+import { defineTool, toolOutput, type ToolDefinition } from '../../define/config';
 import { answering, ToolErrorCodes, ToolFailure } from '../errors';
 import { looksBinary } from './files';
 import { openForReading } from './pinned';

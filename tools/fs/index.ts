@@ -1,6 +1,6 @@
 // tool-fs: read, write, edit, glob and grep, confined to one workspace root, with
 // read-before-edit kept in each session's ledger.
-import type { ToolDefinition } from '../../worker/config';
+import type { ToolDefinition } from '../../define/config';
 import { editTool } from './edit';
 import { globTool, SEARCH_DEFAULTS, type SearchLimits } from './glob';
 import { grepTool } from './grep';

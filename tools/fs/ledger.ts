@@ -9,7 +9,7 @@
 import { createHash } from 'node:crypto';
 import { ErrorCodes } from '../../pipeline/errors';
 import type { Json } from '../../pipeline/types';
-import type { ToolContext } from '../../worker/config';
+import type { ToolContext } from '../../define/config';
 import { ToolErrorCodes } from '../errors';
 
 export const FS_STATE_NAMESPACE = 'fs';

@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import type { FileHandle } from 'node:fs/promises';
 import { StringDecoder } from 'node:string_decoder';
 import { z } from 'zod';
-import { defineTool, toolOutput, type ToolDefinition } from '../../worker/config';
+import { defineTool, toolOutput, type ToolDefinition } from '../../define/config';
 import { answering, ToolErrorCodes, ToolFailure } from '../errors';
 import { looksBinary } from './files';
 import { recordObservation } from './ledger';

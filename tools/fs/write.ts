@@ -1,6 +1,6 @@
 // write: creates or replaces a whole file, atomically, once fs/write-intent allows it.
 import { z } from 'zod';
-import { defineTool, toolOutput, type ToolDefinition } from '../../worker/config';
+import { defineTool, toolOutput, type ToolDefinition } from '../../define/config';
 import { answering, ToolFailure } from '../errors';
 import { loadFile } from './files';
 import { writeAtomically } from './pinned';

@@ -4,7 +4,7 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
-import { requireOptional } from '../../worker/optional';
+import { requireOptional } from '../../support/optional';
 
 // The MCP SDK is an optional peer dependency: loaded when the first connection opens.
 type McpSdk = typeof import('@modelcontextprotocol/sdk/client/index.js') &

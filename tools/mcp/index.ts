@@ -14,7 +14,7 @@
 // keeps only the state folder protected.
 import type { Tool, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import type { ToolApproval, JsonObject, RetryPolicyInput } from '../../pipeline/types';
-import { defineTool, type ToolDefinition } from '../../worker/config';
+import { defineTool, type ToolDefinition } from '../../define/config';
 import { McpConnection, type HttpServer, type ServerSpec, type StdioServer } from './connection';
 import { toolError, ToolErrorCodes } from '../errors';
 import type { ProtectOptions } from '../fs/protect';

@@ -3,7 +3,7 @@
 // value, isError as an error result.
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { ContentBlock, Json, JsonObject } from '../../pipeline/types';
-import { ToolOutput } from '../../worker/config';
+import { ToolOutput } from '../../define/config';
 import { ToolErrorCodes } from '../errors';
 
 export const MCP_TOOL_ERROR = ToolErrorCodes.MCP_TOOL_ERROR;

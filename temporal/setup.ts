@@ -4,7 +4,7 @@ import { temporal } from '@temporalio/proto';
 
 type OperatorService = temporal.api.operatorservice.v1.OperatorService;
 import { SEARCH_ATTRIBUTES } from '../workflows/definitions';
-import { ServerError } from './errors';
+import { ServerError } from '../support/errors';
 
 const TYPES: Record<string, temporal.api.enums.v1.IndexedValueType> = {
   Bool: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_BOOL,

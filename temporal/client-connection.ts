@@ -1,5 +1,5 @@
 // A client Connection for an agent process that only starts batches and decides approvals: the
-// Temporal client's, no worker runtime. Apart from client/connection.ts (which adds the worker's
+// Temporal client's, no worker runtime. Apart from temporal/connection.ts (which adds the worker's
 // NativeConnection) so sluice/client's declarations never name @temporalio/worker.
 //
 // Settings are Temporal's own (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY,
@@ -11,8 +11,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Connection } from '@temporalio/client';
-import { MissingPackageError } from '../worker/optional';
-import { ServerError } from './errors';
+import { MissingPackageError } from '../support/optional';
+import { ServerError } from '../support/errors';
 
 export interface ConnectOptions {
   /** host:port; overrides TEMPORAL_ADDRESS and the profile. */

@@ -1,5 +1,5 @@
 // Where session events and stored results live: files in the state folder (the embedded default),
-// or PostgreSQL when SLUICE_DATABASE_URL is set (worker/postgres.ts), shared by every worker and
+// or PostgreSQL when SLUICE_DATABASE_URL is set (stores/postgres.ts), shared by every worker and
 // read by the CLI and the inbox.
 import * as fs from 'node:fs';
 import * as path from 'node:path';

@@ -1,4 +1,4 @@
-// Where a session's JSONL log lives: shared by the sink (worker/sink.ts) and the client's
+// Where a session's JSONL log lives: shared by the sink (stores/sink.ts) and the client's
 // follower (client/session-events.ts), which must not load the sink itself.
 import { createHash } from 'node:crypto';
 import * as path from 'node:path';

@@ -7,7 +7,7 @@
 import { createHmac } from 'node:crypto';
 import { canonicalJson } from '../pipeline/json';
 import type { JsonObject } from '../pipeline/types';
-import { CODEC_KEYS_ENV } from './codec';
+import { CODEC_KEYS_ENV } from '../temporal/codec';
 
 export const DIGEST_KEY_ENV = 'SLUICE_DIGEST_KEY';
 /**

@@ -1,8 +1,8 @@
 // The shared stores on PostgreSQL: session events (with the batches' seq claims and any conflicts)
-// and stored results, for workers on many machines. Chosen by SLUICE_DATABASE_URL (worker/stores.ts);
+// and stored results, for workers on many machines. Chosen by SLUICE_DATABASE_URL (stores/stores.ts);
 // the schema is versioned and applied by `npx sluice setup`.
 //
-// Same guarantees as the JSONL sink (worker/sink.ts): one event per (session, seq), the log read in
+// Same guarantees as the JSONL sink (stores/sink.ts): one event per (session, seq), the log read in
 // seq order, appends idempotent under at-least-once delivery (a replayed chunk finds its events and
 // is skipped), and an event that differs from the one a seq already holds is never dropped in
 // silence: it is kept in sluice_session_conflicts with its batch, and the worker logs a warning.
@@ -14,7 +14,7 @@ import type { SeqClaim } from '../pipeline/seq-claim';
 import type { Json, SessionEvent } from '../pipeline/types';
 import type { ResultStore } from './claim-check';
 import { notifyKey } from './live';
-import { requireOptional } from './optional';
+import { requireOptional } from '../support/optional';
 import type { EventSink } from './sink';
 
 // pg is an optional peer dependency: loaded when PostgreSQL stores are opened.
@@ -330,7 +330,7 @@ export class PostgresEventSink implements EventSink {
             fresh.map(({ text }) => text),
           ],
         );
-      // Followers on any machine wake on commit (worker/live.ts listens), instead of polling the table.
+      // Followers on any machine wake on commit (stores/live.ts listens), instead of polling the table.
       if (fresh.length) await c.query('SELECT pg_notify($1, $2)', ['sluice_session', notifyKey(sessionId)]);
       return [];
     });

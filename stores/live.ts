@@ -1,6 +1,6 @@
 // The live channel: where model steps publish the pieces of an answer as the provider streams them
 // (agent/live.ts), and where followers (session.events(), `sluice events --follow`, `sluice chat`,
-// the inbox's event stream) read them. Two kinds, as the stores (worker/stores.ts):
+// the inbox's event stream) read them. Two kinds, as the stores (stores/stores.ts):
 //
 //   files       <state-dir>/sessions/<id>.live.jsonl, appended by the worker, watched by followers
 //               on the same machine (or the shared folder).
@@ -14,7 +14,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Client, Pool } from 'pg';
 import type { LiveEvent, LiveWriter } from '../agent/live';
-import { requireOptional } from './optional';
+import { requireOptional } from '../support/optional';
 import { sessionLogPath } from './session-log-path';
 
 /** Where a follower reads live events. */
