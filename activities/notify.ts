@@ -6,6 +6,7 @@
 import { log } from '@temporalio/activity';
 import { createHmac } from 'node:crypto';
 import type { ApprovalNotice } from '../pipeline/lifecycle';
+import { policyText } from '../pipeline/policy-binding';
 import { type ApprovalLinkSettings, approvalLink, linkKeyProblem } from './approval-links';
 import type { NotifierSettings } from '../define/config';
 
@@ -64,8 +65,10 @@ export function chatText(n: ApprovalNotice): string {
     : cli
       ? `Decide: ${cli}`
       : 'Decide in the inbox (sluice ui) or with sluice approvals.';
-  // Sluice's own line first; the model's text only on the second, quoted, on one line.
-  return `Sluice approval ${SAFE_APPROVAL_ID.test(n.approvalId) ? n.approvalId : '(unreadable id)'} ${what}.${assigned} ${command}\nTool ${chatSafe(n.toolName, 80)}, call ${q(n.callId)}: ${q(n.title)}`;
+  // Sluice's own line first; the model's text only on the second, quoted, on one line. The policy
+  // line last: rule texts come from files in the workspace, so they are made safe like model text.
+  const policy = n.policy ? `\nPolicy: ${chatSafe(policyText(n.policy), 400)}` : '';
+  return `Sluice approval ${SAFE_APPROVAL_ID.test(n.approvalId) ? n.approvalId : '(unreadable id)'} ${what}.${assigned} ${command}\nTool ${chatSafe(n.toolName, 80)}, call ${q(n.callId)}: ${q(n.title)}${policy}`;
 }
 
 export function createNotifyActivities(notifiers: NotifierSettings[] = [], links?: ApprovalLinkSettings) {

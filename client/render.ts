@@ -2,6 +2,7 @@
 // Everything shown here was written by a model or a client, so nothing reaches the terminal as a
 // control sequence (ESC[2K\r would erase what is shown and print something else over it), no
 // value can start a line of its own, and every cut says how much it hid.
+import { policyText } from '../pipeline/policy-binding';
 import { type QuorumTally, tallyText } from '../pipeline/quorum';
 import type { Card, PendingApproval, ToolResult } from '../pipeline/types';
 import type { BatchAudit, SessionAudit, StageRun } from './audit';
@@ -40,6 +41,7 @@ export function renderPendingCard(p: PendingApproval, now = Date.now()): string 
     `│ tool ${p.toolName}, call ${p.callId}${p.parentCallId ? ` (inside run_code ${p.parentCallId})` : ''}; session ${p.sessionId} turn ${p.turn} step ${p.step}`,
     ...(p.reason ? [`│ why: ${p.reason}`] : []),
     ...(p.quorum ? [`│ quorum ${quorumLine(p.quorum)}`] : []),
+    ...(p.policy ? [`│ policy: ${policyText(p.policy)}`] : []),
     `│ denied automatically in ${left}s; args digest ${p.argsDigest}`,
     `└ npx sluice approve ${p.approvalId}    |    npx sluice deny ${p.approvalId} --reason "..."`,
   ];

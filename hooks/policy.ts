@@ -26,6 +26,7 @@ import { openCodePermissions, type OpenCodeOptions } from './opencode-permission
 import { permissionRules } from './permissions';
 import { shellParserReady } from './shell';
 import { digestOf } from './pin';
+import { shortDigest } from '../pipeline/policy-binding';
 import {
   type ExampleFailure,
   type PolicyCall,
@@ -187,10 +188,13 @@ export function policyRules(opts: PolicyRulesOptions): PolicyRules {
 
   // Claude Code's Bash rules read commands with the shell parser, which loads asynchronously.
   const ready = shellParserReady();
+  // The files the digest is over go with every binding, so a pending approval names them.
+  const boundFiles = files.map((f) => ({ source: f.format, file: f.label, digest: f.digest }));
   const bindingOf = (x: PolicyExplanation): PolicyBinding => ({
     digest,
     decision: x.decision,
     ...(x.winner?.rule ? { rule: ruleOf(x.winner.rule) } : {}),
+    files: boundFiles,
   });
   const handler: PreExecuteHandler = async (ctx) => {
     if (!ctx.tool) return undefined;
@@ -312,11 +316,6 @@ export function policyRules(opts: PolicyRulesOptions): PolicyRules {
 
 function ruleOf(rule: PolicyRuleRef): NonNullable<PolicyBinding['rule']> {
   return { source: rule.format, file: rule.file, line: rule.line, text: rule.text };
-}
-
-/** `sha256:` and the first 12 hex digits: enough to tell two policies apart on a card. */
-export function shortDigest(digest: string): string {
-  return digest.slice(0, 'sha256:'.length + 12);
 }
 
 function ruleRecord(rule: PolicyRuleRef): JsonObject {

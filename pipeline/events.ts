@@ -5,7 +5,16 @@
 // types through ctx.emit (hook/invoked, fs/observed, todo/write...): those stay untyped here.
 import type { VerifiedApprover } from './identity';
 import type { ModelUsage, SessionEndReason, SessionUsage, TurnOutcome } from './session';
-import type { ApprovalOutcome, Card, ContentBlock, JsonObject, RefusalCode, SessionEvent, SessionGrant } from './types';
+import type {
+  ApprovalOutcome,
+  Card,
+  ContentBlock,
+  JsonObject,
+  PolicyBinding,
+  RefusalCode,
+  SessionEvent,
+  SessionGrant,
+} from './types';
 
 /** A call's model-facing outcome, as tool/result and tool/code-dispatch carry it. */
 export type OutcomeFields = {
@@ -55,6 +64,8 @@ export type EventPayloads = {
     parentCallId?: string;
     /** A quorum ask: distinct approvers needed. */
     quorum?: number;
+    /** The policy the ask was raised under (PendingApproval.policy). */
+    policy?: PolicyBinding;
   };
   'approval/decided': {
     id: string;

@@ -31,6 +31,9 @@ export function foldPreDecision(current: PreDecision, next: PreDecision | undefi
   return bound(next);
 }
 
+/** The files a binding names (its digest covers every file read; these are what a card shows). */
+const MAX_BOUND_FILES = 50;
+
 /** A policy binding as an extension returned it, checked: anything else is a bug in the extension. */
 function parseBinding(value: unknown, who: string): PolicyBinding | undefined {
   if (value === undefined) return undefined;
@@ -46,10 +49,17 @@ function parseBinding(value: unknown, who: string): PolicyBinding | undefined {
         typeof r.text !== 'string'))
   )
     throw new Error(`${who} returned a malformed policy binding: ${describe(value)}`);
+  const files = Array.isArray(b.files)
+    ? b.files
+        .filter((f) => f && typeof f.source === 'string' && typeof f.file === 'string' && typeof f.digest === 'string')
+        .slice(0, MAX_BOUND_FILES)
+        .map((f) => ({ source: f.source, file: f.file, digest: f.digest }))
+    : undefined;
   return {
     digest: b.digest,
     decision: b.decision!,
     ...(r ? { rule: { source: r.source, file: r.file, line: r.line, text: r.text } } : {}),
+    ...(files?.length ? { files } : {}),
   };
 }
 

@@ -1,6 +1,7 @@
 // The life of an ask beyond "asked, then decided": who it is assigned to, a reminder before the
 // deny timeout, escalation to another approver group after a delay, and reassignment by a
 // person; each recorded as an event and sent through the worker's notifiers. Pure types.
+import type { PolicyBinding } from './types';
 
 /** Per tool (`approvalLifecycle` on the tool) or per batch (`options.approvalLifecycle`). */
 export interface ApprovalLifecycle {
@@ -34,6 +35,8 @@ export interface ApprovalNotice {
   at: string;
   /** Only these of the worker's notifiers (by name): the batch's `options.notifiers`. */
   targets?: string[];
+  /** The policy the ask was raised under: digest, files, the rule that asked (PendingApproval.policy). */
+  policy?: PolicyBinding;
   /** A one-time approval link (the worker's `approvalLinks`): opens the inbox's confirm page for this approval. */
   link?: string;
 }

@@ -117,6 +117,8 @@ export interface PolicyBinding {
   decision: 'allow' | 'ask' | 'deny' | 'none';
   /** The rule that decided, when one did. */
   rule?: { source: string; file: string; line: number; text: string };
+  /** The files the digest is over (format, label, digest each); bindings recorded before have none. */
+  files?: { source: string; file: string; digest: string }[];
 }
 
 /** `allowed-session`: approved for the rest of the session (a session grant, pipeline/grants.ts). */
@@ -273,6 +275,12 @@ export interface PendingApproval {
   assignee?: string;
   /** A quorum ask: how many distinct approvers it needs, and the votes so far. */
   quorum?: QuorumTally;
+  /**
+   * The policy the ask was raised under (policy files, hooks/policy.ts): its digest, the files it is
+   * over and the rule that asked. The approval is bound to it: a worker reading other files judges
+   * the call again after the decision (`policy/rechecked`). Absent for asks no policy file saw.
+   */
+  policy?: PolicyBinding;
   /**
    * `reconcile`: not an approval but an unknown outcome to reconcile (`sluice reconcile`): the
    * body may or may not have run; `reason` says what was lost. It does not expire.

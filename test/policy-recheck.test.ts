@@ -65,6 +65,27 @@ describe('an approval waiting while the policy changes', () => {
         ),
       );
 
+    // The policy is a field of the pending approval (issue 26): digest, the files it is over and
+    // the rule that asked, in the query, in the memo (read with no worker) and in `sluice approvals`.
+    const digest = asked[0].policy?.digest;
+    expect(digest).toMatch(/^sha256:[0-9a-f]{64}$/);
+    for (const [i, p] of asked.entries())
+      expect(p.policy).toEqual({
+        digest,
+        decision: 'ask',
+        rule: { source: 'claude', file: '.claude/settings.json', line: 4 + i, text: `Bash(touch ${names[i]}.txt)` },
+        files: [{ source: 'claude', file: '.claude/settings.json', digest: expect.stringMatching(/^sha256:/) }],
+      });
+    const memo = await h.client.pendingApprovals({ taskQueue: h.taskQueue });
+    for (const p of asked) expect(memo.find((m) => m.approvalId === p.approvalId)?.policy).toEqual(p.policy);
+    const listing: string[] = [];
+    await main(['approvals', '--address', inject('temporalAddress'), '--task-queue', h.taskQueue], (l) =>
+      listing.push(l),
+    );
+    expect(listing.join('\n')).toContain(
+      `│ policy: asked by .claude/settings.json:4 \`Bash(touch a.txt)\`; policy ${digest!.slice(0, 19)} over .claude/settings.json`,
+    );
+
     // A new deployment with a changed policy file.
     await worker!.kill('SIGKILL');
     settings({
@@ -77,6 +98,8 @@ describe('an approval waiting while the policy changes', () => {
     const outs: BatchOutput[] = await Promise.all(handles.map((hd) => hd.result()));
     const [a, b, c, d] = outs.map((o) => o.results[0].result);
     const rechecked = outs.map((o) => o.events.find((e) => e.type === 'policy/rechecked')?.data);
+    for (const o of outs)
+      expect(o.events.find((e) => e.type === 'approval/asked')?.data.policy).toMatchObject({ digest });
 
     expect(a.error?.code).toBe('DENIED');
     expect(text(a)).toMatch(/the policy changed while this call waited for approval \(sha256:\w{12} → sha256:\w{12}\)/);

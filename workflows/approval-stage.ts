@@ -175,6 +175,7 @@ export class ApprovalStage {
       ...((profile?.lifecycle ?? this.input.options?.approvalLifecycle)
         ? { lifecycle: profile?.lifecycle ?? this.input.options!.approvalLifecycle! }
         : {}),
+      ...(ask.policy ? { boundTo: ask.policy } : {}),
       ...(profile?.notify ? { notify: true } : {}),
       ...(profile?.notify && this.input.options?.notifiers ? { notifyTargets: this.input.options.notifiers } : {}),
     };

@@ -24,6 +24,7 @@ import type {
   DecisionRefusal,
   GrantUse,
   PendingApproval,
+  PolicyBinding,
 } from '../pipeline/types';
 import { cleanPins, grantCovers, pinsProblem, type SessionGrant } from '../pipeline/grants';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../pipeline/json';
@@ -40,7 +41,7 @@ import {
   PENDING_APPROVALS,
   reassignSignal,
 } from './definitions';
-import { approvalQuorum, type MemoFeatures } from './compat';
+import { approvalPolicy, approvalQuorum, type MemoFeatures } from './compat';
 import type { EventLog } from './event-log';
 
 /** Refusals recorded as events per batch; past this only the signal/update history keeps them. */
@@ -214,6 +215,7 @@ export class Approvals {
         ...(from ? { from } : {}),
         ...(by ? { by } : {}),
         ...(targets ? { targets } : {}),
+        ...(p.policy ? { policy: p.policy } : {}),
         at: new Date().toISOString(),
       })
       .catch((err) => log.warn('approval notice not delivered', { kind, err: String(err) }));
@@ -504,11 +506,15 @@ export class Approvals {
       sessionUser?: string;
       /** See Entry.alsoAcceptsDigest. */
       alsoAcceptsDigest?: string;
+      /** The policy the ask was raised under (PendingApproval.policy). */
+      boundTo?: PolicyBinding;
     },
   ): Promise<DecidedApproval> {
     const approvalId = uuid4();
     // A quorum only for an ask that waits for people; the patch marks the histories that count votes.
     const quorum = opts.quorum && opts.channel && opts.policy !== 'never' && approvalQuorum() ? opts.quorum : undefined;
+    // Shown with the ask; the patch marks the histories whose pending approvals carry it.
+    const boundTo = opts.boundTo && approvalPolicy() ? opts.boundTo : undefined;
     const askedAt = new Date();
     const expiresAt = new Date(askedAt.getTime() + opts.timeoutMs);
     const pending: PendingApproval = {
@@ -541,6 +547,7 @@ export class Approvals {
             },
           }
         : {}),
+      ...(boundTo ? { policy: boundTo } : {}),
     };
     this.events.record('approval/asked', {
       id: approvalId,
@@ -552,6 +559,7 @@ export class Approvals {
       expiresAt: pending.expiresAt,
       ...(ref.parentCallId ? { parentCallId: ref.parentCallId } : {}),
       ...(quorum ? { quorum: quorum.quorum } : {}),
+      ...(boundTo ? { policy: boundTo } : {}),
     });
 
     let ended: {
