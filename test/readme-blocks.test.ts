@@ -1,0 +1,272 @@
+// Every code block of README.md and docs/getting-started.md, taken from the markdown, run in one
+// fresh app made from the packed tarball outside the checkout, against the test's dev server and a
+// local fake OpenAI provider: the install and setup lines as shell, the TypeScript blocks compiled
+// by the app's tsc and run with plain node (the README's worker.ts with its sluice.config.ts and
+// getting-started's workflows.ts, the agent loop whose call a person approves, the session, the
+// manifest reader). A block the test does not know, or one that fails or hangs, fails the test;
+// `text` blocks and `<!-- not run: why -->` ones are skipped (TypeScript ones still typecheck).
+// The README's worker.ts also runs in a CommonJS folder of the same app (issue 23 item 3).
+import { Client, Connection } from '@temporalio/client';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { SluiceClient } from '../client/client';
+import { type DocBlock, docBlocks, RUN_LANGS, type Proc, startProcess, stopProcesses, where } from './doc-blocks';
+import { eventually } from './eventually';
+import { type FreshApp, freshApp, installedVersion, packSluice, REPO, sh } from './fresh-app';
+import { startStreamProvider, type StreamProvider } from './stream-provider';
+
+const DOCS = ['README.md', 'docs/getting-started.md'];
+const blocks = DOCS.flatMap(docBlocks);
+const given = path.join(__dirname, 'fixtures', 'readme');
+const TASK_QUEUE = 'my-agent'; // the docs' own; no other test file polls it
+
+/** The runnable blocks, each claimed by one step below (identical blocks in both docs run once). */
+const steps = {
+  install: (b: DocBlock) => b.lang === 'sh' && /npm install \.\/sluice-/.test(b.code),
+  config: (b: DocBlock) => b.file === 'sluice.config.ts',
+  worker: (b: DocBlock) => b.file === 'worker.ts',
+  workflows: (b: DocBlock) => b.file === 'workflows.ts',
+  agentLoop: (b: DocBlock) => b.lang === 'ts' && b.code.startsWith('// your agent loop'),
+  session: (b: DocBlock) => b.lang === 'ts' && /startSession\(/.test(b.code),
+  manifest: (b: DocBlock) => b.lang === 'ts' && /parseToolManifest\(/.test(b.code),
+};
+type Step = keyof typeof steps;
+
+function claimed(step: Step): DocBlock[] {
+  return blocks.filter((b) => !b.notRun && steps[step](b));
+}
+
+/** The one text of a step's block(s): the same block in two docs must stay the same. */
+function code(step: Step): string {
+  const found = claimed(step);
+  if (found.length === 0) throw new Error(`no block for step ${step} in ${DOCS.join(', ')}`);
+  const texts = new Set(found.map((b) => b.code));
+  if (texts.size > 1)
+    throw new Error(`the ${step} block differs between ${found.map(where).join(' and ')}: keep them the same`);
+  return found[0].code;
+}
+
+let tarball = '';
+let app: FreshApp;
+let provider: StreamProvider;
+let connection: Connection;
+let worker: Proc | undefined;
+const stamp = `${process.pid}-${Date.now()}`;
+const givenLog = () => path.join(app.dir, 'given.log');
+const givenEntries = (): Record<string, unknown>[] =>
+  fs.existsSync(givenLog())
+    ? fs
+        .readFileSync(givenLog(), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l))
+    : [];
+
+/** The environment every process of the app runs with: the test server, the fake provider. */
+const env = () => ({
+  TEMPORAL_ADDRESS: inject('temporalAddress'),
+  OPENAI_API_KEY: 'sk-fake',
+  OPENAI_BASE_URL: `${provider.base}/v1`,
+  GIVEN_LOG: givenLog(),
+  npm_config_prefer_offline: 'true',
+  npm_config_audit: 'false',
+  npm_config_fund: 'false',
+  npm_config_loglevel: 'error',
+});
+
+/** A compiled block run with plain node, the given names preloaded. */
+const runNode = (label: string, file: string, extra: Record<string, string> = {}) =>
+  startProcess(label, process.execPath, ['--require', path.join(app.dir, 'given.cjs'), path.join('build', file)], {
+    cwd: app.dir,
+    env: { ...env(), ...extra },
+  });
+
+const runShell = (b: DocBlock) => sh('bash', ['-euo', 'pipefail', '-c', b.code], app.dir, { env: env() });
+
+beforeAll(async () => {
+  provider = await startStreamProvider();
+  connection = await Connection.connect({ address: inject('temporalAddress') });
+  tarball = await packSluice(inject('runDir'));
+  // The app's folder holds the tarball under its own name, as the docs' install line has it.
+  const parent = fs.mkdtempSync(path.join(inject('runDir'), 'readme-app-'));
+  fs.mkdirSync(path.join(parent, 'app'));
+  fs.copyFileSync(tarball, path.join(parent, 'app', path.basename(tarball)));
+  const files: Record<string, string> = {
+    'given.cjs': fs.readFileSync(path.join(given, 'given.cjs'), 'utf8'),
+    'given.d.ts': fs.readFileSync(path.join(given, 'given.d.ts'), 'utf8'),
+  };
+  // Every TypeScript block, run or not, as a file of the app: named ones under their name.
+  blocks
+    .filter((b) => b.lang === 'ts')
+    .forEach((b, i) => {
+      files[b.file ?? `block-${i + 1}.ts`] = b.code;
+    });
+  app = await freshApp({
+    tarball: `./${path.basename(tarball)}`,
+    parent,
+    type: 'module',
+    // What the install line brings, at the checkout's versions, and the app's own tools: tsc to
+    // compile the blocks, openai for the session's model (docs: the worker needs it).
+    with: [
+      `@temporalio/worker@${installedVersion('@temporalio/worker')}`,
+      `@temporalio/client@${installedVersion('@temporalio/client')}`,
+      `tsx@${installedVersion('tsx')}`,
+      `openai@${installedVersion('openai')}`,
+      `typescript@${installedVersion('typescript')}`,
+      `@types/node@${installedVersion('@types/node')}`,
+    ],
+    files: {
+      ...files,
+      'tsconfig.json': JSON.stringify({
+        compilerOptions: {
+          target: 'ES2022',
+          module: 'node16',
+          strict: true,
+          skipLibCheck: true,
+          outDir: 'build',
+          types: ['node'],
+        },
+        include: ['*.ts'],
+      }),
+    },
+  });
+}, 1_200_000);
+
+afterAll(async () => {
+  await stopProcesses();
+  await provider?.close();
+  await connection?.close();
+}, 120_000);
+
+describe('the docs’ code blocks', () => {
+  it('each names its language, and each runnable one is run by a step here (or says why not)', () => {
+    expect(blocks.length).toBeGreaterThan(10);
+    for (const b of blocks) {
+      expect(b.lang, `${where(b)}: a fence without a language; use text for output and listings`).not.toBe('');
+      if (b.notRun !== undefined) expect(b.notRun, `${where(b)}: <!-- not run: --> needs a reason`).not.toBe('');
+      if (b.lang === 'text' || b.notRun) continue;
+      expect(RUN_LANGS, `${where(b)}: a block in ${b.lang}`).toContain(b.lang);
+      const by = (Object.keys(steps) as Step[]).filter((s) => steps[s](b));
+      expect(
+        by,
+        `${where(b)} is run by no step of test/readme-blocks.test.ts: add one, or tag it not run`,
+      ).toHaveLength(1);
+    }
+  });
+
+  it('the install and setup lines run as written in the app’s folder', async () => {
+    const installs = new Set(claimed('install').map((b) => b.code));
+    for (const b of claimed('install').filter((x) => installs.delete(x.code))) await runShell(b);
+    expect(app.version('sluice')).toBe(JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8')).version);
+    // npx sluice setup registered the search attributes.
+    const client = new Client({ connection });
+    const attrs = await connection.operatorService.listSearchAttributes({ namespace: client.options.namespace });
+    expect(Object.keys(attrs.customAttributes ?? {})).toContain('SluiceSessionId');
+  }, 600_000);
+
+  it('every TypeScript block compiles with the app’s tsc (module node16, ESM)', async () => {
+    await app.sh('node', [path.join('node_modules', 'typescript', 'bin', 'tsc'), '-p', '.'], { timeoutMs: 300_000 });
+    expect(fs.existsSync(path.join(app.dir, 'build', 'worker.js'))).toBe(true);
+  }, 600_000);
+
+  it('worker.ts runs as written in a CommonJS folder too, until it polls its queue', async () => {
+    const cjs = path.join(app.dir, 'cjs');
+    fs.mkdirSync(cjs, { recursive: true });
+    fs.writeFileSync(path.join(cjs, 'package.json'), JSON.stringify({ type: 'commonjs' }));
+    for (const step of ['worker', 'config', 'workflows'] as const)
+      fs.writeFileSync(path.join(cjs, claimed(step)[0].file!), code(step));
+    fs.writeFileSync(
+      path.join(cjs, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: { target: 'ES2022', module: 'node16', strict: true, skipLibCheck: true, outDir: 'build' },
+        files: ['worker.ts', path.join('..', 'given.d.ts')],
+      }),
+    );
+    await sh('node', [path.join('..', 'node_modules', 'typescript', 'bin', 'tsc'), '-p', '.'], cjs, {
+      timeoutMs: 300_000,
+    });
+    const cjsWorker = startProcess('the CommonJS worker.ts', process.execPath, [path.join('build', 'worker.js')], {
+      cwd: cjs,
+      env: env(),
+    });
+    await cjsWorker.waitFor('the worker polls its task queue', /Worker state changed.*state: 'RUNNING'/);
+    await cjsWorker.stop();
+  }, 600_000);
+
+  it('worker.ts, with the README’s sluice.config.ts and getting-started’s workflows.ts, polls its queue', async () => {
+    expect(code('worker')).toContain(`taskQueue: '${TASK_QUEUE}'`);
+    code('config');
+    worker = runNode('worker.ts', 'worker.js');
+    await worker.waitFor('the worker polls its task queue', /Worker state changed.*state: 'RUNNING'/);
+  }, 600_000);
+
+  it('workflows.ts: the agent workflow runs on that worker (its callModel asks for no tool)', async () => {
+    code('workflows');
+    const client = new Client({ connection });
+    const history = await client.workflow.execute('agent', {
+      taskQueue: TASK_QUEUE,
+      workflowId: `readme-agent-${stamp}`,
+      args: [`readme-agent-${stamp}`, 1],
+      workflowExecutionTimeout: '5 minutes',
+    });
+    expect(history).toEqual([]);
+  }, 600_000);
+
+  it('the agent loop runs a batch: send_email is asked for, a person approves, the mail goes once', async () => {
+    code('agentLoop');
+    const call = {
+      id: 'call-1',
+      name: 'send_email',
+      arguments: JSON.stringify({ to: 'ann@example.com', subject: 'Minutes', body: 'Attached.' }),
+    };
+    const loop = runNode('the agent loop', compiled('agentLoop'), {
+      GIVEN_MODEL_MESSAGE: JSON.stringify({ toolCalls: [call] }),
+    });
+    const sluice = new SluiceClient({ connection, taskQueue: TASK_QUEUE });
+    const pending = await eventually(
+      'the send_email call waits for a person',
+      async () =>
+        (await sluice.pendingApprovals()).find((p) => p.toolName === 'send_email' && p.sessionId === 'sess-42'),
+      { timeoutMs: 240_000, intervalMs: 500 },
+    );
+    expect(pending.card.title).toBe('Email ann@example.com');
+    await sluice.approve(pending.approvalId, { by: 'alice' });
+    await loop.succeeds();
+    const log = givenEntries();
+    expect(log.filter((e) => e.mailer === 'ann@example.com')).toHaveLength(1);
+    expect(log.some((e) => e.metrics === 'send_email')).toBe(true);
+    expect(log.some((e) => e.audit === 'call-1' && e.isError === false)).toBe(true);
+    const messages = log.find((e) => e.pid === loop.child.pid && e.messages)?.messages as {
+      role: string;
+      content: unknown;
+    }[];
+    expect(JSON.stringify(messages)).toContain('queued for ann@example.com');
+    expect(JSON.stringify(messages)).toContain('Remind the user the email is sent.');
+  }, 600_000);
+
+  it('the session block: a turn against the fake OpenAI provider, its events to the turn’s end', async () => {
+    code('session');
+    const run = runNode('the session block', compiled('session'));
+    const out = await run.succeeds();
+    const types = out.trim().split('\n');
+    expect(types).toContain('model/message');
+    expect(types[types.length - 1]).toBe('session/turn-ended');
+    // The model step asked the fake provider (the worker's OPENAI_BASE_URL), for the README's model.
+    expect(provider.requests('gpt-4.1')).toBeGreaterThan(0);
+  }, 600_000);
+
+  it('the manifest: `npx sluice manifest --out tools.json`, then the block reads it', async () => {
+    await app.sh('npx', ['sluice', 'manifest', '--out', 'tools.json'], { env: env(), timeoutMs: 240_000 });
+    const manifest = JSON.parse(fs.readFileSync(path.join(app.dir, 'tools.json'), 'utf8'));
+    expect(JSON.stringify(manifest)).toContain('send_email');
+    await runNode('the manifest block', compiled('manifest')).succeeds();
+  }, 600_000);
+});
+
+/** The compiled file of a step's TypeScript block under build/ (see beforeAll for the names). */
+function compiled(step: Step): string {
+  const b = claimed(step)[0];
+  const file = b.file ?? `block-${blocks.filter((x) => x.lang === 'ts').indexOf(b) + 1}.ts`;
+  return file.replace(/\.ts$/, '.js');
+}
