@@ -27,7 +27,7 @@ import { requireOptional } from '../support/optional';
 import * as fs from 'node:fs';
 import { type BatchHandle, SluiceClient } from './client';
 import { connectClient } from '../temporal/connection';
-import { clockSeq, isSeqConflict } from './hook/service';
+import { startInOwnBlock } from './hook/service';
 
 export const GATEWAY_HELP = `Usage: sluice gateway (--config FILE | --manifest FILE) --task-queue NAME [options]
 
@@ -140,9 +140,8 @@ export function gatewayServer(opts: GatewayOptions, sessionId: () => string): Se
 /**
  * Starts (or attaches to) the call's batch and waits for its output. Calls of one client session
  * may run at once (a client need not wait for one answer before it sends the next request), so no
- * call knows the previous batch's nextSeq: each numbers its events from the clock, as `sluice
- * hook` does (client/hook/service.ts), and a batch that lost the session's seq claim to a
- * concurrent one ran nothing and is started again, later.
+ * call knows the previous batch's nextSeq: each batch takes its own block of seqs and is
+ * renumbered if another claimed first, as `sluice hook`'s are (startInOwnBlock, client/hook/service.ts).
  */
 async function run(
   opts: GatewayOptions,
@@ -160,14 +159,10 @@ async function run(
     calls: [{ id: `mcp-${requestId}`, name, arguments: JSON.stringify(args) }],
     ...(opts.approvalTimeoutMs !== undefined ? { options: { approvalTimeoutMs: opts.approvalTimeoutMs } } : {}),
   };
-  for (let attempt = 0; ; attempt++) {
-    const handle = await opts.sluice.startBatch({ ...request, startSeq: clockSeq() + attempt });
-    try {
-      return { out: await waitFor(handle, opts.sluice, signal, progress), workflowId: handle.workflowId };
-    } catch (err) {
-      if (attempt >= 3 || !isSeqConflict(err)) throw err;
-    }
-  }
+  const { handle, value: out } = await startInOwnBlock(opts.sluice, request, (h) =>
+    waitFor(h, opts.sluice, signal, progress),
+  );
+  return { out, workflowId: handle.workflowId };
 }
 
 /**

@@ -32,11 +32,24 @@ export const MAX_RECORDED_CHARS = 64 * 1024;
 const HARNESS_RESULT_TOOL = 'harness_result';
 /** Occurrences of one call in one session looked at before giving up (a loop that asks the same thing forever). */
 const MAX_OCCURRENCES = 200;
-// Seqs: a harness's hooks run concurrently (parallel tool calls), so no hook can know the previous
-// batch's nextSeq. Each batch numbers its events from the clock, 1,000 seqs per millisecond since
-// 2026-01-01: later batches claim later seqs, and a claim that lost a race is renumbered and started again.
+// Seqs. A harness's hooks run concurrently (parallel tool calls), as do a gateway client's calls,
+// so no batch can know the previous one's nextSeq; yet every batch of a session numbers its events
+// from its startSeq, and the sink refuses a batch whose start is not after every earlier claim's
+// (SEQ_CONFLICT: it ran nothing). So each batch takes a block of SEQ_BLOCK seqs, block-aligned:
+// - the block of the current millisecond (later batches claim later seqs), but never a block this
+//   process gave out already (two batches in one millisecond, a clock that stepped back);
+// - after a refused claim, the first whole block past what the sink says is taken (`nextSeq`), so
+//   the retry cannot land inside the range of the batch that won.
+// Blocks never overlap (a one-call batch records a handful of events, far under SEQ_BLOCK), and two
+// processes that pick the same block are told apart by the sink's claim, first come first served:
+// the loser is renumbered. Seqs are no longer than a timestamp: 1,000 per millisecond since 2026-01-01.
 const SEQ_EPOCH_MS = Date.UTC(2026, 0, 1);
 const SEQS_PER_MS = 1000;
+export const SEQ_BLOCK = 1000;
+/** Refused claims a batch is renumbered after before the error is the answer. */
+const MAX_RENUMBERED = 8;
+/** The first seq past every block this process gave out. */
+let seqFloor = 0;
 
 export interface HookServiceOptions {
   sluice: SluiceClient;
@@ -70,6 +83,45 @@ export function callStep(req: Pick<HarnessRequest, 'sessionId' | 'toolName' | 't
 
 export function clockSeq(now = Date.now()): number {
   return (now - SEQ_EPOCH_MS) * SEQS_PER_MS;
+}
+
+/**
+ * The startSeq of a new batch's block: the clock's, never one this process gave out, and past
+ * `taken` (a refused claim's nextSeq) when given.
+ */
+export function nextBatchSeq(taken = 0, now = Date.now()): number {
+  const block = (n: number) => Math.ceil(n / SEQ_BLOCK) * SEQ_BLOCK;
+  const seq = Math.max(block(clockSeq(now)), seqFloor, block(taken));
+  seqFloor = seq + SEQ_BLOCK;
+  return seq;
+}
+
+/**
+ * Starts a batch in its own block of seqs and waits with `wait`; a batch whose claim was refused
+ * ran nothing, so it is started again in a block past the one the sink says is taken.
+ */
+export async function startInOwnBlock<T>(
+  sluice: SluiceClient,
+  request: Omit<Parameters<SluiceClient['startBatch']>[0], 'startSeq'>,
+  wait: (handle: BatchHandle) => Promise<T>,
+): Promise<{ handle: BatchHandle; value: T }> {
+  let startSeq = nextBatchSeq();
+  for (let renumbered = 0; ; renumbered++) {
+    const handle = await sluice.startBatch({ ...request, startSeq });
+    try {
+      return { handle, value: await wait(handle) };
+    } catch (err) {
+      if (renumbered >= MAX_RENUMBERED || !isSeqConflict(err)) throw err;
+      startSeq = nextBatchSeq(takenUpTo(err));
+    }
+  }
+}
+
+/** The nextSeq a refused claim reports (ApplicationFailure details), or 0. */
+function takenUpTo(err: unknown): number {
+  const details = ((err as WorkflowFailedError).cause as { details?: unknown[] } | undefined)?.details;
+  const next = (details?.[0] as { nextSeq?: unknown } | undefined)?.nextSeq;
+  return typeof next === 'number' && Number.isSafeInteger(next) ? next : 0;
 }
 
 interface Occurrence {
@@ -180,9 +232,9 @@ async function decisionBatchOf(
 }
 
 /**
- * Starts (or attaches to) the batch and waits for its outcome until the deadline. A batch that
- * lost the seq claim to a concurrent one ran nothing: it is renumbered from the clock, now later,
- * and started again (the check rides on the result, so an allowed call costs no extra round trip).
+ * Starts (or attaches to) the batch and waits for its outcome until the deadline; a batch that
+ * lost the seq claim is renumbered and started again (startInOwnBlock). The check rides on the
+ * result, so an allowed call costs no extra round trip.
  */
 async function run(
   opts: HookServiceOptions,
@@ -198,15 +250,8 @@ async function run(
     calls: [call],
     ...(opts.approvalTimeoutMs !== undefined ? { options: { approvalTimeoutMs: opts.approvalTimeoutMs } } : {}),
   };
-  for (let attempt = 0; ; attempt++) {
-    const handle = await opts.sluice.startBatch({ ...request, startSeq: clockSeq() + attempt });
-    try {
-      const out = await resultBy(handle, opts);
-      return { handle, ...(out ? { out } : {}) };
-    } catch (err) {
-      if (attempt >= 3 || !isSeqConflict(err)) throw err;
-    }
-  }
+  const { handle, value: out } = await startInOwnBlock(opts.sluice, request, (h) => resultBy(h, opts));
+  return { handle, ...(out ? { out } : {}) };
 }
 
 export function isSeqConflict(err: unknown): boolean {

@@ -13,7 +13,7 @@ import {
   renderAnswer,
   renderFailure,
 } from '../../client/hook/dialects';
-import { callStep, clockSeq, decisionOf } from '../../client/hook/service';
+import { callStep, clockSeq, decisionOf, nextBatchSeq, SEQ_BLOCK } from '../../client/hook/service';
 import type { BatchOutput } from '../../pipeline/types';
 
 const FIXTURES = path.join(__dirname, '..', 'fixtures', 'hook');
@@ -159,6 +159,23 @@ describe('keys and decisions', () => {
     expect(clockSeq(Date.UTC(2026, 0, 1, 0, 0, 1))).toBe(1_000_000);
     // Whole numbers well into the next century, with room for a batch's events after its start.
     expect(clockSeq(Date.UTC(2100, 0, 1)) + 1e9).toBeLessThan(Number.MAX_SAFE_INTEGER);
+  });
+
+  it("each batch's seqs are a block of its own: two in one millisecond, a clock that steps back, a refused claim", () => {
+    const t = Date.UTC(2027, 5, 1);
+    const a = nextBatchSeq(0, t);
+    const b = nextBatchSeq(0, t);
+    const c = nextBatchSeq(0, t - 60_000);
+    expect(a).toBeGreaterThanOrEqual(clockSeq(t));
+    expect(b).toBeGreaterThanOrEqual(a + SEQ_BLOCK);
+    expect(c).toBeGreaterThanOrEqual(b + SEQ_BLOCK);
+    for (const s of [a, b, c]) expect(s % SEQ_BLOCK).toBe(0);
+    // Refused: another batch claimed from seq X, so the claim reports X + 1 as the next free seq.
+    // The retry starts past that batch's whole block, not inside it.
+    const x = clockSeq(t + 3_600_000);
+    const d = nextBatchSeq(x + 1, t);
+    expect(d).toBeGreaterThanOrEqual(x + SEQ_BLOCK);
+    expect(d % SEQ_BLOCK).toBe(0);
   });
 
   const out = (result: object, events: object[] = []) =>
