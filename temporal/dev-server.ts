@@ -146,6 +146,15 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
     }
     await new Promise((r) => setTimeout(r, 100));
   }
+  await untilServing(
+    `${ip}:${port}`,
+    deadline,
+    () => exited !== undefined,
+    () => stderr.trim(),
+  ).catch((err) => {
+    child.kill('SIGKILL');
+    throw err;
+  });
   return {
     address: `${ip}:${port}`,
     uiUrl: opts.headless ? undefined : `http://${ip}:${uiPort}`,
@@ -160,6 +169,42 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
       clearTimeout(timer);
     },
   };
+}
+
+/**
+ * An open port is not a ready server: for a moment the frontend answers "Frontend is not healthy
+ * yet" and the `default` namespace is not found (a first batch or a bench run started then failed
+ * with NamespaceNotFoundError on a loaded machine). Ready is when the namespace can be described.
+ */
+async function untilServing(
+  address: string,
+  deadline: number,
+  exited: () => boolean,
+  stderr: () => string,
+): Promise<void> {
+  const { Connection } = await import('@temporalio/client');
+  let last: unknown;
+  while (Date.now() < deadline) {
+    if (exited()) throw new Error(`the Temporal dev server exited before it was ready:\n${stderr()}`);
+    const connection = await Connection.connect({ address, connectTimeout: 5_000 }).catch((err) => {
+      last = err;
+      return undefined;
+    });
+    if (connection) {
+      try {
+        await connection.workflowService.describeNamespace({ namespace: 'default' });
+        return;
+      } catch (err) {
+        last = err;
+      } finally {
+        await connection.close().catch(() => undefined);
+      }
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(
+    `the Temporal dev server at ${address} opened its port but did not serve the default namespace within 60s (${(last as Error | undefined)?.message ?? 'no answer'}):\n${stderr()}`,
+  );
 }
 
 /** Last resort, for machines with internet: the SDK downloads the CLI itself. */

@@ -1,3 +1,4 @@
+import { Connection } from '@temporalio/client';
 // The Temporal dev server itself is killed (-9) and restarted on the same database file in the
 // middle of a batch: once while a body runs, once while a call waits for approval. This file runs
 // its own dev server; the shared one keeps serving the other test files.
@@ -27,6 +28,14 @@ const figures = emptyFigures();
 
 async function startServer(): Promise<void> {
   server = await startDevServer({ stateDir: path.resolve('.sluice'), port, headless: true, dbFile });
+  // Started means serving: the default namespace answers at once, with no retry of our own (an
+  // open port alone once let a first call meet "Frontend is not healthy yet").
+  const probe = await Connection.connect({ address: server.address });
+  try {
+    await probe.workflowService.describeNamespace({ namespace: 'default' });
+  } finally {
+    await probe.close();
+  }
 }
 
 async function killServer(): Promise<void> {
