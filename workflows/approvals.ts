@@ -482,73 +482,20 @@ export class Approvals {
     });
   }
 
-  /** Asks for a one-shot decision on one call and records the asked/decided pair. */
   /**
-   * `abandoned` names why nobody needs the answer any more (a sub-call whose program ended): the
-   * wait then ends as cancelled with that reason.
+   * Asks for a one-shot decision on one call and records the asked/decided pair: the ask is
+   * recorded, then ended at once (a tool never approved, no approval channel) or waited out, and
+   * its ending recorded. The steps below issue their commands in the order this one function did
+   * before it was split (recorded histories replay).
    */
-  async ask(
-    ref: CallRef,
-    opts: {
-      reason?: string;
-      card: Card;
-      policy: ApprovalPolicy;
-      timeoutMs: number;
-      channel: boolean;
-      abandoned?: () => string | undefined;
-      identityRequired?: boolean;
-      approverGroups?: string[];
-      lifecycle?: ApprovalLifecycle;
-      notify?: boolean;
-      notifyTargets?: string[];
-      /** N distinct approvers, and the session's user who may not be one of them. */
-      quorum?: QuorumSettings;
-      sessionUser?: string;
-      /** See Entry.alsoAcceptsDigest. */
-      alsoAcceptsDigest?: string;
-      /** The policy the ask was raised under (PendingApproval.policy). */
-      boundTo?: PolicyBinding;
-    },
-  ): Promise<DecidedApproval> {
+  async ask(ref: CallRef, opts: AskOptions): Promise<DecidedApproval> {
     const approvalId = uuid4();
     // A quorum only for an ask that waits for people; the patch marks the histories that count votes.
     const quorum = opts.quorum && opts.channel && opts.policy !== 'never' && approvalQuorum() ? opts.quorum : undefined;
     // Shown with the ask; the patch marks the histories whose pending approvals carry it.
     const boundTo = opts.boundTo && approvalPolicy() ? opts.boundTo : undefined;
     const askedAt = new Date();
-    const expiresAt = new Date(askedAt.getTime() + opts.timeoutMs);
-    const pending: PendingApproval = {
-      approvalId,
-      workflowId: workflowInfo().workflowId,
-      sessionId: ref.sessionId,
-      turn: ref.turn,
-      step: ref.step,
-      callId: ref.callId,
-      toolName: ref.name,
-      ...(opts.reason ? { reason: opts.reason } : {}),
-      card: opts.card,
-      arguments: ref.args,
-      argsDigest: ref.argsDigest,
-      askedAt: askedAt.toISOString(),
-      expiresAt: expiresAt.toISOString(),
-      ...(ref.parentCallId ? { parentCallId: ref.parentCallId } : {}),
-      ...(opts.identityRequired ? { identityRequired: true as const } : {}),
-      ...(opts.approverGroups?.length ? { approverGroups: opts.approverGroups } : {}),
-      ...(opts.lifecycle?.assignee ? { assignee: opts.lifecycle.assignee } : {}),
-      ...(quorum
-        ? {
-            quorum: {
-              needed: quorum.quorum,
-              rejectBy: quorum.rejectBy ?? 'first',
-              ...(quorum.groups?.length ? { groups: quorum.groups } : {}),
-              ...(opts.sessionUser ? { sessionUser: opts.sessionUser.slice(0, 200) } : {}),
-              approvals: [],
-              rejections: [],
-            },
-          }
-        : {}),
-      ...(boundTo ? { policy: boundTo } : {}),
-    };
+    const pending = pendingAsk(ref, opts, approvalId, askedAt, quorum, boundTo);
     this.events.record('approval/asked', {
       id: approvalId,
       toolName: ref.name,
@@ -561,19 +508,7 @@ export class Approvals {
       ...(quorum ? { quorum: quorum.quorum } : {}),
       ...(boundTo ? { policy: boundTo } : {}),
     });
-
-    let ended: {
-      outcome: ApprovalOutcome;
-      by?: string;
-      reason?: string;
-      expired?: true;
-      requestId?: string;
-      grant?: SessionGrant;
-      grantId?: string;
-      verified?: VerifiedApprover;
-      approvers?: string[];
-      link?: string;
-    };
+    let ended: AskEnding;
     if (opts.policy === 'never') {
       ended = { outcome: 'rejected', by: 'policy', reason: opts.reason ?? `${ref.name} is never approved` };
     } else if (!opts.channel) {
@@ -581,107 +516,137 @@ export class Approvals {
         outcome: 'unavailable',
         reason: opts.reason ?? 'approval required, and no approval channel is configured',
       };
+    } else ended = await this.awaitDecision(pending, opts);
+    return this.recordEnding(pending, ended, opts);
+  }
+
+  /** Opens the ask for decisions, waits for one (or the deny timeout, a cancel, an abandon), closes it. */
+  private async awaitDecision(pending: PendingApproval, opts: AskOptions): Promise<AskEnding> {
+    const entry: Entry = {
+      pending,
+      ...(opts.notify ? { notify: true } : {}),
+      ...(opts.notifyTargets ? { notifyTargets: opts.notifyTargets } : {}),
+      ...(opts.alsoAcceptsDigest ? { alsoAcceptsDigest: opts.alsoAcceptsDigest } : {}),
+    };
+    this.open.set(pending.approvalId, entry);
+    this.publish();
+    const settled = () => entry.decision !== undefined || this.isCancelled() || opts.abandoned?.() !== undefined;
+    const lc = opts.lifecycle;
+    if (!opts.notify && !lc?.escalateAfterMs && !lc?.remindBeforeMs) {
+      await condition(settled, opts.timeoutMs);
     } else {
-      const entry: Entry = {
-        pending,
-        ...(opts.notify ? { notify: true } : {}),
-        ...(opts.notifyTargets ? { notifyTargets: opts.notifyTargets } : {}),
-        ...(opts.alsoAcceptsDigest ? { alsoAcceptsDigest: opts.alsoAcceptsDigest } : {}),
-      };
-      this.open.set(approvalId, entry);
-      this.publish();
-      const settled = () => entry.decision !== undefined || this.isCancelled() || opts.abandoned?.() !== undefined;
-      const lc = opts.lifecycle;
-      if (!opts.notify && !lc?.escalateAfterMs && !lc?.remindBeforeMs) {
-        await condition(settled, opts.timeoutMs);
+      // Lifecycle: notices and timers only for asks that have them, so other histories replay unchanged.
+      if (opts.notify) this.notify(pending, 'asked', undefined, undefined, opts.notifyTargets);
+      await this.lifecycleWait(pending, opts, settled);
+    }
+    const ended = this.endingOf(entry, opts);
+    this.open.delete(pending.approvalId);
+    return ended;
+  }
+
+  /**
+   * Waits out an ask with a lifecycle: escalates and reminds at their times (each recorded and
+   * announced) while nobody decides, then waits for the deny timeout.
+   */
+  private async lifecycleWait(pending: PendingApproval, opts: AskOptions, settled: () => boolean): Promise<void> {
+    const lc = opts.lifecycle;
+    const askedAt = Date.parse(pending.askedAt);
+    const expiresAt = Date.parse(pending.expiresAt);
+    const steps: { at: number; kind: 'escalate' | 'remind' }[] = [];
+    if (lc?.escalateAfterMs && lc.escalateTo && lc.escalateAfterMs < opts.timeoutMs)
+      steps.push({ at: askedAt + lc.escalateAfterMs, kind: 'escalate' });
+    if (lc?.remindBeforeMs && lc.remindBeforeMs < opts.timeoutMs)
+      steps.push({ at: expiresAt - lc.remindBeforeMs, kind: 'remind' });
+    steps.sort((a, b) => a.at - b.at);
+    for (const step of steps) {
+      if (await condition(settled, Math.max(1, step.at - Date.now()))) return;
+      if (step.kind === 'escalate') {
+        const from = pending.assignee;
+        pending.assignee = lc!.escalateTo!;
+        this.events.record('approval/escalated', {
+          id: pending.approvalId,
+          callId: pending.callId,
+          ...(from ? { from } : {}),
+          to: pending.assignee,
+          afterMs: lc!.escalateAfterMs!,
+        });
+        this.publish();
+        if (opts.notify) this.notify(pending, 'escalated', from, undefined, opts.notifyTargets);
       } else {
-        // Lifecycle: notices and timers only for asks that have them, so other histories replay unchanged.
-        if (opts.notify) this.notify(pending, 'asked', undefined, undefined, opts.notifyTargets);
-        const steps: { at: number; kind: 'escalate' | 'remind' }[] = [];
-        if (lc?.escalateAfterMs && lc.escalateTo && lc.escalateAfterMs < opts.timeoutMs)
-          steps.push({ at: askedAt.getTime() + lc.escalateAfterMs, kind: 'escalate' });
-        if (lc?.remindBeforeMs && lc.remindBeforeMs < opts.timeoutMs)
-          steps.push({ at: expiresAt.getTime() - lc.remindBeforeMs, kind: 'remind' });
-        steps.sort((a, b) => a.at - b.at);
-        let over = false;
-        for (const step of steps) {
-          over = await condition(settled, Math.max(1, step.at - Date.now()));
-          if (over) break;
-          if (step.kind === 'escalate') {
-            const from = pending.assignee;
-            pending.assignee = lc!.escalateTo!;
-            this.events.record('approval/escalated', {
-              id: approvalId,
-              callId: ref.callId,
-              ...(from ? { from } : {}),
-              to: pending.assignee,
-              afterMs: lc!.escalateAfterMs!,
-            });
-            this.publish();
-            if (opts.notify) this.notify(pending, 'escalated', from, undefined, opts.notifyTargets);
-          } else {
-            this.events.record('approval/reminded', {
-              id: approvalId,
-              callId: ref.callId,
-              expiresAt: pending.expiresAt,
-              ...(pending.assignee ? { assignee: pending.assignee } : {}),
-            });
-            if (opts.notify) this.notify(pending, 'reminder', undefined, undefined, opts.notifyTargets);
-          }
-        }
-        if (!over) await condition(settled, Math.max(1, expiresAt.getTime() - Date.now()));
+        this.events.record('approval/reminded', {
+          id: pending.approvalId,
+          callId: pending.callId,
+          expiresAt: pending.expiresAt,
+          ...(pending.assignee ? { assignee: pending.assignee } : {}),
+        });
+        if (opts.notify) this.notify(pending, 'reminder', undefined, undefined, opts.notifyTargets);
       }
-      const d = entry.decision;
-      const abandoned = opts.abandoned?.();
-      if (d) {
-        const approved = d.decision === 'approve';
-        const session = approved && (d.scope === 'session' || d.grantId !== undefined);
-        ended = {
-          outcome: approved ? (session ? 'allowed-session' : 'allowed-once') : 'rejected',
+    }
+    await condition(settled, Math.max(1, expiresAt - Date.now()));
+  }
+
+  /**
+   * How a waited-out ask ended: by its decision (an approval for the session makes a grant, which
+   * answers the other open asks it covers), by a cancel, by being abandoned, or at the deny timeout.
+   */
+  private endingOf(entry: Entry, opts: AskOptions): AskEnding {
+    const { pending } = entry;
+    const d = entry.decision;
+    const abandoned = opts.abandoned?.();
+    if (d) {
+      const approved = d.decision === 'approve';
+      const session = approved && (d.scope === 'session' || d.grantId !== undefined);
+      const ended: AskEnding = {
+        outcome: approved ? (session ? 'allowed-session' : 'allowed-once') : 'rejected',
+        ...(d.by ? { by: d.by } : {}),
+        ...(d.reason ? { reason: d.reason } : {}),
+        ...(d.requestId ? { requestId: d.requestId } : {}),
+        ...(d.grantId ? { grantId: d.grantId } : {}),
+        ...(d.verified ? { verified: d.verified } : {}),
+        ...(d.approvers ? { approvers: d.approvers } : {}),
+        ...(d.link ? { link: d.link.id } : {}),
+      };
+      if (session && !d.grantId) {
+        ended.grant = {
+          id: `grant-${uuid4()}`,
+          toolName: pending.toolName,
+          pins: cleanPins(d.pins),
           ...(d.by ? { by: d.by } : {}),
           ...(d.reason ? { reason: d.reason } : {}),
-          ...(d.requestId ? { requestId: d.requestId } : {}),
-          ...(d.grantId ? { grantId: d.grantId } : {}),
-          ...(d.verified ? { verified: d.verified } : {}),
-          ...(d.approvers ? { approvers: d.approvers } : {}),
-          ...(d.link ? { link: d.link.id } : {}),
+          approvalId: pending.approvalId,
+          callId: pending.callId,
+          workflowId: pending.workflowId,
+          grantedAt: new Date().toISOString(),
         };
-        if (session && !d.grantId) {
-          ended.grant = {
-            id: `grant-${uuid4()}`,
-            toolName: ref.name,
-            pins: cleanPins(d.pins),
-            ...(d.by ? { by: d.by } : {}),
-            ...(d.reason ? { reason: d.reason } : {}),
-            approvalId,
-            callId: ref.callId,
-            workflowId: pending.workflowId,
-            grantedAt: new Date().toISOString(),
-          };
-          ended.grantId = ended.grant.id;
-          this.coverOpenAsks(ended.grant);
-        }
-      } else if (this.isCancelled()) {
-        ended = { outcome: 'cancelled' };
-      } else if (abandoned !== undefined) {
-        ended = { outcome: 'cancelled', reason: abandoned };
-      } else {
-        ended = {
-          outcome: 'unavailable',
-          reason: `no decision within ${Math.round(opts.timeoutMs / 1000)}s (deny timeout)`,
-          expired: true,
-        };
+        ended.grantId = ended.grant.id;
+        this.coverOpenAsks(ended.grant);
       }
-      this.open.delete(approvalId);
+      return ended;
     }
+    if (this.isCancelled()) return { outcome: 'cancelled' };
+    if (abandoned !== undefined) return { outcome: 'cancelled', reason: abandoned };
+    return {
+      outcome: 'unavailable',
+      reason: `no decision within ${Math.round(opts.timeoutMs / 1000)}s (deny timeout)`,
+      expired: true,
+    };
+  }
+
+  /** Keeps how the ask ended (the memo shows it) and records `approval/decided`. */
+  private recordEnding(pending: PendingApproval, ended: AskEnding, opts: AskOptions): DecidedApproval {
     const decidedAt = new Date();
     const { link, ...outcome } = ended;
-    const result: DecidedApproval = { approvalId, callId: ref.callId, ...outcome, decidedAt: decidedAt.toISOString() };
+    const result: DecidedApproval = {
+      approvalId: pending.approvalId,
+      callId: pending.callId,
+      ...outcome,
+      decidedAt: decidedAt.toISOString(),
+    };
     this.decided.push(result);
     if (opts.channel && opts.policy !== 'never') this.publish();
     this.events.record('approval/decided', {
-      id: approvalId,
-      callId: ref.callId,
+      id: pending.approvalId,
+      callId: pending.callId,
       outcome: result.outcome,
       ...(result.by ? { by: result.by } : {}),
       ...(result.reason ? { reason: result.reason } : {}),
@@ -691,7 +656,7 @@ export class Approvals {
       ...(result.verified ? { verified: result.verified } : {}),
       ...(result.approvers ? { approvers: result.approvers } : {}),
       ...(link ? { link } : {}),
-      latencyMs: decidedAt.getTime() - askedAt.getTime(),
+      latencyMs: decidedAt.getTime() - Date.parse(pending.askedAt),
     });
     return result;
   }
@@ -716,17 +681,17 @@ export class Approvals {
     }
   }
 
+  /** Something the memo shows changed outside an ask (a call ran on a session grant). */
+  republish(): void {
+    this.publish();
+  }
+
   /**
    * What a person needs to decide, kept where the server answers without a worker: the search
    * attributes find the batch, the memo holds the cards, digests and expiries, and how recent
    * decisions ended (for `sluice approve --wait`). Both are written when the workflow task
    * completes, so they are current whenever no worker runs.
    */
-  /** Something the memo shows changed outside an ask (a call ran on a session grant). */
-  republish(): void {
-    this.publish();
-  }
-
   private publish(): void {
     const ids = [...this.open.keys()].filter((id) => !this.open.get(id)!.decision);
     const waiting = [...this.open.keys()];
@@ -764,6 +729,88 @@ export class Approvals {
     upsertMemo({ [APPROVALS_MEMO]: memo });
   }
   private publishedIds?: string[];
+}
+
+/**
+ * How to ask about one call. `abandoned` names why nobody needs the answer any more (a sub-call
+ * whose program ended): the wait then ends as cancelled with that reason.
+ */
+export interface AskOptions {
+  reason?: string;
+  card: Card;
+  policy: ApprovalPolicy;
+  timeoutMs: number;
+  channel: boolean;
+  abandoned?: () => string | undefined;
+  identityRequired?: boolean;
+  approverGroups?: string[];
+  lifecycle?: ApprovalLifecycle;
+  notify?: boolean;
+  notifyTargets?: string[];
+  /** N distinct approvers, and the session's user who may not be one of them. */
+  quorum?: QuorumSettings;
+  sessionUser?: string;
+  /** See Entry.alsoAcceptsDigest. */
+  alsoAcceptsDigest?: string;
+  /** The policy the ask was raised under (PendingApproval.policy). */
+  boundTo?: PolicyBinding;
+}
+
+/** How an ask ended, before it is kept as a DecidedApproval (`link`: the one-time link it was decided by). */
+interface AskEnding {
+  outcome: ApprovalOutcome;
+  by?: string;
+  reason?: string;
+  expired?: true;
+  requestId?: string;
+  grant?: SessionGrant;
+  grantId?: string;
+  verified?: VerifiedApprover;
+  approvers?: string[];
+  link?: string;
+}
+
+/** The pending approval an ask shows: the call, its card and digest, who may decide, and until when. */
+function pendingAsk(
+  ref: CallRef,
+  opts: AskOptions,
+  approvalId: string,
+  askedAt: Date,
+  quorum: QuorumSettings | undefined,
+  boundTo: PolicyBinding | undefined,
+): PendingApproval {
+  return {
+    approvalId,
+    workflowId: workflowInfo().workflowId,
+    sessionId: ref.sessionId,
+    turn: ref.turn,
+    step: ref.step,
+    callId: ref.callId,
+    toolName: ref.name,
+    ...(opts.reason ? { reason: opts.reason } : {}),
+    card: opts.card,
+    arguments: ref.args,
+    argsDigest: ref.argsDigest,
+    askedAt: askedAt.toISOString(),
+    expiresAt: new Date(askedAt.getTime() + opts.timeoutMs).toISOString(),
+    ...(ref.parentCallId ? { parentCallId: ref.parentCallId } : {}),
+    ...(opts.identityRequired ? { identityRequired: true as const } : {}),
+    ...(opts.approverGroups?.length ? { approverGroups: opts.approverGroups } : {}),
+    ...(opts.lifecycle?.assignee ? { assignee: opts.lifecycle.assignee } : {}),
+    ...(quorum
+      ? {
+          quorum: {
+            needed: quorum.quorum,
+            rejectBy: quorum.rejectBy ?? 'first',
+            ...(quorum.groups?.length ? { groups: quorum.groups } : {}),
+            ...(opts.sessionUser ? { sessionUser: opts.sessionUser.slice(0, 200) } : {}),
+            approvals: [],
+            rejections: [],
+          },
+        }
+      : {}),
+    ...(boundTo ? { policy: boundTo } : {}),
+  };
 }
 
 /** Only garbage is dropped without a trace (the update is rejected); every well-formed refusal is recorded. */
