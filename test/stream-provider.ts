@@ -167,7 +167,13 @@ function frames(wire: Wire, model: string, pieces: string[], tool?: { args: stri
   ];
 }
 
-export async function startStreamProvider(opts: { pieceMs?: number } = {}): Promise<StreamProvider> {
+export async function startStreamProvider(
+  opts: {
+    pieceMs?: number;
+    /** The answer's pieces for a model of no special kind (default ANSWER); a bench asks for longer ones. */
+    answer?: string[];
+  } = {},
+): Promise<StreamProvider> {
   const gates = new Map<string, () => void>();
   const waiting = new Map<string, Promise<void>>();
   const counts = new Map<string, number>();
@@ -190,7 +196,7 @@ export async function startStreamProvider(opts: { pieceMs?: number } = {}): Prom
           ? 'responses'
           : 'anthropic';
       const hasResult = JSON.stringify(body).match(/"(tool_result|function_call_output)"|"role":"tool"/);
-      const pieces = model.startsWith('tool-') && hasResult ? ['Noted', ' seven.'] : ANSWER;
+      const pieces = model.startsWith('tool-') && hasResult ? ['Noted', ' seven.'] : (opts.answer ?? ANSWER);
       const tool = model.startsWith('tool-') && !hasResult ? { args: ['{"n"', ': ', '7}'] } : undefined;
       let out = frames(wire, model, pieces, tool);
       const first = n === 1;
