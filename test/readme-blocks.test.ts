@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { SluiceClient } from '../client/client';
 import { type DocBlock, docBlocks, RUN_LANGS, type Proc, startProcess, stopProcesses, where } from './doc-blocks';
 import { eventually } from './eventually';
+import { text } from './harness';
 import { type FreshApp, freshApp, installedVersion, packSluice, REPO, sh } from './fresh-app';
 import { startStreamProvider, type StreamProvider } from './stream-provider';
 
@@ -30,8 +31,36 @@ const steps = {
   agentLoop: (b: DocBlock) => b.lang === 'ts' && b.code.startsWith('// your agent loop'),
   session: (b: DocBlock) => b.lang === 'ts' && /startSession\(/.test(b.code),
   manifest: (b: DocBlock) => b.lang === 'ts' && /parseToolManifest\(/.test(b.code),
+  codeMode: (b: DocBlock) => b.lang === 'js' && /await tools\./.test(b.code),
+  commandLine: (b: DocBlock) => b.lang === 'text' && b.heading === 'The command line',
 };
 type Step = keyof typeof steps;
+
+// The tools getting-started's Code Mode program calls (the block is the program a model sends).
+const CODE_MODE_CONFIG = `import { z } from 'zod';
+import { defineConfig, defineTool } from 'sluice';
+import { codeModeTool } from 'sluice/code-mode';
+
+const temps: Record<string, number> = { Lisbon: 21, Oslo: 6, Rome: 18 };
+export default defineConfig({
+  tools: [
+    defineTool({
+      name: 'get_weather',
+      description: 'The temperature in a city.',
+      input: z.object({ city: z.string() }),
+      execute: ({ city }) => ({ tempC: temps[city] }),
+    }),
+    defineTool({
+      name: 'delete_files',
+      description: 'Deletes the files a pattern matches.',
+      input: z.object({ pattern: z.string() }),
+      approval: 'deny',
+      execute: () => 'deleted',
+    }),
+    codeModeTool(),
+  ],
+});
+`;
 
 function claimed(step: Step): DocBlock[] {
   return blocks.filter((b) => !b.notRun && steps[step](b));
@@ -113,11 +142,15 @@ beforeAll(async () => {
       `@temporalio/client@${installedVersion('@temporalio/client')}`,
       `tsx@${installedVersion('tsx')}`,
       `openai@${installedVersion('openai')}`,
+      // Code Mode's optional parts, for the run_code program (docs/installing.md).
+      `quickjs-emscripten-core@${installedVersion('quickjs-emscripten-core')}`,
+      `@jitl/quickjs-wasmfile-release-sync@${installedVersion('@jitl/quickjs-wasmfile-release-sync')}`,
       `typescript@${installedVersion('typescript')}`,
       `@types/node@${installedVersion('@types/node')}`,
     ],
     files: {
       ...files,
+      'code-mode.config.ts': CODE_MODE_CONFIG,
       'tsconfig.json': JSON.stringify({
         compilerOptions: {
           target: 'ES2022',
@@ -145,8 +178,8 @@ describe('the docs’ code blocks', () => {
     for (const b of blocks) {
       expect(b.lang, `${where(b)}: a fence without a language; use text for output and listings`).not.toBe('');
       if (b.notRun !== undefined) expect(b.notRun, `${where(b)}: <!-- not run: --> needs a reason`).not.toBe('');
-      if (b.lang === 'text' || b.notRun) continue;
-      expect(RUN_LANGS, `${where(b)}: a block in ${b.lang}`).toContain(b.lang);
+      if ((b.lang === 'text' && !steps.commandLine(b)) || b.notRun) continue;
+      if (b.lang !== 'text') expect(RUN_LANGS, `${where(b)}: a block in ${b.lang}`).toContain(b.lang);
       const by = (Object.keys(steps) as Step[]).filter((s) => steps[s](b));
       expect(
         by,
@@ -262,6 +295,55 @@ describe('the docs’ code blocks', () => {
     expect(JSON.stringify(manifest)).toContain('send_email');
     await runNode('the manifest block', compiled('manifest')).succeeds();
   }, 600_000);
+
+  it('the Code Mode program runs as run_code: the temperatures summed, the refused delete caught', async () => {
+    const taskQueue = `readme-code-mode-${stamp}`;
+    const codeWorker = startProcess(
+      'npx sluice worker (Code Mode)',
+      'npx',
+      ['sluice', 'worker', '--config', 'code-mode.config.ts', '--task-queue', taskQueue],
+      { cwd: app.dir, env: env() },
+    );
+    await codeWorker.waitFor('the worker polls its task queue', /sluice worker: .* on task queue/);
+    const sluice = new SluiceClient({ connection, taskQueue });
+    const out = await sluice.runBatch({
+      sessionId: `readme-code-mode-${stamp}`,
+      turn: 1,
+      step: 1,
+      calls: [
+        {
+          id: 'run-1',
+          name: 'run_code',
+          arguments: JSON.stringify({ code: code('codeMode'), description: 'average temperature, then a cleanup' }),
+        },
+      ],
+    });
+    const result = text(out.results[0].result);
+    expect(out.results[0].result.isError, result).toBe(false);
+    expect(result).toContain('refused:');
+    expect(result).toMatch(/"averageC": 15\b/);
+    await codeWorker.stop();
+  }, 600_000);
+
+  it('the command-line listing is the CLI’s: every command it shows exists, every command is shown', async () => {
+    const { stdout } = await app.sh('npx', ['sluice', '--help'], { env: env(), timeoutMs: 120_000 });
+    // A command line of the help: two spaces, the command, then its arguments or the description.
+    const commands = stdout.slice(stdout.indexOf('Commands'), stdout.indexOf('Common options:'));
+    const helpCommands = new Set(
+      [...commands.matchAll(/^ {2}([a-z][a-z-]*)(?=\s{2,}| <| [a-z|]+\s{2,}|\s*$)/gm)].map((m) => m[1]),
+    );
+    expect(helpCommands.size, commands).toBeGreaterThan(15);
+    const listing = claimed('commandLine')[0].code;
+    const listed = new Set([...listing.matchAll(/^npx sluice ([a-z][a-z-]*)/gm)].map((m) => m[1]));
+    expect(
+      [...listed].filter((c) => !helpCommands.has(c)),
+      'listed but not a command',
+    ).toEqual([]);
+    expect(
+      [...helpCommands].filter((c) => !listed.has(c)),
+      'commands the listing leaves out',
+    ).toEqual([]);
+  }, 300_000);
 });
 
 /** The compiled file of a step's TypeScript block under build/ (see beforeAll for the names). */
