@@ -440,8 +440,58 @@ export interface CodexConfig {
   notes: string[];
 }
 
-const APPROVAL_POLICIES = ['untrusted', 'on-request', 'on-failure', 'never'];
-const SANDBOX_MODES = ['read-only', 'workspace-write', 'danger-full-access'];
+/** What a `config.toml` setting's value means for Sluice: the note logged at start and shown by `sluice policy explain`. */
+interface SettingMeaning {
+  note: string;
+}
+
+/**
+ * Codex's `approval_policy`, one row per value Codex accepts. Only `never` changes what Sluice
+ * decides (nobody is there to ask); the values about the model requesting escalation have no
+ * meaning here, and say so.
+ */
+const APPROVAL_POLICY: Readonly<Record<string, SettingMeaning & { promptDenies: boolean }>> = {
+  untrusted: {
+    promptDenies: false,
+    note: 'approval_policy "untrusted": commands no allow rule covers ask first (Sluice\'s default for bash)',
+  },
+  // Codex runs the command in its sandbox and asks only when the model requests escalation:
+  // Sluice's model never requests it (every call is judged the same way), so nothing changes.
+  'on-request': {
+    promptDenies: false,
+    note: 'approval_policy "on-request" has no meaning in Sluice (the model does not request escalation here); Sluice\'s defaults apply',
+  },
+  // Codex asks after a sandboxed command failed, to run it again outside the sandbox: Sluice never
+  // runs a command outside its sandbox on a person's word, so there is nothing to ask about.
+  'on-failure': {
+    promptDenies: false,
+    note: 'approval_policy "on-failure" has no meaning in Sluice (the model does not request escalation here); Sluice\'s defaults apply',
+  },
+  never: {
+    promptDenies: true,
+    note: 'approval_policy "never": nobody is asked, so a prompt rule denies the command (as Codex rejects it), and commands no rule decides run without asking',
+  },
+};
+
+/**
+ * Codex's `sandbox_mode`, one row per value Codex accepts. A policy file can only narrow what
+ * Sluice allows: `read-only` denies the file-editing tools; `danger-full-access` would widen it and
+ * is not honoured.
+ */
+const SANDBOX_MODE: Readonly<Record<string, SettingMeaning & { denyEditTools: boolean }>> = {
+  'read-only': {
+    denyEditTools: true,
+    note: 'sandbox_mode "read-only": the file-editing tools (write, edit) are denied',
+  },
+  'workspace-write': {
+    denyEditTools: false,
+    note: 'sandbox_mode "workspace-write": Sluice\'s default (file tools confined to the workspace, bash\'s sandbox writes the workspace only)',
+  },
+  'danger-full-access': {
+    denyEditTools: false,
+    note: 'sandbox_mode "danger-full-access" is not honoured: a policy file does not lift Sluice\'s sandbox or protected paths',
+  },
+};
 
 export function parseCodexConfig(text: string, file: PolicyFile): CodexConfig {
   let doc: Record<string, unknown>;
@@ -452,44 +502,25 @@ export function parseCodexConfig(text: string, file: PolicyFile): CodexConfig {
     throw new PolicyFileError(file.label, line, `not valid TOML (${(err as Error).message.split('\n')[0]})`);
   }
   const out: CodexConfig = { file, notes: [] };
-  const lineOfKey = (key: string) => {
-    const m = new RegExp(`^[ \\t]*${key}[ \\t]*=`, 'm').exec(text);
-    return m ? lineOf(text, m.index) : 1;
+  /** A setting's value, checked against its table: a value Codex does not accept stops the worker. */
+  const setting = (key: string, table: Readonly<Record<string, SettingMeaning>>): string | undefined => {
+    const value = doc[key];
+    if (value === undefined) return undefined;
+    if (typeof value !== 'string' || !Object.hasOwn(table, value)) {
+      const m = new RegExp(`^[ \\t]*${key}[ \\t]*=`, 'm').exec(text);
+      throw new PolicyFileError(
+        file.label,
+        m ? lineOf(text, m.index) : 1,
+        `${key} must be one of ${Object.keys(table).join(', ')}`,
+      );
+    }
+    out.notes.push(table[value].note);
+    return value;
   };
-  const ap = doc.approval_policy;
-  if (ap !== undefined) {
-    if (typeof ap !== 'string' || !APPROVAL_POLICIES.includes(ap))
-      throw new PolicyFileError(
-        file.label,
-        lineOfKey('approval_policy'),
-        `approval_policy must be one of ${APPROVAL_POLICIES.join(', ')}`,
-      );
-    out.approvalPolicy = ap;
-    out.notes.push(
-      ap === 'never'
-        ? 'approval_policy "never": nobody is asked, so a prompt rule denies the command (as Codex rejects it), and commands no rule decides run without asking'
-        : ap === 'untrusted'
-          ? 'approval_policy "untrusted": commands no allow rule covers ask first (Sluice\'s default for bash)'
-          : `approval_policy "${ap}" has no meaning in Sluice (the model does not request escalation here); Sluice's defaults apply`,
-    );
-  }
-  const sm = doc.sandbox_mode;
-  if (sm !== undefined) {
-    if (typeof sm !== 'string' || !SANDBOX_MODES.includes(sm))
-      throw new PolicyFileError(
-        file.label,
-        lineOfKey('sandbox_mode'),
-        `sandbox_mode must be one of ${SANDBOX_MODES.join(', ')}`,
-      );
-    out.sandboxMode = sm;
-    out.notes.push(
-      sm === 'read-only'
-        ? 'sandbox_mode "read-only": the file-editing tools (write, edit) are denied'
-        : sm === 'workspace-write'
-          ? 'sandbox_mode "workspace-write": Sluice\'s default (file tools confined to the workspace, bash\'s sandbox writes the workspace only)'
-          : 'sandbox_mode "danger-full-access" is not honoured: a policy file does not lift Sluice\'s sandbox or protected paths',
-    );
-  }
+  const approvalPolicy = setting('approval_policy', APPROVAL_POLICY);
+  if (approvalPolicy) out.approvalPolicy = approvalPolicy;
+  const sandboxMode = setting('sandbox_mode', SANDBOX_MODE);
+  if (sandboxMode) out.sandboxMode = sandboxMode;
   return out;
 }
 
@@ -601,7 +632,8 @@ export function codexSource(
   hosts: ReadonlyMap<string, string[]>,
   config: CodexConfig,
 ): CodexSource {
-  const never = config.approvalPolicy === 'never';
+  const never = config.approvalPolicy ? APPROVAL_POLICY[config.approvalPolicy].promptDenies : false;
+  const editsDenied = config.sandboxMode ? SANDBOX_MODE[config.sandboxMode].denyEditTools : false;
   const configRef = (decision: PolicyDecision, text: string): PolicyRuleRef => ({
     id: `${config.file!.label}:sandbox_mode`,
     format: 'codex',
@@ -612,8 +644,6 @@ export function codexSource(
     decision,
   });
 
-  /** Every rule matching one simple command's words. */
-  const matching = (words: string[]) => rules.filter((r) => matchesPrefix(r, words, hosts));
   const strictest = (rs: readonly PolicyRuleRef[]) =>
     rs.reduce<PolicyRuleRef | undefined>(
       (best, r) => (!best || STRICTNESS[r.decision] > STRICTNESS[best.decision] ? r : best),
@@ -622,8 +652,8 @@ export function codexSource(
 
   function evaluate(call: PolicyCall): SourceVerdict {
     const claude = claudeToolName({ name: call.toolName, aliases: call.aliases ?? [] });
-    if (config.sandboxMode === 'read-only' && EDIT_TOOLS.has(claude)) {
-      const rule = configRef('deny', 'sandbox_mode = "read-only"');
+    if (editsDenied && EDIT_TOOLS.has(claude)) {
+      const rule = configRef('deny', `sandbox_mode = "${config.sandboxMode}"`);
       return { decision: 'deny', rule, matched: [rule] };
     }
     if (claude !== 'Bash' || typeof call.args.command !== 'string') return { decision: 'none', matched: [] };

@@ -195,6 +195,36 @@ describe('Codex .rules', () => {
       }),
     ).toThrow(/config\.toml:2: approval_policy must be one of/);
   });
+
+  // One row per value Codex accepts (developers.openai.com/codex/config-reference): each has a note
+  // saying what it means here, and only never / read-only change a decision.
+  it.each([
+    ['approval_policy', 'untrusted', /ask first/, 'ask'],
+    ['approval_policy', 'on-request', /no meaning in Sluice/, 'ask'],
+    ['approval_policy', 'on-failure', /no meaning in Sluice/, 'ask'],
+    ['approval_policy', 'never', /a prompt rule denies/, 'deny'],
+    ['sandbox_mode', 'read-only', /file-editing tools .* are denied/, 'ask'],
+    ['sandbox_mode', 'workspace-write', /Sluice's default/, 'ask'],
+    ['sandbox_mode', 'danger-full-access', /not honoured/, 'ask'],
+  ])('%s = "%s": %s, a prompt rule %s', (key, value, note, promptRule) => {
+    const ws = workspace({
+      '.codex/rules/default.rules': 'prefix_rule(pattern = ["git", "push"], decision = "prompt")',
+      '.codex/config.toml': `${key} = "${value}"\n`,
+    });
+    const src = codexRules({ workspace: ws });
+    expect(src.warnings).toEqual([expect.stringMatching(note)]);
+    expect(src.evaluate(bash('git push')).decision).toBe(promptRule);
+    const edit = src.evaluate({ toolName: 'edit', args: { file_path: 'a.txt', old_string: 'a', new_string: 'b' } });
+    expect(edit.decision).toBe(value === 'read-only' ? 'deny' : 'none');
+  });
+
+  it('refuses a value that is only a name on Object.prototype', () => {
+    const file = { format: 'codex' as const, label: '.codex/config.toml', path: '/x', digest: 'd' };
+    expect(() => parseCodexConfig('sandbox_mode = "constructor"', file)).toThrow(
+      /sandbox_mode must be one of read-only/,
+    );
+    expect(() => parseCodexConfig('approval_policy = "__proto__"', file)).toThrow(/approval_policy must be one of/);
+  });
 });
 
 // The shell forms of issue 22 item 1 (test/shell-cases.ts), under RULES written as Codex rules.
