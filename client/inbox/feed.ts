@@ -16,6 +16,7 @@ import type {
 import { type BatchOutputWire, expandBatchOutput } from '../../pipeline/output';
 import { isEvent } from '../../pipeline/events';
 import { APPROVALS_MEMO, BATCH_WORKFLOW, stateQuery } from '../../workflows/definitions';
+import { SESSION_WORKFLOW, sessionWorkflowId } from '../../workflows/session-definitions';
 import type { SluiceStores } from '../../stores/stores';
 import type { SluiceClient } from '../client';
 
@@ -64,6 +65,14 @@ export interface SessionTimeline {
   events: SessionEvent[];
   /** Batches still running: where each call stands. */
   running: BatchView[];
+}
+
+export interface SessionListing {
+  sessionId: string;
+  /** Temporal's execution status of the session's workflow. */
+  status: string;
+  startTime: string;
+  closeTime?: string;
 }
 
 /** What the inbox needs of a listed or described workflow execution. */
@@ -128,6 +137,51 @@ export class InboxFeed {
     const pending = views.flatMap((v) => v.pending).sort((a, b) => a.expiresAt.localeCompare(b.expiresAt));
     const batches = views.map((v) => v.batch).sort((a, b) => b.startTime.localeCompare(a.startTime));
     return { now: new Date(now).toISOString(), pending, batches };
+  }
+
+  /**
+   * Why this inbox will not show a session: an id it cannot look up safely (400), or, with a task
+   * queue set, no workflow of the session on that queue (404, the same for a session of another
+   * team and one that does not exist). Undefined when it may show it.
+   */
+  async sessionProblem(sessionId: string): Promise<{ status: 400 | 404; message: string } | undefined> {
+    // Quotes and backslashes would change the visibility query below; no session id needs them.
+    if (!sessionId || sessionId.length > 512 || /['"\\]/.test(sessionId) || [...sessionId].some((c) => c < ' '))
+      return {
+        status: 400,
+        message: 'a session id is 1 to 512 characters with no quotes, backslashes or control characters',
+      };
+    if (!this.taskQueue) return undefined;
+    // The session's workflow, described (no visibility lag for a session that just started)...
+    const info = await this.client.temporal.workflow
+      .getHandle(sessionWorkflowId(sessionId))
+      .describe()
+      .catch(() => undefined);
+    if (info?.taskQueue === this.taskQueue) return undefined;
+    // ...or, for batches started on their own, one of its batches on this queue.
+    const found = info
+      ? []
+      : await take(this.client.temporal.workflow.list({ query: this.scoped(`SluiceSessionId = '${sessionId}'`) }), 1);
+    return found.length
+      ? undefined
+      : {
+          status: 404,
+          message: `this inbox shows the sessions of task queue ${this.taskQueue}, and session ${sessionId} has no workflow there (yet)`,
+        };
+  }
+
+  /** The most recent sessions (their workflows), newest first. */
+  async sessions(limit = 50): Promise<SessionListing[]> {
+    const list = await take(
+      this.client.temporal.workflow.list({ query: this.scoped(`WorkflowType = '${SESSION_WORKFLOW}'`) }),
+      limit,
+    );
+    return list.map((wf) => ({
+      sessionId: wf.workflowId.replace(/^sluice-session:/, ''),
+      status: wf.status.name,
+      startTime: wf.startTime.toISOString(),
+      ...(wf.closeTime ? { closeTime: wf.closeTime.toISOString() } : {}),
+    }));
   }
 
   async session(sessionId: string): Promise<SessionTimeline> {

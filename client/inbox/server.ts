@@ -1,18 +1,21 @@
 // The approval inbox: one plain HTML page and a small JSON/SSE API on node:http. It decides
 // through the `sluice.decide` update, so the person sees what the batch did with the decision;
 // while no worker runs the batch, the decision is queued by signal, bound to the digest shown.
-import type { ArgumentPin } from '../../pipeline/grants';
-import { ConfigError } from '../../support/errors';
+// Each session has its page too (client/inbox/sessions.ts). Every request passes the same gate
+// first: the Host it was sent to, then, behind a proxy, the proxy's address, secret and approver.
 import * as crypto from 'node:crypto';
-import type { SealKey } from '../identity';
 import * as fs from 'node:fs';
 import * as http from 'node:http';
 import { type AddressInfo, isIP } from 'node:net';
 import * as path from 'node:path';
-import { DecisionRefusedError, SluiceError, type SluiceClient } from '../client';
-import type { SluiceStores } from '../../stores/stores';
+import type { SluiceClient } from '../client';
+import { ConfigError } from '../../support/errors';
+import type { SealKey } from '../identity';
+import { type DecisionDeps, decisionRoute, identityOf, whoDecides } from './decisions';
 import { InboxFeed, type InboxSnapshot } from './feed';
+import { crossSiteProblem, headerValue, jsonBody, plainAddress, SECURITY_HEADERS, send, sendPage } from './http';
 import { type LinkDeps, linkRoute } from './links';
+import { type SessionDeps, type SessionSource, sessionRoute } from './sessions';
 
 export const DEFAULT_INBOX_HOST = '127.0.0.1';
 export const DEFAULT_INBOX_PORT = 8234;
@@ -74,8 +77,12 @@ export interface InboxOptions {
   recentLimit?: number;
   /** The key one-time approval links are signed with (the workers' too); default SLUICE_LINK_KEY. */
   linkKey?: string;
-  /** The workers' session store (files or PostgreSQL): a session's timeline is read from it when it has the session. */
-  store?: Pick<SluiceStores, 'hasSession' | 'events'>;
+  /**
+   * The workers' session store (files or PostgreSQL, `openStores`): a session's timeline is read
+   * from it when it has the session, and its page follows the session's events (and, through the
+   * store's live channel, the model's text as it streams) from it.
+   */
+  store?: SessionSource;
 }
 
 export interface Inbox {
@@ -87,14 +94,74 @@ const PAGE = path.join(__dirname, 'page.html');
 /** The header a proxy in front of the inbox sends its shared secret in (see proxySecret). */
 export const PROXY_SECRET_HEADER = 'X-Sluice-Proxy-Secret';
 const sha256 = (s: string) => crypto.createHash('sha256').update(s, 'utf8').digest();
-const MAX_BODY = 64 * 1024;
+
+/** Who the inbox answers: the trusted proxy settings, checked once at start. */
+interface Gate {
+  /** The approver header, lower-cased; unset: the name typed in the page. */
+  userHeader?: string;
+  proxies: string[];
+  secretDigest?: Buffer;
+  /** Known once the server listens (port 0 picks one). */
+  hosts?: HostRule;
+}
 
 export async function startInbox(opts: InboxOptions): Promise<Inbox> {
   const feed = new InboxFeed(opts.client, opts.recentLimit ?? 20, opts.store, opts.taskQueue);
-  const refreshMs = Math.max(100, opts.refreshMs ?? 1000);
-  const userHeader = opts.trustedUserHeader?.toLowerCase();
-  const stream = new SnapshotStream(feed, refreshMs);
+  const stream = new SnapshotStream(feed, Math.max(100, opts.refreshMs ?? 1000));
+  const gate = checkGate(opts);
+  const decisions: DecisionDeps = {
+    client: opts.client,
+    ...(opts.trustedUserHeader ? { trustedUserHeader: opts.trustedUserHeader } : {}),
+    ...(opts.identityTokenHeader ? { identityTokenHeader: opts.identityTokenHeader } : {}),
+    ...(opts.sealKey ? { sealKey: opts.sealKey } : {}),
+    poke: () => stream.poke(),
+  };
+  const sessions: SessionDeps = { client: opts.client, feed, store: opts.store, streams: new Set() };
+  // One-time approval links (client/inbox/links.ts): behind the same Host and proxy checks as every route.
+  const links: LinkDeps = {
+    client: opts.client,
+    key: opts.linkKey ?? process.env.SLUICE_LINK_KEY,
+    headerMode: !!gate.userHeader,
+    securityHeaders: SECURITY_HEADERS,
+    send,
+    jsonBody,
+    crossSiteProblem,
+    whoDecides: (req, res, body) => whoDecides(decisions, req, res, body, 'approver'),
+    identityOf: (req) => identityOf(decisions, req),
+    poke: () => stream.poke(),
+    log: (line) => process.stderr.write(`sluice inbox: ${line}\n`),
+  };
 
+  async function route(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    // Before anything is read or decided: the page's own name (DNS rebinding), then its proxy.
+    if (refused(gate, opts, req, res)) return;
+    const url = new URL(req.url ?? '/', 'http://inbox');
+    if (await readRoute(feed, stream, gate, opts, req, res, url)) return;
+    if (await decisionRoute(decisions, req, res, url)) return;
+    if (await sessionRoute(sessions, req, res, url)) return;
+    if (await linkRoute(links, req, res, url)) return;
+    send(res, 404, { status: 'not-found', message: `no such page: ${req.method} ${url.pathname}` });
+  }
+
+  const server = http.createServer((req, res) => {
+    route(req, res).catch((err) => send(res, 500, { status: 'error', message: (err as Error).message }));
+  });
+  const { address, port } = await listen(server, opts);
+  gate.hosts = hostRule(opts.host ?? DEFAULT_INBOX_HOST, address, port, opts.allowedHosts ?? []);
+  return {
+    url: `http://${bracketed(address)}:${port}/`,
+    async close() {
+      stream.close();
+      for (const s of sessions.streams) s.abort();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** The proxy settings, refused at start when they cannot work or would trust anyone. */
+function checkGate(opts: InboxOptions): Gate {
+  const userHeader = opts.trustedUserHeader?.toLowerCase();
   const proxies = userHeader ? (opts.trustedProxies?.length ? opts.trustedProxies : ['127.0.0.1', '::1']) : [];
   for (const p of proxies)
     if (!isIP(p))
@@ -115,263 +182,95 @@ export async function startInbox(opts: InboxOptions): Promise<Inbox> {
     throw new ConfigError(
       `the inbox takes the approver from the ${opts.trustedUserHeader} header, which any process on the proxy's machine could set: give it a secret shared with the proxy (--proxy-secret-file FILE or SLUICE_INBOX_PROXY_SECRET; the proxy sends it in ${PROXY_SECRET_HEADER}), or pass --insecure-proxy-without-secret to trust every process there (see docs/approvals.md)`,
     );
-  const secretDigest = opts.proxySecret === undefined ? undefined : sha256(opts.proxySecret);
-  // Known once the server listens (port 0 picks one).
-  let hosts: HostRule | undefined;
-
-  const server = http.createServer((req, res) => {
-    route(req, res).catch((err) => send(res, 500, { status: 'error', message: (err as Error).message }));
-  });
-
-  async function route(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-    // Before anything is read or decided: the page's own name (DNS rebinding), then its proxy.
-    const misdirected = hosts ? hosts.problem(req.headers.host) : 'the inbox is starting';
-    if (misdirected) return send(res, 421, { status: 'misdirected', message: misdirected });
-    if (userHeader) {
-      const from = plainAddress(req.socket.remoteAddress);
-      if (!proxies.includes(from))
-        return send(res, 403, {
-          status: 'forbidden',
-          message: `this inbox answers only through its proxy (${proxies.join(', ')}), which names the approver in the ${opts.trustedUserHeader} header; this request came from ${from} directly, so its header cannot be trusted. Open the inbox through the proxy, or add the proxy's address with --trusted-proxy.`,
-        });
-      // Compared as digests: equal lengths for timingSafeEqual, and the time says nothing of the secret.
-      const sent = req.headers[PROXY_SECRET_HEADER.toLowerCase()];
-      if (secretDigest && (typeof sent !== 'string' || !crypto.timingSafeEqual(sha256(sent), secretDigest)))
-        return send(res, 403, {
-          status: 'forbidden',
-          message: `this request does not carry the secret the inbox shares with its proxy (${PROXY_SECRET_HEADER}), so its ${opts.trustedUserHeader} header cannot be trusted. Open the inbox through the proxy.`,
-        });
-      if (!headerValue(req, userHeader))
-        return send(res, 401, {
-          status: 'unauthenticated',
-          message: `this inbox takes the approver from the ${opts.trustedUserHeader} header, and the request has none; open it through the proxy that sets it (on every request, the page's own API calls included)`,
-        });
-    }
-    const url = new URL(req.url ?? '/', 'http://inbox');
-    if (req.method === 'GET' && url.pathname === '/') {
-      res.writeHead(200, {
-        'content-type': 'text/html; charset=utf-8',
-        'cache-control': 'no-store',
-        ...SECURITY_HEADERS,
-      });
-      res.end(fs.readFileSync(PAGE));
-      return;
-    }
-    if (req.method === 'GET' && url.pathname === '/api/whoami') {
-      const user = userHeader ? headerValue(req, userHeader) : undefined;
-      return send(res, 200, { ...(userHeader ? { header: opts.trustedUserHeader } : {}), ...(user ? { user } : {}) });
-    }
-    if (req.method === 'GET' && url.pathname === '/api/snapshot') return send(res, 200, await feed.snapshot());
-    if (req.method === 'GET' && url.pathname === '/api/stream') return stream.subscribe(req, res);
-    if (req.method === 'GET' && url.pathname === '/api/session') {
-      const id = url.searchParams.get('id');
-      if (!id)
-        return send(res, 400, { status: 'invalid', message: 'give the session id: /api/session?id=<sessionId>' });
-      return send(res, 200, await feed.session(id));
-    }
-    if (req.method === 'POST' && url.pathname === '/api/decide') {
-      const problem = crossSiteProblem(req);
-      if (problem) return send(res, 403, { status: 'forbidden', message: problem });
-      return decide(req, res);
-    }
-    if (req.method === 'POST' && url.pathname === '/api/reconcile') {
-      const problem = crossSiteProblem(req);
-      if (problem) return send(res, 403, { status: 'forbidden', message: problem });
-      return reconcile(req, res);
-    }
-    if (req.method === 'POST' && url.pathname === '/api/reassign') {
-      const problem = crossSiteProblem(req);
-      if (problem) return send(res, 403, { status: 'forbidden', message: problem });
-      return reassign(req, res);
-    }
-    if (await linkRoute(links, req, res, url)) return;
-    send(res, 404, { status: 'not-found', message: `no such page: ${req.method} ${url.pathname}` });
-  }
-
-  // One-time approval links (client/inbox/links.ts): behind the same Host and proxy checks as every route.
-  const links: LinkDeps = {
-    client: opts.client,
-    key: opts.linkKey ?? process.env.SLUICE_LINK_KEY,
-    headerMode: !!userHeader,
-    securityHeaders: SECURITY_HEADERS,
-    send,
-    jsonBody,
-    crossSiteProblem,
-    whoDecides: (req, res, body) => whoDecides(req, res, body, 'approver'),
-    identityOf,
-    poke: () => stream.poke(),
-    log: (line) => process.stderr.write(`sluice inbox: ${line}\n`),
+  return {
+    ...(userHeader ? { userHeader } : {}),
+    proxies,
+    ...(opts.proxySecret === undefined ? {} : { secretDigest: sha256(opts.proxySecret) }),
   };
+}
 
-  /** The signed-in approver's JWT from the identity header, to be sealed with the decision. */
-  function identityOf(req: http.IncomingMessage): { identityToken?: string; sealKey?: SealKey } {
-    if (!opts.identityTokenHeader) return {};
-    const v = req.headers[opts.identityTokenHeader.toLowerCase()];
-    const token = (Array.isArray(v) ? v[0] : v)
-      ?.replace(/^Bearer\s+/i, '')
-      .trim()
-      .slice(0, 16_000);
-    return token ? { identityToken: token, ...(opts.sealKey ? { sealKey: opts.sealKey } : {}) } : {};
+/**
+ * Answers a request the inbox will not serve (a foreign Host, a request around the proxy, one
+ * without the proxy's secret or approver header) and returns true; false for one it serves.
+ */
+function refused(gate: Gate, opts: InboxOptions, req: http.IncomingMessage, res: http.ServerResponse): boolean {
+  const misdirected = gate.hosts ? gate.hosts.problem(req.headers.host) : 'the inbox is starting';
+  if (misdirected) {
+    send(res, 421, { status: 'misdirected', message: misdirected });
+    return true;
   }
-
-  /**
-   * Who decides: the name the trusted proxy puts in the identity header when the inbox has one,
-   * else the name typed at the top of the page. Without either, answers the request with what to
-   * do and returns undefined.
-   */
-  function whoDecides(
-    req: http.IncomingMessage,
-    res: http.ServerResponse,
-    body: Record<string, unknown>,
-    role: 'approver' | 'operator',
-  ): string | undefined {
-    if (userHeader) {
-      const fromProxy = headerValue(req, userHeader);
-      if (!fromProxy)
-        send(res, 401, {
-          status: 'unauthenticated',
-          message: `this inbox takes the ${role} from the ${opts.trustedUserHeader} header, and the request has none; open it through the proxy that sets it`,
-        });
-      return fromProxy || undefined;
-    }
-    const typed = typeof body.by === 'string' ? body.by.trim() : '';
-    if (!typed)
-      send(res, 400, {
-        status: 'invalid',
-        message: 'enter your name at the top of the page: it is recorded with your decision',
-      });
-    return typed || undefined;
+  if (!gate.userHeader) return false;
+  const from = plainAddress(req.socket.remoteAddress);
+  if (!gate.proxies.includes(from)) {
+    send(res, 403, {
+      status: 'forbidden',
+      message: `this inbox answers only through its proxy (${gate.proxies.join(', ')}), which names the approver in the ${opts.trustedUserHeader} header; this request came from ${from} directly, so its header cannot be trusted. Open the inbox through the proxy, or add the proxy's address with --trusted-proxy.`,
+    });
+    return true;
   }
-
-  async function decide(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-    const body = await jsonBody(req, res);
-    if (body === undefined) return;
-    const { workflowId, approvalId, argsDigest, decision, reason } = body;
-    if (
-      typeof workflowId !== 'string' ||
-      typeof approvalId !== 'string' ||
-      (decision !== 'approve' && decision !== 'deny')
-    ) {
-      return send(res, 400, {
-        status: 'invalid',
-        message:
-          'send {"workflowId", "approvalId", "argsDigest", "decision": "approve"|"deny", "reason"?, "by"?, "scope"?: "session", "pins"?: [{"path", "prefix"|"equals"}]}',
-      });
-    }
-    if (typeof argsDigest !== 'string' || !argsDigest) {
-      return send(res, 400, {
-        status: 'invalid',
-        message: 'the decision must carry the argsDigest of the card you were shown; reload the page',
-      });
-    }
-    const by = whoDecides(req, res, body, 'approver');
-    if (by === undefined) return;
-    try {
-      const submitted = await opts.client.submitDecision({
-        workflowId,
-        approvalId,
-        argsDigest,
-        decision,
-        by,
-        ...(typeof reason === 'string' && reason.trim() ? { reason: reason.trim() } : {}),
-        ...identityOf(req),
-        // "Allow for this session": the batch checks the pins against the call shown.
-        ...(decision === 'approve' && body.scope === 'session'
-          ? { scope: 'session' as const, pins: Array.isArray(body.pins) ? (body.pins as ArgumentPin[]) : [] }
-          : {}),
-      });
-      // Queued: no worker runs the batch; the server holds the decision until one does.
-      if (submitted.status === 'queued')
-        send(res, 202, {
-          status: 'queued',
-          approvalId,
-          requestId: submitted.requestId,
-          argsDigest: submitted.argsDigest,
-          message: submitted.message,
-        });
-      else send(res, 200, submitted);
-    } catch (err) {
-      if (err instanceof DecisionRefusedError) send(res, 409, { status: err.refusal.code, ...err.refusal });
-      else if (err instanceof SluiceError) send(res, 409, { status: 'refused', message: err.message });
-      else send(res, 502, { status: 'error', message: `could not reach the batch: ${(err as Error).message}` });
-    } finally {
-      stream.poke();
-    }
+  // Compared as digests: equal lengths for timingSafeEqual, and the time says nothing of the secret.
+  const sent = req.headers[PROXY_SECRET_HEADER.toLowerCase()];
+  if (gate.secretDigest && (typeof sent !== 'string' || !crypto.timingSafeEqual(sha256(sent), gate.secretDigest))) {
+    send(res, 403, {
+      status: 'forbidden',
+      message: `this request does not carry the secret the inbox shares with its proxy (${PROXY_SECRET_HEADER}), so its ${opts.trustedUserHeader} header cannot be trusted. Open the inbox through the proxy.`,
+    });
+    return true;
   }
-
-  /** An unknown outcome settled by a person: done (with evidence), not done, or run again. */
-  async function reconcile(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-    const body = await jsonBody(req, res);
-    if (body === undefined) return;
-    const { workflowId, reconcileId, decision, reason, evidence } = body;
-    if (
-      typeof workflowId !== 'string' ||
-      typeof reconcileId !== 'string' ||
-      (decision !== 'done' && decision !== 'not-done' && decision !== 'run-again')
-    )
-      return send(res, 400, {
-        status: 'invalid',
-        message:
-          'send {"workflowId", "reconcileId", "decision": "done"|"not-done"|"run-again", "evidence"?, "reason"?, "by"?}',
-      });
-    const by = whoDecides(req, res, body, 'operator');
-    if (by === undefined) return;
-    const text = (v: unknown) => (typeof v === 'string' && v.trim() ? v.trim() : undefined);
-    if (decision === 'done' && !text(evidence))
-      return send(res, 400, {
-        status: 'invalid',
-        message: 'marking it done needs evidence: what shows the call ran (a log line, an id, a receipt)',
-      });
-    try {
-      const r = await opts.client.submitReconcile({
-        workflowId,
-        reconcileId,
-        decision,
-        by,
-        ...(text(reason) ? { reason: text(reason) } : {}),
-        ...(text(evidence) ? { evidence: text(evidence) } : {}),
-      });
-      // Queued: no worker runs the card's workflow; the server holds the decision until one does.
-      if (r.status === 'queued') send(res, 202, r);
-      else send(res, 200, { ...r, status: 'reconciled' });
-    } catch (err) {
-      if (err instanceof SluiceError) send(res, 409, { status: 'refused', message: err.message });
-      else send(res, 502, { status: 'error', message: `could not reach the card: ${(err as Error).message}` });
-    } finally {
-      stream.poke();
-    }
+  if (!headerValue(req, gate.userHeader)) {
+    send(res, 401, {
+      status: 'unauthenticated',
+      message: `this inbox takes the approver from the ${opts.trustedUserHeader} header, and the request has none; open it through the proxy that sets it (on every request, the page's own API calls included)`,
+    });
+    return true;
   }
+  return false;
+}
 
-  /** Hands a pending approval to someone else: a signal, so it works with no worker up. */
-  async function reassign(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-    const body = await jsonBody(req, res);
-    if (body === undefined) return;
-    const { workflowId, approvalId, to, reason } = body;
-    if (typeof workflowId !== 'string' || typeof approvalId !== 'string' || typeof to !== 'string' || !to.trim())
-      return send(res, 400, {
-        status: 'invalid',
-        message: 'send {"workflowId", "approvalId", "to", "reason"?, "by"?}',
-      });
-    const by = whoDecides(req, res, body, 'approver');
-    if (by === undefined) return;
-    try {
-      await opts.client.reassign({
-        workflowId,
-        approvalId,
-        to: to.trim(),
-        by,
-        ...(typeof reason === 'string' && reason.trim() ? { reason: reason.trim() } : {}),
-      });
-      send(res, 202, { status: 'sent', approvalId, to: to.trim(), by });
-    } catch (err) {
-      if (err instanceof SluiceError) send(res, 409, { status: 'refused', message: err.message });
-      else send(res, 502, { status: 'error', message: `could not reach the batch: ${(err as Error).message}` });
-    } finally {
-      stream.poke();
+/** The inbox page and what it reads: who is signed in, the snapshot and its stream, a session's timeline. */
+async function readRoute(
+  feed: InboxFeed,
+  stream: SnapshotStream,
+  gate: Gate,
+  opts: InboxOptions,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  url: URL,
+): Promise<boolean> {
+  if (req.method !== 'GET') return false;
+  switch (url.pathname) {
+    case '/':
+      sendPage(res, fs.readFileSync(PAGE));
+      return true;
+    case '/api/whoami': {
+      const user = gate.userHeader ? headerValue(req, gate.userHeader) : undefined;
+      send(res, 200, { ...(gate.userHeader ? { header: opts.trustedUserHeader } : {}), ...(user ? { user } : {}) });
+      return true;
     }
+    case '/api/snapshot':
+      send(res, 200, await feed.snapshot());
+      return true;
+    case '/api/stream':
+      stream.subscribe(req, res);
+      return true;
+    case '/api/session': {
+      const id = url.searchParams.get('id');
+      if (!id) {
+        send(res, 400, { status: 'invalid', message: 'give the session id: /api/session?id=<sessionId>' });
+        return true;
+      }
+      const unseen = await feed.sessionProblem(id);
+      if (unseen) send(res, unseen.status, { status: 'not-found', message: unseen.message });
+      else send(res, 200, await feed.session(id));
+      return true;
+    }
+    default:
+      return false;
   }
+}
 
-  await new Promise<void>((resolve, reject) => {
+function listen(server: http.Server, opts: InboxOptions): Promise<AddressInfo> {
+  return new Promise<AddressInfo>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) =>
       reject(
         err.code === 'EADDRINUSE'
@@ -381,19 +280,10 @@ export async function startInbox(opts: InboxOptions): Promise<Inbox> {
           : err,
       ),
     );
-    server.listen(opts.port ?? DEFAULT_INBOX_PORT, opts.host ?? DEFAULT_INBOX_HOST, () => resolve());
+    server.listen(opts.port ?? DEFAULT_INBOX_PORT, opts.host ?? DEFAULT_INBOX_HOST, () =>
+      resolve(server.address() as AddressInfo),
+    );
   });
-  const { address, port } = server.address() as AddressInfo;
-  hosts = hostRule(opts.host ?? DEFAULT_INBOX_HOST, address, port, opts.allowedHosts ?? []);
-  const shownHost = address.includes(':') ? `[${address}]` : address;
-  return {
-    url: `http://${shownHost}:${port}/`,
-    async close() {
-      stream.close();
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
 }
 
 /**
@@ -466,30 +356,6 @@ class SnapshotStream {
   }
 }
 
-const SECURITY_HEADERS = {
-  'content-security-policy':
-    "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src 'self' data:",
-  'x-frame-options': 'DENY',
-  'referrer-policy': 'no-referrer',
-};
-
-/** A decision must come from this page: JSON (no plain form post) and, when named, our own origin. */
-function crossSiteProblem(req: http.IncomingMessage): string | undefined {
-  if (!(req.headers['content-type'] ?? '').startsWith('application/json'))
-    return 'decisions are JSON requests from the inbox page';
-  const origin = req.headers.origin;
-  if (origin && origin !== 'null') {
-    let host: string;
-    try {
-      host = new URL(origin).host;
-    } catch {
-      return 'unreadable Origin header';
-    }
-    if (host !== req.headers.host) return `a page at ${origin} may not decide through this inbox`;
-  }
-  return undefined;
-}
-
 interface HostRule {
   /** Why a request's Host header is not one this inbox answers to, or undefined. */
   problem(host: string | undefined): string | undefined;
@@ -541,58 +407,4 @@ function hostRule(configured: string, bound: string, port: number, allowed: stri
 
 function bracketed(address: string): string {
   return address.includes(':') ? `[${address}]` : address;
-}
-
-/** The peer's address, IPv4 without the IPv6-mapped prefix. */
-function plainAddress(a: string | undefined): string {
-  if (!a) return 'an unknown address';
-  return a.startsWith('::ffff:') && isIP(a.slice(7)) === 4 ? a.slice(7) : a;
-}
-
-function headerValue(req: http.IncomingMessage, name: string): string | undefined {
-  const v = req.headers[name];
-  const s = (Array.isArray(v) ? v[0] : v)?.trim();
-  return s ? s.slice(0, 200) : undefined;
-}
-
-function send(res: http.ServerResponse, status: number, body: unknown): void {
-  if (res.headersSent) return void res.end();
-  res.writeHead(status, {
-    'content-type': 'application/json; charset=utf-8',
-    'cache-control': 'no-store',
-    'x-content-type-options': 'nosniff',
-  });
-  res.end(JSON.stringify(body));
-}
-
-/** The request's JSON body (as parsed, whatever it holds), or undefined after answering 400 when it is not JSON. */
-async function jsonBody(
-  req: http.IncomingMessage,
-  res: http.ServerResponse,
-): Promise<Record<string, unknown> | undefined> {
-  try {
-    return JSON.parse(await readBody(req));
-  } catch (err) {
-    send(res, 400, {
-      status: 'invalid',
-      message: `the request body must be JSON (${(err as Error).message})`,
-    });
-    return undefined;
-  }
-}
-
-function readBody(req: http.IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let size = 0;
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size > MAX_BODY) {
-        reject(new Error('the request body is too large'));
-        req.destroy();
-      } else chunks.push(c);
-    });
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
 }

@@ -1,0 +1,256 @@
+// The inbox's event stream of one session (GET /api/sessions/<id>/events), read as a browser
+// reads it: the durable log so far, then the model's text while the step runs (the fake provider
+// holds the rest back until the test has seen the first piece), a retried attempt's pieces
+// voided, a late page the record plus the step from its start, and a page that reconnects with
+// Last-Event-ID nothing twice. Then two worker processes serving one session: one stream.
+import * as path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { LiveEvent } from '../agent/live';
+import { startInbox, type Inbox } from '../client/inbox/server';
+import { sessionHandle, startSession } from '../client/session';
+import type { SessionEvent } from '../pipeline/types';
+import { openStores, type SluiceStores } from '../stores/stores';
+import { eventually } from './eventually';
+import sessionConfig from './fixtures/session.config';
+import { spawnWorker, startHarness, type ChildWorker, type Harness } from './harness';
+import { ANSWER, startStreamProvider, type StreamProvider } from './stream-provider';
+
+type Followed = SessionEvent | LiveEvent;
+
+interface Frame {
+  id?: string;
+  event: string;
+  data: Followed;
+}
+
+/** An EventSource's view of the stream: every frame with its id, until closed. */
+function openStream(url: string, headers: Record<string, string> = {}) {
+  const frames: Frame[] = [];
+  const stop = new AbortController();
+  let status = 0;
+  const done = (async () => {
+    const res = await fetch(url, { headers: { accept: 'text/event-stream', ...headers }, signal: stop.signal });
+    status = res.status;
+    const reader = res.body!.getReader();
+    const decoder = new TextDecoder();
+    let buf = '';
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      buf += decoder.decode(value, { stream: true });
+      for (let cut = buf.indexOf('\n\n'); cut >= 0; cut = buf.indexOf('\n\n')) {
+        const block = buf.slice(0, cut);
+        buf = buf.slice(cut + 2);
+        const f: Partial<Frame> & { lines: string[] } = { lines: [] };
+        for (const line of block.split('\n')) {
+          if (line.startsWith('id: ')) f.id = line.slice(4);
+          else if (line.startsWith('event: ')) f.event = line.slice(7);
+          else if (line.startsWith('data: ')) f.lines.push(line.slice(6));
+        }
+        if (f.event && f.lines.length) frames.push({ id: f.id, event: f.event, data: JSON.parse(f.lines.join('\n')) });
+      }
+    }
+  })().catch((err) => {
+    if (!stop.signal.aborted) throw err;
+  });
+  return {
+    frames,
+    status: () => status,
+    seen: () => frames.map((f) => f.data),
+    lastId: () => [...frames].reverse().find((f) => f.id)?.id,
+    async close() {
+      stop.abort();
+      await done;
+    },
+  };
+}
+
+const live = (seen: Followed[]) => seen.filter((e): e is LiveEvent => !('seq' in e));
+const records = (seen: Followed[]) => seen.filter((e): e is SessionEvent => 'seq' in e);
+const deltas = (seen: Followed[]) =>
+  seen.filter((e): e is Extract<LiveEvent, { type: 'live/delta' }> => e.type === 'live/delta');
+
+/** What a page shows of a step: the pieces of its attempts that were not voided. */
+function shownText(seen: Followed[], turn: number, step: number): string {
+  const voided = new Set(
+    live(seen)
+      .filter((e) => e.type === 'live/void' && e.turn === turn && e.step === step)
+      .map((e) => e.attempt),
+  );
+  return deltas(seen)
+    .filter((d) => d.turn === turn && d.step === step && d.kind === 'text' && !voided.has(d.attempt))
+    .map((d) => d.text)
+    .join('');
+}
+
+/** Every record once and in seq order; every attempt's pieces once and in order. */
+function expectOnce(seen: Followed[]) {
+  const seqs = records(seen).map((e) => e.seq);
+  expect(seqs).toEqual([...new Set(seqs)].sort((a, b) => a - b));
+  const pieces = deltas(seen).map((d) => `${d.turn}:${d.step}:${d.attempt}:${d.n}`);
+  expect(new Set(pieces).size).toBe(pieces.length);
+}
+
+let provider: StreamProvider;
+let h: Harness;
+let stores: SluiceStores;
+let inbox: Inbox;
+let n = 0;
+const eventsUrl = (sessionId: string) => `${inbox.url}api/sessions/${encodeURIComponent(sessionId)}/events`;
+
+beforeAll(async () => {
+  provider = await startStreamProvider();
+  Object.assign(process.env, {
+    OPENAI_API_KEY: 'sk-test-session-page',
+    OPENAI_BASE_URL: `${provider.base}/v1`,
+  });
+  h = await startHarness('session-page-events', sessionConfig);
+  process.env.SLUICE_TEST_DIR = h.stateDir;
+  stores = openStores({ stateDir: h.stateDir });
+  inbox = await startInbox({ client: h.client, port: 0, refreshMs: 300, taskQueue: h.taskQueue, store: stores });
+}, 60_000);
+afterAll(async () => {
+  await inbox?.close();
+  await stores?.close();
+  await h?.close();
+  await provider?.close();
+});
+
+const start = (model: string) =>
+  startSession(h.client, {
+    sessionId: `page-events-${process.pid}-${Date.now()}-${++n}`,
+    model,
+    modelCall: { initialIntervalMs: 50, maxAttempts: 4 },
+  });
+
+describe("a session's event stream in the inbox", () => {
+  it('sends the pieces before the step ends; a late page gets the record and the step from its start; Last-Event-ID resumes with nothing twice', async () => {
+    const gate = `gate-page-${process.pid}`;
+    const s = await start(`openai:${gate}`);
+    const early = openStream(eventsUrl(s.sessionId));
+    const turn = s.send('say hello');
+    await eventually('the first piece, live', () => deltas(early.seen()).some((d) => d.text === ANSWER[0]));
+    expect(early.status()).toBe(200);
+    expect(records(early.seen()).map((e) => e.type)).not.toContain('model/message');
+
+    // A page joining now: the log so far (the user's message), then this step's pieces from the first.
+    const late = openStream(eventsUrl(s.sessionId));
+    await eventually('the late page catches up', () => shownText(late.seen(), 1, 1) === ANSWER[0]);
+    expect(records(late.seen()).map((e) => e.type)).toEqual(['session/user']);
+
+    // A page that lost its connection comes back with the last id it saw: it gets what followed, only.
+    const cut = early.frames.length;
+    const resumed = openStream(eventsUrl(s.sessionId), { 'last-event-id': early.lastId()! });
+
+    provider.release(gate);
+    expect(await turn).toMatchObject({ reason: 'done', text: ANSWER.join('') });
+    for (const f of [early, late, resumed])
+      await eventually('the turn recorded', () => records(f.seen()).some((e) => e.type === 'session/turn-ended'));
+    for (const f of [early, late]) {
+      expect(shownText(f.seen(), 1, 1)).toBe(ANSWER.join(''));
+      expectOnce(f.seen());
+      // Every piece came before the step's record, which the page shows in their place.
+      const recordAt = f.seen().findIndex((e) => e.type === 'model/message');
+      expect(
+        f
+          .seen()
+          .map((e) => e.type)
+          .lastIndexOf('live/delta'),
+      ).toBeLessThan(recordAt);
+    }
+    expect(resumed.seen()).toEqual(early.seen().slice(cut, cut + resumed.seen().length));
+    expect(resumed.seen().length).toBe(early.seen().length - cut);
+    for (const f of [early, late, resumed]) await f.close();
+    await s.cancel();
+    await s.result();
+  });
+
+  it("marks a failed attempt's pieces void before the retry's, so a page shows the answer once", async () => {
+    const s = await start(`openai:cut-page-${process.pid}`);
+    const f = openStream(eventsUrl(s.sessionId));
+    expect(await s.send('say hello')).toMatchObject({ reason: 'done', text: ANSWER.join('') });
+    await eventually('the record', () => records(f.seen()).some((e) => e.type === 'model/message'));
+    const seen = f.seen();
+    const at = (type: string, attempt: number) =>
+      seen.findIndex((e) => e.type === type && (e as LiveEvent).attempt === attempt);
+    const first = at('live/delta', 1);
+    const voided = at('live/void', 1);
+    expect(first).toBeGreaterThanOrEqual(0);
+    expect(voided).toBeGreaterThan(first);
+    expect(at('live/delta', 2)).toBeGreaterThan(voided);
+    expect(shownText(seen, 1, 1)).toBe(ANSWER.join(''));
+    expectOnce(seen);
+    await f.close();
+    await s.cancel();
+    await s.result();
+  });
+
+  it('answers a session id it cannot look up, or that is not on its task queue, without a stream', async () => {
+    const quoted = await fetch(eventsUrl("x' OR TaskQueue != 'y"));
+    expect(quoted.status).toBe(400);
+    const unknown = await fetch(eventsUrl(`no-such-session-${process.pid}`));
+    expect(unknown.status).toBe(404);
+    expect((await unknown.json()).message).toContain(`task queue ${h.taskQueue}`);
+  });
+});
+
+describe('two worker processes serve one session', () => {
+  let h2: Harness;
+  const workers: ChildWorker[] = [];
+  let inbox2: Inbox;
+  let stores2: SluiceStores;
+  beforeAll(async () => {
+    // A task queue of its own and no worker in this process: the follower is on neither worker.
+    h2 = await startHarness('session-page-two', sessionConfig, { autoStart: false });
+    stores2 = openStores({ stateDir: h2.stateDir });
+    inbox2 = await startInbox({ client: h2.client, port: 0, taskQueue: h2.taskQueue, store: stores2 });
+  }, 60_000);
+  afterAll(async () => {
+    await Promise.all(workers.map((w) => w.kill()));
+    await inbox2?.close();
+    await stores2?.close();
+    await h2?.close();
+  });
+
+  it('the page follows one stream while the session moves from one worker to the other', async () => {
+    const env = {
+      OPENAI_API_KEY: 'sk-test-session-page',
+      OPENAI_BASE_URL: `${provider.base}/v1`,
+      SLUICE_TEST_DIR: h2.stateDir,
+    };
+    const worker = () =>
+      spawnWorker(path.join(__dirname, 'fixtures', 'session.config.ts'), h2.taskQueue, h2.stateDir, env);
+    const a = worker();
+    workers.push(a);
+    await a.ready;
+    const sessionId = `page-two-${process.pid}-${Date.now()}`;
+    const s = await startSession(h2.client, {
+      sessionId,
+      model: `openai:gate-two-${process.pid}`,
+      modelCall: { initialIntervalMs: 50, maxAttempts: 4 },
+    });
+    const f = openStream(`${inbox2.url}api/sessions/${encodeURIComponent(sessionId)}/events`);
+    const first = s.send('say hello');
+    await eventually('turn 1 streams from worker A', () => deltas(f.seen()).some((d) => d.turn === 1));
+    provider.release(`gate-two-${process.pid}`);
+    await first;
+
+    // Worker B joins and A stops: turn 2 can only run on B.
+    const b = worker();
+    workers.push(b);
+    await b.ready;
+    await a.kill('SIGTERM');
+    expect(await s.send('say hello again')).toMatchObject({ reason: 'done', text: ANSWER.join('') });
+    await eventually('turn 2 recorded', () =>
+      records(f.seen()).some((e) => e.type === 'session/turn-ended' && (e.data as { turn: number }).turn === 2),
+    );
+    const seen = f.seen();
+    expectOnce(seen);
+    expect(shownText(seen, 1, 1)).toBe(ANSWER.join(''));
+    expect(shownText(seen, 2, 1)).toBe(ANSWER.join(''));
+    expect(records(seen).map((e) => e.seq)).toEqual(records(seen).map((_, i) => i));
+    await f.close();
+    await sessionHandle(h2.client, sessionId).cancel();
+    await s.result();
+  });
+});
