@@ -1,0 +1,129 @@
+// The session page of the inbox in a real headless Chromium, against the real dev server and a
+// local provider that streams: the model's text shows before the step ends (the provider holds
+// the rest back until the page has shown the first piece), a page that joins late shows the
+// earlier events once, a call is approved from the page and its result shows in its card, a
+// message typed in the page starts a turn, and Interrupt ends one.
+// SLUICE_SESSION_SCREENSHOT=docs/images/session-page.png also saves a picture of the page.
+import type { BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startInbox, type Inbox } from '../client/inbox/server';
+import { type SessionHandle, startSession } from '../client/session';
+import { openStores, type SluiceStores } from '../worker/stores';
+import { launchBrowser } from './chromium';
+import { poll } from './eventually';
+import sessionConfig from './fixtures/session.config';
+import { startHarness, type Harness } from './harness';
+import { ANSWER, startStreamProvider, type StreamProvider } from './stream-provider';
+
+let provider: StreamProvider;
+let h: Harness;
+let stores: SluiceStores;
+let inbox: Inbox;
+let browser: BrowserContext;
+let closeBrowser: (() => Promise<void>) | undefined;
+const sessions: SessionHandle[] = [];
+let n = 0;
+
+beforeAll(async () => {
+  provider = await startStreamProvider();
+  Object.assign(process.env, { OPENAI_API_KEY: 'sk-test-session-page', OPENAI_BASE_URL: `${provider.base}/v1` });
+  h = await startHarness('session-page', sessionConfig);
+  process.env.SLUICE_TEST_DIR = h.stateDir;
+  stores = openStores({ stateDir: h.stateDir });
+  inbox = await startInbox({ client: h.client, port: 0, refreshMs: 300, taskQueue: h.taskQueue, store: stores });
+  ({ browser, close: closeBrowser } = await launchBrowser());
+}, 60_000);
+afterAll(async () => {
+  for (const s of sessions)
+    await s
+      .cancel()
+      .then(() => s.result())
+      .catch(() => undefined);
+  await closeBrowser?.();
+  await inbox?.close();
+  await stores?.close();
+  await h?.close();
+  await provider?.close();
+});
+
+async function start(model: string): Promise<SessionHandle> {
+  const s = await startSession(h.client, {
+    sessionId: `page-${process.pid}-${Date.now()}-${++n}`,
+    model,
+    modelCall: { initialIntervalMs: 50, maxAttempts: 3 },
+  });
+  sessions.push(s);
+  return s;
+}
+
+async function open(s: SessionHandle, name?: string): Promise<Page> {
+  const page = await browser.newPage();
+  await page.goto(`${inbox.url}sessions/${encodeURIComponent(s.sessionId)}`);
+  if (name) await page.fill('#approver', name);
+  await poll(() => page.locator('#conn').textContent()).toBe('live');
+  return page;
+}
+
+const stepText = (page: Page, turn: number, step: number) =>
+  page.locator(`.msg.model[data-turn="${turn}"][data-step="${step}"] .text`).textContent();
+
+describe('the session page', () => {
+  it('shows the model text as it streams, before the step ends; a page that joins late shows what came before once', async () => {
+    const gate = `gate-page-${process.pid}`;
+    const s = await start(`openai:${gate}`);
+    const page = await open(s);
+    const turn = s.send('say hello');
+    // The provider sends the rest only once released: the first piece on the page means the step still runs.
+    await poll(() => stepText(page, 1, 1)).toBe(ANSWER[0]);
+    expect(await page.locator('.msg.model[data-turn="1"][data-step="1"]').getAttribute('data-recorded')).toBeNull();
+
+    const late = await open(s);
+    await poll(() => stepText(late, 1, 1)).toBe(ANSWER[0]);
+    expect(await late.locator('.msg.user').allTextContents()).toEqual(['you · turn 1say hello']);
+
+    provider.release(gate);
+    expect(await turn).toMatchObject({ reason: 'done', text: ANSWER.join('') });
+    for (const p of [page, late]) {
+      await poll(() => p.locator('.turn-end').allTextContents()).toEqual(['turn 1 ended: done']);
+      expect(await stepText(p, 1, 1)).toBe(ANSWER.join(''));
+      expect(await p.locator('.msg.model').count()).toBe(1);
+      expect(await p.locator('.msg.user').count()).toBe(1);
+      await p.close();
+    }
+  });
+
+  it('a message typed in the page starts a turn; a call it makes is approved from the page and its result shows', async () => {
+    const s = await start('scripted');
+    const page = await open(s, 'alice');
+    await page.fill('#message', 'publish');
+    await page.click('#send');
+    await poll(() => page.locator('#sent').textContent()).toContain('Queued');
+    const card = page.locator('article.call[data-call-id="p"]');
+    await card.locator('.ask button.approve').waitFor();
+    expect(await card.getAttribute('data-state')).toBe('asked');
+    expect(await card.locator('.title').textContent()).toBe('Publish notes');
+    // The digest the page sends is the one it shows, as in the inbox.
+    const pending = await s.pendingApprovals();
+    expect(await card.locator('.ask').getAttribute('data-digest')).toBe(pending[0].argsDigest);
+    await card.locator('.ask button.approve').click();
+    await poll(() => card.getAttribute('data-state')).toBe('done');
+    expect(await card.locator('.result pre').textContent()).toBe('published notes');
+    expect(await card.locator('.approval').textContent()).toContain('approved by alice');
+    await poll(() => stepText(page, 1, 2)).toBe('published notes');
+    await poll(() => page.locator('#state').textContent()).toMatch(/^idle · turn 1 · step 2/);
+    if (process.env.SLUICE_SESSION_SCREENSHOT)
+      await page.screenshot({ path: process.env.SLUICE_SESSION_SCREENSHOT, fullPage: true });
+    await page.close();
+  });
+
+  it('Interrupt ends the turn under way', async () => {
+    const s = await start('scripted');
+    const page = await open(s, 'alice');
+    await page.fill('#message', 'slow-model:60000');
+    await page.click('#send');
+    await poll(() => page.locator('#state').textContent()).toContain('model');
+    await page.click('#interrupt');
+    await poll(() => page.locator('.turn-end').allTextContents()).toEqual(['turn 1 ended: interrupted']);
+    await page.close();
+  });
+});
