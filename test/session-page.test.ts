@@ -8,7 +8,7 @@ import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startInbox, type Inbox } from '../client/inbox/server';
 import { type SessionHandle, startSession } from '../client/session';
-import { openStores, type SluiceStores } from '../worker/stores';
+import { openStores, type SluiceStores } from '../stores/stores';
 import { launchBrowser } from './chromium';
 import { poll } from './eventually';
 import sessionConfig from './fixtures/session.config';
