@@ -11,7 +11,7 @@ import type { SessionEvent } from '../../pipeline/types';
 import type { LiveReader } from '../../stores/live';
 import type { SluiceClient } from '../client';
 import { sessionHandle } from '../session';
-import { followSessionEvents } from '../session-events';
+import { followSessionEvents, type SessionEventSource } from '../session-events';
 import type { InboxFeed } from './feed';
 import { crossSiteProblem, jsonBody, send, sendPage } from './http';
 
@@ -133,12 +133,6 @@ async function streamEvents(
   sessionId: string,
   url: URL,
 ): Promise<void> {
-  if (!deps.store)
-    return send(res, 503, {
-      status: 'unavailable',
-      message:
-        "this inbox reads no session store, so it cannot follow a session's events: start it beside the workers' state folder (`npx sluice ui --state-dir DIR`) or with their SLUICE_DATABASE_URL",
-    });
   const header = req.headers['last-event-id'];
   let at = parseResume((Array.isArray(header) ? header[0] : header) ?? url.searchParams.get('after'));
   const stop = new AbortController();
@@ -155,10 +149,12 @@ async function streamEvents(
   const beat = setInterval(() => res.write(': beat\n\n'), BEAT_MS);
   const resumedFrom = at;
   try {
-    for await (const e of followSessionEvents(deps.store, sessionId, {
+    for await (const e of followSessionEvents(deps.store ?? fromTemporal(deps.feed), sessionId, {
       fromSeq: at.next,
       live: true,
       signal: stop.signal,
+      // Without the workers' store, finished batches are read from Temporal: not ten times a second.
+      ...(deps.store ? {} : { intervalMs: 2_000 }),
     })) {
       let kind: 'record' | 'live';
       if ('seq' in e) {
@@ -180,6 +176,18 @@ async function streamEvents(
     deps.streams.delete(stop);
     res.end();
   }
+}
+
+/**
+ * A session's events as Temporal alone has them, for an inbox without the workers' store: those
+ * of its finished batches (what a session records outside batches, and the live text, need the store).
+ */
+function fromTemporal(feed: InboxFeed): SessionEventSource {
+  return {
+    async events(sessionId, afterSeq = -1) {
+      return (await feed.session(sessionId)).events.filter((e) => e.seq > afterSeq);
+    },
+  };
 }
 
 /** Waits until a full socket buffer drains (a slow page slows only its own stream). */
