@@ -13,13 +13,15 @@
 // `--session`; HTTP: the Mcp-Session-Id), each call one step of it, keyed by the JSON-RPC request
 // id, the tool name and the arguments: the same request sent again attaches to its batch.
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import * as os from 'node:os';
 import * as http from 'node:http';
 import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { canonicalJson } from '../pipeline/json';
-import type { BatchOutput, Json } from '../pipeline/types';
+import type { BatchOutput, Json, PendingApproval } from '../pipeline/types';
+import { type ApprovalLinkSettings, approvalLink } from '../activities/approval-links';
 import { loadConfig } from '../worker/load-config';
 import { parseToolManifest, type ToolSchema, toolSchemas } from '../define/config';
 import { dataConverterFromEnv } from '../temporal/codec';
@@ -49,6 +51,9 @@ Options:
   --session ID            The Sluice session of a stdio client (default: a new one per process);
                           give one to let a restarted gateway answer a repeated call from its batch
   --approval-timeout S    Deny timeout of an ask when the tool sets none (default 600)
+  --inbox URL             The Sluice inbox as the person reaches it: a client that supports MCP
+                          URL elicitation is sent a one-time approval link there (needs
+                          SLUICE_LINK_KEY, the inbox's; default the config's approvalLinks.baseUrl)
   --address host:port     Temporal frontend (default: TEMPORAL_ADDRESS, then localhost:7233)
   --namespace NAME        Temporal namespace (default: TEMPORAL_NAMESPACE, then "default")`;
 
@@ -78,6 +83,13 @@ export interface GatewayOptions {
   sluice: SluiceClient;
   /** Deny timeout of asks when the tool sets none (BatchOptions.approvalTimeoutMs). */
   approvalTimeoutMs?: number;
+  /**
+   * Where one-time approval links point (the inbox) and their key: a client that supports URL
+   * elicitation is sent the link for the approval its call waits on.
+   */
+  links?: ApprovalLinkSettings;
+  /** Who a decision made in the client's elicitation form is recorded as; default the OS user. */
+  approver?: string;
   log?: (line: string) => void;
 }
 
@@ -118,23 +130,27 @@ export function gatewayServer(opts: GatewayOptions, sessionId: () => string): Se
         `unknown tool ${JSON.stringify(name)}: this gateway serves ${[...byName.keys()].join(', ') || 'no tools'}`,
       );
     const progressToken = request.params._meta?.progressToken;
-    const { out, workflowId } = await run(
-      opts,
-      sessionId(),
-      extra.requestId,
-      name,
-      args,
-      extra.signal,
-      async (message, n) => {
+    const { out, workflowId } = await run(opts, sessionId(), extra.requestId, name, args, extra.signal, {
+      progress: async (message, n) => {
         if (progressToken === undefined) return;
         await extra
           .sendNotification({ method: 'notifications/progress', params: { progressToken, progress: n, message } })
           .catch(() => undefined);
       },
-    );
+      ...(elicitingAsker(server, sdk, opts, extra) ?? {}),
+    });
     return toMcpResult(out, workflowId);
   });
   return server;
+}
+
+/** What a waiting call tells the client: progress, and (when it supports elicitation) the ask itself. */
+interface Waiting {
+  progress(message: string, n: number): Promise<void>;
+  /** Called once per approval the call waits on; `signal` aborts when the batch no longer waits. */
+  ask?(pending: PendingApproval, signal: AbortSignal): Promise<void>;
+  /** Called once when the batch has finished (a URL elicitation is then complete). */
+  done?(): Promise<void>;
 }
 
 /**
@@ -150,7 +166,7 @@ async function run(
   name: string,
   args: Record<string, unknown>,
   signal: AbortSignal,
-  progress: (message: string, n: number) => Promise<void>,
+  waiting: Waiting,
 ): Promise<{ out: BatchOutput; workflowId: string }> {
   const request = {
     sessionId,
@@ -160,42 +176,161 @@ async function run(
     ...(opts.approvalTimeoutMs !== undefined ? { options: { approvalTimeoutMs: opts.approvalTimeoutMs } } : {}),
   };
   const { handle, value: out } = await startInOwnBlock(opts.sluice, request, (h) =>
-    waitFor(h, opts.sluice, signal, progress),
+    waitFor(h, opts.sluice, signal, waiting),
   );
   return { out, workflowId: handle.workflowId };
 }
 
 /**
- * The batch's output. While it runs, `progress` hears every PROGRESS_MS what it waits on; a
- * cancelled request (notifications/cancelled) cancels the batch.
+ * The batch's output. While it runs, `waiting` hears every PROGRESS_MS what it waits on, and is
+ * asked once per approval it waits on; a cancelled request (notifications/cancelled) cancels the batch.
  */
 async function waitFor(
   handle: BatchHandle,
   sluice: SluiceClient,
   signal: AbortSignal,
-  progress: (message: string, n: number) => Promise<void>,
+  waiting: Waiting,
 ): Promise<BatchOutput> {
   const onAbort = () => void handle.cancel().catch(() => undefined);
   signal.addEventListener('abort', onAbort, { once: true });
+  // Ends every elicitation still open on the client when the batch stops waiting (another channel
+  // decided first, the deny timeout, the call was cancelled): the first answer wins, once.
+  const asking = new AbortController();
+  const asked = new Set<string>();
   let n = 0;
-  const timer = setInterval(async () => {
-    n++;
+  const look = async () => {
     let message = `running as Sluice batch ${handle.workflowId}`;
     try {
       const { pending } = await sluice.readApprovals(handle.workflowId);
-      if (pending[0])
-        message = `waiting for a person to approve (approval ${pending[0].approvalId}, denied at ${pending[0].expiresAt} if nobody decides): approve it in the Sluice inbox or with \`sluice approve ${pending[0].approvalId}\``;
+      const p = pending.find((x) => x.kind !== 'reconcile');
+      if (p) {
+        message = `waiting for a person to approve (approval ${p.approvalId}, denied at ${p.expiresAt} if nobody decides): approve it in the Sluice inbox or with \`sluice approve ${p.approvalId}\``;
+        if (waiting.ask && !asked.has(p.approvalId)) {
+          asked.add(p.approvalId);
+          void waiting.ask(p, asking.signal).catch(() => undefined);
+        }
+      }
     } catch {
       // The progress line is a courtesy: a failed read leaves the plain one.
     }
-    await progress(message, n);
+    return message;
+  };
+  const timer = setInterval(async () => {
+    n++;
+    await waiting.progress(await look(), n);
   }, PROGRESS_MS);
+  // A client that can be asked is asked at once, not at the first progress tick.
+  if (waiting.ask) setTimeout(() => void look(), 500).unref();
   try {
     return await handle.result();
   } finally {
     clearInterval(timer);
+    asking.abort();
     signal.removeEventListener('abort', onAbort);
+    await waiting.done?.().catch(() => undefined);
   }
+}
+
+type HandlerExtra = Parameters<Parameters<Server['setRequestHandler']>[1]>[1];
+
+/**
+ * The ask, put to the person at the client through MCP elicitation, when the client declares it:
+ * URL mode (a one-time approval link to the inbox card of this approval, when the gateway has the
+ * inbox's address and link key), else form mode (approve / deny, with a reason). The form's answer
+ * is a decision bound to the digest of the arguments it showed; the inbox, the CLI, notifiers and
+ * verified approvers keep working, and whichever answers first wins (the batch takes one decision
+ * per approval and refuses the rest).
+ */
+function elicitingAsker(
+  server: Server,
+  sdk: McpServerSdk,
+  opts: GatewayOptions,
+  extra: HandlerExtra,
+): Pick<Waiting, 'ask' | 'done'> | undefined {
+  const caps = server.getClientCapabilities()?.elicitation as { form?: object; url?: object } | undefined;
+  if (!caps) return undefined;
+  // A client that declares `elicitation: {}` (the 2025-06-18 form) supports forms only.
+  const form = caps.form !== undefined || caps.url === undefined;
+  const client = server.getClientVersion()?.name ?? 'MCP client';
+  const urlIds: string[] = [];
+  return {
+    async ask(p, signal) {
+      const left = Math.max(1_000, Date.parse(p.expiresAt) - Date.now());
+      const what = `${p.toolName} ${JSON.stringify(p.arguments).slice(0, 500)}`;
+      const link =
+        caps.url !== undefined && opts.links
+          ? approvalLink(opts.links, {
+              approvalId: p.approvalId,
+              workflowId: p.workflowId,
+              argsDigest: p.argsDigest,
+              expiresAt: p.expiresAt,
+            })
+          : undefined;
+      if (link) {
+        const elicitationId = randomUUID();
+        urlIds.push(elicitationId);
+        // The person decides on the inbox's page; the answer here only says whether they opened it.
+        await extra.sendRequest(
+          {
+            method: 'elicitation/create',
+            params: {
+              mode: 'url',
+              elicitationId,
+              url: link,
+              message: `Sluice asks a person to approve ${what} (approval ${p.approvalId}, denied at ${p.expiresAt} if nobody decides). Open the link to approve or deny it.`,
+            },
+          },
+          sdk.ElicitResultSchema,
+          { signal, timeout: left },
+        );
+        return;
+      }
+      if (!form) return;
+      const r = await extra.sendRequest(
+        {
+          method: 'elicitation/create',
+          params: {
+            mode: 'form',
+            message: `Sluice asks you to approve ${what} (approval ${p.approvalId}, arguments digest ${p.argsDigest}; denied at ${p.expiresAt} if nobody decides).`,
+            requestedSchema: {
+              type: 'object',
+              properties: {
+                decision: { type: 'string', title: 'Decision', enum: ['approve', 'deny'] },
+                reason: { type: 'string', title: 'Reason (optional)' },
+              },
+              required: ['decision'],
+            },
+          },
+        },
+        sdk.ElicitResultSchema,
+        { signal, timeout: left },
+      );
+      // Declined or dismissed: the ask stays open for the inbox, the CLI and the notifiers.
+      const decision = r.action === 'accept' ? r.content?.decision : undefined;
+      if (decision !== 'approve' && decision !== 'deny') return;
+      const reason = typeof r.content?.reason === 'string' && r.content.reason ? r.content.reason : undefined;
+      try {
+        await opts.sluice.decide({
+          approvalId: p.approvalId,
+          workflowId: p.workflowId,
+          argsDigest: p.argsDigest,
+          decision,
+          by: opts.approver ?? `${os.userInfo().username} (${client})`,
+          ...(reason ? { reason } : {}),
+        });
+      } catch (err) {
+        // Another channel decided first, or this approval needs a verified approver: the batch
+        // refused the form's answer and recorded why; the call goes on waiting for its outcome.
+        opts.log?.(
+          `sluice gateway: the answer from ${client} to approval ${p.approvalId} was not taken: ${(err as Error).message}\n`,
+        );
+      }
+    },
+    async done() {
+      for (const elicitationId of urlIds)
+        await extra.sendNotification({ method: 'notifications/elicitation/complete', params: { elicitationId } });
+    },
+  };
 }
 
 /** The finalized Sluice result as the MCP answer: its content, isError as Sluice decided, the value as structuredContent. */
@@ -251,13 +386,14 @@ export async function gatewayMain(argv: string[], log: (s: string) => void = (s)
 }
 
 async function serve(o: ReturnType<typeof parseOptions>, log: (s: string) => void): Promise<number> {
-  const tools = o.manifest
-    ? parseToolManifest(fs.readFileSync(o.manifest, 'utf8')).tools.map(({ name, description, inputSchema }) => ({
+  const config = o.manifest ? undefined : await loadConfig(o.config);
+  const tools = config
+    ? toolSchemas(config)
+    : parseToolManifest(fs.readFileSync(o.manifest!, 'utf8')).tools.map(({ name, description, inputSchema }) => ({
         name,
         description,
         inputSchema,
-      }))
-    : toolSchemas(await loadConfig(o.config));
+      }));
   const c = await connectClient({ address: o.address, namespace: o.namespace });
   const sluice = new SluiceClient({
     connection: c.connection,
@@ -265,10 +401,13 @@ async function serve(o: ReturnType<typeof parseOptions>, log: (s: string) => voi
     taskQueue: o.taskQueue,
     dataConverter: dataConverterFromEnv(),
   });
+  const links = o.inbox ? { ...(config?.approvalLinks ?? {}), baseUrl: o.inbox } : config?.approvalLinks;
   const gw: GatewayOptions = {
     tools,
     sluice,
+    log,
     ...(o.approvalTimeoutMs !== undefined ? { approvalTimeoutMs: o.approvalTimeoutMs } : {}),
+    ...(links ? { links } : {}),
   };
   try {
     if (o.http) return await serveHttp(gw, o, log);
@@ -402,6 +541,7 @@ function parseOptions(argv: string[]) {
       'token-env': { type: 'string' },
       session: { type: 'string' },
       'approval-timeout': { type: 'string' },
+      inbox: { type: 'string' },
       address: { type: 'string' },
       namespace: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
@@ -432,6 +572,7 @@ function parseOptions(argv: string[]) {
     tokenEnv: values['token-env'],
     session: values.session,
     approvalTimeoutMs,
+    inbox: values.inbox,
     address: values.address,
     namespace: values.namespace,
   };

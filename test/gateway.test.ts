@@ -11,7 +11,14 @@ import { promisify } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import {
+  type CallToolResult,
+  ElicitationCompleteNotificationSchema,
+  type ElicitRequest,
+  ElicitRequestSchema,
+  type ElicitResult,
+} from '@modelcontextprotocol/sdk/types.js';
+import { readLinkToken } from '../activities/approval-links';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import type { PendingApproval } from '../pipeline/types';
 import { loadConfig } from '../worker/load-config';
@@ -221,6 +228,47 @@ describe('sluice gateway over stdio', () => {
   });
 });
 
+/**
+ * A stdio gateway of its own, driven by the SDK's client declaring elicitation (form, url or both);
+ * `answer` is the client's elicitation handler, and every request and completion it gets is kept.
+ */
+async function elicitingClient(
+  elicitation: Record<string, object>,
+  answer: (params: ElicitRequest['params'], signal: AbortSignal) => Promise<ElicitResult>,
+  extra: string[] = [],
+  env: Record<string, string> = {},
+) {
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: gatewayArgs(extra),
+    env: { ...(process.env as Record<string, string>), GATEWAY_MARKS: marks, ...env },
+    stderr: 'pipe',
+  });
+  const client = new Client({ name: 'eliciting-client', version: '1' }, { capabilities: { elicitation } });
+  const asked: ElicitRequest['params'][] = [];
+  const completed: string[] = [];
+  client.setRequestHandler(ElicitRequestSchema, async (request, extra) => {
+    asked.push(request.params);
+    return answer(request.params, extra.signal);
+  });
+  client.setNotificationHandler(ElicitationCompleteNotificationSchema, async (n) => {
+    completed.push(n.params.elicitationId);
+  });
+  await client.connect(transport);
+  // What the gateway withdrew (notifications/cancelled), as it reached the client's transport: the
+  // SDK's client drops a cancellation of request id 0 (a falsy-id check) before its handler hears
+  // it, and the gateway's first request to a client has id 0.
+  const withdrawn: (string | number)[] = [];
+  const deliver = transport.onmessage!;
+  transport.onmessage = (m) => {
+    const msg = m as { method?: string; params?: { requestId?: string | number } };
+    if (msg.method === 'notifications/cancelled' && msg.params?.requestId !== undefined)
+      withdrawn.push(msg.params.requestId);
+    deliver(m);
+  };
+  return { client, asked, completed, withdrawn };
+}
+
 /** Starts `sluice gateway --http` on a free loopback port; resolves to its /mcp URL. */
 async function startHttpGateway(extra: string[] = [], env: Record<string, string> = {}): Promise<string> {
   const child = spawn(process.execPath, gatewayArgs(['--http', '--port', '0', ...extra]), {
@@ -256,6 +304,117 @@ async function post(url: string, message: unknown, headers: Record<string, strin
   }
   return { status: res.status, json, session: res.headers.get('mcp-session-id') ?? undefined };
 }
+
+describe('MCP elicitation while a call waits for approval', () => {
+  const longCall = { timeout: 290_000 };
+
+  it('form mode: the person approves in the client, bound to the digest shown; the call runs once', async () => {
+    const { client, asked } = await elicitingClient({ form: {} }, async () => ({
+      action: 'accept',
+      content: { decision: 'approve', reason: 'looks right' },
+    }));
+    try {
+      const r = (await client.callTool(
+        { name: 'mcp__up__write_note', arguments: { name: 'e1', text: 'via form' } },
+        undefined,
+        longCall,
+      )) as CallToolResult;
+      expect(r.isError, textOf(r)).toBeFalsy();
+      expect(textOf(r)).toBe('wrote e1');
+      expect(asked).toHaveLength(1);
+      expect(asked[0].mode).toBe('form');
+      expect(asked[0].message).toContain('mcp__up__write_note');
+      const batch = String(r._meta?.['sluice/batch']);
+      const { memo } = await h.client.readApprovals(batch);
+      const decided = memo?.decided[0];
+      expect(asked[0].message).toContain(decided?.approvalId);
+      expect(decided).toMatchObject({ outcome: 'allowed-once', reason: 'looks right' });
+      expect(decided?.by).toContain('eliciting-client');
+      expect(upstreamCalls().filter((c) => c.tool === 'write_note' && c.args.name === 'e1')).toHaveLength(1);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('form mode: a person who decides in Sluice first wins; the open form is withdrawn and its answer taken nowhere', async () => {
+    const { client, asked, withdrawn } = await elicitingClient(
+      { form: {} },
+      // The person at the client never answers: the form stays open until the gateway withdraws it.
+      (_params, signal) =>
+        new Promise((resolve) => signal.addEventListener('abort', () => resolve({ action: 'cancel' }))),
+    );
+    try {
+      const call = client.callTool(
+        { name: 'mcp__up__write_note', arguments: { name: 'e2', text: 'inbox first' } },
+        undefined,
+        longCall,
+      );
+      const pending = await approvalFor('mcp__up__write_note', 'e2');
+      await eventually('the form asked in the client', () => asked.length === 1);
+      await h.client.decide({
+        approvalId: pending.approvalId,
+        decision: 'deny',
+        by: 'carol',
+        reason: 'decided in the inbox',
+        argsDigest: pending.argsDigest,
+        workflowId: pending.workflowId,
+      });
+      const r = (await call) as CallToolResult;
+      expect(r.isError).toBe(true);
+      expect(textOf(r)).toContain('decided in the inbox');
+      await eventually('the open form withdrawn (notifications/cancelled)', () => withdrawn.length === 1);
+      expect(upstreamCalls().some((c) => c.tool === 'write_note' && c.args.name === 'e2')).toBe(false);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('URL mode: the client is sent a one-time link to the inbox card of that approval, and told when it is complete', async () => {
+    const key = 'gateway-test-link-key-0123456789abcdef';
+    const { client, asked, completed } = await elicitingClient(
+      { url: {}, form: {} },
+      async () => ({ action: 'accept' }),
+      ['--inbox', 'http://127.0.0.1:8787'],
+      { SLUICE_LINK_KEY: key },
+    );
+    try {
+      const call = client.callTool(
+        { name: 'mcp__up__write_note', arguments: { name: 'e3', text: 'via link' } },
+        undefined,
+        longCall,
+      );
+      const pending = await approvalFor('mcp__up__write_note', 'e3');
+      await eventually('the link sent to the client', () => asked.length === 1);
+      const params = asked[0] as { mode: string; url: string; elicitationId: string };
+      expect(params.mode).toBe('url');
+      expect(params.url.startsWith('http://127.0.0.1:8787/link/')).toBe(true);
+      const checked = readLinkToken(key, params.url.slice('http://127.0.0.1:8787/link/'.length));
+      expect(checked.ok && checked.claims).toMatchObject({
+        approvalId: pending.approvalId,
+        workflowId: pending.workflowId,
+        argsDigest: pending.argsDigest,
+      });
+      // Accepting only opened the page: nothing is decided until a person decides there.
+      expect((await h.client.readApprovals(pending.workflowId)).pending.map((p) => p.approvalId)).toContain(
+        pending.approvalId,
+      );
+      await h.client.decide({
+        approvalId: pending.approvalId,
+        decision: 'approve',
+        by: 'dave',
+        argsDigest: pending.argsDigest,
+        workflowId: pending.workflowId,
+      });
+      const r = (await call) as CallToolResult;
+      expect(textOf(r)).toBe('wrote e3');
+      await eventually('notifications/elicitation/complete for that link', () =>
+        completed.includes(params.elicitationId),
+      );
+    } finally {
+      await client.close();
+    }
+  });
+});
 
 describe('sluice gateway over Streamable HTTP', () => {
   let url: string;
