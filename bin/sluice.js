@@ -16,10 +16,10 @@ const path = require('node:path');
 // `sluice hook` runs once per harness tool call, on the call's critical path: it loads only the
 // hook command (a Temporal client), not the whole CLI with the worker runtime. It loads no config.
 const hook = process.argv[2] === 'hook' && !process.argv.includes('--help') && !process.argv.includes('-h');
-const entry = hook ? 'hook/command' : 'cli';
+const entry = hook ? path.join('client', 'hook', 'command') : path.join('cli', 'index');
 const root = fs.realpathSync(path.join(__dirname, '..'));
-const source = path.join(root, 'client', `${entry}.ts`);
-const compiled = path.join(root, 'dist', 'client', `${entry}.js`);
+const source = path.join(root, `${entry}.ts`);
+const compiled = path.join(root, 'dist', `${entry}.js`);
 const args = process.argv.slice(2);
 
 /** The folder of the config the command will load (--config, SLUICE_CONFIG, or the working folder). */
@@ -60,8 +60,11 @@ function cliFile() {
   if (fromCheckout && fs.existsSync(source)) return { ts: source };
   const seen = sluiceSeenFrom(dir);
   if (seen && seen !== root) {
-    const theirs = path.join(seen, 'dist', 'client', 'cli.js');
-    if (fs.existsSync(theirs)) return { js: theirs };
+    // Its CLI: dist/cli/index.js, or dist/client/cli.js in releases before the CLI had its own folder.
+    const theirs = [path.join(seen, 'dist', 'cli', 'index.js'), path.join(seen, 'dist', 'client', 'cli.js')].find((f) =>
+      fs.existsSync(f),
+    );
+    if (theirs) return { js: theirs };
   }
   // No config there can import `sluice` by name: no second copy to meet, so as before.
   if (!seen && fs.existsSync(source)) return { ts: source };
@@ -76,16 +79,16 @@ function cliFile() {
   process.exit(1);
 }
 
-const file = cliFile();
-let cli;
-if (file.ts) {
-  require('tsx/cjs');
-  cli = require(file.ts);
-} else {
-  cli = require(file.js);
+async function run() {
+  const file = cliFile();
+  // The source through tsx, registered as \`node --import tsx\` would: require() and import() both
+  // compile TypeScript, so the CLI loads its worker-side modules with a plain import().
+  if (file.ts) await import('tsx');
+  const cli = require(file.ts ?? file.js);
+  return hook ? cli.hookMain(args.slice(1)) : cli.main(args);
 }
-const run = hook ? cli.hookMain(args.slice(1)) : cli.main(args);
-run.then(
+
+run().then(
   (code) => process.exit(code),
   (err) => {
     console.error(err);

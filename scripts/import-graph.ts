@@ -18,6 +18,7 @@ export const LAYERS: readonly (readonly string[])[] = [
   ['define', 'stores', 'temporal', 'workflows', 'activities', 'agent', 'hooks', 'tools'],
   ['worker'],
   ['client'],
+  ['cli'],
   ['scripts', '.'],
 ];
 

@@ -9,7 +9,18 @@ import * as path from 'node:path';
 import ts from 'typescript';
 
 const ROOT = path.join(__dirname, '..');
-const FOLDERS = ['pipeline', 'workflows', 'activities', 'agent', 'hooks', 'tools', 'worker', 'client', 'scripts'];
+const FOLDERS = [
+  'pipeline',
+  'workflows',
+  'activities',
+  'agent',
+  'hooks',
+  'tools',
+  'worker',
+  'client',
+  'cli',
+  'scripts',
+];
 
 export interface LongFunction {
   file: string;

@@ -5,7 +5,7 @@ import { Worker } from '@temporalio/worker';
 import type { BrowserContext } from 'playwright-core';
 import { describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
-import { main } from '../client/cli';
+import { main } from '../cli';
 import type { Inbox } from '../client/inbox/server';
 import type { PendingApproval } from '../pipeline/types';
 import { defineConfig, defineTool } from '../define/config';

@@ -4,7 +4,7 @@
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { auditHistories, type SessionAudit } from '../client/audit';
-import { main } from '../client/cli';
+import { main } from '../cli';
 import { readHistoryFile } from '../client/history';
 import { renderAudit } from '../client/render';
 import type { BatchOutput } from '../pipeline/types';

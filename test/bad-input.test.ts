@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { z } from 'zod';
-import { main, readCallsFile, UsageError } from '../client/cli';
+import { main, readCallsFile, UsageError } from '../cli';
 import { SluiceError } from '../client/client';
 import { MAX_ARGUMENT_CHARS } from '../pipeline/budget';
 import type { BatchOutput } from '../pipeline/types';

@@ -7,7 +7,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
-import { main } from '../client/cli';
+import { main } from '../cli';
 import { DecisionRefusedError } from '../support/errors';
 import { defineConfig, defineTool } from '../define/config';
 import { batchWorkflowId } from '../workflows/definitions';

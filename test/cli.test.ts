@@ -6,7 +6,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
-import { COMMAND_HELP, main } from '../client/cli';
+import { COMMAND_HELP, main } from '../cli';
 import type { PendingApproval } from '../pipeline/types';
 import { defineConfig, defineTool } from '../define/config';
 import { readSessionLog } from '../stores/sink';
@@ -111,7 +111,7 @@ describe('sluice CLI', () => {
       expect(approve.output).toContain(flag);
     expect((await cli(['help', 'deny'])).output).toBe(COMMAND_HELP.approve);
     // What the error messages of these commands point to is listed too.
-    const source = fs.readFileSync(path.join(ROOT, 'scripts', 'dev.ts'), 'utf8');
+    const source = fs.readFileSync(path.join(ROOT, 'cli', 'dev-runtime.ts'), 'utf8');
     for (const flag of source.match(/--[a-z-]+/g) ?? []) expect(dev.output).toContain(flag);
   });
 

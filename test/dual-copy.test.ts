@@ -46,7 +46,7 @@ beforeAll(async () => {
   await packSluice(inject('runDir'));
   expect(fs.existsSync(path.join(REPO, 'dist', 'index.js'))).toBe(true);
   // The source is there too: the layout in which a CLI could run it beside the config's dist/.
-  expect(fs.existsSync(path.join(REPO, 'client', 'cli.ts'))).toBe(true);
+  expect(fs.existsSync(path.join(REPO, 'cli', 'index.ts'))).toBe(true);
   scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-dual-copy-'));
   connection = await NativeConnection.connect({ address: inject('temporalAddress') });
 }, 900_000);

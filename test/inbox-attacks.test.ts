@@ -10,7 +10,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { inboxSettings, main, UsageError } from '../client/cli';
+import { inboxSettings, main, UsageError } from '../cli';
 import { startInbox, type Inbox } from '../client/inbox/server';
 import { dataConverterFromEnv } from '../temporal/codec';
 import { defineConfig, defineTool } from '../define/config';

@@ -9,7 +9,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { main } from '../client/cli';
+import { main } from '../cli';
 import { policyRules } from '../hooks';
 import type { BatchOutput } from '../pipeline/types';
 import { bashTool, fsTools } from '../tools';

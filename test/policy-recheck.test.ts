@@ -7,7 +7,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { main } from '../client/cli';
+import { main } from '../cli';
 import type { BatchOutput } from '../pipeline/types';
 import { eventually } from './eventually';
 import { batch, type ChildWorker, type Harness, spawnWorker, startHarness, text } from './harness';

@@ -4,7 +4,7 @@
 // reading from it, and a PostgreSQL restart in the middle of running batches.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
-import { main } from '../client/cli';
+import { main } from '../cli';
 import { startInbox } from '../client/inbox/server';
 import type { SessionEvent } from '../pipeline/types';
 import { defineConfig, defineTool } from '../define/config';

@@ -7,7 +7,7 @@ import * as fs from 'node:fs';
 import { exportJWK, generateKeyPair, type JWK, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
-import { main } from '../client/cli';
+import { main } from '../cli';
 import type { DecisionRefusedError } from '../client/client';
 import { startInbox } from '../client/inbox/server';
 import type { PendingApproval } from '../pipeline/types';

@@ -4,7 +4,7 @@
 // worker up is recorded when the batch runs again.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
-import { main } from '../client/cli';
+import { main } from '../cli';
 import { RECONCILE_UPDATE, type ReconcileInput, reconcileWorkflowId } from '../pipeline/reconcile';
 import { APPROVALS_MEMO, AWAITING_APPROVAL, PENDING_APPROVALS, SESSION_ID } from '../workflows/definitions';
 import { defineConfig, defineTool } from '../define/config';

@@ -4,7 +4,7 @@
 import { exportJWK, generateKeyPair, type JWK, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
-import { main } from '../client/cli';
+import { main } from '../cli';
 import { RECONCILE_WORKFLOW, type ReconcileInput, reconcileWorkflowId } from '../pipeline/reconcile';
 import { defineConfig, defineTool } from '../define/config';
 import { eventually } from './eventually';

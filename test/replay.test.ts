@@ -7,7 +7,7 @@ import * as path from 'node:path';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
-import { main } from '../client/cli';
+import { main } from '../cli';
 import { readHistoryFile } from '../client/history';
 import { SLUICE_WORKFLOW_TYPES } from '../client/replay';
 import { defineConfig, defineTool } from '../define/config';

@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import type { StandardSchemaV1 } from '@standard-schema/spec';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import { z } from 'zod';
-import { main } from '../client/cli';
+import { main } from '../cli';
 import { ErrorCodes } from '../pipeline/errors';
 import { defineConfig, defineTool, parseToolManifest, toolManifest, toolSchemas } from '../define/config';
 import { loadConfig } from '../worker/load-config';

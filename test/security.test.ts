@@ -10,7 +10,7 @@ import { expandBatchOutput } from '../pipeline/output';
 import { dataConverterFromEnv, EncryptionCodec, ENCRYPTED_ENCODING, parseCodecKeys } from '../temporal/codec';
 import { defineConfig, defineTool } from '../define/config';
 import { batch, startHarness, text, type Harness } from './harness';
-import { main } from '../client/cli';
+import { main } from '../cli';
 import { SluiceClient } from '../client/client';
 import { inject } from 'vitest';
 import { pendingApproval } from './eventually';

@@ -3,7 +3,7 @@
 import type { BrowserContext } from 'playwright-core';
 import { describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
-import { main } from '../client/cli';
+import { main } from '../cli';
 import { DecisionRefusedError } from '../client/client';
 import type { Inbox } from '../client/inbox/server';
 import { GRANTS_NAMESPACE, grantsOf } from '../pipeline/grants';

@@ -3,7 +3,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { main } from '../client/cli';
+import { main } from '../cli';
 import { sessionHandle, startSession, type SessionRequest } from '../client/session';
 import type { AgentMessage, ToolMessage } from '../pipeline/session';
 import { FileResultStore } from '../stores/claim-check';

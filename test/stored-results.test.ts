@@ -5,7 +5,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { main } from '../client/cli';
+import { main } from '../cli';
 import { defineConfig, defineTool } from '../define/config';
 import { pruneStoredResults, readStoredResult } from '../stores/stored-results';
 import { eventually } from './eventually';

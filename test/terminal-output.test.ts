@@ -5,7 +5,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { main } from '../client/cli';
+import { main } from '../cli';
 import { renderAudit, renderPendingCard, renderResultCard } from '../client/render';
 import type { PendingApproval } from '../pipeline/types';
 import { bashTool } from '../tools';

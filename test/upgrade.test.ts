@@ -7,7 +7,7 @@ import * as path from 'node:path';
 import { bundleWorkflowCode, type Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
-import { main } from '../client/cli';
+import { main } from '../cli';
 import { batchVersion, deploymentStatus, setCurrentVersion } from '../client/deployment';
 import { replayHistories } from '../client/replay';
 import { defineConfig, defineTool } from '../define/config';

@@ -5,7 +5,7 @@
 import { exportJWK, generateKeyPair, type JWK, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
-import { main } from '../client/cli';
+import { main } from '../cli';
 import { startInbox } from '../client/inbox/server';
 import { launchBrowser } from './chromium';
 import type { DecisionRefusedError } from '../client/client';

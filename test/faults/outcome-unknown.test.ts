@@ -9,7 +9,7 @@ import type { WorkflowHandle } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import type { BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { main } from '../../client/cli';
+import { main } from '../../cli';
 import { SluiceClient } from '../../client/client';
 import { startInbox, type Inbox } from '../../client/inbox/server';
 import type { BatchOutput, PendingApproval } from '../../pipeline/types';

@@ -16,13 +16,7 @@ const ROOT = path.join(__dirname, '..', '..');
  * the Temporal connection helpers (temporal/) and the optional-package loader (support/) moved out
  * of worker/ and client/, which took 46 of the 49 away.
  */
-const KNOWN: { from: RegExp; to: RegExp; why: string }[] = [
-  {
-    from: /^client\/cli\.ts$/,
-    to: /^scripts\/dev\.ts$/,
-    why: 'the CLI sits in client/: it moves to a folder of its own',
-  },
-];
+const KNOWN: { from: RegExp; to: RegExp; why: string }[] = [];
 
 describe('the import graph', () => {
   const g = importGraph();

@@ -4,7 +4,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { readCallsFile } from '../../client/cli';
+import { readCallsFile } from '../../cli';
 import { batchInputProblem } from '../../pipeline/batch-input';
 import { argsDigest, sha256Hex } from '../../pipeline/digest';
 import { applyPostVerdict, foldPreDecision, parseGuardAnswer, parsePreDecision } from '../../pipeline/fold';

@@ -8,7 +8,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { main } from '../../client/cli';
+import { main } from '../../cli';
 import { decisionOf, policyRules } from '../../hooks/policy';
 import { shellParserReady } from '../../hooks/shell';
 

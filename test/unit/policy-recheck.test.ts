@@ -7,7 +7,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { main } from '../../client/cli';
+import { main } from '../../cli';
 import { policyRules } from '../../hooks/policy';
 import { foldPreDecision, parsePreDecision } from '../../pipeline/fold';
 import type { EventDraft, JsonObject, PolicyBinding, PreDecision } from '../../pipeline/types';

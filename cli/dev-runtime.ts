@@ -1,5 +1,5 @@
-// `npx sluice dev`: the embedded Temporal dev server, a worker and the approval inbox page, in
-// the foreground.
+// `npx sluice dev` running: the embedded Temporal dev server, a worker and the approval inbox page,
+// in the foreground. Loaded only when the command runs (cli/dev.ts): it needs the worker package.
 import * as path from 'node:path';
 import { SluiceClient } from '../client/client';
 import { connect } from '../temporal/connection';

@@ -8,6 +8,7 @@ import { policyRules, readPolicyTests, type PolicyExplanation, type PolicyRules 
 import { shellParserReady } from '../hooks/shell';
 import type { JsonObject } from '../pipeline/types';
 import { UsageError } from '../support/errors';
+import type { RawCommand } from './command';
 
 export const POLICY_HELP = `Usage: npx sluice policy explain <tool> <args-json> [--workspace DIR] [--json]
        npx sluice policy explain --file calls.json [--workspace DIR] [--json]
@@ -29,7 +30,16 @@ check     Runs every source's embedded tests (Codex match / not_match examples) 
 
 Exit codes: 0 all held, 1 a test or example failed (or a file cannot be read), 2 usage.`;
 
-export async function policyCommand(argv: string[], out: (s: string) => void): Promise<number> {
+export const policy: RawCommand = {
+  name: 'policy',
+  synopsis: 'policy explain|check',
+  summary: `What the workspace's policy files say about a call, which rule wins;
+run their embedded tests (\`npx sluice policy --help\`)`,
+  help: POLICY_HELP,
+  raw: (argv, out) => policyCommand(argv, out),
+};
+
+async function policyCommand(argv: string[], out: (s: string) => void): Promise<number> {
   let parsed;
   try {
     parsed = parseArgs({
