@@ -23,7 +23,7 @@ ${CONNECTION_OPTIONS}`,
   async run({ values: v, out }) {
     const { sluice, close } = await client(v);
     try {
-      const { pending, unreadable } = await sluice.approvalsOverview({
+      const { pending, unreadable } = await sluice.approvals.overview({
         ...(v['task-queue'] ? { taskQueue: v['task-queue'] } : {}),
         ...(v.session ? { sessionId: v.session } : {}),
       });

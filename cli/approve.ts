@@ -102,15 +102,15 @@ async function decide(
   };
   return withDecidingClient(v, out, async (sluice) => {
     if (v.signal) {
-      const workflowId = decision.workflowId ?? (await sluice.findApproval(approvalId));
+      const workflowId = decision.workflowId ?? (await sluice.approvals.find(approvalId));
       try {
-        await sluice.signalDecision({ ...decision, workflowId });
+        await sluice.approvals.signal({ ...decision, workflowId });
       } catch (err) {
         // A batch that has finished takes no signal; its result still says how the ask ended.
         if (!(err instanceof WorkflowNotFoundError)) throw err;
       }
       const { workflowId: _omit, ...sent } = decision;
-      const fate = await sluice.signalOutcome(sent, workflowId);
+      const fate = await sluice.approvals.signalOutcome(sent, workflowId);
       if (v.json) out(JSON.stringify({ approvalId, workflowId, ...fate }));
       else if (fate.status === 'applied') out(`${approvalId}: ${fate.outcome} (signal applied)`);
       else if (fate.status === 'refused')
@@ -118,7 +118,7 @@ async function decide(
       else out(`sent: ${command} ${approvalId} as a signal; not applied yet: ${fate.message}`);
       return fate.status === 'refused' ? 1 : 0;
     }
-    const r = await sluice.submitDecision(decision);
+    const r = await sluice.approvals.submit(decision);
     if (r.status === 'applied') {
       out(v.json ? JSON.stringify(r) : appliedLine(approvalId, r));
       return 0;
@@ -132,7 +132,7 @@ async function decide(
       return 0;
     }
     if (!v.json) out(`queued: ${r.message}. Waiting up to ${Math.round(waitMs / 1000)}s for the outcome ...`);
-    const applied = await sluice.awaitDecision(r, { timeoutMs: waitMs });
+    const applied = await sluice.approvals.waitFor(r, { timeoutMs: waitMs });
     out(
       v.json
         ? JSON.stringify({ status: 'applied', workflowId: r.workflowId, ...applied })

@@ -31,7 +31,7 @@ Exit codes: 0 sent, 1 refused (no such pending approval), 2 usage.`,
     if (!approvalId) throw new UsageError('reassign needs an approval id; list them with `npx sluice approvals`');
     if (!v.to?.trim()) throw new UsageError('reassign needs --to NAME: who the approval goes to');
     return withDecidingClient(v, out, async (sluice) => {
-      const { workflowId } = await sluice.reassign({
+      const { workflowId } = await sluice.approvals.reassign({
         approvalId,
         to: v.to!.trim(),
         by: decider(v, 'cli'),

@@ -76,7 +76,7 @@ async function reconcile(
   // A tool only verified approvers may decide is run again only with a signed identity.
   const token = approverToken(v);
   return withDecidingClient(v, out, async (sluice) => {
-    const submitted = await sluice.submitReconcile({
+    const submitted = await sluice.approvals.submitReconcile({
       reconcileId,
       decision,
       ...(token ? { identityToken: token } : {}),
@@ -96,7 +96,7 @@ async function reconcile(
     }
     const r =
       submitted.status === 'queued'
-        ? await sluice.awaitReconcile(submitted, {
+        ? await sluice.approvals.waitForReconcile(submitted, {
             timeoutMs: waitTimeoutMs(v),
           })
         : submitted;

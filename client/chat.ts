@@ -373,7 +373,7 @@ class Chat {
     const batch = v?.activeBatch ?? (v ? undefined : this.lastBatch);
     this.lastBatch = batch;
     if (!batch) return;
-    const pending: PendingApproval[] = await this.o.client.readApprovals(batch).then(
+    const pending: PendingApproval[] = await this.o.client.approvals.read(batch).then(
       (r) => r.pending,
       () => [],
     );
@@ -404,7 +404,7 @@ class Chat {
     if (!input.tty) this.out(`  ← ${answer}`);
     const yes = /^\s*y(es)?\s*$/i.test(answer);
     try {
-      const r = await this.o.client.submitDecision({
+      const r = await this.o.client.approvals.submit({
         approvalId: p.approvalId,
         decision: yes ? 'approve' : 'deny',
         by: this.o.approver,

@@ -1,6 +1,12 @@
 // `sluice/client`: an agent process's side — run or attach to a batch, decide approvals, read a
 // session's events. Loads no worker runtime, no activities and no file-system code.
-export { SluiceClient, toBatchInput, type BatchHandle, type SluiceClientOptions } from './client';
+export {
+  SluiceClient,
+  toBatchInput,
+  type ApprovalsClient,
+  type BatchHandle,
+  type SluiceClientOptions,
+} from './client';
 export { sealIdentity, sealKeyFromEnv, type SealKey } from './identity';
 export { expandBatchOutput, type BatchOutputWire, type WireResult } from '../pipeline/output';
 // The errors and the shared types, as `sluice` exports them too.

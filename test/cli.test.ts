@@ -77,7 +77,7 @@ describe('sluice CLI', () => {
     const results = JSON.parse(r.stdout);
     expect(results).toHaveLength(1);
     expect(results[0]).toMatchObject({ ok: false, failure: 'nondeterminism' });
-  });
+  }, 240_000); // bundles a copy of the workflow code in a child process: a minute or more on a loaded machine
 
   it('`dev --help` and `approve --help` list every flag the commands read and their errors mention', async () => {
     const dev = await cli(['dev', '--help']);
