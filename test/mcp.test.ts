@@ -5,12 +5,13 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { inject } from 'vitest';
 import type { BatchOutput } from '../pipeline/types';
 import { SluiceClient } from '../client/client';
 import { codeModeTool } from '../tools/code-mode';
 import { mcpSource, type McpSource } from '../tools/mcp';
-import { defineConfig, type ToolDefinition } from '../define/config';
+import { defineConfig, defineTool, type ToolDefinition } from '../define/config';
 import { batch, startHarness, text, type Harness } from './harness';
 import { eventually, pendingApproval } from './eventually';
 
@@ -50,6 +51,25 @@ function killHttp(): Promise<void> {
 const waitFor = (check: () => boolean, what: string) => eventually(what, check);
 const marked = (name: string) => fs.existsSync(path.join(marks, name));
 
+/**
+ * Holds a batch until the test says the killed server is listening again: a call after it meets
+ * the restarted server, however long the restart takes. Without it, the next call ran as soon as
+ * the call in flight failed, and at load 20-30 the new server process took longer to listen than
+ * a read-only call's three attempts waited ("cannot connect to MCP server web"; reproduced by delaying
+ * the restart 6 s).
+ * Not concurrency-safe, so the calls after it wait for it.
+ */
+const restarted = defineTool({
+  name: 'server_restarted',
+  description: 'waits for the restarted test MCP server',
+  input: z.object({ mark: z.string() }),
+  approval: 'auto',
+  execute: async ({ mark }) => {
+    await eventually(`the server restarted (${mark})`, async () => marked(mark), { timeoutMs: 120_000 });
+    return 'restarted';
+  },
+});
+
 beforeAll(async () => {
   ws = fs.realpathSync(fs.mkdtempSync(path.join(inject('runDir'), 'mcp-ws-')));
   marks = fs.mkdtempSync(path.join(inject('runDir'), 'mcp-marks-'));
@@ -64,7 +84,7 @@ beforeAll(async () => {
   });
   web = mcpSource({ server: 'web', url: `http://127.0.0.1:${httpPort}/mcp` });
   tools = [...(await fsSource.tools()), ...(await everything.tools()), ...(await web.tools())];
-  h = await startHarness('mcp', defineConfig({ tools: [...tools, codeModeTool()] }));
+  h = await startHarness('mcp', defineConfig({ tools: [...tools, codeModeTool(), restarted] }));
 });
 afterAll(async () => {
   await h?.close();
@@ -223,12 +243,14 @@ describe('connections', () => {
     const handle = await h.client.startBatch(
       batch([
         { id: 'slow', name: 'mcp__web__slow', args: { ms: 20_000, tag: 'killed' } },
+        { id: 'gate', name: 'server_restarted', args: { mark: 'restarted-killed' } },
         { id: 'after', name: 'mcp__web__weather', args: { city: 'Rome' } },
       ]),
     );
     await waitFor(() => marked('started-killed'), 'the slow call to start');
     await killHttp();
     await startHttp(httpPort);
+    fs.writeFileSync(path.join(marks, 'restarted-killed'), '');
     const r = byId(await handle.result());
     expect(r.slow.isError).toBe(true);
     expect(text(r.slow)).toMatch(/connection to MCP server web was lost during the call|fetch failed|terminated/);
