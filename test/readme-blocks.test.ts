@@ -77,6 +77,7 @@ function code(step: Step): string {
 }
 
 let tarball = '';
+let parent = '';
 let app: FreshApp;
 let provider: StreamProvider;
 let connection: Connection;
@@ -118,7 +119,7 @@ beforeAll(async () => {
   connection = await Connection.connect({ address: inject('temporalAddress') });
   tarball = await packSluice(inject('runDir'));
   // The app's folder holds the tarball under its own name, as the docs' install line has it.
-  const parent = fs.mkdtempSync(path.join(inject('runDir'), 'readme-app-'));
+  parent = fs.mkdtempSync(path.join(inject('runDir'), 'readme-app-'));
   fs.mkdirSync(path.join(parent, 'app'));
   fs.copyFileSync(tarball, path.join(parent, 'app', path.basename(tarball)));
   const files: Record<string, string> = {
@@ -170,7 +171,9 @@ afterAll(async () => {
   await stopProcesses();
   await provider?.close();
   await connection?.close();
-}, 120_000);
+  // The app's node_modules (some 300 MB) would stay in the run's folder otherwise.
+  if (parent) await fs.promises.rm(parent, { recursive: true, force: true });
+}, 300_000);
 
 describe('the docs’ code blocks', () => {
   it('each names its language, and each runnable one is run by a step here (or says why not)', () => {
