@@ -76,8 +76,16 @@ describe('an approval waiting while the policy changes', () => {
         rule: { source: 'claude', file: '.claude/settings.json', line: 4 + i, text: `Bash(touch ${names[i]}.txt)` },
         files: [{ source: 'claude', file: '.claude/settings.json', digest: expect.stringMatching(/^sha256:/) }],
       });
-    const memo = await h.client.pendingApprovals({ taskQueue: h.taskQueue });
-    for (const p of asked) expect(memo.find((m) => m.approvalId === p.approvalId)?.policy).toEqual(p.policy);
+    // The listing finds batches through visibility, which lags on a busy server: polled.
+    for (const p of asked) {
+      const listed = await eventually(
+        `${p.approvalId} in the listing`,
+        async () =>
+          (await h.client.pendingApprovals({ taskQueue: h.taskQueue })).find((m) => m.approvalId === p.approvalId),
+        { timeoutMs: 120_000 },
+      );
+      expect(listed.policy).toEqual(p.policy);
+    }
     const listing: string[] = [];
     await main(['approvals', '--address', inject('temporalAddress'), '--task-queue', h.taskQueue], (l) =>
       listing.push(l),
