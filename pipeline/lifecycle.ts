@@ -1,7 +1,7 @@
 // The life of an ask beyond "asked, then decided": who it is assigned to, a reminder before the
 // deny timeout, escalation to another approver group after a delay, and reassignment by a
 // person; each recorded as an event and sent through the worker's notifiers. Pure types.
-import type { PolicyBinding } from './types';
+import type { PolicyBinding } from './policy-binding';
 
 /** Per tool (`approvalLifecycle` on the tool) or per batch (`options.approvalLifecycle`). */
 export interface ApprovalLifecycle {

@@ -1,7 +1,21 @@
 // How an approver is told which policy an ask was raised under: one line for a terminal card, a
 // chat notice and the inbox card alike (issue 26). Pure, so the CLI, the inbox and the notifiers
 // say it the same way.
-import type { PolicyBinding } from './types';
+/**
+ * The policy an ask was raised under: a person's approval answers the call as that policy judged
+ * it. When the worker that runs the call after the decision reads different policy files, the call
+ * is judged again before it runs (hooks/policy.ts `recheck`).
+ */
+export interface PolicyBinding {
+  /** One digest over every policy file read (their labels and digests). */
+  digest: string;
+  /** What the sources together said; `none` when no rule matched (the tool's own approval asked). */
+  decision: 'allow' | 'ask' | 'deny' | 'none';
+  /** The rule that decided, when one did. */
+  rule?: { source: string; file: string; line: number; text: string };
+  /** The files the digest is over (format, label, digest each); bindings recorded before have none. */
+  files?: { source: string; file: string; digest: string }[];
+}
 
 /** `sha256:` and the first 12 hex digits: enough to tell two policies apart on a card. */
 export function shortDigest(digest: string): string {

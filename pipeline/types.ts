@@ -1,7 +1,11 @@
 // The vocabulary of Sluice, shared by workflow code and worker code. Pure types only.
 import type { VerifiedApprover } from './identity';
 import type { ApprovalLifecycle } from './lifecycle';
+import type { PolicyBinding } from './policy-binding';
 import type { QuorumSettings, QuorumTally } from './quorum';
+
+// Declared beside the lines that show it to approvers, so lifecycle.ts can name it without a cycle.
+export type { PolicyBinding };
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 export type JsonObject = { [key: string]: Json };
@@ -104,22 +108,6 @@ export type PreDecision = (
   | { kind: 'deny'; reason: string }
   | { kind: 'ask'; reason?: string; approvers?: QuorumSettings }
 ) & { policy?: PolicyBinding };
-
-/**
- * The policy an ask was raised under: a person's approval answers the call as that policy judged
- * it. When the worker that runs the call after the decision reads different policy files, the call
- * is judged again before it runs (hooks/policy.ts `recheck`).
- */
-export interface PolicyBinding {
-  /** One digest over every policy file read (their labels and digests). */
-  digest: string;
-  /** What the sources together said; `none` when no rule matched (the tool's own approval asked). */
-  decision: 'allow' | 'ask' | 'deny' | 'none';
-  /** The rule that decided, when one did. */
-  rule?: { source: string; file: string; line: number; text: string };
-  /** The files the digest is over (format, label, digest each); bindings recorded before have none. */
-  files?: { source: string; file: string; digest: string }[];
-}
 
 /** `allowed-session`: approved for the rest of the session (a session grant, pipeline/grants.ts). */
 export type ApprovalOutcome = 'allowed-once' | 'allowed-session' | 'rejected' | 'cancelled' | 'unavailable';
