@@ -467,6 +467,23 @@ async function serveHttp(gw: GatewayOptions, o: ReturnType<typeof parseOptions>,
       }
       const sid = req.headers['mcp-session-id'];
       let transport = typeof sid === 'string' ? transports.get(sid) : undefined;
+      if (!transport && typeof sid === 'string' && (await recorded(gw.sluice, sid))) {
+        // A session this gateway's memory does not hold, but whose batches Temporal does: the
+        // gateway was restarted. Each of its requests is served by a transport of its own, with no
+        // session state of the gateway's, in the same Sluice session, so a repeated tools/call
+        // attaches to its batch. (The client's capabilities went with the old process: no
+        // elicitation; progress notifications still name the approval.)
+        const resumed = new sdk.StreamableHTTPServerTransport({
+          sessionIdGenerator: undefined,
+          enableDnsRebindingProtection: true,
+          allowedHosts,
+        });
+        const server = gatewayServer(gw, () => `gateway-${sid}`);
+        await server.connect(resumed);
+        res.on('close', () => void server.close().catch(() => undefined));
+        res.setHeader('mcp-session-id', sid);
+        return await resumed.handleRequest(req, res, body);
+      }
       if (!transport) {
         if (sid || req.method !== 'POST' || (body as { method?: unknown })?.method !== 'initialize')
           return refuse(
@@ -512,6 +529,22 @@ async function serveHttp(gw: GatewayOptions, o: ReturnType<typeof parseOptions>,
   });
   await Promise.all([...transports.values()].map((t) => t.close().catch(() => undefined)));
   return 0;
+}
+
+/**
+ * Whether Temporal holds a batch of this MCP session (the gateway's memory may not: it restarted).
+ * Only ids of the gateway's own shape are looked up; a session that never ran a call has nothing to
+ * resume, and its client initializes a new one.
+ */
+async function recorded(sluice: SluiceClient, sid: string): Promise<boolean> {
+  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(sid)) return false;
+  try {
+    for await (const _ of sluice.temporal.workflow.list({ query: `SluiceSessionId = "gateway-${sid}"`, pageSize: 1 }))
+      return true;
+  } catch {
+    // No answer from Temporal: the session is not resumed, and the client is told to start a new one.
+  }
+  return false;
 }
 
 function bearerMatches(header: string | undefined, token: string): boolean {

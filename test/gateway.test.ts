@@ -464,6 +464,57 @@ describe('sluice gateway over Streamable HTTP', () => {
     expect(upstreamCalls().filter((c) => c.args.text === marker)).toHaveLength(1);
   });
 
+  it('a session survives a gateway killed mid-call: the restarted gateway attaches the repeated call to its batch, and the tool runs once', async () => {
+    const first = await startHttpGateway();
+    const killed = httpChildren[httpChildren.length - 1];
+    const init = await post(first, {
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+    });
+    const headers = { 'mcp-session-id': init.session!, 'mcp-protocol-version': '2025-06-18' };
+    await post(first, { jsonrpc: '2.0', method: 'notifications/initialized' }, headers);
+    const call = {
+      jsonrpc: '2.0',
+      id: 11,
+      method: 'tools/call',
+      params: { name: 'mcp__up__write_note', arguments: { name: 'restart-1', text: 'once' } },
+    };
+    // The call waits for approval; the gateway process is killed while it waits.
+    const lost = post(first, call, headers).catch((err: Error) => err);
+    const pending = await approvalFor('mcp__up__write_note', 'restart-1');
+    killed.kill('SIGKILL');
+    expect(await lost).toBeInstanceOf(Error);
+    await h.client.decide({
+      approvalId: pending.approvalId,
+      decision: 'approve',
+      by: 'erin',
+      argsDigest: pending.argsDigest,
+      workflowId: pending.workflowId,
+    });
+    // A new gateway process on the same address; the client repeats the call in its session.
+    const again = await startHttpGateway(['--port', new URL(first).port]);
+    const r = await post(again, call, headers);
+    expect(r.status).toBe(200);
+    expect(r.json.result.content[0].text).toBe('wrote restart-1');
+    expect(r.json.result._meta['sluice/batch']).toBe(pending.workflowId);
+    expect(pending.workflowId).toContain(`gateway-${init.session}`);
+    await eventually('the upstream ran the approved call', () =>
+      upstreamCalls().some((c) => c.tool === 'write_note' && c.args.name === 'restart-1'),
+    );
+    // Repeated once more: the one recorded result, and still one upstream call.
+    expect((await post(again, call, headers)).json.result).toEqual(r.json.result);
+    expect(upstreamCalls().filter((c) => c.tool === 'write_note' && c.args.name === 'restart-1')).toHaveLength(1);
+    // An id Temporal holds no batch of is still unknown.
+    const stranger = await post(
+      again,
+      { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+      { ...headers, 'mcp-session-id': '00000000-0000-4000-8000-000000000000' },
+    );
+    expect(stranger.status).toBe(404);
+  });
+
   it("refuses garbage, an unknown session, a foreign Host and a web page's Origin with clear errors", async () => {
     const garbage = await post(url, '{not json');
     expect(garbage.status).toBe(400);
