@@ -109,10 +109,22 @@ describe('approval lifecycle', () => {
     expect(out.events.find((e) => e.type === 'approval/reminded')?.data).toMatchObject({ assignee: 'dana' });
     expect(out.events.find((e) => e.type === 'approval/decided')?.data).toMatchObject({ expired: true });
 
-    // Every notice reached the receiver (the first after a retry); webhook bodies are signed.
+    // Every notice reached the receiver once (the first after a retry); webhook bodies are signed.
+    // Each notice is its own activity, retried on its own: the retried first one may arrive after
+    // the escalation's on a loaded machine, so the kinds are compared in any order.
     await expect
-      .poll(() => received.filter((r) => r.path === '/hook').map((r) => JSON.parse(r.body).kind), { timeout: 30_000 })
+      .poll(
+        () =>
+          received
+            .filter((r) => r.path === '/hook')
+            .map((r) => JSON.parse(r.body).kind)
+            .sort(),
+        {
+          timeout: 30_000,
+        },
+      )
       .toEqual(['asked', 'escalated', 'reassigned', 'reminder']);
+    await expect.poll(() => received.filter((r) => r.path === '/chat').length, { timeout: 30_000 }).toBe(4);
     for (const r of received.filter((x) => x.path === '/hook')) {
       const expected = `sha256=${createHmac('sha256', SECRET).update(r.body).digest('hex')}`;
       expect(r.headers['x-sluice-signature']).toBe(expected);
@@ -121,7 +133,8 @@ describe('approval lifecycle', () => {
     const chat = received.filter((r) => r.path === '/chat').map((r) => JSON.parse(r.body).text as string);
     expect(chat.length).toBe(4);
     expect(chat.find((t) => t.includes('escalated'))).toContain('from "ops" to "leads"');
-    expect(chat[0]).toContain(`npx sluice approve ${first.approvalId}`);
+    // The ask's notice (whichever place it arrived in) says how to decide.
+    expect(chat.filter((t) => t.includes(`npx sluice approve ${first.approvalId}`)).length).toBeGreaterThan(0);
 
     // The audit tells the story.
     const lines: string[] = [];
