@@ -176,7 +176,7 @@ describe('sluice chat', () => {
     expect(events.filter((e) => e.type === 'session/user')).toHaveLength(2);
     expect(events.filter((e) => e.type === 'approval/decided').map((e) => e.data.outcome)).toEqual(['allowed-once']);
     await sessionHandle(h.client, sessionId).cancel();
-  }, 180_000);
+  }, 360_000);
 
   it('--model openai:<model>: the real openai client in the worker, key from its environment only', async () => {
     // a local server speaking OpenAI's chat completions: a tool call first, then the answer
@@ -242,7 +242,7 @@ describe('sluice chat', () => {
     } finally {
       server.close();
     }
-  }, 120_000);
+  }, 240_000);
 
   it('usage problems and a session that does not exist are told plainly', async () => {
     const none = chat([]);
@@ -254,7 +254,9 @@ describe('sluice chat', () => {
     const bad = chat(['--script', path.join(__dirname, 'fixtures', 'no-such-script.json')]);
     expect(await bad.exit).toBe(2);
     expect(bad.output()).toMatch(/no-such-script\.json is not readable JSON \(ENOENT\)/);
-  }, 60_000);
+    // Three CLI processes, each loading the CLI from a cold start: a minute each is not too long
+    // on a machine at load 16 (a clean-clone run there timed out at 60 s).
+  }, 180_000);
 });
 
 /** Every byte string in a history (payload data), decoded as UTF-8 and joined. */
