@@ -94,8 +94,11 @@ async function run(runner: Runner, request: Omit<BatchRequest, 'sessionId'>, ses
     const pending = await eventually(
       `an ask pending on the ${runner} runner`,
       async () => {
+        // Every ask still open at once: asks raised together are decided together on both
+        // runners, so neither records a decision between two asks the other recorded side by side
+        // (on a loaded machine a poll once saw the first ask alone).
         const p = (await client.batchState(handle.workflowId)).pending;
-        return p.length ? p : undefined;
+        return p.length >= asks - decided ? p : undefined;
       },
       { timeoutMs: 90_000, intervalMs: 200 },
     );

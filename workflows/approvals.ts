@@ -41,7 +41,7 @@ import {
   PENDING_APPROVALS,
   reassignSignal,
 } from './definitions';
-import { approvalPolicy, approvalQuorum, type MemoFeatures } from './compat';
+import { approvalQuorum, type MemoFeatures } from './compat';
 import type { EventLog } from './event-log';
 
 /** Refusals recorded as events per batch; past this only the signal/update history keeps them. */
@@ -492,8 +492,8 @@ export class Approvals {
     const approvalId = uuid4();
     // A quorum only for an ask that waits for people; the patch marks the histories that count votes.
     const quorum = opts.quorum && opts.channel && opts.policy !== 'never' && approvalQuorum() ? opts.quorum : undefined;
-    // Shown with the ask; the patch marks the histories whose pending approvals carry it.
-    const boundTo = opts.boundTo && approvalPolicy() ? opts.boundTo : undefined;
+    // Shown with the ask: data only, no marker (compat.ts, UNMARKED_CHANGES.pendingApprovalPolicy).
+    const boundTo = opts.boundTo;
     const askedAt = new Date();
     const pending = pendingAsk(ref, opts, approvalId, askedAt, quorum, boundTo);
     this.events.record('approval/asked', {

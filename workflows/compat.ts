@@ -123,15 +123,6 @@ export const PATCHES = {
     read: 'at-use',
     why: 'an ask with a quorum (approvers on a tool or a pre-execute ask) counts distinct votes, refuses the session user and repeat approvers, and ends at the quorum or the first (or majority) rejection. Read where such an ask starts, so histories without one never meet it; a history recorded before it has no quorum asks and replays with one decision per ask',
   },
-  approvalPolicy: {
-    id: 'sluice-approval-policy',
-    workflow: 'toolBatch',
-    since: '1.0.0',
-    removeAfter:
-      'every batch with an ask bound to a policy and recorded before this patch has ended; then deprecatePatch for one release',
-    read: 'at-use',
-    why: 'a pending approval carries the policy it was raised under (PendingApproval.policy: digest, files, the rule that asked) in the memo, the query, its approval/asked event and its notices. Read where an ask bound to a policy starts, so histories with no binding never meet it; a bound ask recorded before it replays with the memo it wrote then (the digest only in the reason)',
-  },
 } as const satisfies Record<string, Patch>;
 
 interface MemoFlag {
@@ -175,6 +166,10 @@ interface UnmarkedChange {
  * the old data. Listed here so every change of workflow behaviour is in one file.
  */
 export const UNMARKED_CHANGES = {
+  pendingApprovalPolicy: {
+    since: '1.0.0',
+    why: "a pending approval carries the policy it was raised under (PendingApproval.policy) in the memo, the query, its approval/asked event and its notices. Data only: the same commands in the same order (memo and activity payloads are not compared on replay), so no marker. It was briefly behind a patch (sluice-approval-policy, never released) read where a bound ask starts, after the preflight's local activity; a marker whose presence follows a local activity's result replayed in an earlier workflow task on a loaded worker than it was recorded in, read false there and failed the task (a batch moved to another Worker Deployment version in a clean-clone run)",
+  },
   policyBinding: {
     since: '1.0.0',
     why: 'the guards after a decision get the policy the ask was bound to (CallRef.askedUnder), taken from the recorded preflight result (Gate.policy); a preflight recorded before has no binding, so its guards input is unchanged, and a worker of any release may run them',
@@ -285,9 +280,4 @@ function memoFeatures(): MemoFeatures {
 /** Read where a quorum ask starts (PATCHES.approvalQuorum): true for every new history. */
 export function approvalQuorum(): boolean {
   return patched(PATCHES.approvalQuorum.id);
-}
-
-/** Read where an ask bound to a policy starts (PATCHES.approvalPolicy): true for every new history. */
-export function approvalPolicy(): boolean {
-  return patched(PATCHES.approvalPolicy.id);
 }
