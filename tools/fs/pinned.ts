@@ -50,8 +50,10 @@ export async function pinDir(ws: Workspace, rel: string, create = false): Promis
           await fs.mkdir(next).catch((e: NodeJS.ErrnoException) => {
             if (e.code !== 'EEXIST') throw e;
           });
+          // The folder was made (or found) a moment ago: gone again (ENOENT) or no longer a
+          // folder means something else is changing the path, so the write stops here.
           opened = await fs.open(next, O_RDONLY | O_DIRECTORY | O_NOFOLLOW).catch((e: NodeJS.ErrnoException) => {
-            throw e.code === 'ENOTDIR' || e.code === 'ELOOP' ? race(rel) : e;
+            throw e.code === 'ENOTDIR' || e.code === 'ELOOP' || e.code === 'ENOENT' ? race(rel) : e;
           });
         } else if (code === 'ENOTDIR' || code === 'ELOOP') throw race(rel);
         else throw err;
