@@ -41,7 +41,7 @@ import {
   PENDING_APPROVALS,
   reassignSignal,
 } from './definitions';
-import { approvalQuorum, type MemoFeatures } from './compat';
+import type { MemoFeatures } from './compat';
 import type { EventLog } from './event-log';
 
 /** Refusals recorded as events per batch; past this only the signal/update history keeps them. */
@@ -490,8 +490,8 @@ export class Approvals {
    */
   async ask(ref: CallRef, opts: AskOptions): Promise<DecidedApproval> {
     const approvalId = uuid4();
-    // A quorum only for an ask that waits for people; the patch marks the histories that count votes.
-    const quorum = opts.quorum && opts.channel && opts.policy !== 'never' && approvalQuorum() ? opts.quorum : undefined;
+    // A quorum only for an ask that waits for people (UNMARKED_CHANGES.approvalQuorum).
+    const quorum = opts.quorum && opts.channel && opts.policy !== 'never' ? opts.quorum : undefined;
     // Shown with the ask: data only, no marker (compat.ts, UNMARKED_CHANGES.pendingApprovalPolicy).
     const boundTo = opts.boundTo;
     const askedAt = new Date();

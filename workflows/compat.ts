@@ -115,14 +115,6 @@ export const PATCHES = {
     read: 'at-use',
     why: 'an idle session whose history is full continues-as-new once the update that ended the last turn returned. Read at each idle wait, as before: a run continued mid-turn reaches its first wait tasks after its start, where its marker was recorded',
   },
-  approvalQuorum: {
-    id: 'sluice-approval-quorum',
-    workflow: 'toolBatch',
-    since: '1.0.0',
-    removeAfter: 'never while quorum asks exist: it marks the histories whose asks count votes',
-    read: 'at-use',
-    why: 'an ask with a quorum (approvers on a tool or a pre-execute ask) counts distinct votes, refuses the session user and repeat approvers, and ends at the quorum or the first (or majority) rejection. Read where such an ask starts, so histories without one never meet it; a history recorded before it has no quorum asks and replays with one decision per ask',
-  },
 } as const satisfies Record<string, Patch>;
 
 interface MemoFlag {
@@ -169,6 +161,10 @@ export const UNMARKED_CHANGES = {
   pendingApprovalPolicy: {
     since: '1.0.0',
     why: "a pending approval carries the policy it was raised under (PendingApproval.policy) in the memo, the query, its approval/asked event and its notices. Data only: the same commands in the same order (memo and activity payloads are not compared on replay), so no marker. It was briefly behind a patch (sluice-approval-policy, never released) read where a bound ask starts, after the preflight's local activity; a marker whose presence follows a local activity's result replayed in an earlier workflow task on a loaded worker than it was recorded in, read false there and failed the task (a batch moved to another Worker Deployment version in a clean-clone run)",
+  },
+  approvalQuorum: {
+    since: '1.0.0',
+    why: "an ask with a quorum (approvers on a tool or a pre-execute ask) counts distinct votes, refuses the session user and repeat approvers, and ends at the quorum or the first (or majority) rejection. The quorum comes from results recorded in the history (the preflight's profile, a hook's ask), and no release before 1.0.0 recorded one, so an older history replays with one decision per ask. It was briefly behind a patch (sluice-approval-quorum, never released) read where a quorum ask starts, after the preflight's local activity: the same hazard as the policy's patch (a marker whose presence follows a local activity's result can replay in an earlier workflow task than it was recorded in)",
   },
   policyBinding: {
     since: '1.0.0',
@@ -275,9 +271,4 @@ export function sessionFeatures(): SessionFeatures {
 function memoFeatures(): MemoFeatures {
   const memo = workflowInfo().memo?.[APPROVALS_MEMO] as ApprovalsMemo | undefined;
   return Object.freeze({ approvalsMemo: memo !== undefined, oneWritePerDecision: memo?.oneWritePerDecision === true });
-}
-
-/** Read where a quorum ask starts (PATCHES.approvalQuorum): true for every new history. */
-export function approvalQuorum(): boolean {
-  return patched(PATCHES.approvalQuorum.id);
 }
