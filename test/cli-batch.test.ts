@@ -7,12 +7,12 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
-import { main } from '../cli';
 import { DecisionRefusedError } from '../support/errors';
 import { defineConfig, defineTool } from '../define/config';
 import { batchWorkflowId } from '../workflows/definitions';
 import { pendingApproval } from './eventually';
 import { startHarness, type Harness } from './harness';
+import { runCli } from './run-cli';
 
 let h: Harness;
 let scratch: string;
@@ -41,12 +41,7 @@ beforeAll(async () => {
 });
 afterAll(() => h?.close());
 
-function cli(args: string[]): Promise<{ code: number; output: string }> {
-  const lines: string[] = [];
-  return main([...args, '--address', inject('temporalAddress'), '--task-queue', h.taskQueue], (s) =>
-    lines.push(s),
-  ).then((code) => ({ code, output: lines.join('\n') }));
-}
+const cli = (args: string[]) => runCli(args, { address: inject('temporalAddress'), taskQueue: h.taskQueue });
 
 function callsFile(name: string, body: object): string {
   const f = path.join(scratch, name);

@@ -1,17 +1,17 @@
 // The command line's small promises: JSON on stdout stays JSON, every flag a command reads (and
 // every flag its errors point to) is in its --help, and a decision sent by signal is reported back.
-import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
-import { COMMAND_HELP, main } from '../cli';
+import { COMMAND_HELP } from '../cli';
 import type { PendingApproval } from '../pipeline/types';
 import { defineConfig, defineTool } from '../define/config';
 import { readSessionLog } from '../stores/sink';
 import { batch, startHarness, type Harness } from './harness';
 import { pendingApproval } from './eventually';
+import { runCli as cli, spawnCli } from './run-cli';
 
 const ROOT = path.join(__dirname, '..');
 const FIXTURE = path.join(__dirname, 'fixtures', 'histories', '0.1.0', 'mixed-batch.json');
@@ -40,11 +40,6 @@ afterAll(async () => {
   fs.rmSync(scratch, { recursive: true, force: true });
 });
 
-function cli(args: string[]): Promise<{ code: number; output: string }> {
-  const lines: string[] = [];
-  return main(args, (s) => lines.push(s)).then((code) => ({ code, output: lines.join('\n') }));
-}
-
 const pendingOf = (workflowId: string): Promise<PendingApproval> => pendingApproval(h.client, workflowId);
 
 describe('sluice CLI', () => {
@@ -61,18 +56,9 @@ describe('sluice CLI', () => {
     expect(before).toContain(start);
     fs.writeFileSync(file, after);
 
-    const r = spawnSync(
-      process.execPath,
-      [
-        path.join(ROOT, 'bin', 'sluice.js'),
-        'replay',
-        FIXTURE,
-        '--workflows',
-        path.join(dir, 'workflows', 'index.ts'),
-        '--json',
-      ],
-      { encoding: 'utf8', env: { ...process.env, FORCE_COLOR: '1' } },
-    );
+    const r = spawnCli(['replay', FIXTURE, '--workflows', path.join(dir, 'workflows', 'index.ts'), '--json'], {
+      FORCE_COLOR: '1',
+    });
     expect(r.status, r.stderr).toBe(1);
     const results = JSON.parse(r.stdout);
     expect(results).toHaveLength(1);

@@ -4,12 +4,12 @@
 // worker up is recorded when the batch runs again.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
-import { main } from '../cli';
 import { RECONCILE_UPDATE, type ReconcileInput, reconcileWorkflowId } from '../pipeline/reconcile';
 import { APPROVALS_MEMO, AWAITING_APPROVAL, PENDING_APPROVALS, SESSION_ID } from '../workflows/definitions';
 import { defineConfig, defineTool } from '../define/config';
 import { eventually } from './eventually';
 import { batch, type Harness, startHarness } from './harness';
+import { runCli } from './run-cli';
 
 let h: Harness;
 
@@ -32,11 +32,7 @@ beforeAll(async () => {
 });
 afterAll(() => h?.close());
 
-async function cli(args: string[]): Promise<{ code: number; out: string }> {
-  const lines: string[] = [];
-  const code = await main([...args, '--address', inject('temporalAddress')], (s) => lines.push(s));
-  return { code, out: lines.join('\n') };
-}
+const cli = (args: string[]) => runCli(args, { address: inject('temporalAddress') });
 
 /** An unknown outcome's card, as a batch opens it when an at-most-once body's attempt is lost. */
 async function openCard(tag: string) {
@@ -107,8 +103,8 @@ describe('decisions with every worker down', () => {
         '--reason',
         'checked the deploy log',
       ]);
-      expect(sent.code, sent.out).toBe(0);
-      expect(sent.out).toContain('queued: no worker answered');
+      expect(sent.code, sent.output).toBe(0);
+      expect(sent.output).toContain('queued: no worker answered');
       // Sent by signal with no evidence for "done": the workflow refuses it when it runs.
       await h.client.temporal.workflow
         .getHandle(bad.workflowId)
@@ -125,8 +121,8 @@ describe('decisions with every worker down', () => {
     ).rejects.toThrow('marking a call done needs evidence');
     // The card stays open for a real decision, then takes one by update (a worker answers now).
     const done = await cli(['reconcile', bad.reconcileId, '--done', '--evidence', 'release 42 is live', '--by', 'ops']);
-    expect(done.code, done.out).toBe(0);
-    expect(done.out).toContain('reconciled done by ops');
+    expect(done.code, done.output).toBe(0);
+    expect(done.output).toContain('reconciled done by ops');
   });
 
   it('sluice reassign with no worker up: recorded as approval/reassigned when the batch runs', async () => {
@@ -136,11 +132,11 @@ describe('decisions with every worker down', () => {
     await h.stopWorker();
     try {
       const sent = await cli(['reassign', p.approvalId, '--to', 'dana', '--by', 'lead', '--reason', 'on call']);
-      expect(sent.code, sent.out).toBe(0);
-      expect(sent.out).toContain('reassigned to dana');
+      expect(sent.code, sent.output).toBe(0);
+      expect(sent.output).toContain('reassigned to dana');
       const refused = await cli(['reassign', 'no-such-approval', '--to', 'dana', '--workflow', handle.workflowId]);
       expect(refused.code).toBe(1);
-      expect(refused.out).toContain('is not waiting');
+      expect(refused.output).toContain('is not waiting');
     } finally {
       await h.startWorker();
     }
