@@ -164,18 +164,42 @@ export function auditHistories(histories: LoadedHistory[]): SessionAudit {
   return { batches, events: batches.flatMap((b) => b.events).sort((a, b) => a.seq - b.seq) };
 }
 
+/** What reading a batch's history carries from one event to the next. */
+interface Reading {
+  audit: BatchAudit;
+  /** The audit of a call, one made up (named '?') for a call the batch's input did not list. */
+  call: (id: string) => CallAudit;
+  /** Stage activities by their scheduled event's id, which their later events name. */
+  activities: Map<string, { type: string; callId: string; run: StageRun; input: unknown }>;
+  /** Decisions sent by update, by update id, until their completion is read. */
+  updates: Map<string, DecisionAudit>;
+  output?: BatchOutput;
+  /** Workflow code sees the time its task started; an update is applied then, not when recorded. */
+  taskStartedAt: string;
+}
+
+type Attributes<K extends keyof HistoryEvent> = NonNullable<HistoryEvent[K]>;
+
 export function auditHistory(loaded: LoadedHistory): BatchAudit {
   const events = loaded.history.events ?? [];
-  const input = decode(events[0]?.workflowExecutionStartedEventAttributes?.input) as BatchInput | undefined;
+  const read = startReading(loaded.workflowId, events[0]);
+  for (const e of events) readEvent(read, e, timeOf(e));
+  if (read.output) applyEvents(read.audit, read.output.events, read.call);
+  return read.audit;
+}
+
+/** The audit as the batch's input starts it: its calls, nothing run yet. */
+function startReading(workflowId: string, first: HistoryEvent | undefined): Reading {
+  const input = decode(first?.workflowExecutionStartedEventAttributes?.input) as BatchInput | undefined;
   if (!input || !Array.isArray(input.calls))
-    throw new InvalidInputError(`${loaded.workflowId} is not a Sluice batch: its first event carries no batch input`);
+    throw new InvalidInputError(`${workflowId} is not a Sluice batch: its first event carries no batch input`);
   const audit: BatchAudit = {
-    workflowId: loaded.workflowId,
+    workflowId,
     sessionId: input.sessionId,
     turn: input.turn,
     step: input.step,
     status: 'running',
-    startedAt: timeOf(events[0]),
+    startedAt: timeOf(first),
     calls: input.calls.map((c) => ({ callId: c.id, name: c.name, arguments: c.arguments })),
     decisions: [],
     contexts: [],
@@ -186,166 +210,202 @@ export function auditHistory(loaded: LoadedHistory): BatchAudit {
     if (!c) audit.calls.push((c = { callId: id, name: '?' }));
     return c;
   };
-  const activities = new Map<string, { type: string; callId: string; run: StageRun; input: unknown }>();
-  const updates = new Map<string, DecisionAudit>();
-  let output: BatchOutput | undefined;
+  return { audit, call, activities: new Map(), updates: new Map(), taskStartedAt: audit.startedAt };
+}
 
-  // Workflow code sees the time its task started; an update is applied then, not when recorded.
-  let taskStartedAt = audit.startedAt;
-  for (const e of events) {
-    const at = timeOf(e);
-    if (e.workflowTaskStartedEventAttributes) taskStartedAt = at;
-    else if (e.activityTaskScheduledEventAttributes) {
-      const a = e.activityTaskScheduledEventAttributes;
-      const type = a.activityType?.name ?? '?';
-      // preflight and settle take a list of calls (one, when they run as activities)
-      const raw = decode(a.input) as CallRef | CallRef[] | SettleRequest[] | undefined;
-      const inp = Array.isArray(raw) ? raw[0] : raw;
-      const ref = inp && 'ref' in inp ? inp.ref : (inp as CallRef | undefined);
-      if (!ref?.callId) continue;
-      const run: StageRun = { attempts: 1, failures: [], outcome: 'running', scheduledAt: at, emitted: [] };
-      activities.set(String(e.eventId), { type, callId: ref.callId, run, input: inp });
-      const c = call(ref.callId);
-      if (type === 'preflight') c.preExecute = run;
-      else if (type === 'runGuards') c.guards = run;
-      else if (type === 'executeBody') c.body = run;
-      else if (type === 'settle') {
-        c.settle = run;
-        c.settle.before = excerpt((inp as SettleRequest).candidate);
-      }
-    } else if (e.markerRecordedEventAttributes?.markerName === LOCAL_ACTIVITY_MARKER) {
-      const m = e.markerRecordedEventAttributes;
-      const meta = decode(m.details?.data) as { activity_type?: string; attempt?: number } | undefined;
-      const recorded = decode(m.details?.result);
-      if (!meta?.activity_type || m.failure || recorded === undefined) continue;
-      // A batch's first worker round: the seq claim and the first group's preflight (batch.ts).
-      const firstRound = meta.activity_type === 'claimThenPreflight';
-      const stage = firstRound ? 'preflight' : meta.activity_type;
-      const result = firstRound ? (recorded as { preflight?: PreflightReply }).preflight : recorded;
-      if (result === undefined) continue;
-      const results =
-        stage === 'preflight'
-          ? (result as PreflightReply).deferred
-            ? []
-            : (result as PreflightReply).results
-          : stage === 'settle'
-            ? (result as SettleResult[])
-            : stage === 'runGuards'
-              ? [result as GuardsResult]
-              : stage === 'executeBody' && (result as PackedBodyResult).callId
-                ? [result as PackedBodyResult & { callId: string }]
-                : [];
-      for (const r of results) {
-        const c = call(r.callId);
-        const run: StageRun = {
-          attempts: meta.attempt ?? 1,
-          failures: [],
-          outcome: 'completed',
-          scheduledAt: at,
-          closedAt: at,
-          emitted: [],
-        };
-        if (stage === 'preflight') c.preExecute = run;
-        else if (stage === 'runGuards') c.guards = run;
-        else if (stage === 'executeBody') c.body = run;
-        else c.settle = run;
-        completeStage(c, stage, r);
-      }
-    } else if (e.activityTaskStartedEventAttributes) {
-      const a = e.activityTaskStartedEventAttributes;
-      const act = activities.get(String(a.scheduledEventId));
-      if (!act) continue;
-      act.run.attempts = a.attempt ?? 1;
-      if (a.lastFailure) act.run.failures.push({ attempt: act.run.attempts - 1, ...failureOf(a.lastFailure) });
-    } else if (e.activityTaskCompletedEventAttributes) {
-      const a = e.activityTaskCompletedEventAttributes;
-      const act = activities.get(String(a.scheduledEventId));
-      if (!act) continue;
-      Object.assign(act.run, { outcome: 'completed', closedAt: at });
-      const result = decode(a.result) as PreflightReply | SettleResult[] | unknown;
-      const own =
-        act.type === 'preflight'
-          ? (result as PreflightReply).results?.[0]
-          : act.type === 'settle'
-            ? (result as SettleResult[])[0]
-            : result;
-      completeStage(call(act.callId), act.type, own);
-    } else if (e.activityTaskFailedEventAttributes) {
-      const a = e.activityTaskFailedEventAttributes;
-      const act = activities.get(String(a.scheduledEventId));
-      if (!act) continue;
-      Object.assign(act.run, { outcome: 'failed', closedAt: at });
-      if (a.failure) act.run.failures.push({ attempt: act.run.attempts, ...failureOf(a.failure) });
-    } else if (e.activityTaskTimedOutEventAttributes) {
-      const a = e.activityTaskTimedOutEventAttributes;
-      const act = activities.get(String(a.scheduledEventId));
-      if (!act) continue;
-      Object.assign(act.run, { outcome: 'timed-out', closedAt: at });
-      if (a.failure) act.run.failures.push({ attempt: act.run.attempts, ...failureOf(a.failure) });
-    } else if (e.activityTaskCanceledEventAttributes) {
-      const act = activities.get(String(e.activityTaskCanceledEventAttributes.scheduledEventId));
-      if (act) Object.assign(act.run, { outcome: 'cancelled', closedAt: at });
-    } else if (e.workflowExecutionSignaledEventAttributes) {
-      const s = e.workflowExecutionSignaledEventAttributes;
-      if (s.signalName !== 'sluice.decide') continue;
-      const fields = decisionFields(decode(s.input));
-      const malformed = !fields.approvalId || (fields.decision !== 'approve' && fields.decision !== 'deny');
-      audit.decisions.push({
-        at,
-        via: 'signal',
-        ...fields,
-        ...(s.identity ? { identity: s.identity } : {}),
-        ...(malformed ? { result: 'refused', problem: 'malformed decision' } : { result: 'received' }),
-      });
-    } else if (e.workflowExecutionUpdateAcceptedEventAttributes) {
-      const req = e.workflowExecutionUpdateAcceptedEventAttributes.acceptedRequest;
-      if (req?.input?.name !== 'sluice.decide') continue;
-      const d: DecisionAudit = {
-        at: taskStartedAt,
-        via: 'update',
-        ...decisionFields(decode(req.input.args)),
-        ...(req.meta?.identity ? { identity: req.meta.identity } : {}),
-        result: 'pending',
-      };
-      updates.set(req.meta?.updateId ?? '', d);
-      audit.decisions.push(d);
-    } else if (e.workflowExecutionUpdateCompletedEventAttributes) {
-      const u = e.workflowExecutionUpdateCompletedEventAttributes;
-      const d = updates.get(u.meta?.updateId ?? '');
-      if (!d) continue;
-      if (u.outcome?.failure) Object.assign(d, { result: 'refused', problem: u.outcome.failure.message ?? 'refused' });
-      else
-        Object.assign(d, {
-          result: 'applied',
-          outcome: (decode(u.outcome?.success) as { outcome?: string } | undefined)?.outcome,
-        });
-    } else if (e.workflowExecutionCompletedEventAttributes) {
-      const raw = decode(e.workflowExecutionCompletedEventAttributes.result) as BatchOutputWire | undefined;
-      output = raw && expandBatchOutput(raw);
-      Object.assign(audit, { status: 'completed', closedAt: at });
-    } else if (e.workflowExecutionFailedEventAttributes) {
-      Object.assign(audit, {
-        status: 'failed',
-        closedAt: at,
-        failure: e.workflowExecutionFailedEventAttributes.failure?.message ?? 'failed',
-      });
-    } else if (e.workflowExecutionCanceledEventAttributes) {
-      Object.assign(audit, { status: 'cancelled', closedAt: at });
-    } else if (e.workflowExecutionTerminatedEventAttributes) {
-      Object.assign(audit, {
-        status: 'terminated',
-        closedAt: at,
-        failure: e.workflowExecutionTerminatedEventAttributes.reason ?? undefined,
-      });
-    } else if (e.workflowExecutionTimedOutEventAttributes) {
-      Object.assign(audit, { status: 'timed-out', closedAt: at });
-    } else if (e.workflowExecutionContinuedAsNewEventAttributes) {
-      Object.assign(audit, { status: 'continued-as-new', closedAt: at });
-    }
+/** One event, read into the audit; events of other kinds tell it nothing. */
+function readEvent(read: Reading, e: HistoryEvent, at: string): void {
+  if (e.workflowTaskStartedEventAttributes) read.taskStartedAt = at;
+  else if (e.activityTaskScheduledEventAttributes)
+    readScheduled(read, String(e.eventId), e.activityTaskScheduledEventAttributes, at);
+  else if (e.markerRecordedEventAttributes?.markerName === LOCAL_ACTIVITY_MARKER)
+    readLocalActivity(read, e.markerRecordedEventAttributes, at);
+  else if (e.activityTaskStartedEventAttributes) readAttemptStarted(read, e.activityTaskStartedEventAttributes);
+  else if (e.activityTaskCompletedEventAttributes) readCompleted(read, e.activityTaskCompletedEventAttributes, at);
+  else if (e.activityTaskFailedEventAttributes) readFailed(read, e.activityTaskFailedEventAttributes, 'failed', at);
+  else if (e.activityTaskTimedOutEventAttributes)
+    readFailed(read, e.activityTaskTimedOutEventAttributes, 'timed-out', at);
+  else if (e.activityTaskCanceledEventAttributes) {
+    const act = read.activities.get(String(e.activityTaskCanceledEventAttributes.scheduledEventId));
+    if (act) Object.assign(act.run, { outcome: 'cancelled', closedAt: at });
+  } else if (e.workflowExecutionSignaledEventAttributes)
+    readSignal(read.audit, e.workflowExecutionSignaledEventAttributes, at);
+  else if (e.workflowExecutionUpdateAcceptedEventAttributes)
+    readUpdateAccepted(read, e.workflowExecutionUpdateAcceptedEventAttributes);
+  else if (e.workflowExecutionUpdateCompletedEventAttributes)
+    readUpdateCompleted(read, e.workflowExecutionUpdateCompletedEventAttributes);
+  else readClosed(read, e, at);
+}
+
+/** A stage activity scheduled: its run starts, on the call its input names. */
+function readScheduled(
+  read: Reading,
+  eventId: string,
+  a: Attributes<'activityTaskScheduledEventAttributes'>,
+  at: string,
+): void {
+  const type = a.activityType?.name ?? '?';
+  // preflight and settle take a list of calls (one, when they run as activities)
+  const raw = decode(a.input) as CallRef | CallRef[] | SettleRequest[] | undefined;
+  const inp = Array.isArray(raw) ? raw[0] : raw;
+  const ref = inp && 'ref' in inp ? inp.ref : (inp as CallRef | undefined);
+  if (!ref?.callId) return;
+  const run: StageRun = { attempts: 1, failures: [], outcome: 'running', scheduledAt: at, emitted: [] };
+  read.activities.set(eventId, { type, callId: ref.callId, run, input: inp });
+  const c = read.call(ref.callId);
+  if (type === 'preflight') c.preExecute = run;
+  else if (type === 'runGuards') c.guards = run;
+  else if (type === 'executeBody') c.body = run;
+  else if (type === 'settle') {
+    c.settle = run;
+    c.settle.before = excerpt((inp as SettleRequest).candidate);
   }
+}
 
-  if (output) applyEvents(audit, output.events, call);
-  return audit;
+/** A local activity's marker: scheduled, run and completed at once, its results naming their calls. */
+function readLocalActivity(read: Reading, m: Attributes<'markerRecordedEventAttributes'>, at: string): void {
+  const meta = decode(m.details?.data) as { activity_type?: string; attempt?: number } | undefined;
+  const recorded = decode(m.details?.result);
+  if (!meta?.activity_type || m.failure || recorded === undefined) return;
+  // A batch's first worker round: the seq claim and the first group's preflight (batch.ts).
+  const firstRound = meta.activity_type === 'claimThenPreflight';
+  const stage = firstRound ? 'preflight' : meta.activity_type;
+  const result = firstRound ? (recorded as { preflight?: PreflightReply }).preflight : recorded;
+  if (result === undefined) return;
+  for (const r of localResults(stage, result)) {
+    const c = read.call(r.callId);
+    const run: StageRun = {
+      attempts: meta.attempt ?? 1,
+      failures: [],
+      outcome: 'completed',
+      scheduledAt: at,
+      closedAt: at,
+      emitted: [],
+    };
+    if (stage === 'preflight') c.preExecute = run;
+    else if (stage === 'runGuards') c.guards = run;
+    else if (stage === 'executeBody') c.body = run;
+    else c.settle = run;
+    completeStage(c, stage, r);
+  }
+}
+
+/** A local stage's recorded result as one result per call (none for a deferred preflight). */
+function localResults(stage: string, result: unknown): { callId: string }[] {
+  return stage === 'preflight'
+    ? (result as PreflightReply).deferred
+      ? []
+      : (result as PreflightReply).results
+    : stage === 'settle'
+      ? (result as SettleResult[])
+      : stage === 'runGuards'
+        ? [result as GuardsResult]
+        : stage === 'executeBody' && (result as PackedBodyResult).callId
+          ? [result as PackedBodyResult & { callId: string }]
+          : [];
+}
+
+/** An attempt started: the attempt that ends the stage, and the failure of the one before it. */
+function readAttemptStarted(read: Reading, a: Attributes<'activityTaskStartedEventAttributes'>): void {
+  const act = read.activities.get(String(a.scheduledEventId));
+  if (!act) return;
+  act.run.attempts = a.attempt ?? 1;
+  if (a.lastFailure) act.run.failures.push({ attempt: act.run.attempts - 1, ...failureOf(a.lastFailure) });
+}
+
+function readCompleted(read: Reading, a: Attributes<'activityTaskCompletedEventAttributes'>, at: string): void {
+  const act = read.activities.get(String(a.scheduledEventId));
+  if (!act) return;
+  Object.assign(act.run, { outcome: 'completed', closedAt: at });
+  const result = decode(a.result) as PreflightReply | SettleResult[] | unknown;
+  const own =
+    act.type === 'preflight'
+      ? (result as PreflightReply).results?.[0]
+      : act.type === 'settle'
+        ? (result as SettleResult[])[0]
+        : result;
+  completeStage(read.call(act.callId), act.type, own);
+}
+
+/** A stage that failed or timed out: how it ended, and the failure its last attempt met. */
+function readFailed(
+  read: Reading,
+  a: { scheduledEventId?: unknown; failure?: Failure | null },
+  outcome: 'failed' | 'timed-out',
+  at: string,
+): void {
+  const act = read.activities.get(String(a.scheduledEventId));
+  if (!act) return;
+  Object.assign(act.run, { outcome, closedAt: at });
+  if (a.failure) act.run.failures.push({ attempt: act.run.attempts, ...failureOf(a.failure) });
+}
+
+/** A decision sent by signal: received, its fate read later from the batch's events. */
+function readSignal(audit: BatchAudit, s: Attributes<'workflowExecutionSignaledEventAttributes'>, at: string): void {
+  if (s.signalName !== 'sluice.decide') return;
+  const fields = decisionFields(decode(s.input));
+  const malformed = !fields.approvalId || (fields.decision !== 'approve' && fields.decision !== 'deny');
+  audit.decisions.push({
+    at,
+    via: 'signal',
+    ...fields,
+    ...(s.identity ? { identity: s.identity } : {}),
+    ...(malformed ? { result: 'refused', problem: 'malformed decision' } : { result: 'received' }),
+  });
+}
+
+/** A decision sent by update: pending until its completion is read. */
+function readUpdateAccepted(read: Reading, u: Attributes<'workflowExecutionUpdateAcceptedEventAttributes'>): void {
+  const req = u.acceptedRequest;
+  if (req?.input?.name !== 'sluice.decide') return;
+  const d: DecisionAudit = {
+    at: read.taskStartedAt,
+    via: 'update',
+    ...decisionFields(decode(req.input.args)),
+    ...(req.meta?.identity ? { identity: req.meta.identity } : {}),
+    result: 'pending',
+  };
+  read.updates.set(req.meta?.updateId ?? '', d);
+  read.audit.decisions.push(d);
+}
+
+function readUpdateCompleted(read: Reading, u: Attributes<'workflowExecutionUpdateCompletedEventAttributes'>): void {
+  const d = read.updates.get(u.meta?.updateId ?? '');
+  if (!d) return;
+  if (u.outcome?.failure) Object.assign(d, { result: 'refused', problem: u.outcome.failure.message ?? 'refused' });
+  else
+    Object.assign(d, {
+      result: 'applied',
+      outcome: (decode(u.outcome?.success) as { outcome?: string } | undefined)?.outcome,
+    });
+}
+
+/** How the batch's run ended, if this event ends it; a completed one keeps its output for its events. */
+function readClosed(read: Reading, e: HistoryEvent, at: string): void {
+  const audit = read.audit;
+  if (e.workflowExecutionCompletedEventAttributes) {
+    const raw = decode(e.workflowExecutionCompletedEventAttributes.result) as BatchOutputWire | undefined;
+    read.output = raw && expandBatchOutput(raw);
+    Object.assign(audit, { status: 'completed', closedAt: at });
+  } else if (e.workflowExecutionFailedEventAttributes) {
+    Object.assign(audit, {
+      status: 'failed',
+      closedAt: at,
+      failure: e.workflowExecutionFailedEventAttributes.failure?.message ?? 'failed',
+    });
+  } else if (e.workflowExecutionCanceledEventAttributes) {
+    Object.assign(audit, { status: 'cancelled', closedAt: at });
+  } else if (e.workflowExecutionTerminatedEventAttributes) {
+    Object.assign(audit, {
+      status: 'terminated',
+      closedAt: at,
+      failure: e.workflowExecutionTerminatedEventAttributes.reason ?? undefined,
+    });
+  } else if (e.workflowExecutionTimedOutEventAttributes) {
+    Object.assign(audit, { status: 'timed-out', closedAt: at });
+  } else if (e.workflowExecutionContinuedAsNewEventAttributes) {
+    Object.assign(audit, { status: 'continued-as-new', closedAt: at });
+  }
 }
 
 function completeStage(c: CallAudit, type: string, result: unknown): void {
