@@ -73,33 +73,49 @@ const KINDS: RuleKind[] = ['deny', 'ask', 'allow'];
 export function permissionRules(opts: PermissionRulesOptions): PermissionRules {
   const workspace = path.resolve(opts.workspace);
   const cwd = path.resolve(opts.cwd ?? workspace);
+  const { rules, sources, warnings } = readSettings(opts, workspace, cwd);
+  const bashRules = rules.some((r) => r.tool === 'Bash' || r.tool === 'bash');
+  const ready = bashRules ? shellParserReady() : Promise.resolve();
+  const evaluate = (call: { toolName: string; aliases?: readonly string[]; args: Readonly<JsonObject> }) =>
+    verdictOf(rules, callOf(call.toolName, call.aliases ?? [], call.args, cwd, bashRules));
+  const handler = matchedRuleHandler(evaluate, ready, new Map(sources.map((s) => [s.label, s.digest])));
+  hideReadRulesFromSearch(rules);
+  return {
+    preExecute: rules.length ? [{ name: 'Claude Code permission rules', handler }] : [],
+    rules,
+    sources,
+    warnings,
+    evaluate,
+    ready,
+    approval(claudeName, otherwise = 'ask') {
+      return async (args) => {
+        await ready;
+        return evaluate({ toolName: claudeName, args: (args ?? {}) as JsonObject }).kind === 'allow'
+          ? 'auto'
+          : otherwise;
+      };
+    },
+  };
+}
+
+/** Every settings file's rules, in file order, with each file's digest and what was ignored. */
+function readSettings(
+  opts: PermissionRulesOptions,
+  workspace: string,
+  cwd: string,
+): { rules: PermissionRule[]; sources: { label: string; digest: string }[]; warnings: string[] } {
   const explicit = opts.sources !== undefined;
   const rules: PermissionRule[] = [];
   const sources: { label: string; digest: string }[] = [];
   const warnings: string[] = [];
   for (const rel of opts.sources ?? DEFAULT_SOURCES) {
     const file = path.resolve(workspace, rel);
-    let bytes: Buffer;
-    try {
-      bytes = fs.readFileSync(file);
-    } catch (err) {
-      if (!explicit && (err as NodeJS.ErrnoException).code === 'ENOENT') continue;
-      throw new Error(`cannot read permission settings ${file}: ${(err as Error).message}`);
-    }
+    const bytes = readSettingsFile(file, explicit);
+    if (!bytes) continue;
     const label = path.relative(workspace, file).split(path.sep).join('/') || file;
     sources.push({ label, digest: digestOf(bytes) });
-    let doc: unknown;
-    try {
-      doc = JSON.parse(bytes.toString('utf8'));
-    } catch (err) {
-      throw new Error(
-        `permission settings ${label} are not valid JSON (${(err as Error).message}); fix the file, since its deny rules would otherwise not apply`,
-      );
-    }
-    const perms = (doc as { permissions?: unknown })?.permissions;
+    const perms = permissionsOf(bytes, label);
     if (perms === undefined) continue;
-    if (typeof perms !== 'object' || perms === null || Array.isArray(perms))
-      throw new Error(`${label}: "permissions" must be an object with allow / ask / deny arrays`);
     for (const [key, value] of Object.entries(perms)) {
       if (!KINDS.includes(key as RuleKind)) {
         warnings.push(`${label}: permissions.${key} is not supported by Sluice and was ignored`);
@@ -111,90 +127,126 @@ export function permissionRules(opts: PermissionRulesOptions): PermissionRules {
         rules.push(parseRule(text, key as RuleKind, label, { projectRoot: workspace, cwd, home: opts.home }));
     }
   }
-  const digestOfFile = new Map(sources.map((s) => [s.label, s.digest]));
-  const bashRules = rules.some((r) => r.tool === 'Bash' || r.tool === 'bash');
-  const ready = bashRules ? shellParserReady() : Promise.resolve();
+  return { rules, sources, warnings };
+}
 
-  function callOf(toolName: string, aliases: readonly string[], args: Readonly<JsonObject>): RuleCall {
-    const claudeName = claudeToolName({ name: toolName, aliases });
-    const raw =
-      typeof args.file_path === 'string' ? args.file_path : typeof args.path === 'string' ? args.path : undefined;
-    const paths: string[] = [];
-    const given = raw ?? (claudeName === 'Glob' || claudeName === 'Grep' ? '.' : undefined);
-    if (given !== undefined) {
-      const abs = path.resolve(cwd, given);
-      paths.push(abs);
-      try {
-        const real = fs.realpathSync(abs);
-        if (real !== abs) paths.push(real);
-      } catch {
-        // not there yet: the given path is all there is
-      }
-    }
-    const shell = claudeName === 'Bash' && bashRules ? readShell(String(args.command ?? '')) : undefined;
-    return { claudeName, sluiceName: toolName, args, paths, ...(shell ? { shell } : {}) };
+/** A settings file's bytes; undefined for a default file that is not there (a named one must be). */
+function readSettingsFile(file: string, explicit: boolean): Buffer | undefined {
+  try {
+    return fs.readFileSync(file);
+  } catch (err) {
+    if (!explicit && (err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw new Error(`cannot read permission settings ${file}: ${(err as Error).message}`);
   }
+}
 
-  function evaluate(call: {
-    toolName: string;
-    aliases?: readonly string[];
-    args: Readonly<JsonObject>;
-  }): PermissionVerdict {
-    const c = callOf(call.toolName, call.aliases ?? [], call.args);
-    for (const kind of KINDS) {
-      if (c.shell) {
-        const v = judgeBash(kind, String(c.args.command ?? ''), c.shell, c);
-        if (v) return v;
-        continue;
-      }
-      const rule = rules.find((r) => r.kind === kind && r.matches(c));
-      if (rule) return { kind, rule };
-    }
-    return { kind: 'none' };
+/** The file's "permissions" object, or undefined when it has none. */
+function permissionsOf(bytes: Buffer, label: string): object | undefined {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(bytes.toString('utf8'));
+  } catch (err) {
+    throw new Error(
+      `permission settings ${label} are not valid JSON (${(err as Error).message}); fix the file, since its deny rules would otherwise not apply`,
+    );
   }
+  const perms = (doc as { permissions?: unknown })?.permissions;
+  if (perms === undefined) return undefined;
+  if (typeof perms !== 'object' || perms === null || Array.isArray(perms))
+    throw new Error(`${label}: "permissions" must be an object with allow / ask / deny arrays`);
+  return perms;
+}
 
-  /**
-   * One kind of rule against a Bash command the parser read. Deny and ask: the first rule that
-   * matches any command in it (or could match one Sluice cannot read). Allow: a rule for every
-   * command written in it, when the parser proved it is nothing but those commands.
-   */
-  function judgeBash(
-    kind: RuleKind,
-    command: string,
-    reading: ShellReading,
-    c: RuleCall,
-  ): PermissionVerdict | undefined {
-    const ofKind = rules.filter((r) => r.kind === kind);
-    const whole = ofKind.find((r) => !r.bash && r.matches(c));
-    if (kind !== 'allow') {
-      if (whole) return { kind, rule: whole };
-      for (const rule of ofKind) {
-        const hit = rule.bash && bashHit(rule.bash, command, reading);
-        if (hit) return { kind, rule, detail: describe(hit, reading) };
-      }
-      return undefined;
+/** A call as the rules see it: Claude Code's tool name, the paths it names (and their real paths), its shell reading. */
+function callOf(
+  toolName: string,
+  aliases: readonly string[],
+  args: Readonly<JsonObject>,
+  cwd: string,
+  bashRules: boolean,
+): RuleCall {
+  const claudeName = claudeToolName({ name: toolName, aliases });
+  const raw =
+    typeof args.file_path === 'string' ? args.file_path : typeof args.path === 'string' ? args.path : undefined;
+  const paths: string[] = [];
+  const given = raw ?? (claudeName === 'Glob' || claudeName === 'Grep' ? '.' : undefined);
+  if (given !== undefined) {
+    const abs = path.resolve(cwd, given);
+    paths.push(abs);
+    try {
+      const real = fs.realpathSync(abs);
+      if (real !== abs) paths.push(real);
+    } catch {
+      // not there yet: the given path is all there is
     }
+  }
+  const shell = claudeName === 'Bash' && bashRules ? readShell(String(args.command ?? '')) : undefined;
+  return { claudeName, sluiceName: toolName, args, paths, ...(shell ? { shell } : {}) };
+}
+
+/** The first rule that matches, in deny, ask, allow order. */
+function verdictOf(rules: readonly PermissionRule[], c: RuleCall): PermissionVerdict {
+  for (const kind of KINDS) {
+    if (c.shell) {
+      const v = judgeBash(rules, kind, String(c.args.command ?? ''), c.shell, c);
+      if (v) return v;
+      continue;
+    }
+    const rule = rules.find((r) => r.kind === kind && r.matches(c));
+    if (rule) return { kind, rule };
+  }
+  return { kind: 'none' };
+}
+
+/**
+ * One kind of rule against a Bash command the parser read. Deny and ask: the first rule that
+ * matches any command in it (or could match one Sluice cannot read). Allow: a rule for every
+ * command written in it, when the parser proved it is nothing but those commands.
+ */
+function judgeBash(
+  rules: readonly PermissionRule[],
+  kind: RuleKind,
+  command: string,
+  reading: ShellReading,
+  c: RuleCall,
+): PermissionVerdict | undefined {
+  const ofKind = rules.filter((r) => r.kind === kind);
+  const whole = ofKind.find((r) => !r.bash && r.matches(c));
+  if (kind !== 'allow') {
     if (whole) return { kind, rule: whole };
-    const all = mustCover(reading);
-    if (!all?.length) return undefined;
-    const used: PermissionRule[] = [];
-    for (const cmd of all) {
-      const rule = ofKind.find((r) => r.bash && bashCovers(r.bash, cmd));
-      if (!rule) return undefined;
-      if (!used.includes(rule)) used.push(rule);
+    for (const rule of ofKind) {
+      const hit = rule.bash && bashHit(rule.bash, command, reading);
+      if (hit) return { kind, rule, detail: describe(hit, reading) };
     }
-    return { kind, rule: used[0], ...(used.length > 1 ? { rules: used } : {}) };
+    return undefined;
   }
-
-  function describe(hit: ShellCommand | 'whole', reading: ShellReading): string | undefined {
-    if (hit === 'whole') return undefined;
-    if (hit.words.length === 1 && hit.words[0].length === 1 && hit.words[0][0] === null)
-      return `Sluice cannot tell every command this runs (${reading.unknown.join('; ')}), and the rule could match one`;
-    const text = hit.words.map((w) => w.map((p) => (p === null ? '…' : p)).join('')).join(' ');
-    return `it matches \`${clip(text)}\`${hit.derived ? ' (found inside the command)' : ''}`;
+  if (whole) return { kind, rule: whole };
+  const all = mustCover(reading);
+  if (!all?.length) return undefined;
+  const used: PermissionRule[] = [];
+  for (const cmd of all) {
+    const rule = ofKind.find((r) => r.bash && bashCovers(r.bash, cmd));
+    if (!rule) return undefined;
+    if (!used.includes(rule)) used.push(rule);
   }
+  return { kind, rule: used[0], ...(used.length > 1 ? { rules: used } : {}) };
+}
 
-  const handler: PreExecuteHandler = async (ctx) => {
+function describe(hit: ShellCommand | 'whole', reading: ShellReading): string | undefined {
+  if (hit === 'whole') return undefined;
+  if (hit.words.length === 1 && hit.words[0].length === 1 && hit.words[0][0] === null)
+    return `Sluice cannot tell every command this runs (${reading.unknown.join('; ')}), and the rule could match one`;
+  const text = hit.words.map((w) => w.map((p) => (p === null ? '…' : p)).join('')).join(' ');
+  return `it matches \`${clip(text)}\`${hit.derived ? ' (found inside the command)' : ''}`;
+}
+
+/** The pre-execute handler: records the rule that matched (and its file's digest), then denies, asks or allows. */
+function matchedRuleHandler(
+  evaluate: PermissionRules['evaluate'],
+  ready: Promise<void>,
+  digestOfFile: Map<string, string>,
+): PreExecuteHandler {
+  return async (ctx) => {
     if (!ctx.tool) return undefined;
     await ready;
     const v = evaluate({ toolName: ctx.tool.name, aliases: ctx.tool.aliases, args: ctx.call.args });
@@ -219,10 +271,12 @@ export function permissionRules(opts: PermissionRulesOptions): PermissionRules {
           : { kind: 'allow' };
     return decision;
   };
+}
 
-  // A Read deny or ask rule names files; glob and grep over a folder name none, so the rule's
-  // pre-execute check cannot see the files they would print. They ask these rules per file and
-  // skip (saying so) every file reading would be denied or need a person's yes for.
+// A Read deny or ask rule names files; glob and grep over a folder name none, so the rule's
+// pre-execute check cannot see the files they would print. They ask these rules per file and
+// skip (saying so) every file reading would be denied or need a person's yes for.
+function hideReadRulesFromSearch(rules: readonly PermissionRule[]): void {
   const readRules = rules.filter((r) => r.tool === 'Read' && r.kind !== 'allow');
   if (readRules.length)
     hideFromSearch((paths) => {
@@ -230,23 +284,6 @@ export function permissionRules(opts: PermissionRulesOptions): PermissionRules {
       const rule = readRules.find((r) => r.matches(c));
       return rule && `${JSON.stringify(rule.text)} in ${rule.file}`;
     });
-
-  return {
-    preExecute: rules.length ? [{ name: 'Claude Code permission rules', handler }] : [],
-    rules,
-    sources,
-    warnings,
-    evaluate,
-    ready,
-    approval(claudeName, otherwise = 'ask') {
-      return async (args) => {
-        await ready;
-        return evaluate({ toolName: claudeName, args: (args ?? {}) as JsonObject }).kind === 'allow'
-          ? 'auto'
-          : otherwise;
-      };
-    },
-  };
 }
 
 function clip(text: string): string {
