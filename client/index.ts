@@ -60,4 +60,11 @@ export {
   type AgentsApprovalItem,
   type AgentsInterruptedRun,
 } from './integrations/openai-agents';
-export { sluiceCanUseTool, type CanUseToolResult } from './integrations/claude-agent-sdk';
+export {
+  type CanUseToolResult,
+  type PreToolUseInput,
+  type PreToolUseOutput,
+  sluiceCanUseTool,
+  sluicePreToolUse,
+  type SluicePreToolUseMatcher,
+} from './integrations/claude-agent-sdk';

@@ -1,8 +1,8 @@
 // The agent SDKs' approval points answered by Sluice (client/integrations/): the real AI SDK 7
 // (`needsApproval`, with its OpenAI-compatible provider) and the real OpenAI Agents SDK (tools that
 // need approval, its run state across the interruption), each against a local server speaking the
-// OpenAI chat completions wire format, and the real Claude Agent SDK (`canUseTool`, its bundled
-// Claude Code binary) against a local server speaking the Anthropic Messages API, with a worker on the run's dev server whose config has the
+// OpenAI chat completions wire format, and the real Claude Agent SDK (`canUseTool`, and a PreToolUse hook,
+// its bundled Claude Code binary) against a local server speaking the Anthropic Messages API, with a worker on the run's dev server whose config has the
 // apps' tools as decision-only tools. A person approves or denies through Sluice, bound to the
 // arguments' digest; the SDK runs the tool only when Sluice allowed it.
 import * as http from 'node:http';
@@ -16,7 +16,7 @@ import { generateText, type ModelMessage, tool as aiTool } from 'ai-v7';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { z } from 'zod';
 import { sluiceApprovalResponses } from '../client/integrations/ai-sdk';
-import { sluiceCanUseTool } from '../client/integrations/claude-agent-sdk';
+import { sluiceCanUseTool, sluicePreToolUse } from '../client/integrations/claude-agent-sdk';
 import { sluiceDecideInterruptions } from '../client/integrations/openai-agents';
 import { harnessTools } from '../hooks';
 import type { PendingApproval } from '../pipeline/types';
@@ -254,9 +254,9 @@ describe('OpenAI Agents SDK: tool approvals answered by Sluice', () => {
   });
 });
 
-describe('Claude Agent SDK: canUseTool answered by Sluice', () => {
+describe('Claude Agent SDK: canUseTool and PreToolUse answered by Sluice', () => {
   /** Runs one query whose model calls Bash with `command`; resolves to the messages and the final result. */
-  async function runQuery(sessionId: string, command: string) {
+  async function runQuery(sessionId: string, command: string, via: 'canUseTool' | 'PreToolUse' = 'canUseTool') {
     const fake = await startFakeAnthropic();
     const home = fs.mkdtempSync(path.join(inject('runDir'), 'claude-home-'));
     try {
@@ -275,7 +275,14 @@ describe('Claude Agent SDK: canUseTool answered by Sluice', () => {
             ANTHROPIC_API_KEY: 'sk-ant-fake',
             CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
           },
-          canUseTool: sluiceCanUseTool({ sluice: h.client, sessionId }),
+          ...(via === 'canUseTool'
+            ? { canUseTool: sluiceCanUseTool({ sluice: h.client, sessionId }) }
+            : {
+                // The SDK's own rules allow Bash outright, so canUseTool would never be asked:
+                // a PreToolUse hook still puts every call before Sluice.
+                allowedTools: ['Bash'],
+                hooks: { PreToolUse: [sluicePreToolUse({ sluice: h.client, sessionId })] },
+              }),
         },
       }))
         messages.push(m);
@@ -319,5 +326,42 @@ describe('Claude Agent SDK: canUseTool answered by Sluice', () => {
     const d = await denied;
     expect(fs.existsSync(no)).toBe(false);
     expect(String(d.result?.result)).toContain('no new files');
+  });
+
+  it('a PreToolUse hook puts calls the SDK already allows before Sluice: approved runs, denied never runs', async () => {
+    const marks = fs.mkdtempSync(path.join(inject('runDir'), 'claude-pre-'));
+    const yes = path.join(marks, 'approved');
+    const no = path.join(marks, 'denied');
+    const approvedSession = newSession('claude-pre-approve');
+    const approved = runQuery(approvedSession, `touch ${yes}`, 'PreToolUse');
+    const p1 = await pendingIn(approvedSession);
+    expect(p1).toMatchObject({ toolName: 'Bash', arguments: { command: `touch ${yes}` } });
+    // Nothing ran while the person had not decided.
+    expect(fs.existsSync(yes)).toBe(false);
+    await h.client.decide({
+      approvalId: p1.approvalId,
+      decision: 'approve',
+      by: 'grace',
+      argsDigest: p1.argsDigest,
+      workflowId: p1.workflowId,
+    });
+    const a = await approved;
+    expect(fs.existsSync(yes)).toBe(true);
+    expect(a.result?.subtype).toBe('success');
+
+    const deniedSession = newSession('claude-pre-deny');
+    const denied = runQuery(deniedSession, `touch ${no}`, 'PreToolUse');
+    const p2 = await pendingIn(deniedSession);
+    await h.client.decide({
+      approvalId: p2.approvalId,
+      decision: 'deny',
+      by: 'heidi',
+      reason: 'not on this machine',
+      argsDigest: p2.argsDigest,
+      workflowId: p2.workflowId,
+    });
+    const d = await denied;
+    expect(fs.existsSync(no)).toBe(false);
+    expect(String(d.result?.result)).toContain('not on this machine');
   });
 });
