@@ -154,6 +154,53 @@ function claudeSource(workspace: string, opts: { sources?: string[]; cwd?: strin
 
 export function policyRules(opts: PolicyRulesOptions): PolicyRules {
   const workspace = path.resolve(opts.workspace);
+  const sources = readSources(workspace, opts);
+  const files = sources.flatMap((s) => s.files);
+  const rules = sources.flatMap((s) => s.rules);
+  const warnings = sources.flatMap((s) => s.warnings.map((w) => `${s.format}: ${w}`));
+  const digest = digestOf(files.map((f) => `${f.label}\0${f.digest}`).join('\n'));
+  const explain = (call: PolicyCall) => explainCall(sources, call);
+  // Claude Code's Bash rules read commands with the shell parser, which loads asynchronously.
+  const ready = shellParserReady();
+  const judge: Judge = { digest, ready, explain, bindingOf: bindingWith(digest, files) };
+  return {
+    sources,
+    files,
+    rules,
+    warnings,
+    digest,
+    // Always there, rules or none: an ask raised under this policy is bound to its digest, and a
+    // worker whose files have no rule left still judges again what another policy asked.
+    preExecute: [
+      {
+        name: 'policy files (Claude Code, Codex, Gemini CLI, OpenCode)',
+        handler: policyHandler(judge),
+        recheck: policyRecheck(judge),
+      },
+    ],
+    explain,
+    approval(toolName, otherwise = 'ask') {
+      return async (args) => {
+        await ready;
+        return explain({ toolName, args: (args ?? {}) as JsonObject }).decision === 'allow' ? 'auto' : otherwise;
+      };
+    },
+    check: (tests = []) => checkPolicy(sources, rules, explain, tests),
+  };
+}
+
+/** What the pre-execute handler and the recheck judge a call by. */
+interface Judge {
+  /** Over every file the sources read: what an ask is bound to. */
+  digest: string;
+  /** The shell parser loaded. */
+  ready: Promise<void>;
+  explain: (call: PolicyCall) => PolicyExplanation;
+  bindingOf: (x: PolicyExplanation) => PolicyBinding;
+}
+
+/** The sources the options name, every one by default; their own examples must hold unless told not to refuse. */
+function readSources(workspace: string, opts: PolicyRulesOptions): PolicySource[] {
   const sources: PolicySource[] = [];
   if (opts.claude !== false) sources.push(claudeSource(workspace, opts.claude ?? {}));
   if (opts.codex !== false) sources.push(codexRules({ workspace, ...(opts.codex ?? {}), verifyExamples: false }));
@@ -163,40 +210,42 @@ export function policyRules(opts: PolicyRulesOptions): PolicyRules {
     const failures = sources.flatMap((s) => s.examples().failures);
     if (failures.length) throw new Error(describeFailures(failures));
   }
-  const files = sources.flatMap((s) => s.files);
-  const rules = sources.flatMap((s) => s.rules);
-  const warnings = sources.flatMap((s) => s.warnings.map((w) => `${s.format}: ${w}`));
-  const digest = digestOf(files.map((f) => `${f.label}\0${f.digest}`).join('\n'));
+  return sources;
+}
 
-  function explain(call: PolicyCall): PolicyExplanation {
-    const per: SourceExplanation[] = sources.map((s) => {
-      const v: SourceVerdict = s.evaluate(call);
-      return {
-        format: s.format,
-        files: s.files.map((f) => ({ label: f.label, digest: f.digest })),
-        decision: v.decision,
-        ...(v.rule ? { rule: v.rule } : {}),
-        ...(v.note ? { note: v.note } : {}),
-      };
-    });
-    let winner: SourceExplanation | undefined;
-    for (const s of per)
-      if (s.decision !== 'none' && (!winner || STRICTNESS[s.decision] > STRICTNESS[winner.decision as PolicyDecision]))
-        winner = s;
-    return { decision: winner?.decision ?? 'none', ...(winner ? { winner } : {}), sources: per };
-  }
+/** What every source says of a call, and the strictest of them, which decides. */
+function explainCall(sources: readonly PolicySource[], call: PolicyCall): PolicyExplanation {
+  const per: SourceExplanation[] = sources.map((s) => {
+    const v: SourceVerdict = s.evaluate(call);
+    return {
+      format: s.format,
+      files: s.files.map((f) => ({ label: f.label, digest: f.digest })),
+      decision: v.decision,
+      ...(v.rule ? { rule: v.rule } : {}),
+      ...(v.note ? { note: v.note } : {}),
+    };
+  });
+  let winner: SourceExplanation | undefined;
+  for (const s of per)
+    if (s.decision !== 'none' && (!winner || STRICTNESS[s.decision] > STRICTNESS[winner.decision as PolicyDecision]))
+      winner = s;
+  return { decision: winner?.decision ?? 'none', ...(winner ? { winner } : {}), sources: per };
+}
 
-  // Claude Code's Bash rules read commands with the shell parser, which loads asynchronously.
-  const ready = shellParserReady();
-  // The files the digest is over go with every binding, so a pending approval names them.
+/** The binding a decision carries; the files the digest is over go with every one, so a pending approval names them. */
+function bindingWith(digest: string, files: readonly PolicyFile[]): (x: PolicyExplanation) => PolicyBinding {
   const boundFiles = files.map((f) => ({ source: f.format, file: f.label, digest: f.digest }));
-  const bindingOf = (x: PolicyExplanation): PolicyBinding => ({
+  return (x) => ({
     digest,
     decision: x.decision,
     ...(x.winner?.rule ? { rule: ruleOf(x.winner.rule) } : {}),
     files: boundFiles,
   });
-  const handler: PreExecuteHandler = async (ctx) => {
+}
+
+/** The pre-execute handler: records the deciding rule (and what the other sources said), then decides. */
+function policyHandler({ digest, ready, explain, bindingOf }: Judge): PreExecuteHandler {
+  return async (ctx) => {
     if (!ctx.tool) return undefined;
     await ready;
     const x = explain({ toolName: ctx.tool.name, aliases: ctx.tool.aliases, args: ctx.call.args });
@@ -223,13 +272,15 @@ export function policyRules(opts: PolicyRulesOptions): PolicyRules {
       return { kind: 'ask', reason: `${askReason(w.rule)} (policy ${shortDigest(digest)})`, policy };
     return { ...decided, policy };
   };
+}
 
-  /**
-   * After a person decided a call asked under `askedUnder`: judges it under the files read now.
-   * Same digest: nothing changed, the approval holds. Otherwise a deny denies; an allow, or no rule,
-   * lets it run on the approval; an ask holds the approval only when the same rule asks.
-   */
-  const recheck: PolicyRecheck = async (ctx, askedUnder) => {
+/**
+ * After a person decided a call asked under `askedUnder`: judges it under the files read now.
+ * Same digest: nothing changed, the approval holds. Otherwise a deny denies; an allow, or no rule,
+ * lets it run on the approval; an ask holds the approval only when the same rule asks.
+ */
+function policyRecheck({ digest, ready, explain, bindingOf }: Judge): PolicyRecheck {
+  return async (ctx, askedUnder) => {
     if (askedUnder.digest === digest || !ctx.tool) return undefined;
     await ready;
     const x = explain({ toolName: ctx.tool.name, aliases: ctx.tool.aliases, args: ctx.call.args });
@@ -267,50 +318,37 @@ export function policyRules(opts: PolicyRulesOptions): PolicyRules {
     });
     return denial;
   };
+}
 
-  function check(tests: readonly PolicyTest[] = []): PolicyCheckReport {
-    const ex = sources.map((s) => s.examples());
-    const matched = new Set(ex.flatMap((e) => [...e.matched]));
-    const failures: PolicyCheckReport['tests']['failures'] = [];
-    tests.forEach((t, index) => {
-      const got = explain({ toolName: t.tool, aliases: t.aliases ?? [], args: t.args ?? {} });
-      for (const s of sources)
-        for (const r of s.evaluate({ toolName: t.tool, aliases: t.aliases ?? [], args: t.args ?? {} }).matched)
-          matched.add(r.id);
-      let why = '';
-      if (got.decision !== t.expect) why = `expected ${t.expect}, got ${got.decision}`;
-      else if (t.source && got.winner?.format !== t.source)
-        why = `expected ${t.source} to decide, ${got.winner?.format ?? 'no source'} did`;
-      else if (t.rule && got.winner?.rule?.text !== t.rule)
-        why = `expected the rule ${JSON.stringify(t.rule)} to decide, ${got.winner?.rule ? JSON.stringify(got.winner.rule.text) : 'no rule'} did`;
-      if (why) failures.push({ test: t, index, got, why });
-    });
-    const exampleFailures = ex.flatMap((e) => e.failures);
-    return {
-      ok: exampleFailures.length === 0 && failures.length === 0,
-      examples: { ran: ex.reduce((n, e) => n + e.ran, 0), failures: exampleFailures },
-      tests: { ran: tests.length, failures },
-      unmatched: rules.filter((r) => !matched.has(r.id)),
-    };
-  }
-
+/** The sources' own examples, the given tests, and the rules neither matched. */
+function checkPolicy(
+  sources: readonly PolicySource[],
+  rules: readonly PolicyRuleRef[],
+  explain: (call: PolicyCall) => PolicyExplanation,
+  tests: readonly PolicyTest[],
+): PolicyCheckReport {
+  const ex = sources.map((s) => s.examples());
+  const matched = new Set(ex.flatMap((e) => [...e.matched]));
+  const failures: PolicyCheckReport['tests']['failures'] = [];
+  tests.forEach((t, index) => {
+    const got = explain({ toolName: t.tool, aliases: t.aliases ?? [], args: t.args ?? {} });
+    for (const s of sources)
+      for (const r of s.evaluate({ toolName: t.tool, aliases: t.aliases ?? [], args: t.args ?? {} }).matched)
+        matched.add(r.id);
+    let why = '';
+    if (got.decision !== t.expect) why = `expected ${t.expect}, got ${got.decision}`;
+    else if (t.source && got.winner?.format !== t.source)
+      why = `expected ${t.source} to decide, ${got.winner?.format ?? 'no source'} did`;
+    else if (t.rule && got.winner?.rule?.text !== t.rule)
+      why = `expected the rule ${JSON.stringify(t.rule)} to decide, ${got.winner?.rule ? JSON.stringify(got.winner.rule.text) : 'no rule'} did`;
+    if (why) failures.push({ test: t, index, got, why });
+  });
+  const exampleFailures = ex.flatMap((e) => e.failures);
   return {
-    sources,
-    files,
-    rules,
-    warnings,
-    digest,
-    // Always there, rules or none: an ask raised under this policy is bound to its digest, and a
-    // worker whose files have no rule left still judges again what another policy asked.
-    preExecute: [{ name: 'policy files (Claude Code, Codex, Gemini CLI, OpenCode)', handler, recheck }],
-    explain,
-    approval(toolName, otherwise = 'ask') {
-      return async (args) => {
-        await ready;
-        return explain({ toolName, args: (args ?? {}) as JsonObject }).decision === 'allow' ? 'auto' : otherwise;
-      };
-    },
-    check,
+    ok: exampleFailures.length === 0 && failures.length === 0,
+    examples: { ran: ex.reduce((n, e) => n + e.ran, 0), failures: exampleFailures },
+    tests: { ran: tests.length, failures },
+    unmatched: rules.filter((r) => !matched.has(r.id)),
   };
 }
 
