@@ -3,7 +3,12 @@ const fs = require('node:fs');
 const path = require('node:path');
 
 const root = path.join(__dirname, '..');
-for (const file of ['client/inbox/page.html', 'client/inbox/session.html', 'temporal/encrypted-failures.js']) {
+for (const file of [
+  'client/inbox/page.html',
+  'client/inbox/session.html',
+  'client/inbox/cards.html',
+  'temporal/encrypted-failures.js',
+]) {
   const to = path.join(root, 'dist', file);
   fs.mkdirSync(path.dirname(to), { recursive: true });
   fs.copyFileSync(path.join(root, file), to);

@@ -101,7 +101,7 @@ describe('the session page', () => {
     const card = page.locator('article.call[data-call-id="p"]');
     await card.locator('.ask button.approve').waitFor();
     expect(await card.getAttribute('data-state')).toBe('asked');
-    expect(await card.locator('.title').textContent()).toBe('Publish notes');
+    expect(await card.locator('.call-head .title').textContent()).toBe('Publish notes');
     // The digest the page sends is the one it shows, as in the inbox.
     const pending = await s.pendingApprovals();
     expect(await card.locator('.ask').getAttribute('data-digest')).toBe(pending[0].argsDigest);

@@ -1,7 +1,9 @@
 // The inbox's small HTTP vocabulary, shared by its routes: JSON answers, request bodies, the
 // headers every page carries, and the cross-site check every state-changing request passes.
+import * as fs from 'node:fs';
 import type * as http from 'node:http';
 import { isIP } from 'node:net';
+import * as path from 'node:path';
 
 const MAX_BODY = 64 * 1024;
 
@@ -81,6 +83,20 @@ function readBody(req: http.IncomingMessage): Promise<string> {
     req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
     req.on('error', reject);
   });
+}
+
+/** Where a page takes the approval cards shared by the inbox and the session page (cards.html). */
+const CARDS_MARK = '<!--sluice:cards-->';
+
+/**
+ * An HTML page of the inbox read from its file, with cards.html in place of its cards marker: one
+ * copy of the cards' code and rules for every page that shows them. Inlined, not a script of its
+ * own, so the pages' content security policy stays as it is (inline scripts only, nothing fetched).
+ */
+export function readPage(file: string): string {
+  const html = fs.readFileSync(file, 'utf8');
+  // A function, so the `$` in the cards' script is not read as a replacement pattern.
+  return html.replace(CARDS_MARK, () => fs.readFileSync(path.join(path.dirname(file), 'cards.html'), 'utf8'));
 }
 
 /** An HTML page of the inbox, with the headers every page carries. */

@@ -4,7 +4,6 @@
 // Each session has its page too (client/inbox/sessions.ts). Every request passes the same gate
 // first: the Host it was sent to, then, behind a proxy, the proxy's address, secret and approver.
 import * as crypto from 'node:crypto';
-import * as fs from 'node:fs';
 import * as http from 'node:http';
 import { type AddressInfo, isIP } from 'node:net';
 import * as path from 'node:path';
@@ -13,7 +12,16 @@ import { ConfigError } from '../../support/errors';
 import type { SealKey } from '../identity';
 import { type DecisionDeps, decisionRoute, identityOf, whoDecides } from './decisions';
 import { InboxFeed, type InboxSnapshot } from './feed';
-import { crossSiteProblem, headerValue, jsonBody, plainAddress, SECURITY_HEADERS, send, sendPage } from './http';
+import {
+  crossSiteProblem,
+  headerValue,
+  jsonBody,
+  plainAddress,
+  readPage,
+  SECURITY_HEADERS,
+  send,
+  sendPage,
+} from './http';
 import { type LinkDeps, linkRoute } from './links';
 import { type SessionDeps, type SessionSource, sessionRoute } from './sessions';
 
@@ -240,7 +248,7 @@ async function readRoute(
   if (req.method !== 'GET') return false;
   switch (url.pathname) {
     case '/':
-      sendPage(res, fs.readFileSync(PAGE));
+      sendPage(res, readPage(PAGE));
       return true;
     case '/api/whoami': {
       const user = gate.userHeader ? headerValue(req, gate.userHeader) : undefined;

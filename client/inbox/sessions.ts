@@ -5,7 +5,6 @@
 // answered as unknown, so the routes tell nothing of other teams' sessions.
 import type * as http from 'node:http';
 import * as path from 'node:path';
-import * as fs from 'node:fs';
 import type { LiveEvent } from '../../agent/live';
 import type { SessionEvent } from '../../pipeline/types';
 import type { LiveReader } from '../../stores/live';
@@ -13,7 +12,7 @@ import type { SluiceClient } from '../client';
 import { sessionHandle } from '../session';
 import { followSessionEvents, type SessionEventSource } from '../session-events';
 import type { InboxFeed } from './feed';
-import { crossSiteProblem, jsonBody, send, sendPage } from './http';
+import { crossSiteProblem, jsonBody, readPage, send, sendPage } from './http';
 
 const PAGE = path.join(__dirname, 'session.html');
 /** How long the state route waits for a worker to answer the session's query. */
@@ -79,7 +78,7 @@ type Handler = (
 
 const HANDLERS: Record<string, Handler> = {
   // The page reads its session id from its own address: nothing of the request is written into it.
-  'GET page': async (_deps, _req, res) => sendPage(res, fs.readFileSync(PAGE)),
+  'GET page': async (_deps, _req, res) => sendPage(res, readPage(PAGE)),
   'GET events': streamEvents,
   'GET state': sessionState,
   'POST message': postMessage,
@@ -223,13 +222,14 @@ async function sessionState(
   try {
     const view = await deps.client.temporal.withDeadline(Date.now() + QUERY_DEADLINE_MS, () => handle.state());
     const { tail: _tail, unstored: _unstored, ...rest } = view;
-    send(res, 200, { ...rest, workflow });
+    send(res, 200, { ...rest, workflow, worker: true });
   } catch (err) {
     send(res, 200, {
       sessionId,
       workflow,
       ...(workflow === 'RUNNING'
         ? {
+            worker: false,
             problem: `no worker answers this session right now (${(err as Error).message}): what you send is queued and answered when one runs (\`npx sluice worker\`)`,
           }
         : {}),
