@@ -85,147 +85,30 @@ export function commandHooks(opts: CommandHooksOptions): CommandHooks {
     );
   }
   const { hooks, sources, warnings } = loadHooks(workspace, opts.sources);
-  const env = hookEnv(workspace, opts.env);
-  const scriptsOfHook = new Map(hooks.map((hk) => [hk, scriptsOf(hk.command, workspace)]));
-  const label = (file: string) => {
-    const rel = path.relative(workspace, file);
-    return rel && !rel.startsWith('..') && !path.isAbsolute(rel) ? rel.split(path.sep).join('/') : file;
+  const r: HookRunner = {
+    opts,
+    workspace,
+    env: hookEnv(workspace, opts.env),
+    scriptsOfHook: new Map(hooks.map((hk) => [hk, scriptsOf(hk.command, workspace)])),
   };
-
-  async function runPoint(
-    ctx: StageContext,
-    point: 'pre-execute' | 'post-execute',
-    selected: CommandHook[],
-    result?: Readonly<Candidate>,
-  ): Promise<HookVerdict[]> {
-    for (const hook of selected) {
-      ctx.emit('hook/invoked', {
-        turn: ctx.turn,
-        point,
-        dialect: hook.dialect,
-        handlerId: hook.id,
-        ...(hook.matcher !== undefined ? { matcher: hook.matcher } : {}),
-        event: hook.event,
-        callId: ctx.call.id,
-        command: clip(hook.command),
-        settings: hook.source.label,
-        settingsDigest: hook.source.digest,
-        ...(scriptsOfHook.get(hook)!.length
-          ? { scripts: scriptsOfHook.get(hook)!.map((sc) => ({ path: label(sc.path), digest: sc.digest })) }
-          : {}),
-      });
-    }
-    const runs = await Promise.all(
-      selected.map(async (hook) => {
-        const facing = facingOf(ctx, hook.dialect);
-        const stdin = hookInput({
-          dialect: hook.dialect,
-          event: hook.event,
-          sessionId: ctx.sessionId,
-          turn: ctx.turn,
-          cwd: workspace,
-          toolName: facing.toolName,
-          toolInput: facing.toolInput,
-          toolUseId: ctx.call.id,
-          ...(opts.transcriptPath ? { transcriptPath: opts.transcriptPath(ctx.sessionId) } : {}),
-          ...(result ? { result } : {}),
-        });
-        const changed = changedScripts(scriptsOfHook.get(hook)!);
-        if (changed.length) {
-          const what = changed.map((c) => `${label(c.path)} (${c.pinned} at start, ${c.now} now)`).join(', ');
-          const reason = `the ${hook.event} hook ${hook.id} was not run: its script ${what} changed since the worker started. A hook whose code changed at run time cannot gate calls; restore the file or restart the worker to load it`;
-          const verdict: HookVerdict = { decision: point === 'pre-execute' ? 'deny' : 'block', reason, warnings: [] };
-          const refused: HookRun = {
-            exitCode: null,
-            signal: null,
-            stdout: '',
-            stderr: '',
-            durationMs: 0,
-            timedOut: false,
-          };
-          return { hook, run: refused, verdict, refused: true };
-        }
-        const run = await runHookCommand(hook.command, {
-          cwd: workspace,
-          env,
-          stdin: JSON.stringify(stdin),
-          timeoutMs: hook.timeoutSec * 1000,
-        });
-        const verdict = interpretRun(run, hook);
-        if (fileDigest(hook.source.path) !== hook.source.digest) {
-          verdict.warnings.push(
-            `${hook.source.label} changed since the worker started; the worker keeps running the hooks it read at start (${hook.source.digest}); restart it to load the new settings`,
-          );
-        }
-        return { hook, run, verdict, refused: false };
-      }),
-    );
-    // Recorded and applied in config order, whatever order the processes finished in.
-    for (const { hook, run, verdict, refused } of runs) {
-      const stderr = run.stderr.trim();
-      const data: JsonObject = {
-        turn: ctx.turn,
-        point,
-        handlerId: hook.id,
-        event: hook.event,
-        callId: ctx.call.id,
-        decision: verdict.decision,
-        durationMs: run.durationMs,
-      };
-      if (refused) data.refused = 'script-changed';
-      if (run.exitCode !== null) data.exitCode = run.exitCode;
-      if (run.signal) data.signal = run.signal;
-      if (run.timedOut) data.timedOut = true;
-      if (stderr) data.stderrSummary = clip(stderr);
-      if (verdict.reason) data.reason = clip(verdict.reason);
-      if (verdict.error) data.error = verdict.error;
-      if (verdict.warnings.length) data.warnings = verdict.warnings;
-      if (verdict.systemMessage) data.systemMessage = clip(verdict.systemMessage);
-      if (verdict.context) data.additionalContext = clip(verdict.context);
-      ctx.emit('hook/result', data);
-      if (verdict.context) ctx.addContext(verdict.context);
-    }
-    return runs.map((r) => r.verdict);
-  }
-
-  const facingOf = (ctx: StageContext, dialect: Dialect) =>
-    hookFacingCall(dialect, ctx.call.name, ctx.tool, ctx.call.args, ctx.tool && opts.toolNames?.[ctx.tool.name]);
-
-  /**
-   * The hooks whose matcher selects any name the call goes by: the name its dialect's agent would
-   * send, the name the model used, the tool's own name and its aliases. Claude Code runs an
-   * identical command once per event.
-   */
-  function select(hooks: CommandHook[], ctx: StageContext, wanted: (h: CommandHook) => boolean): CommandHook[] {
-    const seen = new Set<string>();
-    return hooks.filter((h) => {
-      if (!wanted(h) || !matchesAny(h.compiled, facingOf(ctx, h.dialect).matchNames)) return false;
-      if (h.dialect !== 'claude') return true;
-      const key = `${h.event}\0${h.command}`;
-      if (seen.has(key)) return false;
-      seen.add(key);
-      return true;
-    });
-  }
-
   const preHooks = hooks.filter((h) => BEFORE_EVENTS.includes(h.event));
   const postHooks = hooks.filter((h) => !BEFORE_EVENTS.includes(h.event));
 
   const pre: PreExecuteHandler = async (ctx) => {
-    const selected = select(preHooks, ctx, () => true);
+    const selected = select(r, preHooks, ctx, () => true);
     if (!selected.length) return undefined;
-    return mergePre(await runPoint(ctx, 'pre-execute', selected));
+    return mergePre(await runPoint(r, ctx, 'pre-execute', selected));
   };
 
   const post: PostExecuteHandler = async (ctx) => {
-    const r = ctx.result;
-    if (r.isError && NEVER_RAN.has(r.error?.code ?? '')) return undefined;
+    const result = ctx.result;
+    if (result.isError && NEVER_RAN.has(result.error?.code ?? '')) return undefined;
     // Claude Code splits success (PostToolUse) from failure (PostToolUseFailure); Codex has one event.
     const wanted = (h: CommandHook) =>
-      h.dialect === 'claude' ? h.event === (r.isError ? 'PostToolUseFailure' : 'PostToolUse') : true;
-    const selected = select(postHooks, ctx, wanted);
+      h.dialect === 'claude' ? h.event === (result.isError ? 'PostToolUseFailure' : 'PostToolUse') : true;
+    const selected = select(r, postHooks, ctx, wanted);
     if (!selected.length) return undefined;
-    return mergePost(await runPoint(ctx, 'post-execute', selected, r));
+    return mergePost(await runPoint(r, ctx, 'post-execute', selected, result));
   };
 
   // A command hook may run for up to its timeout: its stage must be a regular activity.
@@ -234,9 +117,179 @@ export function commandHooks(opts: CommandHooksOptions): CommandHooks {
     postExecute: postHooks.length ? [{ name: 'command hooks (PostToolUse)', handler: post, longRunning: true }] : [],
     hooks,
     sources,
-    scripts: [...new Map([...scriptsOfHook.values()].flat().map((sc) => [sc.path, sc])).values()],
+    scripts: [...new Map([...r.scriptsOfHook.values()].flat().map((sc) => [sc.path, sc])).values()],
     warnings,
   };
+}
+
+/** What running the hooks needs, read once at start. */
+interface HookRunner {
+  opts: CommandHooksOptions;
+  workspace: string;
+  env: NodeJS.ProcessEnv;
+  /** The script files each hook's command names, pinned at start. */
+  scriptsOfHook: Map<CommandHook, PinnedScript[]>;
+}
+
+type Point = 'pre-execute' | 'post-execute';
+
+interface HookOutcome {
+  hook: CommandHook;
+  run: HookRun;
+  verdict: HookVerdict;
+  /** Not run: a script it names changed since the worker started. */
+  refused: boolean;
+}
+
+/** A path as the events show it: relative to the workspace when inside it. */
+function labelOf(workspace: string, file: string): string {
+  const rel = path.relative(workspace, file);
+  return rel && !rel.startsWith('..') && !path.isAbsolute(rel) ? rel.split(path.sep).join('/') : file;
+}
+
+/** The selected hooks of one point: each recorded as invoked, all run at once, each result recorded in config order. */
+async function runPoint(
+  r: HookRunner,
+  ctx: StageContext,
+  point: Point,
+  selected: CommandHook[],
+  result?: Readonly<Candidate>,
+): Promise<HookVerdict[]> {
+  for (const hook of selected) recordInvoked(r, ctx, point, hook);
+  const runs = await Promise.all(selected.map((hook) => runHook(r, ctx, point, hook, result)));
+  // Recorded and applied in config order, whatever order the processes finished in.
+  for (const outcome of runs) recordResult(ctx, point, outcome);
+  return runs.map((o) => o.verdict);
+}
+
+function recordInvoked(r: HookRunner, ctx: StageContext, point: Point, hook: CommandHook): void {
+  const scripts = r.scriptsOfHook.get(hook)!;
+  ctx.emit('hook/invoked', {
+    turn: ctx.turn,
+    point,
+    dialect: hook.dialect,
+    handlerId: hook.id,
+    ...(hook.matcher !== undefined ? { matcher: hook.matcher } : {}),
+    event: hook.event,
+    callId: ctx.call.id,
+    command: clip(hook.command),
+    settings: hook.source.label,
+    settingsDigest: hook.source.digest,
+    ...(scripts.length
+      ? { scripts: scripts.map((sc) => ({ path: labelOf(r.workspace, sc.path), digest: sc.digest })) }
+      : {}),
+  });
+}
+
+/** One hook's command, fed the call in its dialect; refused unrun when a script it names changed. */
+async function runHook(
+  r: HookRunner,
+  ctx: StageContext,
+  point: Point,
+  hook: CommandHook,
+  result?: Readonly<Candidate>,
+): Promise<HookOutcome> {
+  const facing = facingOf(r, ctx, hook.dialect);
+  const stdin = hookInput({
+    dialect: hook.dialect,
+    event: hook.event,
+    sessionId: ctx.sessionId,
+    turn: ctx.turn,
+    cwd: r.workspace,
+    toolName: facing.toolName,
+    toolInput: facing.toolInput,
+    toolUseId: ctx.call.id,
+    ...(r.opts.transcriptPath ? { transcriptPath: r.opts.transcriptPath(ctx.sessionId) } : {}),
+    ...(result ? { result } : {}),
+  });
+  const changed = changedScripts(r.scriptsOfHook.get(hook)!);
+  if (changed.length) return refusedHook(r, point, hook, changed);
+  const run = await runHookCommand(hook.command, {
+    cwd: r.workspace,
+    env: r.env,
+    stdin: JSON.stringify(stdin),
+    timeoutMs: hook.timeoutSec * 1000,
+  });
+  const verdict = interpretRun(run, hook);
+  if (fileDigest(hook.source.path) !== hook.source.digest) {
+    verdict.warnings.push(
+      `${hook.source.label} changed since the worker started; the worker keeps running the hooks it read at start (${hook.source.digest}); restart it to load the new settings`,
+    );
+  }
+  return { hook, run, verdict, refused: false };
+}
+
+/** A hook whose code changed at run time cannot gate calls: it denies (or blocks) unrun, saying which script changed. */
+function refusedHook(
+  r: HookRunner,
+  point: Point,
+  hook: CommandHook,
+  changed: ReturnType<typeof changedScripts>,
+): HookOutcome {
+  const what = changed.map((c) => `${labelOf(r.workspace, c.path)} (${c.pinned} at start, ${c.now} now)`).join(', ');
+  const reason = `the ${hook.event} hook ${hook.id} was not run: its script ${what} changed since the worker started. A hook whose code changed at run time cannot gate calls; restore the file or restart the worker to load it`;
+  const verdict: HookVerdict = { decision: point === 'pre-execute' ? 'deny' : 'block', reason, warnings: [] };
+  const refused: HookRun = {
+    exitCode: null,
+    signal: null,
+    stdout: '',
+    stderr: '',
+    durationMs: 0,
+    timedOut: false,
+  };
+  return { hook, run: refused, verdict, refused: true };
+}
+
+/** hook/result for one hook, and the context it adds. */
+function recordResult(ctx: StageContext, point: Point, { hook, run, verdict, refused }: HookOutcome): void {
+  const stderr = run.stderr.trim();
+  const data: JsonObject = {
+    turn: ctx.turn,
+    point,
+    handlerId: hook.id,
+    event: hook.event,
+    callId: ctx.call.id,
+    decision: verdict.decision,
+    durationMs: run.durationMs,
+  };
+  if (refused) data.refused = 'script-changed';
+  if (run.exitCode !== null) data.exitCode = run.exitCode;
+  if (run.signal) data.signal = run.signal;
+  if (run.timedOut) data.timedOut = true;
+  if (stderr) data.stderrSummary = clip(stderr);
+  if (verdict.reason) data.reason = clip(verdict.reason);
+  if (verdict.error) data.error = verdict.error;
+  if (verdict.warnings.length) data.warnings = verdict.warnings;
+  if (verdict.systemMessage) data.systemMessage = clip(verdict.systemMessage);
+  if (verdict.context) data.additionalContext = clip(verdict.context);
+  ctx.emit('hook/result', data);
+  if (verdict.context) ctx.addContext(verdict.context);
+}
+
+function facingOf(r: HookRunner, ctx: StageContext, dialect: Dialect) {
+  return hookFacingCall(dialect, ctx.call.name, ctx.tool, ctx.call.args, ctx.tool && r.opts.toolNames?.[ctx.tool.name]);
+}
+
+/**
+ * The hooks whose matcher selects any name the call goes by: the name its dialect's agent would
+ * send, the name the model used, the tool's own name and its aliases. Claude Code runs an
+ * identical command once per event.
+ */
+function select(
+  r: HookRunner,
+  hooks: CommandHook[],
+  ctx: StageContext,
+  wanted: (h: CommandHook) => boolean,
+): CommandHook[] {
+  const seen = new Set<string>();
+  return hooks.filter((h) => {
+    if (!wanted(h) || !matchesAny(h.compiled, facingOf(r, ctx, h.dialect).matchNames)) return false;
+    if (h.dialect !== 'claude') return true;
+    const key = `${h.event}\0${h.command}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
 }
 
 function clip(text: string): string {
