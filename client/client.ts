@@ -12,7 +12,14 @@ import {
 import { ApplicationFailure, type DataConverter } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { type BatchRequest, prepareBatch } from '../pipeline/batch-input';
-import { BatchConflictError, InvalidInputError, NoWorkerError, ServerError } from '../support/errors';
+import {
+  BatchConflictError,
+  InvalidInputError,
+  NoWorkerError,
+  ServerError,
+  SessionIdConflictError,
+} from '../support/errors';
+import { sessionWorkflowId } from '../workflows/session-definitions';
 import { hasVersionedWorker } from '../temporal/eager-start';
 import { type BatchOutputWire, expandBatchOutput } from '../pipeline/output';
 import type { BatchInput, BatchOutput, BatchState, SessionEvent } from '../pipeline/types';
@@ -248,6 +255,13 @@ export class SluiceClient {
           if (!(again instanceof WorkflowExecutionAlreadyStartedError)) throw again;
         }
       }
+      // A step of a durable session (its child): the session numbers that id's events and would
+      // never see this caller's calls; its own batches carry no calls digest to compare.
+      if (desc.parentExecution?.workflowId === sessionWorkflowId(input.sessionId))
+        throw new SessionIdConflictError(
+          input.sessionId,
+          `batch ${workflowId} is a step of the durable session ${input.sessionId} (workflow ${desc.parentExecution.workflowId}, started with startSession): runBatch cannot add batches under a durable session's id, and attaching would answer these calls with the session's. Give runBatch calls a sessionId no durable session uses, and send the session its messages with session.send().`,
+        );
       // The same (session, turn, step) with other calls is another request under a taken id:
       // answering it with the first batch's outcome would give the model results for calls it
       // never made. Batches started before the digest was kept are attached as before.
@@ -296,7 +310,30 @@ export class SluiceClient {
 
   async runBatch(request: BatchRequest): Promise<BatchOutput> {
     const handle = await this.startBatch(request);
-    return this.watchForWorker(handle.result(), `batch ${handle.workflowId}`);
+    try {
+      return await this.watchForWorker(handle.result(), `batch ${handle.workflowId}`);
+    } catch (err) {
+      throw (await this.sessionOwnsSeqs(request.sessionId, err)) ?? err;
+    }
+  }
+
+  /**
+   * A batch refused for its seqs under the id of a durable session: the session numbers that log,
+   * so the refusal's advice (start at the log's next seq) would only move the clash to the
+   * session's next turn. Says whose id it is instead.
+   */
+  private async sessionOwnsSeqs(sessionId: string, err: unknown): Promise<SessionIdConflictError | undefined> {
+    if (!(err instanceof WorkflowFailedError && err.cause instanceof ApplicationFailure)) return undefined;
+    if (err.cause.type !== SEQ_CONFLICT) return undefined;
+    const session = await this.temporal.workflow
+      .getHandle(sessionWorkflowId(sessionId))
+      .describe()
+      .catch(() => undefined);
+    if (!session) return undefined;
+    return new SessionIdConflictError(
+      sessionId,
+      `session id '${sessionId}' belongs to a durable session (workflow ${session.workflowId}, started with startSession), which numbers that session's events itself; a batch run with runBatch under its id clashes with them, so this one ran nothing. Give runBatch calls a sessionId no durable session uses, and send the session its messages with session.send().`,
+    );
   }
 
   async batchState(workflowId: string): Promise<BatchState> {

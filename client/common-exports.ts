@@ -11,6 +11,7 @@ export {
   NoWorkerError,
   NotFoundError,
   ServerError,
+  SessionIdConflictError,
   SluiceError,
   UsageError,
 } from '../support/errors';

@@ -34,11 +34,16 @@ async function readLog(stateDir: string, sessionId: string): Promise<SessionEven
 
 /**
  * Where a session's events are read: a state folder, or a store (stores/stores.ts: files or
- * PostgreSQL; its `live` channel gives the streamed pieces).
+ * PostgreSQL; its `live` channel gives the streamed pieces, its `conflicts` the events kept out of
+ * the log, which SessionHandle.events reports instead of waiting for them).
  */
 export type SessionEventSource =
   | string
-  | { events(sessionId: string, afterSeq?: number): Promise<SessionEvent[]>; live?: LiveReader };
+  | {
+      events(sessionId: string, afterSeq?: number): Promise<SessionEvent[]>;
+      live?: LiveReader;
+      conflicts?(sessionId: string): Promise<{ where: string; batches?: string[] }>;
+    };
 
 export interface FollowOptions {
   fromSeq?: number;

@@ -7,7 +7,7 @@ import { TranscriptStore } from '../agent/transcript-store';
 import type { AgentMessage, SessionInput, SessionOutput, SessionView, TurnOutcome } from '../pipeline/session';
 import type { BatchState, ContentBlock, PendingApproval, SessionEvent } from '../pipeline/types';
 import type { ResultStore } from '../stores/claim-check';
-import { SESSION_ID, stateQuery } from '../workflows/definitions';
+import { BATCH_WORKFLOW, SESSION_ID, stateQuery } from '../workflows/definitions';
 import {
   cancelSessionSignal,
   interruptSignal,
@@ -19,8 +19,8 @@ import {
 } from '../workflows/session-definitions';
 import { type SluiceClient, SluiceError } from './client';
 import { type FollowOptions, followSessionEvents, type LiveEvent, type SessionEventSource } from './session-events';
-import { InvalidInputError, NotFoundError } from '../support/errors';
-import { sessionLogPath } from '../stores/session-log-path';
+import { InvalidInputError, NotFoundError, SessionIdConflictError } from '../support/errors';
+import { sessionConflictsPath, sessionLogPath } from '../stores/session-log-path';
 
 export type SessionRequest = Omit<SessionInput, 'carried'>;
 
@@ -126,22 +126,24 @@ export class SessionHandle {
    * the model's answer streams in between (`live/delta` pieces, `live/void` when an attempt
    * failed, `live/dropped` when pieces were lost): see followSessionEvents. When the session has
    * recorded events but the log is not where it looks, it throws a NotFoundError naming the place
-   * it looked, instead of waiting on a file no worker writes.
+   * it looked, instead of waiting on a file no worker writes; when the log holds another
+   * workflow's events at the session's seqs (a runBatch under the same session id), a
+   * SessionIdConflictError.
    */
   events(opts: SessionEventsOptions & { live: true }): AsyncGenerator<SessionEvent | LiveEvent>;
   events(opts?: SessionEventsOptions): AsyncGenerator<SessionEvent>;
   async *events(opts: SessionEventsOptions = {}): AsyncGenerator<SessionEvent | LiveEvent> {
     const source = opts.source ?? process.env.SLUICE_STATE_DIR ?? '.sluice';
+    // Events the sink kept out of the log never come: say so before yielding another writer's.
+    const diverted = await this.divertedError(source);
+    if (diverted) throw diverted;
     const stop = new AbortController();
     const onAbort = () => stop.abort();
     opts.signal?.addEventListener('abort', onAbort, { once: true });
     if (opts.signal?.aborted) stop.abort();
-    const check =
-      typeof source === 'string'
-        ? this.watchLog(source, opts.fromSeq ?? 0, opts.missingLogMs ?? 5_000, stop.signal)
-        : undefined;
+    const check = this.watchLog(source, opts.fromSeq ?? 0, opts.missingLogMs ?? 5_000, stop.signal);
     let missing: Error | undefined;
-    check?.then(
+    check.then(
       (err) => {
         if (err) {
           missing = err;
@@ -165,39 +167,82 @@ export class SessionHandle {
     } finally {
       opts.signal?.removeEventListener('abort', onAbort);
       stop.abort();
-      await check?.catch(() => undefined);
+      await check.catch(() => undefined);
     }
   }
 
   /**
-   * Resolves to an error when the session log stays missing from `stateDir` for `graceMs` while
-   * the session has events past `fromSeq` (or the session does not exist); to undefined once the
-   * log is there or `signal` aborts.
+   * Resolves to an error when what events() waits for can never come: the session log stays
+   * missing from a state folder for `graceMs` while the session has events past `fromSeq` (or the
+   * session does not exist), or the sink kept the session's own events out of the log (see
+   * divertedError). To undefined when `signal` aborts.
    */
-  private async watchLog(stateDir: string, fromSeq: number, graceMs: number, signal: AbortSignal) {
-    const file = path.resolve(sessionLogPath(stateDir, this.sessionId));
+  private async watchLog(source: SessionEventSource, fromSeq: number, graceMs: number, signal: AbortSignal) {
+    const file = typeof source === 'string' ? path.resolve(sessionLogPath(source, this.sessionId)) : undefined;
     let missingSince: number | undefined;
     while (!signal.aborted) {
-      if (fs.existsSync(file)) return undefined;
-      const info = await this.workflow.describe().catch((err: Error) => err);
-      if (info instanceof WorkflowNotFoundError)
-        return new NotFoundError(
-          `there is no session ${this.sessionId} on this server (namespace ${this.client.temporal.options.namespace}); start it with startSession first`,
-        );
-      const view = info instanceof Error ? undefined : await this.viewWithin(3_000);
-      if (view && view.nextSeq > fromSeq) {
-        missingSince ??= Date.now();
-        if (Date.now() - missingSince >= graceMs)
+      if (file && !fs.existsSync(file)) {
+        const info = await this.workflow.describe().catch((err: Error) => err);
+        if (info instanceof WorkflowNotFoundError)
           return new NotFoundError(
-            `session ${this.sessionId} has recorded ${view.nextSeq} event(s), but its log is not at ${file}: the worker writes session logs in its own state folder (\`npx sluice worker --state-dir\`, SluicePlugin's stateDir; default .sluice in the worker's working directory), or in PostgreSQL when it has SLUICE_DATABASE_URL. Point events() at it: session.events({ source: '<the worker's state folder>' }), set SLUICE_STATE_DIR, or pass source: openStores({ databaseUrl }) from sluice/worker.`,
+            `there is no session ${this.sessionId} on this server (namespace ${this.client.temporal.options.namespace}); start it with startSession first`,
           );
-      }
+        const view = info instanceof Error ? undefined : await this.viewWithin(3_000);
+        if (view && view.nextSeq > fromSeq) {
+          missingSince ??= Date.now();
+          if (Date.now() - missingSince >= graceMs)
+            return new NotFoundError(
+              `session ${this.sessionId} has recorded ${view.nextSeq} event(s), but its log is not at ${file}: the worker writes session logs in its own state folder (\`npx sluice worker --state-dir\`, SluicePlugin's stateDir; default .sluice in the worker's working directory), or in PostgreSQL when it has SLUICE_DATABASE_URL. Point events() at it: session.events({ source: '<the worker's state folder>' }), set SLUICE_STATE_DIR, or pass source: openStores({ databaseUrl }) from sluice/worker.`,
+            );
+        }
+      } else if (typeof source === 'string' || source.conflicts) {
+        const diverted = await this.divertedError(source).catch(() => undefined);
+        if (diverted) return diverted;
+      } else return undefined; // a store that keeps no conflicts: nothing more to watch
       await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, 500);
+        const t = setTimeout(resolve, file ? 500 : 1_000);
         signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
       });
     }
     return undefined;
+  }
+
+  /**
+   * The error for a session whose own events the sink kept aside: their seqs already held events
+   * another workflow numbered under the same session id (a batch run with runBatch, or an earlier
+   * run of this session). The sink keeps every later event of the session aside too, so the log
+   * never brings them: events() says so instead of waiting for them forever.
+   */
+  private async divertedError(source: SessionEventSource): Promise<SessionIdConflictError | undefined> {
+    let where: string;
+    let firstSeq: number | undefined;
+    if (typeof source === 'string') {
+      where = path.resolve(sessionConflictsPath(source, this.sessionId));
+      let text: string;
+      try {
+        text = await fs.promises.readFile(where, 'utf8');
+      } catch {
+        return undefined; // none kept aside
+      }
+      for (const line of text.split('\n')) {
+        try {
+          const kept = JSON.parse(line) as { batch?: string; event?: { seq?: number } };
+          if (kept.batch !== this.workflowId) continue;
+          firstSeq = Math.min(firstSeq ?? Number.MAX_SAFE_INTEGER, Number(kept.event?.seq));
+        } catch {
+          // blank or torn
+        }
+      }
+      if (firstSeq === undefined) return undefined;
+    } else {
+      const kept = await source.conflicts?.(this.sessionId);
+      if (!kept?.batches?.includes(this.workflowId)) return undefined;
+      where = kept.where;
+    }
+    return new SessionIdConflictError(
+      this.sessionId,
+      `session ${this.sessionId}: its events${firstSeq === undefined ? '' : ` from seq ${firstSeq}`} are not in its log, because the log already held events at those seqs that another workflow numbered under the same session id (a batch run with runBatch or \`sluice batch\` with sessionId '${this.sessionId}', or an earlier run of this session). The worker kept the session's events aside in ${where}, and keeps its later ones there too, so events() would wait for them forever. A durable session needs a session id no other batch uses: start a new session with another sessionId, and give runBatch calls session ids of their own.`,
+    );
   }
 
   private async viewWithin(ms: number): Promise<SessionView | undefined> {
@@ -218,6 +263,7 @@ export class SessionHandle {
 export async function startSession(client: SluiceClient, request: SessionRequest): Promise<SessionHandle> {
   if (!request?.sessionId) throw new InvalidInputError('a session needs a sessionId');
   if (!request.model) throw new InvalidInputError('a session needs a model, e.g. openai:gpt-4.1 or script:./demo.json');
+  await refuseTakenId(client, request.sessionId);
   try {
     await client.startNeedingAttributes(() =>
       client.temporal.workflow.start(SESSION_WORKFLOW, {
@@ -234,6 +280,42 @@ export async function startSession(client: SluiceClient, request: SessionRequest
     if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
   }
   return new SessionHandle(client, request.sessionId);
+}
+
+/**
+ * A new session on an id that tool batches run with runBatch already used would number its events
+ * from 0 in the log that holds theirs: the sink keeps the session's aside and its turns' batches
+ * meet the ids those batches took. Refused before anything starts. A running or closed session of
+ * that id is attached to as before; what visibility has not listed yet is left to events(), which
+ * reports the clash when it shows.
+ */
+async function refuseTakenId(client: SluiceClient, sessionId: string): Promise<void> {
+  const workflowId = sessionWorkflowId(sessionId);
+  const exists = await client.temporal.workflow
+    .getHandle(workflowId)
+    .describe()
+    .then(
+      () => true,
+      (err) => (err instanceof WorkflowNotFoundError ? false : undefined),
+    );
+  if (exists !== false) return;
+  const quoted = `'${sessionId.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+  const query = `SluiceSessionId = ${quoted} AND WorkflowType = '${BATCH_WORKFLOW}'`;
+  let taken: string | undefined;
+  try {
+    for await (const wf of client.temporal.workflow.list({ query, pageSize: 10 })) {
+      if (wf.parentExecution?.workflowId === workflowId) continue; // the session's own, from a run visibility still lists
+      taken = wf.workflowId;
+      break;
+    }
+  } catch {
+    return; // visibility unavailable: events() still reports a clash
+  }
+  if (taken)
+    throw new SessionIdConflictError(
+      sessionId,
+      `session id '${sessionId}' is taken: tool batches were run under it with runBatch or \`sluice batch\` (${taken}), and a durable session numbers its events from seq 0 in the same session log, where they would clash with those batches' events (and its batches with their workflow ids). Start the session with a sessionId of its own; runBatch calls and durable sessions never share one.`,
+    );
 }
 
 export function sessionHandle(client: SluiceClient, sessionId: string): SessionHandle {

@@ -21,3 +21,11 @@ export function sessionLogPath(stateDir: string, sessionId: string): string {
       : `${encoded.slice(0, 40).replace(/%[0-9A-F]?$/, '')}~${createHash('sha256').update(sessionId).digest('hex').slice(0, 32)}`;
   return path.join(stateDir, 'sessions', `${name}.jsonl`);
 }
+
+/**
+ * Where the sink keeps events numbered at seqs the log already held (stores/sink.ts), one JSON
+ * line `{ batch, event }` each: they never reach the log, so a follower must not wait for them.
+ */
+export function sessionConflictsPath(stateDir: string, sessionId: string): string {
+  return sessionLogPath(stateDir, sessionId).replace(/\.jsonl$/, '.conflicts.jsonl');
+}

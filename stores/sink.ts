@@ -27,10 +27,10 @@ export function claimsPath(stateDir: string, sessionId: string): string {
 
 /** Events a batch numbered over seqs the log already held from another batch, kept aside with their batch. */
 export function conflictsPath(stateDir: string, sessionId: string): string {
-  return sessionLogPath(stateDir, sessionId).replace(/\.jsonl$/, '.conflicts.jsonl');
+  return sessionConflictsPath(stateDir, sessionId);
 }
 
-import { sessionLogPath } from './session-log-path';
+import { sessionConflictsPath, sessionLogPath } from './session-log-path';
 
 export { sessionLogPath };
 

@@ -23,8 +23,12 @@ export interface SluiceStores {
   /** Whether the store holds any event of the session. */
   hasSession(sessionId: string): Promise<boolean>;
   lastSeq(sessionId: string): Promise<number>;
-  /** Events kept aside because their seq already held another event; where they are, for a person. */
-  conflicts(sessionId: string): Promise<{ count: number; where: string }>;
+  /**
+   * Events kept aside because their seq already held another event; where they are, for a person,
+   * and the workflows that numbered them (a durable session's own id among them: its events from
+   * there on never reach the log, and a follower says so instead of waiting).
+   */
+  conflicts(sessionId: string): Promise<{ count: number; where: string; batches: string[] }>;
   /** Number of stored results, when the store can tell cheaply. */
   storedResults?(): Promise<{ results: number; bytes: number }>;
   /** Throws what to do when the store cannot be used yet (a database without Sluice's schema). */
@@ -51,7 +55,8 @@ export function fileStores(stateDir: string, warn?: (m: string) => void): Sluice
     async conflicts(sessionId) {
       const file = conflictsPath(stateDir, sessionId);
       const text = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '';
-      return { count: text.split('\n').filter((l) => l.trim()).length, where: file };
+      const lines = text.split('\n').filter((l) => l.trim());
+      return { count: lines.length, where: file, batches: batchesOf(lines) };
     },
     async storedResults() {
       let count = 0;
@@ -88,7 +93,12 @@ export function postgresStores(url: string, warn?: (m: string) => void): SluiceS
     },
     lastSeq: (sessionId) => pg.lastSeq(sessionId),
     async conflicts(sessionId) {
-      return { count: (await pg.conflicts(sessionId)).length, where: 'the sluice_session_conflicts table' };
+      const kept = await pg.conflicts(sessionId);
+      return {
+        count: kept.length,
+        where: 'the sluice_session_conflicts table',
+        batches: [...new Set(kept.map((c) => c.batch))],
+      };
     },
     storedResults: () => pg.results.count(),
     ready: () => pg.checkSchema(),
@@ -97,6 +107,19 @@ export function postgresStores(url: string, warn?: (m: string) => void): SluiceS
       await pg.close();
     },
   };
+}
+
+/** The workflows named by conflicts-file lines (`{ batch, event }`), each once; torn lines name none. */
+function batchesOf(lines: string[]): string[] {
+  const out = new Set<string>();
+  for (const line of lines)
+    try {
+      const batch = JSON.parse(line).batch;
+      if (typeof batch === 'string') out.add(batch);
+    } catch {
+      // a torn line from a crash mid-append
+    }
+  return [...out];
 }
 
 /** The database URL from the environment, if any. */

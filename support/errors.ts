@@ -46,6 +46,21 @@ export class BatchConflictError extends SluiceError {
 }
 
 /**
+ * A session id numbered by two writers: a durable session (startSession) and tool batches run under
+ * the same id with runBatch (or an earlier run of the session). A session's log holds one
+ * numbering, so the events of the second writer never reach it; a durable session needs an id of
+ * its own.
+ */
+export class SessionIdConflictError extends SluiceError {
+  constructor(
+    readonly sessionId: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
  * No worker polls the task queue a batch or session was sent to (SluiceClientOptions.noWorker
  * 'fail'). What was started stays started: the same request sent again attaches to it.
  */
