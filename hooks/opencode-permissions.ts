@@ -162,155 +162,160 @@ export function openCodePermissions(opts: OpenCodeOptions): PolicySource {
 }
 
 export function openCodeSource(files: PolicyFile[], rules: OpenCodeRule[], workspace: string): PolicySource {
-  /** The last rule of the permission whose pattern matches the value. */
-  const last = (permission: string, value: string) => {
-    let found: OpenCodeRule | undefined;
-    const all: OpenCodeRule[] = [];
-    for (const r of rules)
-      if (r.permission.test(permission) && r.pattern.test(value)) {
-        found = r;
-        all.push(r);
-      }
-    return { found, all };
-  };
-
-  const lastNamed = (value: string) => {
-    let found: OpenCodeRule | undefined;
-    const all: OpenCodeRule[] = [];
-    for (const r of rules)
-      if (r.wildcard !== '*' && r.permission.test('bash') && r.pattern.test(value)) {
-        found = r;
-        all.push(r);
-      }
-    return { found, all };
-  };
-
-  function asks(call: PolicyCall): { permission: string; values: string[] }[] {
-    const claude = claudeToolName({ name: call.toolName, aliases: call.aliases ?? [] });
-    const a = call.args as JsonObject;
-    const str = (k: string) => (typeof a[k] === 'string' ? (a[k] as string) : undefined);
-    const rel = (p: string) => {
-      const abs = path.resolve(workspace, p);
-      const r = path.relative(workspace, abs);
-      return r.startsWith('..') || path.isAbsolute(r) ? abs : r.split(path.sep).join('/');
-    };
-    const out: { permission: string; values: string[] }[] = [];
-    const filePath = str('file_path') ?? str('path');
-    if (filePath !== undefined) {
-      const abs = path.resolve(workspace, filePath);
-      const r = path.relative(workspace, abs);
-      if (r.startsWith('..') || path.isAbsolute(r))
-        out.push({ permission: 'external_directory', values: [abs, `${path.dirname(abs)}/*`] });
-    }
-    const mcp = /^mcp__(.+?)__(.+)$/.exec(call.toolName);
-    if (mcp) out.push({ permission: `${mcp[1]}_${mcp[2]}`, values: ['*'] });
-    else if (claude === 'Bash')
-      out.push({ permission: 'bash', values: [] }); // judged in bashVerdict
-    else if (['Write', 'Edit', 'MultiEdit', 'NotebookEdit'].includes(claude))
-      out.push({ permission: 'edit', values: [rel(filePath ?? '')] });
-    else if (claude === 'Read') out.push({ permission: 'read', values: [rel(filePath ?? '')] });
-    else if (claude === 'Glob' || claude === 'Grep')
-      out.push({ permission: claude.toLowerCase(), values: [str('pattern') ?? '*'] });
-    else if (claude === 'LS') out.push({ permission: 'list', values: [rel(filePath ?? '.')] });
-    else if (claude === 'TodoWrite') out.push({ permission: 'todowrite', values: ['*'] });
-    else if (claude === 'WebFetch') out.push({ permission: 'webfetch', values: [str('url') ?? '*'] });
-    else out.push({ permission: call.toolName, values: ['*'] });
-    return out;
-  }
-
-  /**
-   * A Bash command as bash reads it (shell.ts): every simple command found anywhere, nested in
-   * `( … )`, `$( … )` or `bash -c`, behind a wrapper (`env`, `timeout`, `sudo`, `xargs`,
-   * `find -exec`, ...) or by its program's name when written as a path. A deny or ask on any of
-   * them decides; an allow stands only when every command written in the line is allowed and the
-   * parser read all of it. Text only known when it runs could be whatever a deny or ask names.
-   */
-  function bashVerdict(
-    reading: ShellReading,
-    matched: Set<OpenCodeRule>,
-  ): { worst?: OpenCodeRule; undecided: boolean } {
-    const bashRules = rules.filter((r) => r.permission.test('bash'));
-    let worst: OpenCodeRule | undefined;
-    let undecided = reading.unprovable.length > 0;
-    const take = (r: OpenCodeRule) => {
-      matched.add(r);
-      if (!worst || STRICTNESS[r.decision] > STRICTNESS[worst.decision]) worst = r;
-    };
-    for (const cmd of reading.commands) {
-      const text = commandText(cmd);
-      const plain = literal(text);
-      if (plain !== undefined) {
-        // A bare `*` names no command: for the tails Sluice derives from a wrapper's arguments
-        // (`5 git status` of `timeout 5 git status`) it would only repeat the wrapper's verdict.
-        const { found, all } = cmd.derived ? lastNamed(plain) : last('bash', plain);
-        for (const r of all) matched.add(r);
-        if (!found || cmd.assigns) {
-          if (!cmd.derived) undecided = true;
-          if (!found) continue;
-        }
-        // A wrapped or nested command's allow says nothing of the line; its deny or ask does.
-        if (!cmd.derived || found.decision !== 'allow') take(found);
-        continue;
-      }
-      // The last rule that surely matches whatever the unknown text is (`git *` for `git $X`)
-      // hides the rules before it; of those from there on, any that could match may be the one.
-      const cut = text.indexOf(null);
-      const known = (cut < 0 ? text : text.slice(0, cut)).join('');
-      const could = (r: OpenCodeRule) => {
-        const start = wildcardStart(r.wildcard);
-        return start.startsWith(known) || known.startsWith(start);
-      };
-      const sure = (r: OpenCodeRule) => /^[^*?]*\*$/.test(r.wildcard) && known.startsWith(r.wildcard.slice(0, -1));
-      let from = -1;
-      if (!reading.unknown.length) bashRules.forEach((r, k) => sure(r) && (from = k));
-      // With no rule sure to match, the command may match none: the line is not all allowed.
-      if (from < 0 && !cmd.derived) undecided = true;
-      for (const r of bashRules.slice(Math.max(from, 0))) if (could(r)) take(r);
-    }
-    if (reading.unknown.length && worst?.decision === 'allow') return { worst, undecided: true };
-    return { worst, undecided };
-  }
-
-  function evaluate(call: PolicyCall): SourceVerdict {
-    const matched = new Set<OpenCodeRule>();
-    let worst: OpenCodeRule | undefined;
-    let undecided = false;
-    let unreadable: string | undefined;
-    for (const { permission, values } of asks(call)) {
-      if (permission === 'bash') {
-        const reading = readShell(typeof call.args.command === 'string' ? call.args.command : '');
-        const v = bashVerdict(reading, matched);
-        if (reading.unknown.length) unreadable = reading.unknown[0];
-        undecided ||= v.undecided;
-        if (v.worst && (!worst || STRICTNESS[v.worst.decision] > STRICTNESS[worst.decision])) worst = v.worst;
-        continue;
-      }
-      for (const v of values) {
-        const { found, all } = last(permission, v);
-        for (const r of all) matched.add(r);
-        if (!found) continue;
-        if (!worst || STRICTNESS[found.decision] > STRICTNESS[worst.decision]) worst = found;
-      }
-    }
-    if (!worst) return { decision: 'none', matched: [...matched] };
-    if (worst.decision === 'allow' && unreadable)
-      return {
-        decision: 'ask',
-        rule: worst,
-        matched: [...matched],
-        note: `Sluice cannot read the whole command (${unreadable}), so the allow does not vouch for it`,
-      };
-    if (worst.decision === 'allow' && undecided)
-      return { decision: 'none', matched: [...matched], note: 'not every command is allowed' };
-    return { decision: worst.decision, rule: worst, matched: [...matched] };
-  }
-
   return {
     format: 'opencode',
     files,
     rules,
     warnings: [],
-    evaluate,
+    evaluate: (call) => evaluateOpenCode(rules, workspace, call),
     examples: () => ({ ran: 0, failures: [], matched: new Set<string>() }),
   };
+}
+
+/** The last rule the test selects (the one OpenCode applies), and every rule it selects. */
+function lastWhere(
+  rules: readonly OpenCodeRule[],
+  test: (r: OpenCodeRule) => boolean,
+): { found?: OpenCodeRule; all: OpenCodeRule[] } {
+  let found: OpenCodeRule | undefined;
+  const all: OpenCodeRule[] = [];
+  for (const r of rules)
+    if (test(r)) {
+      found = r;
+      all.push(r);
+    }
+  return { found, all };
+}
+
+/** The last rule of the permission whose pattern matches the value. */
+function lastOf(rules: readonly OpenCodeRule[], permission: string, value: string) {
+  return lastWhere(rules, (r) => r.permission.test(permission) && r.pattern.test(value));
+}
+
+/** The last bash rule that names a command (not a bare `*`) and matches the value. */
+function lastNamed(rules: readonly OpenCodeRule[], value: string) {
+  return lastWhere(rules, (r) => r.wildcard !== '*' && r.permission.test('bash') && r.pattern.test(value));
+}
+
+/** The permissions OpenCode would ask for the call, each with the values its patterns match. */
+function asks(call: PolicyCall, workspace: string): { permission: string; values: string[] }[] {
+  const claude = claudeToolName({ name: call.toolName, aliases: call.aliases ?? [] });
+  const a = call.args as JsonObject;
+  const str = (k: string) => (typeof a[k] === 'string' ? (a[k] as string) : undefined);
+  const rel = (p: string) => {
+    const abs = path.resolve(workspace, p);
+    const r = path.relative(workspace, abs);
+    return r.startsWith('..') || path.isAbsolute(r) ? abs : r.split(path.sep).join('/');
+  };
+  const out: { permission: string; values: string[] }[] = [];
+  const filePath = str('file_path') ?? str('path');
+  if (filePath !== undefined) {
+    const abs = path.resolve(workspace, filePath);
+    const r = path.relative(workspace, abs);
+    if (r.startsWith('..') || path.isAbsolute(r))
+      out.push({ permission: 'external_directory', values: [abs, `${path.dirname(abs)}/*`] });
+  }
+  const mcp = /^mcp__(.+?)__(.+)$/.exec(call.toolName);
+  if (mcp) out.push({ permission: `${mcp[1]}_${mcp[2]}`, values: ['*'] });
+  else if (claude === 'Bash')
+    out.push({ permission: 'bash', values: [] }); // judged in bashVerdict
+  else if (['Write', 'Edit', 'MultiEdit', 'NotebookEdit'].includes(claude))
+    out.push({ permission: 'edit', values: [rel(filePath ?? '')] });
+  else if (claude === 'Read') out.push({ permission: 'read', values: [rel(filePath ?? '')] });
+  else if (claude === 'Glob' || claude === 'Grep')
+    out.push({ permission: claude.toLowerCase(), values: [str('pattern') ?? '*'] });
+  else if (claude === 'LS') out.push({ permission: 'list', values: [rel(filePath ?? '.')] });
+  else if (claude === 'TodoWrite') out.push({ permission: 'todowrite', values: ['*'] });
+  else if (claude === 'WebFetch') out.push({ permission: 'webfetch', values: [str('url') ?? '*'] });
+  else out.push({ permission: call.toolName, values: ['*'] });
+  return out;
+}
+
+/**
+ * A Bash command as bash reads it (shell.ts): every simple command found anywhere, nested in
+ * `( … )`, `$( … )` or `bash -c`, behind a wrapper (`env`, `timeout`, `sudo`, `xargs`,
+ * `find -exec`, ...) or by its program's name when written as a path. A deny or ask on any of
+ * them decides; an allow stands only when every command written in the line is allowed and the
+ * parser read all of it. Text only known when it runs could be whatever a deny or ask names.
+ */
+function bashVerdict(
+  rules: readonly OpenCodeRule[],
+  reading: ShellReading,
+  matched: Set<OpenCodeRule>,
+): { worst?: OpenCodeRule; undecided: boolean } {
+  const bashRules = rules.filter((r) => r.permission.test('bash'));
+  let worst: OpenCodeRule | undefined;
+  let undecided = reading.unprovable.length > 0;
+  const take = (r: OpenCodeRule) => {
+    matched.add(r);
+    if (!worst || STRICTNESS[r.decision] > STRICTNESS[worst.decision]) worst = r;
+  };
+  for (const cmd of reading.commands) {
+    const text = commandText(cmd);
+    const plain = literal(text);
+    if (plain !== undefined) {
+      // A bare `*` names no command: for the tails Sluice derives from a wrapper's arguments
+      // (`5 git status` of `timeout 5 git status`) it would only repeat the wrapper's verdict.
+      const { found, all } = cmd.derived ? lastNamed(rules, plain) : lastOf(rules, 'bash', plain);
+      for (const r of all) matched.add(r);
+      if (!found || cmd.assigns) {
+        if (!cmd.derived) undecided = true;
+        if (!found) continue;
+      }
+      // A wrapped or nested command's allow says nothing of the line; its deny or ask does.
+      if (!cmd.derived || found.decision !== 'allow') take(found);
+      continue;
+    }
+    // The last rule that surely matches whatever the unknown text is (`git *` for `git $X`)
+    // hides the rules before it; of those from there on, any that could match may be the one.
+    const cut = text.indexOf(null);
+    const known = (cut < 0 ? text : text.slice(0, cut)).join('');
+    const could = (r: OpenCodeRule) => {
+      const start = wildcardStart(r.wildcard);
+      return start.startsWith(known) || known.startsWith(start);
+    };
+    const sure = (r: OpenCodeRule) => /^[^*?]*\*$/.test(r.wildcard) && known.startsWith(r.wildcard.slice(0, -1));
+    let from = -1;
+    if (!reading.unknown.length) bashRules.forEach((r, k) => sure(r) && (from = k));
+    // With no rule sure to match, the command may match none: the line is not all allowed.
+    if (from < 0 && !cmd.derived) undecided = true;
+    for (const r of bashRules.slice(Math.max(from, 0))) if (could(r)) take(r);
+  }
+  if (reading.unknown.length && worst?.decision === 'allow') return { worst, undecided: true };
+  return { worst, undecided };
+}
+
+/** The strictest of the rules that decide the call's asks; an allow only when it vouches for the whole call. */
+function evaluateOpenCode(rules: readonly OpenCodeRule[], workspace: string, call: PolicyCall): SourceVerdict {
+  const matched = new Set<OpenCodeRule>();
+  let worst: OpenCodeRule | undefined;
+  let undecided = false;
+  let unreadable: string | undefined;
+  for (const { permission, values } of asks(call, workspace)) {
+    if (permission === 'bash') {
+      const reading = readShell(typeof call.args.command === 'string' ? call.args.command : '');
+      const v = bashVerdict(rules, reading, matched);
+      if (reading.unknown.length) unreadable = reading.unknown[0];
+      undecided ||= v.undecided;
+      if (v.worst && (!worst || STRICTNESS[v.worst.decision] > STRICTNESS[worst.decision])) worst = v.worst;
+      continue;
+    }
+    for (const v of values) {
+      const { found, all } = lastOf(rules, permission, v);
+      for (const r of all) matched.add(r);
+      if (!found) continue;
+      if (!worst || STRICTNESS[found.decision] > STRICTNESS[worst.decision]) worst = found;
+    }
+  }
+  if (!worst) return { decision: 'none', matched: [...matched] };
+  if (worst.decision === 'allow' && unreadable)
+    return {
+      decision: 'ask',
+      rule: worst,
+      matched: [...matched],
+      note: `Sluice cannot read the whole command (${unreadable}), so the allow does not vouch for it`,
+    };
+  if (worst.decision === 'allow' && undecided)
+    return { decision: 'none', matched: [...matched], note: 'not every command is allowed' };
+  return { decision: worst.decision, rule: worst, matched: [...matched] };
 }
