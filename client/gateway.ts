@@ -30,6 +30,7 @@ import * as fs from 'node:fs';
 import { type BatchHandle, SluiceClient } from './client';
 import { connectClient } from '../temporal/connection';
 import { startInOwnBlock } from './hook/service';
+import { batchWorkflowId } from '../workflows/definitions';
 
 export const GATEWAY_HELP = `Usage: sluice gateway (--config FILE | --manifest FILE) --task-queue NAME [options]
 
@@ -66,16 +67,17 @@ const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
 // The MCP SDK is an optional peer dependency, loaded when the gateway starts.
 type McpServerSdk = typeof import('@modelcontextprotocol/sdk/server/index.js') &
   typeof import('@modelcontextprotocol/sdk/server/stdio.js') &
-  typeof import('@modelcontextprotocol/sdk/server/streamableHttp.js') &
+  typeof import('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js') &
   typeof import('@modelcontextprotocol/sdk/types.js');
 function mcpSdk(): McpServerSdk {
   return requireOptional<McpServerSdk>('@modelcontextprotocol/sdk', '`sluice gateway`', () => ({
     ...require('@modelcontextprotocol/sdk/server/index.js'),
     ...require('@modelcontextprotocol/sdk/server/stdio.js'),
-    ...require('@modelcontextprotocol/sdk/server/streamableHttp.js'),
+    ...require('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'),
     ...require('@modelcontextprotocol/sdk/types.js'),
   }));
 }
+type WebTransport = InstanceType<McpServerSdk['WebStandardStreamableHTTPServerTransport']>;
 
 export interface GatewayOptions {
   /** The tools the client sees: the worker's config's (or its manifest's). */
@@ -175,10 +177,48 @@ async function run(
     calls: [{ id: `mcp-${requestId}`, name, arguments: JSON.stringify(args) }],
     ...(opts.approvalTimeoutMs !== undefined ? { options: { approvalTimeoutMs: opts.approvalTimeoutMs } } : {}),
   };
+  // A finished batch's output never changes: the same request sent again is answered from memory,
+  // with no round trip. Only a cache: a restarted gateway finds the batch through Temporal.
+  const finished = finishedBatches(opts);
+  const known = finished.get(batchWorkflowId(sessionId, 0, request.step));
+  if (known) return known;
   const { handle, value: out } = await startInOwnBlock(opts.sluice, request, (h) =>
     waitFor(h, opts.sluice, signal, waiting),
   );
+  finished.set(handle.workflowId, { out, workflowId: handle.workflowId });
   return { out, workflowId: handle.workflowId };
+}
+
+/** The outputs of finished batches one gateway (its GatewayOptions) answered, newest last, bounded. */
+const finishedByGateway = new WeakMap<GatewayOptions, FinishedBatches>();
+const MAX_FINISHED = 1_000;
+const MAX_FINISHED_CHARS = 64 * 1024 * 1024;
+function finishedBatches(opts: GatewayOptions): FinishedBatches {
+  let f = finishedByGateway.get(opts);
+  if (!f) finishedByGateway.set(opts, (f = new FinishedBatches()));
+  return f;
+}
+class FinishedBatches {
+  private readonly entries = new Map<string, { out: BatchOutput; workflowId: string; chars: number }>();
+  private chars = 0;
+  get(workflowId: string): { out: BatchOutput; workflowId: string } | undefined {
+    const e = this.entries.get(workflowId);
+    if (!e) return undefined;
+    this.entries.delete(workflowId);
+    this.entries.set(workflowId, e);
+    return { out: e.out, workflowId: e.workflowId };
+  }
+  set(workflowId: string, v: { out: BatchOutput; workflowId: string }) {
+    const chars = JSON.stringify(v.out).length;
+    if (chars > MAX_FINISHED_CHARS / 8 || this.entries.has(workflowId)) return;
+    this.entries.set(workflowId, { ...v, chars });
+    this.chars += chars;
+    for (const [id, e] of this.entries) {
+      if (this.entries.size <= MAX_FINISHED && this.chars <= MAX_FINISHED_CHARS) break;
+      this.entries.delete(id);
+      this.chars -= e.chars;
+    }
+  }
 }
 
 /**
@@ -425,20 +465,115 @@ async function serve(o: ReturnType<typeof parseOptions>, log: (s: string) => voi
   }
 }
 
-/** Streamable HTTP at /mcp: one MCP session per client, each its own Sluice session. */
 async function serveHttp(gw: GatewayOptions, o: ReturnType<typeof parseOptions>, log: (s: string) => void) {
-  const sdk = mcpSdk();
   const token = o.tokenEnv ? process.env[o.tokenEnv] : undefined;
   if (o.tokenEnv && !token) throw new Error(`--token-env ${o.tokenEnv}: that environment variable is empty or unset`);
+  const served = await startGatewayHttp(gw, { host: o.host, port: o.port, ...(token ? { token } : {}) });
+  log(`sluice gateway: ${gw.tools.length} tools on ${served.url}, task queue ${gw.sluice.taskQueue}\n`);
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+  await served.close();
+  return 0;
+}
+
+export interface GatewayHttpOptions {
+  host: string;
+  /** 0 for any free port. */
+  port: number;
+  /** A bearer token every request must carry; required off the loopback. */
+  token?: string;
+}
+
+/**
+ * Streamable HTTP at /mcp: one MCP session per client, each its own Sluice session
+ * (`gateway-<Mcp-Session-Id>`). Resolves once it listens, to its URL and a close().
+ *
+ * A session outlives the process. What a session needs after a restart is in Temporal (its
+ * batches, found by the Sluice session) and in its id, which the client sends with every request:
+ * the id says whether the client declared elicitation at initialize (sessionIdFor). So a request
+ * whose Mcp-Session-Id this process does not hold, but of whose Sluice session Temporal has a
+ * batch, re-opens the session here as the client initialized it, once; what this process holds
+ * (open sessions, finished batches' outputs) only saves round trips.
+ */
+export async function startGatewayHttp(
+  gw: GatewayOptions,
+  o: GatewayHttpOptions,
+): Promise<{ url: string; close(): Promise<void> }> {
+  const sdk = mcpSdk();
+  const token = o.token;
   if (!isLoopback(o.host) && !token)
     throw new Error(
       `--host ${o.host} is not a loopback address: whatever reaches the gateway can call every tool it lists, so serving it there needs --token-env (a bearer token every request carries)`,
     );
-  const transports = new Map<string, InstanceType<McpServerSdk['StreamableHTTPServerTransport']>>();
+  const sessions = new Map<string, WebTransport>();
+  // Sessions being re-opened: requests that arrive together after a restart share one look-up.
+  const reopening = new Map<string, Promise<WebTransport | undefined>>();
   let allowedHosts: string[] = [];
   const refuse = (res: http.ServerResponse, status: number, message: string, code = -32000) => {
     res.writeHead(status, { 'content-type': 'application/json' });
     res.end(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
+  };
+  /** A transport for session `id` (not yet initialized), whose calls run in Sluice session gateway-<id>. */
+  const open = async (id: string): Promise<WebTransport> => {
+    const t = new sdk.WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: () => id,
+      onsessioninitialized: (sid) => void sessions.set(sid, t),
+      // A page in a browser may post to 127.0.0.1 (DNS rebinding): only our own Host is served.
+      enableDnsRebindingProtection: true,
+      allowedHosts,
+    });
+    t.onclose = () => {
+      if (t.sessionId && sessions.get(t.sessionId) === t) sessions.delete(t.sessionId);
+    };
+    await gatewayServer(gw, () => `gateway-${id}`).connect(t);
+    return t;
+  };
+  /**
+   * Re-opens a session another process of this gateway initialized: the client's initialize is
+   * replayed to a new transport from what the session id says it declared, so the server can ask
+   * it (elicitation) as before. Undefined when Temporal holds no batch of that session.
+   */
+  const reopen = async (sid: string, protocolVersion: string | undefined): Promise<WebTransport | undefined> => {
+    const capabilities = declaredIn(sid);
+    if (!capabilities || !(await recorded(gw.sluice, sid))) return undefined;
+    const t = await open(sid);
+    const post = async (message: object, headers: Record<string, string> = {}) => {
+      const res = await t.handleRequest(
+        new Request('http://localhost/mcp', {
+          method: 'POST',
+          headers: {
+            host: allowedHosts[0]!,
+            accept: 'application/json, text/event-stream',
+            'content-type': 'application/json',
+            ...headers,
+          },
+          body: JSON.stringify(message),
+        }),
+      );
+      const text = await res.text();
+      if (!res.ok) throw new Error(`re-opening MCP session ${sid} failed: ${res.status} ${text}`);
+    };
+    const version =
+      protocolVersion && sdk.SUPPORTED_PROTOCOL_VERSIONS.includes(protocolVersion)
+        ? protocolVersion
+        : sdk.LATEST_PROTOCOL_VERSION;
+    await post({
+      jsonrpc: '2.0',
+      id: 'sluice-reopen',
+      method: 'initialize',
+      params: {
+        protocolVersion: version,
+        capabilities,
+        clientInfo: { name: 'MCP client, session resumed', version: '0' },
+      },
+    });
+    await post(
+      { jsonrpc: '2.0', method: 'notifications/initialized' },
+      { 'mcp-session-id': sid, 'mcp-protocol-version': version },
+    );
+    return t;
   };
   const server = http.createServer(async (req, res) => {
     try {
@@ -466,48 +601,41 @@ async function serveHttp(gw: GatewayOptions, o: ReturnType<typeof parseOptions>,
         }
       }
       const sid = req.headers['mcp-session-id'];
-      let transport = typeof sid === 'string' ? transports.get(sid) : undefined;
-      if (!transport && typeof sid === 'string' && (await recorded(gw.sluice, sid))) {
-        // A session this gateway's memory does not hold, but whose batches Temporal does: the
-        // gateway was restarted. Each of its requests is served by a transport of its own, with no
-        // session state of the gateway's, in the same Sluice session, so a repeated tools/call
-        // attaches to its batch. (The client's capabilities went with the old process: no
-        // elicitation; progress notifications still name the approval.)
-        const resumed = new sdk.StreamableHTTPServerTransport({
-          sessionIdGenerator: undefined,
-          enableDnsRebindingProtection: true,
-          allowedHosts,
-        });
-        const server = gatewayServer(gw, () => `gateway-${sid}`);
-        await server.connect(resumed);
-        res.on('close', () => void server.close().catch(() => undefined));
-        res.setHeader('mcp-session-id', sid);
-        return await resumed.handleRequest(req, res, body);
+      let transport = typeof sid === 'string' ? sessions.get(sid) : undefined;
+      if (!transport && typeof sid === 'string' && allowedHosts.includes(req.headers.host ?? '')) {
+        let p = reopening.get(sid);
+        if (!p) {
+          const version = req.headers['mcp-protocol-version'];
+          p = reopen(sid, typeof version === 'string' ? version : undefined).finally(() => reopening.delete(sid));
+          reopening.set(sid, p);
+        }
+        try {
+          transport = await p;
+        } catch (err) {
+          // Not "unknown session": a client told that starts a new session, and its repeated call
+          // would run the tool again. It may retry this request.
+          return refuse(
+            res,
+            503,
+            `the gateway could not look up MCP session ${sid} in Temporal (${(err as Error).message}); retry the request`,
+          );
+        }
       }
       if (!transport) {
-        if (sid || req.method !== 'POST' || (body as { method?: unknown })?.method !== 'initialize')
+        const initialize = body as { method?: unknown; params?: { capabilities?: unknown } } | undefined;
+        if (sid || req.method !== 'POST' || initialize?.method !== 'initialize')
           return refuse(
             res,
             404,
             sid ? 'Session not found: initialize a new session' : 'Bad request: initialize a session first',
             -32001,
           );
-        const t = new sdk.StreamableHTTPServerTransport({
-          sessionIdGenerator: () => randomUUID(),
-          onsessioninitialized: (id) => void transports.set(id, t),
-          // A page in a browser may post to 127.0.0.1 (DNS rebinding): only our own Host is served.
-          enableDnsRebindingProtection: true,
-          allowedHosts,
-        });
-        t.onclose = () => {
-          if (t.sessionId) transports.delete(t.sessionId);
-        };
-        await gatewayServer(gw, () => `gateway-${t.sessionId}`).connect(t);
-        transport = t;
+        transport = await open(sessionIdFor(initialize.params?.capabilities));
       }
-      await transport.handleRequest(req, res, body);
+      await relay(req, res, transport, body);
     } catch (err) {
       if (!res.headersSent) refuse(res, 500, `the gateway failed: ${(err as Error).message}`, -32603);
+      else res.end();
     }
   });
   await new Promise<void>((resolve, reject) => {
@@ -516,34 +644,75 @@ async function serveHttp(gw: GatewayOptions, o: ReturnType<typeof parseOptions>,
   });
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : o.port;
-  allowedHosts = isLoopback(o.host)
-    ? [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`]
-    : [`${o.host.includes(':') ? `[${o.host}]` : o.host}:${port}`];
-  log(
-    `sluice gateway: ${gw.tools.length} tools on http://${o.host.includes(':') ? `[${o.host}]` : o.host}:${port}/mcp, task queue ${gw.sluice.taskQueue}\n`,
+  const host = o.host.includes(':') ? `[${o.host}]` : o.host;
+  allowedHosts = isLoopback(o.host) ? [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`] : [`${host}:${port}`];
+  return {
+    url: `http://${host}:${port}/mcp`,
+    async close() {
+      await Promise.all([...sessions.values()].map((t) => t.close().catch(() => undefined)));
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** Hands a node request to a web-standard MCP transport and streams its answer back (JSON or SSE). */
+async function relay(req: http.IncomingMessage, res: http.ServerResponse, t: WebTransport, body: unknown) {
+  const headers = new Headers();
+  for (const [k, v] of Object.entries(req.headers))
+    if (v !== undefined) headers.set(k, Array.isArray(v) ? v.join(', ') : v);
+  const response = await t.handleRequest(
+    new Request(new URL(req.url ?? '/mcp', 'http://localhost'), { method: req.method ?? 'GET', headers }),
+    body === undefined ? undefined : { parsedBody: body },
   );
-  await new Promise<void>((resolve) => {
-    const stop = () => server.close(() => resolve());
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
+  const out: Record<string, string> = {};
+  response.headers.forEach((v, k) => {
+    out[k] = v;
   });
-  await Promise.all([...transports.values()].map((t) => t.close().catch(() => undefined)));
-  return 0;
+  res.writeHead(response.status, out);
+  if (!response.body) return void res.end();
+  res.flushHeaders();
+  const reader = response.body.getReader();
+  // The client went away: the transport's stream is cancelled, as it would be by the SDK's own adapter.
+  res.on('close', () => void reader.cancel().catch(() => undefined));
+  for (;;) {
+    const { done, value } = await reader.read().catch(() => ({ done: true as const, value: undefined }));
+    if (done || res.destroyed) break;
+    res.write(value);
+  }
+  res.end();
+}
+
+// The Mcp-Session-Id the gateway gives out: a random uuid, and, when the client declared MCP
+// elicitation at initialize, which modes (`.e` for `elicitation: {}`, `.ef` form, `.eu` url,
+// `.efu` both). The client sends it with every request, so a restarted gateway knows how it may
+// ask that client without having seen its initialize. (A client could send other flags: they are
+// its own declaration, which it could as well have made at initialize.)
+const SESSION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?:\.e(f?)(u?))?$/;
+
+function sessionIdFor(capabilities: unknown): string {
+  const e = (capabilities as { elicitation?: unknown } | undefined)?.elicitation;
+  if (!e || typeof e !== 'object') return randomUUID();
+  const modes = e as { form?: unknown; url?: unknown };
+  return `${randomUUID()}.e${modes.form !== undefined ? 'f' : ''}${modes.url !== undefined ? 'u' : ''}`;
+}
+
+/** The client capabilities a session id of the gateway's shape says were declared; undefined for another id. */
+function declaredIn(sid: string): { elicitation?: { form?: object; url?: object } } | undefined {
+  const m = SESSION_ID.exec(sid);
+  if (!m) return undefined;
+  if (!sid.includes('.e')) return {};
+  return { elicitation: { ...(m[1] ? { form: {} } : {}), ...(m[2] ? { url: {} } : {}) } };
 }
 
 /**
  * Whether Temporal holds a batch of this MCP session (the gateway's memory may not: it restarted).
- * Only ids of the gateway's own shape are looked up; a session that never ran a call has nothing to
- * resume, and its client initializes a new one.
+ * A session that never ran a call has nothing to resume, and its client initializes a new one.
+ * Throws when Temporal does not answer.
  */
 async function recorded(sluice: SluiceClient, sid: string): Promise<boolean> {
-  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(sid)) return false;
-  try {
-    for await (const _ of sluice.temporal.workflow.list({ query: `SluiceSessionId = "gateway-${sid}"`, pageSize: 1 }))
-      return true;
-  } catch {
-    // No answer from Temporal: the session is not resumed, and the client is told to start a new one.
-  }
+  for await (const _ of sluice.temporal.workflow.list({ query: `SluiceSessionId = "gateway-${sid}"`, pageSize: 1 }))
+    return true;
   return false;
 }
 

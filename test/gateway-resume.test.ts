@@ -1,0 +1,262 @@
+// `sluice gateway` over Streamable HTTP across restarts: what a gateway process holds in memory only
+// saves round trips to Temporal (counted at the gRPC layer of the gateway's own connection), and a
+// restarted gateway finds the same answers through Temporal; a client that declared elicitation is
+// still asked after the gateway it initialized with was killed (the MCP SDK's client, real
+// `bin/sluice.js gateway` processes). A worker on the run's dev server runs
+// test/fixtures/gateway.config.ts, in front of test/fixtures/gateway/upstream.mjs (which logs every
+// call it receives).
+import { spawn, type ChildProcess } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { InterceptingCall } from '@grpc/grpc-js';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { type CallToolResult, type ElicitRequest, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import {
+  Connection,
+  type ConnectionOptions,
+  defaultGrpcRetryOptions,
+  makeGrpcRetryInterceptor,
+} from '@temporalio/client';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import { SluiceClient } from '../client/client';
+import { startGatewayHttp } from '../client/gateway';
+import { type SluiceConfig, toolSchemas } from '../define/config';
+import { loadConfig } from '../worker/load-config';
+import { eventually } from './eventually';
+import { type Harness, startHarness } from './harness';
+
+// Real processes that load TypeScript through tsx (the gateway): minutes at a load of 16.
+vi.setConfig({ testTimeout: 300_000, hookTimeout: 300_000 });
+
+const BIN = path.join(__dirname, '..', 'bin', 'sluice.js');
+const CONFIG = path.join(__dirname, 'fixtures', 'gateway.config.ts');
+
+let h: Harness;
+let config: SluiceConfig;
+let marks: string;
+const children: ChildProcess[] = [];
+const connections: Connection[] = [];
+
+beforeAll(async () => {
+  marks = fs.mkdtempSync(path.join(inject('runDir'), 'gateway-resume-'));
+  process.env.GATEWAY_MARKS = marks;
+  fs.mkdirSync(path.join(marks, 'ws'));
+  config = await loadConfig(CONFIG);
+  h = await startHarness('gateway-resume', config);
+});
+
+afterAll(async () => {
+  for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
+  for (const c of connections) await c.close().catch(() => undefined);
+  await h?.close();
+});
+
+function upstreamCalls(): { tool: string; args: Record<string, unknown> }[] {
+  const file = path.join(marks, 'calls.log');
+  if (!fs.existsSync(file)) return [];
+  return fs
+    .readFileSync(file, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
+}
+
+const textOf = (r: CallToolResult) => r.content.map((b) => (b.type === 'text' ? b.text : `[${b.type}]`)).join('\n');
+
+/** One JSON-RPC message posted to the gateway; the answer read from JSON or from its event stream. */
+async function post(url: string, message: unknown, headers: Record<string, string> = {}) {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+    body: JSON.stringify(message),
+  });
+  const text = await res.text();
+  const data = /^data: (.*)$/m.exec(text)?.[1] ?? text;
+  let json: any;
+  try {
+    json = JSON.parse(data);
+  } catch {
+    json = undefined;
+  }
+  return { status: res.status, json, session: res.headers.get('mcp-session-id') ?? undefined };
+}
+
+/**
+ * An in-process HTTP gateway whose Sluice client talks to Temporal over a connection of its own
+ * that notes the name of every RPC it sends, so a test can tell which requests cost round trips.
+ */
+async function countedGateway(port = 0) {
+  const rpcs: string[] = [];
+  const counting: NonNullable<ConnectionOptions['interceptors']>[number] = (options, next) => {
+    rpcs.push(String(options.method_definition.path).split('/').pop()!);
+    return new InterceptingCall(next(options));
+  };
+  const connection = await Connection.connect({
+    address: inject('temporalAddress'),
+    interceptors: [makeGrpcRetryInterceptor(defaultGrpcRetryOptions()), counting],
+  });
+  connections.push(connection);
+  const sluice = new SluiceClient({ connection, taskQueue: h.taskQueue });
+  const served = await startGatewayHttp({ tools: toolSchemas(config), sluice }, { host: '127.0.0.1', port });
+  return { ...served, rpcs };
+}
+
+/** Starts `sluice gateway --http` on a loopback port (0: a free one); resolves to the process and its /mcp URL. */
+async function gatewayProcess(port = 0): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(
+    process.execPath,
+    [
+      BIN,
+      'gateway',
+      '--config',
+      CONFIG,
+      '--task-queue',
+      h.taskQueue,
+      '--address',
+      inject('temporalAddress'),
+      '--http',
+      '--port',
+      String(port),
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, GATEWAY_MARKS: marks } },
+  );
+  children.push(child);
+  let err = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stderr!.on('data', (d: Buffer) => {
+      err += d.toString();
+      const m = /on (http:\/\/\S+\/mcp)/.exec(err);
+      if (m) resolve(m[1]);
+    });
+    child.once('exit', (code) => reject(new Error(`the gateway exited (${code}) before it listened:\n${err}`)));
+  });
+  return { child, url };
+}
+
+describe('what a gateway holds in memory saves round trips, and nothing more', () => {
+  it('a repeated call costs no Temporal request; after a restart one look-up re-opens the session and the same result comes back', async () => {
+    const first = await countedGateway();
+    const init = await post(first.url, {
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+    });
+    expect(init.status).toBe(200);
+    const headers = { 'mcp-session-id': init.session!, 'mcp-protocol-version': '2025-06-18' };
+    expect((await post(first.url, { jsonrpc: '2.0', method: 'notifications/initialized' }, headers)).status).toBe(202);
+    const marker = `cached-${Date.now()}`;
+    const call = {
+      jsonrpc: '2.0',
+      id: 7,
+      method: 'tools/call',
+      params: { name: 'mcp__up__echo', arguments: { text: marker } },
+    };
+    const answered = await post(first.url, call, headers);
+    expect(answered.json.result.content[0].text).toBe(`echo: ${marker}`);
+    expect(first.rpcs).toContain('StartWorkflowExecution');
+
+    // The same request again: the finished batch's output is known, so no request reaches Temporal.
+    first.rpcs.length = 0;
+    expect((await post(first.url, call, headers)).json.result).toEqual(answered.json.result);
+    expect(first.rpcs).toEqual([]);
+
+    // A new gateway on the same address holds nothing: it finds the session and the batch in Temporal.
+    const port = Number(new URL(first.url).port);
+    await first.close();
+    const second = await countedGateway(port);
+    try {
+      const again = await post(second.url, call, headers);
+      expect(again.status).toBe(200);
+      expect(again.json.result).toEqual(answered.json.result);
+      expect(second.rpcs.filter((r) => r === 'ListWorkflowExecutions')).toHaveLength(1);
+      // Once re-opened, the session and the batch are known: neither costs a request again.
+      second.rpcs.length = 0;
+      expect((await post(second.url, call, headers)).json.result).toEqual(answered.json.result);
+      expect((await post(second.url, { jsonrpc: '2.0', id: 8, method: 'tools/list' }, headers)).status).toBe(200);
+      expect(second.rpcs).toEqual([]);
+    } finally {
+      await second.close();
+    }
+
+    // Requests that arrive together at a restarted gateway share one look-up of their session.
+    const third = await countedGateway(port);
+    try {
+      const together = await Promise.all([
+        post(third.url, { jsonrpc: '2.0', id: 20, method: 'tools/list' }, headers),
+        post(third.url, { jsonrpc: '2.0', id: 21, method: 'tools/list' }, headers),
+        post(third.url, call, headers),
+      ]);
+      expect(together.map((r) => r.status)).toEqual([200, 200, 200]);
+      expect(together[2].json.result).toEqual(answered.json.result);
+      expect(third.rpcs.filter((r) => r === 'ListWorkflowExecutions')).toHaveLength(1);
+      // A session Temporal holds no batch of is still unknown (and costs its look-up each time).
+      const stranger = { ...headers, 'mcp-session-id': '00000000-0000-4000-8000-000000000000' };
+      expect((await post(third.url, { jsonrpc: '2.0', id: 1, method: 'tools/list' }, stranger)).status).toBe(404);
+    } finally {
+      await third.close();
+    }
+    expect(upstreamCalls().filter((c) => c.args.text === marker)).toHaveLength(1);
+  });
+});
+
+describe('a resumed session keeps what its client declared', () => {
+  it('a client that declared elicitation is asked in a form by the gateway that replaced the one it initialized with', async () => {
+    const first = await gatewayProcess();
+    const asked: ElicitRequest['params'][] = [];
+    const client = new Client(
+      { name: 'resuming-client', version: '1' },
+      { capabilities: { elicitation: { form: {} } } },
+    );
+    client.setRequestHandler(ElicitRequestSchema, async (request) => {
+      asked.push(request.params);
+      return { action: 'accept', content: { decision: 'approve', reason: 'fine after the restart' } };
+    });
+    const transport = new StreamableHTTPClientTransport(new URL(first.url));
+    await client.connect(transport);
+    try {
+      const sessionId = transport.sessionId;
+      expect(sessionId).toBeTruthy();
+      // A call, so Temporal holds a batch of the session.
+      const before = (await client.callTool({
+        name: 'mcp__up__echo',
+        arguments: { text: 'before the restart' },
+      })) as CallToolResult;
+      expect(textOf(before)).toBe('echo: before the restart');
+
+      first.child.kill('SIGKILL');
+      await new Promise((resolve) =>
+        first.child.exitCode !== null ? resolve(null) : first.child.once('exit', resolve),
+      );
+      await gatewayProcess(Number(new URL(first.url).port));
+
+      // The client goes on in its session; the call that asks is put to it as a form, and runs once approved.
+      const call = client.callTool(
+        { name: 'mcp__up__write_note', arguments: { name: 'resumed-1', text: 'asked after restart' } },
+        undefined,
+        { timeout: 290_000 },
+      );
+      await eventually('the form put to the client by the restarted gateway', () => asked.length > 0, {
+        timeoutMs: 120_000,
+      });
+      const r = (await call) as CallToolResult;
+      expect(r.isError, textOf(r)).toBeFalsy();
+      expect(textOf(r)).toBe('wrote resumed-1');
+      expect(transport.sessionId).toBe(sessionId);
+      expect(String(r._meta?.['sluice/batch'])).toContain(`gateway-${sessionId}`);
+      expect(asked).toHaveLength(1);
+      expect(asked[0].mode).toBe('form');
+      expect(asked[0].message).toContain('mcp__up__write_note');
+      const { memo } = await h.client.readApprovals(String(r._meta?.['sluice/batch']));
+      expect(memo?.decided[0]).toMatchObject({ outcome: 'allowed-once', reason: 'fine after the restart' });
+      expect(memo?.decided[0]?.by).toContain('session resumed');
+      await eventually('the upstream ran the approved call', () =>
+        upstreamCalls().some((c) => c.tool === 'write_note' && c.args.name === 'resumed-1'),
+      );
+      expect(upstreamCalls().filter((c) => c.tool === 'write_note' && c.args.name === 'resumed-1')).toHaveLength(1);
+    } finally {
+      await client.close().catch(() => undefined);
+    }
+  });
+});
