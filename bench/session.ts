@@ -7,7 +7,13 @@
 // process's CPU per step (worker and client run here; the dev server is another process), and
 // where a step's time goes, from the histories of the last round: every gap between two
 // consecutive events, by the pair of event types, per step (the session's own history, then
-// its batches' against the hand loop's batches).
+// its batches' against the hand loop's batches), and how many events and workflow tasks a step
+// takes in each.
+//
+// Env: BENCH_FAST_QUEUE=1 starts the dev server with its transfer queue polled at up to 1,000 a
+// second instead of 20 (TRANSFER_QUEUE_FAST: each hop through the server costs about 1 ms, not up
+// to 50); BENCH_TIMELINE=1 also prints one step's events, the session's and its batch's merged,
+// in ms from the model step's scheduling.
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -21,7 +27,7 @@ import { startSession } from '../client/session';
 import type { AgentMessage } from '../pipeline/session';
 import type { SessionState } from '../pipeline/types';
 import { defineConfig, defineTool } from '../define/config';
-import { freePort, startDevServer } from '../temporal/dev-server';
+import { freePort, startDevServer, TRANSFER_QUEUE_FAST } from '../temporal/dev-server';
 import { readSessionLog } from '../stores/sink';
 import { createSluiceWorker } from '../worker/worker';
 import { batchWorkflowId } from '../workflows/definitions';
@@ -30,6 +36,7 @@ import { sessionWorkflowId } from '../workflows/session-definitions';
 const STEPS = Number(process.argv[2] ?? 50);
 const LONG = Number(process.argv[3] ?? 300);
 const ROUNDS = 3;
+const FAST_QUEUE = process.env.BENCH_FAST_QUEUE === '1';
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 /** Step s < n: one echo call; step n: the answer. The same for the session and the hand loop. */
@@ -52,7 +59,17 @@ async function main() {
     port: await freePort(),
     headless: true,
     dbFile: path.join(stateDir, 'temporal.db'),
+    ...(FAST_QUEUE ? { dynamicConfig: TRANSFER_QUEUE_FAST } : {}),
   });
+  // The dev server's CPU (user + system ms), from /proc where there is one.
+  const serverCpuMs = () => {
+    try {
+      const f = fs.readFileSync(`/proc/${server.pid}/stat`, 'utf8').split(') ')[1].split(' ');
+      return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
+    } catch {
+      return Number.NaN;
+    }
+  };
   const connection = await NativeConnection.connect({ address: server.address });
   const taskQueue = `bench-session-${process.pid}`;
   const model = scriptedModel((req) => answer(stepsOf(req))(req), 'bench');
@@ -85,6 +102,8 @@ async function main() {
     const session: number[] = [];
     const handCpu: number[] = [];
     const sessionCpu: number[] = [];
+    const handServer: number[] = [];
+    const sessionServer: number[] = [];
     const cpuMs = () => {
       const u = process.cpuUsage();
       return (u.user + u.system) / 1000;
@@ -93,26 +112,32 @@ async function main() {
     for (let r = 0; r < ROUNDS; r++) {
       let t = performance.now();
       let c = cpuMs();
+      let sc = serverCpuMs();
       await byHand(client, `hand-${tag}-${r}`, STEPS, model);
       hand.push((performance.now() - t) / (STEPS + 1));
       handCpu.push((cpuMs() - c) / (STEPS + 1));
+      handServer.push((serverCpuMs() - sc) / (STEPS + 1));
       t = performance.now();
       c = cpuMs();
+      sc = serverCpuMs();
       await bySession(client, `session-${tag}-${r}`, STEPS);
       session.push((performance.now() - t) / (STEPS + 1));
       sessionCpu.push((cpuMs() - c) / (STEPS + 1));
+      sessionServer.push((serverCpuMs() - sc) / (STEPS + 1));
     }
     const h = median(hand);
     const s = median(session);
     const hc = median(handCpu);
     const sc = median(sessionCpu);
     console.log(
-      `per step (${STEPS} steps of one tool call + the answer, median of ${ROUNDS} rounds; load average ${load0.toFixed(1)} → ${os.loadavg()[0].toFixed(1)}): by hand ${h.toFixed(1)} ms (model call in process + client.runBatch), as a session ${s.toFixed(1)} ms; the session adds ${(s - h).toFixed(1)} ms a step (${(s / h).toFixed(2)}x)`,
+      `per step (${STEPS} steps of one tool call + the answer, median of ${ROUNDS} rounds; dev server transfer queue ${FAST_QUEUE ? 'fast (TRANSFER_QUEUE_FAST)' : 'at its default'}; load average ${load0.toFixed(1)} → ${os.loadavg()[0].toFixed(1)}): by hand ${h.toFixed(1)} ms (model call in process + client.runBatch), as a session ${s.toFixed(1)} ms; the session adds ${(s - h).toFixed(1)} ms a step (${(s / h).toFixed(2)}x)`,
     );
     console.log(
-      `CPU of this process (worker + client) per step: by hand ${hc.toFixed(2)} ms, as a session ${sc.toFixed(2)} ms (${(sc / hc).toFixed(2)}x)`,
+      `CPU of this process (worker + client) per step: by hand ${hc.toFixed(2)} ms, as a session ${sc.toFixed(2)} ms (${(sc / hc).toFixed(2)}x); of the dev server: by hand ${median(handServer).toFixed(2)} ms, as a session ${median(sessionServer).toFixed(2)} ms`,
     );
     await breakdown(client, `hand-${tag}-${ROUNDS - 1}`, `session-${tag}-${ROUNDS - 1}`, STEPS);
+    if (process.env.BENCH_TIMELINE === '1')
+      await timeline(client, `session-${tag}-${ROUNDS - 1}`, Math.ceil(STEPS / 2));
 
     // history a step adds, from the historyBytes each model/message event records
     const long = `long-${tag}`;
@@ -163,6 +188,54 @@ async function gaps(client: SluiceClient, ids: string[], per: number): Promise<M
   return out;
 }
 
+/** Events and workflow tasks per step of these histories, and the tasks' wait and run time. */
+async function counts(client: SluiceClient, ids: string[], per: number) {
+  let events = 0;
+  let tasks = 0;
+  let wait = 0;
+  let run = 0;
+  for (const id of ids) {
+    const history = (await client.temporal.workflow.getHandle(id).fetchHistory()).events ?? [];
+    events += history.length;
+    const at = new Map<string, number>();
+    for (const e of history) {
+      const type = eventType(e);
+      if (type === 'workflow_task_scheduled') at.set('scheduled', eventMs(e));
+      else if (type === 'workflow_task_started') {
+        tasks++;
+        wait += eventMs(e) - (at.get('scheduled') ?? eventMs(e));
+        at.set('started', eventMs(e));
+      } else if (type === 'workflow_task_completed') run += eventMs(e) - (at.get('started') ?? eventMs(e));
+    }
+  }
+  const f = (n: number) => (n / per).toFixed(1);
+  return `${f(events)} events, ${f(tasks)} workflow tasks (waiting ${f(wait)} ms to start, running ${f(run)} ms)`;
+}
+
+/** One step of a session as it happened: its events and its batch's, merged, in ms from the model step's scheduling. */
+async function timeline(client: SluiceClient, sessionId: string, step: number) {
+  const session = (await client.temporal.workflow.getHandle(sessionWorkflowId(sessionId)).fetchHistory()).events ?? [];
+  const batch =
+    (await client.temporal.workflow.getHandle(batchWorkflowId(sessionId, 1, step)).fetchHistory()).events ?? [];
+  const scheduled = session.filter((e) => eventType(e) === 'activity_task_scheduled');
+  const from = eventMs(scheduled[step - 1]);
+  const to = eventMs(scheduled[step]);
+  const rows = [
+    ...session.map((e) => ({ ms: eventMs(e), who: 'session', e })),
+    ...batch.map((e) => ({ ms: eventMs(e), who: 'batch', e })),
+  ]
+    .filter((r) => r.ms >= from && r.ms <= to)
+    .sort((a, b) => a.ms - b.ms);
+  console.log(`\nstep ${step} of ${sessionId}, ms from the model step's scheduling (+ the gap to the line before):`);
+  let last = from;
+  for (const r of rows) {
+    console.log(
+      `  ${(r.ms - from).toFixed(1).padStart(7)} +${(r.ms - last).toFixed(1).padStart(6)}  ${r.who.padEnd(8)} ${r.e.eventId} ${eventType(r.e)}`,
+    );
+    last = r.ms;
+  }
+}
+
 /** Where a step's time goes: the session's history, its batches, and the hand loop's batches. */
 async function breakdown(client: SluiceClient, handId: string, sessionId: string, steps: number) {
   const batches = (id: string) => Array.from({ length: steps }, (_, i) => batchWorkflowId(id, 1, i + 1));
@@ -172,6 +245,9 @@ async function breakdown(client: SluiceClient, handId: string, sessionId: string
     console.log(`\n${title} (ms per step, ${total.toFixed(1)} in all):`);
     for (const [k, ms] of rows) console.log(`  ${ms.toFixed(1).padStart(7)}  ${k}`);
   };
+  console.log(`\nper step: the session workflow ${await counts(client, [sessionWorkflowId(sessionId)], steps + 1)}`);
+  console.log(`  its batch (child workflow) ${await counts(client, batches(sessionId), steps)}`);
+  console.log(`  the hand loop's batch (client.runBatch) ${await counts(client, batches(handId), steps)}`);
   table(
     'the session workflow, between consecutive events',
     await gaps(client, [sessionWorkflowId(sessionId)], steps + 1),

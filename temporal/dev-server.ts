@@ -81,6 +81,26 @@ export interface DevServerOptions {
   dbFile?: string;
   ip?: string;
   log?: (line: string) => void;
+  /**
+   * Server settings (`--dynamic-config-value KEY=VALUE`), e.g. TRANSFER_QUEUE_FAST below. Values
+   * are JSON: a number or boolean as is, a string quoted.
+   */
+  dynamicConfig?: Record<string, number | boolean | string>;
+}
+
+/**
+ * The history service hands every transfer task (a workflow task to dispatch, a child workflow to
+ * start, a child's completion to report to its parent) to its queue reader, which polls at most
+ * `history.transferProcessorMaxPollRPS` times a second per shard (default 20). On a quiet server a
+ * task then waits up to 50 ms for the next poll: a session step crosses five such hops, a batch
+ * started eagerly by a client one (docs/performance.md, "Sessions: where a step's time goes").
+ * This raises the ceiling so a hop costs about a millisecond; an operator can set the same value
+ * on a self-hosted server.
+ */
+export const TRANSFER_QUEUE_FAST = { 'history.transferProcessorMaxPollRPS': 1000 } as const;
+
+function dynamicConfigArgs(config: DevServerOptions['dynamicConfig']): string[] {
+  return Object.entries(config ?? {}).flatMap(([k, v]) => ['--dynamic-config-value', `${k}=${JSON.stringify(v)}`]);
 }
 
 export interface DevServer {
@@ -119,6 +139,7 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
     'warn',
     '--ui-disable-news-fetch',
     ...saArgs,
+    ...dynamicConfigArgs(opts.dynamicConfig),
   ];
   if (dbFile !== ':memory:') args.push('--db-filename', dbFile);
   if (opts.headless) args.push('--headless');
@@ -225,6 +246,7 @@ async function startWithSdkDownload(
       ...(opts.dbFile !== ':memory:' ? { dbFilename: opts.dbFile } : {}),
       ui: !opts.headless,
       ...(opts.headless ? {} : { uiPort: opts.uiPort }),
+      ...(opts.dynamicConfig ? { extraArgs: dynamicConfigArgs(opts.dynamicConfig) } : {}),
       searchAttributes: Object.entries(SEARCH_ATTRIBUTES).map(([name, type]) => ({
         name,
         type: type.toUpperCase().replace('KEYWORDLIST', 'KEYWORD_LIST') as never,
