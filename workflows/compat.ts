@@ -170,6 +170,10 @@ export const UNMARKED_CHANGES = {
     since: '1.0.0',
     why: 'the guards after a decision get the policy the ask was bound to (CallRef.askedUnder), taken from the recorded preflight result (Gate.policy); a preflight recorded before has no binding, so its guards input is unchanged, and a worker of any release may run them',
   },
+  sessionBatchAttribute: {
+    since: '1.0.0',
+    why: "a session starts its batch with SluiceSessionId set (as SluiceClient.startBatch does), so a new batch skips the upsert it made when the attribute was missing (one event fewer a step). The session's command is the same child start (core matches a child's workflow id and type on replay, not its search attributes); whether a batch upserts comes from its own recorded start event, so a batch started without the attribute still upserts on replay",
+  },
 } as const satisfies Record<string, UnmarkedChange>;
 
 /** What the approvals of a batch do, from the memo it was started with (MEMO_FLAGS). */

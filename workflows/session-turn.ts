@@ -23,7 +23,7 @@ import {
   type TurnEndReason,
 } from '../pipeline/session';
 import type { BatchInput, ToolCall } from '../pipeline/types';
-import { APPROVALS_MEMO, BATCH_WORKFLOW, batchWorkflowId, EMPTY_APPROVALS_MEMO } from './definitions';
+import { APPROVALS_MEMO, BATCH_WORKFLOW, batchWorkflowId, EMPTY_APPROVALS_MEMO, SESSION_ID } from './definitions';
 import type { Carry } from './session-carry';
 
 const DEFAULT_MAX_STEPS = 50;
@@ -172,6 +172,10 @@ export class Turn {
         workflowIdReusePolicy: 'REJECT_DUPLICATE',
         // As SluiceClient.startBatch: the batch keeps its approvals readable with no worker.
         memo: { [APPROVALS_MEMO]: EMPTY_APPROVALS_MEMO },
+        // As SluiceClient.startBatch: started findable by session, so the batch does not upsert
+        // the attribute in its first workflow task (one history event and one server write fewer
+        // a step). Data on the same command: a replay compares the child's id and type only.
+        typedSearchAttributes: [{ key: SESSION_ID, value: input.sessionId }],
         staticSummary: `Tool batch: session ${input.sessionId}, turn ${c.turn}, step ${c.step}, ${calls.length} call(s)`,
       });
       control.activeBatch = workflowId;
