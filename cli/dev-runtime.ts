@@ -7,7 +7,7 @@ import { startInbox, type Inbox } from '../client/inbox/server';
 import { dataConverterFromEnv } from '../temporal/codec';
 import { installRuntime, runWorker } from '../worker/main';
 import { openStores } from '../stores/stores';
-import { startDevServer, portOpen } from '../temporal/dev-server';
+import { startDevServer, portOpen, TRANSFER_QUEUE_FAST } from '../temporal/dev-server';
 
 export interface DevOptions {
   stateDir: string;
@@ -41,6 +41,9 @@ export async function runDev(opts: DevOptions): Promise<void> {
     uiPort: opts.uiPort,
     headless: opts.headless,
     log: (l) => console.log(l),
+    // A session step crosses the server's transfer queue five times; at the default poll rate
+    // each crossing waits up to 50 ms on a quiet machine (docs/performance.md).
+    dynamicConfig: TRANSFER_QUEUE_FAST,
   });
   console.log(
     `Temporal dev server: ${server.address} (database ${path.join(opts.stateDir, 'temporal.db')}, CLI ${server.cli})`,

@@ -9,6 +9,7 @@ import type { AgentMessage, ToolMessage } from '../pipeline/session';
 import { FileResultStore } from '../stores/claim-check';
 import type { SessionEvent } from '../pipeline/types';
 import { readSessionLog } from '../stores/sink';
+import { batchWorkflowId, SESSION_ID } from '../workflows/definitions';
 import config from './fixtures/session.config';
 import { eventually } from './eventually';
 import { startHarness, type Harness } from './harness';
@@ -93,6 +94,13 @@ describe('agentSession', () => {
       'model/message',
       'session/turn-ended',
     ]);
+    // Each batch is started findable by its session, so it never upserts the attribute itself.
+    const batch = h.client.temporal.workflow.getHandle(batchWorkflowId(s.sessionId, 1, 1));
+    expect((await batch.describe()).typedSearchAttributes.get(SESSION_ID)).toBe(s.sessionId);
+    const upserted = ((await batch.fetchHistory()).events ?? []).flatMap((e) =>
+      Object.keys(e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields ?? {}),
+    );
+    expect(upserted).not.toContain(SESSION_ID.name);
     await s.cancel();
     expect((await s.result()).endReason).toBe('cancelled');
   });
