@@ -4,7 +4,6 @@
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { auditHistories, type SessionAudit } from '../client/audit';
-import { main } from '../cli';
 import { readHistoryFile } from '../client/history';
 import { renderAudit } from '../client/render';
 import type { BatchOutput } from '../pipeline/types';
@@ -13,6 +12,7 @@ import type { StageContext } from '../define/config';
 import { readSessionLog } from '../stores/sink';
 import { startHarness, type Harness } from './harness';
 import { pendingApproval } from './eventually';
+import { runCli as cli } from './run-cli';
 
 const FIXTURE = path.join(__dirname, 'fixtures', 'histories', '0.1.0', 'mixed-batch.json');
 
@@ -33,11 +33,6 @@ beforeAll(async () => {
   h = await startHarness('audit', { ...demoConfig, preExecute: [...(demoConfig.preExecute ?? []), hookLike] });
 });
 afterAll(() => h?.close());
-
-function cli(args: string[]): Promise<{ code: number; output: string }> {
-  const lines: string[] = [];
-  return main(args, (s) => lines.push(s)).then((code) => ({ code, output: lines.join('\n') }));
-}
 
 describe('audit', () => {
   it('tells the story of the recorded batch: gates, approval, retry, rewrite, results', async () => {

@@ -5,13 +5,13 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { main } from '../cli';
 import type { Inbox } from '../client/inbox/server';
 import type { PendingApproval } from '../pipeline/types';
 import { defineConfig } from '../define/config';
 import { batch, spawnWorker, text, type ChildWorker, type Harness } from './harness';
 import { poll } from './eventually';
 import { type InboxSetup, startInboxSetup } from './inbox-setup';
+import { startCli } from './run-cli';
 
 const CONFIG = path.join(__dirname, 'fixtures', 'restart.config.ts');
 
@@ -34,13 +34,7 @@ afterAll(async () => {
 
 const eventually = <T>(fn: () => Promise<T> | T) => poll(fn, { timeoutMs: 60_000, intervalMs: 200 });
 
-function cli(args: string[]): { lines: string[]; done: Promise<number> } {
-  const lines: string[] = [];
-  const done = main([...args, '--address', inject('temporalAddress'), '--task-queue', h.taskQueue], (s) =>
-    lines.push(s),
-  );
-  return { lines, done };
-}
+const cli = (args: string[]) => startCli(args, { address: inject('temporalAddress'), taskQueue: h.taskQueue });
 
 function startWorker(): ChildWorker {
   return spawnWorker(CONFIG, h.taskQueue, h.stateDir, { SLUICE_TEST_DIR: h.stateDir });

@@ -7,13 +7,13 @@ import * as fs from 'node:fs';
 import { exportJWK, generateKeyPair, type JWK, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
-import { main } from '../cli';
 import type { DecisionRefusedError } from '../client/client';
 import { startInbox } from '../client/inbox/server';
 import type { PendingApproval } from '../pipeline/types';
 import { defineConfig, defineTool } from '../define/config';
 import { launchBrowser } from './chromium';
 import { batch, type Harness, startHarness, text } from './harness';
+import { runCli } from './run-cli';
 
 let h: Harness;
 let signingKey: CryptoKey;
@@ -110,11 +110,7 @@ const refusal = (p: Promise<unknown>) =>
     (e) => (e as DecisionRefusedError).refusal,
   );
 
-async function cli(args: string[]): Promise<{ code: number; out: string }> {
-  const lines: string[] = [];
-  const code = await main([...args, '--address', inject('temporalAddress')], (s) => lines.push(s));
-  return { code, out: lines.join('\n') };
-}
+const cli = (args: string[]) => runCli(args, { address: inject('temporalAddress') });
 
 describe('quorum approvals', () => {
   it('two verified subjects meet a quorum of 2, one from the CLI and one from the inbox in Chromium; one subject twice and the session user are refused', async () => {
@@ -137,20 +133,20 @@ describe('quorum approvals', () => {
     try {
       const ada = await tokenFile('ada@example.com', ['sre']);
       const first = await cli(['approve', p.approvalId, '--token-file', ada, '--digest', p.argsDigest]);
-      expect(first.code, first.out).toBe(0);
-      expect(first.out).toContain('vote recorded, still waiting (quorum 1 of 2: ada@example.com approved');
+      expect(first.code, first.output).toBe(0);
+      expect(first.output).toContain('vote recorded, still waiting (quorum 1 of 2: ada@example.com approved');
       // The same subject again, under another typed name: refused, recorded.
       const again = await cli(['approve', p.approvalId, '--token-file', ada, '--by', 'someone-else']);
       expect(again.code).toBe(1);
-      expect(again.out).toContain('ada@example.com already approved this call');
+      expect(again.output).toContain('ada@example.com already approved this call');
       // The session's own user, verified and in the group: the two-person rule refuses it.
       const sam = await tokenFile('sam@example.com', ['sre']);
       const self = await cli(['approve', p.approvalId, '--token-file', sam]);
       expect(self.code).toBe(1);
-      expect(self.out).toContain("is this session's user and may not approve its own call");
+      expect(self.output).toContain("is this session's user and may not approve its own call");
       // The CLI listing shows the tally.
       const listed = await cli(['approvals', '--task-queue', h.taskQueue]);
-      expect(listed.out).toContain('quorum 1 of 2: ada@example.com approved; verified approvers in sre');
+      expect(listed.output).toContain('quorum 1 of 2: ada@example.com approved; verified approvers in sre');
     } finally {
       delete process.env.SLUICE_SEAL_KEY;
     }
@@ -206,8 +202,8 @@ describe('quorum approvals', () => {
       ]);
       // The audit shows each vote under the call's approval.
       const audit = await cli(['audit', handle.workflowId]);
-      expect(audit.out).toContain('approved by ada@example.com (verified) via update: 1 of 2 approvals');
-      expect(audit.out).toContain('approved by erin@example.com (verified) via update: 2 of 2 approvals');
+      expect(audit.output).toContain('approved by ada@example.com (verified) via update: 1 of 2 approvals');
+      expect(audit.output).toContain('approved by erin@example.com (verified) via update: 2 of 2 approvals');
     } finally {
       await close();
       await inbox.close();

@@ -1,17 +1,16 @@
 // Recorded histories replay with the current workflow code; a non-deterministic change to the
 // workflow fails `sluice replay` with exit code 1, so CI catches it.
-import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
-import { main } from '../cli';
 import { readHistoryFile } from '../client/history';
 import { SLUICE_WORKFLOW_TYPES } from '../client/replay';
 import { defineConfig, defineTool } from '../define/config';
 import { batch, startHarness, type Harness } from './harness';
+import { runCli as cli, spawnCli as sluice } from './run-cli';
 
 const FIXTURES = path.join(__dirname, 'fixtures', 'histories');
 const FIXTURE = path.join(FIXTURES, '0.1.0', 'mixed-batch.json');
@@ -54,11 +53,6 @@ function workflowCopy(name: string, edit?: (callPipeline: string) => string): st
     fs.writeFileSync(file, after);
   }
   return path.join(dir, 'workflows', 'index.ts');
-}
-
-function cli(args: string[]): Promise<{ code: number; output: string }> {
-  const lines: string[] = [];
-  return main(args, (s) => lines.push(s)).then((code) => ({ code, output: lines.join('\n') }));
 }
 
 describe('replay', () => {
@@ -120,8 +114,6 @@ describe('replay', () => {
     const own = path.join(scratch, 'my-agent.json');
     fs.writeFileSync(own, JSON.stringify(recorded));
     // The bin, as a user runs it (from the checkout it runs the TypeScript source).
-    const sluice = (args: string[]) =>
-      spawnSync(process.execPath, [path.join(ROOT, 'bin', 'sluice.js'), ...args], { encoding: 'utf8' });
     const r = sluice(['replay', own]);
     expect(r.status, r.stderr).toBe(1);
     expect(r.stdout).toContain(

@@ -3,7 +3,6 @@
 import type { BrowserContext } from 'playwright-core';
 import { describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
-import { main } from '../cli';
 import { DecisionRefusedError } from '../client/client';
 import type { Inbox } from '../client/inbox/server';
 import { GRANTS_NAMESPACE, grantsOf } from '../pipeline/grants';
@@ -12,6 +11,7 @@ import { defineConfig, defineTool } from '../define/config';
 import { batch, text, type Harness } from './harness';
 import { pendingApprovals } from './eventually';
 import { useInboxSetup } from './inbox-setup';
+import { runCli } from './run-cli';
 
 const config = defineConfig({
   tools: [
@@ -42,13 +42,7 @@ useInboxSetup('grants', config, (setup) => ({ h, inbox, browser } = setup));
 const pendingOf = (workflowId: string, n: number): Promise<PendingApproval[]> =>
   pendingApprovals(h.client, workflowId, n);
 
-const cli = (args: string[]) => {
-  const lines: string[] = [];
-  return main([...args, '--address', inject('temporalAddress')], (s) => lines.push(s)).then((code) => ({
-    code,
-    output: lines.join('\n'),
-  }));
-};
+const cli = (args: string[]) => runCli(args, { address: inject('temporalAddress') });
 
 describe('session grants', () => {
   it('a grant given in the inbox allows the next matching call of the session and not a wider one', async () => {

@@ -2,14 +2,9 @@
 // has when given another, and its help (`sluice help <command>`, `sluice <command> --help`) lists
 // every flag it takes and names no flag it does not. No server: nothing here gets past parsing.
 import { describe, expect, it } from 'vitest';
-import { COMMAND_HELP, COMMANDS, HELP, main } from '../../cli';
+import { COMMAND_HELP, COMMANDS, HELP } from '../../cli';
 import { type Command, isRaw, parseCommand } from '../../cli/command';
-
-async function cli(args: string[]): Promise<{ code: number; output: string }> {
-  const lines: string[] = [];
-  const code = await main(args, (s) => lines.push(s));
-  return { code, output: lines.join('\n') };
-}
+import { runCli as cli } from '../run-cli';
 
 const parsed = COMMANDS.filter((c): c is Command => !isRaw(c));
 

@@ -8,9 +8,9 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { main } from '../../cli';
 import { decisionOf, policyRules } from '../../hooks/policy';
 import { shellParserReady } from '../../hooks/shell';
+import { runCli } from '../run-cli';
 
 function workspace(files: Record<string, string>): string {
   const ws = fs.mkdtempSync(path.join(os.tmpdir(), 'policy-all-'));
@@ -44,9 +44,8 @@ function all(): string {
 }
 
 async function cli(args: string[]): Promise<{ code: number; text: string }> {
-  const lines: string[] = [];
-  const code = await main(args, (s) => lines.push(s));
-  return { code, text: lines.join('\n') };
+  const { code, output } = await runCli(args);
+  return { code, text: output };
 }
 
 describe('policyRules across formats', () => {
