@@ -1,4 +1,5 @@
-// Every code block of README.md and docs/getting-started.md, taken from the markdown, run in one
+// Every code block of README.md, docs/getting-started.md and docs/installing.md, taken from the
+// markdown. README's and getting-started's run in one
 // fresh app made from the packed tarball outside the checkout, against the test's dev server and a
 // local fake OpenAI provider: the install and setup lines as shell, the TypeScript blocks compiled
 // by the app's tsc and run with plain node (the README's worker.ts with its sluice.config.ts and
@@ -6,6 +7,9 @@
 // manifest reader). A block the test does not know, or one that fails or hangs, fails the test;
 // `text` blocks and `<!-- not run: why -->` ones are skipped (TypeScript ones still typecheck).
 // The README's worker.ts also runs in a CommonJS folder of the same app (issue 23 item 3).
+// installing.md's install lines run in apps of their own (the registry name `sluice` stands for
+// the packed tarball), and the app on Temporal 1.23 its second block makes then hosts the
+// README's worker.ts and sluice.config.ts, which run a batch on it.
 import { Client, Connection } from '@temporalio/client';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -14,10 +18,10 @@ import { SluiceClient } from '../client/client';
 import { type DocBlock, docBlocks, RUN_LANGS, type Proc, startProcess, stopProcesses, where } from './doc-blocks';
 import { eventually } from './eventually';
 import { text } from './harness';
-import { type FreshApp, freshApp, installedVersion, packSluice, REPO, sh } from './fresh-app';
+import { copiesOf, type FreshApp, freshApp, installedVersion, NPM_INSTALL, packSluice, REPO, sh } from './fresh-app';
 import { startStreamProvider, type StreamProvider } from './stream-provider';
 
-const DOCS = ['README.md', 'docs/getting-started.md'];
+const DOCS = ['README.md', 'docs/getting-started.md', 'docs/installing.md'];
 const blocks = DOCS.flatMap(docBlocks);
 const given = path.join(__dirname, 'fixtures', 'readme');
 const TASK_QUEUE = 'my-agent'; // the docs' own; no other test file polls it
@@ -33,6 +37,9 @@ const steps = {
   manifest: (b: DocBlock) => b.lang === 'ts' && /parseToolManifest\(/.test(b.code),
   codeMode: (b: DocBlock) => b.lang === 'js' && /await tools\./.test(b.code),
   commandLine: (b: DocBlock) => b.lang === 'text' && b.heading === 'The command line',
+  installLines: (b: DocBlock) => b.doc === 'docs/installing.md' && b.lang === 'sh' && !/ai-sdk/.test(b.code),
+  besideAiSdk: (b: DocBlock) =>
+    b.doc === 'docs/installing.md' && b.lang === 'sh' && /@temporalio\/ai-sdk@/.test(b.code),
 };
 type Step = keyof typeof steps;
 
@@ -113,6 +120,33 @@ const runNode = (label: string, file: string, extra: Record<string, string> = {}
   });
 
 const runShell = (b: DocBlock) => sh('bash', ['-euo', 'pipefail', '-c', b.code], app.dir, { env: env() });
+
+/** A block's command lines, one by one (comments and blank lines left out). */
+const commandLines = (block: string) => block.split('\n').filter((l) => l.trim() !== '' && !l.trim().startsWith('#'));
+
+/**
+ * An empty app beside the main one, holding the tarball. installing.md installs Sluice by its
+ * registry name; here the packed tarball stands in for it (the same command once it is published).
+ */
+function emptyApp(name: string, type: 'module' | 'commonjs'): string {
+  const dir = path.join(parent, name);
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name, version: '1.0.0', private: true, type }));
+  fs.copyFileSync(tarball, path.join(dir, path.basename(tarball)));
+  return dir;
+}
+const runLine = (dir: string, line: string) =>
+  sh(
+    'bash',
+    ['-euo', 'pipefail', '-c', line.replace(/^(\s*npm install )sluice(?=\s|$)/, `$1./${path.basename(tarball)}`)],
+    dir,
+    {
+      env: env(),
+      timeoutMs: 600_000,
+    },
+  );
+/** The app on Temporal 1.23 that installing.md's ai-sdk line makes. */
+let temporal123 = '';
 
 beforeAll(async () => {
   provider = await startStreamProvider();
@@ -350,6 +384,87 @@ describe('the docs’ code blocks', () => {
       'commands the listing leaves out',
     ).toEqual([]);
   }, 300_000);
+
+  it('installing.md: the client-only line, then the worker line, in an empty app', async () => {
+    const [clientLine, workerLine, ...more] = commandLines(code('installLines'));
+    expect(more, 'installing.md’s first block: a client line and a worker line').toEqual([]);
+    const dir = emptyApp('installing-app', 'commonjs');
+    await runLine(dir, clientLine);
+    await sh('node', ['-e', "require('sluice'); require('sluice/client')"], dir);
+    expect(fs.existsSync(path.join(dir, 'node_modules', '@temporalio', 'worker')), 'a client-only app').toBe(false);
+    await runLine(dir, workerLine);
+    await sh('node', ['-e', "require('sluice/worker'); require('sluice/workflow')"], dir);
+  }, 900_000);
+
+  it('installing.md: beside @temporalio/ai-sdk on Temporal 1.23, one copy of each Temporal package', async () => {
+    const dir = emptyApp('temporal-123-app', 'module');
+    for (const line of commandLines(code('besideAiSdk'))) await runLine(dir, line);
+    for (const p of ['client', 'common', 'proto', 'workflow', 'activity', 'worker'])
+      expect(copiesOf(dir, `@temporalio/${p}`)).toEqual([`node_modules/@temporalio/${p}@1.23.0`]);
+    expect(copiesOf(dir, '@temporalio/ai-sdk')).toEqual(['node_modules/@temporalio/ai-sdk@1.23.0']);
+    temporal123 = dir;
+  }, 900_000);
+
+  it('the README’s worker.ts and sluice.config.ts in that Temporal 1.23 app: a batch asks, is approved, runs', async () => {
+    expect(temporal123, 'the Temporal 1.23 app of the step before').not.toBe('');
+    // What the README's install line adds to this app: tsx for sluice.config.ts. Not its
+    // unversioned @temporalio/worker, which would move the app to the newest (docs/installing.md).
+    await sh('npm', [...NPM_INSTALL, `tsx@${installedVersion('tsx')}`], temporal123, { env: env() });
+    expect(copiesOf(temporal123, '@temporalio/worker')).toEqual(['node_modules/@temporalio/worker@1.23.0']);
+    const setup = claimed('install')
+      .flatMap((b) => commandLines(b.code))
+      .filter((l) => /sluice setup/.test(l));
+    expect(setup.length).toBeGreaterThan(0);
+    for (const line of new Set(setup)) await runLine(temporal123, line);
+    // The README's files, as the main app compiled them (the same source; the worker bundles
+    // workflows.ts itself): nothing of them depends on the Temporal version.
+    for (const file of ['given.cjs', claimed('config')[0].file!, claimed('workflows')[0].file!])
+      fs.copyFileSync(path.join(app.dir, file), path.join(temporal123, file));
+    fs.mkdirSync(path.join(temporal123, 'build'), { recursive: true });
+    fs.copyFileSync(path.join(app.dir, 'build', 'worker.js'), path.join(temporal123, 'build', 'worker.js'));
+    // The README's queue: the main app's worker leaves it to this one.
+    await worker?.stop();
+    worker = undefined;
+    const log = path.join(temporal123, 'given.log');
+    const worker123 = startProcess(
+      'worker.ts on Temporal 1.23',
+      process.execPath,
+      ['--require', path.join(temporal123, 'given.cjs'), path.join('build', 'worker.js')],
+      { cwd: temporal123, env: { ...env(), GIVEN_LOG: log } },
+    );
+    await worker123.waitFor('the worker polls its task queue', /Worker state changed.*state: 'RUNNING'/);
+    const sluice = new SluiceClient({ connection, taskQueue: TASK_QUEUE });
+    const sessionId = `readme-temporal-123-${stamp}`;
+    const batch = sluice.runBatch({
+      sessionId,
+      turn: 1,
+      step: 1,
+      calls: [
+        {
+          id: 'call-1',
+          name: 'send_email',
+          arguments: JSON.stringify({ to: 'bo@example.com', subject: 'Minutes', body: 'Attached.' }),
+        },
+      ],
+    });
+    const pending = await eventually(
+      'the send_email call waits for a person',
+      async () => (await sluice.pendingApprovals()).find((p) => p.sessionId === sessionId),
+      { timeoutMs: 240_000, intervalMs: 500 },
+    );
+    await sluice.approve(pending.approvalId, { by: 'alice' });
+    const out = await batch;
+    expect(out.results[0].result.isError, text(out.results[0].result)).toBe(false);
+    expect(text(out.results[0].result)).toContain('queued for bo@example.com');
+    // The body ran in the 1.23 app's worker process.
+    const ran = fs
+      .readFileSync(log, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(ran.filter((e) => e.mailer === 'bo@example.com' && e.pid === worker123.child.pid)).toHaveLength(1);
+    await worker123.stop();
+  }, 900_000);
 });
 
 /** The compiled file of a step's TypeScript block under build/ (see beforeAll for the names). */
