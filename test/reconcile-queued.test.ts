@@ -4,11 +4,11 @@
 // worker up is recorded when the batch runs again.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
-import { RECONCILE_UPDATE, type ReconcileInput, reconcileWorkflowId } from '../pipeline/reconcile';
-import { APPROVALS_MEMO, AWAITING_APPROVAL, PENDING_APPROVALS, SESSION_ID } from '../workflows/definitions';
+import { RECONCILE_UPDATE } from '../pipeline/reconcile';
 import { defineConfig, defineTool } from '../define/config';
 import { eventually } from './eventually';
 import { batch, type Harness, startHarness } from './harness';
+import { openReconcileCard } from './reconcile-card';
 import { runCli } from './run-cli';
 
 let h: Harness;
@@ -34,59 +34,7 @@ afterAll(() => h?.close());
 
 const cli = (args: string[]) => runCli(args, { address: inject('temporalAddress') });
 
-/** An unknown outcome's card, as a batch opens it when an at-most-once body's attempt is lost. */
-async function openCard(tag: string) {
-  const batchId = `sluice-batch:rq-${tag}-${Date.now()}:1:1`;
-  const reconcileId = `rc-${tag}-${Date.now()}`;
-  const input: ReconcileInput = {
-    reconcileId,
-    batchWorkflowId: batchId,
-    sessionId: `rq-${tag}`,
-    turn: 1,
-    step: 1,
-    callId: 'c1',
-    toolName: 'deploy',
-    ref: {
-      workflowId: batchId,
-      sessionId: `rq-${tag}`,
-      turn: 1,
-      step: 1,
-      callId: 'c1',
-      name: 'deploy',
-      args: { env: 'prod' },
-      argsDigest: 'sha256:00',
-      idempotencyKey: `${batchId}/c1`,
-      state: {},
-    },
-    profile: {
-      concurrencySafe: false,
-      timeoutMs: 10_000,
-      heartbeatTimeoutMs: 10_000,
-      retry: {},
-      approval: 'auto',
-      finalizes: false,
-      atMostOnce: true,
-    },
-    card: { title: 'Deploy prod' },
-    problem: 'the worker running it was lost',
-  };
-  const workflowId = reconcileWorkflowId(batchId, 'c1');
-  const handle = await h.client.temporal.workflow.start('reconcileCall', {
-    taskQueue: h.taskQueue,
-    workflowId,
-    args: [input],
-    typedSearchAttributes: [
-      { key: SESSION_ID, value: input.sessionId },
-      { key: AWAITING_APPROVAL, value: true },
-      { key: PENDING_APPROVALS, value: [reconcileId] },
-    ],
-    memo: { [APPROVALS_MEMO]: { v: 1, pending: [], decided: [], refused: [] } },
-  });
-  await eventually('the card in the memo', async () =>
-    (await h.client.readApprovals(workflowId)).pending.some((p) => p.approvalId === reconcileId),
-  );
-  return { handle, workflowId, reconcileId };
-}
+const openCard = (tag: string) => openReconcileCard(h, tag);
 
 describe('decisions with every worker down', () => {
   it('a reconcile decision sent with no worker up is queued and applied when a worker starts; a bad queued one is refused in the memo', async () => {

@@ -76,7 +76,10 @@ export interface SessionListing {
 }
 
 /** What the inbox needs of a listed or described workflow execution. */
-type Execution = Pick<WorkflowExecutionInfo, 'workflowId' | 'runId' | 'status' | 'startTime' | 'closeTime' | 'memo'>;
+type Execution = Pick<
+  WorkflowExecutionInfo,
+  'workflowId' | 'runId' | 'type' | 'status' | 'startTime' | 'closeTime' | 'memo'
+>;
 
 export class InboxFeed {
   /** Results of finished batches never change: read each once. */
@@ -125,7 +128,9 @@ export class InboxFeed {
             .describe()
             .catch(() => undefined));
         if (wf && wf.status.name !== 'RUNNING') a.closed = wf; // a finished run does not change: describe it once
-        if (wf) byRun.set(runId, wf);
+        // A finished reconcile card (an unknown outcome settled) is no batch: its result is the
+        // reconcile outcome, not a batch's output, and it has no calls to show.
+        if (wf && (wf.status.name === 'RUNNING' || wf.type === BATCH_WORKFLOW)) byRun.set(runId, wf);
       }
     }
     const views = await Promise.all([...byRun.values()].map((wf) => this.view(wf)));
@@ -242,7 +247,7 @@ export class InboxFeed {
       if (grants.length) batch.grants = grantViews(grants);
       return { batch, pending: state.pending };
     }
-    if (wf.status.name === 'COMPLETED') {
+    if (wf.status.name === 'COMPLETED' && wf.type === BATCH_WORKFLOW) {
       const out = await this.output(wf);
       if (out) {
         Object.assign(batch, { sessionId: out.sessionId, turn: out.turn, step: out.step });
