@@ -3,130 +3,15 @@
 // crash of the worker itself makes Temporal retry the stage.
 import { foldPreDecision, parseGuardAnswer, parsePreDecision } from '../pipeline/fold';
 import { ErrorCodes } from '../pipeline/errors';
-import { type CallRef, type Gate, genericCard, type PreflightResult } from '../pipeline/stages';
+import { type CallRef, type Gate, genericCard, type PreflightResult, type ToolProfile } from '../pipeline/stages';
 import type { Card, JsonObject, PolicyBinding, PreDecision } from '../pipeline/types';
 import { digestKeyFromEnv, keyedArgsDigest } from '../define/args-digest';
-import { handlerOf, policyRecheckOf, type ToolDefinition } from '../define/config';
+import { handlerOf, policyRecheckOf, type SluiceConfig, type ToolDefinition } from '../define/config';
 import { runInOrder, threwMessage } from './extensions';
 import { type Collector, checkCard, parseArgs, profileOf, type StageKit } from './kit';
 
 export function preflightStages(kit: StageKit) {
-  const { config } = kit;
   const digestKey = digestKeyFromEnv();
-
-  async function guardChain(c: Collector): Promise<Gate> {
-    let gate: Gate = { kind: 'dispatch' };
-    const threw = await runInOrder(
-      config.guards,
-      'guard',
-      async (g, who) => {
-        const reason = parseGuardAnswer(await handlerOf(g)(c.ctx), who);
-        if (!reason) return 'next';
-        gate = { kind: 'denied', code: ErrorCodes.DENIED, message: reason };
-        return 'stop';
-      },
-      c,
-    );
-    return threw ? { kind: 'failed', code: ErrorCodes.PIPELINE_FAILED, message: threwMessage(threw) } : gate;
-  }
-
-  /**
-   * A person approved a call asked under `askedUnder`; this worker may read other policy files (a
-   * new deployment, an edited file). The policy extension judges the call again; a worker with
-   * no policy extension at all has nothing that could deny it, and says so on record.
-   */
-  async function recheckPolicy(c: Collector, askedUnder: PolicyBinding): Promise<Gate | undefined> {
-    const recheck = policyRecheckOf(config.preExecute);
-    if (!recheck) {
-      c.ctx.emit('policy/rechecked', {
-        turn: c.ctx.turn,
-        callId: c.ctx.call.id,
-        outcome: 'no-policy',
-        askedUnder: askedUnder as unknown as JsonObject,
-        note: 'this worker loads no policy files: nothing judges the call again, it runs on the approval',
-      });
-      return undefined;
-    }
-    try {
-      const denial = await recheck(c.ctx, askedUnder);
-      return denial ? { kind: 'denied', code: ErrorCodes.DENIED, message: denial } : undefined;
-    } catch (err) {
-      // Fail closed: an approval given under another policy does not hold unless this one is read.
-      return {
-        kind: 'failed',
-        code: ErrorCodes.PIPELINE_FAILED,
-        message: `the policy re-check after the approval threw: ${(err as Error)?.message ?? String(err)}`,
-      };
-    }
-  }
-
-  async function preflightOne(ref: CallRef): Promise<PreflightResult> {
-    const c = kit.collector(ref, 'pre-execute');
-    const tool = kit.tool(ref.name);
-    if (!tool) {
-      return {
-        callId: ref.callId,
-        gate: {
-          kind: 'denied',
-          code: ErrorCodes.UNKNOWN_TOOL,
-          message: `unknown tool ${JSON.stringify(ref.name)}; the available tools are: ${kit.toolNames.join(', ')}`,
-        },
-        card: genericCard(ref.name, ref.args),
-        contexts: [],
-        events: [],
-      };
-    }
-    const parsed = parseArgs(tool, ref);
-    const card = presentCallCard(tool, ref, parsed.ok ? parsed.args : ref.args);
-    if (!parsed.ok) return { callId: ref.callId, gate: parsed.gate, card, contexts: [], events: [] };
-    const profile = await profileOf(
-      tool,
-      parsed.args,
-      config.approvers?.require === true,
-      (config.notifiers?.length ?? 0) > 0,
-    );
-    const settled = (gate: Gate): PreflightResult => ({
-      callId: ref.callId,
-      gate,
-      card,
-      profile,
-      contexts: c.contexts,
-      events: c.events,
-    });
-
-    // A tool's own policy opens the waterfall: `ask` asks a person, `never` asks and is refused
-    // at once (the asked/decided pair stays in the record), `auto` leaves it to the extensions.
-    let decision: PreDecision =
-      profile.approval === 'ask'
-        ? { kind: 'ask', reason: `${tool.name} asks for approval before it runs` }
-        : profile.approval === 'never'
-          ? { kind: 'ask', reason: `${tool.name} is never approved` }
-          : { kind: 'allow' };
-    const threw = await runInOrder(
-      config.preExecute,
-      'pre-execute handler',
-      async (h, who) => {
-        decision = foldPreDecision(decision, parsePreDecision(await handlerOf(h)(c.ctx), who));
-        return decision.kind === 'deny' ? 'stop' : 'next';
-      },
-      c,
-    );
-    if (threw) return settled({ kind: 'failed', code: ErrorCodes.PIPELINE_FAILED, message: threwMessage(threw) });
-    // Assigned in the steps above, which TypeScript's narrowing does not see.
-    const decided = decision as PreDecision;
-    if (decided.kind === 'deny') return settled({ kind: 'denied', code: ErrorCodes.DENIED, message: decided.reason });
-    if (decided.kind === 'ask')
-      return settled({
-        kind: 'ask',
-        ...(decided.reason ? { reason: decided.reason } : {}),
-        ...(decided.approvers ? { approvers: decided.approvers } : {}),
-        // The approval is bound to the policy that judged the call: the guards after the decision
-        // judge it again if the worker that runs it reads different files.
-        ...(decided.policy ? { policy: decided.policy } : {}),
-      });
-    return settled(await guardChain(c));
-  }
-
   return {
     /** Calls in model order, one at a time, stopping after any call the next must wait for. */
     async preflightInOrder(refs: CallRef[]): Promise<PreflightResult[]> {
@@ -135,7 +20,7 @@ export function preflightStages(kit: StageKit) {
         // The digest approvers see and decisions are bound to is keyed here, where the key is;
         // the workflow keeps it for the call's later stages (define/args-digest.ts).
         const ref = { ...unkeyed, argsDigest: keyedArgsDigest(unkeyed.args, digestKey) };
-        const result = { ...(await preflightOne(ref)), argsDigest: ref.argsDigest };
+        const result = { ...(await preflightOne(kit, ref)), argsDigest: ref.argsDigest };
         results.push(result);
         if (!admitsNext(result)) break;
       }
@@ -144,11 +29,134 @@ export function preflightStages(kit: StageKit) {
 
     async guards(ref: CallRef) {
       const c = kit.collector(ref, 'guard');
-      const changed = ref.askedUnder ? await recheckPolicy(c, ref.askedUnder) : undefined;
-      const gate = changed ?? (await guardChain(c));
+      const changed = ref.askedUnder ? await recheckPolicy(kit.config, c, ref.askedUnder) : undefined;
+      const gate = changed ?? (await guardChain(kit.config, c));
       return { callId: ref.callId, gate, contexts: c.contexts, events: c.events };
     },
   };
+}
+
+/** One call's stage 4: its tool and arguments, its card and profile, the waterfall, then (when nobody is asked) the guards. */
+async function preflightOne(kit: StageKit, ref: CallRef): Promise<PreflightResult> {
+  const c = kit.collector(ref, 'pre-execute');
+  const tool = kit.tool(ref.name);
+  if (!tool) return unknownTool(kit, ref);
+  const parsed = parseArgs(tool, ref);
+  const card = presentCallCard(tool, ref, parsed.ok ? parsed.args : ref.args);
+  if (!parsed.ok) return { callId: ref.callId, gate: parsed.gate, card, contexts: [], events: [] };
+  const { config } = kit;
+  const profile = await profileOf(
+    tool,
+    parsed.args,
+    config.approvers?.require === true,
+    (config.notifiers?.length ?? 0) > 0,
+  );
+  const gate = (await waterfallGate(config, tool, profile, c)) ?? (await guardChain(config, c));
+  return { callId: ref.callId, gate, card, profile, contexts: c.contexts, events: c.events };
+}
+
+function unknownTool(kit: StageKit, ref: CallRef): PreflightResult {
+  return {
+    callId: ref.callId,
+    gate: {
+      kind: 'denied',
+      code: ErrorCodes.UNKNOWN_TOOL,
+      message: `unknown tool ${JSON.stringify(ref.name)}; the available tools are: ${kit.toolNames.join(', ')}`,
+    },
+    card: genericCard(ref.name, ref.args),
+    contexts: [],
+    events: [],
+  };
+}
+
+/**
+ * The pre-execute waterfall's gate: failed, denied or ask; undefined when it allows the call,
+ * which the guards then judge.
+ */
+async function waterfallGate(
+  config: SluiceConfig,
+  tool: ToolDefinition,
+  profile: ToolProfile,
+  c: Collector,
+): Promise<Gate | undefined> {
+  // A tool's own policy opens the waterfall: `ask` asks a person, `never` asks and is refused
+  // at once (the asked/decided pair stays in the record), `auto` leaves it to the extensions.
+  let decision: PreDecision =
+    profile.approval === 'ask'
+      ? { kind: 'ask', reason: `${tool.name} asks for approval before it runs` }
+      : profile.approval === 'never'
+        ? { kind: 'ask', reason: `${tool.name} is never approved` }
+        : { kind: 'allow' };
+  const threw = await runInOrder(
+    config.preExecute,
+    'pre-execute handler',
+    async (h, who) => {
+      decision = foldPreDecision(decision, parsePreDecision(await handlerOf(h)(c.ctx), who));
+      return decision.kind === 'deny' ? 'stop' : 'next';
+    },
+    c,
+  );
+  if (threw) return { kind: 'failed', code: ErrorCodes.PIPELINE_FAILED, message: threwMessage(threw) };
+  // Assigned in the steps above, which TypeScript's narrowing does not see.
+  const decided = decision as PreDecision;
+  if (decided.kind === 'deny') return { kind: 'denied', code: ErrorCodes.DENIED, message: decided.reason };
+  if (decided.kind === 'ask')
+    return {
+      kind: 'ask',
+      ...(decided.reason ? { reason: decided.reason } : {}),
+      ...(decided.approvers ? { approvers: decided.approvers } : {}),
+      // The approval is bound to the policy that judged the call: the guards after the decision
+      // judge it again if the worker that runs it reads different files.
+      ...(decided.policy ? { policy: decided.policy } : {}),
+    };
+  return undefined;
+}
+
+/** Stage 6: the guards in order, the first to answer with a reason denies the call. */
+async function guardChain(config: SluiceConfig, c: Collector): Promise<Gate> {
+  let gate: Gate = { kind: 'dispatch' };
+  const threw = await runInOrder(
+    config.guards,
+    'guard',
+    async (g, who) => {
+      const reason = parseGuardAnswer(await handlerOf(g)(c.ctx), who);
+      if (!reason) return 'next';
+      gate = { kind: 'denied', code: ErrorCodes.DENIED, message: reason };
+      return 'stop';
+    },
+    c,
+  );
+  return threw ? { kind: 'failed', code: ErrorCodes.PIPELINE_FAILED, message: threwMessage(threw) } : gate;
+}
+
+/**
+ * A person approved a call asked under `askedUnder`; this worker may read other policy files (a
+ * new deployment, an edited file). The policy extension judges the call again; a worker with
+ * no policy extension at all has nothing that could deny it, and says so on record.
+ */
+async function recheckPolicy(config: SluiceConfig, c: Collector, askedUnder: PolicyBinding): Promise<Gate | undefined> {
+  const recheck = policyRecheckOf(config.preExecute);
+  if (!recheck) {
+    c.ctx.emit('policy/rechecked', {
+      turn: c.ctx.turn,
+      callId: c.ctx.call.id,
+      outcome: 'no-policy',
+      askedUnder: askedUnder as unknown as JsonObject,
+      note: 'this worker loads no policy files: nothing judges the call again, it runs on the approval',
+    });
+    return undefined;
+  }
+  try {
+    const denial = await recheck(c.ctx, askedUnder);
+    return denial ? { kind: 'denied', code: ErrorCodes.DENIED, message: denial } : undefined;
+  } catch (err) {
+    // Fail closed: an approval given under another policy does not hold unless this one is read.
+    return {
+      kind: 'failed',
+      code: ErrorCodes.PIPELINE_FAILED,
+      message: `the policy re-check after the approval threw: ${(err as Error)?.message ?? String(err)}`,
+    };
+  }
 }
 
 /**
