@@ -104,6 +104,11 @@ async function open(s: SessionHandle, name: string): Promise<Page> {
   return page;
 }
 
+/** The worker the first test starts once the page has seen none (for a test run on its own too). */
+async function workerUp(): Promise<void> {
+  if (!h.worker) await h.startWorker();
+}
+
 async function send(page: Page, text: string): Promise<void> {
   await page.fill('#message', text);
   await page.click('#send');
@@ -137,6 +142,7 @@ describe('the session page with no worker', () => {
 
 describe("the session page's approval cards", () => {
   it('are the inbox cards: a typed name is refused where approvers are verified, Reassign moves the ask, and a signed-in "Allow for this session" lets the next call run unasked', async () => {
+    await workerUp();
     const s = await start();
     const page = await open(s, 'mallory');
     await send(page, 'publish');
@@ -184,6 +190,22 @@ describe("the session page's approval cards", () => {
     // One person's decision in the log: the grant, given by the verified subject.
     const decided = (await stores.events(s.sessionId)).filter((e) => e.type === 'approval/decided');
     expect(decided.map((e) => e.data)).toMatchObject([{ outcome: 'allowed-session', by: 'ada@example.com' }]);
+    await page.close();
+  }, 240_000);
+});
+
+describe('the session page and markup', () => {
+  it("shows a person's message and the model's answer that carry HTML as text, never as markup", async () => {
+    await workerUp();
+    const s = await start();
+    const page = await open(s, 'alice');
+    const markup = '<img src=x onerror="window.__pwned=1"><b>bold</b><script>window.__pwned=2</script>';
+    await send(page, markup);
+    const answer = page.locator('.msg.model[data-turn="1"][data-step="1"] .text');
+    await eventually(() => answer.textContent()).toBe(`echo ${markup}`);
+    expect(await page.locator('.msg.user').allTextContents()).toEqual([`you · turn 1${markup}`]);
+    expect(await page.locator('#transcript img, #transcript b, #transcript script').count()).toBe(0);
+    expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
     await page.close();
   }, 240_000);
 });
