@@ -41,7 +41,7 @@ export async function runDev(opts: DevOptions): Promise<void> {
     uiPort: opts.uiPort,
     headless: opts.headless,
     log: (l) => console.log(l),
-    // A session step crosses the server's transfer queue five times; at the default poll rate
+    // A session step crosses the server's transfer queue six times; at the default poll rate
     // each crossing waits up to 50 ms on a quiet machine (docs/performance.md).
     dynamicConfig: TRANSFER_QUEUE_FAST,
   });

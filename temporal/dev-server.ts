@@ -92,8 +92,9 @@ export interface DevServerOptions {
  * The history service hands every transfer task (a workflow task to dispatch, a child workflow to
  * start, a child's completion to report to its parent) to its queue reader, which polls at most
  * `history.transferProcessorMaxPollRPS` times a second per shard (default 20). On a quiet server a
- * task then waits up to 50 ms for the next poll: a session step crosses five such hops, a batch
- * started eagerly by a client one (docs/performance.md, "Sessions: where a step's time goes").
+ * task then waits up to 50 ms for the next poll: a session step waits on six such hops, the same
+ * batch started eagerly by a client on one (docs/performance.md, "Sessions: the hops through the
+ * server").
  * This raises the ceiling so a hop costs about a millisecond; an operator can set the same value
  * on a self-hosted server.
  */
