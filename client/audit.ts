@@ -442,8 +442,14 @@ function completeStage(c: CallAudit, type: string, result: unknown): void {
 /** The batch's own record: approvals asked and decided, refusals, final results, contexts. */
 function applyEvents(audit: BatchAudit, events: SessionEvent[], call: (id: string) => CallAudit): void {
   audit.events = events;
+  settleSignalDecisions(audit.decisions, events);
+  for (const e of events) applyEvent(audit, e, call);
+}
+
+/** Signals carry no answer: each one received takes its fate from the batch's events. */
+function settleSignalDecisions(decisions: DecisionAudit[], events: SessionEvent[]): void {
   const refusals = events.filter((e) => isEvent(e, 'approval/refused')).filter((e) => e.data.via === 'signal');
-  for (const d of audit.decisions) {
+  for (const d of decisions) {
     if (d.via !== 'signal') continue;
     // Signals carry no answer; a refused one left an approval/refused event, in the same order.
     if (d.result !== 'received') continue;
@@ -459,78 +465,81 @@ function applyEvents(audit: BatchAudit, events: SessionEvent[], call: (id: strin
       if (decided && d.result === 'applied') d.outcome = decided.data.outcome;
     }
   }
-  for (const e of events) {
-    if (isEvent(e, 'approval/asked')) {
-      const d = e.data;
-      call(d.callId).approval = {
-        id: d.id,
-        ...(d.reason ? { reason: d.reason } : {}),
-        askedAt: e.time,
-        ...(d.expiresAt ? { expiresAt: d.expiresAt } : {}),
-        ...(d.argsDigest ? { argsDigest: d.argsDigest } : {}),
-      };
-    } else if (isEvent(e, 'approval/decided')) {
-      const d = e.data;
-      const c = call(d.callId);
-      c.approval = {
-        ...(c.approval ?? { id: d.id }),
-        outcome: d.outcome,
-        ...(d.by ? { by: d.by } : {}),
-        ...(d.reason ? { decisionReason: d.reason } : {}),
-        decidedAt: e.time,
-        ...(typeof d.latencyMs === 'number' ? { latencyMs: d.latencyMs } : {}),
-        ...(d.expired ? { expired: true } : {}),
-        ...(d.grant
-          ? { grant: { id: d.grant.id, toolName: d.grant.toolName, pins: d.grant.pins, text: describeGrant(d.grant) } }
-          : {}),
-        ...(d.grantId ? { grantId: d.grantId } : {}),
-      };
-    } else if (
-      isEvent(e, 'approval/escalated') ||
-      isEvent(e, 'approval/reminded') ||
-      isEvent(e, 'approval/reassigned')
-    ) {
-      const d = e.data as Record<string, string | number | undefined>;
-      const c = call(String(d.callId));
-      if (!c.approval) continue;
-      const type = e.type.slice('approval/'.length) as 'escalated' | 'reminded' | 'reassigned';
-      const text =
-        type === 'reminded'
-          ? `reminder sent${d.assignee ? ` to ${d.assignee}` : ''} (deny timeout ${d.expiresAt})`
-          : type === 'escalated'
-            ? `escalated${d.from ? ` from ${d.from}` : ''} to ${d.to} after ${Math.round(Number(d.afterMs) / 1000)}s`
-            : `reassigned${d.from ? ` from ${d.from}` : ''} to ${d.to}${d.by ? ` by ${d.by}` : ''}${d.reason ? ` — ${d.reason}` : ''}`;
-      c.approval.lifecycle = [...(c.approval.lifecycle ?? []), { type, at: e.time, text }];
-    } else if (isEvent(e, 'approval/vote')) {
-      // A quorum ask: each approver's vote as it came, with the tally after it.
-      const d = e.data;
-      const c = call(d.callId);
-      if (!c.approval) continue;
-      const text = `${d.decision === 'approve' ? 'approved' : 'rejected'} by ${d.by}${d.verified ? ' (verified)' : ''} via ${d.via}: ${d.approvals} of ${d.quorum} approvals${d.rejections ? `, ${d.rejections} rejection${d.rejections > 1 ? 's' : ''}` : ''}${d.reason ? ` — ${d.reason}` : ''}`;
-      c.approval.lifecycle = [...(c.approval.lifecycle ?? []), { type: 'vote', at: e.time, text }];
-    } else if (isEvent(e, 'approval/grant-used')) {
-      const d = e.data;
-      call(d.callId).approval = {
-        id: d.grantId,
-        outcome: 'allowed-session',
-        ...(d.grantedBy ? { by: d.grantedBy } : {}),
-        decidedAt: e.time,
-        grantId: d.grantId,
-      };
-    } else if (isEvent(e, 'tool/result')) {
-      const d = e.data;
-      const c = call(d.callId);
-      c.result = {
-        isError: d.isError === true,
-        text: contentText(d.content),
-        ...(d.error ? { error: d.error } : {}),
-        ...(d.card ? { card: d.card } : c.result?.card ? { card: c.result.card } : {}),
-      };
-    } else if (isEvent(e, 'user/message')) {
-      const d = e.data;
-      audit.contexts.push({ ...(d.source ? { source: d.source } : {}), content: String(d.content) });
-    }
+}
+
+/** One event of the batch's record, on the call it names (or the batch's contexts). */
+function applyEvent(audit: BatchAudit, e: SessionEvent, call: (id: string) => CallAudit): void {
+  if (isEvent(e, 'approval/asked')) {
+    const d = e.data;
+    call(d.callId).approval = {
+      id: d.id,
+      ...(d.reason ? { reason: d.reason } : {}),
+      askedAt: e.time,
+      ...(d.expiresAt ? { expiresAt: d.expiresAt } : {}),
+      ...(d.argsDigest ? { argsDigest: d.argsDigest } : {}),
+    };
+  } else if (isEvent(e, 'approval/decided')) {
+    const d = e.data;
+    const c = call(d.callId);
+    c.approval = {
+      ...(c.approval ?? { id: d.id }),
+      outcome: d.outcome,
+      ...(d.by ? { by: d.by } : {}),
+      ...(d.reason ? { decisionReason: d.reason } : {}),
+      decidedAt: e.time,
+      ...(typeof d.latencyMs === 'number' ? { latencyMs: d.latencyMs } : {}),
+      ...(d.expired ? { expired: true } : {}),
+      ...(d.grant
+        ? { grant: { id: d.grant.id, toolName: d.grant.toolName, pins: d.grant.pins, text: describeGrant(d.grant) } }
+        : {}),
+      ...(d.grantId ? { grantId: d.grantId } : {}),
+    };
+  } else if (isEvent(e, 'approval/escalated') || isEvent(e, 'approval/reminded') || isEvent(e, 'approval/reassigned')) {
+    const d = e.data as Record<string, string | number | undefined>;
+    const c = call(String(d.callId));
+    if (!c.approval) return;
+    const type = e.type.slice('approval/'.length) as 'escalated' | 'reminded' | 'reassigned';
+    c.approval.lifecycle = [...(c.approval.lifecycle ?? []), { type, at: e.time, text: lifecycleText(type, d) }];
+  } else if (isEvent(e, 'approval/vote')) {
+    // A quorum ask: each approver's vote as it came, with the tally after it.
+    const d = e.data;
+    const c = call(d.callId);
+    if (!c.approval) return;
+    const text = `${d.decision === 'approve' ? 'approved' : 'rejected'} by ${d.by}${d.verified ? ' (verified)' : ''} via ${d.via}: ${d.approvals} of ${d.quorum} approvals${d.rejections ? `, ${d.rejections} rejection${d.rejections > 1 ? 's' : ''}` : ''}${d.reason ? ` — ${d.reason}` : ''}`;
+    c.approval.lifecycle = [...(c.approval.lifecycle ?? []), { type: 'vote', at: e.time, text }];
+  } else if (isEvent(e, 'approval/grant-used')) {
+    const d = e.data;
+    call(d.callId).approval = {
+      id: d.grantId,
+      outcome: 'allowed-session',
+      ...(d.grantedBy ? { by: d.grantedBy } : {}),
+      decidedAt: e.time,
+      grantId: d.grantId,
+    };
+  } else if (isEvent(e, 'tool/result')) {
+    const d = e.data;
+    const c = call(d.callId);
+    c.result = {
+      isError: d.isError === true,
+      text: contentText(d.content),
+      ...(d.error ? { error: d.error } : {}),
+      ...(d.card ? { card: d.card } : c.result?.card ? { card: c.result.card } : {}),
+    };
+  } else if (isEvent(e, 'user/message')) {
+    const d = e.data;
+    audit.contexts.push({ ...(d.source ? { source: d.source } : {}), content: String(d.content) });
   }
+}
+
+function lifecycleText(
+  type: 'escalated' | 'reminded' | 'reassigned',
+  d: Record<string, string | number | undefined>,
+): string {
+  return type === 'reminded'
+    ? `reminder sent${d.assignee ? ` to ${d.assignee}` : ''} (deny timeout ${d.expiresAt})`
+    : type === 'escalated'
+      ? `escalated${d.from ? ` from ${d.from}` : ''} to ${d.to} after ${Math.round(Number(d.afterMs) / 1000)}s`
+      : `reassigned${d.from ? ` from ${d.from}` : ''} to ${d.to}${d.by ? ` by ${d.by}` : ''}${d.reason ? ` — ${d.reason}` : ''}`;
 }
 
 const LOCAL_ACTIVITY_MARKER = 'core_local_activity';
