@@ -46,104 +46,7 @@ export function sessionEventSinks(
   /** Sees each chunk once as the workflow records it (not on replay): telemetry. */
   observe?: (workflowId: string, sessionId: string, events: SessionEvent[]) => void,
 ): InjectedSinks<SessionEventSinks> {
-  const opts = { ...DEFAULTS, ...options };
-  // One write at a time per session, in the order the workflow handed the chunks over.
-  const queues = new Map<string, Promise<void>>();
-  // Per session, the write queued but not started yet: the events a batch hands over in one
-  // workflow task (one sink call each, called together) join it and go as one append.
-  const open = new Map<string, { batchId: string; events: SessionEvent[]; written: Promise<void> }>();
-  // Sessions whose writes failed for good in a task: their events wait here for a background retry.
-  const held = new Map<string, Held>();
-  const warn = (message: string, meta: Record<string, unknown>) => Runtime.instance().logger.warn(message, meta);
-
-  const hold = (sessionId: string, events: SessionEvent[], batchId?: string) => {
-    let h = held.get(sessionId);
-    if (!h) {
-      h = { events: [], attempt: 0 };
-      held.set(sessionId, h);
-      schedule(sessionId, h);
-    }
-    h.events.push(...events.map((event) => ({ event, batchId })));
-    const over = h.events.length - opts.maxHeldEvents;
-    if (over > 0) {
-      h.events.splice(0, over);
-      warn('session sink: held events dropped (they remain in the workflow history and output)', {
-        sessionId,
-        dropped: over,
-      });
-    }
-  };
-
-  const schedule = (sessionId: string, h: Held) => {
-    const delays = opts.backgroundDelaysMs;
-    const delay = delays[Math.min(h.attempt, delays.length - 1)];
-    h.timer = setTimeout(() => {
-      const next = (queues.get(sessionId) ?? Promise.resolve()).then(async () => {
-        const events = h.events.splice(0);
-        const count = events.length;
-        try {
-          // One append per run of events from the same batch, in the order they were held.
-          while (events.length) {
-            let j = 1;
-            while (j < events.length && events[j].batchId === events[0].batchId) j++;
-            await sink.append(
-              sessionId,
-              events.slice(0, j).map((x) => x.event),
-              events[0].batchId,
-            );
-            events.splice(0, j);
-          }
-          // Events held while these were written wait for the next round.
-          if (h.events.length) {
-            h.attempt = 0;
-            schedule(sessionId, h);
-          } else held.delete(sessionId);
-          warn('session sink: held events written after earlier failures', { sessionId, events: count });
-        } catch (err) {
-          h.events.unshift(...events);
-          h.attempt++;
-          warn('session sink write still failing; retrying in the background', {
-            sessionId,
-            attempt: h.attempt,
-            error: String(err),
-          });
-          schedule(sessionId, h);
-        }
-      });
-      track(sessionId, next);
-    }, delay);
-    // A worker that shuts down does not wait for these: the events are in history.
-    h.timer.unref();
-  };
-
-  const track = (sessionId: string, next: Promise<void>) => {
-    queues.set(sessionId, next);
-    void next.finally(() => {
-      if (queues.get(sessionId) === next) queues.delete(sessionId);
-    });
-  };
-
-  // The batch id lets the sink tell a replay of this batch's events from another batch's (sink.ts).
-  const writeInTask = async (sessionId: string, events: SessionEvent[], batchId: string) => {
-    if (held.has(sessionId)) return hold(sessionId, events, batchId);
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await sink.append(sessionId, events, batchId);
-      } catch (err) {
-        const code = (err as { code?: string }).code;
-        if (attempt >= opts.inTaskDelaysMs.length || (code && PERMANENT.has(code))) {
-          warn('session sink write failed; the batch goes on and the write is retried in the background', {
-            sessionId,
-            firstSeq: events[0]?.seq,
-            error: String(err),
-          });
-          return hold(sessionId, events, batchId);
-        }
-        await new Promise((r) => setTimeout(r, opts.inTaskDelaysMs[attempt]));
-      }
-    }
-  };
-
+  const writer = new SessionWriter(sink, { ...DEFAULTS, ...options });
   return {
     sessionEvents: {
       append: {
@@ -156,21 +59,152 @@ export function sessionEventSinks(
               // telemetry never stops a batch
             }
           }
-          const joined = open.get(sessionId);
-          if (joined && joined.batchId === info.workflowId) {
-            joined.events.push(...events);
-            return joined.written;
-          }
-          const chunk = { batchId: info.workflowId, events: [...events], written: Promise.resolve() };
-          open.set(sessionId, chunk);
-          chunk.written = (queues.get(sessionId) ?? Promise.resolve()).then(() => {
-            if (open.get(sessionId) === chunk) open.delete(sessionId);
-            return writeInTask(sessionId, chunk.events, chunk.batchId);
-          });
-          track(sessionId, chunk.written);
-          await chunk.written;
+          await writer.append(sessionId, events, info.workflowId);
         },
       },
     },
   };
+}
+
+/**
+ * One sink's writes, per session: in the order the workflow handed them over, the chunks of one
+ * batch's workflow task joined into one append, and a session whose writes keep failing held in
+ * memory and retried in the background.
+ */
+class SessionWriter {
+  /** One write at a time per session, in the order the workflow handed the chunks over. */
+  private readonly queues = new Map<string, Promise<void>>();
+  /**
+   * Per session, the write queued but not started yet: the events a batch hands over in one
+   * workflow task (one sink call each, called together) join it and go as one append.
+   */
+  private readonly open = new Map<string, { batchId: string; events: SessionEvent[]; written: Promise<void> }>();
+  /** Sessions whose writes failed for good in a task: their events wait here for a background retry. */
+  private readonly held = new Map<string, Held>();
+  private readonly sink: EventSink;
+  private readonly opts: Required<SinkRetryOptions>;
+
+  constructor(sink: EventSink, opts: Required<SinkRetryOptions>) {
+    this.sink = sink;
+    this.opts = opts;
+  }
+
+  /** Resolves when the events are written, or held for the background when writing them failed. */
+  append(sessionId: string, events: SessionEvent[], batchId: string): Promise<void> {
+    const joined = this.open.get(sessionId);
+    if (joined && joined.batchId === batchId) {
+      joined.events.push(...events);
+      return joined.written;
+    }
+    const chunk = { batchId, events: [...events], written: Promise.resolve() };
+    this.open.set(sessionId, chunk);
+    chunk.written = this.after(sessionId).then(() => {
+      if (this.open.get(sessionId) === chunk) this.open.delete(sessionId);
+      return this.writeInTask(sessionId, chunk.events, chunk.batchId);
+    });
+    this.track(sessionId, chunk.written);
+    return chunk.written;
+  }
+
+  // The batch id lets the sink tell a replay of this batch's events from another batch's (sink.ts).
+  private async writeInTask(sessionId: string, events: SessionEvent[], batchId: string): Promise<void> {
+    if (this.held.has(sessionId)) return this.hold(sessionId, events, batchId);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.sink.append(sessionId, events, batchId);
+      } catch (err) {
+        const code = (err as { code?: string }).code;
+        if (attempt >= this.opts.inTaskDelaysMs.length || (code && PERMANENT.has(code))) {
+          warn('session sink write failed; the batch goes on and the write is retried in the background', {
+            sessionId,
+            firstSeq: events[0]?.seq,
+            error: String(err),
+          });
+          return this.hold(sessionId, events, batchId);
+        }
+        await new Promise((r) => setTimeout(r, this.opts.inTaskDelaysMs[attempt]));
+      }
+    }
+  }
+
+  private hold(sessionId: string, events: SessionEvent[], batchId?: string): void {
+    let h = this.held.get(sessionId);
+    if (!h) {
+      h = { events: [], attempt: 0 };
+      this.held.set(sessionId, h);
+      this.schedule(sessionId, h);
+    }
+    h.events.push(...events.map((event) => ({ event, batchId })));
+    const over = h.events.length - this.opts.maxHeldEvents;
+    if (over > 0) {
+      h.events.splice(0, over);
+      warn('session sink: held events dropped (they remain in the workflow history and output)', {
+        sessionId,
+        dropped: over,
+      });
+    }
+  }
+
+  private schedule(sessionId: string, h: Held): void {
+    const delays = this.opts.backgroundDelaysMs;
+    const delay = delays[Math.min(h.attempt, delays.length - 1)];
+    h.timer = setTimeout(() => {
+      this.track(
+        sessionId,
+        this.after(sessionId).then(() => this.writeHeld(sessionId, h)),
+      );
+    }, delay);
+    // A worker that shuts down does not wait for these: the events are in history.
+    h.timer.unref();
+  }
+
+  /** A background round: every held event written, or all of them held again for the next round. */
+  private async writeHeld(sessionId: string, h: Held): Promise<void> {
+    const events = h.events.splice(0);
+    const count = events.length;
+    try {
+      // One append per run of events from the same batch, in the order they were held.
+      while (events.length) {
+        let j = 1;
+        while (j < events.length && events[j].batchId === events[0].batchId) j++;
+        await this.sink.append(
+          sessionId,
+          events.slice(0, j).map((x) => x.event),
+          events[0].batchId,
+        );
+        events.splice(0, j);
+      }
+      // Events held while these were written wait for the next round.
+      if (h.events.length) {
+        h.attempt = 0;
+        this.schedule(sessionId, h);
+      } else this.held.delete(sessionId);
+      warn('session sink: held events written after earlier failures', { sessionId, events: count });
+    } catch (err) {
+      h.events.unshift(...events);
+      h.attempt++;
+      warn('session sink write still failing; retrying in the background', {
+        sessionId,
+        attempt: h.attempt,
+        error: String(err),
+      });
+      this.schedule(sessionId, h);
+    }
+  }
+
+  /** The session's last queued write: the next one starts after it. */
+  private after(sessionId: string): Promise<void> {
+    return this.queues.get(sessionId) ?? Promise.resolve();
+  }
+
+  private track(sessionId: string, next: Promise<void>): void {
+    this.queues.set(sessionId, next);
+    void next.finally(() => {
+      if (this.queues.get(sessionId) === next) this.queues.delete(sessionId);
+    });
+  }
+}
+
+function warn(message: string, meta: Record<string, unknown>): void {
+  Runtime.instance().logger.warn(message, meta);
 }
