@@ -9,7 +9,6 @@ import type { WorkflowHandle } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import type { BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { main } from '../../cli';
 import { SluiceClient } from '../../client/client';
 import { startInbox, type Inbox } from '../../client/inbox/server';
 import type { BatchOutput, PendingApproval } from '../../pipeline/types';
@@ -17,6 +16,7 @@ import { reconcileWorkflowId } from '../../pipeline/reconcile';
 import { launchBrowser } from '../chromium';
 import { batch, spawnWorker, text, type ChildWorker } from '../harness';
 import { poll } from '../eventually';
+import { runCli } from '../run-cli';
 import { checkBatch, waitFor } from './fault-kit';
 
 const FIXTURE = path.join(__dirname, '..', 'fixtures', 'outcome.config.ts');
@@ -33,12 +33,7 @@ let closeBrowser: (() => Promise<void>) | undefined;
 const ws = (f: string) => path.join(dir, 'ws', f);
 const linesOf = (f: string) => (fs.existsSync(ws(f)) ? fs.readFileSync(ws(f), 'utf8').split('\n').filter(Boolean) : []);
 
-function cli(args: string[]): Promise<{ code: number; output: string }> {
-  const lines: string[] = [];
-  return main([...args, '--address', inject('temporalAddress'), '--task-queue', taskQueue], (s) => lines.push(s)).then(
-    (code) => ({ code, output: lines.join('\n') }),
-  );
-}
+const cli = (args: string[]) => runCli(args, { address: inject('temporalAddress'), taskQueue });
 
 /** A bash call that marks its start in the workspace, then runs long enough to be killed in. */
 async function killedMidCommand(tag: string): Promise<{ handle: WorkflowHandle; sessionId: string; out: BatchOutput }> {
