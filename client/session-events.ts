@@ -96,48 +96,139 @@ export async function* followSessionEvents(
       ? fileLiveChannel(source)
       : source.live
     : undefined;
-  let cursor: LiveCursor | undefined;
+  const view = live ? new LiveView(live, sessionId, opts.maxBacklog ?? 4096) : undefined;
+  const changes = new Changes();
+  const unwatch = live?.watch(sessionId, () => changes.notify());
+  let first = true;
+  try {
+    while (!opts.signal?.aborted) {
+      changes.dirty = false;
+      // The first read of a live follower takes the whole log: which steps are recorded.
+      let events = await readRound(source, sessionId, live && first ? -1 : next - 1);
+      if (view) for (const e of events) if (e.seq < next) view.note(e);
+      events = events.filter((e) => e.seq >= next);
+      events.sort((a, b) => a.seq - b.seq);
+      for (const e of events) {
+        if (e.seq < next) continue; // the same seq twice (a replayed sink append)
+        if (e.seq > next) {
+          gapSince ??= Date.now();
+          if (Date.now() - gapSince < (opts.gapMs ?? 2_000)) break;
+        }
+        gapSince = undefined;
+        next = e.seq + 1;
+        if (view) yield* view.recorded(e);
+        yield e;
+      }
+      first = false;
+      if (view) yield* view.drain();
+      if (changes.dirty) continue; // changed while this round read: read again at once
+      await changes.wait(opts.intervalMs ?? live?.pollMs ?? 200, opts.signal);
+    }
+  } finally {
+    unwatch?.();
+  }
+}
+
+/** One read of the log: a state folder's whole log, or a store's events after `afterSeq`. */
+async function readRound(source: SessionEventSource, sessionId: string, afterSeq: number): Promise<SessionEvent[]> {
+  if (typeof source === 'string') return readLog(source, sessionId);
+  try {
+    return await source.events(sessionId, afterSeq);
+  } catch {
+    // a database restarting: read again on the next round
+    return [];
+  }
+}
+
+/** Wakes a waiting follower when its live channel changes; the interval is the safety net (a missed notice). */
+class Changes {
+  /** Changed since the round began. */
+  dirty = false;
+  private wake: (() => void) | undefined;
+
+  notify(): void {
+    this.dirty = true;
+    this.wake?.();
+  }
+
+  wait(ms: number, signal: AbortSignal | undefined): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(t);
+        this.wake = undefined;
+        signal?.removeEventListener('abort', done);
+        resolve();
+      };
+      const t = setTimeout(done, ms);
+      this.wake = done;
+      signal?.addEventListener('abort', done, { once: true });
+    });
+  }
+}
+
+/** The live pieces of the steps under way, each shown once, none of a step the log already holds whole. */
+class LiveView {
+  private cursor: LiveCursor | undefined;
   /** The last step the log has recorded (its answer, its failure, or its turn's end). */
-  let recorded = { turn: 0, step: 0 };
+  private last = { turn: 0, step: 0 };
   /** Per step under way: the attempt whose pieces were shown, and whether they were voided. */
-  const shown = new Map<string, { attempt: number; voided: boolean; dropped: boolean }>();
-  let wake: (() => void) | undefined;
-  let dirty = false;
-  const unwatch = live?.watch(sessionId, () => {
-    dirty = true;
-    wake?.();
-  });
-  const note = (e: SessionEvent) => {
+  private readonly shown = new Map<string, { attempt: number; voided: boolean; dropped: boolean }>();
+  private readonly live: LiveReader;
+  private readonly sessionId: string;
+  private readonly maxBacklog: number;
+
+  constructor(live: LiveReader, sessionId: string, maxBacklog: number) {
+    this.live = live;
+    this.sessionId = sessionId;
+    this.maxBacklog = maxBacklog;
+  }
+
+  /** A logged event: the step it records (if any) is whole now. */
+  note(e: SessionEvent): void {
     const d = e.data as { turn?: number; step?: number };
     if (e.type === 'model/message' || e.type === 'model/failed')
-      recorded = before(recorded, { turn: Number(d.turn), step: Number(d.step) })
+      this.last = before(this.last, { turn: Number(d.turn), step: Number(d.step) })
         ? { turn: Number(d.turn), step: Number(d.step) }
-        : recorded;
-    else if (e.type === 'session/turn-ended' && Number(d.turn) >= recorded.turn)
-      recorded = { turn: Number(d.turn), step: Number.MAX_SAFE_INTEGER };
-  };
+        : this.last;
+    else if (e.type === 'session/turn-ended' && Number(d.turn) >= this.last.turn)
+      this.last = { turn: Number(d.turn), step: Number.MAX_SAFE_INTEGER };
+  }
+
+  /** What goes before a logged event: the pieces of its step still unread, and a void for a step that failed. */
+  async *recorded(e: SessionEvent): AsyncGenerator<LiveEvent> {
+    // Every piece of a step was written before its record: show what is still unread first.
+    if (e.type === 'model/message' || e.type === 'model/failed') yield* this.drain();
+    this.note(e);
+    // A step that failed for good while an attempt's pieces stood: they are void.
+    const d = e.data as { turn?: number; step?: number; message?: string };
+    const key = `${d.turn}:${d.step}`;
+    const s = this.shown.get(key);
+    if (e.type === 'model/failed' && s && !s.voided)
+      yield voidOf(Number(d.turn), Number(d.step), s.attempt, String(d.message ?? 'the model step failed'));
+    if (e.type === 'model/message' || e.type === 'model/failed') this.shown.delete(key);
+  }
+
   /** The live events not read yet, each yielded unless its step is recorded or its attempt superseded. */
-  async function* drainLive(): AsyncGenerator<LiveEvent> {
-    if (!live) return;
+  async *drain(): AsyncGenerator<LiveEvent> {
     let got: LiveEvent[] = [];
     try {
-      const r = await live.read(sessionId, cursor);
+      const r = await this.live.read(this.sessionId, this.cursor);
       got = r.events;
-      cursor = r.cursor;
+      this.cursor = r.cursor;
     } catch {
       // the channel is down: the log still brings every step whole
     }
-    const backlog = got.length > (opts.maxBacklog ?? 4096);
+    const backlog = got.length > this.maxBacklog;
     for (const ev of got) {
-      if (before(ev, recorded)) continue; // recorded whole already: its pieces would show it twice
+      if (before(ev, this.last)) continue; // recorded whole already: its pieces would show it twice
       const key = `${ev.turn}:${ev.step}`;
-      const s = shown.get(key);
+      const s = this.shown.get(key);
       if (s && ev.attempt < s.attempt) continue; // an attempt already superseded
       if (s && ev.attempt > s.attempt && !s.voided)
         // A new attempt without a void before it: the last one's worker stopped mid-answer.
         yield voidOf(ev.turn, ev.step, s.attempt, `attempt ${ev.attempt} started over`);
       const cur = s && s.attempt === ev.attempt ? s : { attempt: ev.attempt, voided: false, dropped: false };
-      shown.set(key, cur);
+      this.shown.set(key, cur);
       if (ev.type === 'live/void') {
         if (cur.voided) continue;
         cur.voided = true;
@@ -153,63 +244,6 @@ export async function* followSessionEvents(
       } else if (cur.dropped) continue;
       yield ev;
     }
-  }
-  let first = true;
-  try {
-    while (!opts.signal?.aborted) {
-      dirty = false;
-      let events: SessionEvent[] = [];
-      if (typeof source === 'string') events = await readLog(source, sessionId);
-      else
-        try {
-          // The first read of a live follower takes the whole log: which steps are recorded.
-          events = await source.events(sessionId, live && first ? -1 : next - 1);
-        } catch {
-          // a database restarting: read again on the next round
-        }
-      if (live) for (const e of events) if (e.seq < next) note(e);
-      events = events.filter((e) => e.seq >= next);
-      events.sort((a, b) => a.seq - b.seq);
-      for (const e of events) {
-        if (e.seq < next) continue; // the same seq twice (a replayed sink append)
-        if (e.seq > next) {
-          gapSince ??= Date.now();
-          if (Date.now() - gapSince < (opts.gapMs ?? 2_000)) break;
-        }
-        gapSince = undefined;
-        next = e.seq + 1;
-        if (live) {
-          // Every piece of a step was written before its record: show what is still unread first.
-          if (e.type === 'model/message' || e.type === 'model/failed') yield* drainLive();
-          note(e);
-          // A step that failed for good while an attempt's pieces stood: they are void.
-          const d = e.data as { turn?: number; step?: number; message?: string };
-          const key = `${d.turn}:${d.step}`;
-          const s = shown.get(key);
-          if (e.type === 'model/failed' && s && !s.voided)
-            yield voidOf(Number(d.turn), Number(d.step), s.attempt, String(d.message ?? 'the model step failed'));
-          if (e.type === 'model/message' || e.type === 'model/failed') shown.delete(key);
-        }
-        yield e;
-      }
-      first = false;
-      if (live) yield* drainLive();
-      if (dirty) continue; // changed while this round read: read again at once
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          clearTimeout(t);
-          wake = undefined;
-          opts.signal?.removeEventListener('abort', done);
-          resolve();
-        };
-        // A watched channel wakes the follower; the interval is the safety net (a missed notice).
-        const t = setTimeout(done, opts.intervalMs ?? live?.pollMs ?? 200);
-        wake = done;
-        opts.signal?.addEventListener('abort', done, { once: true });
-      });
-    }
-  } finally {
-    unwatch?.();
   }
 }
 
