@@ -5,7 +5,7 @@
 import { policyText } from '../pipeline/policy-binding';
 import { type QuorumTally, tallyText } from '../pipeline/quorum';
 import type { Card, PendingApproval, ToolResult } from '../pipeline/types';
-import type { BatchAudit, SessionAudit, StageRun } from './audit';
+import type { BatchAudit, CallAudit, DecisionAudit, SessionAudit, StageRun } from './audit';
 
 /** An approval card shows this much of each field; a person decides on it, so it is generous. */
 const MAX_FIELD = 2000;
@@ -109,101 +109,108 @@ function renderBatchAudit(b: BatchAudit): string {
   lines.push(
     `  ${b.status}: started ${b.startedAt}${b.closedAt ? `, closed ${b.closedAt}${took}` : ''}${b.failure ? ` — ${b.failure}` : ''}`,
   );
-  for (const c of b.calls) {
-    lines.push('', `  call ${c.callId} ${c.name} ${clip(c.arguments ?? '', 140)}`);
-    if (c.preExecute) stage(lines, 'pre-execute', c.preExecute, gateText(c.preExecute));
-    if (c.approval?.grantId && !c.approval.askedAt && !c.approval.grant) {
-      const a = c.approval;
-      lines.push(
-        row('approval', `not asked: allowed by session grant ${a.grantId}${a.by ? ` (given by ${a.by})` : ''}`),
-      );
-    } else if (c.approval) {
-      const a = c.approval;
-      lines.push(
-        row(
-          'approval',
-          `asked ${clock(a.askedAt)}${a.reason ? ` — ${a.reason}` : ''} (id ${a.id}${a.expiresAt ? `, deny timeout ${clock(a.expiresAt)}` : ''})`,
-        ),
-      );
-      for (const l of a.lifecycle ?? []) lines.push(row('', `${l.text} at ${clock(l.at)}`));
-      if (a.outcome) {
-        const who = a.expired
-          ? 'expired: nobody decided before the deny timeout'
-          : `${a.outcome}${a.by ? ` by ${a.by}` : ''}`;
-        lines.push(
-          row(
-            '',
-            `${who}${a.decisionReason && !a.expired ? ` — ${a.decisionReason}` : ''} at ${clock(a.decidedAt)}${a.latencyMs !== undefined ? `, ${seconds(a.latencyMs)} after the ask` : ''}`,
-          ),
-        );
-        if (a.grant) lines.push(row('', `session grant ${a.grant.id}: ${a.grant.text}`));
-        else if (a.grantId) lines.push(row('', `covered by session grant ${a.grantId}`));
-      }
-    }
-    if (c.guards) stage(lines, 'guards', c.guards, gateText(c.guards));
-    if (c.body) {
-      const retried = c.body.attempts > 1 ? `on attempt ${c.body.attempts}` : 'on the first attempt';
-      stage(
-        lines,
-        'body',
-        c.body,
-        `${c.body.outcome === 'completed' ? 'completed' : c.body.outcome} ${retried}${c.body.candidate?.isError ? ' (an error result)' : ''}`,
-      );
-      for (const f of c.body.failures)
-        lines.push(row('', `attempt ${f.attempt} failed: ${clip(f.message, 160)}${f.type ? ` [${f.type}]` : ''}`));
-    }
-    if (c.settle) {
-      const what = c.settle.rewritten
-        ? `rewrote the result: ${changed(c.settle.before?.text ?? '', c.settle.after?.text ?? '')}`
-        : 'kept the result';
-      stage(lines, 'post-execute', c.settle, what);
-    }
-    if (c.result) {
-      const card = c.result.card
-        ? `   [card: ${c.result.card.title}${c.result.card.summary ? ` — ${c.result.card.summary}` : ''}]`
-        : '';
-      lines.push(
-        row(
-          'result',
-          `${c.result.isError ? '✗' : '✓'} ${clip(c.result.text, 160)}${c.result.error?.code ? ` [${c.result.error.code}]` : ''}${card}`,
-        ),
-      );
-    } else lines.push(row('result', 'none yet'));
-    if (c.reconciliation) {
-      const r = c.reconciliation;
-      lines.push(row('reconcile', `opened ${clock(r.openedAt)} (id ${r.id}): ${clip(r.problem, 160)}`));
-      if (r.status === 'waiting') lines.push(row('', 'waiting for a person: npx sluice reconcile ' + r.id));
-      else
-        lines.push(
-          row(
-            '',
-            `reconciled ${r.status === 'not-done' ? 'not done' : r.status === 'ran-again' ? 'by running it again' : 'done'} by ${r.by ?? '?'}${r.reason ? `: ${r.reason}` : ''} at ${clock(r.decidedAt)}`,
-          ),
-        );
-      if (r.evidence) lines.push(row('', `evidence: ${clip(r.evidence, 300)}`));
-      if (r.rerun) lines.push(row('', `run again: ${r.rerun.isError ? '✗' : '✓'} ${clip(r.rerun.text, 160)}`));
-      for (const a of r.attempts.filter((x) => x.result === 'refused'))
-        lines.push(row('', `refused ${a.decision ?? '?'} by ${a.by ?? '?'}: ${clip(a.problem ?? '', 140)}`));
-    }
-  }
+  for (const c of b.calls) callLines(lines, c);
   if (b.decisions.length) {
     lines.push('', '  decisions received');
-    for (const d of b.decisions) {
-      const what = `${d.via} ${d.decision ?? '?'} ${d.approvalId ?? '?'}${d.by ? ` by ${d.by}` : ''}${d.reason ? ` ("${clip(d.reason, 60)}")` : ''}${d.argsDigest ? ` digest ${d.argsDigest.slice(0, 19)}…` : ''}`;
-      const fate =
-        d.result === 'refused'
-          ? `refused: ${clip(d.problem ?? '', 140)}`
-          : d.result === 'applied'
-            ? `applied${d.outcome ? ` (${d.outcome})` : ''}`
-            : d.result;
-      lines.push(`    ${clock(d.at)} ${what} → ${fate}`);
-    }
+    for (const d of b.decisions) lines.push(decisionLine(d));
   }
   if (b.contexts.length) {
     lines.push('', '  contexts injected after the batch');
     for (const c of b.contexts) lines.push(`    ${c.source ?? 'user'}: ${clip(c.content, 160)}`);
   }
   return lines.map(line).join('\n');
+}
+
+/** One call, stage by stage: pre-execute, approval, guards, body, post-execute, result, reconciliation. */
+function callLines(lines: string[], c: CallAudit): void {
+  lines.push('', `  call ${c.callId} ${c.name} ${clip(c.arguments ?? '', 140)}`);
+  if (c.preExecute) stage(lines, 'pre-execute', c.preExecute, gateText(c.preExecute));
+  if (c.approval) approvalLines(lines, c.approval);
+  if (c.guards) stage(lines, 'guards', c.guards, gateText(c.guards));
+  if (c.body) {
+    const retried = c.body.attempts > 1 ? `on attempt ${c.body.attempts}` : 'on the first attempt';
+    stage(
+      lines,
+      'body',
+      c.body,
+      `${c.body.outcome === 'completed' ? 'completed' : c.body.outcome} ${retried}${c.body.candidate?.isError ? ' (an error result)' : ''}`,
+    );
+    for (const f of c.body.failures)
+      lines.push(row('', `attempt ${f.attempt} failed: ${clip(f.message, 160)}${f.type ? ` [${f.type}]` : ''}`));
+  }
+  if (c.settle) {
+    const what = c.settle.rewritten
+      ? `rewrote the result: ${changed(c.settle.before?.text ?? '', c.settle.after?.text ?? '')}`
+      : 'kept the result';
+    stage(lines, 'post-execute', c.settle, what);
+  }
+  if (c.result) {
+    const card = c.result.card
+      ? `   [card: ${c.result.card.title}${c.result.card.summary ? ` — ${c.result.card.summary}` : ''}]`
+      : '';
+    lines.push(
+      row(
+        'result',
+        `${c.result.isError ? '✗' : '✓'} ${clip(c.result.text, 160)}${c.result.error?.code ? ` [${c.result.error.code}]` : ''}${card}`,
+      ),
+    );
+  } else lines.push(row('result', 'none yet'));
+  if (c.reconciliation) reconcileLines(lines, c.reconciliation);
+}
+
+/** The ask and its lifecycle and decision, or the session grant that let the call run unasked. */
+function approvalLines(lines: string[], a: NonNullable<CallAudit['approval']>): void {
+  if (a.grantId && !a.askedAt && !a.grant) {
+    lines.push(row('approval', `not asked: allowed by session grant ${a.grantId}${a.by ? ` (given by ${a.by})` : ''}`));
+    return;
+  }
+  lines.push(
+    row(
+      'approval',
+      `asked ${clock(a.askedAt)}${a.reason ? ` — ${a.reason}` : ''} (id ${a.id}${a.expiresAt ? `, deny timeout ${clock(a.expiresAt)}` : ''})`,
+    ),
+  );
+  for (const l of a.lifecycle ?? []) lines.push(row('', `${l.text} at ${clock(l.at)}`));
+  if (!a.outcome) return;
+  const who = a.expired
+    ? 'expired: nobody decided before the deny timeout'
+    : `${a.outcome}${a.by ? ` by ${a.by}` : ''}`;
+  lines.push(
+    row(
+      '',
+      `${who}${a.decisionReason && !a.expired ? ` — ${a.decisionReason}` : ''} at ${clock(a.decidedAt)}${a.latencyMs !== undefined ? `, ${seconds(a.latencyMs)} after the ask` : ''}`,
+    ),
+  );
+  if (a.grant) lines.push(row('', `session grant ${a.grant.id}: ${a.grant.text}`));
+  else if (a.grantId) lines.push(row('', `covered by session grant ${a.grantId}`));
+}
+
+/** An unknown outcome's card: opened, waiting or reconciled (by whom, with what evidence), refused attempts. */
+function reconcileLines(lines: string[], r: NonNullable<CallAudit['reconciliation']>): void {
+  lines.push(row('reconcile', `opened ${clock(r.openedAt)} (id ${r.id}): ${clip(r.problem, 160)}`));
+  if (r.status === 'waiting') lines.push(row('', 'waiting for a person: npx sluice reconcile ' + r.id));
+  else
+    lines.push(
+      row(
+        '',
+        `reconciled ${r.status === 'not-done' ? 'not done' : r.status === 'ran-again' ? 'by running it again' : 'done'} by ${r.by ?? '?'}${r.reason ? `: ${r.reason}` : ''} at ${clock(r.decidedAt)}`,
+      ),
+    );
+  if (r.evidence) lines.push(row('', `evidence: ${clip(r.evidence, 300)}`));
+  if (r.rerun) lines.push(row('', `run again: ${r.rerun.isError ? '✗' : '✓'} ${clip(r.rerun.text, 160)}`));
+  for (const a of r.attempts.filter((x) => x.result === 'refused'))
+    lines.push(row('', `refused ${a.decision ?? '?'} by ${a.by ?? '?'}: ${clip(a.problem ?? '', 140)}`));
+}
+
+function decisionLine(d: DecisionAudit): string {
+  const what = `${d.via} ${d.decision ?? '?'} ${d.approvalId ?? '?'}${d.by ? ` by ${d.by}` : ''}${d.reason ? ` ("${clip(d.reason, 60)}")` : ''}${d.argsDigest ? ` digest ${d.argsDigest.slice(0, 19)}…` : ''}`;
+  const fate =
+    d.result === 'refused'
+      ? `refused: ${clip(d.problem ?? '', 140)}`
+      : d.result === 'applied'
+        ? `applied${d.outcome ? ` (${d.outcome})` : ''}`
+        : d.result;
+  return `    ${clock(d.at)} ${what} → ${fate}`;
 }
 
 function stage(lines: string[], name: string, run: StageRun, what: string): void {
