@@ -33,7 +33,7 @@ import {
   lineAt,
   wildcardRegex,
 } from './policy-types';
-import { commandText, literal, type Piece, readShell } from './shell';
+import { commandText, literal, type Piece, readShell, type ShellReading } from './shell';
 import { hookFacingCall } from './tool-names';
 
 export type GeminiTier = 'default' | 'extension' | 'workspace' | 'user' | 'admin';
@@ -306,103 +306,131 @@ export function geminiSource(
   env: { mode: string; interactive: boolean },
 ): PolicySource {
   const warnings = rules.filter((r) => r.inactive).map((r) => `${r.file}:${r.line}: never applies (${r.inactive})`);
-  const active = rules
-    .filter(
-      (r) =>
-        !r.inactive &&
-        (!r.modes || r.modes.length === 0 || r.modes.includes(env.mode)) &&
-        (r.interactive === undefined || r.interactive === env.interactive),
-    )
-    // Highest priority first; at equal priority the stricter decision first, so a tie fails closed.
-    .sort((a, b) => b.priority - a.priority || STRICTNESS[b.decision] - STRICTNESS[a.decision]);
-
-  function decide(c: GeminiCall): { rule?: GeminiRule; matched: GeminiRule[] } {
-    const matched = active.filter((r) => ruleMatches(r, c));
-    return { rule: matched[0], matched };
-  }
-
-  function evaluate(call: PolicyCall): SourceVerdict {
-    const c = geminiCall(call);
-    const whole = decide(c);
-    const command = c.names[0] === SHELL && typeof c.args.command === 'string' ? c.args.command.trim() : undefined;
-    if (command === undefined) {
-      return whole.rule
-        ? { decision: whole.rule.decision, rule: whole.rule, matched: whole.matched }
-        : { decision: 'none', matched: [] };
-    }
-    // The command as bash reads it (shell.ts), judged command by command as Gemini CLI judges the
-    // parts of a compound one, but with every command found anywhere: nested in `( … )`, `$( … )`
-    // or `bash -c`, behind `env` / `timeout` / `xargs`, an absolute path's program name.
-    const reading = readShell(command);
-    const verdicts = [whole];
-    const strict: GeminiRule[] = [];
-    for (const cmd of reading.commands) {
-      const text = commandText(cmd);
-      const plain = literal(text);
-      if (plain !== undefined) verdicts.push(decide({ ...c, args: { ...c.args, command: plain } }));
-      // Text only known when it runs could be whatever a deny or ask_user rule names.
-      else strict.push(...active.filter((r) => r.decision !== 'allow' && couldMatch(r, c, text)));
-    }
-    const matched = [...new Set([...verdicts.flatMap((v) => v.matched), ...strict])];
-    let worst: GeminiRule | undefined;
-    for (const r of [...verdicts.map((v) => v.rule), ...strict])
-      if (r && (!worst || STRICTNESS[r.decision] > STRICTNESS[worst.decision])) worst = r;
-    if (worst && worst.decision !== 'allow') return { decision: worst.decision, rule: worst, matched };
-    if (reading.unknown.length) {
-      // Nothing denies or asks only because every rule that could apply allows: Sluice cannot
-      // tell what runs, so the strictest thing an allow can become is an ask.
-      const rule = active.find((r) => couldMatch(r, c, [null]));
-      return rule
-        ? { decision: 'ask', rule, matched, note: `Sluice cannot read the whole command (${reading.unknown[0]})` }
-        : { decision: 'none', matched };
-    }
-    if (!worst) return { decision: 'none', matched };
-    // An allow holds when every command written in the line is plain text and allowed, and the line
-    // is nothing but those commands (and redirections, when every allowing rule permits them).
-    const written = reading.commands.filter((cmd) => !cmd.derived);
-    const perCommand = written.map((cmd) => {
-      const plain = literal(commandText(cmd));
-      return plain === undefined || cmd.assigns
-        ? undefined
-        : decide({ ...c, args: { ...c.args, command: plain } }).rule;
-    });
-    const redirects = reading.unprovable.filter((why) => REDIRECTIONS.has(why));
-    if (
-      written.length === 0 ||
-      perCommand.some((r) => r?.decision !== 'allow') ||
-      reading.unprovable.length > redirects.length
-    )
-      return { decision: 'none', matched, note: 'not every part of the command is allowed' };
-    if (redirects.length && !perCommand.every((r) => r?.allowRedirection))
-      return {
-        decision: 'ask',
-        rule: worst,
-        matched,
-        note: 'the command redirects input or output and the rule does not set allowRedirection',
-      };
-    return { decision: 'allow', rule: worst, matched };
-  }
-
-  /** Whether a rule could match a command some of whose text (`null`) is only known when it runs. */
-  function couldMatch(rule: GeminiRule, c: GeminiCall, text: Piece[]): boolean {
-    if (!ruleMatches({ ...rule, commandPrefixes: undefined, commandRegex: undefined }, c)) return false;
-    if (rule.commandRegex) return true; // a regex over unknown text: assume the worst
-    if (!rule.commandPrefixes) return true;
-    const cut = text.indexOf(null);
-    const known = (cut < 0 ? text : text.slice(0, cut)).join('').trimStart();
-    return rule.commandPrefixes.some(
-      (p) =>
-        p.startsWith(known) ||
-        (known.startsWith(p) && (known.length === p.length || /^\s/.test(known.slice(p.length)))),
-    );
-  }
-
+  const active = activeRules(rules, env);
   return {
     format: 'gemini',
     files,
     rules,
     warnings,
-    evaluate,
+    evaluate: (call) => evaluateGemini(active, call),
     examples: () => ({ ran: 0, failures: [], matched: new Set<string>() }),
   };
+}
+
+/** The rules that apply in this mode, in the order Gemini CLI tries them. */
+function activeRules(rules: GeminiRule[], env: { mode: string; interactive: boolean }): GeminiRule[] {
+  return (
+    rules
+      .filter(
+        (r) =>
+          !r.inactive &&
+          (!r.modes || r.modes.length === 0 || r.modes.includes(env.mode)) &&
+          (r.interactive === undefined || r.interactive === env.interactive),
+      )
+      // Highest priority first; at equal priority the stricter decision first, so a tie fails closed.
+      .sort((a, b) => b.priority - a.priority || STRICTNESS[b.decision] - STRICTNESS[a.decision])
+  );
+}
+
+function decide(active: readonly GeminiRule[], c: GeminiCall): { rule?: GeminiRule; matched: GeminiRule[] } {
+  const matched = active.filter((r) => ruleMatches(r, c));
+  return { rule: matched[0], matched };
+}
+
+function evaluateGemini(active: readonly GeminiRule[], call: PolicyCall): SourceVerdict {
+  const c = geminiCall(call);
+  const whole = decide(active, c);
+  const command = c.names[0] === SHELL && typeof c.args.command === 'string' ? c.args.command.trim() : undefined;
+  if (command === undefined) {
+    return whole.rule
+      ? { decision: whole.rule.decision, rule: whole.rule, matched: whole.matched }
+      : { decision: 'none', matched: [] };
+  }
+  return shellVerdict(active, c, command, whole);
+}
+
+/**
+ * The command as bash reads it (shell.ts), judged command by command as Gemini CLI judges the
+ * parts of a compound one, but with every command found anywhere: nested in `( … )`, `$( … )`
+ * or `bash -c`, behind `env` / `timeout` / `xargs`, an absolute path's program name.
+ */
+function shellVerdict(
+  active: readonly GeminiRule[],
+  c: GeminiCall,
+  command: string,
+  whole: { rule?: GeminiRule; matched: GeminiRule[] },
+): SourceVerdict {
+  const reading = readShell(command);
+  const verdicts = [whole];
+  const strict: GeminiRule[] = [];
+  for (const cmd of reading.commands) {
+    const text = commandText(cmd);
+    const plain = literal(text);
+    if (plain !== undefined) verdicts.push(decide(active, { ...c, args: { ...c.args, command: plain } }));
+    // Text only known when it runs could be whatever a deny or ask_user rule names.
+    else strict.push(...active.filter((r) => r.decision !== 'allow' && couldMatch(r, c, text)));
+  }
+  const matched = [...new Set([...verdicts.flatMap((v) => v.matched), ...strict])];
+  let worst: GeminiRule | undefined;
+  for (const r of [...verdicts.map((v) => v.rule), ...strict])
+    if (r && (!worst || STRICTNESS[r.decision] > STRICTNESS[worst.decision])) worst = r;
+  if (worst && worst.decision !== 'allow') return { decision: worst.decision, rule: worst, matched };
+  if (reading.unknown.length) {
+    // Nothing denies or asks only because every rule that could apply allows: Sluice cannot
+    // tell what runs, so the strictest thing an allow can become is an ask.
+    const rule = active.find((r) => couldMatch(r, c, [null]));
+    return rule
+      ? { decision: 'ask', rule, matched, note: `Sluice cannot read the whole command (${reading.unknown[0]})` }
+      : { decision: 'none', matched };
+  }
+  if (!worst) return { decision: 'none', matched };
+  return allowVerdict(active, c, reading, worst, matched);
+}
+
+/**
+ * An allow holds when every command written in the line is plain text and allowed, and the line
+ * is nothing but those commands (and redirections, when every allowing rule permits them).
+ */
+function allowVerdict(
+  active: readonly GeminiRule[],
+  c: GeminiCall,
+  reading: ShellReading,
+  worst: GeminiRule,
+  matched: GeminiRule[],
+): SourceVerdict {
+  const written = reading.commands.filter((cmd) => !cmd.derived);
+  const perCommand = written.map((cmd) => {
+    const plain = literal(commandText(cmd));
+    return plain === undefined || cmd.assigns
+      ? undefined
+      : decide(active, { ...c, args: { ...c.args, command: plain } }).rule;
+  });
+  const redirects = reading.unprovable.filter((why) => REDIRECTIONS.has(why));
+  if (
+    written.length === 0 ||
+    perCommand.some((r) => r?.decision !== 'allow') ||
+    reading.unprovable.length > redirects.length
+  )
+    return { decision: 'none', matched, note: 'not every part of the command is allowed' };
+  if (redirects.length && !perCommand.every((r) => r?.allowRedirection))
+    return {
+      decision: 'ask',
+      rule: worst,
+      matched,
+      note: 'the command redirects input or output and the rule does not set allowRedirection',
+    };
+  return { decision: 'allow', rule: worst, matched };
+}
+
+/** Whether a rule could match a command some of whose text (`null`) is only known when it runs. */
+function couldMatch(rule: GeminiRule, c: GeminiCall, text: Piece[]): boolean {
+  if (!ruleMatches({ ...rule, commandPrefixes: undefined, commandRegex: undefined }, c)) return false;
+  if (rule.commandRegex) return true; // a regex over unknown text: assume the worst
+  if (!rule.commandPrefixes) return true;
+  const cut = text.indexOf(null);
+  const known = (cut < 0 ? text : text.slice(0, cut)).join('').trimStart();
+  return rule.commandPrefixes.some(
+    (p) =>
+      p.startsWith(known) || (known.startsWith(p) && (known.length === p.length || /^\s/.test(known.slice(p.length)))),
+  );
 }
