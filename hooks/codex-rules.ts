@@ -632,9 +632,99 @@ export function codexSource(
   hosts: ReadonlyMap<string, string[]>,
   config: CodexConfig,
 ): CodexSource {
-  const never = config.approvalPolicy ? APPROVAL_POLICY[config.approvalPolicy].promptDenies : false;
-  const editsDenied = config.sandboxMode ? SANDBOX_MODE[config.sandboxMode].denyEditTools : false;
-  const configRef = (decision: PolicyDecision, text: string): PolicyRuleRef => ({
+  const judge: CodexJudge = {
+    rules,
+    hosts,
+    config,
+    never: config.approvalPolicy ? APPROVAL_POLICY[config.approvalPolicy].promptDenies : false,
+    editsDenied: config.sandboxMode ? SANDBOX_MODE[config.sandboxMode].denyEditTools : false,
+  };
+  const warnings = [...config.notes];
+  return {
+    format: 'codex',
+    files,
+    rules,
+    warnings,
+    evaluate: (call) => evaluateCodex(judge, call),
+    examples: () => codexExamples(rules, hosts),
+    config,
+  };
+}
+
+/** What a call is judged by: the rules, the hosts they name, and what config.toml settles. */
+interface CodexJudge {
+  rules: CodexRule[];
+  hosts: ReadonlyMap<string, string[]>;
+  config: CodexConfig;
+  /** approval_policy = "never": a prompt rule denies. */
+  never: boolean;
+  /** The sandbox mode refuses edit tools. */
+  editsDenied: boolean;
+}
+
+function evaluateCodex(j: CodexJudge, call: PolicyCall): SourceVerdict {
+  const claude = claudeToolName({ name: call.toolName, aliases: call.aliases ?? [] });
+  if (j.editsDenied && EDIT_TOOLS.has(claude)) {
+    const rule = configRef(j.config, 'deny', `sandbox_mode = "${j.config.sandboxMode}"`);
+    return { decision: 'deny', rule, matched: [rule] };
+  }
+  if (claude !== 'Bash' || typeof call.args.command !== 'string') return { decision: 'none', matched: [] };
+  const verdict = shellCommandVerdict(j.rules, j.hosts, call.args.command);
+  if (j.never && verdict.decision === 'ask')
+    return {
+      ...verdict,
+      decision: 'deny',
+      note: 'approval_policy = "never": nobody can be asked, so the prompt rule denies',
+    };
+  return verdict;
+}
+
+/** The command as bash reads it (shell.ts): every simple command, nested and wrapped ones too. */
+function shellCommandVerdict(rules: CodexRule[], hosts: ReadonlyMap<string, string[]>, command: string): SourceVerdict {
+  const reading = readShell(command);
+  const words = (c: ShellCommand) => c.words.map((w) => literal(w) ?? null);
+  // forbidden or prompt on any command found anywhere decides, whatever else the line holds;
+  // a word Sluice cannot know could be whatever such a rule names.
+  const strict = reading.commands.flatMap((c) =>
+    rules.filter((r) => r.codexDecision !== 'allow' && couldMatchPrefix(r, words(c), hosts)),
+  );
+  // An allow rule vouches only for a line of plain commands, every one of them written out in
+  // full (no substitution, variable, glob or brace, no assignment in front) and each allowed:
+  // Codex judges anything else as one opaque script.
+  const written = reading.unprovable.length || reading.unknown.length ? [] : reading.commands.filter((c) => !c.derived);
+  const plain = written.every((c) => !c.assigns && c.words.every((w) => literal(w) !== undefined));
+  const perCommand = written.map((c) =>
+    rules.filter((r) => r.codexDecision === 'allow' && matchesPrefix(r, words(c) as string[], hosts)),
+  );
+  const matched = [...new Set([...strict, ...perCommand.flat()])];
+  const worst = strictest(strict);
+  if (worst) return { decision: worst.decision, rule: worst, matched };
+  if (written.length > 0 && plain && perCommand.every((ms) => ms.length > 0))
+    return { decision: 'allow', rule: strictest(perCommand.flat()), matched };
+  if (reading.unknown.length && rules.length) {
+    // Sluice cannot tell what runs: no prompt or forbidden rule matched only because every
+    // rule here allows; asking is the strictest answer an allow rule can turn into.
+    const rule = rules.find((r) => couldMatchPrefix(r, [null], hosts))!;
+    return {
+      decision: 'ask',
+      rule,
+      matched,
+      note: `Sluice cannot read the whole command (${reading.unknown[0]}), so no allow rule vouches for it`,
+    };
+  }
+  return { decision: 'none', matched };
+}
+
+function strictest(rs: readonly PolicyRuleRef[]): PolicyRuleRef | undefined {
+  return rs.reduce<PolicyRuleRef | undefined>(
+    (best, r) => (!best || STRICTNESS[r.decision] > STRICTNESS[best.decision] ? r : best),
+    undefined,
+  );
+}
+
+/** A decision config.toml makes, as a rule in it. */
+function configRef(config: CodexConfig, decision: PolicyDecision, text: string): PolicyRuleRef {
+  return {
     id: `${config.file!.label}:sandbox_mode`,
     format: 'codex',
     file: config.file!.label,
@@ -642,83 +732,25 @@ export function codexSource(
     line: 1,
     text,
     decision,
-  });
+  };
+}
 
-  const strictest = (rs: readonly PolicyRuleRef[]) =>
-    rs.reduce<PolicyRuleRef | undefined>(
-      (best, r) => (!best || STRICTNESS[r.decision] > STRICTNESS[best.decision] ? r : best),
-      undefined,
-    );
-
-  function evaluate(call: PolicyCall): SourceVerdict {
-    const claude = claudeToolName({ name: call.toolName, aliases: call.aliases ?? [] });
-    if (editsDenied && EDIT_TOOLS.has(claude)) {
-      const rule = configRef('deny', `sandbox_mode = "${config.sandboxMode}"`);
-      return { decision: 'deny', rule, matched: [rule] };
-    }
-    if (claude !== 'Bash' || typeof call.args.command !== 'string') return { decision: 'none', matched: [] };
-    // The command as bash reads it (shell.ts): every simple command, nested and wrapped ones too.
-    const reading = readShell(call.args.command);
-    const words = (c: ShellCommand) => c.words.map((w) => literal(w) ?? null);
-    // forbidden or prompt on any command found anywhere decides, whatever else the line holds;
-    // a word Sluice cannot know could be whatever such a rule names.
-    const strict = reading.commands.flatMap((c) =>
-      rules.filter((r) => r.codexDecision !== 'allow' && couldMatchPrefix(r, words(c), hosts)),
-    );
-    // An allow rule vouches only for a line of plain commands, every one of them written out in
-    // full (no substitution, variable, glob or brace, no assignment in front) and each allowed:
-    // Codex judges anything else as one opaque script.
-    const written =
-      reading.unprovable.length || reading.unknown.length ? [] : reading.commands.filter((c) => !c.derived);
-    const plain = written.every((c) => !c.assigns && c.words.every((w) => literal(w) !== undefined));
-    const perCommand = written.map((c) =>
-      rules.filter((r) => r.codexDecision === 'allow' && matchesPrefix(r, words(c) as string[], hosts)),
-    );
-    const matched = [...new Set([...strict, ...perCommand.flat()])];
-    const worst = strictest(strict);
-    let verdict: SourceVerdict;
-    if (worst) verdict = { decision: worst.decision, rule: worst, matched };
-    else if (written.length > 0 && plain && perCommand.every((ms) => ms.length > 0))
-      verdict = { decision: 'allow', rule: strictest(perCommand.flat()), matched };
-    else if (reading.unknown.length && rules.length) {
-      // Sluice cannot tell what runs: no prompt or forbidden rule matched only because every
-      // rule here allows; asking is the strictest answer an allow rule can turn into.
-      const rule = rules.find((r) => couldMatchPrefix(r, [null], hosts))!;
-      verdict = {
-        decision: 'ask',
-        rule,
-        matched,
-        note: `Sluice cannot read the whole command (${reading.unknown[0]}), so no allow rule vouches for it`,
-      };
-    } else verdict = { decision: 'none', matched };
-    if (never && verdict.decision === 'ask')
-      return {
-        ...verdict,
-        decision: 'deny',
-        note: 'approval_policy = "never": nobody can be asked, so the prompt rule denies',
-      };
-    return verdict;
+/** Every rule's match and not_match examples, as Codex checks them when it loads a file. */
+function codexExamples(rules: CodexRule[], hosts: ReadonlyMap<string, string[]>) {
+  const failures: ExampleFailure[] = [];
+  const matched = new Set<string>();
+  let ran = 0;
+  for (const rule of rules) {
+    rule.examples.match.forEach((words, i) => {
+      ran++;
+      if (matchesPrefix(rule, words, hosts)) matched.add(rule.id);
+      else failures.push({ rule, example: rule.examples.raw.match[i], expected: 'match', got: 'it does not' });
+    });
+    rule.examples.notMatch.forEach((words, i) => {
+      ran++;
+      if (matchesPrefix(rule, words, hosts))
+        failures.push({ rule, example: rule.examples.raw.notMatch[i], expected: 'not match', got: 'it does' });
+    });
   }
-
-  function examples() {
-    const failures: ExampleFailure[] = [];
-    const matched = new Set<string>();
-    let ran = 0;
-    for (const rule of rules) {
-      rule.examples.match.forEach((words, i) => {
-        ran++;
-        if (matchesPrefix(rule, words, hosts)) matched.add(rule.id);
-        else failures.push({ rule, example: rule.examples.raw.match[i], expected: 'match', got: 'it does not' });
-      });
-      rule.examples.notMatch.forEach((words, i) => {
-        ran++;
-        if (matchesPrefix(rule, words, hosts))
-          failures.push({ rule, example: rule.examples.raw.notMatch[i], expected: 'not match', got: 'it does' });
-      });
-    }
-    return { ran, failures, matched };
-  }
-
-  const warnings = [...config.notes];
-  return { format: 'codex', files, rules, warnings, evaluate, examples, config };
+  return { ran, failures, matched };
 }
