@@ -28,7 +28,13 @@ const MAX_OUTPUT_BYTES = 1 << 20;
 const STDIO_GRACE_MS = 1000;
 
 // Claude Code documents hook commands as bash commands; fall back to sh where bash is missing.
-const SHELL = ['/bin/bash', '/usr/bin/bash'].find((p) => fs.existsSync(p)) ?? '/bin/sh';
+const BASH = ['/bin/bash', '/usr/bin/bash'].find((p) => fs.existsSync(p));
+const SHELL = BASH ?? '/bin/sh';
+// `--norc`: bash runs ~/.bashrc for a non-interactive top-level shell whose stdin is a socket (it
+// takes that for sshd), and Node's stdin pipe is a socket; the hook environment is an allowlist
+// with no SHLVL, so every hook was such a shell. A user's .bashrc then ran before every hook:
+// slow, with its side effects, and a `pyenv init` in it waited a minute on a stale lock.
+const SHELL_ARGS = BASH ? ['--norc', '-c'] : ['-c'];
 
 export function runHookCommand(command: string, opts: RunOptions): Promise<HookRun> {
   const started = Date.now();
@@ -57,7 +63,7 @@ export function runHookCommand(command: string, opts: RunOptions): Promise<HookR
       });
     };
 
-    const child = spawn(SHELL, ['-c', command], {
+    const child = spawn(SHELL, [...SHELL_ARGS, command], {
       cwd: opts.cwd,
       env: opts.env,
       detached: true,

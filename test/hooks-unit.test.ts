@@ -406,6 +406,16 @@ describe('runner', () => {
     expect(r.spawnError).toMatch(/ENOENT/);
   });
 
+  it("does not run the user's ~/.bashrc (bash reads it for a top-level shell whose stdin is a socket, as Node's pipes are)", async () => {
+    const home = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-hook-home-'));
+    const marker = path.join(home, 'bashrc-ran');
+    fs.writeFileSync(path.join(home, '.bashrc'), `echo ran > ${JSON.stringify(marker)}\n`);
+    // The hook environment as hookEnv builds it: an allowlist, so no SHLVL from a parent shell.
+    const r = await runHookCommand('echo ok', { ...opts, env: { PATH: process.env.PATH, HOME: home }, stdin: '{}' });
+    expect(r).toMatchObject({ exitCode: 0, stdout: 'ok\n' });
+    expect(fs.existsSync(marker)).toBe(false);
+  });
+
   it('survives a hook that never reads a large stdin', async () => {
     const r = await runHookCommand('exit 0', { ...opts, stdin: 'x'.repeat(4 << 20) });
     expect(r.exitCode).toBe(0);
