@@ -292,76 +292,45 @@ describe('Claude Agent SDK: canUseTool and PreToolUse answered by Sluice', () =>
     }
   }
 
-  it('a Bash call a person approves in Sluice runs; one denied never runs and the model reads why', async () => {
-    const marks = fs.mkdtempSync(path.join(inject('runDir'), 'claude-marks-'));
-    const yes = path.join(marks, 'approved');
-    const no = path.join(marks, 'denied');
-    const approvedSession = newSession('claude-approve');
-    const approved = runQuery(approvedSession, `touch ${yes}`);
-    const p1 = await pendingIn(approvedSession);
-    expect(p1.toolName).toBe('Bash');
-    expect(p1.arguments).toMatchObject({ command: `touch ${yes}` });
-    await h.client.decide({
-      approvalId: p1.approvalId,
-      decision: 'approve',
-      by: 'erin',
-      argsDigest: p1.argsDigest,
-      workflowId: p1.workflowId,
-    });
-    const a = await approved;
-    expect(fs.existsSync(yes)).toBe(true);
-    expect(a.result?.subtype).toBe('success');
+  // canUseTool is asked about calls the SDK's rules leave open; with Bash in allowedTools only a
+  // PreToolUse hook still puts the call before Sluice. Either way: nothing runs before the person
+  // decides, approved runs once, denied never runs and the model reads the reason.
+  it.each(['canUseTool', 'PreToolUse'] as const)(
+    '%s: a Bash call a person approves in Sluice runs; one denied never runs and the model reads why',
+    async (via) => {
+      const marks = fs.mkdtempSync(path.join(inject('runDir'), `claude-${via}-`));
+      const yes = path.join(marks, 'approved');
+      const no = path.join(marks, 'denied');
+      const approvedSession = newSession(`claude-${via}-approve`);
+      const approved = runQuery(approvedSession, `touch ${yes}`, via);
+      const p1 = await pendingIn(approvedSession);
+      expect(p1).toMatchObject({ toolName: 'Bash', arguments: { command: `touch ${yes}` } });
+      expect(fs.existsSync(yes)).toBe(false);
+      await h.client.decide({
+        approvalId: p1.approvalId,
+        decision: 'approve',
+        by: 'erin',
+        argsDigest: p1.argsDigest,
+        workflowId: p1.workflowId,
+      });
+      const a = await approved;
+      expect(fs.existsSync(yes)).toBe(true);
+      expect(a.result?.subtype).toBe('success');
 
-    const deniedSession = newSession('claude-deny');
-    const denied = runQuery(deniedSession, `touch ${no}`);
-    const p2 = await pendingIn(deniedSession);
-    await h.client.decide({
-      approvalId: p2.approvalId,
-      decision: 'deny',
-      by: 'frank',
-      reason: 'no new files',
-      argsDigest: p2.argsDigest,
-      workflowId: p2.workflowId,
-    });
-    const d = await denied;
-    expect(fs.existsSync(no)).toBe(false);
-    expect(String(d.result?.result)).toContain('no new files');
-  });
-
-  it('a PreToolUse hook puts calls the SDK already allows before Sluice: approved runs, denied never runs', async () => {
-    const marks = fs.mkdtempSync(path.join(inject('runDir'), 'claude-pre-'));
-    const yes = path.join(marks, 'approved');
-    const no = path.join(marks, 'denied');
-    const approvedSession = newSession('claude-pre-approve');
-    const approved = runQuery(approvedSession, `touch ${yes}`, 'PreToolUse');
-    const p1 = await pendingIn(approvedSession);
-    expect(p1).toMatchObject({ toolName: 'Bash', arguments: { command: `touch ${yes}` } });
-    // Nothing ran while the person had not decided.
-    expect(fs.existsSync(yes)).toBe(false);
-    await h.client.decide({
-      approvalId: p1.approvalId,
-      decision: 'approve',
-      by: 'grace',
-      argsDigest: p1.argsDigest,
-      workflowId: p1.workflowId,
-    });
-    const a = await approved;
-    expect(fs.existsSync(yes)).toBe(true);
-    expect(a.result?.subtype).toBe('success');
-
-    const deniedSession = newSession('claude-pre-deny');
-    const denied = runQuery(deniedSession, `touch ${no}`, 'PreToolUse');
-    const p2 = await pendingIn(deniedSession);
-    await h.client.decide({
-      approvalId: p2.approvalId,
-      decision: 'deny',
-      by: 'heidi',
-      reason: 'not on this machine',
-      argsDigest: p2.argsDigest,
-      workflowId: p2.workflowId,
-    });
-    const d = await denied;
-    expect(fs.existsSync(no)).toBe(false);
-    expect(String(d.result?.result)).toContain('not on this machine');
-  });
+      const deniedSession = newSession(`claude-${via}-deny`);
+      const denied = runQuery(deniedSession, `touch ${no}`, via);
+      const p2 = await pendingIn(deniedSession);
+      await h.client.decide({
+        approvalId: p2.approvalId,
+        decision: 'deny',
+        by: 'frank',
+        reason: 'no new files',
+        argsDigest: p2.argsDigest,
+        workflowId: p2.workflowId,
+      });
+      const d = await denied;
+      expect(fs.existsSync(no)).toBe(false);
+      expect(String(d.result?.result)).toContain('no new files');
+    },
+  );
 });
