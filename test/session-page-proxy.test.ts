@@ -1,0 +1,211 @@
+// The session page behind a sign-in proxy, in a real headless Chromium against the real dev
+// server: a small reverse proxy in the test stands for the one a team puts in front of the inbox.
+// It strips what the browser sends under the approver header and the proxy-secret header, adds
+// its own user's name and the secret it shares with the inbox, and forwards everything else as is
+// (the page, its API calls, its event streams). Through it the page shows the session and its
+// approval card, and a click records the decision under the proxy's user, not under a name the
+// browser tries; straight to the inbox, without the secret, the same decision is refused and the
+// call stays asked.
+import { randomBytes } from 'node:crypto';
+import * as http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PROXY_SECRET_HEADER, startInbox, type Inbox } from '../client/inbox/server';
+import { type SessionHandle, startSession } from '../client/session';
+import { openStores, type SluiceStores } from '../stores/stores';
+import { launchBrowser } from './chromium';
+import { poll } from './eventually';
+import sessionConfig from './fixtures/session.config';
+import { startHarness, type Harness } from './harness';
+
+const USER_HEADER = 'X-Forwarded-User';
+const PROXY_SECRET = randomBytes(24).toString('base64');
+/** Whom the proxy signed in: every request through it carries this name. */
+const PROXY_USER = 'carol@example.com';
+
+let h: Harness;
+let stores: SluiceStores;
+let inbox: Inbox;
+let proxy: SignInProxy;
+let browser: BrowserContext;
+let closeBrowser: (() => Promise<void>) | undefined;
+const sessions: SessionHandle[] = [];
+let n = 0;
+
+// Conditions, not times: generous bounds for a machine at load 16.
+const eventually = <T>(fn: () => Promise<T> | T) => poll(fn, { timeoutMs: 90_000, intervalMs: 250 });
+
+interface SignInProxy {
+  url: string;
+  port: number;
+  /** Where requests go; set once the inbox listens (it must allow the proxy's Host first). */
+  target?: URL;
+  close(): Promise<void>;
+}
+
+/**
+ * A reverse proxy as docs/approvals.md asks for one: it keeps the browser's Host (so the page's
+ * Origin still matches it), replaces the approver and secret headers whatever the browser sent,
+ * and streams answers through unbuffered (the page's event streams are server-sent events).
+ */
+async function startProxy(user: string, secret: string): Promise<SignInProxy> {
+  const self: SignInProxy = { url: '', port: 0, close: async () => undefined };
+  const server = http.createServer((req, res) => {
+    const target = self.target;
+    if (!target) {
+      res.writeHead(503).end('the inbox behind this proxy is not up yet');
+      return;
+    }
+    const headers = { ...req.headers };
+    delete headers[USER_HEADER.toLowerCase()];
+    delete headers[PROXY_SECRET_HEADER.toLowerCase()];
+    headers[USER_HEADER.toLowerCase()] = user;
+    headers[PROXY_SECRET_HEADER.toLowerCase()] = secret;
+    const upstream = http.request(
+      { host: target.hostname, port: target.port, method: req.method, path: req.url, headers },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        res.flushHeaders();
+        answer.pipe(res);
+      },
+    );
+    upstream.on('error', (err) => {
+      if (!res.headersSent) res.writeHead(502).end(`the inbox did not answer the proxy: ${err.message}`);
+      else res.destroy();
+    });
+    // The browser went away (a page closed, an event stream dropped): so does the upstream request.
+    res.on('close', () => upstream.destroy());
+    req.pipe(upstream);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  self.port = (server.address() as AddressInfo).port;
+  self.url = `http://127.0.0.1:${self.port}/`;
+  self.close = async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  };
+  return self;
+}
+
+beforeAll(async () => {
+  h = await startHarness('session-page-proxy', sessionConfig);
+  process.env.SLUICE_TEST_DIR = h.stateDir;
+  stores = openStores({ stateDir: h.stateDir });
+  proxy = await startProxy(PROXY_USER, PROXY_SECRET);
+  // The proxy runs on this machine (the default trusted addresses: loopback), so the address alone
+  // cannot tell it from any other local process: only the shared secret does.
+  inbox = await startInbox({
+    client: h.client,
+    port: 0,
+    refreshMs: 300,
+    taskQueue: h.taskQueue,
+    store: stores,
+    trustedUserHeader: USER_HEADER,
+    proxySecret: PROXY_SECRET,
+    allowedHosts: [`127.0.0.1:${proxy.port}`],
+  });
+  proxy.target = new URL(inbox.url);
+  ({ browser, close: closeBrowser } = await launchBrowser());
+}, 120_000);
+
+afterAll(async () => {
+  for (const s of sessions)
+    await s
+      .cancel()
+      .then(() => s.result())
+      .catch(() => undefined);
+  await closeBrowser?.();
+  await proxy?.close();
+  await inbox?.close();
+  await stores?.close();
+  await h?.close();
+});
+
+async function start(): Promise<SessionHandle> {
+  const s = await startSession(h.client, {
+    sessionId: `page-proxy-${process.pid}-${Date.now()}-${++n}`,
+    model: 'scripted',
+    modelCall: { initialIntervalMs: 50, maxAttempts: 3 },
+  });
+  sessions.push(s);
+  return s;
+}
+
+/** The session page through the proxy, live and signed in as the proxy's user. */
+async function open(s: SessionHandle): Promise<Page> {
+  const page = await browser.newPage();
+  // What a browser might try: a name of its own in the approver header. The proxy replaces it.
+  await page.setExtraHTTPHeaders({ [USER_HEADER]: 'mallory', [PROXY_SECRET_HEADER]: 'guessed-guessed-guessed' });
+  await page.goto(`${proxy.url}sessions/${encodeURIComponent(s.sessionId)}`);
+  await eventually(() => page.locator('#me').textContent()).toBe(`Signed in as ${PROXY_USER}`);
+  await eventually(() => page.locator('#conn').textContent()).toBe('live');
+  return page;
+}
+
+async function send(page: Page, text: string): Promise<void> {
+  await page.fill('#message', text);
+  await page.click('#send');
+  await eventually(() => page.locator('#message').inputValue()).toBe('');
+}
+
+describe('the session page behind a sign-in proxy', () => {
+  it('shows the session and its ask; straight to the inbox the decision is refused, through the proxy it is recorded under the proxy user', async () => {
+    const s = await start();
+    const page = await open(s);
+    await send(page, 'publish');
+    expect(await page.locator('.msg.user').allTextContents()).toEqual(['you · turn 1publish']);
+    const call = page.locator('article.call[data-turn="1"][data-call-id="p"]');
+    const ask = call.locator('.ask');
+    await ask.locator('button.approve').waitFor({ timeout: 90_000 });
+    expect(await call.getAttribute('data-state')).toBe('asked');
+    expect(await call.locator('.call-head .title').textContent()).toBe('Publish notes');
+    const [pending] = await s.pendingApprovals();
+    expect(await ask.getAttribute('data-digest')).toBe(pending.argsDigest);
+
+    // Straight to the inbox, from this machine, with a name in the approver header but not the
+    // proxy's secret: the page itself is refused, and so is the very decision the card would send.
+    const bare = await browser.newPage();
+    const refusedPage = await bare.goto(`${inbox.url}sessions/${encodeURIComponent(s.sessionId)}`);
+    expect(refusedPage?.status()).toBe(403);
+    const straight = await bare.evaluate(
+      async ({ header, body }) => {
+        const r = await fetch('/api/decide', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', [header]: 'mallory' },
+          body: JSON.stringify(body),
+        });
+        return { status: r.status, body: await r.json() };
+      },
+      {
+        header: USER_HEADER,
+        body: {
+          workflowId: pending.workflowId,
+          approvalId: pending.approvalId,
+          argsDigest: pending.argsDigest,
+          decision: 'approve',
+          by: 'mallory',
+        },
+      },
+    );
+    expect(straight.status).toBe(403);
+    expect(straight.body.message).toContain('does not carry the secret the inbox shares with its proxy');
+    await bare.close();
+    // Nothing was decided: the ask is still pending, for the same call.
+    expect((await s.pendingApprovals()).map((p) => p.approvalId)).toEqual([pending.approvalId]);
+    expect(await call.getAttribute('data-state')).toBe('asked');
+
+    // Through the proxy: a click approves, under the proxy's user.
+    await ask.locator('button.approve').click();
+    await eventually(() => call.getAttribute('data-state')).toBe('done');
+    expect(await call.locator('.approval').textContent()).toContain(`approved by ${PROXY_USER}`);
+    expect(await call.locator('.result pre').textContent()).toBe('published notes');
+    await eventually(() => page.locator('.turn-end').allTextContents()).toEqual(['turn 1 ended: done']);
+    // The record: one decision, by the proxy's user (not the name the browser put in the header).
+    const decided = (await stores.events(s.sessionId)).filter((e) => e.type === 'approval/decided');
+    expect(decided.map((e) => e.data)).toMatchObject([
+      { id: pending.approvalId, callId: 'p', outcome: 'allowed-once', by: PROXY_USER },
+    ]);
+    await page.close();
+  }, 240_000);
+});
