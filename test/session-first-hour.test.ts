@@ -6,12 +6,11 @@ import { temporal } from '@temporalio/proto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { z } from 'zod';
 import { NotFoundError } from '../support/errors';
 import { startSession } from '../client/session';
 import type { SessionEvent } from '../pipeline/types';
-import { defineConfig, defineTool } from '../define/config';
-import { startHarness, type Harness } from './harness';
+import { startClockSession } from './clock-session';
+import type { Harness } from './harness';
 
 let h: Harness;
 let script: string;
@@ -21,34 +20,7 @@ const sid = (name: string) => `${name}-${process.pid}-${Date.now()}`;
 beforeAll(async () => {
   // The worker runs in this process: its environment is this one, without the providers' keys.
   for (const k of ['OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN']) delete process.env[k];
-  h = await startHarness(
-    'session-first-hour',
-    defineConfig({
-      tools: [
-        defineTool({
-          name: 'clock',
-          description: 'tells the time',
-          input: z.object({ city: z.string() }),
-          execute: ({ city }) => `noon in ${city}`,
-        }),
-      ],
-    }),
-  );
-  script = path.join(h.stateDir, 'script.json');
-  fs.writeFileSync(
-    script,
-    JSON.stringify({
-      turns: [
-        {
-          steps: [
-            { text: 'Looking.', calls: [{ id: 'c1', name: 'clock', args: { city: 'Oslo' } }] },
-            { text: 'Noon.' },
-          ],
-        },
-        { steps: [{ text: 'Again noon.' }] },
-      ],
-    }),
-  );
+  ({ h, script } = await startClockSession('session-first-hour', 'Again noon.'));
 });
 
 afterAll(async () => {

@@ -1,23 +1,14 @@
-// One session id, two writers, on the real dev server: tool batches run with `runBatch` and a
-// durable session (`startSession`) both number events in the one session log, so the second
-// writer's events are kept out of it. Before the fix, `session.events({ until: 'turn' })` then
-// waited forever for a turn end the log would never hold. Now: startSession refuses an id that
-// runBatch used, runBatch refuses a durable session's id, and events() reports a clash that got
-// past both (a batch visibility did not list yet, a runBatch at the log's next seq) instead of
-// hanging.
-import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import { type SessionHandle, sessionHandle, startSession } from '../client/session';
-import { defineConfig, defineTool } from '../define/config';
 import type { SessionEvent } from '../pipeline/types';
 import { fileStores } from '../stores/stores';
 import { SessionIdConflictError } from '../support/errors';
 import { SESSION_ID } from '../workflows/definitions';
 import { SESSION_WORKFLOW, sessionWorkflowId } from '../workflows/session-definitions';
 import { eventually } from './eventually';
-import { startHarness, type Harness } from './harness';
+import { startClockSession } from './clock-session';
+import type { Harness } from './harness';
 
 let h: Harness;
 let script: string;
@@ -25,34 +16,7 @@ const sid = (name: string) => `${name}-${process.pid}-${Date.now()}`;
 const rome = { id: 'b1', name: 'clock', arguments: JSON.stringify({ city: 'Rome' }) };
 
 beforeAll(async () => {
-  h = await startHarness(
-    'session-id-reuse',
-    defineConfig({
-      tools: [
-        defineTool({
-          name: 'clock',
-          description: 'tells the time',
-          input: z.object({ city: z.string() }),
-          execute: ({ city }) => `noon in ${city}`,
-        }),
-      ],
-    }),
-  );
-  script = path.join(h.stateDir, 'script.json');
-  fs.writeFileSync(
-    script,
-    JSON.stringify({
-      turns: [
-        {
-          steps: [
-            { text: 'Looking.', calls: [{ id: 'c1', name: 'clock', args: { city: 'Oslo' } }] },
-            { text: 'Noon.' },
-          ],
-        },
-        { steps: [{ text: 'Still noon.' }] },
-      ],
-    }),
-  );
+  ({ h, script } = await startClockSession('session-id-reuse', 'Still noon.'));
 });
 
 afterAll(async () => {
