@@ -259,97 +259,113 @@ export class SluiceTelemetry {
   /** Called with each chunk of a batch's events as the worker writes them (not on replay). */
   observeEvents(workflowId: string, sessionId: string, events: SessionEvent[]): void {
     for (const e of events) {
-      const t = Date.parse(e.time);
+      const at = { workflowId, sessionId, seq: e.seq, t: Date.parse(e.time) };
       const d = e.data as Record<string, unknown>;
-      if (e.type === 'tool/call') {
-        let b = this.batches.get(workflowId);
-        if (!b) {
-          b = {
-            span: this.tracer?.startSpan('sluice.batch', {
-              startTime: t,
-              attributes: {
-                'sluice.workflow_id': workflowId,
-                'sluice.session_id': sessionId,
-                'sluice.turn': Number(d.turn),
-                'sluice.step': Number(d.step),
-              },
-            }),
-            open: new Map(),
-            calls: 0,
-            errors: 0,
-          };
-          this.batches.set(workflowId, b);
-        }
-        b.calls++;
-        const parent = b.span ? otel().trace.setSpan(activeContext(), b.span) : undefined;
-        b.open.set(String(d.callId), {
-          started: t,
-          span: this.tracer?.startSpan(
-            'sluice.call',
-            {
-              startTime: t,
-              attributes: {
-                'sluice.workflow_id': workflowId,
-                'sluice.session_id': sessionId,
-                'sluice.call_id': String(d.callId),
-                'sluice.tool': String(d.name),
-                'sluice.seq': e.seq,
-              },
-            },
-            parent,
-          ),
-        });
-      } else if (e.type === 'approval/asked') {
-        const call = this.batches.get(workflowId)?.open.get(String(d.callId));
-        const parent = call?.span ? otel().trace.setSpan(activeContext(), call.span) : undefined;
-        this.asks.set(`${workflowId}/${d.id}`, {
-          span: this.tracer?.startSpan(
-            'sluice.approval',
-            {
-              startTime: t,
-              attributes: {
-                'sluice.workflow_id': workflowId,
-                'sluice.approval_id': String(d.id),
-                'sluice.call_id': String(d.callId),
-                'sluice.tool': String(d.toolName),
-              },
-            },
-            parent,
-          ),
-        });
-      } else if (e.type === 'approval/decided') {
-        const outcome = d.expired ? 'expired' : String(d.outcome);
-        if (typeof d.latencyMs === 'number') this.approvalWait.labels(outcome).observe(d.latencyMs / 1000);
-        const ask = this.asks.get(`${workflowId}/${d.id}`);
-        this.asks.delete(`${workflowId}/${d.id}`);
-        if (ask?.span) {
-          ask.span.setAttribute('sluice.outcome', outcome);
-          if (typeof d.latencyMs === 'number') ask.span.setAttribute('sluice.wait_ms', d.latencyMs);
-          if (typeof d.by === 'string') ask.span.setAttribute('sluice.decided_by', d.by);
-          ask.span.end(t);
-        }
-      } else if (e.type === 'tool/result') {
-        const outcome = d.isError ? String((d.error as { code?: string } | undefined)?.code ?? 'error') : 'ok';
-        this.calls.labels(String(d.name), outcome).inc();
-        const b = this.batches.get(workflowId);
-        const call = b?.open.get(String(d.callId));
-        if (!b || !call) continue;
-        b.open.delete(String(d.callId));
-        if (d.isError) b.errors++;
-        if (call.span) {
-          call.span.setAttribute('sluice.outcome', outcome);
-          call.span.setAttribute('sluice.duration_ms', t - call.started);
-          if (d.isError) call.span.setStatus({ code: otel().SpanStatusCode.ERROR, message: outcome });
-          call.span.end(t);
-        }
-        if (b.open.size === 0) {
-          this.batches.delete(workflowId);
-          if (b.span) {
-            b.span.setAttribute('sluice.calls', b.calls);
-            b.span.setAttribute('sluice.errors', b.errors);
-            b.span.end(t);
-          }
-        }
+      if (e.type === 'tool/call') this.callStarted(at, d);
+      else if (e.type === 'approval/asked') this.approvalAsked(at, d);
+      else if (e.type === 'approval/decided') this.approvalDecided(at, d);
+      else if (e.type === 'tool/result') this.callFinished(at, d);
+    }
+  }
+
+  /** A call opens its span under its batch's, opening the batch's span with the batch's first call. */
+  private callStarted(at: EventAt, d: Record<string, unknown>): void {
+    const { workflowId, sessionId, t } = at;
+    let b = this.batches.get(workflowId);
+    if (!b) {
+      b = {
+        span: this.tracer?.startSpan('sluice.batch', {
+          startTime: t,
+          attributes: {
+            'sluice.workflow_id': workflowId,
+            'sluice.session_id': sessionId,
+            'sluice.turn': Number(d.turn),
+            'sluice.step': Number(d.step),
+          },
+        }),
+        open: new Map(),
+        calls: 0,
+        errors: 0,
+      };
+      this.batches.set(workflowId, b);
+    }
+    b.calls++;
+    const parent = b.span ? otel().trace.setSpan(activeContext(), b.span) : undefined;
+    b.open.set(String(d.callId), {
+      started: t,
+      span: this.tracer?.startSpan(
+        'sluice.call',
+        {
+          startTime: t,
+          attributes: {
+            'sluice.workflow_id': workflowId,
+            'sluice.session_id': sessionId,
+            'sluice.call_id': String(d.callId),
+            'sluice.tool': String(d.name),
+            'sluice.seq': at.seq,
+          },
+        },
+        parent,
+      ),
+    });
+  }
+
+  /** An approval opens its span under its call's. */
+  private approvalAsked({ workflowId, t }: EventAt, d: Record<string, unknown>): void {
+    const call = this.batches.get(workflowId)?.open.get(String(d.callId));
+    const parent = call?.span ? otel().trace.setSpan(activeContext(), call.span) : undefined;
+    this.asks.set(`${workflowId}/${d.id}`, {
+      span: this.tracer?.startSpan(
+        'sluice.approval',
+        {
+          startTime: t,
+          attributes: {
+            'sluice.workflow_id': workflowId,
+            'sluice.approval_id': String(d.id),
+            'sluice.call_id': String(d.callId),
+            'sluice.tool': String(d.toolName),
+          },
+        },
+        parent,
+      ),
+    });
+  }
+
+  /** A decision counts its wait and ends its approval's span. */
+  private approvalDecided({ workflowId, t }: EventAt, d: Record<string, unknown>): void {
+    const outcome = d.expired ? 'expired' : String(d.outcome);
+    if (typeof d.latencyMs === 'number') this.approvalWait.labels(outcome).observe(d.latencyMs / 1000);
+    const ask = this.asks.get(`${workflowId}/${d.id}`);
+    this.asks.delete(`${workflowId}/${d.id}`);
+    if (ask?.span) {
+      ask.span.setAttribute('sluice.outcome', outcome);
+      if (typeof d.latencyMs === 'number') ask.span.setAttribute('sluice.wait_ms', d.latencyMs);
+      if (typeof d.by === 'string') ask.span.setAttribute('sluice.decided_by', d.by);
+      ask.span.end(t);
+    }
+  }
+
+  /** A result counts the call and ends its span; the batch's last result ends the batch's. */
+  private callFinished({ workflowId, t }: EventAt, d: Record<string, unknown>): void {
+    const outcome = d.isError ? String((d.error as { code?: string } | undefined)?.code ?? 'error') : 'ok';
+    this.calls.labels(String(d.name), outcome).inc();
+    const b = this.batches.get(workflowId);
+    const call = b?.open.get(String(d.callId));
+    if (!b || !call) return;
+    b.open.delete(String(d.callId));
+    if (d.isError) b.errors++;
+    if (call.span) {
+      call.span.setAttribute('sluice.outcome', outcome);
+      call.span.setAttribute('sluice.duration_ms', t - call.started);
+      if (d.isError) call.span.setStatus({ code: otel().SpanStatusCode.ERROR, message: outcome });
+      call.span.end(t);
+    }
+    if (b.open.size === 0) {
+      this.batches.delete(workflowId);
+      if (b.span) {
+        b.span.setAttribute('sluice.calls', b.calls);
+        b.span.setAttribute('sluice.errors', b.errors);
+        b.span.end(t);
       }
     }
   }
@@ -471,4 +487,12 @@ export async function startMetricsServer(
     url: `http://${opts.host ?? '127.0.0.1'}:${port}/metrics`,
     close: () => new Promise<void>((r) => server.close(() => r())),
   };
+}
+
+/** Where a session event sits: its workflow, session, place in the log and time (ms since the epoch). */
+interface EventAt {
+  workflowId: string;
+  sessionId: string;
+  seq: number;
+  t: number;
 }
