@@ -16,6 +16,7 @@ import type {
   ApprovalsMemo,
   BatchInput,
   BatchOutput,
+  BatchState,
   DecidedApproval,
   DecisionApplied,
   DecisionRefusal,
@@ -582,88 +583,20 @@ export class ApprovalsClient {
   async signalOutcome(decision: ApprovalDecision, workflowId: string, waitMs = 5000): Promise<SignalOutcome> {
     const handle = this.temporal.workflow.getHandle(workflowId);
     const deadline = Date.now() + waitMs;
-    const expected =
-      decision.decision !== 'approve' ? 'rejected' : decision.scope === 'session' ? 'allowed-session' : 'allowed-once';
-    const fromDecided = (done: DecidedApproval): SignalOutcome =>
-      (decision.signedIdentity ? done.verified !== undefined : done.by === decision.by) &&
-      done.outcome === expected &&
-      !done.expired
-        ? { status: 'applied', outcome: done.outcome, ...(done.by ? { by: done.by } : {}) }
-        : {
-            status: 'refused',
-            refusal: {
-              code: done.expired ? 'expired' : 'decided',
-              message: done.expired
-                ? `approval ${decision.approvalId} expired at ${done.decidedAt}: nobody decided before the deny timeout, so the call was denied`
-                : `approval ${decision.approvalId} was already decided: ${done.outcome}${done.by ? ` by ${done.by}` : ''}`,
-              callId: done.callId,
-              outcome: done.outcome,
-              ...(done.by ? { by: done.by } : {}),
-            },
-          };
     for (;;) {
       const left = deadline - Date.now();
       if (left <= 0) break;
       const description = await handle.describe().catch(() => undefined);
       if (description && description.status.name !== 'RUNNING') {
         const raw = (await handle.result().catch(() => undefined)) as BatchOutputWire | undefined;
-        const output = raw && expandBatchOutput(raw);
-        const refused = output?.events
-          .filter((e) => isEvent(e, 'approval/refused'))
-          .find(
-            (e) =>
-              e.data.id === decision.approvalId &&
-              e.data.via === 'signal' &&
-              e.data.decision === decision.decision &&
-              (e.data.by ?? undefined) === decision.by,
-          );
-        if (refused)
-          return {
-            status: 'refused',
-            refusal: { code: refused.data.code, message: refused.data.problem },
-          };
-        const decided = output?.events
-          .filter((e) => isEvent(e, 'approval/decided'))
-          .find((e) => e.data.id === decision.approvalId);
-        if (decided) {
-          const { callId, outcome, by, expired } = decided.data;
-          return fromDecided({
-            approvalId: decision.approvalId,
-            decidedAt: decided.time,
-            callId,
-            outcome,
-            ...(by ? { by } : {}),
-            ...(expired ? { expired } : {}),
-          });
-        }
-        return { status: 'unknown', message: `batch ${workflowId} has closed and its result does not say` };
+        return outcomeInClosedBatch(decision, workflowId, raw);
       }
       const state = await Promise.race([
         handle.query(stateQuery).catch(() => undefined),
         new Promise<undefined>((r) => setTimeout(r, Math.min(left, 2000))),
       ]);
-      if (state) {
-        const done = state.decided.find((d) => d.approvalId === decision.approvalId);
-        if (done) return fromDecided(done);
-        const pending = state.pending.find((p) => p.approvalId === decision.approvalId);
-        if (!pending)
-          return {
-            status: 'refused',
-            refusal: {
-              code: 'unknown',
-              message: `no approval ${decision.approvalId} is pending in batch ${workflowId}; list pending ones with \`npx sluice approvals\``,
-            },
-          };
-        if (decision.argsDigest && decision.argsDigest !== pending.argsDigest)
-          return {
-            status: 'refused',
-            refusal: {
-              code: 'digest-mismatch',
-              message: `the arguments you were shown (digest ${decision.argsDigest.slice(0, 80)}) are not the ones this call would run with (${pending.argsDigest}); reload and decide again`,
-              callId: pending.callId,
-            },
-          };
-      }
+      const known = state && outcomeInRunningBatch(decision, workflowId, state);
+      if (known) return known;
       await new Promise((r) => setTimeout(r, 200));
     }
     return {
@@ -685,6 +618,98 @@ function notAnApproval(id: string): SluiceError {
   return new SluiceError(
     `${id} is not an approval but an unknown outcome to reconcile: the call may or may not have run. Check its effect, then \`npx sluice reconcile ${id} --done --evidence "..."\`, \`--not-done\` or \`--run-again\`.`,
   );
+}
+
+/** A closed batch's result: the signal's refusal, else the approval's decision; else it does not say. */
+function outcomeInClosedBatch(
+  decision: ApprovalDecision,
+  workflowId: string,
+  raw: BatchOutputWire | undefined,
+): SignalOutcome {
+  const output = raw && expandBatchOutput(raw);
+  const refused = output?.events
+    .filter((e) => isEvent(e, 'approval/refused'))
+    .find(
+      (e) =>
+        e.data.id === decision.approvalId &&
+        e.data.via === 'signal' &&
+        e.data.decision === decision.decision &&
+        (e.data.by ?? undefined) === decision.by,
+    );
+  if (refused)
+    return {
+      status: 'refused',
+      refusal: { code: refused.data.code, message: refused.data.problem },
+    };
+  const decided = output?.events
+    .filter((e) => isEvent(e, 'approval/decided'))
+    .find((e) => e.data.id === decision.approvalId);
+  if (decided) {
+    const { callId, outcome, by, expired } = decided.data;
+    return outcomeOfDecided(decision, {
+      approvalId: decision.approvalId,
+      decidedAt: decided.time,
+      callId,
+      outcome,
+      ...(by ? { by } : {}),
+      ...(expired ? { expired } : {}),
+    });
+  }
+  return { status: 'unknown', message: `batch ${workflowId} has closed and its result does not say` };
+}
+
+/**
+ * A running batch's state: the approval decided, or no longer pending, or pending with other
+ * arguments than the decider was shown; undefined while it waits for the signal.
+ */
+function outcomeInRunningBatch(
+  decision: ApprovalDecision,
+  workflowId: string,
+  state: BatchState,
+): SignalOutcome | undefined {
+  const done = state.decided.find((d) => d.approvalId === decision.approvalId);
+  if (done) return outcomeOfDecided(decision, done);
+  const pending = state.pending.find((p) => p.approvalId === decision.approvalId);
+  if (!pending)
+    return {
+      status: 'refused',
+      refusal: {
+        code: 'unknown',
+        message: `no approval ${decision.approvalId} is pending in batch ${workflowId}; list pending ones with \`npx sluice approvals\``,
+      },
+    };
+  if (decision.argsDigest && decision.argsDigest !== pending.argsDigest)
+    return {
+      status: 'refused',
+      refusal: {
+        code: 'digest-mismatch',
+        message: `the arguments you were shown (digest ${decision.argsDigest.slice(0, 80)}) are not the ones this call would run with (${pending.argsDigest}); reload and decide again`,
+        callId: pending.callId,
+      },
+    };
+  return undefined;
+}
+
+/** Applied when the decision made is this one (same decider, same outcome, not expired); else refused. */
+function outcomeOfDecided(decision: ApprovalDecision, done: DecidedApproval): SignalOutcome {
+  const expected =
+    decision.decision !== 'approve' ? 'rejected' : decision.scope === 'session' ? 'allowed-session' : 'allowed-once';
+  return (decision.signedIdentity ? done.verified !== undefined : done.by === decision.by) &&
+    done.outcome === expected &&
+    !done.expired
+    ? { status: 'applied', outcome: done.outcome, ...(done.by ? { by: done.by } : {}) }
+    : {
+        status: 'refused',
+        refusal: {
+          code: done.expired ? 'expired' : 'decided',
+          message: done.expired
+            ? `approval ${decision.approvalId} expired at ${done.decidedAt}: nobody decided before the deny timeout, so the call was denied`
+            : `approval ${decision.approvalId} was already decided: ${done.outcome}${done.by ? ` by ${done.by}` : ''}`,
+          callId: done.callId,
+          outcome: done.outcome,
+          ...(done.by ? { by: done.by } : {}),
+        },
+      };
 }
 
 /** What became of a decision sent by signal (`SluiceClient.signalOutcome`). */
