@@ -5,7 +5,8 @@
 // (the page, its API calls, its event streams). Through it the page shows the session and its
 // approval card, and a click records the decision under the proxy's user, not under a name the
 // browser tries; straight to the inbox, without the secret, the same decision is refused and the
-// call stays asked.
+// call stays asked. "Allow for this session" narrowed by a pin, given through the proxy, lets a
+// later call the pin covers run unasked, and one it does not cover asks again.
 import { randomBytes } from 'node:crypto';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -205,6 +206,55 @@ describe('the session page behind a sign-in proxy', () => {
     const decided = (await stores.events(s.sessionId)).filter((e) => e.type === 'approval/decided');
     expect(decided.map((e) => e.data)).toMatchObject([
       { id: pending.approvalId, callId: 'p', outcome: 'allowed-once', by: PROXY_USER },
+    ]);
+    await page.close();
+  }, 240_000);
+
+  it('"Allow for this session" with a pin: the next call the pin covers runs unasked, one it does not cover asks again', async () => {
+    const s = await start();
+    const page = await open(s);
+    await send(page, 'publish:notes');
+    const first = page.locator('article.call[data-turn="1"][data-call-id="p"]');
+    const ask = first.locator('.ask');
+    await ask.locator('button.session').waitFor({ timeout: 90_000 });
+    // Narrow the grant to publications named "notes" or "notes …" (a prefix pin ends at a word),
+    // prefilled with this call's value.
+    await ask.locator('details.pins summary').click();
+    const pin = ask.locator('details.pins label[data-path="what"]');
+    await pin.locator('input.pin-on').check();
+    expect(await pin.locator('input.pin-prefix').inputValue()).toBe('notes');
+    await ask.locator('button.session').click();
+    await eventually(() => first.getAttribute('data-state')).toBe('done');
+    expect(await first.locator('.approval').textContent()).toContain(`allowed for this session by ${PROXY_USER}`);
+    await eventually(() => page.locator('.turn-end').allTextContents()).toEqual(['turn 1 ended: done']);
+
+    // Covered by the pin: runs on the grant, nobody asked.
+    await send(page, 'publish:notes for May');
+    const covered = page.locator('article.call[data-turn="2"][data-call-id="p"]');
+    await eventually(() => covered.getAttribute('data-state')).toBe('done');
+    expect(await covered.locator('.result pre').textContent()).toBe('published notes for May');
+    expect(await covered.locator('.ask').count()).toBe(0);
+    await eventually(() => page.locator('.turn-end').allTextContents()).toEqual([
+      'turn 1 ended: done',
+      'turn 2 ended: done',
+    ]);
+
+    // Not covered: it asks again; denied from the page, under the proxy's user.
+    await send(page, 'publish:drafts');
+    const outside = page.locator('article.call[data-turn="3"][data-call-id="p"]');
+    await outside.locator('.ask button.deny').waitFor({ timeout: 90_000 });
+    expect(await outside.locator('.call-head .title').textContent()).toBe('Publish drafts');
+    await outside.locator('.ask button.deny').click();
+    await eventually(() => page.locator('.turn-end').count()).toBe(3);
+
+    const decided = (await stores.events(s.sessionId)).filter((e) => e.type === 'approval/decided');
+    expect(decided.map((e) => e.data)).toMatchObject([
+      {
+        outcome: 'allowed-session',
+        by: PROXY_USER,
+        grant: { toolName: 'publish', pins: [{ path: 'what', prefix: 'notes' }], by: PROXY_USER },
+      },
+      { outcome: 'rejected', by: PROXY_USER },
     ]);
     await page.close();
   }, 240_000);
