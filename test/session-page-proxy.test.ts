@@ -155,7 +155,8 @@ describe('the session page behind a sign-in proxy', () => {
     const s = await start();
     const page = await open(s);
     await send(page, 'publish');
-    expect(await page.locator('.msg.user').allTextContents()).toEqual(['you · turn 1publish']);
+    // The session as the page shows it through the proxy: the message, then the call's card.
+    await eventually(() => page.locator('.msg.user').allTextContents()).toEqual(['you · turn 1publish']);
     const call = page.locator('article.call[data-turn="1"][data-call-id="p"]');
     const ask = call.locator('.ask');
     await ask.locator('button.approve').waitFor({ timeout: 90_000 });
