@@ -106,96 +106,140 @@ export function parseGeminiPolicy(
   file: Pick<PolicyFile, 'label' | 'digest'>,
   tier: GeminiTier,
 ): GeminiRule[] {
-  let doc: Record<string, unknown>;
-  try {
-    doc = parseToml(text) as Record<string, unknown>;
-  } catch (err) {
-    const line = err instanceof TomlError ? err.line : 1;
-    throw new PolicyFileError(file.label, line, `not valid TOML (${(err as Error).message.split('\n')[0]})`);
-  }
-  for (const key of Object.keys(doc))
-    if (key !== 'rule')
-      throw new PolicyFileError(
-        file.label,
-        lineOfKey(text, key),
-        `the key ${JSON.stringify(key)} is not understood; a policy file holds [[rule]] tables`,
-      );
-  const list = doc.rule ?? [];
-  if (!Array.isArray(list))
-    throw new PolicyFileError(file.label, 1, '"rule" must be an array of tables, written [[rule]]');
-  // Where each [[rule]] starts, for errors and for the record.
-  const starts: number[] = [];
-  for (const m of text.matchAll(/^[ \t]*\[\[[ \t]*rule[ \t]*\]\]/gm)) starts.push(lineAt(text, m.index ?? 0));
+  const list = ruleTables(text, file.label);
+  const starts = ruleStarts(text);
   return list.map((raw, i) => {
     const line = starts.length === list.length ? starts[i] : 1;
     const fail = (what: string): never => {
       throw new PolicyFileError(file.label, line, `rule ${i + 1}: ${what}`);
     };
-    if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) fail('must be a table');
-    const r = raw as Record<string, unknown>;
-    for (const k of Object.keys(r)) if (!FIELDS.has(k)) fail(`the field ${JSON.stringify(k)} is not understood`);
-    const strings = (k: string): string[] | undefined => {
-      const v = r[k];
-      if (v === undefined) return undefined;
-      const arr = Array.isArray(v) ? v : [v];
-      if (arr.length === 0 || arr.some((s) => typeof s !== 'string' || s === ''))
-        fail(`${k} must be a non-empty string or a list of them`);
-      return arr as string[];
-    };
-    const decision = DECISIONS[r.decision as string];
-    if (!decision) fail(`decision must be "allow", "deny" or "ask_user", not ${JSON.stringify(r.decision)}`);
-    const p = r.priority ?? 0;
-    if (typeof p !== 'number' || !Number.isInteger(p) || p < 0 || p > 999)
-      fail(`priority must be a whole number from 0 to 999, not ${JSON.stringify(p)}`);
-    const toolNames = strings('toolName');
-    const mcp = r.mcpName;
-    if (mcp !== undefined && (typeof mcp !== 'string' || !mcp)) fail('mcpName must be a non-empty string');
-    const prefixes = strings('commandPrefix');
-    const cre = r.commandRegex;
-    if (cre !== undefined && typeof cre !== 'string') fail('commandRegex must be a string');
-    if (prefixes && cre !== undefined) fail('commandPrefix and commandRegex cannot both be given');
-    if ((prefixes || cre !== undefined) && toolNames && !toolNames.every((t) => t === SHELL))
-      fail(`commandPrefix and commandRegex apply to ${SHELL} only`);
-    const ap = r.argsPattern;
-    if (ap !== undefined && typeof ap !== 'string') fail('argsPattern must be a string');
-    const deny = r.denyMessage ?? r.deny_message;
-    if (deny !== undefined && typeof deny !== 'string') fail('denyMessage must be a string');
-    const modes = strings('modes');
-    if (r.interactive !== undefined && typeof r.interactive !== 'boolean') fail('interactive must be true or false');
-    if (r.allowRedirection !== undefined && typeof r.allowRedirection !== 'boolean')
-      fail('allowRedirection must be true or false');
-    if (r.subagent !== undefined && typeof r.subagent !== 'string') fail('subagent must be a string');
-    if (r.toolAnnotations !== undefined)
-      fail(
-        'toolAnnotations is not supported: Sluice calls carry no MCP annotations to match on; name the tools instead',
-      );
-    const names = toolNames ?? (prefixes || cre !== undefined ? [SHELL] : undefined);
-    return {
-      id: `${file.label}:${line}`,
-      format: 'gemini',
-      file: file.label,
-      digest: file.digest,
-      line,
-      text: ruleText(r),
-      decision,
-      ...(typeof deny === 'string' && deny.trim() ? { message: deny } : {}),
-      tier,
-      priority: TIER_BASE[tier] + (p as number) / 1000,
-      ...(names ? { toolNames: names.map(wildcardRegex) } : {}),
-      ...(typeof mcp === 'string' ? { mcpName: mcp } : {}),
-      ...(typeof ap === 'string' ? { argsPattern: compileRe2(ap, file.label, line, 'argsPattern') } : {}),
-      ...(prefixes ? { commandPrefixes: prefixes } : {}),
-      ...(typeof cre === 'string'
-        ? { commandRegex: compileRe2(`"command":"${cre}`, file.label, line, 'commandRegex') }
-        : {}),
-      ...(modes ? { modes } : {}),
-      ...(typeof r.interactive === 'boolean' ? { interactive: r.interactive } : {}),
-      allowRedirection: r.allowRedirection === true,
-      ...(typeof r.subagent === 'string'
-        ? { inactive: `subagent ${JSON.stringify(r.subagent)}: Sluice has no subagents` }
-        : {}),
-    } satisfies GeminiRule;
+    return ruleOf(checkedFields(raw, fail), file, line, tier);
   });
+}
+
+/** The file's [[rule]] tables, unchecked; a file that is not TOML or holds other keys is refused. */
+function ruleTables(text: string, label: string): unknown[] {
+  let doc: Record<string, unknown>;
+  try {
+    doc = parseToml(text) as Record<string, unknown>;
+  } catch (err) {
+    const line = err instanceof TomlError ? err.line : 1;
+    throw new PolicyFileError(label, line, `not valid TOML (${(err as Error).message.split('\n')[0]})`);
+  }
+  for (const key of Object.keys(doc))
+    if (key !== 'rule')
+      throw new PolicyFileError(
+        label,
+        lineOfKey(text, key),
+        `the key ${JSON.stringify(key)} is not understood; a policy file holds [[rule]] tables`,
+      );
+  const list = doc.rule ?? [];
+  if (!Array.isArray(list)) throw new PolicyFileError(label, 1, '"rule" must be an array of tables, written [[rule]]');
+  return list;
+}
+
+/** Where each [[rule]] starts, for errors and for the record. */
+function ruleStarts(text: string): number[] {
+  const starts: number[] = [];
+  for (const m of text.matchAll(/^[ \t]*\[\[[ \t]*rule[ \t]*\]\]/gm)) starts.push(lineAt(text, m.index ?? 0));
+  return starts;
+}
+
+/** A rule's fields, each checked for its type, in the order the errors are reported. */
+interface RuleFields {
+  r: Record<string, unknown>;
+  decision: PolicyDecision;
+  priority: number;
+  toolNames?: string[];
+  mcp?: string;
+  prefixes?: string[];
+  cre?: string;
+  ap?: string;
+  deny?: string;
+  modes?: string[];
+}
+
+/** Checks one [[rule]] table field by field; `fail` throws with the rule's place. */
+function checkedFields(raw: unknown, fail: (what: string) => never): RuleFields {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) fail('must be a table');
+  const r = raw as Record<string, unknown>;
+  for (const k of Object.keys(r)) if (!FIELDS.has(k)) fail(`the field ${JSON.stringify(k)} is not understood`);
+  const strings = (k: string): string[] | undefined => {
+    const v = r[k];
+    if (v === undefined) return undefined;
+    const arr = Array.isArray(v) ? v : [v];
+    if (arr.length === 0 || arr.some((s) => typeof s !== 'string' || s === ''))
+      fail(`${k} must be a non-empty string or a list of them`);
+    return arr as string[];
+  };
+  const decision = DECISIONS[r.decision as string];
+  if (!decision) fail(`decision must be "allow", "deny" or "ask_user", not ${JSON.stringify(r.decision)}`);
+  const p = r.priority ?? 0;
+  if (typeof p !== 'number' || !Number.isInteger(p) || p < 0 || p > 999)
+    fail(`priority must be a whole number from 0 to 999, not ${JSON.stringify(p)}`);
+  const toolNames = strings('toolName');
+  const mcp = r.mcpName;
+  if (mcp !== undefined && (typeof mcp !== 'string' || !mcp)) fail('mcpName must be a non-empty string');
+  const prefixes = strings('commandPrefix');
+  const cre = r.commandRegex;
+  if (cre !== undefined && typeof cre !== 'string') fail('commandRegex must be a string');
+  if (prefixes && cre !== undefined) fail('commandPrefix and commandRegex cannot both be given');
+  if ((prefixes || cre !== undefined) && toolNames && !toolNames.every((t) => t === SHELL))
+    fail(`commandPrefix and commandRegex apply to ${SHELL} only`);
+  const ap = r.argsPattern;
+  if (ap !== undefined && typeof ap !== 'string') fail('argsPattern must be a string');
+  const deny = r.denyMessage ?? r.deny_message;
+  if (deny !== undefined && typeof deny !== 'string') fail('denyMessage must be a string');
+  const modes = strings('modes');
+  if (r.interactive !== undefined && typeof r.interactive !== 'boolean') fail('interactive must be true or false');
+  if (r.allowRedirection !== undefined && typeof r.allowRedirection !== 'boolean')
+    fail('allowRedirection must be true or false');
+  if (r.subagent !== undefined && typeof r.subagent !== 'string') fail('subagent must be a string');
+  if (r.toolAnnotations !== undefined)
+    fail('toolAnnotations is not supported: Sluice calls carry no MCP annotations to match on; name the tools instead');
+  return {
+    r,
+    decision,
+    priority: p as number,
+    toolNames,
+    mcp: mcp as string | undefined,
+    prefixes,
+    cre: cre as string | undefined,
+    ap: ap as string | undefined,
+    deny: deny as string | undefined,
+    modes,
+  };
+}
+
+/** The rule as matched: its place, its tier's priority, tool names as patterns, regexes compiled on RE2. */
+function ruleOf(f: RuleFields, file: Pick<PolicyFile, 'label' | 'digest'>, line: number, tier: GeminiTier): GeminiRule {
+  const { r, toolNames, prefixes, cre, ap, deny, mcp, modes } = f;
+  const names = toolNames ?? (prefixes || cre !== undefined ? [SHELL] : undefined);
+  return {
+    id: `${file.label}:${line}`,
+    format: 'gemini',
+    file: file.label,
+    digest: file.digest,
+    line,
+    text: ruleText(r),
+    decision: f.decision,
+    ...(typeof deny === 'string' && deny.trim() ? { message: deny } : {}),
+    tier,
+    priority: TIER_BASE[tier] + f.priority / 1000,
+    ...(names ? { toolNames: names.map(wildcardRegex) } : {}),
+    ...(typeof mcp === 'string' ? { mcpName: mcp } : {}),
+    ...(typeof ap === 'string' ? { argsPattern: compileRe2(ap, file.label, line, 'argsPattern') } : {}),
+    ...(prefixes ? { commandPrefixes: prefixes } : {}),
+    ...(typeof cre === 'string'
+      ? { commandRegex: compileRe2(`"command":"${cre}`, file.label, line, 'commandRegex') }
+      : {}),
+    ...(modes ? { modes } : {}),
+    ...(typeof r.interactive === 'boolean' ? { interactive: r.interactive } : {}),
+    allowRedirection: r.allowRedirection === true,
+    ...(typeof r.subagent === 'string'
+      ? { inactive: `subagent ${JSON.stringify(r.subagent)}: Sluice has no subagents` }
+      : {}),
+  };
 }
 
 function lineOfKey(text: string, key: string): number {
