@@ -139,8 +139,8 @@ async function main() {
 
     let n = 0;
     const stamp = `${process.pid}-${Date.now()}`;
-    const echoText = (r: { content?: unknown }) =>
-      (r.content as { type: string; text?: string }[]).map((b) => b.text ?? '').join('');
+    const echoText = (r: unknown) =>
+      (r as { content: { type: string; text?: string }[] }).content.map((b) => b.text ?? '').join('');
     const bashInput = (k: number) => ({ ...FIXTURE.tool_input, command: `npm test -- --shard ${k}` });
     const forms: Record<string, () => Promise<void>> = {
       'a: upstream direct': async () => {
@@ -214,9 +214,9 @@ async function main() {
     const hs = p('b: sluice hook serve (POST /claude)', 50);
     const hb = p('b: runBatch (Bash, same one-call batch)', 50);
     log(
-      `[bench] a: gateway / upstream direct ${round(gw / up, 1)}x (+${round(gw - up, 1)} ms p50); gateway / runBatch ${round(gw / rb, 2)}x (+${round(gw - rb, 1)} ms p50; target +10 ms)`,
+      `[bench] a: gateway / upstream direct ${round(gw / up, 1)}x (${signed(gw - up)} ms p50); gateway / runBatch ${round(gw / rb, 2)}x (${signed(gw - rb)} ms p50; target +10 ms)`,
     );
-    log(`[bench] b: hook serve / runBatch ${round(hs / hb, 2)}x (+${round(hs - hb, 1)} ms p50; target p50 150 ms)`);
+    log(`[bench] b: hook serve / runBatch ${round(hs / hb, 2)}x (${signed(hs - hb)} ms p50; target p50 150 ms)`);
     log(`[bench] end: ${uptime()}`);
     const out = path.join(
       __dirname,
@@ -227,9 +227,25 @@ async function main() {
     console.log(`[bench] written to ${path.relative(ROOT, out)}`);
   } finally {
     for (const close of closers.reverse()) await close().catch(() => undefined);
-    for (const c of children) c.kill('SIGTERM');
+    // The worker drains before it exits, and cannot once the server is gone: wait for the
+    // children first, and kill any that has not exited in 15 s.
+    await Promise.all(children.map((c) => stop(c, 15_000)));
     await server?.stop();
   }
+}
+
+const signed = (ms: number) => `${ms < 0 ? '' : '+'}${round(ms, 1)}`;
+
+function stop(child: ChildProcess, ms: number): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const t = setTimeout(() => child.kill('SIGKILL'), ms);
+    child.once('exit', () => {
+      clearTimeout(t);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
 }
 
 function expect(actual: string, wanted: string, form: string) {
@@ -265,7 +281,11 @@ function waitFor(child: ChildProcess, text: string, ms: number): Promise<void> {
   });
 }
 
-main().catch((err) => {
-  console.error(err);
-  process.exit(1);
-});
+main().then(
+  // Stdio clients' pipes may keep the loop alive after their processes are gone.
+  () => process.exit(0),
+  (err) => {
+    console.error(err);
+    process.exit(1);
+  },
+);
