@@ -139,95 +139,139 @@ interface Parsed {
 }
 
 function parseStarlark(r: Reader): Parsed {
-  const toks = tokenize(r);
-  let p = 0;
-  const vars = new Map<string, Value>();
-  const calls: Call[] = [];
-  const peek = () => toks[p];
-  const next = () => toks[p++];
-  const expect = (v: string, what: string) => {
-    const t = next();
-    if (t.t !== 'punct' || t.v !== v) r.fail(t.at, `expected ${JSON.stringify(v)} ${what}, found ${describe(t)}`);
-    return t;
-  };
+  return { calls: new StarlarkParser(r, tokenize(r)).calls() };
+}
 
-  function value(): Value {
-    let left = primary();
-    while (peek().t === 'punct' && (peek() as { v: string }).v === '+') {
-      const plus = next();
-      const right = primary();
-      if (left.kind === 'str' && right.kind === 'str') left = { kind: 'str', v: left.v + right.v, at: left.at };
-      else if (left.kind === 'list' && right.kind === 'list')
-        left = { kind: 'list', items: [...left.items, ...right.items], at: left.at };
-      else r.fail(plus.at, '`+` joins two strings or two lists only');
+/**
+ * Reads the token list top to bottom: each statement is either `NAME = value` (remembered for
+ * later values) or a `prefix_rule(...)` / `host_executable(...)` call with keyword arguments.
+ */
+class StarlarkParser {
+  private p = 0;
+  private readonly vars = new Map<string, Value>();
+
+  constructor(
+    private readonly r: Reader,
+    private readonly toks: Tok[],
+  ) {}
+
+  calls(): Call[] {
+    const calls: Call[] = [];
+    while (this.peek().t !== 'eof') {
+      const call = this.statement();
+      if (call) calls.push(call);
     }
-    return left;
-  }
-  function primary(): Value {
-    const t = next();
-    if (t.t === 'str') return { kind: 'str', v: t.v, at: t.at };
-    if (t.t === 'punct' && t.v === '[') {
-      const items: Value[] = [];
-      while (!(peek().t === 'punct' && (peek() as { v: string }).v === ']')) {
-        items.push(value());
-        const sep = peek();
-        if (sep.t === 'punct' && sep.v === ',') next();
-        else if (!(sep.t === 'punct' && sep.v === ']'))
-          r.fail(sep.at, `expected "," or "]" in a list, found ${describe(sep)}`);
-      }
-      next();
-      return { kind: 'list', items, at: t.at };
-    }
-    if (t.t === 'name') {
-      const bound = vars.get(t.v);
-      if (bound) return bound;
-      if (peek().t === 'punct' && (peek() as { v: string }).v === '(')
-        r.fail(
-          t.at,
-          `the call ${t.v}(...) is not understood inside a value; Sluice does not run Starlark, it reads literals`,
-        );
-      r.fail(t.at, `the name ${t.v} is not defined before this line (define it as NAME = [...] or "..." above)`);
-    }
-    return r.fail(t.at, `expected a string or a list, found ${describe(t)}`);
+    return calls;
   }
 
-  while (peek().t !== 'eof') {
-    const t = next();
+  /** One top-level statement: a binding (nothing to return) or a call. */
+  private statement(): Call | undefined {
+    const t = this.next();
     if (t.t !== 'name')
-      r.fail(t.at, `expected prefix_rule(...), host_executable(...) or NAME = value, found ${describe(t)}`);
-    const after = peek();
-    if (after.t === 'punct' && after.v === '=') {
-      next();
-      vars.set(t.v, value());
-      continue;
+      this.r.fail(t.at, `expected prefix_rule(...), host_executable(...) or NAME = value, found ${describe(t)}`);
+    if (this.atPunct('=')) {
+      this.next();
+      this.vars.set(t.v, this.value());
+      return undefined;
     }
-    if (!(after.t === 'punct' && after.v === '('))
-      r.fail(
+    if (!this.atPunct('('))
+      this.r.fail(
         t.at,
         `${describe(t)} is not understood; Sluice reads prefix_rule(...), host_executable(...) and NAME = value statements only`,
       );
     if (t.v !== 'prefix_rule' && t.v !== 'host_executable')
-      r.fail(
+      this.r.fail(
         t.at,
         `${t.v}(...) is not understood; Sluice reads prefix_rule(...) and host_executable(...) only, and never runs a rules file as code`,
       );
-    next();
-    const kwargs = new Map<string, Value>();
-    while (!(peek().t === 'punct' && (peek() as { v: string }).v === ')')) {
-      const k = next();
-      if (k.t !== 'name') r.fail(k.at, `${t.v}() takes keyword arguments (name = value), found ${describe(k)}`);
-      expect('=', `after ${k.v}`);
-      if (kwargs.has(k.v)) r.fail(k.at, `${k.v} is given twice`);
-      kwargs.set(k.v, value());
-      const sep = peek();
-      if (sep.t === 'punct' && sep.v === ',') next();
-      else if (!(sep.t === 'punct' && sep.v === ')'))
-        r.fail(sep.at, `expected "," or ")" in ${t.v}(...), found ${describe(sep)}`);
-    }
-    const close = next();
-    calls.push({ fn: t.v, at: t.at, end: close.at + 1, kwargs });
+    this.next();
+    return this.callArguments(t.v, t.at);
   }
-  return { calls };
+
+  /** The `name = value, ...)` after a call's opening parenthesis, through the closing one. */
+  private callArguments(fn: string, at: number): Call {
+    const kwargs = new Map<string, Value>();
+    while (!this.atPunct(')')) {
+      const k = this.next();
+      if (k.t !== 'name') this.r.fail(k.at, `${fn}() takes keyword arguments (name = value), found ${describe(k)}`);
+      this.expect('=', `after ${k.v}`);
+      if (kwargs.has(k.v)) this.r.fail(k.at, `${k.v} is given twice`);
+      kwargs.set(k.v, this.value());
+      const sep = this.peek();
+      if (sep.t === 'punct' && sep.v === ',') this.next();
+      else if (!(sep.t === 'punct' && sep.v === ')'))
+        this.r.fail(sep.at, `expected "," or ")" in ${fn}(...), found ${describe(sep)}`);
+    }
+    const close = this.next();
+    return { fn, at, end: close.at + 1, kwargs };
+  }
+
+  /** A value: primaries joined by `+` (string to string, list to list). */
+  private value(): Value {
+    let left = this.primary();
+    while (this.atPunct('+')) {
+      const plus = this.next();
+      const right = this.primary();
+      if (left.kind === 'str' && right.kind === 'str') left = { kind: 'str', v: left.v + right.v, at: left.at };
+      else if (left.kind === 'list' && right.kind === 'list')
+        left = { kind: 'list', items: [...left.items, ...right.items], at: left.at };
+      else this.r.fail(plus.at, '`+` joins two strings or two lists only');
+    }
+    return left;
+  }
+
+  /** A string literal, a list literal, or a name bound earlier. */
+  private primary(): Value {
+    const t = this.next();
+    if (t.t === 'str') return { kind: 'str', v: t.v, at: t.at };
+    if (t.t === 'punct' && t.v === '[') return this.listItems(t.at);
+    if (t.t === 'name') return this.boundName(t.v, t.at);
+    return this.r.fail(t.at, `expected a string or a list, found ${describe(t)}`);
+  }
+
+  /** The items after a list's `[`, through its `]`. */
+  private listItems(at: number): Value {
+    const items: Value[] = [];
+    while (!this.atPunct(']')) {
+      items.push(this.value());
+      const sep = this.peek();
+      if (sep.t === 'punct' && sep.v === ',') this.next();
+      else if (!(sep.t === 'punct' && sep.v === ']'))
+        this.r.fail(sep.at, `expected "," or "]" in a list, found ${describe(sep)}`);
+    }
+    this.next();
+    return { kind: 'list', items, at };
+  }
+
+  private boundName(name: string, at: number): Value {
+    const bound = this.vars.get(name);
+    if (bound) return bound;
+    if (this.atPunct('('))
+      this.r.fail(
+        at,
+        `the call ${name}(...) is not understood inside a value; Sluice does not run Starlark, it reads literals`,
+      );
+    return this.r.fail(
+      at,
+      `the name ${name} is not defined before this line (define it as NAME = [...] or "..." above)`,
+    );
+  }
+
+  private peek(): Tok {
+    return this.toks[this.p];
+  }
+  private next(): Tok {
+    return this.toks[this.p++];
+  }
+  private atPunct(v: string): boolean {
+    const t = this.peek();
+    return t.t === 'punct' && t.v === v;
+  }
+  private expect(v: string, what: string): Tok {
+    const t = this.next();
+    if (t.t !== 'punct' || t.v !== v) this.r.fail(t.at, `expected ${JSON.stringify(v)} ${what}, found ${describe(t)}`);
+    return t;
+  }
 }
 
 function describe(t: Tok): string {
@@ -262,71 +306,15 @@ export function parseRulesFile(text: string, file: Pick<PolicyFile, 'label' | 'd
   const { calls } = parseStarlark(r);
   const rules: CodexRule[] = [];
   const hosts = new Map<string, string[]>();
+  // Several rules on one line get ids `file:line`, `file:line#2`, ...
   const perLine = new Map<number, number>();
   for (const call of calls) {
     if (call.fn === 'host_executable') {
-      const name = call.kwargs.get('name');
-      const paths = call.kwargs.get('paths');
-      if (name?.kind !== 'str') r.fail(call.at, 'host_executable needs name = "<program>"');
-      if (paths?.kind !== 'list' || paths.items.some((i) => i.kind !== 'str'))
-        r.fail(call.at, 'host_executable needs paths = ["/absolute/path", ...]');
-      for (const k of call.kwargs.keys())
-        if (k !== 'name' && k !== 'paths') r.fail(call.at, `host_executable has no argument ${k}`);
-      const list = (paths.items as { v: string }[]).map((i) => i.v);
-      for (const p of list)
-        if (!path.isAbsolute(p)) r.fail(paths.at, `host_executable paths must be absolute, not ${JSON.stringify(p)}`);
-      hosts.set(name.v, [...(hosts.get(name.v) ?? []), ...list]);
+      const host = readHostExecutable(r, call);
+      hosts.set(host.name, [...(hosts.get(host.name) ?? []), ...host.paths]);
       continue;
     }
-    for (const k of call.kwargs.keys())
-      if (!PREFIX_RULE_ARGS.has(k))
-        r.fail(
-          call.at,
-          `prefix_rule has no argument ${k} (it takes pattern, decision, justification, match, not_match)`,
-        );
-    const pat = call.kwargs.get('pattern');
-    if (!pat) r.fail(call.at, 'prefix_rule needs pattern = [...]');
-    if (pat.kind !== 'list' || pat.items.length === 0) r.fail(pat.at, 'pattern must be a non-empty list of words');
-    const pattern = pat.items.map((el) => {
-      if (el.kind === 'str') return [el.v];
-      if (el.items.length === 0 || el.items.some((a) => a.kind !== 'str'))
-        r.fail(el.at, 'a list inside pattern holds the alternative words for one position, as strings');
-      return el.items.map((a) => (a as { v: string }).v);
-    });
-    const dec = call.kwargs.get('decision');
-    let codexDecision: CodexDecision = 'allow';
-    if (dec) {
-      if (dec.kind !== 'str' || !(dec.v in TO_SLUICE))
-        r.fail(
-          dec.at,
-          `decision must be "allow", "prompt" or "forbidden", not ${dec.kind === 'str' ? JSON.stringify(dec.v) : 'a list'}`,
-        );
-      codexDecision = dec.v as CodexDecision;
-    }
-    const just = call.kwargs.get('justification');
-    if (just && just.kind !== 'str') r.fail(just.at, 'justification must be a string');
-    const examples = (key: 'match' | 'not_match') => {
-      const v = call.kwargs.get(key);
-      if (!v) return { tokens: [] as string[][], raw: [] as string[] };
-      if (v.kind !== 'list') r.fail(v.at, `${key} must be a list of examples (strings or lists of words)`);
-      const tokens: string[][] = [];
-      const raw: string[] = [];
-      for (const ex of v.items) {
-        if (ex.kind === 'str') {
-          tokens.push(exampleWords(ex.v));
-          raw.push(ex.v);
-        } else {
-          if (ex.items.some((w) => w.kind !== 'str'))
-            r.fail(ex.at, `a ${key} example given as a list holds words (strings)`);
-          const words = ex.items.map((w) => (w as { v: string }).v);
-          tokens.push(words);
-          raw.push(JSON.stringify(words));
-        }
-      }
-      return { tokens, raw };
-    };
-    const m = examples('match');
-    const n = examples('not_match');
+    const rule = readPrefixRule(r, call);
     const line = lineOf(text, call.at);
     const nth = perLine.get(line) ?? 0;
     perLine.set(line, nth + 1);
@@ -336,15 +324,100 @@ export function parseRulesFile(text: string, file: Pick<PolicyFile, 'label' | 'd
       file: file.label,
       digest: file.digest,
       line,
-      text: ruleText(pattern, codexDecision),
-      decision: TO_SLUICE[codexDecision],
-      ...(just?.kind === 'str' && just.v.trim() ? { message: just.v } : {}),
-      pattern,
-      codexDecision,
-      examples: { match: m.tokens, notMatch: n.tokens, raw: { match: m.raw, notMatch: n.raw } },
+      text: ruleText(rule.pattern, rule.codexDecision),
+      decision: TO_SLUICE[rule.codexDecision],
+      ...(rule.message ? { message: rule.message } : {}),
+      pattern: rule.pattern,
+      codexDecision: rule.codexDecision,
+      examples: rule.examples,
     });
   }
   return { rules, hosts };
+}
+
+/** `host_executable(name = "git", paths = ["/usr/bin/git"])`: the paths must be absolute. */
+function readHostExecutable(r: Reader, call: Call): { name: string; paths: string[] } {
+  const name = call.kwargs.get('name');
+  const paths = call.kwargs.get('paths');
+  if (name?.kind !== 'str') r.fail(call.at, 'host_executable needs name = "<program>"');
+  if (paths?.kind !== 'list' || paths.items.some((i) => i.kind !== 'str'))
+    r.fail(call.at, 'host_executable needs paths = ["/absolute/path", ...]');
+  for (const k of call.kwargs.keys())
+    if (k !== 'name' && k !== 'paths') r.fail(call.at, `host_executable has no argument ${k}`);
+  const list = (paths.items as { v: string }[]).map((i) => i.v);
+  for (const p of list)
+    if (!path.isAbsolute(p)) r.fail(paths.at, `host_executable paths must be absolute, not ${JSON.stringify(p)}`);
+  return { name: name.v, paths: list };
+}
+
+/** The arguments of one `prefix_rule(...)`, checked in the order they are reported. */
+function readPrefixRule(
+  r: Reader,
+  call: Call,
+): Pick<CodexRule, 'pattern' | 'codexDecision' | 'examples'> & { message?: string } {
+  for (const k of call.kwargs.keys())
+    if (!PREFIX_RULE_ARGS.has(k))
+      r.fail(call.at, `prefix_rule has no argument ${k} (it takes pattern, decision, justification, match, not_match)`);
+  const pattern = readPattern(r, call);
+  const codexDecision = readDecision(r, call);
+  const just = call.kwargs.get('justification');
+  if (just && just.kind !== 'str') r.fail(just.at, 'justification must be a string');
+  const m = readExamples(r, call, 'match');
+  const n = readExamples(r, call, 'not_match');
+  return {
+    pattern,
+    codexDecision,
+    examples: { match: m.tokens, notMatch: n.tokens, raw: { match: m.raw, notMatch: n.raw } },
+    // A blank justification adds no message.
+    ...(just?.kind === 'str' && just.v.trim() ? { message: just.v } : {}),
+  };
+}
+
+/** `pattern = [...]`: each element a word, or a list of the alternative words for that position. */
+function readPattern(r: Reader, call: Call): string[][] {
+  const pat = call.kwargs.get('pattern');
+  if (!pat) r.fail(call.at, 'prefix_rule needs pattern = [...]');
+  if (pat.kind !== 'list' || pat.items.length === 0) r.fail(pat.at, 'pattern must be a non-empty list of words');
+  return pat.items.map((el) => {
+    if (el.kind === 'str') return [el.v];
+    if (el.items.length === 0 || el.items.some((a) => a.kind !== 'str'))
+      r.fail(el.at, 'a list inside pattern holds the alternative words for one position, as strings');
+    return el.items.map((a) => (a as { v: string }).v);
+  });
+}
+
+/** `decision = "allow" | "prompt" | "forbidden"`; Codex's default is allow. */
+function readDecision(r: Reader, call: Call): CodexDecision {
+  const dec = call.kwargs.get('decision');
+  if (!dec) return 'allow';
+  if (dec.kind !== 'str' || !(dec.v in TO_SLUICE))
+    r.fail(
+      dec.at,
+      `decision must be "allow", "prompt" or "forbidden", not ${dec.kind === 'str' ? JSON.stringify(dec.v) : 'a list'}`,
+    );
+  return dec.v as CodexDecision;
+}
+
+/** `match` / `not_match`: examples as strings (split into words) or as lists of words. */
+function readExamples(r: Reader, call: Call, key: 'match' | 'not_match'): { tokens: string[][]; raw: string[] } {
+  const v = call.kwargs.get(key);
+  if (!v) return { tokens: [], raw: [] };
+  if (v.kind !== 'list') r.fail(v.at, `${key} must be a list of examples (strings or lists of words)`);
+  const tokens: string[][] = [];
+  const raw: string[] = [];
+  for (const ex of v.items) {
+    if (ex.kind === 'str') {
+      tokens.push(exampleWords(ex.v));
+      raw.push(ex.v);
+    } else {
+      if (ex.items.some((w) => w.kind !== 'str'))
+        r.fail(ex.at, `a ${key} example given as a list holds words (strings)`);
+      const words = ex.items.map((w) => (w as { v: string }).v);
+      tokens.push(words);
+      raw.push(JSON.stringify(words));
+    }
+  }
+  return { tokens, raw };
 }
 
 function ruleText(pattern: string[][], decision: CodexDecision): string {
