@@ -59,85 +59,128 @@ export function openCodeWildcard(pattern: string): RegExp {
 }
 
 export function parseOpenCode(text: string, file: Pick<PolicyFile, 'label' | 'digest'>, home: string): OpenCodeRule[] {
+  const perm = readJsonObject(text, file.label).permission;
+  if (perm === undefined) return [];
+  const lines = new KeyLines(text);
+  if (typeof perm === 'string') {
+    const line = lines.of('permission');
+    return [
+      openCodeRule(file, home, {
+        permission: '*',
+        pattern: '*',
+        action: perm,
+        line,
+        text: `"permission": ${JSON.stringify(perm)}`,
+      }),
+    ];
+  }
+  if (typeof perm !== 'object' || perm === null || Array.isArray(perm))
+    throw new PolicyFileError(
+      file.label,
+      lines.of('permission'),
+      '"permission" must be an action or an object keyed by permission',
+    );
+  const rules: OpenCodeRule[] = [];
+  for (const [name, value] of Object.entries(perm)) rules.push(...entryRules(file, home, lines, name, value));
+  return rules;
+}
+
+/** The file parsed as JSON; it must be an object. Errors name the line JSON.parse stopped at. */
+function readJsonObject(text: string, label: string): Record<string, unknown> {
   let doc: unknown;
   try {
     doc = JSON.parse(text);
   } catch (err) {
     const m = /position (\d+)/.exec((err as Error).message);
-    throw new PolicyFileError(
-      file.label,
-      m ? lineAt(text, Number(m[1])) : 1,
-      `not valid JSON (${(err as Error).message})`,
-    );
+    throw new PolicyFileError(label, m ? lineAt(text, Number(m[1])) : 1, `not valid JSON (${(err as Error).message})`);
   }
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc))
-    throw new PolicyFileError(file.label, 1, 'must be a JSON object like {"permission": {...}}');
-  const perm = (doc as Record<string, unknown>).permission;
-  if (perm === undefined) return [];
-  const rules: OpenCodeRule[] = [];
-  // Lines: each key is looked for after the one before it, so repeated patterns get their own line.
-  let cursor = Math.max(0, text.indexOf('"permission"'));
-  const lineOf = (key: string) => {
-    const at = text.indexOf(JSON.stringify(key), cursor);
-    if (at < 0) return lineAt(text, cursor);
-    cursor = at + 1;
-    return lineAt(text, at);
-  };
-  const expandHome = (p: string) =>
-    p === '~' ? home : p.startsWith('~/') ? home + p.slice(1) : p.startsWith('$HOME') ? home + p.slice(5) : p;
-  const add = (permission: string, pattern: string, action: unknown, line: number, text: string) => {
-    const decision = ACTIONS[action as string];
-    if (!decision)
-      throw new PolicyFileError(
-        file.label,
-        line,
-        `${text}: the action must be "allow", "ask" or "deny", not ${JSON.stringify(action)}`,
-      );
-    rules.push({
-      id: `${file.label}:${line}`,
-      format: 'opencode',
-      file: file.label,
-      digest: file.digest,
-      line,
-      text,
-      decision,
-      permission: openCodeWildcard(permission),
-      pattern: openCodeWildcard(permission === 'external_directory' ? expandHome(pattern) : pattern),
-      wildcard: pattern,
-    });
-  };
-  if (typeof perm === 'string') {
-    add('*', '*', perm, lineOf('permission'), `"permission": ${JSON.stringify(perm)}`);
-    return rules;
+    throw new PolicyFileError(label, 1, 'must be a JSON object like {"permission": {...}}');
+  return doc as Record<string, unknown>;
+}
+
+/**
+ * Finds the line of each key in the text. JSON.parse keeps no positions, so each key is looked
+ * for after the one before it (starting at "permission"), and repeated patterns get their own line.
+ */
+class KeyLines {
+  private cursor: number;
+  constructor(private readonly text: string) {
+    this.cursor = Math.max(0, text.indexOf('"permission"'));
   }
-  if (typeof perm !== 'object' || perm === null || Array.isArray(perm))
+  of(key: string): number {
+    const at = this.text.indexOf(JSON.stringify(key), this.cursor);
+    if (at < 0) return lineAt(this.text, this.cursor);
+    this.cursor = at + 1;
+    return lineAt(this.text, at);
+  }
+}
+
+/** One entry of the permission object: `"bash": "ask"` or `"bash": { "<pattern>": "<action>", ... }`. */
+function entryRules(
+  file: Pick<PolicyFile, 'label' | 'digest'>,
+  home: string,
+  lines: KeyLines,
+  name: string,
+  value: unknown,
+): OpenCodeRule[] {
+  const line = lines.of(name);
+  if (typeof value === 'string')
+    return [
+      openCodeRule(file, home, {
+        permission: name,
+        pattern: '*',
+        action: value,
+        line,
+        text: `"${name}": ${JSON.stringify(value)}`,
+      }),
+    ];
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
     throw new PolicyFileError(
       file.label,
-      lineOf('permission'),
-      '"permission" must be an action or an object keyed by permission',
+      line,
+      `"permission.${name}" must be an action or an object of pattern → action`,
     );
-  for (const [name, value] of Object.entries(perm)) {
-    const line = lineOf(name);
-    if (typeof value === 'string') {
-      add(name, '*', value, line, `"${name}": ${JSON.stringify(value)}`);
-    } else if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
-      for (const [pattern, action] of Object.entries(value))
-        add(
-          name,
-          pattern,
-          action,
-          lineOf(pattern),
-          `"${name}": {${JSON.stringify(pattern)}: ${JSON.stringify(action)}}`,
-        );
-    } else {
-      throw new PolicyFileError(
-        file.label,
-        line,
-        `"permission.${name}" must be an action or an object of pattern → action`,
-      );
-    }
+  const rules: OpenCodeRule[] = [];
+  for (const [pattern, action] of Object.entries(value)) {
+    const at = lines.of(pattern);
+    const shown = `"${name}": {${JSON.stringify(pattern)}: ${JSON.stringify(action)}}`;
+    rules.push(openCodeRule(file, home, { permission: name, pattern, action, line: at, text: shown }));
   }
   return rules;
+}
+
+/** One rule; `text` is how it is shown (in errors and verdicts). */
+function openCodeRule(
+  file: Pick<PolicyFile, 'label' | 'digest'>,
+  home: string,
+  r: { permission: string; pattern: string; action: unknown; line: number; text: string },
+): OpenCodeRule {
+  const decision = ACTIONS[r.action as string];
+  if (!decision)
+    throw new PolicyFileError(
+      file.label,
+      r.line,
+      `${r.text}: the action must be "allow", "ask" or "deny", not ${JSON.stringify(r.action)}`,
+    );
+  // Only external_directory patterns are paths, where `~` and `$HOME` mean the home folder.
+  const pattern = r.permission === 'external_directory' ? expandHome(r.pattern, home) : r.pattern;
+  return {
+    id: `${file.label}:${r.line}`,
+    format: 'opencode',
+    file: file.label,
+    digest: file.digest,
+    line: r.line,
+    text: r.text,
+    decision,
+    permission: openCodeWildcard(r.permission),
+    pattern: openCodeWildcard(pattern),
+    wildcard: r.pattern,
+  };
+}
+
+function expandHome(p: string, home: string): string {
+  return p === '~' ? home : p.startsWith('~/') ? home + p.slice(1) : p.startsWith('$HOME') ? home + p.slice(5) : p;
 }
 
 /** The literal start of a wildcard: the text before its first `*` or `?`. */
