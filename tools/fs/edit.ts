@@ -2,7 +2,7 @@
 // allows it. The version check and the replacement use the same bytes, so nothing that changed
 // in between can be overwritten.
 import { z } from 'zod';
-import { defineTool, toolOutput, type ToolDefinition } from '../../define/config';
+import { defineTool, type ToolContext, toolOutput, type ToolDefinition } from '../../define/config';
 import { answering, ToolErrorCodes, ToolFailure } from '../errors';
 import { loadFile, looksBinary } from './files';
 import { writeAtomically } from './pinned';
@@ -18,12 +18,13 @@ const input = z.strictObject({
   new_string: z.string().describe('The text to put in its place'),
   replace_all: z.boolean().optional().describe('Replace every occurrence instead of requiring exactly one'),
 });
+type EditArgs = z.infer<typeof input>;
 
 export function editTool(
   workspace: () => Promise<Workspace>,
   policy: EditIntentPolicy,
   maxBytes: number,
-): ToolDefinition<z.infer<typeof input>> {
+): ToolDefinition<EditArgs> {
   return defineTool({
     name: 'edit',
     aliases: ['Edit'],
@@ -36,69 +37,70 @@ export function editTool(
       title: `Edit ${a.file_path}`,
       ...(a.replace_all ? { summary: 'replace all occurrences' } : {}),
     }),
-    execute: (args, ctx) =>
-      answering(async () => {
-        const ws = await workspace();
-        const target = await resolveInWorkspace(ws, args.file_path);
-        const now = await loadFile(ws, target.rel, maxBytes);
-        const observed = observationOf(ctx, target.rel);
-        const decision = await askIntent('fs/edit-intent', policy, {
-          tool: 'edit',
-          path: target.rel,
-          absolutePath: target.abs,
-          current: now.disk,
-          observed,
-          args,
-          ctx,
-        });
-        if (decision.kind === 'deny') throw new ToolFailure(decision.message, decision.code);
-        if (!now.bytes)
-          throw new ToolFailure(
-            `${target.rel} does not exist, so there is nothing to edit. Use write to create it.`,
-            ToolErrorCodes.FS_NOT_FOUND,
-          );
-        if (looksBinary(now.bytes))
-          throw new ToolFailure(
-            `${target.rel} is a binary file; edit changes text files only.`,
-            ToolErrorCodes.FS_BINARY_FILE,
-          );
-        if (args.old_string === args.new_string)
-          throw new ToolFailure(
-            'old_string and new_string are the same, so the edit would change nothing. Give the text that should replace it.',
-            ToolErrorCodes.INVALID_ARGS,
-          );
-
-        const text = now.bytes.toString('utf8');
-        if (!Buffer.from(text, 'utf8').equals(now.bytes)) {
-          throw new ToolFailure(
-            `${target.rel} is not valid UTF-8, so edit could not rewrite it without damaging other bytes. Change it with bash instead.`,
-            ToolErrorCodes.FS_BINARY_FILE,
-          );
-        }
-        const { updated, count } = replace(
-          text,
-          args.old_string,
-          args.new_string,
-          args.replace_all === true,
-          target.rel,
-        );
-        await writeAtomically(ws, target.rel, updated, now.mode);
-        const version = versionOf(updated);
-        // An edit shows the model no more of the file than it saw before; an unobserved file
-        // (a custom policy let it through) counts as seen in part.
-        recordObservation(ctx, target.rel, {
-          state: 'present',
-          version,
-          partial: observed?.state === 'present' ? observed.partial : true,
-        });
-        return toolOutput({
-          content: [
-            { type: 'text', text: `Edited ${target.rel}: replaced ${count} occurrence${count === 1 ? '' : 's'}.` },
-          ],
-          meta: { path: target.rel, version, replacements: count },
-        });
-      }),
+    execute: (args, ctx) => answering(() => edit(args, ctx, workspace, policy, maxBytes)),
   });
+}
+
+/** Asks fs/edit-intent, then replaces and writes from the same bytes the intent was judged on. */
+async function edit(
+  args: EditArgs,
+  ctx: ToolContext,
+  workspace: () => Promise<Workspace>,
+  policy: EditIntentPolicy,
+  maxBytes: number,
+) {
+  const ws = await workspace();
+  const target = await resolveInWorkspace(ws, args.file_path);
+  const now = await loadFile(ws, target.rel, maxBytes);
+  const observed = observationOf(ctx, target.rel);
+  const decision = await askIntent('fs/edit-intent', policy, {
+    tool: 'edit',
+    path: target.rel,
+    absolutePath: target.abs,
+    current: now.disk,
+    observed,
+    args,
+    ctx,
+  });
+  if (decision.kind === 'deny') throw new ToolFailure(decision.message, decision.code);
+  const text = editableText(target.rel, now.bytes, args);
+  const { updated, count } = replace(text, args.old_string, args.new_string, args.replace_all === true, target.rel);
+  await writeAtomically(ws, target.rel, updated, now.mode);
+  const version = versionOf(updated);
+  // An edit shows the model no more of the file than it saw before; an unobserved file
+  // (a custom policy let it through) counts as seen in part.
+  recordObservation(ctx, target.rel, {
+    state: 'present',
+    version,
+    partial: observed?.state === 'present' ? observed.partial : true,
+  });
+  return toolOutput({
+    content: [{ type: 'text', text: `Edited ${target.rel}: replaced ${count} occurrence${count === 1 ? '' : 's'}.` }],
+    meta: { path: target.rel, version, replacements: count },
+  });
+}
+
+/** The file as text, or a failure saying why edit cannot change it (missing, binary, not UTF-8, a no-op edit). */
+function editableText(rel: string, bytes: Buffer | undefined, args: EditArgs): string {
+  if (!bytes)
+    throw new ToolFailure(
+      `${rel} does not exist, so there is nothing to edit. Use write to create it.`,
+      ToolErrorCodes.FS_NOT_FOUND,
+    );
+  if (looksBinary(bytes))
+    throw new ToolFailure(`${rel} is a binary file; edit changes text files only.`, ToolErrorCodes.FS_BINARY_FILE);
+  if (args.old_string === args.new_string)
+    throw new ToolFailure(
+      'old_string and new_string are the same, so the edit would change nothing. Give the text that should replace it.',
+      ToolErrorCodes.INVALID_ARGS,
+    );
+  const text = bytes.toString('utf8');
+  if (!Buffer.from(text, 'utf8').equals(bytes))
+    throw new ToolFailure(
+      `${rel} is not valid UTF-8, so edit could not rewrite it without damaging other bytes. Change it with bash instead.`,
+      ToolErrorCodes.FS_BINARY_FILE,
+    );
+  return text;
 }
 
 /** The replacement, or a failure saying how to fix old_string. Files with CRLF endings accept LF in the strings. */
