@@ -94,80 +94,127 @@ async function grep(args: GrepArgs, workspace: () => Promise<Workspace>, limits:
   const regex = compile(args);
   const mode = args.output_mode ?? 'files_with_matches';
   const cap = args.head_limit ?? limits.maxResults;
-  const wanted = [args.glob, args.type && FILE_TYPES[args.type]]
-    .filter((g): g is string => !!g)
-    .map((g) => picomatch(g, { dot: true, basename: true }));
-
-  const out: string[] = [];
-  let more = false;
-  let skippedLarge = 0;
-  let skippedRefused = 0;
-  const skippedByRule = new Map<string, number>();
-  let stoppedEarly = false;
-  for await (const file of filesUnder(ws, base, limits, () => (stoppedEarly = true))) {
-    const under = base.rel === '.' || file.rel === base.rel ? file.rel : file.rel.slice(base.rel.length + 1);
-    if (!wanted.every((m) => m(under))) continue;
-    const rule = refusedByReadRule(ws, file);
-    if (rule) {
-      skippedByRule.set(rule, (skippedByRule.get(rule) ?? 0) + 1);
-      continue;
-    }
-    const text = await readText(ws, file.abs);
-    if (text === 'too-large') {
-      skippedLarge++;
-      continue;
-    }
-    if (text === 'refused') {
-      skippedRefused++;
-      continue;
-    }
-    if (text === undefined) continue;
-    const lines = matchingLines(text, regex, args.multiline === true);
-    if (lines.matched.size === 0) continue;
-    const produced =
-      mode === 'files_with_matches'
-        ? [file.rel]
-        : mode === 'count'
-          ? [`${file.rel}:${lines.matches}`]
-          : render(file.rel, lines, args);
-    for (const line of produced) {
-      if (out.length >= cap) {
-        more = true;
-        break;
-      }
-      out.push(line);
-    }
-    if (more) break;
-  }
-
-  const notes: string[] = [];
-  if (more)
-    notes.push(
-      `[Output stopped at ${cap} ${mode === 'content' ? 'lines' : 'results'}; there are more. Narrow the pattern, path or glob${args.head_limit ? '' : ', or raise head_limit'}.]`,
-    );
-  if (stoppedEarly)
-    notes.push(`[The search stopped after ${limits.maxEntries} entries, so matches may be missing; narrow the path.]`);
-  if (skippedLarge)
-    notes.push(`[${skippedLarge} file(s) over ${MAX_FILE_BYTES} bytes were not searched; use bash to search them.]`);
-  if (skippedRefused)
-    notes.push(
-      `[${skippedRefused} file(s) with several hard links, or that changed while being opened, were not searched.]`,
-    );
-  for (const [rule, n] of skippedByRule)
-    notes.push(
-      `[${n} file(s) were not searched: the permission rule ${rule} covers reading them. Their names and contents are not shown.]`,
-    );
-  const text = out.length
-    ? [...out, ...notes].join('\n')
+  const found = await search({ ws, base, regex, mode, cap, args, limits });
+  const notes = notesOn(found, { mode, cap, args, limits });
+  const text = found.out.length
+    ? [...found.out, ...notes].join('\n')
     : [`No matches for ${JSON.stringify(args.pattern)} under ${base.rel}.`, ...notes].join('\n');
   return toolOutput({
     content: [{ type: 'text', text }],
     meta: {
-      results: out.length,
-      truncated: more || stoppedEarly,
-      ...(skippedByRule.size ? { skippedByRule: [...skippedByRule.values()].reduce((a, b) => a + b, 0) } : {}),
+      results: found.out.length,
+      truncated: found.more || found.stoppedEarly,
+      ...(found.skippedByRule.size
+        ? { skippedByRule: [...found.skippedByRule.values()].reduce((a, b) => a + b, 0) }
+        : {}),
     },
   });
+}
+
+type OutputMode = NonNullable<GrepArgs['output_mode']>;
+
+interface SearchPlan {
+  ws: Workspace;
+  base: { abs: string; rel: string };
+  regex: RE2JS;
+  mode: OutputMode;
+  /** Output lines (or paths) to show at most. */
+  cap: number;
+  args: GrepArgs;
+  limits: SearchLimits;
+}
+
+/** What the search produced, and what it left out (each becomes a note for the model). */
+interface Found {
+  out: string[];
+  /** There was more output than the cap. */
+  more: boolean;
+  /** The walk stopped at limits.maxEntries. */
+  stoppedEarly: boolean;
+  skippedLarge: number;
+  skippedRefused: number;
+  /** Files a read permission rule covers, per rule; neither their names nor contents are shown. */
+  skippedByRule: Map<string, number>;
+}
+
+/** Walks the files under the base, filtered by glob and type, until the output reaches the cap. */
+async function search(plan: SearchPlan): Promise<Found> {
+  const { ws, base, args } = plan;
+  const wanted = [args.glob, args.type && FILE_TYPES[args.type]]
+    .filter((g): g is string => !!g)
+    .map((g) => picomatch(g, { dot: true, basename: true }));
+  const found: Found = {
+    out: [],
+    more: false,
+    stoppedEarly: false,
+    skippedLarge: 0,
+    skippedRefused: 0,
+    skippedByRule: new Map(),
+  };
+  for await (const file of filesUnder(ws, base, plan.limits, () => (found.stoppedEarly = true))) {
+    const under = base.rel === '.' || file.rel === base.rel ? file.rel : file.rel.slice(base.rel.length + 1);
+    if (!wanted.every((m) => m(under))) continue;
+    const rule = refusedByReadRule(ws, file);
+    if (rule) {
+      found.skippedByRule.set(rule, (found.skippedByRule.get(rule) ?? 0) + 1);
+      continue;
+    }
+    const text = await readText(ws, file.abs);
+    if (text === 'too-large') {
+      found.skippedLarge++;
+      continue;
+    }
+    if (text === 'refused') {
+      found.skippedRefused++;
+      continue;
+    }
+    if (text === undefined) continue;
+    for (const line of fileOutput(file.rel, text, plan)) {
+      if (found.out.length >= plan.cap) {
+        found.more = true;
+        break;
+      }
+      found.out.push(line);
+    }
+    if (found.more) break;
+  }
+  return found;
+}
+
+/** One file's output in the chosen mode; nothing when the pattern does not match in it. */
+function fileOutput(rel: string, text: string, { regex, mode, args }: SearchPlan): string[] {
+  const lines = matchingLines(text, regex, args.multiline === true);
+  if (lines.matched.size === 0) return [];
+  if (mode === 'files_with_matches') return [rel];
+  if (mode === 'count') return [`${rel}:${lines.matches}`];
+  return render(rel, lines, args);
+}
+
+/** The notes after the output: what was cut off or not searched, and what to do about it. */
+function notesOn(
+  found: Found,
+  { mode, cap, args, limits }: Pick<SearchPlan, 'mode' | 'cap' | 'args' | 'limits'>,
+): string[] {
+  const notes: string[] = [];
+  if (found.more)
+    notes.push(
+      `[Output stopped at ${cap} ${mode === 'content' ? 'lines' : 'results'}; there are more. Narrow the pattern, path or glob${args.head_limit ? '' : ', or raise head_limit'}.]`,
+    );
+  if (found.stoppedEarly)
+    notes.push(`[The search stopped after ${limits.maxEntries} entries, so matches may be missing; narrow the path.]`);
+  if (found.skippedLarge)
+    notes.push(
+      `[${found.skippedLarge} file(s) over ${MAX_FILE_BYTES} bytes were not searched; use bash to search them.]`,
+    );
+  if (found.skippedRefused)
+    notes.push(
+      `[${found.skippedRefused} file(s) with several hard links, or that changed while being opened, were not searched.]`,
+    );
+  for (const [rule, n] of found.skippedByRule)
+    notes.push(
+      `[${n} file(s) were not searched: the permission rule ${rule} covers reading them. Their names and contents are not shown.]`,
+    );
+  return notes;
 }
 
 function compile(args: GrepArgs): RE2JS {
