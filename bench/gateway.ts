@@ -19,7 +19,6 @@
 // server to use instead of starting one, BENCH_OUT the results file name (without .txt).
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
-import * as http from 'node:http';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -28,6 +27,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { SluiceClient } from '../client/client';
 import { connectClient } from '../temporal/connection';
 import { freePort, startDevServer } from '../temporal/dev-server';
+import { postHook, waitForOutput } from './child';
 import { percentile, round } from './stats';
 
 const ROOT = path.join(__dirname, '..');
@@ -106,7 +106,7 @@ async function main() {
       { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
     );
     children.push(worker);
-    await waitFor(worker, 'sluice worker:', 180_000);
+    await waitForOutput(worker, 'tool(s) on task queue', 180_000);
 
     // The three MCP paths' clients, and the in-process Sluice client for runBatch.
     const direct = new Client({ name: 'gateway-bench-direct', version: '1' });
@@ -135,7 +135,7 @@ async function main() {
       { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
     );
     children.push(serve);
-    await waitFor(serve, 'serving http hooks', 120_000);
+    await waitForOutput(serve, 'serving http hooks', 120_000);
 
     let n = 0;
     const stamp = `${process.pid}-${Date.now()}`;
@@ -172,7 +172,7 @@ async function main() {
           tool_use_id: `toolu_gwbench_${k}`,
           tool_input: bashInput(k),
         });
-        const doc = JSON.parse(await post(port, body));
+        const doc = JSON.parse(await postHook(port, body));
         if (doc.hookSpecificOutput?.permissionDecision !== 'allow')
           throw new Error(`hook serve: expected an allow, got ${JSON.stringify(doc)}`);
       },
@@ -250,35 +250,6 @@ function stop(child: ChildProcess, ms: number): Promise<void> {
 
 function expect(actual: string, wanted: string, form: string) {
   if (actual !== wanted) throw new Error(`${form}: expected "${wanted}", got "${actual}"`);
-}
-
-function post(port: number, body: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, path: '/claude', method: 'POST' }, (res) => {
-      let data = '';
-      res.on('data', (d) => (data += d));
-      res.on('end', () => resolve(data));
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
-
-function waitFor(child: ChildProcess, text: string, ms: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    let seen = '';
-    const t = setTimeout(() => reject(new Error(`no "${text}" within ${ms} ms:\n${seen}`)), ms);
-    const on = (d: Buffer) => {
-      seen += d.toString();
-      if (seen.includes(text)) {
-        clearTimeout(t);
-        resolve();
-      }
-    };
-    child.stdout?.on('data', on);
-    child.stderr?.on('data', on);
-    child.once('exit', (code) => reject(new Error(`exited (${code}) before "${text}":\n${seen}`)));
-  });
 }
 
 main().then(

@@ -14,11 +14,11 @@
 // use instead of starting one.
 import { type ChildProcess, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
-import * as http from 'node:http';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { answer, sharedClient } from '../client/hook/command';
 import { freePort, startDevServer } from '../temporal/dev-server';
+import { postHook, waitForOutput } from './child';
 import { percentile, round } from './stats';
 
 const ROOT = path.join(__dirname, '..');
@@ -56,7 +56,7 @@ async function main() {
   const configFile = path.join(dir, 'hook.config.ts');
   fs.writeFileSync(
     configFile,
-    `import { defineConfig } from ${JSON.stringify(path.join(ROOT, 'worker', 'config'))};\nimport { harnessTools } from ${JSON.stringify(path.join(ROOT, 'hooks'))};\nexport default defineConfig({ tools: harnessTools() });\n`,
+    `import { defineConfig } from ${JSON.stringify(path.join(ROOT, 'define', 'config'))};\nimport { harnessTools } from ${JSON.stringify(path.join(ROOT, 'hooks'))};\nexport default defineConfig({ tools: harnessTools() });\n`,
   );
   const children: ChildProcess[] = [];
   try {
@@ -78,7 +78,8 @@ async function main() {
       { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
     );
     children.push(worker);
-    await waitFor(worker, 'sluice worker:', 180_000);
+    // The ready line names the tools; `sluice worker: <error>` is the line of a worker that failed.
+    await waitForOutput(worker, 'tool(s) on task queue', 180_000);
     const opts = { timeoutMs: 60_000, address, taskQueue };
     const session = `bench-${Date.now()}`;
     const load = () => os.loadavg()[0].toFixed(1);
@@ -106,11 +107,11 @@ async function main() {
       },
     );
     children.push(serve);
-    await waitFor(serve, 'serving http hooks', 120_000);
-    for (let i = 0; i < 5; i++) check(await post(port, payload(session)));
+    await waitForOutput(serve, 'serving http hooks', 120_000);
+    for (let i = 0; i < 5; i++) check(await postHook(port, payload(session)));
     report(
       'sluice hook serve (POST /claude)',
-      await timeEach(CALLS, async () => check(await post(port, payload(session)))),
+      await timeEach(CALLS, async () => check(await postHook(port, payload(session)))),
     );
 
     // A command hook that forwards to the server (Codex and Gemini CLI have no http hook type).
@@ -217,35 +218,6 @@ function runPlain(argv: string[]): Promise<void> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, argv, { cwd: ROOT, stdio: 'ignore' });
     child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`node ${argv.join(' ')}: exit ${code}`))));
-  });
-}
-
-function post(port: number, body: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, path: '/claude', method: 'POST' }, (res) => {
-      let data = '';
-      res.on('data', (d) => (data += d));
-      res.on('end', () => resolve(data));
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
-
-function waitFor(child: ChildProcess, text: string, ms: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    let seen = '';
-    const t = setTimeout(() => reject(new Error(`no "${text}" within ${ms} ms:\n${seen}`)), ms);
-    const on = (d: Buffer) => {
-      seen += d.toString();
-      if (seen.includes(text)) {
-        clearTimeout(t);
-        resolve();
-      }
-    };
-    child.stdout?.on('data', on);
-    child.stderr?.on('data', on);
-    child.once('exit', (code) => reject(new Error(`exited (${code}) before "${text}":\n${seen}`)));
   });
 }
 

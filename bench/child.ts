@@ -1,0 +1,35 @@
+// What the benches that drive Sluice's own processes (hook serve, the gateway) share: a POST to
+// `sluice hook serve`, and waiting for a child process to print that it is ready.
+import type { ChildProcess } from 'node:child_process';
+import * as http from 'node:http';
+
+/** POSTs one hook payload to `sluice hook serve` on the loopback; resolves to the answer's body. */
+export function postHook(port: number, body: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, path: '/claude', method: 'POST' }, (res) => {
+      let data = '';
+      res.on('data', (d) => (data += d));
+      res.on('end', () => resolve(data));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** Resolves once the child printed `text` (stdout or stderr); rejects when it exits first or after `ms`. */
+export function waitForOutput(child: ChildProcess, text: string, ms: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let seen = '';
+    const t = setTimeout(() => reject(new Error(`no "${text}" within ${ms} ms:\n${seen}`)), ms);
+    const on = (d: Buffer) => {
+      seen += d.toString();
+      if (seen.includes(text)) {
+        clearTimeout(t);
+        resolve();
+      }
+    };
+    child.stdout?.on('data', on);
+    child.stderr?.on('data', on);
+    child.once('exit', (code) => reject(new Error(`exited (${code}) before "${text}":\n${seen}`)));
+  });
+}
