@@ -210,9 +210,14 @@ describe('kill -9 of the worker at every stage boundary', () => {
 
     it(`round ${round}: one kill right after a tool/call and between two results`, { timeout: 300_000 }, async () => {
       await ensureWorker();
-      const afterCall = await start('after-tool-call', [{ tag: t('atc'), preDelayMs: 3_000 }]);
-      const between = await start('between-results', [{ tag: t('br-a') }, { tag: t('br-b'), preDelayMs: 3_000 }]);
-      await waitFor('the tool/call of atc', () => sessionHas(dir, afterCall.sessionId, (e) => e.type === 'tool/call'));
+      // atc and br-b are held in pre-execute (right after their tool/call) until released, so the
+      // kill lands in that window however slow the machine is (a fixed delay could run out first).
+      const afterCall = await start('after-tool-call', [{ tag: t('atc'), holdAt: 'pre' }]);
+      const between = await start('between-results', [{ tag: t('br-a') }, { tag: t('br-b'), holdAt: 'pre' }]);
+      // Pre-execute runs right after the call's tool/call (which the session log file does not show
+      // while the call is held there, so the test waits for the hold itself).
+      await waitFor('atc in pre-execute', () => entered(t('atc'), 'pre') > 0);
+      await waitFor('br-b in pre-execute', () => entered(t('br-b'), 'pre') > 0);
       await waitFor('the tool/result of br-a', () =>
         sessionHas(dir, between.sessionId, (e) => e.type === 'tool/result' && e.data.callId === 'call-1'),
       );
@@ -222,6 +227,8 @@ describe('kill -9 of the worker at every stage boundary', () => {
       expect(
         await sessionHas(dir, between.sessionId, (e) => e.type === 'tool/result' && e.data.callId === 'call-2'),
       ).toBe(false);
+      release(t('atc'), 'pre');
+      release(t('br-b'), 'pre');
       await restartWorker();
       await finish(afterCall);
       await finish(between);
