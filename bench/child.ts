@@ -1,7 +1,8 @@
 // What the benches that drive Sluice's own processes (hook serve, the gateway) share: a POST to
 // `sluice hook serve`, and waiting for a child process to print that it is ready.
-import type { ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import * as http from 'node:http';
+import * as path from 'node:path';
 
 /** POSTs one hook payload to `sluice hook serve` on the loopback; resolves to the answer's body. */
 export function postHook(port: number, body: string): Promise<string> {
@@ -32,4 +33,36 @@ export function waitForOutput(child: ChildProcess, text: string, ms: number): Pr
     child.stderr?.on('data', on);
     child.once('exit', (code) => reject(new Error(`exited (${code}) before "${text}":\n${seen}`)));
   });
+}
+
+/**
+ * A `sluice worker` process from the checkout (through tsx) on `taskQueue`, resolved once it printed
+ * its ready line: that line names the tools, while `sluice worker: <error>` is a worker that failed.
+ */
+export async function startBenchWorker(o: {
+  root: string;
+  configFile: string;
+  taskQueue: string;
+  address: string;
+  stateDir: string;
+}): Promise<ChildProcess> {
+  const worker = spawn(
+    process.execPath,
+    [
+      '--require',
+      'tsx/cjs',
+      path.join(o.root, 'worker', 'main.ts'),
+      '--config',
+      o.configFile,
+      '--task-queue',
+      o.taskQueue,
+      '--address',
+      o.address,
+      '--state-dir',
+      o.stateDir,
+    ],
+    { cwd: o.root, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  await waitForOutput(worker, 'tool(s) on task queue', 180_000);
+  return worker;
 }

@@ -27,7 +27,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { SluiceClient } from '../client/client';
 import { connectClient } from '../temporal/connection';
 import { freePort, startDevServer } from '../temporal/dev-server';
-import { postHook, waitForOutput } from './child';
+import { postHook, startBenchWorker, waitForOutput } from './child';
 import { percentile, round } from './stats';
 
 const ROOT = path.join(__dirname, '..');
@@ -88,25 +88,8 @@ async function main() {
   const children: ChildProcess[] = [];
   const closers: (() => Promise<unknown>)[] = [];
   try {
-    const worker = spawn(
-      process.execPath,
-      [
-        '--require',
-        'tsx/cjs',
-        path.join(ROOT, 'worker', 'main.ts'),
-        '--config',
-        configFile,
-        '--task-queue',
-        taskQueue,
-        '--address',
-        address,
-        '--state-dir',
-        dir,
-      ],
-      { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
+    const worker = await startBenchWorker({ root: ROOT, configFile, taskQueue, address, stateDir: dir });
     children.push(worker);
-    await waitForOutput(worker, 'tool(s) on task queue', 180_000);
 
     // The three MCP paths' clients, and the in-process Sluice client for runBatch.
     const direct = new Client({ name: 'gateway-bench-direct', version: '1' });

@@ -18,7 +18,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { answer, sharedClient } from '../client/hook/command';
 import { freePort, startDevServer } from '../temporal/dev-server';
-import { postHook, waitForOutput } from './child';
+import { postHook, startBenchWorker, waitForOutput } from './child';
 import { percentile, round } from './stats';
 
 const ROOT = path.join(__dirname, '..');
@@ -60,26 +60,8 @@ async function main() {
   );
   const children: ChildProcess[] = [];
   try {
-    const worker = spawn(
-      process.execPath,
-      [
-        '--require',
-        'tsx/cjs',
-        path.join(ROOT, 'worker', 'main.ts'),
-        '--config',
-        configFile,
-        '--task-queue',
-        taskQueue,
-        '--address',
-        address,
-        '--state-dir',
-        dir,
-      ],
-      { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
+    const worker = await startBenchWorker({ root: ROOT, configFile, taskQueue, address, stateDir: dir });
     children.push(worker);
-    // The ready line names the tools; `sluice worker: <error>` is the line of a worker that failed.
-    await waitForOutput(worker, 'tool(s) on task queue', 180_000);
     const opts = { timeoutMs: 60_000, address, taskQueue };
     const session = `bench-${Date.now()}`;
     const load = () => os.loadavg()[0].toFixed(1);
