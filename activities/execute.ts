@@ -11,6 +11,7 @@ import { errorCandidate, renderValue } from '../pipeline/normalize';
 import { ErrorCodes } from '../pipeline/errors';
 import {
   type BodyResult,
+  type CallRef,
   type PackedBodyResult,
   type PackedCallRef,
   packBodyResult,
@@ -20,7 +21,7 @@ import { FailureTypes } from '../pipeline/errors';
 import type { Candidate, StatePatch } from '../pipeline/types';
 import { compose, type Layer } from '../pipeline/waterfall';
 import { stashCandidate } from '../stores/claim-check';
-import { handlerOf, isToolOutput, nameOf, type ToolContext } from '../define/config';
+import { handlerOf, isToolOutput, nameOf, type ToolContext, type ToolDefinition } from '../define/config';
 import { messageOf } from './extensions';
 import { type Collector, parseArgs, type StageKit } from './kit';
 
@@ -38,75 +39,24 @@ export function executeStage(kit: StageKit) {
   return async function executeBody(packed: PackedCallRef): Promise<PackedBodyResult> {
     const activity = Context.current();
     const ref = unpackCallRef(packed, activity.info.workflowExecution?.workflowId ?? '');
-    const tool = kit.tool(ref.name);
-    if (!tool)
-      throw ApplicationFailure.nonRetryable(
-        `unknown tool ${ref.name} on this worker: is every worker running the same sluice config?`,
-        FailureTypes.TOOL_BODY,
-      );
-    const parsed = parseArgs(tool, ref);
-    if (!parsed.ok) throw ApplicationFailure.nonRetryable(parsed.gate.message, FailureTypes.TOOL_BODY);
-
+    const { tool, args } = resolveTool(kit, ref);
     const wrapperSide = kit.collector(ref, 'execute wrapper');
     const bodySide = kit.collector(ref, `tool:${tool.name}`);
     const patch: StatePatch = {};
-    const toolCtx = (side: Collector): ToolContext => ({
-      ...side.ctx,
-      attempt: activity.info.attempt,
-      toolNames: kit.toolNames,
-      signal: activity.cancellationSignal,
-      heartbeat: (d?: unknown) => activity.heartbeat(d),
-      setState(ns, key, value) {
-        if (ns === GRANTS_NAMESPACE)
-          throw new Error(
-            `the ${GRANTS_NAMESPACE} state namespace holds the session's approval grants and only a person's decision writes it; keep the tool's state in a namespace of its own`,
-          );
-        if (!getOwn(patch, ns)) setOwn(patch, ns, {});
-        setOwn(patch[ns], key, value === null ? null : snapshotJson(value, `state ${ns}.${key}`));
-      },
-    });
+    const toolCtx = (side: Collector) => toolContext(kit, activity, side, patch);
 
     const body = async (): Promise<Candidate> => {
       let value: unknown;
       try {
-        value = await tool.execute(parsed.args, toolCtx(bodySide));
+        value = await tool.execute(args, toolCtx(bodySide));
       } catch (err) {
         throw new BodyThrew(err);
       }
       return toCandidate(value, tool.name);
     };
-    const layers: Layer<Candidate>[] = (kit.config.execute ?? []).map((w, i) => {
-      const who = `execute wrapper ${nameOf(w, `#${i}`)}`;
-      return {
-        name: who,
-        async run(next) {
-          wrapperSide.withSource(who);
-          return checkCandidate(await handlerOf(w)(toolCtx(wrapperSide), next), who);
-        },
-      };
-    });
+    const layers = executeLayers(kit, wrapperSide, toolCtx);
+    const { candidate, outcome } = await runWaterfall(activity, tool, layers, body);
 
-    let candidate: Candidate;
-    let outcome: BodyResult['outcome'] = 'ok';
-    try {
-      candidate = await compose(layers, body)();
-    } catch (err) {
-      if (err instanceof BodyThrew) {
-        if (activity.cancellationSignal.aborted)
-          throw new CancelledFailure('the batch was cancelled while the tool ran');
-        const original = err.original as { nonRetryable?: boolean; name?: string };
-        throw ApplicationFailure.create({
-          message: `${tool.name} failed: ${clip(err.message)}`,
-          type: FailureTypes.TOOL_BODY,
-          nonRetryable: original?.nonRetryable === true,
-        });
-      }
-      outcome = 'failed';
-      candidate = errorCandidate(
-        `an execute wrapper failed around ${tool.name}: ${messageOf(err)}`,
-        ErrorCodes.PIPELINE_FAILED,
-      );
-    }
     const out = packBodyResult({
       outcome,
       candidate: await stashCandidate(
@@ -123,6 +73,95 @@ export function executeStage(kit: StageKit) {
     // A local body's marker keeps only its result: it names its call for `sluice audit`.
     return activity.info.isLocal ? { callId: ref.callId, ...out } : out;
   };
+}
+
+/**
+ * The tool this worker knows by the call's name, and the args its schema parsed. Either missing
+ * fails the body for good: a retry on the same worker would meet the same config.
+ */
+function resolveTool(kit: StageKit, ref: CallRef): { tool: ToolDefinition; args: unknown } {
+  const tool = kit.tool(ref.name);
+  if (!tool)
+    throw ApplicationFailure.nonRetryable(
+      `unknown tool ${ref.name} on this worker: is every worker running the same sluice config?`,
+      FailureTypes.TOOL_BODY,
+    );
+  const parsed = parseArgs(tool, ref);
+  if (!parsed.ok) throw ApplicationFailure.nonRetryable(parsed.gate.message, FailureTypes.TOOL_BODY);
+  return { tool, args: parsed.args };
+}
+
+/**
+ * What the body and each execute wrapper see: the collector's context plus the activity's attempt,
+ * cancellation and heartbeat, and a `setState` that gathers into the call's one state patch.
+ */
+function toolContext(kit: StageKit, activity: Context, side: Collector, patch: StatePatch): ToolContext {
+  return {
+    ...side.ctx,
+    attempt: activity.info.attempt,
+    toolNames: kit.toolNames,
+    signal: activity.cancellationSignal,
+    heartbeat: (d?: unknown) => activity.heartbeat(d),
+    setState(ns, key, value) {
+      if (ns === GRANTS_NAMESPACE)
+        throw new Error(
+          `the ${GRANTS_NAMESPACE} state namespace holds the session's approval grants and only a person's decision writes it; keep the tool's state in a namespace of its own`,
+        );
+      if (!getOwn(patch, ns)) setOwn(patch, ns, {});
+      setOwn(patch[ns], key, value === null ? null : snapshotJson(value, `state ${ns}.${key}`));
+    },
+  };
+}
+
+/** The config's execute wrappers as waterfall layers; each names itself as the source of what it adds. */
+function executeLayers(
+  kit: StageKit,
+  wrapperSide: Collector,
+  toolCtx: (side: Collector) => ToolContext,
+): Layer<Candidate>[] {
+  return (kit.config.execute ?? []).map((w, i) => {
+    const who = `execute wrapper ${nameOf(w, `#${i}`)}`;
+    return {
+      name: who,
+      async run(next) {
+        wrapperSide.withSource(who);
+        return checkCandidate(await handlerOf(w)(toolCtx(wrapperSide), next), who);
+      },
+    };
+  });
+}
+
+/**
+ * Runs the wrappers around the body. The body's own throw fails the activity (Temporal retries it
+ * by the tool's policy, or records the cancel); a wrapper's throw is the pipeline failing, which
+ * becomes the call's result with outcome `failed`.
+ */
+async function runWaterfall(
+  activity: Context,
+  tool: ToolDefinition,
+  layers: Layer<Candidate>[],
+  body: () => Promise<Candidate>,
+): Promise<{ candidate: Candidate; outcome: BodyResult['outcome'] }> {
+  try {
+    return { candidate: await compose(layers, body)(), outcome: 'ok' };
+  } catch (err) {
+    if (err instanceof BodyThrew) {
+      if (activity.cancellationSignal.aborted) throw new CancelledFailure('the batch was cancelled while the tool ran');
+      const original = err.original as { nonRetryable?: boolean; name?: string };
+      throw ApplicationFailure.create({
+        message: `${tool.name} failed: ${clip(err.message)}`,
+        type: FailureTypes.TOOL_BODY,
+        nonRetryable: original?.nonRetryable === true,
+      });
+    }
+    return {
+      outcome: 'failed',
+      candidate: errorCandidate(
+        `an execute wrapper failed around ${tool.name}: ${messageOf(err)}`,
+        ErrorCodes.PIPELINE_FAILED,
+      ),
+    };
+  }
 }
 
 function toCandidate(value: unknown, toolName: string): Candidate {
