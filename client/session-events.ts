@@ -11,13 +11,13 @@ import { sessionLogPath } from '../stores/session-log-path';
 
 export type { LiveDelta, LiveDropped, LiveEvent, LiveVoid } from '../agent/live';
 
-/** The log's events; none while it does not exist. A torn last line (a crash mid-append) is skipped. */
-async function readLog(stateDir: string, sessionId: string): Promise<SessionEvent[]> {
+/** The log's events; undefined while it does not exist. A torn last line (a crash mid-append) is skipped. */
+async function readLog(stateDir: string, sessionId: string): Promise<SessionEvent[] | undefined> {
   let text: string;
   try {
     text = await fs.readFile(sessionLogPath(stateDir, sessionId), 'utf8');
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw err;
   }
   const out: SessionEvent[] = [];
@@ -57,6 +57,15 @@ export interface FollowOptions {
   live?: boolean;
   /** Live events a follower holds unread before it drops them for a `live/dropped` marker. Default 4096. */
   maxBacklog?: number;
+  /**
+   * Asked in the follower's own round, after its read of the log and before it yields what it
+   * read (the first round always, then at most every `checkMs`, default 500): whether the events
+   * waited for can still come. An error it returns ends the follow: the generator throws it.
+   * `logFound` is false when a state folder holds no log for the session (a store: always true).
+   * SessionHandle.events uses it for a log kept elsewhere and for a session id another workflow took.
+   */
+  check?: (round: { logFound: boolean }) => Promise<Error | undefined>;
+  checkMs?: number;
 }
 
 /** A step's place: (turn, step), compared in order. */
@@ -100,11 +109,18 @@ export async function* followSessionEvents(
   const changes = new Changes();
   const unwatch = live?.watch(sessionId, () => changes.notify());
   let first = true;
+  let checkedAt: number | undefined;
   try {
     while (!opts.signal?.aborted) {
       changes.dirty = false;
       // The first read of a live follower takes the whole log: which steps are recorded.
-      let events = await readRound(source, sessionId, live && first ? -1 : next - 1);
+      const round = await readRound(source, sessionId, live && first ? -1 : next - 1);
+      if (opts.check && (checkedAt === undefined || Date.now() - checkedAt >= (opts.checkMs ?? 500))) {
+        checkedAt = Date.now();
+        const err = await opts.check({ logFound: round !== undefined });
+        if (err) throw err;
+      }
+      let events = round ?? [];
       if (view) for (const e of events) if (e.seq < next) view.note(e);
       events = events.filter((e) => e.seq >= next);
       events.sort((a, b) => a.seq - b.seq);
@@ -129,8 +145,15 @@ export async function* followSessionEvents(
   }
 }
 
-/** One read of the log: a state folder's whole log, or a store's events after `afterSeq`. */
-async function readRound(source: SessionEventSource, sessionId: string, afterSeq: number): Promise<SessionEvent[]> {
+/**
+ * One read of the log: a state folder's whole log (undefined while there is none), or a store's
+ * events after `afterSeq`.
+ */
+async function readRound(
+  source: SessionEventSource,
+  sessionId: string,
+  afterSeq: number,
+): Promise<SessionEvent[] | undefined> {
   if (typeof source === 'string') return readLog(source, sessionId);
   try {
     return await source.events(sessionId, afterSeq);

@@ -134,54 +134,34 @@ export class SessionHandle {
   events(opts?: SessionEventsOptions): AsyncGenerator<SessionEvent>;
   async *events(opts: SessionEventsOptions = {}): AsyncGenerator<SessionEvent | LiveEvent> {
     const source = opts.source ?? process.env.SLUICE_STATE_DIR ?? '.sluice';
-    // Events the sink kept out of the log never come: say so before yielding another writer's.
-    const diverted = await this.divertedError(source);
-    if (diverted) throw diverted;
-    const stop = new AbortController();
-    const onAbort = () => stop.abort();
-    opts.signal?.addEventListener('abort', onAbort, { once: true });
-    if (opts.signal?.aborted) stop.abort();
-    const check = this.watchLog(source, opts.fromSeq ?? 0, opts.missingLogMs ?? 5_000, stop.signal);
-    let missing: Error | undefined;
-    check.then(
-      (err) => {
-        if (err) {
-          missing = err;
-          stop.abort();
-        }
-      },
-      () => undefined,
-    );
-    try {
-      for await (const e of followSessionEvents(source, this.sessionId, {
-        ...opts,
-        live: opts.live === true,
-        signal: stop.signal,
-      } as FollowOptions & { live: true })) {
-        yield e;
-        if (!('seq' in e)) continue;
-        if (e.type === 'session/ended') return;
-        if (opts.until === 'turn' && e.type === 'session/turn-ended') return;
-      }
-      if (missing) throw missing;
-    } finally {
-      opts.signal?.removeEventListener('abort', onAbort);
-      stop.abort();
-      await check.catch(() => undefined);
+    // What events() waits for may never come: checked in the follower's own round, which has just
+    // read the log (a missing log, or the session's events kept out of it), before it yields that
+    // round's events, so no event of another writer's passes for the session's.
+    const check = this.logCheck(source, opts.fromSeq ?? 0, opts.missingLogMs ?? 5_000);
+    for await (const e of followSessionEvents(source, this.sessionId, {
+      ...opts,
+      live: opts.live === true,
+      check,
+      checkMs: typeof source === 'string' ? 500 : 1_000,
+    } as FollowOptions & { live: true })) {
+      yield e;
+      if (!('seq' in e)) continue;
+      if (e.type === 'session/ended') return;
+      if (opts.until === 'turn' && e.type === 'session/turn-ended') return;
     }
   }
 
   /**
-   * Resolves to an error when what events() waits for can never come: the session log stays
-   * missing from a state folder for `graceMs` while the session has events past `fromSeq` (or the
-   * session does not exist), or the sink kept the session's own events out of the log (see
-   * divertedError). To undefined when `signal` aborts.
+   * The check events() runs in each round of its follower: an error when what it waits for can
+   * never come. The session log stays missing from a state folder for `graceMs` while the session
+   * has events past `fromSeq` (or the session does not exist), or the sink kept the session's own
+   * events out of the log (see divertedError).
    */
-  private async watchLog(source: SessionEventSource, fromSeq: number, graceMs: number, signal: AbortSignal) {
+  private logCheck(source: SessionEventSource, fromSeq: number, graceMs: number) {
     const file = typeof source === 'string' ? path.resolve(sessionLogPath(source, this.sessionId)) : undefined;
     let missingSince: number | undefined;
-    while (!signal.aborted) {
-      if (file && !fs.existsSync(file)) {
+    return async ({ logFound }: { logFound: boolean }): Promise<Error | undefined> => {
+      if (file && !logFound) {
         const info = await this.workflow.describe().catch((err: Error) => err);
         if (info instanceof WorkflowNotFoundError)
           return new NotFoundError(
@@ -195,16 +175,12 @@ export class SessionHandle {
               `session ${this.sessionId} has recorded ${view.nextSeq} event(s), but its log is not at ${file}: the worker writes session logs in its own state folder (\`npx sluice worker --state-dir\`, SluicePlugin's stateDir; default .sluice in the worker's working directory), or in PostgreSQL when it has SLUICE_DATABASE_URL. Point events() at it: session.events({ source: '<the worker's state folder>' }), set SLUICE_STATE_DIR, or pass source: openStores({ databaseUrl }) from sluice/worker.`,
             );
         }
-      } else if (typeof source === 'string' || source.conflicts) {
-        const diverted = await this.divertedError(source).catch(() => undefined);
-        if (diverted) return diverted;
-      } else return undefined; // a store that keeps no conflicts: nothing more to watch
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, file ? 500 : 1_000);
-        signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
-      });
-    }
-    return undefined;
+        return undefined;
+      }
+      missingSince = undefined;
+      if (typeof source !== 'string' && !source.conflicts) return undefined; // a store that keeps no conflicts
+      return this.divertedError(source).catch(() => undefined);
+    };
   }
 
   /**
