@@ -63,6 +63,8 @@ const DEFAULT_PORT = 8789;
 const PROGRESS_MS = 3_000;
 /** Bodies over this are refused before parsing: a client that sends garbage gets a clear error. */
 const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
+/** How many ended sessions' ids one HTTP gateway remembers (to refuse them, not re-open them). */
+const MAX_ENDED = 10_000;
 
 // The MCP SDK is an optional peer dependency, loaded when the gateway starts.
 type McpServerSdk = typeof import('@modelcontextprotocol/sdk/server/index.js') &
@@ -493,9 +495,10 @@ export interface GatewayHttpOptions {
  * A session outlives the process. What a session needs after a restart is in Temporal (its
  * batches, found by the Sluice session) and in its id, which the client sends with every request:
  * the id says whether the client declared elicitation at initialize (sessionIdFor). So a request
- * whose Mcp-Session-Id this process does not hold, but of whose Sluice session Temporal has a
- * batch, re-opens the session here as the client initialized it, once; what this process holds
- * (open sessions, finished batches' outputs) only saves round trips.
+ * whose Mcp-Session-Id this process does not hold, but that has the shape of the ids the gateway
+ * gives out, re-opens the session here as the client initialized it, once, whether or not it ran
+ * a call before the restart; what this process holds (open sessions, finished batches' outputs)
+ * only saves round trips.
  */
 export async function startGatewayHttp(
   gw: GatewayOptions,
@@ -510,6 +513,10 @@ export async function startGatewayHttp(
   const sessions = new Map<string, WebTransport>();
   // Sessions being re-opened: requests that arrive together after a restart share one look-up.
   const reopening = new Map<string, Promise<WebTransport | undefined>>();
+  // Sessions their clients ended (DELETE): not re-opened by this process. A restarted one does not
+  // know them, and re-opens one whose client comes back, as it would any id of its shape (a client
+  // could as well initialize a new session).
+  const ended = new Set<string>();
   let allowedHosts: string[] = [];
   const refuse = (res: http.ServerResponse, status: number, message: string, code = -32000) => {
     res.writeHead(status, { 'content-type': 'application/json' });
@@ -520,6 +527,10 @@ export async function startGatewayHttp(
     const t = new sdk.WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => id,
       onsessioninitialized: (sid) => void sessions.set(sid, t),
+      onsessionclosed: (sid) => {
+        ended.add(sid);
+        if (ended.size > MAX_ENDED) ended.delete(ended.values().next().value!);
+      },
       // A page in a browser may post to 127.0.0.1 (DNS rebinding): only our own Host is served.
       enableDnsRebindingProtection: true,
       allowedHosts,
@@ -537,7 +548,7 @@ export async function startGatewayHttp(
    */
   const reopen = async (sid: string, protocolVersion: string | undefined): Promise<WebTransport | undefined> => {
     const capabilities = declaredIn(sid);
-    if (!capabilities || !(await recorded(gw.sluice, sid))) return undefined;
+    if (!capabilities || ended.has(sid)) return undefined;
     const t = await open(sid);
     const post = async (message: object, headers: Record<string, string> = {}) => {
       const res = await t.handleRequest(
@@ -617,7 +628,7 @@ export async function startGatewayHttp(
           return refuse(
             res,
             503,
-            `the gateway could not look up MCP session ${sid} in Temporal (${(err as Error).message}); retry the request`,
+            `the gateway could not re-open MCP session ${sid} (${(err as Error).message}); retry the request`,
           );
         }
       }
@@ -703,17 +714,6 @@ function declaredIn(sid: string): { elicitation?: { form?: object; url?: object 
   if (!m) return undefined;
   if (!sid.includes('.e')) return {};
   return { elicitation: { ...(m[1] ? { form: {} } : {}), ...(m[2] ? { url: {} } : {}) } };
-}
-
-/**
- * Whether Temporal holds a batch of this MCP session (the gateway's memory may not: it restarted).
- * A session that never ran a call has nothing to resume, and its client initializes a new one.
- * Throws when Temporal does not answer.
- */
-async function recorded(sluice: SluiceClient, sid: string): Promise<boolean> {
-  for await (const _ of sluice.temporal.workflow.list({ query: `SluiceSessionId = "gateway-${sid}"`, pageSize: 1 }))
-    return true;
-  return false;
 }
 
 function bearerMatches(header: string | undefined, token: string): boolean {
