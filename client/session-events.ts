@@ -121,7 +121,9 @@ export async function* followSessionEvents(
         if (err) throw err;
       }
       let events = round ?? [];
-      if (view) for (const e of events) if (e.seq < next) view.note(e);
+      // Every record read is delivered (now, or after a gap fills): a step recorded before this
+      // follower showed any of its pieces comes whole from its record, none of its pieces.
+      if (view) for (const e of events) view.note(e, e.seq < next ? 'delivered' : 'read');
       events = events.filter((e) => e.seq >= next);
       events.sort((a, b) => a.seq - b.seq);
       for (const e of events) {
@@ -192,8 +194,10 @@ class Changes {
 /** The live pieces of the steps under way, each shown once, none of a step the log already holds whole. */
 class LiveView {
   private cursor: LiveCursor | undefined;
-  /** The last step the log has recorded (its answer, its failure, or its turn's end). */
+  /** The last step whose record (its answer, its failure, or its turn's end) this follower delivered. */
   private last = { turn: 0, step: 0 };
+  /** The last step whose record this follower has read, delivered or about to be. */
+  private read = { turn: 0, step: 0 };
   /** Per step under way: the attempt whose pieces were shown, and whether they were voided. */
   private readonly shown = new Map<string, { attempt: number; voided: boolean; dropped: boolean }>();
   private readonly live: LiveReader;
@@ -206,22 +210,22 @@ class LiveView {
     this.maxBacklog = maxBacklog;
   }
 
-  /** A logged event: the step it records (if any) is whole now. */
-  note(e: SessionEvent): void {
+  /** A logged event, read or delivered: the step it records (if any) is whole now. */
+  note(e: SessionEvent, how: 'read' | 'delivered'): void {
     const d = e.data as { turn?: number; step?: number };
-    if (e.type === 'model/message' || e.type === 'model/failed')
-      this.last = before(this.last, { turn: Number(d.turn), step: Number(d.step) })
-        ? { turn: Number(d.turn), step: Number(d.step) }
-        : this.last;
-    else if (e.type === 'session/turn-ended' && Number(d.turn) >= this.last.turn)
-      this.last = { turn: Number(d.turn), step: Number.MAX_SAFE_INTEGER };
+    let at: { turn: number; step: number } | undefined;
+    if (e.type === 'model/message' || e.type === 'model/failed') at = { turn: Number(d.turn), step: Number(d.step) };
+    else if (e.type === 'session/turn-ended') at = { turn: Number(d.turn), step: Number.MAX_SAFE_INTEGER };
+    if (!at) return;
+    if (before(this.read, at)) this.read = at;
+    if (how === 'delivered' && before(this.last, at)) this.last = at;
   }
 
   /** What goes before a logged event: the pieces of its step still unread, and a void for a step that failed. */
   async *recorded(e: SessionEvent): AsyncGenerator<LiveEvent> {
     // Every piece of a step was written before its record: show what is still unread first.
     if (e.type === 'model/message' || e.type === 'model/failed') yield* this.drain();
-    this.note(e);
+    this.note(e, 'delivered');
     // A step that failed for good while an attempt's pieces stood: they are void.
     const d = e.data as { turn?: number; step?: number; message?: string };
     const key = `${d.turn}:${d.step}`;
@@ -231,7 +235,13 @@ class LiveView {
     if (e.type === 'model/message' || e.type === 'model/failed') this.shown.delete(key);
   }
 
-  /** The live events not read yet, each yielded unless its step is recorded or its attempt superseded. */
+  /**
+   * The live events not read yet, each yielded unless its step is recorded or its attempt
+   * superseded. A step whose pieces this follower has been showing gets the rest of them before
+   * its record (the record then replaces them); a step whose record was read before any of its
+   * pieces were shown gets none: a late follower would show its text twice, once in pieces and
+   * once whole.
+   */
   async *drain(): AsyncGenerator<LiveEvent> {
     let got: LiveEvent[] = [];
     try {
@@ -246,6 +256,7 @@ class LiveView {
       if (before(ev, this.last)) continue; // recorded whole already: its pieces would show it twice
       const key = `${ev.turn}:${ev.step}`;
       const s = this.shown.get(key);
+      if (!s && before(ev, this.read)) continue; // its record is read, none of its pieces shown: it comes whole
       if (s && ev.attempt < s.attempt) continue; // an attempt already superseded
       if (s && ev.attempt > s.attempt && !s.voided)
         // A new attempt without a void before it: the last one's worker stopped mid-answer.

@@ -7,6 +7,7 @@ import type { LiveEvent } from '../agent/live';
 import { startSession } from '../client/session';
 import { followSessionEvents } from '../client/session-events';
 import type { SessionEvent } from '../pipeline/types';
+import { postgresLiveChannel } from '../stores/live';
 import { PostgresStores } from '../stores/postgres';
 import { postgresStores } from '../stores/stores';
 import { eventually } from './eventually';
@@ -104,6 +105,28 @@ describe('the live channel on PostgreSQL', () => {
       );
     }
     await early.stop();
+    await late.stop();
+    await s.cancel();
+    await s.result();
+  });
+
+  it('a follower joining after the steps are recorded gets them whole from their records, none of the pieces the table still holds', async () => {
+    const s = await startSession(h.client, {
+      sessionId: `live-pg-${process.pid}-${++n}`,
+      model: 'anthropic:tool-pg',
+      modelCall: { initialIntervalMs: 50 },
+    });
+    expect(await s.send('note seven')).toMatchObject({ reason: 'done', text: 'Noted seven.' });
+    // The table keeps the last step's pieces until the session's next step starts: a follower that
+    // took them would show that step twice, once in pieces and once whole.
+    const channel = postgresLiveChannel(url);
+    const held = await channel.read(s.sessionId);
+    await channel.close();
+    expect(held.events.filter((e) => e.type === 'live/delta' && e.step === 2).length).toBeGreaterThan(0);
+    const late = follow(s.sessionId);
+    await eventually('the record', () => logged(late.seen).some((e) => e.type === 'session/turn-ended'));
+    expect(logged(late.seen).filter((e) => e.type === 'model/message')).toHaveLength(2);
+    expect(late.seen.filter((e) => !('seq' in e))).toEqual([]);
     await late.stop();
     await s.cancel();
     await s.result();

@@ -10,6 +10,7 @@ import type { LiveEvent } from '../agent/live';
 import { type SessionHandle, sessionHandle, startSession } from '../client/session';
 import type { SessionEvent } from '../pipeline/types';
 import { FileResultStore } from '../stores/claim-check';
+import { fileLiveChannel } from '../stores/live';
 import { eventually } from './eventually';
 import sessionConfig from './fixtures/session.config';
 import { startHarness, type Harness } from './harness';
@@ -243,6 +244,24 @@ describe('the model answer streams to followers while the step runs', () => {
       await s.result();
       await f.stop();
     }
+  });
+});
+
+describe('a follower joining after a step is recorded', () => {
+  it('gets the step whole from its record, none of the pieces the channel still holds for it', async () => {
+    const s = await start('openai:tool-chat');
+    expect(await s.send('note seven')).toMatchObject({ reason: 'done', text: 'Noted seven.' });
+    // The channel still holds both steps' pieces (a file channel rotates only past 1 MiB): a
+    // follower that took them would show each step twice, once in pieces and once whole.
+    const held = await fileLiveChannel(h.stateDir).read(s.sessionId);
+    expect(new Set(held.events.filter((e) => e.type === 'live/delta').map((e) => e.step))).toEqual(new Set([1, 2]));
+    const late = follow(s);
+    await eventually('the record', () => logged(late.seen).some((e) => e.type === 'session/turn-ended'));
+    expect(logged(late.seen).filter((e) => e.type === 'model/message')).toHaveLength(2);
+    expect(late.seen.filter((e) => !('seq' in e))).toEqual([]);
+    await s.cancel();
+    await s.result();
+    await late.stop();
   });
 });
 
