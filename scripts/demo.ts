@@ -23,6 +23,46 @@ async function main() {
   const approvalTimeoutMs = Number(process.env.SLUICE_DEMO_APPROVAL_TIMEOUT_MS ?? 120_000);
   Runtime.install({ logger: new DefaultLogger('ERROR') });
 
+  const { server, address, uiUrl } = await temporalServer(stateDir, port);
+  const { connection, namespace } = await connect({ address });
+  await ensureSearchAttributes(connection, namespace);
+  const taskQueue = 'sluice-demo';
+  const worker = await createSluiceWorker({
+    connection,
+    namespace,
+    taskQueue,
+    config: await loadConfig(path.join(__dirname, '..', 'sluice.config.ts')),
+    stateDir,
+  });
+  const running = worker.run();
+  const client = new SluiceClient({ connection, namespace, taskQueue });
+  const inbox = await openInbox(client);
+
+  const sessionId = `demo-${new Date()
+    .toISOString()
+    .replace(/[-:.TZ]/g, '')
+    .slice(0, 14)}`;
+  const interactive = process.stdin.isTTY === true;
+  announceSession(sessionId, interactive, inbox, approvalTimeoutMs);
+  await runDemoSession(client, stateDir, sessionId, interactive, approvalTimeoutMs);
+
+  console.log(`\nSession log: ${sessionLogPath(stateDir, sessionId)}   (npx sluice events ${sessionId})`);
+  console.log(
+    `The session is the workflow "sluice-session:${sessionId}", each batch a child "sluice-batch:${sessionId}:1:<step>", in the Web UI: ${uiUrl}`,
+  );
+  console.log(`What happened, from the workflow histories: npx sluice audit ${sessionId}`);
+  await inbox?.close();
+  worker.shutdown();
+  await running;
+  await connection.close();
+  await server?.stop();
+}
+
+/** A Temporal server already on the port is used as it is; otherwise the demo starts (and later stops) one. */
+async function temporalServer(
+  stateDir: string,
+  port: number,
+): Promise<{ server?: DevServer; address: string; uiUrl: string }> {
   let server: DevServer | undefined;
   let address = `127.0.0.1:${port}`;
   if (await portOpen('127.0.0.1', port)) {
@@ -36,33 +76,22 @@ async function main() {
   }
   const uiUrl = server?.uiUrl ?? `http://127.0.0.1:${port + 1000}`;
   console.log(`Temporal Web UI: ${uiUrl}\n`);
+  return { server, address, uiUrl };
+}
 
-  const { connection, namespace } = await connect({ address });
-  await ensureSearchAttributes(connection, namespace);
-  const taskQueue = 'sluice-demo';
-  const worker = await createSluiceWorker({
-    connection,
-    namespace,
-    taskQueue,
-    config: await loadConfig(path.join(__dirname, '..', 'sluice.config.ts')),
-    stateDir,
-  });
-  const running = worker.run();
-  const client = new SluiceClient({ connection, namespace, taskQueue });
-  let inbox: Inbox | undefined;
+/** The approval inbox is a convenience: the demo runs without it (the port may be taken). */
+async function openInbox(client: SluiceClient): Promise<Inbox | undefined> {
   try {
-    inbox = await startInbox({ client, port: Number(process.env.SLUICE_INBOX_PORT ?? DEFAULT_INBOX_PORT) });
+    const inbox = await startInbox({ client, port: Number(process.env.SLUICE_INBOX_PORT ?? DEFAULT_INBOX_PORT) });
     console.log(`Approval inbox: ${inbox.url}`);
+    return inbox;
   } catch (err) {
     console.log(`Approval inbox: not started (${(err as Error).message})`);
+    return undefined;
   }
+}
 
-  const sessionId = `demo-${new Date()
-    .toISOString()
-    .replace(/[-:.TZ]/g, '')
-    .slice(0, 14)}`;
-  const interactive = process.stdin.isTTY === true;
-  const approver = `${os.userInfo().username}@terminal`;
+function announceSession(sessionId: string, interactive: boolean, inbox: Inbox | undefined, approvalTimeoutMs: number) {
   const elsewhere = `\`npx sluice approve <id>\` from another shell${inbox ? ` or a click in the inbox (${inbox.url})` : ''}`;
   console.log(
     `Session ${sessionId}. Approvals ${interactive ? 'are asked here (y/n)' : `wait for ${elsewhere}, or are denied after ${approvalTimeoutMs / 1000}s`}.`,
@@ -70,8 +99,19 @@ async function main() {
   console.log(
     `It is a durable agent session (workflow sluice-session:${sessionId}) with a scripted model: no key, no network.\n`,
   );
-  // The whole agent loop runs in the worker; this terminal only shows it and answers approvals,
-  // so if it is killed, \`npx sluice dev\` and \`npx sluice chat --resume ${sessionId}\` pick it up.
+}
+
+/**
+ * The whole agent loop runs in the worker; this terminal only shows it and answers approvals, so
+ * if it is killed, `npx sluice dev` and `npx sluice chat --resume <session>` pick it up.
+ */
+async function runDemoSession(
+  client: SluiceClient,
+  stateDir: string,
+  sessionId: string,
+  interactive: boolean,
+  approvalTimeoutMs: number,
+): Promise<void> {
   const input = new LineInput(process.stdin);
   const stores = openStores({ stateDir }); // where the worker writes the session log (files or PostgreSQL)
   try {
@@ -89,7 +129,7 @@ async function main() {
       eventsWhere: stores.where,
       input,
       out: (s) => console.log(s),
-      approver,
+      approver: `${os.userInfo().username}@terminal`,
       askApprovals: interactive,
       messages: scriptMessages(SCRIPT),
     });
@@ -97,17 +137,6 @@ async function main() {
     input.close();
     await stores.close();
   }
-
-  console.log(`\nSession log: ${sessionLogPath(stateDir, sessionId)}   (npx sluice events ${sessionId})`);
-  console.log(
-    `The session is the workflow "sluice-session:${sessionId}", each batch a child "sluice-batch:${sessionId}:1:<step>", in the Web UI: ${uiUrl}`,
-  );
-  console.log(`What happened, from the workflow histories: npx sluice audit ${sessionId}`);
-  await inbox?.close();
-  worker.shutdown();
-  await running;
-  await connection.close();
-  await server?.stop();
 }
 
 main().then(
