@@ -5,8 +5,6 @@
 // its bundled Claude Code binary) against a local server speaking the Anthropic Messages API, with a worker on the run's dev server whose config has the
 // apps' tools as decision-only tools. A person approves or denies through Sluice, bound to the
 // arguments' digest; the SDK runs the tool only when Sluice allowed it.
-import * as http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
@@ -23,74 +21,23 @@ import type { PendingApproval } from '../pipeline/types';
 import { defineConfig } from '../define/config';
 import { eventually } from './eventually';
 import { startFakeAnthropic } from './fixtures/anthropic-fake';
+import { type FakeOpenAI, startFakeOpenAI } from './fixtures/openai-fake';
 import { type Harness, startHarness } from './harness';
 
 vi.setConfig({ testTimeout: 180_000 });
 
 let h: Harness;
-let server: http.Server;
+let openai: FakeOpenAI;
 let baseURL: string;
 /** Every chat completions request the fake provider received. */
-const requests: { messages: { role: string; content?: unknown; tool_call_id?: string }[] }[] = [];
-let callCounter = 0;
-
-// The fake provider: the user message is `{"tool": name, "args": {...}}`; the model calls that
-// tool, and once a tool message is in the conversation it answers `final: <the tool's content>`.
-function completion(body: { model: string; messages: any[] }) {
-  const last = body.messages[body.messages.length - 1];
-  const message =
-    last.role === 'tool'
-      ? {
-          role: 'assistant',
-          content: `final: ${typeof last.content === 'string' ? last.content : JSON.stringify(last.content)}`,
-        }
-      : (() => {
-          const ask = JSON.parse(
-            [...body.messages]
-              .reverse()
-              .find((m) => m.role === 'user')
-              ?.content?.toString() ?? '{}',
-          );
-          return {
-            role: 'assistant',
-            content: null,
-            tool_calls: [
-              {
-                id: `call_${++callCounter}`,
-                type: 'function',
-                function: { name: ask.tool, arguments: JSON.stringify(ask.args) },
-              },
-            ],
-          };
-        })();
-  return {
-    id: `chatcmpl-${callCounter}`,
-    object: 'chat.completion',
-    created: 1,
-    model: body.model,
-    choices: [{ index: 0, message, finish_reason: message.content === null ? 'tool_calls' : 'stop', logprobs: null }],
-    usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
-  };
-}
+const requests = () => openai.requests;
 
 beforeAll(async () => {
   setTracingDisabled(true);
-  server = http.createServer((req, res) => {
-    let data = '';
-    req.on('data', (d) => (data += d));
-    req.on('end', () => {
-      if (req.url !== '/v1/chat/completions') {
-        res.writeHead(404, { 'content-type': 'application/json' });
-        return res.end(JSON.stringify({ error: { message: `no ${req.url} here` } }));
-      }
-      const body = JSON.parse(data);
-      requests.push(body);
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(completion(body)));
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  baseURL = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+  // The fake provider: the user message is `{"tool": name, "args": {...}}`; the model calls that
+  // tool, and once a tool message is in the conversation it answers `final: <the tool's content>`.
+  openai = await startFakeOpenAI();
+  baseURL = openai.baseURL;
   h = await startHarness(
     'integrations',
     defineConfig({
@@ -103,7 +50,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await h?.close();
-  server?.close();
+  openai?.close();
 });
 
 let sessions = 0;
@@ -249,7 +196,7 @@ describe('OpenAI Agents SDK: tool approvals answered by Sluice', () => {
     expect(ran).not.toContain('d.txt');
     expect(String(second.finalOutput)).toContain('not d.txt');
     // What the fake provider was sent back as the tool's result is Sluice's reason.
-    const toolMessages = requests.flatMap((r) => r.messages).filter((m) => m.role === 'tool');
+    const toolMessages = requests().flatMap((r) => r.messages).filter((m) => m.role === 'tool');
     expect(toolMessages.some((m) => String(m.content).includes('not d.txt'))).toBe(true);
   });
 });
