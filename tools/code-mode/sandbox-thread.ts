@@ -13,6 +13,7 @@ import {
   type QuickJSContext,
   type QuickJSDeferredPromise,
   type QuickJSHandle,
+  type QuickJSRuntime,
   type QuickJSWASMModule,
 } from 'quickjs-emscripten-core';
 import variant from '@jitl/quickjs-wasmfile-release-sync';
@@ -140,7 +141,8 @@ async function runProgram(
   cpu: { ms: number },
   state: NonNullable<typeof current>,
 ): Promise<Json | undefined> {
-  const { limits, runId } = req;
+  const { limits } = req;
+  const budget = new Budget(limits, cpu);
   const runtime = quickjs.newRuntime();
   // QuickJS's own accounting misses large blocks in this build; the fixed-size linear memory
   // is the hard cap, this only makes small-object floods fail a little earlier.
@@ -149,102 +151,155 @@ async function runProgram(
   runtime.setModuleLoader(() => ({
     error: new Error('run_code programs cannot import modules; call tools.<name>(args) instead'),
   }));
+  runtime.setInterruptHandler(() => budget.interrupted());
 
-  let sliceStart: number | undefined;
-  let stop: Stop | undefined;
-  runtime.setInterruptHandler(() => {
-    if (stop) return true;
-    if (sliceStart !== undefined && cpu.ms + (performance.now() - sliceStart) > limits.cpuMs) {
-      stop = new Stop(
+  const ctx = runtime.newContext();
+  const pending = new Map<number, QuickJSDeferredPromise>();
+  const host = ctx.newObject();
+  ctx.newFunction('call', hostCall(ctx, req, budget, pending)).consume((f) => ctx.setProp(host, 'call', f));
+  ctx.newFunction('log', hostLog(ctx, req, budget)).consume((f) => ctx.setProp(host, 'log', f));
+
+  post({ runId: req.runId, type: 'ready' });
+  const program = startProgram(ctx, req, host, budget);
+  return runToEnd(runtime, ctx, program, pending, budget, state);
+}
+
+/**
+ * The run's CPU budget and the reason it must stop, shared by QuickJS's interrupt handler, the
+ * host functions and the loop that drives the program: whichever finds a limit passed sets `stop`,
+ * and the program is stopped at the next point the interpreter checks.
+ */
+class Budget {
+  stop: Stop | undefined;
+  /** When the guest code now running began; undefined while the host runs. */
+  private sliceStart: number | undefined;
+
+  constructor(
+    readonly limits: SandboxLimits,
+    private readonly cpu: { ms: number },
+  ) {}
+
+  /** QuickJS's interrupt handler: true stops the guest. */
+  interrupted(): boolean {
+    if (this.stop) return true;
+    if (this.sliceStart !== undefined && this.cpu.ms + (performance.now() - this.sliceStart) > this.limits.cpuMs) {
+      this.stop = new Stop(
         'time',
-        `the program used more than ${limits.cpuMs} ms of CPU time (the limit) and was stopped. Look for an endless loop, or do less work per run_code call.`,
+        `the program used more than ${this.limits.cpuMs} ms of CPU time (the limit) and was stopped. Look for an endless loop, or do less work per run_code call.`,
       );
       return true;
     }
     return false;
-  });
+  }
+
   /** Runs guest code, counting its time against the CPU budget. */
-  const inGuest = <T>(f: () => T): T => {
-    sliceStart = performance.now();
+  inGuest<T>(f: () => T): T {
+    this.sliceStart = performance.now();
     try {
       return f();
     } finally {
-      cpu.ms += performance.now() - sliceStart;
-      sliceStart = undefined;
+      this.cpu.ms += performance.now() - this.sliceStart;
+      this.sliceStart = undefined;
     }
-  };
+  }
+}
 
-  const ctx = runtime.newContext();
-  const pending = new Map<number, QuickJSDeferredPromise>();
+/**
+ * `tools.<name>(args)` in the guest: checks the name and arguments, counts the call against the
+ * run's limit, posts it to the parent and returns a promise its answer will settle. A bad call is
+ * a rejection the program may catch; one over the limit stops the run.
+ */
+function hostCall(
+  ctx: QuickJSContext,
+  req: RunRequest,
+  budget: Budget,
+  pending: Map<number, QuickJSDeferredPromise>,
+): (nameHandle: QuickJSHandle, describedHandle: QuickJSHandle) => QuickJSHandle {
+  const { limits, runId } = req;
   let callNo = 0;
+  return (nameHandle, describedHandle) => {
+    if (budget.stop) return rejected(ctx, budget.stop.message);
+    const name = ctx.getString(nameHandle);
+    let args: JsonObject;
+    try {
+      args = checkArguments(name, ctx.getString(describedHandle), req.toolNames);
+    } catch (err) {
+      return rejected(ctx, (err as Error).message);
+    }
+    if (callNo >= limits.maxCalls) {
+      budget.stop ??= new Stop(
+        'calls',
+        `the program made more than ${limits.maxCalls} tool calls (the limit for one run_code call) and was stopped; split the work across several run_code calls.`,
+      );
+      return rejected(ctx, budget.stop.message);
+    }
+    const deferred = ctx.newPromise();
+    pending.set(callNo, deferred);
+    post({ runId, type: 'call', callNo, name, args });
+    callNo++;
+    return deferred.handle;
+  };
+}
+
+/** `console.*` in the guest: each line goes to the parent; the line that passes the log limit is cut and stops the run. */
+function hostLog(
+  ctx: QuickJSContext,
+  req: RunRequest,
+  budget: Budget,
+): (levelHandle: QuickJSHandle, textHandle: QuickJSHandle) => void {
+  const { limits, runId } = req;
   let logChars = 0;
+  return (levelHandle, textHandle) => {
+    if (budget.stop) return;
+    const level = ctx.getString(levelHandle);
+    let line = (level === 'log' ? '' : `[${level}] `) + ctx.getString(textHandle);
+    if (logChars + line.length + 1 > limits.logChars) {
+      line = line.slice(0, Math.max(0, limits.logChars - logChars));
+      budget.stop = new Stop(
+        'logs',
+        `the program wrote more than ${limits.logChars} characters of logs (the limit) and was stopped; log less, or return a summary as the result.`,
+      );
+    }
+    logChars += line.length + 1;
+    post({ runId, type: 'log', line });
+  };
+}
 
-  const host = ctx.newObject();
-  ctx
-    .newFunction('call', (nameHandle, describedHandle) => {
-      if (stop) return rejected(ctx, stop.message);
-      const name = ctx.getString(nameHandle);
-      let args: JsonObject;
-      try {
-        args = checkArguments(name, ctx.getString(describedHandle), req.toolNames);
-      } catch (err) {
-        return rejected(ctx, (err as Error).message);
-      }
-      if (callNo >= limits.maxCalls) {
-        stop ??= new Stop(
-          'calls',
-          `the program made more than ${limits.maxCalls} tool calls (the limit for one run_code call) and was stopped; split the work across several run_code calls.`,
-        );
-        return rejected(ctx, stop.message);
-      }
-      const deferred = ctx.newPromise();
-      pending.set(callNo, deferred);
-      post({ runId, type: 'call', callNo, name, args });
-      callNo++;
-      return deferred.handle;
-    })
-    .consume((f) => ctx.setProp(host, 'call', f));
-  ctx
-    .newFunction('log', (levelHandle, textHandle) => {
-      if (stop) return;
-      const level = ctx.getString(levelHandle);
-      let line = (level === 'log' ? '' : `[${level}] `) + ctx.getString(textHandle);
-      if (logChars + line.length + 1 > limits.logChars) {
-        line = line.slice(0, Math.max(0, limits.logChars - logChars));
-        stop = new Stop(
-          'logs',
-          `the program wrote more than ${limits.logChars} characters of logs (the limit) and was stopped; log less, or return a summary as the result.`,
-        );
-      }
-      logChars += line.length + 1;
-      post({ runId, type: 'log', line });
-    })
-    .consume((f) => ctx.setProp(host, 'log', f));
-
-  post({ runId, type: 'ready' });
+/** Evaluates the prelude and calls it with the program: the program's promise, or the run stopped. */
+function startProgram(ctx: QuickJSContext, req: RunRequest, host: QuickJSHandle, budget: Budget): QuickJSHandle {
   const names = ctx.newArray();
   req.toolNames.forEach((n, i) => ctx.newString(n).consume((h) => ctx.setProp(names, i, h)));
-
-  let programPromise: QuickJSHandle;
-  {
-    const preludeResult = inGuest(() => ctx.evalCode(GUEST_PRELUDE, 'sluice-prelude.js'));
-    const prelude = ctx.unwrapResult(preludeResult);
-    const args = [host, names, ctx.newNumber(req.seed), ctx.newNumber(req.now), ctx.newString(req.code)];
-    const started = inGuest(() => ctx.callFunction(prelude, ctx.undefined, ...args));
-    if (started.error) {
-      const thrown = started.error;
-      throw stop ?? new Stop('error', describeError(ctx, thrown));
-    }
-    programPromise = started.value;
+  const preludeResult = budget.inGuest(() => ctx.evalCode(GUEST_PRELUDE, 'sluice-prelude.js'));
+  const prelude = ctx.unwrapResult(preludeResult);
+  const args = [host, names, ctx.newNumber(req.seed), ctx.newNumber(req.now), ctx.newString(req.code)];
+  const started = budget.inGuest(() => ctx.callFunction(prelude, ctx.undefined, ...args));
+  if (started.error) {
+    const thrown = started.error;
+    throw budget.stop ?? new Stop('error', describeError(ctx, thrown));
   }
+  return started.value;
+}
 
+/**
+ * Drives the program until its promise settles: runs the guest's pending jobs, and when only tool
+ * answers can move it, waits for the next one and settles its promise. A program waiting on
+ * nothing that could ever settle is stopped rather than left to hang.
+ */
+async function runToEnd(
+  runtime: QuickJSRuntime,
+  ctx: QuickJSContext,
+  program: QuickJSHandle,
+  pending: Map<number, QuickJSDeferredPromise>,
+  budget: Budget,
+  state: NonNullable<typeof current>,
+): Promise<Json | undefined> {
   for (;;) {
-    const jobs = inGuest(() => runtime.executePendingJobs());
+    const jobs = budget.inGuest(() => runtime.executePendingJobs());
     if (jobs.error) jobs.error.dispose();
-    if (stop) throw stop;
-    const promiseState = ctx.getPromiseState(programPromise);
+    if (budget.stop) throw budget.stop;
+    const promiseState = ctx.getPromiseState(program);
     if (promiseState.type === 'fulfilled') return checkResult(ctx.getString(promiseState.value));
-    if (promiseState.type === 'rejected') throw classify(describeError(ctx, promiseState.error), limits);
+    if (promiseState.type === 'rejected') throw classify(describeError(ctx, promiseState.error), budget.limits);
     if (pending.size === 0 && !runtime.hasPendingJob()) {
       throw new Stop(
         'error',

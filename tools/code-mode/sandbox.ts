@@ -184,144 +184,213 @@ function discard(thread: SandboxThread): void {
   void thread.worker.terminate();
 }
 
+const CANCELLED = 'the run_code call was cancelled and its program was stopped';
+
 export async function runProgram(opts: RunProgramOptions): Promise<ProgramOutcome> {
   const limits: SandboxLimits = { ...DEFAULT_LIMITS, ...opts.limits };
-  const watchdogMs = opts.watchdogMs ?? limits.cpuMs + WATCHDOG_GRACE_MS;
-  const logs: string[] = [];
-  let calls = 0;
-  const cancelled = 'the run_code call was cancelled and its program was stopped';
-  if (opts.signal?.aborted) return { ok: false, kind: 'cancelled', error: cancelled, logs, calls, cpuMs: 0, wallMs: 0 };
+  if (opts.signal?.aborted)
+    return { ok: false, kind: 'cancelled', error: CANCELLED, logs: [], calls: 0, cpuMs: 0, wallMs: 0 };
   const began = performance.now();
   const thread = await acquire(limits.memoryBytes);
   const runId = nextRunId++;
-
   return new Promise<ProgramOutcome>((resolve, reject) => {
-    let finished = false;
-    let ready = false;
-    const queue: Extract<ThreadMessage, { type: 'call' }>[] = [];
-    let draining = false;
-    // Watchdog bookkeeping: the thread is busy unless it said it waits and no answer is on its way.
-    let busySince: number | undefined;
-    let busyMs = 0;
-    let answersSent = 0;
-    let timer: NodeJS.Timeout | undefined;
-
-    /** `reuse`: the thread ended the run itself and may take another. */
-    const finish = (outcome: Omit<ProgramOutcome, 'logs' | 'calls' | 'wallMs'> | Error, reuse = false) => {
-      if (finished) return;
-      finished = true;
-      clearTimeout(timer);
-      opts.signal?.removeEventListener('abort', onAbort);
-      if (reuse) release(thread);
-      else discard(thread);
-      if (outcome instanceof Error) reject(outcome);
-      else resolve({ ...outcome, logs, calls, wallMs: Math.round((performance.now() - began) * 10) / 10 });
-    };
-    const fail = (kind: StopKind, error: string) => finish({ ok: false, kind, error, cpuMs: Math.round(busyMs) });
-    const arm = () => {
-      clearTimeout(timer);
-      const left = Math.max(0, watchdogMs - busyMs);
-      timer = setTimeout(
-        () =>
-          fail(
-            'time',
-            `the program did not yield within ${watchdogMs} ms of running (the CPU limit is ${limits.cpuMs} ms) and its sandbox was killed`,
-          ),
-        left,
-      );
-    };
-    const busy = () => {
-      if (busySince !== undefined) return;
-      busySince = Date.now();
-      arm();
-    };
-    const idleNow = () => {
-      if (busySince === undefined) return;
-      busyMs += Date.now() - busySince;
-      busySince = undefined;
-      clearTimeout(timer);
-    };
-    const onAbort = () => fail('cancelled', cancelled);
-    if (opts.signal?.aborted) return onAbort();
-    opts.signal?.addEventListener('abort', onAbort);
-    timer = setTimeout(
-      () => fail('crash', `the sandbox did not start within ${STARTUP_TIMEOUT_MS} ms`),
-      STARTUP_TIMEOUT_MS,
-    );
-
-    const answer = (m: ParentMessage) => {
-      answersSent++;
-      busy();
-      thread.worker.postMessage(m);
-    };
-    const drain = async () => {
-      if (draining) return;
-      draining = true;
-      try {
-        while (queue.length && !finished) {
-          const call = queue.shift()!;
-          let got: SubCallAnswer;
-          try {
-            got = await opts.callTool({ index: call.callNo, name: call.name, args: call.args });
-          } catch (err) {
-            return finish(err instanceof Error ? err : new Error(String(err)));
-          }
-          if (finished) return;
-          calls++;
-          if ('fatal' in got) return fail(got.kind ?? 'fatal', got.fatal);
-          answer(
-            got.ok
-              ? { type: 'answer', runId, callNo: call.callNo, ok: true, json: JSON.stringify(got.value) }
-              : { type: 'answer', runId, callNo: call.callNo, ok: false, message: got.message },
-          );
-        }
-      } finally {
-        draining = false;
-      }
-    };
-
-    thread.onMessage = (m: ThreadMessage) => {
-      if (finished || m.runId !== runId) return;
-      switch (m.type) {
-        case 'ready':
-          ready = true;
-          busy();
-          return;
-        case 'waiting':
-          if (m.answersSeen === answersSent) idleNow();
-          return;
-        case 'log':
-          logs.push(m.line);
-          return;
-        case 'call':
-          queue.push(m);
-          void drain();
-          return;
-        case 'done':
-          idleNow();
-          return finish(
-            m.ok
-              ? { ok: true, ...(m.result !== undefined ? { result: m.result } : {}), cpuMs: m.cpuMs }
-              : { ok: false, kind: m.kind, error: m.error, cpuMs: m.cpuMs },
-            true,
-          );
-      }
-    };
-    thread.onGone = (why) =>
-      'error' in why
-        ? fail('crash', `the sandbox failed while running the program: ${why.error.message}`)
-        : fail(
-            'crash',
-            `the sandbox ${ready ? 'stopped' : 'failed to start'} unexpectedly (exit code ${why.exitCode})`,
-          );
-    thread.worker.postMessage({
-      type: 'run',
-      runId,
-      code: opts.code,
-      toolNames: [...opts.toolNames],
-      seed: parseInt(sha256Hex(opts.seed).slice(0, 8), 16),
-      now: opts.now,
-      limits,
-    } satisfies ParentMessage);
+    new ProgramRun(thread, runId, opts, limits, began, { resolve, reject }).start();
   });
+}
+
+/**
+ * The thread's running time, summed over the spells it is busy (not waiting on a tool's answer),
+ * and the one timer that kills it when that sum passes the limit. Before the program is ready the
+ * same timer bounds the thread's startup instead.
+ */
+class Watchdog {
+  /** Time the thread has been busy, not counting a spell still under way. */
+  busyMs = 0;
+  private busySince: number | undefined;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly limitMs: number,
+    private readonly expired: () => void,
+  ) {}
+
+  startup(ms: number, timedOut: () => void): void {
+    this.timer = setTimeout(timedOut, ms);
+  }
+
+  busy(): void {
+    if (this.busySince !== undefined) return;
+    this.busySince = Date.now();
+    clearTimeout(this.timer);
+    this.timer = setTimeout(this.expired, Math.max(0, this.limitMs - this.busyMs));
+  }
+
+  idle(): void {
+    if (this.busySince === undefined) return;
+    this.busyMs += Date.now() - this.busySince;
+    this.busySince = undefined;
+    clearTimeout(this.timer);
+  }
+
+  stop(): void {
+    clearTimeout(this.timer);
+  }
+}
+
+type SubCall = Extract<ThreadMessage, { type: 'call' }>;
+
+/**
+ * One program's run on a thread, from the run message to its outcome: it keeps the program's logs,
+ * relays its sub-calls one at a time in the order it made them, and ends the run once, whichever
+ * comes first of the program ending itself, the watchdog, a cancel, a failed sub-call and the
+ * thread dying.
+ */
+class ProgramRun {
+  private finished = false;
+  /** The thread said its QuickJS is up: a later exit is the program's crash, not a failed start. */
+  private ready = false;
+  private readonly logs: string[] = [];
+  private calls = 0;
+  private readonly queue: SubCall[] = [];
+  private draining = false;
+  /** Answers posted so far: a `waiting` that has seen fewer has one on its way, so the thread is still busy. */
+  private answersSent = 0;
+  private readonly watchdog: Watchdog;
+  private readonly onAbort = () => this.fail('cancelled', CANCELLED);
+
+  constructor(
+    private readonly thread: SandboxThread,
+    private readonly runId: number,
+    private readonly opts: RunProgramOptions,
+    private readonly limits: SandboxLimits,
+    private readonly began: number,
+    private readonly settle: { resolve(outcome: ProgramOutcome): void; reject(err: Error): void },
+  ) {
+    const watchdogMs = opts.watchdogMs ?? limits.cpuMs + WATCHDOG_GRACE_MS;
+    this.watchdog = new Watchdog(watchdogMs, () =>
+      this.fail(
+        'time',
+        `the program did not yield within ${watchdogMs} ms of running (the CPU limit is ${limits.cpuMs} ms) and its sandbox was killed`,
+      ),
+    );
+  }
+
+  start(): void {
+    // The signal may have fired while a thread was being taken.
+    if (this.opts.signal?.aborted) {
+      this.onAbort();
+      return;
+    }
+    this.opts.signal?.addEventListener('abort', this.onAbort);
+    this.watchdog.startup(STARTUP_TIMEOUT_MS, () =>
+      this.fail('crash', `the sandbox did not start within ${STARTUP_TIMEOUT_MS} ms`),
+    );
+    this.thread.onMessage = (m) => this.onMessage(m);
+    this.thread.onGone = (why) => this.onGone(why);
+    this.thread.worker.postMessage({
+      type: 'run',
+      runId: this.runId,
+      code: this.opts.code,
+      toolNames: [...this.opts.toolNames],
+      seed: parseInt(sha256Hex(this.opts.seed).slice(0, 8), 16),
+      now: this.opts.now,
+      limits: this.limits,
+    } satisfies ParentMessage);
+  }
+
+  private onMessage(m: ThreadMessage): void {
+    if (this.finished || m.runId !== this.runId) return;
+    switch (m.type) {
+      case 'ready':
+        this.ready = true;
+        this.watchdog.busy();
+        return;
+      case 'waiting':
+        if (m.answersSeen === this.answersSent) this.watchdog.idle();
+        return;
+      case 'log':
+        this.logs.push(m.line);
+        return;
+      case 'call':
+        this.queue.push(m);
+        void this.drain();
+        return;
+      case 'done':
+        this.watchdog.idle();
+        this.finish(
+          m.ok
+            ? { ok: true, ...(m.result !== undefined ? { result: m.result } : {}), cpuMs: m.cpuMs }
+            : { ok: false, kind: m.kind, error: m.error, cpuMs: m.cpuMs },
+          true,
+        );
+    }
+  }
+
+  private onGone(why: { error: Error } | { exitCode: number }): void {
+    if ('error' in why) this.fail('crash', `the sandbox failed while running the program: ${why.error.message}`);
+    else
+      this.fail(
+        'crash',
+        `the sandbox ${this.ready ? 'stopped' : 'failed to start'} unexpectedly (exit code ${why.exitCode})`,
+      );
+  }
+
+  /**
+   * Runs the queued sub-calls one at a time; a call that arrives meanwhile waits its turn. A throw
+   * from `callTool` rejects the run; a fatal answer ends it without answering the program.
+   */
+  private async drain(): Promise<void> {
+    if (this.draining) return;
+    this.draining = true;
+    try {
+      while (this.queue.length && !this.finished) {
+        const call = this.queue.shift()!;
+        let got: SubCallAnswer;
+        try {
+          got = await this.opts.callTool({ index: call.callNo, name: call.name, args: call.args });
+        } catch (err) {
+          return this.finish(err instanceof Error ? err : new Error(String(err)));
+        }
+        if (this.finished) return;
+        this.calls++;
+        if ('fatal' in got) return this.fail(got.kind ?? 'fatal', got.fatal);
+        this.answer(
+          got.ok
+            ? { type: 'answer', runId: this.runId, callNo: call.callNo, ok: true, json: JSON.stringify(got.value) }
+            : { type: 'answer', runId: this.runId, callNo: call.callNo, ok: false, message: got.message },
+        );
+      }
+    } finally {
+      this.draining = false;
+    }
+  }
+
+  /** An answer makes the thread busy again until it says it waits having seen it. */
+  private answer(m: ParentMessage): void {
+    this.answersSent++;
+    this.watchdog.busy();
+    this.thread.worker.postMessage(m);
+  }
+
+  private fail(kind: StopKind, error: string): void {
+    this.finish({ ok: false, kind, error, cpuMs: Math.round(this.watchdog.busyMs) });
+  }
+
+  /** Ends the run once. `reuse`: the thread ended the run itself and may take another. */
+  private finish(outcome: Omit<ProgramOutcome, 'logs' | 'calls' | 'wallMs'> | Error, reuse = false): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.watchdog.stop();
+    this.opts.signal?.removeEventListener('abort', this.onAbort);
+    if (reuse) release(this.thread);
+    else discard(this.thread);
+    if (outcome instanceof Error) this.settle.reject(outcome);
+    else
+      this.settle.resolve({
+        ...outcome,
+        logs: this.logs,
+        calls: this.calls,
+        wallMs: Math.round((performance.now() - this.began) * 10) / 10,
+      });
+  }
 }
