@@ -1,15 +1,22 @@
 // Every code block of README.md, docs/getting-started.md and docs/installing.md, taken from the
-// markdown. README's and getting-started's run in one
-// fresh app made from the packed tarball outside the checkout, against the test's dev server and a
-// local fake OpenAI provider: the install and setup lines as shell, the TypeScript blocks compiled
-// by the app's tsc and run with plain node (the README's worker.ts with its sluice.config.ts and
-// getting-started's workflows.ts, the agent loop whose call a person approves, the session, the
-// manifest reader). A block the test does not know, or one that fails or hangs, fails the test;
-// `text` blocks and `<!-- not run: why -->` ones are skipped (TypeScript ones still typecheck).
-// The README's worker.ts also runs in a CommonJS folder of the same app (issue 23 item 3).
+// markdown. README's and getting-started's run in every cell of the install matrix adopters have
+// (issue 23): a fresh app made from the packed tarball outside the checkout, with the current
+// majors of ai, openai and @anthropic-ai/sdk, on Temporal 1.24, on Temporal 1.23, and on 1.23
+// beside @temporalio/ai-sdk. Each cell has its own Temporal dev server (the blocks' ids and task
+// queue are fixed: 'sess-42', 'chat-1', 'my-agent') and its own local fake OpenAI provider: the
+// install and setup lines as shell, the TypeScript blocks compiled by the app's tsc and run with
+// plain node (the README's worker.ts with its sluice.config.ts and getting-started's workflows.ts,
+// the agent loop whose call a person approves, the session, the manifest reader, the Code Mode
+// program). A block the test does not know, or one that fails or hangs, fails the test; `text`
+// blocks and `<!-- not run: why -->` ones are skipped (TypeScript ones still typecheck). The
+// README's worker.ts also runs in a CommonJS folder of each app (issue 23 item 3).
 // installing.md's install lines run in apps of their own (the registry name `sluice` stands for
-// the packed tarball), and the app on Temporal 1.23 its second block makes then hosts the
-// README's worker.ts and sluice.config.ts, which run a batch on it.
+// the packed tarball), against the suite's dev server.
+//
+// No cell for Temporal 1.24 beside @temporalio/ai-sdk: ai-sdk has no 1.24 release (1.23.0 is its
+// newest, and it pins its Temporal packages to exactly 1.23.0), so in a 1.24 app npm hoists its
+// 1.23 workflow, activity and common beside the app's 1.24 worker: two Temporals, which
+// docs/installing.md tells an app to avoid by giving its Temporal packages ai-sdk's version.
 import { Client, Connection } from '@temporalio/client';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -18,7 +25,8 @@ import { SluiceClient } from '../client/client';
 import { type DocBlock, docBlocks, RUN_LANGS, type Proc, startProcess, stopProcesses, where } from './doc-blocks';
 import { eventually } from './eventually';
 import { text } from './harness';
-import { copiesOf, type FreshApp, freshApp, installedVersion, NPM_INSTALL, packSluice, REPO, sh } from './fresh-app';
+import { freePort, startDevServer, type DevServer } from '../temporal/dev-server';
+import { copiesOf, type FreshApp, freshApp, installedVersion, packSluice, REPO, sh } from './fresh-app';
 import { startStreamProvider, type StreamProvider } from './stream-provider';
 
 const DOCS = ['README.md', 'docs/getting-started.md', 'docs/installing.md'];
@@ -83,13 +91,32 @@ function code(step: Step): string {
   return found[0].code;
 }
 
+/** A cell of the install matrix: the app's Temporal version, and @temporalio/ai-sdk beside it or not. */
+interface Cell {
+  name: string;
+  temporal: string;
+  aiSdk?: string;
+}
+const CELLS: Cell[] = [
+  { name: 'Temporal 1.24', temporal: '1.24.0' },
+  { name: 'Temporal 1.23', temporal: '1.23.0' },
+  { name: 'Temporal 1.23 beside @temporalio/ai-sdk 1.23', temporal: '1.23.0', aiSdk: '1.23.0' },
+];
+// The current majors adopters have (ai and openai 6 are the checkout's own, tested in-repo).
+const MODEL_SDKS = ['ai@7', 'openai@7', '@anthropic-ai/sdk@1'];
+
 let tarball = '';
 let parent = '';
+const stamp = `${process.pid}-${Date.now()}`;
+/** Each cell's app, installed in the background two at a time while earlier cells run. */
+const installs = new Map<string, Promise<FreshApp>>();
+
+// The cell running now (cells run one after another): its app, server, provider and worker.
 let app: FreshApp;
+let address = '';
 let provider: StreamProvider;
 let connection: Connection;
 let worker: Proc | undefined;
-const stamp = `${process.pid}-${Date.now()}`;
 const givenLog = () => path.join(app.dir, 'given.log');
 const givenEntries = (): Record<string, unknown>[] =>
   fs.existsSync(givenLog())
@@ -100,16 +127,19 @@ const givenEntries = (): Record<string, unknown>[] =>
         .map((l) => JSON.parse(l))
     : [];
 
-/** The environment every process of the app runs with: the test server, the fake provider. */
-const env = () => ({
-  TEMPORAL_ADDRESS: inject('temporalAddress'),
-  OPENAI_API_KEY: 'sk-fake',
-  OPENAI_BASE_URL: `${provider.base}/v1`,
-  GIVEN_LOG: givenLog(),
+const NPM_ENV = {
   npm_config_prefer_offline: 'true',
   npm_config_audit: 'false',
   npm_config_fund: 'false',
   npm_config_loglevel: 'error',
+};
+/** The environment every process of the cell's app runs with: its server, its fake provider. */
+const env = () => ({
+  TEMPORAL_ADDRESS: address,
+  OPENAI_API_KEY: 'sk-fake',
+  OPENAI_BASE_URL: `${provider.base}/v1`,
+  GIVEN_LOG: givenLog(),
+  ...NPM_ENV,
 });
 
 /** A compiled block run with plain node, the given names preloaded. */
@@ -119,13 +149,11 @@ const runNode = (label: string, file: string, extra: Record<string, string> = {}
     env: { ...env(), ...extra },
   });
 
-const runShell = (b: DocBlock) => sh('bash', ['-euo', 'pipefail', '-c', b.code], app.dir, { env: env() });
-
 /** A block's command lines, one by one (comments and blank lines left out). */
 const commandLines = (block: string) => block.split('\n').filter((l) => l.trim() !== '' && !l.trim().startsWith('#'));
 
 /**
- * An empty app beside the main one, holding the tarball. installing.md installs Sluice by its
+ * An empty app beside the cells' apps, holding the tarball. installing.md installs Sluice by its
  * registry name; here the packed tarball stands in for it (the same command once it is published).
  */
 function emptyApp(name: string, type: 'module' | 'commonjs'): string {
@@ -135,79 +163,88 @@ function emptyApp(name: string, type: 'module' | 'commonjs'): string {
   fs.copyFileSync(tarball, path.join(dir, path.basename(tarball)));
   return dir;
 }
+/** An install line of installing.md in `dir`, against the suite's dev server. */
 const runLine = (dir: string, line: string) =>
   sh(
     'bash',
     ['-euo', 'pipefail', '-c', line.replace(/^(\s*npm install )sluice(?=\s|$)/, `$1./${path.basename(tarball)}`)],
     dir,
-    {
-      env: env(),
-      timeoutMs: 600_000,
-    },
+    { env: { TEMPORAL_ADDRESS: inject('temporalAddress'), ...NPM_ENV }, timeoutMs: 600_000 },
   );
-/** The app on Temporal 1.23 that installing.md's ai-sdk line makes. */
-let temporal123 = '';
 
-beforeAll(async () => {
-  provider = await startStreamProvider();
-  connection = await Connection.connect({ address: inject('temporalAddress') });
-  tarball = await packSluice(inject('runDir'));
-  // The app's folder holds the tarball under its own name, as the docs' install line has it.
-  parent = fs.mkdtempSync(path.join(inject('runDir'), 'readme-app-'));
-  fs.mkdirSync(path.join(parent, 'app'));
-  fs.copyFileSync(tarball, path.join(parent, 'app', path.basename(tarball)));
+/** Every TypeScript block, run or not, as a file of the app: named ones under their name. */
+function appFiles(): Record<string, string> {
   const files: Record<string, string> = {
     'given.cjs': fs.readFileSync(path.join(given, 'given.cjs'), 'utf8'),
     'given.d.ts': fs.readFileSync(path.join(given, 'given.d.ts'), 'utf8'),
+    'code-mode.config.ts': CODE_MODE_CONFIG,
+    'tsconfig.json': JSON.stringify({
+      compilerOptions: {
+        target: 'ES2022',
+        module: 'node16',
+        strict: true,
+        skipLibCheck: true,
+        outDir: 'build',
+        types: ['node'],
+      },
+      include: ['*.ts'],
+    }),
   };
-  // Every TypeScript block, run or not, as a file of the app: named ones under their name.
   blocks
     .filter((b) => b.lang === 'ts')
     .forEach((b, i) => {
       files[b.file ?? `block-${i + 1}.ts`] = b.code;
     });
-  app = await freshApp({
+  return files;
+}
+
+/** A cell's app: ESM, the tarball under its own name in its folder as the docs' install line has it. */
+async function installCell(cell: Cell): Promise<FreshApp> {
+  const cellParent = path.join(parent, `cell-${CELLS.indexOf(cell) + 1}`);
+  fs.mkdirSync(path.join(cellParent, 'app'), { recursive: true });
+  fs.copyFileSync(tarball, path.join(cellParent, 'app', path.basename(tarball)));
+  return freshApp({
     tarball: `./${path.basename(tarball)}`,
-    parent,
+    parent: cellParent,
     type: 'module',
-    // What the install line brings, at the checkout's versions, and the app's own tools: tsc to
-    // compile the blocks, openai for the session's model (docs: the worker needs it).
     with: [
-      `@temporalio/worker@${installedVersion('@temporalio/worker')}`,
-      `@temporalio/client@${installedVersion('@temporalio/client')}`,
+      // The app's Temporal, client and worker at one version (the rest comes with the worker).
+      `@temporalio/client@${cell.temporal}`,
+      `@temporalio/worker@${cell.temporal}`,
+      ...(cell.aiSdk ? [`@temporalio/ai-sdk@${cell.aiSdk}`] : []),
+      ...MODEL_SDKS,
+      // What the install line brings (tsx for sluice.config.ts); Code Mode's optional parts for
+      // the run_code program (docs/installing.md); the app's own tsc to compile the blocks.
       `tsx@${installedVersion('tsx')}`,
-      `openai@${installedVersion('openai')}`,
-      // Code Mode's optional parts, for the run_code program (docs/installing.md).
       `quickjs-emscripten-core@${installedVersion('quickjs-emscripten-core')}`,
       `@jitl/quickjs-wasmfile-release-sync@${installedVersion('@jitl/quickjs-wasmfile-release-sync')}`,
       `typescript@${installedVersion('typescript')}`,
       `@types/node@${installedVersion('@types/node')}`,
     ],
-    files: {
-      ...files,
-      'code-mode.config.ts': CODE_MODE_CONFIG,
-      'tsconfig.json': JSON.stringify({
-        compilerOptions: {
-          target: 'ES2022',
-          module: 'node16',
-          strict: true,
-          skipLibCheck: true,
-          outDir: 'build',
-          types: ['node'],
-        },
-        include: ['*.ts'],
-      }),
-    },
+    files: appFiles(),
+  });
+}
+
+beforeAll(async () => {
+  tarball = await packSluice(inject('runDir'));
+  parent = fs.mkdtempSync(path.join(inject('runDir'), 'readme-app-'));
+  // Two installs at a time, from the npm cache where it has them; a cell waits for its own.
+  const lanes: Promise<unknown>[] = [Promise.resolve(), Promise.resolve()];
+  CELLS.forEach((cell, i) => {
+    const lane = i % lanes.length;
+    const install = lanes[lane].then(() => installCell(cell));
+    install.catch(() => {}); // the cell awaits it and fails with its error; not an unhandled rejection
+    lanes[lane] = install.catch(() => undefined);
+    installs.set(cell.name, install);
   });
 }, 1_200_000);
 
 afterAll(async () => {
   await stopProcesses();
-  await provider?.close();
-  await connection?.close();
-  // The app's node_modules (some 300 MB) would stay in the run's folder otherwise.
+  // Whatever is still installing, then the apps' node_modules (some 300 MB each).
+  await Promise.allSettled(installs.values());
   if (parent) await fs.promises.rm(parent, { recursive: true, force: true });
-}, 300_000);
+}, 600_000);
 
 describe('the docs’ code blocks', () => {
   it('each names its language, and each runnable one is run by a step here (or says why not)', () => {
@@ -224,168 +261,221 @@ describe('the docs’ code blocks', () => {
       ).toHaveLength(1);
     }
   });
+});
 
-  it('the install and setup lines run as written in the app’s folder', async () => {
-    const installs = new Set(claimed('install').map((b) => b.code));
-    let said = '';
-    for (const b of claimed('install').filter((x) => installs.delete(x.code))) said += (await runShell(b)).stdout;
-    // Its own words (other test files' workers may have registered them on this server first).
-    expect(said).toMatch(/registered search attributes|search attributes already registered/);
-    expect(app.version('sluice')).toBe(JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8')).version);
-    // npx sluice setup registered the search attributes.
-    const client = new Client({ connection });
-    const attrs = await connection.operatorService.listSearchAttributes({ namespace: client.options.namespace });
-    expect(Object.keys(attrs.customAttributes ?? {})).toContain('SluiceSessionId');
-  }, 600_000);
+describe.each(CELLS)(
+  'README’s and getting-started’s blocks in a fresh app on $name (ai 7, openai 7, @anthropic-ai/sdk 1)',
+  (cell) => {
+    let server: DevServer | undefined;
 
-  it('every TypeScript block compiles with the app’s tsc (module node16, ESM)', async () => {
-    await app.sh('node', [path.join('node_modules', 'typescript', 'bin', 'tsc'), '-p', '.'], { timeoutMs: 300_000 });
-    expect(fs.existsSync(path.join(app.dir, 'build', 'worker.js'))).toBe(true);
-  }, 600_000);
+    beforeAll(async () => {
+      server = await startDevServer({
+        stateDir: path.join(REPO, '.sluice'),
+        port: await freePort(),
+        headless: true,
+        dbFile: ':memory:',
+      });
+      address = server.address;
+      connection = await Connection.connect({ address });
+      provider = await startStreamProvider();
+      app = await installs.get(cell.name)!;
+    }, 1_200_000);
 
-  it('worker.ts runs as written in a CommonJS folder too, until it polls its queue', async () => {
-    const cjs = path.join(app.dir, 'cjs');
-    fs.mkdirSync(cjs, { recursive: true });
-    fs.writeFileSync(path.join(cjs, 'package.json'), JSON.stringify({ type: 'commonjs' }));
-    for (const step of ['worker', 'config', 'workflows'] as const)
-      fs.writeFileSync(path.join(cjs, claimed(step)[0].file!), code(step));
-    fs.writeFileSync(
-      path.join(cjs, 'tsconfig.json'),
-      JSON.stringify({
-        compilerOptions: { target: 'ES2022', module: 'node16', strict: true, skipLibCheck: true, outDir: 'build' },
-        files: ['worker.ts', path.join('..', 'given.d.ts')],
-      }),
-    );
-    await sh('node', [path.join('..', 'node_modules', 'typescript', 'bin', 'tsc'), '-p', '.'], cjs, {
-      timeoutMs: 300_000,
+    afterAll(async () => {
+      await stopProcesses();
+      worker = undefined;
+      await provider?.close();
+      await connection?.close();
+      await server?.stop();
+      if (app) await fs.promises.rm(path.dirname(app.dir), { recursive: true, force: true });
+    }, 300_000);
+
+    it('has Sluice, the model SDKs and one copy of each Temporal package at the cell’s version', () => {
+      expect(app.version('sluice')).toBe(JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8')).version);
+      for (const sdk of MODEL_SDKS) {
+        const [name, major] = sdk.split(/@(?=\d+$)/);
+        expect(app.version(name)?.split('.')[0], sdk).toBe(major);
+      }
+      for (const p of ['client', 'common', 'proto', 'workflow', 'activity', 'worker'])
+        expect(app.copies(`@temporalio/${p}`)).toEqual([`node_modules/@temporalio/${p}@${cell.temporal}`]);
+      if (cell.aiSdk)
+        expect(app.copies('@temporalio/ai-sdk')).toEqual([`node_modules/@temporalio/ai-sdk@${cell.aiSdk}`]);
     });
-    const cjsWorker = startProcess('the CommonJS worker.ts', process.execPath, [path.join('build', 'worker.js')], {
-      cwd: cjs,
-      env: env(),
-    });
-    await cjsWorker.waitFor('the worker polls its task queue', /Worker state changed.*state: 'RUNNING'/);
-    await cjsWorker.stop();
-  }, 600_000);
 
-  it('worker.ts, with the README’s sluice.config.ts and getting-started’s workflows.ts, polls its queue', async () => {
-    expect(code('worker')).toContain(`taskQueue: '${TASK_QUEUE}'`);
-    code('config');
-    worker = runNode('worker.ts', 'worker.js');
-    await worker.waitFor('the worker polls its task queue', /Worker state changed.*state: 'RUNNING'/);
-  }, 600_000);
+    it('the install and setup lines run as written in the app’s folder', async () => {
+      // The one change: the app's Temporal version on the unversioned @temporalio/worker, as
+      // docs/installing.md tells an app staying on its Temporal (unversioned, npm would move every
+      // cell to the newest Temporal).
+      const asWritten = (line: string) => line.replace(/(\s@temporalio\/worker)(?=\s|$)/, `$1@${cell.temporal}`);
+      let said = '';
+      for (const block of new Set(claimed('install').map((b) => b.code)))
+        for (const line of commandLines(block))
+          said += (
+            await sh('bash', ['-euo', 'pipefail', '-c', asWritten(line)], app.dir, { env: env(), timeoutMs: 600_000 })
+          ).stdout;
+      expect(said).toMatch(/registered search attributes|search attributes already registered/);
+      expect(app.version('sluice')).toBe(JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8')).version);
+      for (const p of ['client', 'worker'])
+        expect(app.copies(`@temporalio/${p}`)).toEqual([`node_modules/@temporalio/${p}@${cell.temporal}`]);
+      // npx sluice setup's search attributes are on the cell's server.
+      const client = new Client({ connection });
+      const attrs = await connection.operatorService.listSearchAttributes({ namespace: client.options.namespace });
+      expect(Object.keys(attrs.customAttributes ?? {})).toContain('SluiceSessionId');
+    }, 600_000);
 
-  it('workflows.ts: the agent workflow runs on that worker (its callModel asks for no tool)', async () => {
-    code('workflows');
-    const client = new Client({ connection });
-    const history = await client.workflow.execute('agent', {
-      taskQueue: TASK_QUEUE,
-      workflowId: `readme-agent-${stamp}`,
-      args: [`readme-agent-${stamp}`, 1],
-      workflowExecutionTimeout: '5 minutes',
-    });
-    expect(history).toEqual([]);
-  }, 600_000);
+    it('every TypeScript block compiles with the app’s tsc (module node16, ESM)', async () => {
+      await app.sh('node', [path.join('node_modules', 'typescript', 'bin', 'tsc'), '-p', '.'], { timeoutMs: 300_000 });
+      expect(fs.existsSync(path.join(app.dir, 'build', 'worker.js'))).toBe(true);
+    }, 600_000);
 
-  it('the agent loop runs a batch: send_email is asked for, a person approves, the mail goes once', async () => {
-    code('agentLoop');
-    const call = {
-      id: 'call-1',
-      name: 'send_email',
-      arguments: JSON.stringify({ to: 'ann@example.com', subject: 'Minutes', body: 'Attached.' }),
-    };
-    const loop = runNode('the agent loop', compiled('agentLoop'), {
-      GIVEN_MODEL_MESSAGE: JSON.stringify({ toolCalls: [call] }),
-    });
-    const sluice = new SluiceClient({ connection, taskQueue: TASK_QUEUE });
-    const pending = await eventually(
-      'the send_email call waits for a person',
-      async () =>
-        (await sluice.pendingApprovals()).find((p) => p.toolName === 'send_email' && p.sessionId === 'sess-42'),
-      { timeoutMs: 240_000, intervalMs: 500 },
-    );
-    expect(pending.card.title).toBe('Email ann@example.com');
-    await sluice.approve(pending.approvalId, { by: 'alice' });
-    await loop.succeeds();
-    const log = givenEntries();
-    expect(log.filter((e) => e.mailer === 'ann@example.com')).toHaveLength(1);
-    expect(log.some((e) => e.metrics === 'send_email')).toBe(true);
-    expect(log.some((e) => e.audit === 'call-1' && e.isError === false)).toBe(true);
-    const messages = log.find((e) => e.pid === loop.child.pid && e.messages)?.messages as {
-      role: string;
-      content: unknown;
-    }[];
-    expect(JSON.stringify(messages)).toContain('queued for ann@example.com');
-    expect(JSON.stringify(messages)).toContain('Remind the user the email is sent.');
-  }, 600_000);
+    it('worker.ts runs as written in a CommonJS folder too, until it polls its queue', async () => {
+      const cjs = path.join(app.dir, 'cjs');
+      fs.mkdirSync(cjs, { recursive: true });
+      fs.writeFileSync(path.join(cjs, 'package.json'), JSON.stringify({ type: 'commonjs' }));
+      for (const step of ['worker', 'config', 'workflows'] as const)
+        fs.writeFileSync(path.join(cjs, claimed(step)[0].file!), code(step));
+      fs.writeFileSync(
+        path.join(cjs, 'tsconfig.json'),
+        JSON.stringify({
+          compilerOptions: { target: 'ES2022', module: 'node16', strict: true, skipLibCheck: true, outDir: 'build' },
+          files: ['worker.ts', path.join('..', 'given.d.ts')],
+        }),
+      );
+      await sh('node', [path.join('..', 'node_modules', 'typescript', 'bin', 'tsc'), '-p', '.'], cjs, {
+        timeoutMs: 300_000,
+      });
+      const cjsWorker = startProcess('the CommonJS worker.ts', process.execPath, [path.join('build', 'worker.js')], {
+        cwd: cjs,
+        env: env(),
+      });
+      await cjsWorker.waitFor('the worker polls its task queue', /Worker state changed.*state: 'RUNNING'/);
+      await cjsWorker.stop();
+    }, 600_000);
 
-  it('the session block: a turn against the fake OpenAI provider, its events to the turn’s end', async () => {
-    code('session');
-    const run = runNode('the session block', compiled('session'));
-    const out = await run.succeeds();
-    const types = out.trim().split('\n');
-    expect(types).toContain('model/message');
-    expect(types[types.length - 1]).toBe('session/turn-ended');
-    // The model step asked the fake provider (the worker's OPENAI_BASE_URL), for the README's model.
-    expect(provider.requests('gpt-4.1')).toBeGreaterThan(0);
-  }, 600_000);
+    it('worker.ts, with the README’s sluice.config.ts and getting-started’s workflows.ts, polls its queue', async () => {
+      expect(code('worker')).toContain(`taskQueue: '${TASK_QUEUE}'`);
+      code('config');
+      worker = runNode('worker.ts', 'worker.js');
+      await worker.waitFor('the worker polls its task queue', /Worker state changed.*state: 'RUNNING'/);
+    }, 600_000);
 
-  it('the manifest: `npx sluice manifest --out tools.json`, then the block reads it', async () => {
-    await app.sh('npx', ['sluice', 'manifest', '--out', 'tools.json'], { env: env(), timeoutMs: 240_000 });
-    const manifest = JSON.parse(fs.readFileSync(path.join(app.dir, 'tools.json'), 'utf8'));
-    expect(JSON.stringify(manifest)).toContain('send_email');
-    await runNode('the manifest block', compiled('manifest')).succeeds();
-  }, 600_000);
+    it('workflows.ts: the agent workflow runs on that worker (its callModel asks for no tool)', async () => {
+      code('workflows');
+      const client = new Client({ connection });
+      const history = await client.workflow.execute('agent', {
+        taskQueue: TASK_QUEUE,
+        workflowId: `readme-agent-${stamp}`,
+        args: [`readme-agent-${stamp}`, 1],
+        workflowExecutionTimeout: '5 minutes',
+      });
+      expect(history).toEqual([]);
+    }, 600_000);
 
-  it('the Code Mode program runs as run_code: the temperatures summed, the refused delete caught', async () => {
-    const taskQueue = `readme-code-mode-${stamp}`;
-    const codeWorker = startProcess(
-      'npx sluice worker (Code Mode)',
-      'npx',
-      ['sluice', 'worker', '--config', 'code-mode.config.ts', '--task-queue', taskQueue],
-      { cwd: app.dir, env: env() },
-    );
-    await codeWorker.waitFor('the worker polls its task queue', /sluice worker: .* on task queue/);
-    const sluice = new SluiceClient({ connection, taskQueue });
-    const out = await sluice.runBatch({
-      sessionId: `readme-code-mode-${stamp}`,
-      turn: 1,
-      step: 1,
-      calls: [
-        {
-          id: 'run-1',
-          name: 'run_code',
-          arguments: JSON.stringify({ code: code('codeMode'), description: 'average temperature, then a cleanup' }),
-        },
-      ],
-    });
-    const result = text(out.results[0].result);
-    expect(out.results[0].result.isError, result).toBe(false);
-    expect(result).toContain('refused:');
-    expect(result).toMatch(/"averageC": 15\b/);
-    await codeWorker.stop();
-  }, 600_000);
+    it('the agent loop runs a batch: send_email is asked for, a person approves, the mail goes once', async () => {
+      code('agentLoop');
+      const call = {
+        id: 'call-1',
+        name: 'send_email',
+        arguments: JSON.stringify({ to: 'ann@example.com', subject: 'Minutes', body: 'Attached.' }),
+      };
+      const loop = runNode('the agent loop', compiled('agentLoop'), {
+        GIVEN_MODEL_MESSAGE: JSON.stringify({ toolCalls: [call] }),
+      });
+      const sluice = new SluiceClient({ connection, taskQueue: TASK_QUEUE });
+      const pending = await eventually(
+        'the send_email call waits for a person',
+        async () =>
+          (await sluice.pendingApprovals()).find((p) => p.toolName === 'send_email' && p.sessionId === 'sess-42'),
+        { timeoutMs: 240_000, intervalMs: 500 },
+      );
+      expect(pending.card.title).toBe('Email ann@example.com');
+      await sluice.approve(pending.approvalId, { by: 'alice' });
+      await loop.succeeds();
+      const log = givenEntries();
+      // The body ran in this cell's worker.ts process, once.
+      expect(log.filter((e) => e.mailer === 'ann@example.com' && e.pid === worker?.child.pid)).toHaveLength(1);
+      expect(log.filter((e) => e.mailer === 'ann@example.com')).toHaveLength(1);
+      expect(log.some((e) => e.metrics === 'send_email')).toBe(true);
+      expect(log.some((e) => e.audit === 'call-1' && e.isError === false)).toBe(true);
+      const messages = log.find((e) => e.pid === loop.child.pid && e.messages)?.messages as {
+        role: string;
+        content: unknown;
+      }[];
+      expect(JSON.stringify(messages)).toContain('queued for ann@example.com');
+      expect(JSON.stringify(messages)).toContain('Remind the user the email is sent.');
+    }, 600_000);
 
-  it('the command-line listing is the CLI’s: every command it shows exists, every command is shown', async () => {
-    const { stdout } = await app.sh('npx', ['sluice', '--help'], { env: env(), timeoutMs: 120_000 });
-    // A command line of the help: two spaces, the command, then its arguments or the description.
-    const commands = stdout.slice(stdout.indexOf('Commands'), stdout.indexOf('Common options:'));
-    const helpCommands = new Set(
-      [...commands.matchAll(/^ {2}([a-z][a-z-]*)(?=\s{2,}| <| [a-z|]+\s{2,}|\s*$)/gm)].map((m) => m[1]),
-    );
-    expect(helpCommands.size, commands).toBeGreaterThan(15);
-    const listing = claimed('commandLine')[0].code;
-    const listed = new Set([...listing.matchAll(/^npx sluice ([a-z][a-z-]*)/gm)].map((m) => m[1]));
-    expect(
-      [...listed].filter((c) => !helpCommands.has(c)),
-      'listed but not a command',
-    ).toEqual([]);
-    expect(
-      [...helpCommands].filter((c) => !listed.has(c)),
-      'commands the listing leaves out',
-    ).toEqual([]);
-  }, 300_000);
+    it('the session block: a turn against the fake OpenAI provider, its events to the turn’s end', async () => {
+      code('session');
+      const run = runNode('the session block', compiled('session'));
+      const out = await run.succeeds();
+      const types = out.trim().split('\n');
+      expect(types).toContain('model/message');
+      expect(types[types.length - 1]).toBe('session/turn-ended');
+      // The model step asked the fake provider (the worker's OPENAI_BASE_URL), for the README's model.
+      expect(provider.requests('gpt-4.1')).toBeGreaterThan(0);
+    }, 600_000);
 
-  it('installing.md: the client-only line, then the worker line, in an empty app', async () => {
+    it('the manifest: `npx sluice manifest --out tools.json`, then the block reads it', async () => {
+      await app.sh('npx', ['sluice', 'manifest', '--out', 'tools.json'], { env: env(), timeoutMs: 240_000 });
+      const manifest = JSON.parse(fs.readFileSync(path.join(app.dir, 'tools.json'), 'utf8'));
+      expect(JSON.stringify(manifest)).toContain('send_email');
+      await runNode('the manifest block', compiled('manifest')).succeeds();
+    }, 600_000);
+
+    it('the Code Mode program runs as run_code: the temperatures summed, the refused delete caught', async () => {
+      const taskQueue = `readme-code-mode-${stamp}`;
+      const codeWorker = startProcess(
+        'npx sluice worker (Code Mode)',
+        'npx',
+        ['sluice', 'worker', '--config', 'code-mode.config.ts', '--task-queue', taskQueue],
+        { cwd: app.dir, env: env() },
+      );
+      await codeWorker.waitFor('the worker polls its task queue', /sluice worker: .* on task queue/);
+      const sluice = new SluiceClient({ connection, taskQueue });
+      const out = await sluice.runBatch({
+        sessionId: `readme-code-mode-${stamp}`,
+        turn: 1,
+        step: 1,
+        calls: [
+          {
+            id: 'run-1',
+            name: 'run_code',
+            arguments: JSON.stringify({ code: code('codeMode'), description: 'average temperature, then a cleanup' }),
+          },
+        ],
+      });
+      const result = text(out.results[0].result);
+      expect(out.results[0].result.isError, result).toBe(false);
+      expect(result).toContain('refused:');
+      expect(result).toMatch(/"averageC": 15\b/);
+      await codeWorker.stop();
+    }, 600_000);
+
+    it('the command-line listing is the CLI’s: every command it shows exists, every command is shown', async () => {
+      const { stdout } = await app.sh('npx', ['sluice', '--help'], { env: env(), timeoutMs: 120_000 });
+      // A command line of the help: two spaces, the command, then its arguments or the description.
+      const commands = stdout.slice(stdout.indexOf('Commands'), stdout.indexOf('Common options:'));
+      const helpCommands = new Set(
+        [...commands.matchAll(/^ {2}([a-z][a-z-]*)(?=\s{2,}| <| [a-z|]+\s{2,}|\s*$)/gm)].map((m) => m[1]),
+      );
+      expect(helpCommands.size, commands).toBeGreaterThan(15);
+      const listing = claimed('commandLine')[0].code;
+      const listed = new Set([...listing.matchAll(/^npx sluice ([a-z][a-z-]*)/gm)].map((m) => m[1]));
+      expect(
+        [...listed].filter((c) => !helpCommands.has(c)),
+        'listed but not a command',
+      ).toEqual([]);
+      expect(
+        [...helpCommands].filter((c) => !listed.has(c)),
+        'commands the listing leaves out',
+      ).toEqual([]);
+    }, 300_000);
+  },
+);
+
+describe('docs/installing.md’s install lines, each in an empty app', () => {
+  it('the client-only line, then the worker line', async () => {
     const [clientLine, workerLine, ...more] = commandLines(code('installLines'));
     expect(more, 'installing.md’s first block: a client line and a worker line').toEqual([]);
     const dir = emptyApp('installing-app', 'commonjs');
@@ -396,74 +486,13 @@ describe('the docs’ code blocks', () => {
     await sh('node', ['-e', "require('sluice/worker'); require('sluice/workflow')"], dir);
   }, 900_000);
 
-  it('installing.md: beside @temporalio/ai-sdk on Temporal 1.23, one copy of each Temporal package', async () => {
+  it('beside @temporalio/ai-sdk on Temporal 1.23: one copy of each Temporal package', async () => {
+    // The README's blocks run in such an app in the cell above; this is installing.md's own line.
     const dir = emptyApp('temporal-123-app', 'module');
     for (const line of commandLines(code('besideAiSdk'))) await runLine(dir, line);
     for (const p of ['client', 'common', 'proto', 'workflow', 'activity', 'worker'])
       expect(copiesOf(dir, `@temporalio/${p}`)).toEqual([`node_modules/@temporalio/${p}@1.23.0`]);
     expect(copiesOf(dir, '@temporalio/ai-sdk')).toEqual(['node_modules/@temporalio/ai-sdk@1.23.0']);
-    temporal123 = dir;
-  }, 900_000);
-
-  it('the README’s worker.ts and sluice.config.ts in that Temporal 1.23 app: a batch asks, is approved, runs', async () => {
-    expect(temporal123, 'the Temporal 1.23 app of the step before').not.toBe('');
-    // What the README's install line adds to this app: tsx for sluice.config.ts. Not its
-    // unversioned @temporalio/worker, which would move the app to the newest (docs/installing.md).
-    await sh('npm', [...NPM_INSTALL, `tsx@${installedVersion('tsx')}`], temporal123, { env: env() });
-    expect(copiesOf(temporal123, '@temporalio/worker')).toEqual(['node_modules/@temporalio/worker@1.23.0']);
-    const setup = claimed('install')
-      .flatMap((b) => commandLines(b.code))
-      .filter((l) => /sluice setup/.test(l));
-    expect(setup.length).toBeGreaterThan(0);
-    for (const line of new Set(setup)) await runLine(temporal123, line);
-    // The README's files, as the main app compiled them (the same source; the worker bundles
-    // workflows.ts itself): nothing of them depends on the Temporal version.
-    for (const file of ['given.cjs', claimed('config')[0].file!, claimed('workflows')[0].file!])
-      fs.copyFileSync(path.join(app.dir, file), path.join(temporal123, file));
-    fs.mkdirSync(path.join(temporal123, 'build'), { recursive: true });
-    fs.copyFileSync(path.join(app.dir, 'build', 'worker.js'), path.join(temporal123, 'build', 'worker.js'));
-    // The README's queue: the main app's worker leaves it to this one.
-    await worker?.stop();
-    worker = undefined;
-    const log = path.join(temporal123, 'given.log');
-    const worker123 = startProcess(
-      'worker.ts on Temporal 1.23',
-      process.execPath,
-      ['--require', path.join(temporal123, 'given.cjs'), path.join('build', 'worker.js')],
-      { cwd: temporal123, env: { ...env(), GIVEN_LOG: log } },
-    );
-    await worker123.waitFor('the worker polls its task queue', /Worker state changed.*state: 'RUNNING'/);
-    const sluice = new SluiceClient({ connection, taskQueue: TASK_QUEUE });
-    const sessionId = `readme-temporal-123-${stamp}`;
-    const batch = sluice.runBatch({
-      sessionId,
-      turn: 1,
-      step: 1,
-      calls: [
-        {
-          id: 'call-1',
-          name: 'send_email',
-          arguments: JSON.stringify({ to: 'bo@example.com', subject: 'Minutes', body: 'Attached.' }),
-        },
-      ],
-    });
-    const pending = await eventually(
-      'the send_email call waits for a person',
-      async () => (await sluice.pendingApprovals()).find((p) => p.sessionId === sessionId),
-      { timeoutMs: 240_000, intervalMs: 500 },
-    );
-    await sluice.approve(pending.approvalId, { by: 'alice' });
-    const out = await batch;
-    expect(out.results[0].result.isError, text(out.results[0].result)).toBe(false);
-    expect(text(out.results[0].result)).toContain('queued for bo@example.com');
-    // The body ran in the 1.23 app's worker process.
-    const ran = fs
-      .readFileSync(log, 'utf8')
-      .trim()
-      .split('\n')
-      .map((l) => JSON.parse(l));
-    expect(ran.filter((e) => e.mailer === 'bo@example.com' && e.pid === worker123.child.pid)).toHaveLength(1);
-    await worker123.stop();
   }, 900_000);
 });
 
