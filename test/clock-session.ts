@@ -6,8 +6,13 @@ import * as path from 'node:path';
 import { z } from 'zod';
 import { defineConfig, defineTool } from '../define/config';
 import { type Harness, startHarness } from './harness';
+import type { SluiceStores } from '../stores/stores';
 
-export async function startClockSession(name: string, secondTurn: string): Promise<{ h: Harness; script: string }> {
+export async function startClockSession(
+  name: string,
+  secondTurn: string,
+  opts: { stores?: SluiceStores } = {},
+): Promise<{ h: Harness; script: string }> {
   const h = await startHarness(
     name,
     defineConfig({
@@ -20,6 +25,7 @@ export async function startClockSession(name: string, secondTurn: string): Promi
         }),
       ],
     }),
+    opts,
   );
   const script = path.join(h.stateDir, 'script.json');
   fs.writeFileSync(
