@@ -293,12 +293,10 @@ function elicitingAsker(
   if (!caps) return undefined;
   // A client that declares `elicitation: {}` (the 2025-06-18 form) supports forms only.
   const form = caps.form !== undefined || caps.url === undefined;
-  const client = server.getClientVersion()?.name ?? 'MCP client';
+  const asking: Asking = { sdk, opts, extra, client: server.getClientVersion()?.name ?? 'MCP client' };
   const urlIds: string[] = [];
   return {
     async ask(p, signal) {
-      const left = Math.max(1_000, Date.parse(p.expiresAt) - Date.now());
-      const what = `${p.toolName} ${JSON.stringify(p.arguments).slice(0, 500)}`;
       const link =
         caps.url !== undefined && opts.links
           ? approvalLink(opts.links, {
@@ -311,68 +309,93 @@ function elicitingAsker(
       if (link) {
         const elicitationId = randomUUID();
         urlIds.push(elicitationId);
-        // The person decides on the inbox's page; the answer here only says whether they opened it.
-        await extra.sendRequest(
-          {
-            method: 'elicitation/create',
-            params: {
-              mode: 'url',
-              elicitationId,
-              url: link,
-              message: `Sluice asks a person to approve ${what} (approval ${p.approvalId}, denied at ${p.expiresAt} if nobody decides). Open the link to approve or deny it.`,
-            },
-          },
-          sdk.ElicitResultSchema,
-          { signal, timeout: left },
-        );
-        return;
+        return askByLink(asking, p, link, elicitationId, signal);
       }
-      if (!form) return;
-      const r = await extra.sendRequest(
-        {
-          method: 'elicitation/create',
-          params: {
-            mode: 'form',
-            message: `Sluice asks you to approve ${what} (approval ${p.approvalId}, arguments digest ${p.argsDigest}; denied at ${p.expiresAt} if nobody decides).`,
-            requestedSchema: {
-              type: 'object',
-              properties: {
-                decision: { type: 'string', title: 'Decision', enum: ['approve', 'deny'] },
-                reason: { type: 'string', title: 'Reason (optional)' },
-              },
-              required: ['decision'],
-            },
-          },
-        },
-        sdk.ElicitResultSchema,
-        { signal, timeout: left },
-      );
-      // Declined or dismissed: the ask stays open for the inbox, the CLI and the notifiers.
-      const decision = r.action === 'accept' ? r.content?.decision : undefined;
-      if (decision !== 'approve' && decision !== 'deny') return;
-      const reason = typeof r.content?.reason === 'string' && r.content.reason ? r.content.reason : undefined;
-      try {
-        await opts.sluice.decide({
-          approvalId: p.approvalId,
-          workflowId: p.workflowId,
-          argsDigest: p.argsDigest,
-          decision,
-          by: opts.approver ?? `${os.userInfo().username} (${client})`,
-          ...(reason ? { reason } : {}),
-        });
-      } catch (err) {
-        // Another channel decided first, or this approval needs a verified approver: the batch
-        // refused the form's answer and recorded why; the call goes on waiting for its outcome.
-        opts.log?.(
-          `sluice gateway: the answer from ${client} to approval ${p.approvalId} was not taken: ${(err as Error).message}\n`,
-        );
-      }
+      if (form) await askInForm(asking, p, signal);
     },
     async done() {
       for (const elicitationId of urlIds)
         await extra.sendNotification({ method: 'notifications/elicitation/complete', params: { elicitationId } });
     },
   };
+}
+
+/** What an elicitation needs: the request it is sent within, and the client's name for the record. */
+interface Asking {
+  sdk: McpServerSdk;
+  opts: GatewayOptions;
+  extra: HandlerExtra;
+  client: string;
+}
+
+/** How an elicitation names the call, and how long it may stay open (until the deny timeout). */
+function askedAbout(p: PendingApproval): { what: string; left: number } {
+  return {
+    what: `${p.toolName} ${JSON.stringify(p.arguments).slice(0, 500)}`,
+    left: Math.max(1_000, Date.parse(p.expiresAt) - Date.now()),
+  };
+}
+
+/** URL mode: the person decides on the inbox's page; the answer here only says whether they opened it. */
+async function askByLink(a: Asking, p: PendingApproval, link: string, elicitationId: string, signal: AbortSignal) {
+  const { what, left } = askedAbout(p);
+  await a.extra.sendRequest(
+    {
+      method: 'elicitation/create',
+      params: {
+        mode: 'url',
+        elicitationId,
+        url: link,
+        message: `Sluice asks a person to approve ${what} (approval ${p.approvalId}, denied at ${p.expiresAt} if nobody decides). Open the link to approve or deny it.`,
+      },
+    },
+    a.sdk.ElicitResultSchema,
+    { signal, timeout: left },
+  );
+}
+
+/** Form mode: approve / deny with a reason, taken as a decision bound to the digest the form showed. */
+async function askInForm(a: Asking, p: PendingApproval, signal: AbortSignal) {
+  const { what, left } = askedAbout(p);
+  const r = await a.extra.sendRequest(
+    {
+      method: 'elicitation/create',
+      params: {
+        mode: 'form',
+        message: `Sluice asks you to approve ${what} (approval ${p.approvalId}, arguments digest ${p.argsDigest}; denied at ${p.expiresAt} if nobody decides).`,
+        requestedSchema: {
+          type: 'object',
+          properties: {
+            decision: { type: 'string', title: 'Decision', enum: ['approve', 'deny'] },
+            reason: { type: 'string', title: 'Reason (optional)' },
+          },
+          required: ['decision'],
+        },
+      },
+    },
+    a.sdk.ElicitResultSchema,
+    { signal, timeout: left },
+  );
+  // Declined or dismissed: the ask stays open for the inbox, the CLI and the notifiers.
+  const decision = r.action === 'accept' ? r.content?.decision : undefined;
+  if (decision !== 'approve' && decision !== 'deny') return;
+  const reason = typeof r.content?.reason === 'string' && r.content.reason ? r.content.reason : undefined;
+  try {
+    await a.opts.sluice.decide({
+      approvalId: p.approvalId,
+      workflowId: p.workflowId,
+      argsDigest: p.argsDigest,
+      decision,
+      by: a.opts.approver ?? `${os.userInfo().username} (${a.client})`,
+      ...(reason ? { reason } : {}),
+    });
+  } catch (err) {
+    // Another channel decided first, or this approval needs a verified approver: the batch
+    // refused the form's answer and recorded why; the call goes on waiting for its outcome.
+    a.opts.log?.(
+      `sluice gateway: the answer from ${a.client} to approval ${p.approvalId} was not taken: ${(err as Error).message}\n`,
+    );
+  }
 }
 
 /** The finalized Sluice result as the MCP answer: its content, isError as Sluice decided, the value as structuredContent. */
@@ -504,58 +527,181 @@ export async function startGatewayHttp(
   gw: GatewayOptions,
   o: GatewayHttpOptions,
 ): Promise<{ url: string; close(): Promise<void> }> {
-  const sdk = mcpSdk();
-  const token = o.token;
-  if (!isLoopback(o.host) && !token)
+  if (!isLoopback(o.host) && !o.token)
     throw new Error(
       `--host ${o.host} is not a loopback address: whatever reaches the gateway can call every tool it lists, so serving it there needs --token-env (a bearer token every request carries)`,
     );
-  const sessions = new Map<string, WebTransport>();
-  // Sessions being re-opened: requests that arrive together after a restart share one look-up.
-  const reopening = new Map<string, Promise<WebTransport | undefined>>();
+  const sessions = new HttpSessions(gw, mcpSdk());
+  const server = http.createServer((req, res) => void serveRequest(req, res, sessions, o.token));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(o.port, o.host, () => resolve());
+  });
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : o.port;
+  const host = o.host.includes(':') ? `[${o.host}]` : o.host;
+  sessions.allowedHosts = isLoopback(o.host)
+    ? [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`]
+    : [`${host}:${port}`];
+  return {
+    url: `http://${host}:${port}/mcp`,
+    async close() {
+      await sessions.closeAll();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** A JSON-RPC error answer, before any transport took the request. */
+function refuse(res: http.ServerResponse, status: number, message: string, code = -32000) {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
+}
+
+/** One HTTP request: checked (path, Origin, token, size, JSON), handed to its session's transport. */
+async function serveRequest(
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  sessions: HttpSessions,
+  token: string | undefined,
+) {
+  try {
+    if ((req.url ?? '').split('?')[0] !== '/mcp') return refuse(res, 404, 'the MCP endpoint is /mcp');
+    // MCP clients are programs, not web pages: a request a browser sends for a page (it carries
+    // an Origin) is refused, so no site the person visits can call tools through the gateway.
+    if (req.headers.origin !== undefined)
+      return refuse(res, 403, `requests from web pages (Origin ${req.headers.origin}) are refused`);
+    if (token && !bearerMatches(req.headers.authorization, token))
+      return refuse(res, 401, 'this gateway needs Authorization: Bearer <token>');
+    let body: unknown;
+    if (req.method === 'POST') {
+      const read = await readJsonBody(req);
+      if ('refused' in read) return refuse(res, ...read.refused);
+      body = read.body;
+    }
+    const transport = await sessions.transportFor(req, body, res);
+    if (transport) await relay(req, res, transport, body);
+  } catch (err) {
+    if (!res.headersSent) refuse(res, 500, `the gateway failed: ${(err as Error).message}`, -32603);
+    else res.end();
+  }
+}
+
+/** The request's JSON body, or why it is refused (over MAX_REQUEST_BYTES, not JSON). */
+async function readJsonBody(
+  req: http.IncomingMessage,
+): Promise<{ body: unknown } | { refused: [status: number, message: string, code: number] }> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_REQUEST_BYTES)
+      return { refused: [413, `the request is over ${MAX_REQUEST_BYTES / 1024 / 1024} MiB`, -32600] };
+    chunks.push(chunk as Buffer);
+  }
+  try {
+    return { body: JSON.parse(Buffer.concat(chunks).toString('utf8')) };
+  } catch {
+    return { refused: [400, 'the request body is not JSON (send a JSON-RPC message)', -32700] };
+  }
+}
+
+/** The MCP sessions one HTTP gateway process serves: those it opened and those it re-opened. */
+class HttpSessions {
+  /** Host headers served (set once listening): a page in a browser may post to 127.0.0.1 (DNS rebinding). */
+  allowedHosts: string[] = [];
+  private readonly open = new Map<string, WebTransport>();
+  // Sessions being re-opened: requests that arrive together after a restart share one re-opening.
+  private readonly reopening = new Map<string, Promise<WebTransport | undefined>>();
   // Sessions their clients ended (DELETE): not re-opened by this process. A restarted one does not
   // know them, and re-opens one whose client comes back, as it would any id of its shape (a client
   // could as well initialize a new session).
-  const ended = new Set<string>();
-  let allowedHosts: string[] = [];
-  const refuse = (res: http.ServerResponse, status: number, message: string, code = -32000) => {
-    res.writeHead(status, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
-  };
+  private readonly ended = new Set<string>();
+
+  constructor(
+    private readonly gw: GatewayOptions,
+    private readonly sdk: McpServerSdk,
+  ) {}
+
+  /**
+   * The transport of the request's session: open here, re-opened, or new for an initialize.
+   * Undefined when the request was refused (answered on `res`).
+   */
+  async transportFor(req: http.IncomingMessage, body: unknown, res: http.ServerResponse) {
+    const sid = req.headers['mcp-session-id'];
+    let transport = typeof sid === 'string' ? this.open.get(sid) : undefined;
+    if (!transport && typeof sid === 'string' && this.allowedHosts.includes(req.headers.host ?? '')) {
+      let p = this.reopening.get(sid);
+      if (!p) {
+        const version = req.headers['mcp-protocol-version'];
+        p = this.reopen(sid, typeof version === 'string' ? version : undefined).finally(() =>
+          this.reopening.delete(sid),
+        );
+        this.reopening.set(sid, p);
+      }
+      try {
+        transport = await p;
+      } catch (err) {
+        // Not "unknown session": a client told that starts a new session, and its repeated call
+        // would run the tool again. It may retry this request.
+        refuse(
+          res,
+          503,
+          `the gateway could not re-open MCP session ${sid} (${(err as Error).message}); retry the request`,
+        );
+        return undefined;
+      }
+    }
+    if (transport) return transport;
+    const initialize = body as { method?: unknown; params?: { capabilities?: unknown } } | undefined;
+    if (sid || req.method !== 'POST' || initialize?.method !== 'initialize') {
+      const message = sid ? 'Session not found: initialize a new session' : 'Bad request: initialize a session first';
+      refuse(res, 404, message, -32001);
+      return undefined;
+    }
+    return this.start(sessionIdFor(initialize.params?.capabilities));
+  }
+
+  async closeAll() {
+    await Promise.all([...this.open.values()].map((t) => t.close().catch(() => undefined)));
+  }
+
   /** A transport for session `id` (not yet initialized), whose calls run in Sluice session gateway-<id>. */
-  const open = async (id: string): Promise<WebTransport> => {
-    const t = new sdk.WebStandardStreamableHTTPServerTransport({
+  private async start(id: string): Promise<WebTransport> {
+    const t = new this.sdk.WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => id,
-      onsessioninitialized: (sid) => void sessions.set(sid, t),
+      onsessioninitialized: (sid) => void this.open.set(sid, t),
       onsessionclosed: (sid) => {
-        ended.add(sid);
-        if (ended.size > MAX_ENDED) ended.delete(ended.values().next().value!);
+        this.ended.add(sid);
+        if (this.ended.size > MAX_ENDED) this.ended.delete(this.ended.values().next().value!);
       },
       // A page in a browser may post to 127.0.0.1 (DNS rebinding): only our own Host is served.
       enableDnsRebindingProtection: true,
-      allowedHosts,
+      allowedHosts: this.allowedHosts,
     });
     t.onclose = () => {
-      if (t.sessionId && sessions.get(t.sessionId) === t) sessions.delete(t.sessionId);
+      if (t.sessionId && this.open.get(t.sessionId) === t) this.open.delete(t.sessionId);
     };
-    await gatewayServer(gw, () => `gateway-${id}`).connect(t);
+    await gatewayServer(this.gw, () => `gateway-${id}`).connect(t);
     return t;
-  };
+  }
+
   /**
    * Re-opens a session another process of this gateway initialized: the client's initialize is
    * replayed to a new transport from what the session id says it declared, so the server can ask
-   * it (elicitation) as before. Undefined when Temporal holds no batch of that session.
+   * it (elicitation) as before. Undefined for an id not of the gateway's shape or one that ended.
    */
-  const reopen = async (sid: string, protocolVersion: string | undefined): Promise<WebTransport | undefined> => {
+  private async reopen(sid: string, protocolVersion: string | undefined): Promise<WebTransport | undefined> {
     const capabilities = declaredIn(sid);
-    if (!capabilities || ended.has(sid)) return undefined;
-    const t = await open(sid);
+    if (!capabilities || this.ended.has(sid)) return undefined;
+    const t = await this.start(sid);
     const post = async (message: object, headers: Record<string, string> = {}) => {
       const res = await t.handleRequest(
         new Request('http://localhost/mcp', {
           method: 'POST',
           headers: {
-            host: allowedHosts[0]!,
+            host: this.allowedHosts[0]!,
             accept: 'application/json, text/event-stream',
             'content-type': 'application/json',
             ...headers,
@@ -567,9 +713,9 @@ export async function startGatewayHttp(
       if (!res.ok) throw new Error(`re-opening MCP session ${sid} failed: ${res.status} ${text}`);
     };
     const version =
-      protocolVersion && sdk.SUPPORTED_PROTOCOL_VERSIONS.includes(protocolVersion)
+      protocolVersion && this.sdk.SUPPORTED_PROTOCOL_VERSIONS.includes(protocolVersion)
         ? protocolVersion
-        : sdk.LATEST_PROTOCOL_VERSION;
+        : this.sdk.LATEST_PROTOCOL_VERSION;
     await post({
       jsonrpc: '2.0',
       id: 'sluice-reopen',
@@ -585,86 +731,7 @@ export async function startGatewayHttp(
       { 'mcp-session-id': sid, 'mcp-protocol-version': version },
     );
     return t;
-  };
-  const server = http.createServer(async (req, res) => {
-    try {
-      if ((req.url ?? '').split('?')[0] !== '/mcp') return refuse(res, 404, 'the MCP endpoint is /mcp');
-      // MCP clients are programs, not web pages: a request a browser sends for a page (it carries
-      // an Origin) is refused, so no site the person visits can call tools through the gateway.
-      if (req.headers.origin !== undefined)
-        return refuse(res, 403, `requests from web pages (Origin ${req.headers.origin}) are refused`);
-      if (token && !bearerMatches(req.headers.authorization, token))
-        return refuse(res, 401, 'this gateway needs Authorization: Bearer <token>');
-      let body: unknown;
-      if (req.method === 'POST') {
-        const chunks: Buffer[] = [];
-        let size = 0;
-        for await (const chunk of req) {
-          size += (chunk as Buffer).length;
-          if (size > MAX_REQUEST_BYTES)
-            return refuse(res, 413, `the request is over ${MAX_REQUEST_BYTES / 1024 / 1024} MiB`, -32600);
-          chunks.push(chunk as Buffer);
-        }
-        try {
-          body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-        } catch {
-          return refuse(res, 400, 'the request body is not JSON (send a JSON-RPC message)', -32700);
-        }
-      }
-      const sid = req.headers['mcp-session-id'];
-      let transport = typeof sid === 'string' ? sessions.get(sid) : undefined;
-      if (!transport && typeof sid === 'string' && allowedHosts.includes(req.headers.host ?? '')) {
-        let p = reopening.get(sid);
-        if (!p) {
-          const version = req.headers['mcp-protocol-version'];
-          p = reopen(sid, typeof version === 'string' ? version : undefined).finally(() => reopening.delete(sid));
-          reopening.set(sid, p);
-        }
-        try {
-          transport = await p;
-        } catch (err) {
-          // Not "unknown session": a client told that starts a new session, and its repeated call
-          // would run the tool again. It may retry this request.
-          return refuse(
-            res,
-            503,
-            `the gateway could not re-open MCP session ${sid} (${(err as Error).message}); retry the request`,
-          );
-        }
-      }
-      if (!transport) {
-        const initialize = body as { method?: unknown; params?: { capabilities?: unknown } } | undefined;
-        if (sid || req.method !== 'POST' || initialize?.method !== 'initialize')
-          return refuse(
-            res,
-            404,
-            sid ? 'Session not found: initialize a new session' : 'Bad request: initialize a session first',
-            -32001,
-          );
-        transport = await open(sessionIdFor(initialize.params?.capabilities));
-      }
-      await relay(req, res, transport, body);
-    } catch (err) {
-      if (!res.headersSent) refuse(res, 500, `the gateway failed: ${(err as Error).message}`, -32603);
-      else res.end();
-    }
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(o.port, o.host, () => resolve());
-  });
-  const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : o.port;
-  const host = o.host.includes(':') ? `[${o.host}]` : o.host;
-  allowedHosts = isLoopback(o.host) ? [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`] : [`${host}:${port}`];
-  return {
-    url: `http://${host}:${port}/mcp`,
-    async close() {
-      await Promise.all([...sessions.values()].map((t) => t.close().catch(() => undefined)));
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
+  }
 }
 
 /** Hands a node request to a web-standard MCP transport and streams its answer back (JSON or SSE). */
