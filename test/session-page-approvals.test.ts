@@ -5,39 +5,27 @@
 // session run without asking; and a page opened while no worker runs the session says so, queues
 // what the person sends, and shows the answer once a worker starts.
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
-import type { BrowserContext, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startInbox, type Inbox } from '../client/inbox/server';
-import { type SessionHandle, startSession } from '../client/session';
+import type { Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
 import { defineConfig } from '../define/config';
-import { openStores, type SluiceStores } from '../stores/stores';
-import { launchBrowser } from './chromium';
 import { poll } from './eventually';
 import sessionConfig from './fixtures/session.config';
-import { startHarness, type Harness } from './harness';
+import { useSessionPage } from './session-page-setup';
 
-let h: Harness;
-let stores: SluiceStores;
-let inbox: Inbox;
-let browser: BrowserContext;
-let closeBrowser: (() => Promise<void>) | undefined;
 let signingKey: CryptoKey;
-const sessions: SessionHandle[] = [];
-let n = 0;
 
 // Conditions, not times: generous bounds for a machine at load 16.
 const eventually = <T>(fn: () => Promise<T> | T) => poll(fn, { timeoutMs: 90_000, intervalMs: 250 });
 
-beforeAll(async () => {
+const fx = useSessionPage('session-page-approvals', async () => {
   const signing = await generateKeyPair('ES256', { extractable: true });
   signingKey = signing.privateKey;
   const seal = await generateKeyPair('ECDH-ES', { crv: 'P-256', extractable: true });
   const publicJwk = { ...(await exportJWK(signing.publicKey)), kid: 'page-idp', alg: 'ES256' };
-  // The session fixture's tools and scripted model, with verified approvers: every ask needs a
-  // signed-in approver. The worker starts in the first test, after the page has seen none.
-  h = await startHarness(
-    'session-page-approvals',
-    defineConfig({
+  return {
+    // The session fixture's tools and scripted model, with verified approvers: every ask needs a
+    // signed-in approver. The worker starts in the first test, after the page has seen none.
+    config: defineConfig({
       ...sessionConfig,
       approvers: {
         require: true,
@@ -47,33 +35,12 @@ beforeAll(async () => {
         audience: 'sluice',
       },
     }),
-    { autoStart: false },
-  );
-  process.env.SLUICE_TEST_DIR = h.stateDir;
-  stores = openStores({ stateDir: h.stateDir });
-  inbox = await startInbox({
-    client: h.client,
-    port: 0,
-    refreshMs: 300,
-    taskQueue: h.taskQueue,
-    store: stores,
-    identityTokenHeader: 'Authorization',
-    sealKey: await exportJWK(seal.publicKey),
-  });
-  ({ browser, close: closeBrowser } = await launchBrowser());
-}, 120_000);
-
-afterAll(async () => {
-  for (const s of sessions)
-    await s
-      .cancel()
-      .then(() => s.result())
-      .catch(() => undefined);
-  await closeBrowser?.();
-  await inbox?.close();
-  await stores?.close();
-  await h?.close();
+    harness: { autoStart: false },
+    inbox: { identityTokenHeader: 'Authorization', sealKey: await exportJWK(seal.publicKey) },
+  };
 });
+const start = () => fx.start();
+const open = (s: Parameters<typeof fx.open>[0], name: string) => fx.open(s, name);
 
 function token(sub: string) {
   return new SignJWT({ groups: [] })
@@ -86,27 +53,9 @@ function token(sub: string) {
     .sign(signingKey);
 }
 
-async function start(): Promise<SessionHandle> {
-  const s = await startSession(h.client, {
-    sessionId: `page-approvals-${process.pid}-${Date.now()}-${++n}`,
-    model: 'scripted',
-    modelCall: { initialIntervalMs: 50, maxAttempts: 3 },
-  });
-  sessions.push(s);
-  return s;
-}
-
-async function open(s: SessionHandle, name: string): Promise<Page> {
-  const page = await browser.newPage();
-  await page.goto(`${inbox.url}sessions/${encodeURIComponent(s.sessionId)}`);
-  await page.fill('#approver', name);
-  await eventually(() => page.locator('#conn').textContent()).toBe('live');
-  return page;
-}
-
 /** The worker the first test starts once the page has seen none (for a test run on its own too). */
 async function workerUp(): Promise<void> {
-  if (!h.worker) await h.startWorker();
+  if (!fx.h.worker) await fx.h.startWorker();
 }
 
 async function send(page: Page, text: string): Promise<void> {
@@ -129,7 +78,7 @@ describe('the session page with no worker', () => {
     // Nothing answers while no worker runs: the message waits in the session's queue.
     expect(await page.locator('.msg.model').count()).toBe(0);
 
-    await h.startWorker();
+    await fx.h.startWorker();
     await eventually(() => page.locator('.msg.model[data-turn="1"][data-step="1"] .text').textContent()).toBe(
       'echo hello',
     );
@@ -188,7 +137,7 @@ describe("the session page's approval cards", () => {
     expect(await next.locator('.result pre').textContent()).toBe('published notes');
     expect(await next.locator('.ask').count()).toBe(0);
     // One person's decision in the log: the grant, given by the verified subject.
-    const decided = (await stores.events(s.sessionId)).filter((e) => e.type === 'approval/decided');
+    const decided = (await fx.stores.events(s.sessionId)).filter((e) => e.type === 'approval/decided');
     expect(decided.map((e) => e.data)).toMatchObject([{ outcome: 'allowed-session', by: 'ada@example.com' }]);
     await page.close();
   }, 240_000);

@@ -8,27 +8,24 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startInbox, type Inbox } from '../client/inbox/server';
 import { type SessionHandle, startSession } from '../client/session';
-import { openStores, type SluiceStores } from '../stores/stores';
 import { eventually } from './eventually';
-import sessionConfig from './fixtures/session.config';
-import { startHarness, type Harness } from './harness';
+import { useSessionPage } from './session-page-setup';
 
 const SECRET = `ACCT-${randomBytes(6).toString('hex')}`;
 const PROXY_SECRET = randomBytes(24).toString('base64');
 const PROXY = '127.0.0.3';
 const DIRECT = '127.0.0.2';
 
-let h: Harness;
-let stores: SluiceStores;
+// The harness, the store and the open inbox (no browser: these are HTTP requests).
+const fx = useSessionPage('session-page-attacks', { browser: false });
 let open: Inbox;
 let proxied: Inbox;
 let otherTeam: Inbox;
 let session: SessionHandle;
 
 beforeAll(async () => {
-  h = await startHarness('session-page-attacks', sessionConfig);
-  stores = openStores({ stateDir: h.stateDir });
-  open = await startInbox({ client: h.client, port: 0, taskQueue: h.taskQueue, store: stores });
+  const { h, stores } = fx;
+  open = fx.inbox;
   proxied = await startInbox({
     client: h.client,
     port: 0,
@@ -48,9 +45,7 @@ afterAll(async () => {
     ?.cancel()
     .then(() => session.result())
     .catch(() => undefined);
-  await Promise.all([open, proxied, otherTeam].map((i) => i?.close()));
-  await stores?.close();
-  await h?.close();
+  await Promise.all([proxied, otherTeam].map((i) => i?.close()));
 });
 
 interface Reply {
@@ -187,7 +182,7 @@ describe('session routes under attack', () => {
     const ok = await post('message', { ...json, origin: `http://127.0.0.1:${port}` }, 'echo from the page');
     expect(ok.status, ok.body).toBe(202);
     const log = await eventually('the queued message answered', async () => {
-      const events = await stores.events(session.sessionId);
+      const events = await fx.stores.events(session.sessionId);
       return events.some((e) => e.type === 'session/turn-ended' && (e.data as { turn: number }).turn === 2) && events;
     });
     const users = log.filter((e) => e.type === 'session/user').map((e) => (e.data as { content: string }).content);

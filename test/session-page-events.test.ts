@@ -13,39 +13,12 @@ import { eventually } from './eventually';
 import sessionConfig from './fixtures/session.config';
 import { spawnWorker, startHarness, type ChildWorker, type Harness } from './harness';
 import { deltas, expectOnce, openStream, records, shownText } from './session-page-sse';
-import { ANSWER, startStreamProvider, type StreamProvider } from './stream-provider';
+import { useSessionPage } from './session-page-setup';
+import { ANSWER } from './stream-provider';
 
-let provider: StreamProvider;
-let h: Harness;
-let stores: SluiceStores;
-let inbox: Inbox;
-let n = 0;
-const eventsUrl = (sessionId: string) => `${inbox.url}api/sessions/${encodeURIComponent(sessionId)}/events`;
-
-beforeAll(async () => {
-  provider = await startStreamProvider();
-  Object.assign(process.env, {
-    OPENAI_API_KEY: 'sk-test-session-page',
-    OPENAI_BASE_URL: `${provider.base}/v1`,
-  });
-  h = await startHarness('session-page-events', sessionConfig);
-  process.env.SLUICE_TEST_DIR = h.stateDir;
-  stores = openStores({ stateDir: h.stateDir });
-  inbox = await startInbox({ client: h.client, port: 0, refreshMs: 300, taskQueue: h.taskQueue, store: stores });
-}, 60_000);
-afterAll(async () => {
-  await inbox?.close();
-  await stores?.close();
-  await h?.close();
-  await provider?.close();
-});
-
-const start = (model: string) =>
-  startSession(h.client, {
-    sessionId: `page-events-${process.pid}-${Date.now()}-${++n}`,
-    model,
-    modelCall: { initialIntervalMs: 50, maxAttempts: 4 },
-  });
+const fx = useSessionPage('session-page-events', { provider: true, browser: false });
+const { eventsUrl } = fx;
+const start = (model: string) => fx.start(model, { modelCall: { initialIntervalMs: 50, maxAttempts: 4 } });
 
 describe("a session's event stream in the inbox", () => {
   it('sends the pieces before the step ends; a late page gets the record and the step from its start; Last-Event-ID resumes with nothing twice', async () => {
@@ -66,7 +39,7 @@ describe("a session's event stream in the inbox", () => {
     const cut = early.frames.length;
     const resumed = openStream(eventsUrl(s.sessionId), { 'last-event-id': early.lastId()! });
 
-    provider.release(gate);
+    fx.provider.release(gate);
     expect(await turn).toMatchObject({ reason: 'done', text: ANSWER.join('') });
     for (const f of [early, late, resumed])
       await eventually('the turn recorded', () => records(f.seen()).some((e) => e.type === 'session/turn-ended'));
@@ -114,7 +87,7 @@ describe("a session's event stream in the inbox", () => {
     expect(quoted.status).toBe(400);
     const unknown = await fetch(eventsUrl(`no-such-session-${process.pid}`));
     expect(unknown.status).toBe(404);
-    expect((await unknown.json()).message).toContain(`task queue ${h.taskQueue}`);
+    expect((await unknown.json()).message).toContain(`task queue ${fx.h.taskQueue}`);
   });
 });
 
@@ -139,7 +112,7 @@ describe('two worker processes serve one session', () => {
   it('the page follows one stream while the session moves from one worker to the other', async () => {
     const env = {
       OPENAI_API_KEY: 'sk-test-session-page',
-      OPENAI_BASE_URL: `${provider.base}/v1`,
+      OPENAI_BASE_URL: `${fx.provider.base}/v1`,
       SLUICE_TEST_DIR: h2.stateDir,
     };
     const worker = () =>
@@ -156,7 +129,7 @@ describe('two worker processes serve one session', () => {
     const f = openStream(`${inbox2.url}api/sessions/${encodeURIComponent(sessionId)}/events`);
     const first = s.send('say hello');
     await eventually('turn 1 streams from worker A', () => deltas(f.seen()).some((d) => d.turn === 1));
-    provider.release(`gate-two-${process.pid}`);
+    fx.provider.release(`gate-two-${process.pid}`);
     await first;
 
     // Worker B joins and A stops: turn 2 can only run on B.

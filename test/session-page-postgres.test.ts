@@ -4,55 +4,43 @@
 // attempt's pieces voided before the retry's.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LiveEvent } from '../agent/live';
-import { startInbox, type Inbox } from '../client/inbox/server';
-import { startSession } from '../client/session';
 import { PostgresStores } from '../stores/postgres';
 import { postgresStores } from '../stores/stores';
 import { eventually } from './eventually';
-import sessionConfig from './fixtures/session.config';
-import { startHarness, type Harness } from './harness';
 import { startPostgres, type TestPostgres } from './postgres';
 import { deltas, expectOnce, openStream, records, shownText } from './session-page-sse';
-import { ANSWER, startStreamProvider, type StreamProvider } from './stream-provider';
+import { useSessionPage } from './session-page-setup';
+import { ANSWER } from './stream-provider';
 
 let pg: TestPostgres;
-let provider: StreamProvider;
-let h: Harness;
+let dbUrl: string;
 let workerStores: ReturnType<typeof postgresStores>;
-let inboxStores: ReturnType<typeof postgresStores>;
-let inbox: Inbox;
-let n = 0;
 
+// The database first; closed after the set-up below (after-hooks run in reverse).
 beforeAll(async () => {
   pg = await startPostgres();
-  const url = await pg.createDatabase('sluice_page');
-  const setup = new PostgresStores(url);
+  dbUrl = await pg.createDatabase('sluice_page');
+  const setup = new PostgresStores(dbUrl);
   await setup.migrate();
   await setup.close();
-  provider = await startStreamProvider();
-  Object.assign(process.env, { OPENAI_API_KEY: 'sk-test-page-pg', OPENAI_BASE_URL: `${provider.base}/v1` });
-  workerStores = postgresStores(url);
-  h = await startHarness('session-page-pg', sessionConfig, { stores: workerStores });
-  process.env.SLUICE_TEST_DIR = h.stateDir;
-  inboxStores = postgresStores(url);
-  inbox = await startInbox({ client: h.client, port: 0, taskQueue: h.taskQueue, store: inboxStores });
+  workerStores = postgresStores(dbUrl);
 }, 120_000);
 afterAll(async () => {
-  await inbox?.close();
-  await inboxStores?.close();
-  await h?.close();
   await workerStores?.close();
-  await provider?.close();
   await pg?.stop();
 });
 
-const start = (model: string) =>
-  startSession(h.client, {
-    sessionId: `page-pg-${process.pid}-${Date.now()}-${++n}`,
-    model,
-    modelCall: { initialIntervalMs: 50, maxAttempts: 4 },
-  });
-const url = (sessionId: string) => `${inbox.url}api/sessions/${encodeURIComponent(sessionId)}/events`;
+const fx = useSessionPage('session-page-pg', () =>
+  Promise.resolve({
+    provider: true,
+    browser: false,
+    harness: { stores: workerStores },
+    // The inbox's own connections, as on another machine than the worker.
+    inboxStore: () => postgresStores(dbUrl),
+  }),
+);
+const start = (model: string) => fx.start(model, { modelCall: { initialIntervalMs: 50, maxAttempts: 4 } });
+const url = fx.eventsUrl;
 
 describe("a session's event stream through PostgreSQL", () => {
   it('pieces before the step ends, a late page the record and the step from its start, a cut attempt voided', async () => {
@@ -65,7 +53,7 @@ describe("a session's event stream through PostgreSQL", () => {
     const late = openStream(url(s.sessionId));
     await eventually('the late page catches up', () => shownText(late.seen(), 1, 1) === ANSWER[0]);
     expect(records(late.seen()).map((e) => e.type)).toEqual(['session/user']);
-    provider.release(gate);
+    fx.provider.release(gate);
     await turn;
     for (const f of [early, late]) {
       await eventually('the turn recorded', () => records(f.seen()).some((e) => e.type === 'session/turn-ended'));

@@ -10,29 +10,19 @@
 import { randomBytes } from 'node:crypto';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { BrowserContext, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PROXY_SECRET_HEADER, startInbox, type Inbox } from '../client/inbox/server';
-import { type SessionHandle, startSession } from '../client/session';
-import { openStores, type SluiceStores } from '../stores/stores';
-import { launchBrowser } from './chromium';
+import type { Page } from 'playwright-core';
+import { afterAll, describe, expect, it } from 'vitest';
+import { PROXY_SECRET_HEADER } from '../client/inbox/server';
+import type { SessionHandle } from '../client/session';
 import { poll } from './eventually';
-import sessionConfig from './fixtures/session.config';
-import { startHarness, type Harness } from './harness';
+import { useSessionPage } from './session-page-setup';
 
 const USER_HEADER = 'X-Forwarded-User';
 const PROXY_SECRET = randomBytes(24).toString('base64');
 /** Whom the proxy signed in: every request through it carries this name. */
 const PROXY_USER = 'carol@example.com';
 
-let h: Harness;
-let stores: SluiceStores;
-let inbox: Inbox;
 let proxy: SignInProxy;
-let browser: BrowserContext;
-let closeBrowser: (() => Promise<void>) | undefined;
-const sessions: SessionHandle[] = [];
-let n = 0;
 
 // Conditions, not times: generous bounds for a machine at load 16.
 const eventually = <T>(fn: () => Promise<T> | T) => poll(fn, { timeoutMs: 90_000, intervalMs: 250 });
@@ -89,53 +79,28 @@ async function startProxy(user: string, secret: string): Promise<SignInProxy> {
   return self;
 }
 
-beforeAll(async () => {
-  h = await startHarness('session-page-proxy', sessionConfig);
-  process.env.SLUICE_TEST_DIR = h.stateDir;
-  stores = openStores({ stateDir: h.stateDir });
-  proxy = await startProxy(PROXY_USER, PROXY_SECRET);
-  // The proxy runs on this machine (the default trusted addresses: loopback), so the address alone
-  // cannot tell it from any other local process: only the shared secret does.
-  inbox = await startInbox({
-    client: h.client,
-    port: 0,
-    refreshMs: 300,
-    taskQueue: h.taskQueue,
-    store: stores,
-    trustedUserHeader: USER_HEADER,
-    proxySecret: PROXY_SECRET,
-    allowedHosts: [`127.0.0.1:${proxy.port}`],
-  });
-  proxy.target = new URL(inbox.url);
-  ({ browser, close: closeBrowser } = await launchBrowser());
-}, 120_000);
-
-afterAll(async () => {
-  for (const s of sessions)
-    await s
-      .cancel()
-      .then(() => s.result())
-      .catch(() => undefined);
-  await closeBrowser?.();
-  await proxy?.close();
-  await inbox?.close();
-  await stores?.close();
-  await h?.close();
-});
-
-async function start(): Promise<SessionHandle> {
-  const s = await startSession(h.client, {
-    sessionId: `page-proxy-${process.pid}-${Date.now()}-${++n}`,
-    model: 'scripted',
-    modelCall: { initialIntervalMs: 50, maxAttempts: 3 },
-  });
-  sessions.push(s);
-  return s;
-}
+// The proxy first: the inbox must allow the Host the browser reaches it under.
+const fx = useSessionPage(
+  'session-page-proxy',
+  async () => {
+    proxy = await startProxy(PROXY_USER, PROXY_SECRET);
+    // The proxy runs on this machine (the default trusted addresses: loopback), so the address
+    // alone cannot tell it from any other local process: only the shared secret does.
+    return {
+      inbox: { trustedUserHeader: USER_HEADER, proxySecret: PROXY_SECRET, allowedHosts: [`127.0.0.1:${proxy.port}`] },
+    };
+  },
+  (setup) => {
+    proxy.target = new URL(setup.inbox.url);
+  },
+);
+// Registered after the set-up, so it runs before the set-up closes (after-hooks run in reverse).
+afterAll(() => proxy?.close());
+const start = () => fx.start();
 
 /** The session page through the proxy, live and signed in as the proxy's user. */
 async function open(s: SessionHandle): Promise<Page> {
-  const page = await browser.newPage();
+  const page = await fx.browser.newPage();
   // What a browser might try: a name of its own in the approver header. The proxy replaces it.
   await page.setExtraHTTPHeaders({ [USER_HEADER]: 'mallory', [PROXY_SECRET_HEADER]: 'guessed-guessed-guessed' });
   await page.goto(`${proxy.url}sessions/${encodeURIComponent(s.sessionId)}`);
@@ -167,8 +132,8 @@ describe('the session page behind a sign-in proxy', () => {
 
     // Straight to the inbox, from this machine, with a name in the approver header but not the
     // proxy's secret: the page itself is refused, and so is the very decision the card would send.
-    const bare = await browser.newPage();
-    const refusedPage = await bare.goto(`${inbox.url}sessions/${encodeURIComponent(s.sessionId)}`);
+    const bare = await fx.browser.newPage();
+    const refusedPage = await bare.goto(`${fx.inbox.url}sessions/${encodeURIComponent(s.sessionId)}`);
     expect(refusedPage?.status()).toBe(403);
     const straight = await bare.evaluate(
       async ({ header, body }) => {
@@ -204,7 +169,7 @@ describe('the session page behind a sign-in proxy', () => {
     expect(await call.locator('.result pre').textContent()).toBe('published notes');
     await eventually(() => page.locator('.turn-end').allTextContents()).toEqual(['turn 1 ended: done']);
     // The record: one decision, by the proxy's user (not the name the browser put in the header).
-    const decided = (await stores.events(s.sessionId)).filter((e) => e.type === 'approval/decided');
+    const decided = (await fx.stores.events(s.sessionId)).filter((e) => e.type === 'approval/decided');
     expect(decided.map((e) => e.data)).toMatchObject([
       { id: pending.approvalId, callId: 'p', outcome: 'allowed-once', by: PROXY_USER },
     ]);
@@ -248,7 +213,7 @@ describe('the session page behind a sign-in proxy', () => {
     await outside.locator('.ask button.deny').click();
     await eventually(() => page.locator('.turn-end').count()).toBe(3);
 
-    const decided = (await stores.events(s.sessionId)).filter((e) => e.type === 'approval/decided');
+    const decided = (await fx.stores.events(s.sessionId)).filter((e) => e.type === 'approval/decided');
     expect(decided.map((e) => e.data)).toMatchObject([
       {
         outcome: 'allowed-session',

@@ -4,65 +4,14 @@
 // earlier events once, a call is approved from the page and its result shows in its card, a
 // message typed in the page starts a turn, and Interrupt ends one.
 // SLUICE_SESSION_SCREENSHOT=docs/images/session-page.png also saves a picture of the page.
-import type { BrowserContext, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startInbox, type Inbox } from '../client/inbox/server';
-import { type SessionHandle, startSession } from '../client/session';
-import { openStores, type SluiceStores } from '../stores/stores';
-import { launchBrowser } from './chromium';
+import type { Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
 import { poll } from './eventually';
-import sessionConfig from './fixtures/session.config';
-import { startHarness, type Harness } from './harness';
-import { ANSWER, startStreamProvider, type StreamProvider } from './stream-provider';
+import { useSessionPage } from './session-page-setup';
+import { ANSWER } from './stream-provider';
 
-let provider: StreamProvider;
-let h: Harness;
-let stores: SluiceStores;
-let inbox: Inbox;
-let browser: BrowserContext;
-let closeBrowser: (() => Promise<void>) | undefined;
-const sessions: SessionHandle[] = [];
-let n = 0;
-
-beforeAll(async () => {
-  provider = await startStreamProvider();
-  Object.assign(process.env, { OPENAI_API_KEY: 'sk-test-session-page', OPENAI_BASE_URL: `${provider.base}/v1` });
-  h = await startHarness('session-page', sessionConfig);
-  process.env.SLUICE_TEST_DIR = h.stateDir;
-  stores = openStores({ stateDir: h.stateDir });
-  inbox = await startInbox({ client: h.client, port: 0, refreshMs: 300, taskQueue: h.taskQueue, store: stores });
-  ({ browser, close: closeBrowser } = await launchBrowser());
-}, 60_000);
-afterAll(async () => {
-  for (const s of sessions)
-    await s
-      .cancel()
-      .then(() => s.result())
-      .catch(() => undefined);
-  await closeBrowser?.();
-  await inbox?.close();
-  await stores?.close();
-  await h?.close();
-  await provider?.close();
-});
-
-async function start(model: string): Promise<SessionHandle> {
-  const s = await startSession(h.client, {
-    sessionId: `page-${process.pid}-${Date.now()}-${++n}`,
-    model,
-    modelCall: { initialIntervalMs: 50, maxAttempts: 3 },
-  });
-  sessions.push(s);
-  return s;
-}
-
-async function open(s: SessionHandle, name?: string): Promise<Page> {
-  const page = await browser.newPage();
-  await page.goto(`${inbox.url}sessions/${encodeURIComponent(s.sessionId)}`);
-  if (name) await page.fill('#approver', name);
-  await poll(() => page.locator('#conn').textContent()).toBe('live');
-  return page;
-}
+const fx = useSessionPage('session-page', { provider: true });
+const { start, open } = fx;
 
 const stepText = (page: Page, turn: number, step: number) =>
   page.locator(`.msg.model[data-turn="${turn}"][data-step="${step}"] .text`).textContent();
@@ -81,7 +30,7 @@ describe('the session page', () => {
     await poll(() => stepText(late, 1, 1)).toBe(ANSWER[0]);
     expect(await late.locator('.msg.user').allTextContents()).toEqual(['you · turn 1say hello']);
 
-    provider.release(gate);
+    fx.provider.release(gate);
     expect(await turn).toMatchObject({ reason: 'done', text: ANSWER.join('') });
     for (const p of [page, late]) {
       await poll(() => p.locator('.turn-end').allTextContents()).toEqual(['turn 1 ended: done']);
