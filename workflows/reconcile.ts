@@ -54,116 +54,168 @@ const identity = proxyActivities<IdentityActivities>({
 const NEVER = '9999-12-31T23:59:59.000Z';
 
 export async function reconcileCall(input: ReconcileInput): Promise<Reconciliation> {
-  const { workflowId } = workflowInfo();
-  let problem = input.problem;
-  let askedAt = new Date().toISOString();
-  let decision: ReconcileDecision | undefined;
-  let running = false;
-  let verifying = false;
-  let outcome: Reconciliation | undefined;
+  const card = new ReconcileCard(input, workflowInfo().workflowId);
+  setHandler(stateQuery, () => card.state());
+  setHandler(reconcileSignal, (d) => card.signalled(d));
+  setHandler(reconcileUpdate, (d) => card.updated(d), {
+    validator: (d) => {
+      const why = card.whyNot(d);
+      if (why) throw ApplicationFailure.create({ type: RECONCILE_REFUSED, nonRetryable: true, message: why });
+    },
+  });
+
+  card.publish();
+  const outcome = await card.settle();
+  card.publish();
+  // The update that decided it gets its answer before the workflow completes.
+  await condition(allHandlersFinished);
+  return outcome;
+}
+
+/**
+ * The card and its decision: what `sluice approvals` and the inbox see (search attributes, memo,
+ * state query), which decisions it takes (whyNot, take), and the loop that applies the one taken
+ * until the call is reconciled. Every field is workflow state: it changes only in handlers and in
+ * the loop, never from I/O.
+ */
+class ReconcileCard {
+  private problem: string;
+  private askedAt = new Date().toISOString();
+  private decision: ReconcileDecision | undefined;
+  /** A run again's body is running: an update waits for it rather than answer early. */
+  private running = false;
+  /** A signed identity is being verified: a second decision meanwhile is refused as already decided. */
+  private verifying = false;
+  private outcome: Reconciliation | undefined;
   // A run again runs the body once more: for a tool whose asks only verified approvers (in its
   // groups) may decide, so may its run again; a typed name would otherwise re-run it.
-  const runAgainNeedsIdentity = input.profile.identityRequired === true;
-  // Decisions by signal that were refused (only signals: an update's refusal is its failure).
-  const refused: MemoRefusal[] = [];
+  private readonly runAgainNeedsIdentity: boolean;
+  /** Decisions by signal that were refused (only signals: an update's refusal is its failure). */
+  private readonly refused: MemoRefusal[] = [];
 
-  const pending = (): PendingApproval => ({
-    approvalId: input.reconcileId,
-    workflowId,
-    sessionId: input.sessionId,
-    turn: input.turn,
-    step: input.step,
-    callId: input.callId,
-    toolName: input.toolName,
-    reason: problem,
-    card: input.card,
-    arguments: input.ref.args,
-    argsDigest: input.ref.argsDigest,
-    askedAt,
-    expiresAt: NEVER,
-    kind: 'reconcile',
-    ...(input.parentCallId ? { parentCallId: input.parentCallId } : {}),
-  });
-  const waiting = () => !decision && !outcome;
-  const publish = () => {
-    upsertSearchAttributes([
-      { key: AWAITING_APPROVAL, value: waiting() },
-      { key: PENDING_APPROVALS, value: waiting() ? [input.reconcileId] : [] },
-    ]);
-    const memo: ApprovalsMemo = {
-      v: 1,
-      pending: waiting() ? [pending()] : [],
-      decided: [],
-      refused: refused.slice(-20),
-    };
-    upsertMemo({ [APPROVALS_MEMO]: memo });
-  };
+  constructor(
+    private readonly input: ReconcileInput,
+    private readonly workflowId: string,
+  ) {
+    this.problem = input.problem;
+    this.runAgainNeedsIdentity = input.profile.identityRequired === true;
+  }
 
-  setHandler(
-    stateQuery,
-    (): BatchState => ({
-      workflowId,
+  private waiting(): boolean {
+    return !this.decision && !this.outcome;
+  }
+
+  /** The card as a pending approval of kind `reconcile`, so every approval listing shows it. */
+  private pending(): PendingApproval {
+    const { input } = this;
+    return {
+      approvalId: input.reconcileId,
+      workflowId: this.workflowId,
       sessionId: input.sessionId,
       turn: input.turn,
       step: input.step,
-      status: waiting() ? 'awaiting-approval' : outcome ? 'completed' : 'running',
+      callId: input.callId,
+      toolName: input.toolName,
+      reason: this.problem,
+      card: input.card,
+      arguments: input.ref.args,
+      argsDigest: input.ref.argsDigest,
+      askedAt: this.askedAt,
+      expiresAt: NEVER,
+      kind: 'reconcile',
+      ...(input.parentCallId ? { parentCallId: input.parentCallId } : {}),
+    };
+  }
+
+  /** Shows the card (or its absence) in the search attributes and the approvals memo. */
+  publish(): void {
+    const waiting = this.waiting();
+    upsertSearchAttributes([
+      { key: AWAITING_APPROVAL, value: waiting },
+      { key: PENDING_APPROVALS, value: waiting ? [this.input.reconcileId] : [] },
+    ]);
+    const memo: ApprovalsMemo = {
+      v: 1,
+      pending: waiting ? [this.pending()] : [],
+      decided: [],
+      refused: this.refused.slice(-20),
+    };
+    upsertMemo({ [APPROVALS_MEMO]: memo });
+  }
+
+  /** The state query's answer: a batch of one call, in the shape every batch answers. */
+  state(): BatchState {
+    const { input } = this;
+    const waiting = this.waiting();
+    return {
+      workflowId: this.workflowId,
+      sessionId: input.sessionId,
+      turn: input.turn,
+      step: input.step,
+      status: waiting ? 'awaiting-approval' : this.outcome ? 'completed' : 'running',
       cancelRequested: false,
       calls: [
         {
           callId: input.callId,
           name: input.toolName,
-          stage: waiting() ? 'awaiting-approval' : outcome ? 'done' : 'executing',
+          stage: waiting ? 'awaiting-approval' : this.outcome ? 'done' : 'executing',
           ...(input.parentCallId ? { parentCallId: input.parentCallId } : {}),
         },
       ],
-      pending: waiting() ? [pending()] : [],
+      pending: waiting ? [this.pending()] : [],
       decided: [],
       nextSeq: 0,
-    }),
-  );
+    };
+  }
+
   /** Why a decision cannot be taken now, or undefined: the update's validator and the signal's check. */
-  const whyNot = (d: ReconcileDecision): string | undefined =>
-    outcome
-      ? `already reconciled: ${outcome.outcome} by ${outcome.by}`
-      : decision || verifying
-        ? `a decision is being applied already${decision ? ` (${decision.decision} by ${decision.by ?? '?'})` : ''}`
-        : (reconcileProblem(d, input.reconcileId) ??
-          (d.decision === 'run-again' && runAgainNeedsIdentity && !d.signedIdentity
-            ? `${input.toolName} may only be run again by a verified approver${input.profile.approverGroups?.length ? ` in ${input.profile.approverGroups.join(' or ')}` : ''}: send the decision with a signed identity (\`npx sluice reconcile --run-again --token-file FILE\`); a typed name is not enough`
-            : undefined));
+  whyNot(d: ReconcileDecision): string | undefined {
+    const { input, outcome, decision } = this;
+    if (outcome) return `already reconciled: ${outcome.outcome} by ${outcome.by}`;
+    if (decision || this.verifying)
+      return `a decision is being applied already${decision ? ` (${decision.decision} by ${decision.by ?? '?'})` : ''}`;
+    return (
+      reconcileProblem(d, input.reconcileId) ??
+      (d.decision === 'run-again' && this.runAgainNeedsIdentity && !d.signedIdentity
+        ? `${input.toolName} may only be run again by a verified approver${input.profile.approverGroups?.length ? ` in ${input.profile.approverGroups.join(' or ')}` : ''}: send the decision with a signed identity (\`npx sluice reconcile --run-again --token-file FILE\`); a typed name is not enough`
+        : undefined)
+    );
+  }
+
   /** Takes a valid decision, verifying a signed identity first; returns why not when it does not verify. */
-  const take = async (d: ReconcileDecision): Promise<string | undefined> => {
+  private async take(d: ReconcileDecision): Promise<string | undefined> {
     const taken = normalizeReconcile(d);
-    if (taken.decision === 'run-again' && runAgainNeedsIdentity && taken.signedIdentity) {
-      verifying = true;
+    if (taken.decision === 'run-again' && this.runAgainNeedsIdentity && taken.signedIdentity) {
+      this.verifying = true;
       const r = await identity
         .verifyApprover({
           sealed: taken.signedIdentity,
-          approvalId: input.reconcileId,
-          argsDigest: input.ref.argsDigest,
-          groups: input.profile.approverGroups ?? [],
-          toolName: input.toolName,
+          approvalId: this.input.reconcileId,
+          argsDigest: this.input.ref.argsDigest,
+          groups: this.input.profile.approverGroups ?? [],
+          toolName: this.input.toolName,
         })
         .finally(() => {
-          verifying = false;
+          this.verifying = false;
         });
       if (!r.ok) return `${r.problem}; nothing was run`;
       taken.by = r.subject;
     }
     delete taken.signedIdentity;
-    decision = taken;
+    this.decision = taken;
     return undefined;
-  };
-  setHandler(reconcileSignal, async (d) => {
-    // A signal is in history before it is looked at: it must never throw, only be refused.
+  }
+
+  /** A decision by signal. It is in history before it is looked at: it must never throw, only be refused. */
+  async signalled(d: ReconcileDecision & { requestId?: string }): Promise<void> {
     const requestId = d && typeof d === 'object' && typeof d.requestId === 'string' ? d.requestId.slice(0, 100) : '';
-    const early = whyNot(d);
-    const code = early ? (outcome || decision || verifying ? 'decided' : 'malformed') : 'unverified';
-    const why = early ?? (await take(d));
+    const early = this.whyNot(d);
+    const code = early ? (this.outcome || this.decision || this.verifying ? 'decided' : 'malformed') : 'unverified';
+    const why = early ?? (await this.take(d));
     if (!why) return;
-    log.info('reconcile signal refused', { reconcileId: input.reconcileId });
-    refused.push({
-      approvalId: input.reconcileId,
+    log.info('reconcile signal refused', { reconcileId: this.input.reconcileId });
+    this.refused.push({
+      approvalId: this.input.reconcileId,
       code,
       message: why,
       via: 'signal',
@@ -171,69 +223,63 @@ export async function reconcileCall(input: ReconcileInput): Promise<Reconciliati
       ...(typeof d?.by === 'string' && d.by ? { by: d.by.slice(0, 200) } : {}),
       ...(requestId ? { requestId } : {}),
     });
-    publish();
-  });
-  setHandler(
-    reconcileUpdate,
-    async (d) => {
-      const refusedWhy = await take(d);
-      if (refusedWhy)
-        throw ApplicationFailure.create({ type: RECONCILE_REFUSED, nonRetryable: true, message: refusedWhy });
-      await condition(() => outcome !== undefined || (!running && !decision));
-      if (outcome) return outcome;
-      // The run again was lost too: the card is back, and the sender is told.
-      throw ApplicationFailure.create({ type: RECONCILE_REFUSED, nonRetryable: true, message: problem });
-    },
-    {
-      validator: (d) => {
-        const why = whyNot(d);
-        if (why) throw ApplicationFailure.create({ type: RECONCILE_REFUSED, nonRetryable: true, message: why });
-      },
-    },
-  );
-
-  publish();
-  for (;;) {
-    await condition(() => decision !== undefined);
-    const d = decision!;
-    const decidedAt = new Date().toISOString();
-    const base = {
-      reconcileId: input.reconcileId,
-      batchWorkflowId: input.batchWorkflowId,
-      sessionId: input.sessionId,
-      callId: input.callId,
-      toolName: input.toolName,
-      by: d.by ?? 'unknown',
-      ...(d.reason ? { reason: d.reason } : {}),
-      ...(d.evidence ? { evidence: d.evidence } : {}),
-      decidedAt,
-    };
-    if (d.decision !== 'run-again') {
-      outcome = { ...base, outcome: d.decision };
-      break;
-    }
-    running = true;
-    publish();
-    const rerun = await runAgain(input);
-    running = false;
-    if (rerun.lost) {
-      problem = `run again by ${base.by} at ${decidedAt} was lost too: ${rerun.text}`;
-      askedAt = new Date().toISOString();
-      decision = undefined;
-      publish();
-      continue;
-    }
-    outcome = {
-      ...base,
-      outcome: 'ran-again',
-      rerun: { isError: rerun.isError, text: rerun.text, ...(rerun.code ? { code: rerun.code } : {}) },
-    };
-    break;
+    this.publish();
   }
-  publish();
-  // The update that decided it gets its answer before the workflow completes.
-  await condition(allHandlersFinished);
-  return outcome;
+
+  /** A decision by update (its validator ran whyNot): answered with the outcome once there is one. */
+  async updated(d: ReconcileDecision): Promise<Reconciliation> {
+    const refusedWhy = await this.take(d);
+    if (refusedWhy)
+      throw ApplicationFailure.create({ type: RECONCILE_REFUSED, nonRetryable: true, message: refusedWhy });
+    await condition(() => this.outcome !== undefined || (!this.running && !this.decision));
+    if (this.outcome) return this.outcome;
+    // The run again was lost too: the card is back, and the sender is told.
+    throw ApplicationFailure.create({ type: RECONCILE_REFUSED, nonRetryable: true, message: this.problem });
+  }
+
+  /**
+   * Waits for a decision and applies it: done and not done settle the call at once; a run again
+   * runs the body once more, and if that attempt is lost too the card comes back for the next one.
+   */
+  async settle(): Promise<Reconciliation> {
+    for (;;) {
+      await condition(() => this.decision !== undefined);
+      const d = this.decision!;
+      const decidedAt = new Date().toISOString();
+      const base = {
+        reconcileId: this.input.reconcileId,
+        batchWorkflowId: this.input.batchWorkflowId,
+        sessionId: this.input.sessionId,
+        callId: this.input.callId,
+        toolName: this.input.toolName,
+        by: d.by ?? 'unknown',
+        ...(d.reason ? { reason: d.reason } : {}),
+        ...(d.evidence ? { evidence: d.evidence } : {}),
+        decidedAt,
+      };
+      if (d.decision !== 'run-again') {
+        this.outcome = { ...base, outcome: d.decision };
+        return this.outcome;
+      }
+      this.running = true;
+      this.publish();
+      const rerun = await runAgain(this.input);
+      this.running = false;
+      if (rerun.lost) {
+        this.problem = `run again by ${base.by} at ${decidedAt} was lost too: ${rerun.text}`;
+        this.askedAt = new Date().toISOString();
+        this.decision = undefined;
+        this.publish();
+        continue;
+      }
+      this.outcome = {
+        ...base,
+        outcome: 'ran-again',
+        rerun: { isError: rerun.isError, text: rerun.text, ...(rerun.code ? { code: rerun.code } : {}) },
+      };
+      return this.outcome;
+    }
+  }
 }
 
 /** The body once more, with the lost attempt's arguments: one attempt, never retried. */
