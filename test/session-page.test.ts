@@ -57,6 +57,8 @@ describe('the session page', () => {
     await card.locator('.ask button.approve').click();
     await poll(() => card.getAttribute('data-state')).toBe('done');
     expect(await card.locator('.result pre').textContent()).toBe('published notes');
+    // The generic completed card (no presentResult) does not undo the call's own title.
+    expect(await card.locator('.call-head .title').textContent()).toBe('Publish notes');
     expect(await card.locator('.approval').textContent()).toContain('approved by alice');
     await poll(() => stepText(page, 1, 2)).toBe('published notes');
     await poll(() => page.locator('#state').textContent()).toMatch(/^idle · turn 1 · step 2/);
