@@ -196,7 +196,9 @@ describe('OpenAI Agents SDK: tool approvals answered by Sluice', () => {
     expect(ran).not.toContain('d.txt');
     expect(String(second.finalOutput)).toContain('not d.txt');
     // What the fake provider was sent back as the tool's result is Sluice's reason.
-    const toolMessages = requests().flatMap((r) => r.messages).filter((m) => m.role === 'tool');
+    const toolMessages = requests()
+      .flatMap((r) => r.messages)
+      .filter((m) => m.role === 'tool');
     expect(toolMessages.some((m) => String(m.content).includes('not d.txt'))).toBe(true);
   });
 });
