@@ -134,7 +134,7 @@ export function gatewayServer(opts: GatewayOptions, sessionId: () => string): Se
         `unknown tool ${JSON.stringify(name)}: this gateway serves ${[...byName.keys()].join(', ') || 'no tools'}`,
       );
     const progressToken = request.params._meta?.progressToken;
-    const { out, workflowId } = await run(opts, sessionId(), extra.requestId, name, args, extra.signal, {
+    return await run(opts, sessionId(), extra.requestId, name, args, extra.signal, {
       progress: async (message, n) => {
         if (progressToken === undefined) return;
         await extra
@@ -143,7 +143,6 @@ export function gatewayServer(opts: GatewayOptions, sessionId: () => string): Se
       },
       ...(elicitingAsker(server, sdk, opts, extra) ?? {}),
     });
-    return toMcpResult(out, workflowId);
   });
   return server;
 }
@@ -158,7 +157,7 @@ interface Waiting {
 }
 
 /**
- * Starts (or attaches to) the call's batch and waits for its output. Calls of one client session
+ * Starts (or attaches to) the call's batch and waits for its output, the MCP answer. Calls of one client session
  * may run at once (a client need not wait for one answer before it sends the next request), so no
  * call knows the previous batch's nextSeq: each batch takes its own block of seqs and is
  * renumbered if another claimed first, as `sluice hook`'s are (startInOwnBlock, client/hook/service.ts).
@@ -171,7 +170,7 @@ async function run(
   args: Record<string, unknown>,
   signal: AbortSignal,
   waiting: Waiting,
-): Promise<{ out: BatchOutput; workflowId: string }> {
+): Promise<CallToolResult> {
   const request = {
     sessionId,
     turn: 0,
@@ -180,18 +179,20 @@ async function run(
     ...(opts.approvalTimeoutMs !== undefined ? { options: { approvalTimeoutMs: opts.approvalTimeoutMs } } : {}),
   };
   // A finished batch's output never changes: the same request sent again is answered from memory,
-  // with no round trip. Only a cache: a restarted gateway finds the batch through Temporal.
+  // with no round trip. Only a cache: a restarted gateway finds the batch through Temporal. It keeps
+  // the answer, not the output (whose events and session state the answer does not need).
   const finished = finishedBatches(opts);
   const known = finished.get(batchWorkflowId(sessionId, 0, request.step));
   if (known) return known;
   const { handle, value: out } = await startInOwnBlock(opts.sluice, request, (h) =>
     waitFor(h, opts.sluice, signal, waiting),
   );
-  finished.set(handle.workflowId, { out, workflowId: handle.workflowId });
-  return { out, workflowId: handle.workflowId };
+  const answer = toMcpResult(out, handle.workflowId);
+  finished.set(handle.workflowId, answer);
+  return answer;
 }
 
-/** The outputs of finished batches one gateway (its GatewayOptions) answered, newest last, bounded. */
+/** The answers of finished batches one gateway (its GatewayOptions) gave, newest last, bounded. */
 const finishedByGateway = new WeakMap<GatewayOptions, FinishedBatches>();
 const MAX_FINISHED = 1_000;
 const MAX_FINISHED_CHARS = 64 * 1024 * 1024;
@@ -201,19 +202,19 @@ function finishedBatches(opts: GatewayOptions): FinishedBatches {
   return f;
 }
 class FinishedBatches {
-  private readonly entries = new Map<string, { out: BatchOutput; workflowId: string; chars: number }>();
+  private readonly entries = new Map<string, { answer: CallToolResult; chars: number }>();
   private chars = 0;
-  get(workflowId: string): { out: BatchOutput; workflowId: string } | undefined {
+  get(workflowId: string): CallToolResult | undefined {
     const e = this.entries.get(workflowId);
     if (!e) return undefined;
     this.entries.delete(workflowId);
     this.entries.set(workflowId, e);
-    return { out: e.out, workflowId: e.workflowId };
+    return e.answer;
   }
-  set(workflowId: string, v: { out: BatchOutput; workflowId: string }) {
-    const chars = JSON.stringify(v.out).length;
+  set(workflowId: string, answer: CallToolResult) {
+    const chars = answerChars(answer);
     if (chars > MAX_FINISHED_CHARS / 8 || this.entries.has(workflowId)) return;
-    this.entries.set(workflowId, { ...v, chars });
+    this.entries.set(workflowId, { answer, chars });
     this.chars += chars;
     for (const [id, e] of this.entries) {
       if (this.entries.size <= MAX_FINISHED && this.chars <= MAX_FINISHED_CHARS) break;
@@ -221,6 +222,30 @@ class FinishedBatches {
       this.chars -= e.chars;
     }
   }
+}
+
+/**
+ * About how many characters an answer holds (what the cache bounds), counted without serializing
+ * it (the cache used to stringify every output it kept): its blocks' text and data, which are
+ * most of it, and its structured value walked; a few characters for everything else. No less than
+ * the length of its JSON unless its strings hold characters JSON escapes.
+ */
+export function answerChars(answer: CallToolResult): number {
+  let n = 64;
+  for (const b of answer.content)
+    n += 32 + (b.type === 'text' ? b.text.length : b.type === 'image' || b.type === 'audio' ? b.data.length : 0);
+  return n + (answer.structuredContent ? jsonChars(answer.structuredContent) : 0);
+}
+
+/** `v`'s characters: strings and keys by their length, numbers as the longest a double prints, the JSON punctuation. */
+function jsonChars(v: unknown): number {
+  if (typeof v === 'string') return v.length + 2;
+  if (typeof v === 'number') return 24;
+  if (v === null || typeof v !== 'object') return 5;
+  let n = 2;
+  if (Array.isArray(v)) for (const x of v) n += jsonChars(x) + 1;
+  else for (const [k, x] of Object.entries(v)) n += k.length + 4 + jsonChars(x);
+  return n;
 }
 
 /**
