@@ -150,6 +150,30 @@ describe.each(STORES)('session ids on $kind', (store) => {
       expect(seen).toEqual([]);
       await session.cancel();
     }, 300_000);
+    it('a session whose first batch meets that batch’s workflow id: the turn fails naming the id and what to do', async () => {
+      const id = sid('batch-first-child');
+      // The batch the session's first step would start (turn 1, step 1), run first with runBatch.
+      await h.client.runBatch({ sessionId: id, turn: 1, step: 1, calls: [rome] });
+      // The session, started as startSession starts it once its check has let it through.
+      await h.client.temporal.workflow.start(SESSION_WORKFLOW, {
+        taskQueue: h.taskQueue,
+        workflowId: sessionWorkflowId(id),
+        args: [{ sessionId: id, model: `script:${script}` }],
+        typedSearchAttributes: [{ key: SESSION_ID, value: id }],
+      });
+      const session = sessionHandle(h.client, id);
+      // The script's first step calls the clock: its batch is sluice-batch:<id>:1:1, taken.
+      const turn = await session.send('What time is it in Oslo?', { id: 'msg-1' });
+      expect(turn.reason).toBe('batch-failed');
+      expect(turn.error).not.toMatch(/^Workflow execution already started$/);
+      expect(turn.error).toContain(`session ${id}`);
+      expect(turn.error).toContain(`workflow sluice-batch:${id}:1:1 already exists`);
+      expect(turn.error).toContain('runBatch');
+      expect(turn.error).toContain('start a new session with another sessionId');
+      // The same words in the session's state, for a caller that did not send the message.
+      expect((await session.state()).lastTurn?.error).toBe(turn.error);
+      await session.cancel();
+    }, 300_000);
   });
 
   describe('a durable session first, then runBatch with the same id', () => {

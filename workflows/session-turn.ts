@@ -1,6 +1,7 @@
 // One step of a session's turn, as openai-agents-js's runner takes one: ask the model, run its
 // tool calls as a batch, and say what comes next (NextStep). The loop (session.ts) decides when a
 // step runs; the carry (session-carry.ts) holds what a step changes.
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import {
   ActivityFailure,
   CancellationScope,
@@ -177,6 +178,12 @@ export class Turn {
         // a step). Data on the same command: a replay compares the child's id and type only.
         typedSearchAttributes: [{ key: SESSION_ID, value: input.sessionId }],
         staticSummary: `Tool batch: session ${input.sessionId}, turn ${c.turn}, step ${c.step}, ${calls.length} call(s)`,
+      }).catch((err: unknown): never => {
+        // REJECT_DUPLICATE: the id is taken (a runBatch under this session id, or an earlier run of
+        // the session). The turn ends batch-failed as before; the message says why and what to do.
+        if (err instanceof WorkflowExecutionAlreadyStartedError)
+          throw new Error(takenBatchIdMessage(input.sessionId, c.turn, c.step, workflowId));
+        throw err;
       });
       control.activeBatch = workflowId;
       if (control.interruptRequested || control.cancelRequested) control.stopCurrent();
@@ -187,6 +194,11 @@ export class Turn {
       }
     });
   }
+}
+
+/** Why a turn's batch could not start: its workflow id is another batch's. As SessionIdConflictError says it. */
+function takenBatchIdMessage(sessionId: string, turn: number, step: number, workflowId: string): string {
+  return `session ${sessionId}: turn ${turn}, step ${step} could not start its tool batch, because workflow ${workflowId} already exists: a batch was run under the same session id with runBatch or \`sluice batch\` (sessionId '${sessionId}', turn ${turn}, step ${step}), or by an earlier run of this session, and a batch's workflow id is never reused. A durable session numbers its batches and events itself and needs a session id no other batch uses: start a new session with another sessionId, and give runBatch calls session ids of their own.`;
 }
 
 function ended(reason: TurnEndReason, error?: string): Extract<NextStep, { type: 'turn-ended' }> {
