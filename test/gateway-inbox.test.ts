@@ -3,8 +3,6 @@
 // while the client's call waits, the approval is clicked in the inbox in a real headless Chromium,
 // and the client's call returns the upstream's result, the upstream having run it once
 // (test/fixtures/gateway/upstream.mjs logs every call it receives).
-import * as fs from 'node:fs';
-import * as path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -16,13 +14,12 @@ import { toolSchemas } from '../define/config';
 import type { PendingApproval } from '../pipeline/types';
 import { loadConfig } from '../worker/load-config';
 import { eventually, poll } from './eventually';
+import { GATEWAY_CONFIG, gatewayMarks, textOf, upstreamCalls as callsIn } from './gateway-fixture';
 import type { Harness } from './harness';
 import { type InboxSetup, startInboxSetup } from './inbox-setup';
 
 // The upstream server and Chromium are real processes: minutes at a load of 16.
 vi.setConfig({ testTimeout: 300_000, hookTimeout: 300_000 });
-
-const CONFIG = path.join(__dirname, 'fixtures', 'gateway.config.ts');
 
 let setup: InboxSetup | undefined;
 let h: Harness;
@@ -34,10 +31,8 @@ let client: Client | undefined;
 
 beforeAll(async () => {
   // The fixture config reads GATEWAY_MARKS when it loads: where the upstream logs its calls.
-  marks = fs.mkdtempSync(path.join(inject('runDir'), 'gateway-inbox-'));
-  process.env.GATEWAY_MARKS = marks;
-  fs.mkdirSync(path.join(marks, 'ws'));
-  const config = await loadConfig(CONFIG);
+  marks = gatewayMarks('gateway-inbox');
+  const config = await loadConfig(GATEWAY_CONFIG);
   setup = await startInboxSetup('gateway-inbox', config);
   ({ h, inbox, browser } = setup);
   gateway = await startGatewayHttp(
@@ -54,17 +49,7 @@ afterAll(async () => {
   await setup?.close();
 });
 
-function upstreamCalls(): { tool: string; args: Record<string, unknown> }[] {
-  const file = path.join(marks, 'calls.log');
-  if (!fs.existsSync(file)) return [];
-  return fs
-    .readFileSync(file, 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l));
-}
-
-const textOf = (r: CallToolResult) => r.content.map((b) => (b.type === 'text' ? b.text : `[${b.type}]`)).join('\n');
+const upstreamCalls = () => callsIn(marks);
 
 describe('sluice gateway with the inbox', () => {
   it("an ask is approved in the inbox in Chromium while the client's call waits; the call returns the tool's result, run once", async () => {

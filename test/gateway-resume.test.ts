@@ -5,9 +5,6 @@
 // `bin/sluice.js gateway` processes). A worker on the run's dev server runs
 // test/fixtures/gateway.config.ts, in front of test/fixtures/gateway/upstream.mjs (which logs every
 // call it receives).
-import { spawn, type ChildProcess } from 'node:child_process';
-import * as fs from 'node:fs';
-import * as path from 'node:path';
 import { InterceptingCall } from '@grpc/grpc-js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -24,63 +21,38 @@ import { startGatewayHttp } from '../client/gateway';
 import { type SluiceConfig, toolSchemas } from '../define/config';
 import { loadConfig } from '../worker/load-config';
 import { eventually } from './eventually';
+import {
+  GATEWAY_CONFIG,
+  gatewayMarks,
+  gatewayProcesses,
+  post,
+  textOf,
+  upstreamCalls as callsIn,
+} from './gateway-fixture';
 import { type Harness, startHarness } from './harness';
 
 // Real processes that load TypeScript through tsx (the gateway): minutes at a load of 16.
 vi.setConfig({ testTimeout: 300_000, hookTimeout: 300_000 });
 
-const BIN = path.join(__dirname, '..', 'bin', 'sluice.js');
-const CONFIG = path.join(__dirname, 'fixtures', 'gateway.config.ts');
-
 let h: Harness;
 let config: SluiceConfig;
 let marks: string;
-const children: ChildProcess[] = [];
+const gateways = gatewayProcesses(() => h.taskQueue);
 const connections: Connection[] = [];
 
 beforeAll(async () => {
-  marks = fs.mkdtempSync(path.join(inject('runDir'), 'gateway-resume-'));
-  process.env.GATEWAY_MARKS = marks;
-  fs.mkdirSync(path.join(marks, 'ws'));
-  config = await loadConfig(CONFIG);
+  marks = gatewayMarks('gateway-resume');
+  config = await loadConfig(GATEWAY_CONFIG);
   h = await startHarness('gateway-resume', config);
 });
 
 afterAll(async () => {
-  for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
+  await gateways.stopAll();
   for (const c of connections) await c.close().catch(() => undefined);
   await h?.close();
 });
 
-function upstreamCalls(): { tool: string; args: Record<string, unknown> }[] {
-  const file = path.join(marks, 'calls.log');
-  if (!fs.existsSync(file)) return [];
-  return fs
-    .readFileSync(file, 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l));
-}
-
-const textOf = (r: CallToolResult) => r.content.map((b) => (b.type === 'text' ? b.text : `[${b.type}]`)).join('\n');
-
-/** One JSON-RPC message posted to the gateway; the answer read from JSON or from its event stream. */
-async function post(url: string, message: unknown, headers: Record<string, string> = {}) {
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
-    body: JSON.stringify(message),
-  });
-  const text = await res.text();
-  const data = /^data: (.*)$/m.exec(text)?.[1] ?? text;
-  let json: any;
-  try {
-    json = JSON.parse(data);
-  } catch {
-    json = undefined;
-  }
-  return { status: res.status, json, session: res.headers.get('mcp-session-id') ?? undefined };
-}
+const upstreamCalls = () => callsIn(marks);
 
 /**
  * An in-process HTTP gateway whose Sluice client talks to Temporal over a connection of its own
@@ -103,36 +75,7 @@ async function countedGateway(port = 0) {
 }
 
 /** Starts `sluice gateway --http` on a loopback port (0: a free one); resolves to the process and its /mcp URL. */
-async function gatewayProcess(port = 0): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(
-    process.execPath,
-    [
-      BIN,
-      'gateway',
-      '--config',
-      CONFIG,
-      '--task-queue',
-      h.taskQueue,
-      '--address',
-      inject('temporalAddress'),
-      '--http',
-      '--port',
-      String(port),
-    ],
-    { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, GATEWAY_MARKS: marks } },
-  );
-  children.push(child);
-  let err = '';
-  const url = await new Promise<string>((resolve, reject) => {
-    child.stderr!.on('data', (d: Buffer) => {
-      err += d.toString();
-      const m = /on (http:\/\/\S+\/mcp)/.exec(err);
-      if (m) resolve(m[1]);
-    });
-    child.once('exit', (code) => reject(new Error(`the gateway exited (${code}) before it listened:\n${err}`)));
-  });
-  return { child, url };
-}
+const gatewayProcess = (port = 0) => gateways.start(['--port', String(port)], { GATEWAY_MARKS: marks });
 
 describe('what a gateway holds in memory saves round trips, and nothing more', () => {
   it('a repeated call costs no Temporal request; after a restart the session re-opens with none and the same result comes back', async () => {

@@ -3,7 +3,7 @@
 // SDK (test/fixtures/gateway/upstream.mjs, which logs every call it receives), with a worker on the
 // run's dev server running test/fixtures/gateway.config.ts (a guard that denies, a post-execute
 // handler that redacts, the upstream's destructive tool asking a person).
-import { spawn, type ChildProcess, execFile } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as http from 'node:http';
 import * as path from 'node:path';
@@ -23,50 +23,34 @@ import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import type { PendingApproval } from '../pipeline/types';
 import { loadConfig } from '../worker/load-config';
 import { eventually } from './eventually';
+import {
+  BIN,
+  GATEWAY_CONFIG,
+  gatewayArgs as argsFor,
+  gatewayMarks,
+  gatewayProcesses,
+  post,
+  textOf,
+  upstreamCalls as callsIn,
+} from './gateway-fixture';
 import { type Harness, startHarness } from './harness';
 
 // Real processes that load TypeScript through tsx (the gateway, the CLI): minutes at a load of 16.
 vi.setConfig({ testTimeout: 300_000, hookTimeout: 300_000 });
 
-const BIN = path.join(__dirname, '..', 'bin', 'sluice.js');
-const CONFIG = path.join(__dirname, 'fixtures', 'gateway.config.ts');
-
 let h: Harness;
 let marks: string;
 let stdio: Client;
 let stdioStderr = '';
-const httpChildren: ChildProcess[] = [];
+const gateways = gatewayProcesses(() => h.taskQueue);
 
 /** The calls the upstream server received, in order. */
-function upstreamCalls(): { tool: string; args: Record<string, unknown> }[] {
-  const file = path.join(marks, 'calls.log');
-  if (!fs.existsSync(file)) return [];
-  return fs
-    .readFileSync(file, 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l));
-}
+const upstreamCalls = () => callsIn(marks);
 
-const textOf = (r: CallToolResult) => r.content.map((b) => (b.type === 'text' ? b.text : `[${b.type}]`)).join('\n');
-
-function gatewayArgs(extra: string[] = []): string[] {
-  return [
-    BIN,
-    'gateway',
-    '--config',
-    CONFIG,
-    '--task-queue',
-    h.taskQueue,
-    '--address',
-    inject('temporalAddress'),
-    ...extra,
-  ];
-}
+const gatewayArgs = (extra: string[] = []) => argsFor(h.taskQueue, extra);
 
 beforeAll(async () => {
-  marks = fs.mkdtempSync(path.join(inject('runDir'), 'gateway-marks-'));
-  process.env.GATEWAY_MARKS = marks;
+  marks = gatewayMarks('gateway-marks');
   // The filesystem server's workspace: hook settings naming a script, and the script.
   const ws = path.join(marks, 'ws');
   fs.mkdirSync(path.join(ws, '.claude'), { recursive: true });
@@ -76,7 +60,7 @@ beforeAll(async () => {
     JSON.stringify({ hooks: { PreToolUse: [{ hooks: [{ type: 'command', command: 'sh scripts/check.sh' }] }] } }),
   );
   fs.writeFileSync(path.join(ws, 'scripts', 'check.sh'), 'exit 0\n');
-  h = await startHarness('gateway', await loadConfig(CONFIG));
+  h = await startHarness('gateway', await loadConfig(GATEWAY_CONFIG));
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: gatewayArgs(),
@@ -90,7 +74,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await stdio?.close().catch(() => undefined);
-  for (const c of httpChildren) if (c.exitCode === null) c.kill('SIGTERM');
+  await gateways.stopAll();
   await h?.close();
 });
 
@@ -270,39 +254,9 @@ async function elicitingClient(
 }
 
 /** Starts `sluice gateway --http` on a free loopback port; resolves to its /mcp URL. */
+/** `sluice gateway --http` on a free port (or `--port` in `extra`); resolves to its /mcp URL once it listens. */
 async function startHttpGateway(extra: string[] = [], env: Record<string, string> = {}): Promise<string> {
-  const child = spawn(process.execPath, gatewayArgs(['--http', '--port', '0', ...extra]), {
-    stdio: ['ignore', 'ignore', 'pipe'],
-    env: { ...process.env, GATEWAY_MARKS: marks, ...env },
-  });
-  httpChildren.push(child);
-  let err = '';
-  return new Promise((resolve, reject) => {
-    child.stderr!.on('data', (d: Buffer) => {
-      err += d.toString();
-      const m = /on (http:\/\/\S+\/mcp)/.exec(err);
-      if (m) resolve(m[1]);
-    });
-    child.once('exit', (code) => reject(new Error(`the gateway exited (${code}) before it listened:\n${err}`)));
-  });
-}
-
-/** One JSON-RPC message posted to the gateway; the answer read from JSON or from its event stream. */
-async function post(url: string, message: unknown, headers: Record<string, string> = {}) {
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
-    body: typeof message === 'string' ? message : JSON.stringify(message),
-  });
-  const text = await res.text();
-  const data = /^data: (.*)$/m.exec(text)?.[1] ?? text;
-  let json: any;
-  try {
-    json = JSON.parse(data);
-  } catch {
-    json = undefined;
-  }
-  return { status: res.status, json, session: res.headers.get('mcp-session-id') ?? undefined };
+  return (await gateways.start(extra, { GATEWAY_MARKS: marks, ...env })).url;
 }
 
 describe('MCP elicitation while a call waits for approval', () => {
@@ -465,8 +419,7 @@ describe('sluice gateway over Streamable HTTP', () => {
   });
 
   it('a session survives a gateway killed mid-call: the restarted gateway attaches the repeated call to its batch, and the tool runs once', async () => {
-    const first = await startHttpGateway();
-    const killed = httpChildren[httpChildren.length - 1];
+    const { child: killed, url: first } = await gateways.start([], { GATEWAY_MARKS: marks });
     const init = await post(first, {
       jsonrpc: '2.0',
       id: 0,
