@@ -8,7 +8,7 @@ import { historyFromJSON, historyToJSON } from '@temporalio/common/lib/proto-uti
 import type { temporal } from '@temporalio/proto';
 import type { BatchInput } from '../pipeline/types';
 import { HistoryNotFound } from '../support/errors';
-import { RECONCILE_WORKFLOW, reconcileWorkflowId } from '../pipeline/reconcile';
+import { RECONCILE_WORKFLOW, type ReconcileInput, reconcileWorkflowId } from '../pipeline/reconcile';
 import { batchWorkflowId } from '../workflows/definitions';
 import { SESSION_WORKFLOW, sessionWorkflowId } from '../workflows/session-definitions';
 
@@ -113,12 +113,22 @@ export function historyToJson(history: History): string {
   return `${historyToJSON(history as temporal.api.history.v1.History)}\n`;
 }
 
-/** A batch's or session's id follows from its input; histories themselves do not carry the workflow id. */
+/**
+ * A batch's, session's or reconcile card's id follows from its input; histories themselves do not
+ * carry the workflow id.
+ */
 export function workflowIdOf(history: History): string | undefined {
   const started = history.events?.[0]?.workflowExecutionStartedEventAttributes;
   const input = decode(started?.input) as Partial<BatchInput> | undefined;
   if (started?.workflowType?.name === SESSION_WORKFLOW)
     return typeof input?.sessionId === 'string' ? sessionWorkflowId(input.sessionId) : undefined;
+  // A reconcile card's input names its batch and call too: it is not that batch.
+  if (started?.workflowType?.name === RECONCILE_WORKFLOW) {
+    const card = input as Partial<ReconcileInput> | undefined;
+    return typeof card?.batchWorkflowId === 'string' && typeof card.callId === 'string'
+      ? reconcileWorkflowId(card.batchWorkflowId, card.callId)
+      : undefined;
+  }
   if (!input || typeof input.sessionId !== 'string' || typeof input.turn !== 'number' || typeof input.step !== 'number')
     return undefined;
   return batchWorkflowId(input.sessionId, input.turn, input.step);

@@ -68,18 +68,31 @@ export async function withRecordingWorker(
  */
 export function scrubIdentities(value: unknown, { tmp = false }: { tmp?: boolean } = {}): unknown {
   const root = path.resolve(__dirname, '..') + path.sep;
+  // In a worktree whose node_modules is a link to another checkout's, stack traces through the
+  // packages name that checkout's folder: it is the same <repo>/node_modules.
+  const linked = realPath(path.join(root, 'node_modules'));
+  const modules = linked && linked !== path.join(root, 'node_modules') ? linked + path.sep : undefined;
   const host = new RegExp(`^\\d+@${os.hostname().replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}.*$`);
   const scrub = (v: unknown): unknown => {
     if (Array.isArray(v)) return v.map(scrub);
     if (typeof v === 'string') {
       if (host.test(v)) return 'sluice-record';
-      const rooted = v.split(root).join('<repo>/');
+      const unlinked = modules ? v.split(modules).join('<repo>/node_modules/') : v;
+      const rooted = unlinked.split(root).join('<repo>/');
       return tmp ? rooted.split(os.tmpdir()).join('<tmp>') : rooted;
     }
     if (!v || typeof v !== 'object') return v;
     return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, scrub(x)]));
   };
   return scrub(value);
+}
+
+function realPath(p: string): string | undefined {
+  try {
+    return fs.realpathSync(p);
+  } catch {
+    return undefined;
+  }
 }
 
 /** Writes a recorded history, scrubbed (see scrubIdentities), and says where. */
