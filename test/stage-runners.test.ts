@@ -165,11 +165,15 @@ describe('the lean and the legacy stage runner', () => {
         const { history, workflowId } = readHistoryFile(path.join(FIXTURES, release, file));
         if (!workflowId.startsWith('sluice-batch:')) continue;
         seen.add(runnerOf(patchIds(history)));
+        // Replayed under its own workflow id: a batch that opened reconcile cards derives their
+        // ids from it, and a replay under another id starts children the history never had.
         await Worker.runReplayHistory(
           { workflowBundle: { codePath: inject('workflowBundlePath') } },
           history,
-          `${release}/${file}`,
-        );
+          workflowId,
+        ).catch((err: Error) => {
+          throw new Error(`${release}/${file} did not replay: ${err.message}`, { cause: err });
+        });
       }
     }
     expect([...seen].sort()).toEqual(['lean', 'legacy']);
