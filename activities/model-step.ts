@@ -71,7 +71,13 @@ export function createModelActivities(
         };
         const next = (await transcripts.append(head, [assistant])) as string;
         await live?.end();
-        return { head: next, assistant, usage: reply.usage, finishReason: reply.finishReason };
+        return {
+          head: next,
+          assistant,
+          usage: reply.usage,
+          finishReason: reply.finishReason,
+          ...(input.historyFull !== undefined ? { historyFull: input.historyFull } : {}),
+        };
       } catch (err) {
         await live?.void(voidReason(err));
         if (err instanceof ModelRefusedError) throw ApplicationFailure.nonRetryable(err.message, MODEL_REFUSED);

@@ -202,6 +202,18 @@ export interface ModelCallOptions {
   heartbeatTimeoutMs?: number;
   maxAttempts?: number;
   initialIntervalMs?: number;
+  /**
+   * Run the model step as a local activity, in the worker that runs the session: no activity task
+   * and one workflow task fewer per step (docs/performance.md, "Sessions"). For models that answer
+   * within a few seconds (a local model, a scripted one, a cache): while it runs the session's
+   * workflow task stays open, so an interrupt, a cancel or a message reaches the session only when
+   * the step ends or the open task is next heartbeated (about every 8 s with the default 10 s task
+   * timeout); retries run in the worker (attempt 2, 3, … voiding the failed attempt's streamed
+   * pieces as an activity's do), but a step whose worker is lost starts again at attempt 1 on the
+   * next one. `heartbeatTimeoutMs` does not apply; `timeoutMs` bounds each attempt.
+   * Default false: a regular activity, dispatched eagerly to the worker that scheduled it.
+   */
+  local?: boolean;
 }
 
 export interface SessionInput {
@@ -324,6 +336,12 @@ export interface ModelStepInput {
   tools?: string[];
   head: string | null;
   append: AgentMessage[];
+  /**
+   * A local step only: whether the session's history was full (time to continue-as-new) when it
+   * scheduled the step. The step hands it back, so the session decides from the value recorded
+   * with the step's result, the same on replay (workflows/session-turn.ts, `historyFull`).
+   */
+  historyFull?: boolean;
 }
 
 export interface ModelStepOutput {
@@ -331,6 +349,8 @@ export interface ModelStepOutput {
   assistant: AssistantMessage;
   usage: ModelUsage;
   finishReason: string;
+  /** ModelStepInput.historyFull, handed back. */
+  historyFull?: boolean;
 }
 
 /** The activity the session workflow calls (activities/model-step.ts implements it). */

@@ -5,6 +5,9 @@
 // current workflow code. Record once per release that changed workflows/session.ts:
 //
 //   npx tsx scripts/record-session-history.ts
+//
+// With --local: the same session with its model steps local activities (modelCall.local), into
+// agent-session-local.json, which `sluice replay test/fixtures/histories` replays beside the rest.
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { scriptedModel } from '../agent/adapters/scripted';
 import { historyToJson } from '../client/history';
@@ -13,6 +16,7 @@ import { demoConfig, fixtureFile, RELEASE, withRecordingWorker, writeFixture } f
 
 export const SESSION_FIXTURE = fixtureFile(RELEASE, 'agent-session.json');
 export const SESSION_FIXTURE_ID = 'fixture-session';
+const LOCAL = process.argv.includes('--local');
 
 async function main() {
   Runtime.install({ logger: new DefaultLogger(process.env.SLUICE_VERBOSE ? 'WARN' : 'ERROR') });
@@ -32,8 +36,9 @@ async function main() {
   };
   await withRecordingWorker({ ...config, models }, async ({ client }) => {
     const session = await startSession(client, {
-      sessionId: SESSION_FIXTURE_ID,
+      sessionId: LOCAL ? `${SESSION_FIXTURE_ID}-local` : SESSION_FIXTURE_ID,
       model: 'fixture',
+      ...(LOCAL ? { modelCall: { local: true } } : {}),
       system: 'You are the fixture.',
       continueAsNewAfterEvents: 40,
     });
@@ -51,7 +56,7 @@ async function main() {
     const json = JSON.parse(historyToJson(history));
     const last = json.events[json.events.length - 1].eventType;
     if (last !== 'EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW') throw new Error(`the first run ended with ${last}`);
-    writeFixture(SESSION_FIXTURE, json, { tmp: true });
+    writeFixture(LOCAL ? fixtureFile(RELEASE, 'agent-session-local.json') : SESSION_FIXTURE, json, { tmp: true });
   });
 }
 

@@ -225,6 +225,82 @@ describe('agentSession', () => {
     await s.cancel();
   });
 
+  it('with modelCall.local each model step is a local activity: the same turn, no activity task for it, it replays, a cancel stops a slow one', async () => {
+    const s = await start({ system: 'be brief', modelCall: { local: true } });
+    const outcome = await s.send('chat', { id: 'msg-local' });
+    expect(outcome).toMatchObject({ messageId: 'msg-local', turn: 1, steps: 3, reason: 'done', text: 'All done.' });
+    expect(shape(await s.transcript(store))).toEqual([
+      'user:chat',
+      'assistant:Looking.|a,a,f,',
+      'tool:a:ok',
+      'tool:a:error',
+      'tool:f:error',
+      'tool:missing-id-4:error',
+      'assistant:|r',
+      'tool:r:ok',
+      'user:remember the milk(tool:remind)',
+      'assistant:All done.|',
+    ]);
+    const events = await readSessionLog(h.stateDir, s.sessionId);
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i));
+    expect(events.filter((e) => e.type === 'model/message')).toHaveLength(3);
+    // The model steps left markers, not activity tasks: a model step costs no activity task and no
+    // workflow task of its own.
+    const history = await s.workflow.fetchHistory();
+    const attrs = (key: string) => history.events!.filter((e) => (e as Record<string, unknown>)[key]);
+    expect(attrs('activityTaskScheduledEventAttributes')).toHaveLength(0);
+    expect(attrs('markerRecordedEventAttributes').length).toBeGreaterThanOrEqual(3);
+    await s.cancel();
+
+    // Across a continue-as-new the new run keeps the option; every run replays. (A turn posted by
+    // signal: no update waits on the run, so it continues-as-new mid-turn.) Four sessions at once,
+    // their state queried all the while: a query that comes while a local step runs makes the
+    // worker complete the open workflow task early, and on replay the step's result then reaches
+    // an earlier task than it did when recorded. A run that read its history's length or a patch
+    // there failed to replay ("Missing associated machine for LocalActivity", or a patch marker
+    // with no command) in most runs of four such sessions.
+    const many = await Promise.all(
+      [1, 2, 3, 4].map(() => start({ modelCall: { local: true }, continueAsNewAfterEvents: 20 })),
+    );
+    await Promise.all(
+      many.map(async (c) => {
+        await c.post('long:8', { id: 'l1' });
+        await eventually(
+          'the long turn ended in a later run',
+          async () => {
+            const v = await c.state();
+            return v.runs > 1 && v.lastTurn?.text === 'finished 8';
+          },
+          { timeoutMs: 120_000, intervalMs: 10 },
+        );
+      }),
+    );
+    for (const c of many) {
+      const latest = await c.workflow.fetchHistory();
+      expect(
+        latest.events!.filter((e) => (e as Record<string, unknown>).activityTaskScheduledEventAttributes),
+      ).toHaveLength(0);
+      const out: string[] = [];
+      const code = await main(['replay', c.sessionId, '--address', inject('temporalAddress')], (l) => out.push(l));
+      expect(code, out.join('\n')).toBe(0);
+      expect(out.filter((l) => l.startsWith(`ok      sluice-session:${c.sessionId} `)).length).toBeGreaterThanOrEqual(
+        2,
+      );
+      await c.cancel();
+    }
+
+    // A cancel while a slow local model step runs still ends the turn and the session as cancelled
+    // (it reaches the workflow when the open workflow task is next heartbeated).
+    const starts = () => lines('model.log').filter((l) => l.endsWith(' start')).length;
+    const before = starts();
+    const b = await start({ modelCall: { local: true } });
+    const turn = b.send('slow-model:60000', { id: 'slow-local' });
+    await until('the slow local model call', () => starts() > before);
+    await b.cancel();
+    expect(await turn).toMatchObject({ reason: 'cancelled' });
+    expect(await b.result()).toMatchObject({ endReason: 'cancelled', turns: 1 });
+  }, 300_000);
+
   it('300 steps: history bytes per step stay flat, it continues-as-new, the transcript is exact', async () => {
     const steps = 300;
     const s = await start({ endWhenIdle: true, continueAsNewAfterEvents: 1_000, maxStepsPerTurn: 400 });

@@ -183,14 +183,21 @@ async function start(model: string, extra: Record<string, unknown> = {}) {
 }
 
 describe('the model answer streams to followers while the step runs', () => {
-  for (const [label, model, gateName] of [
-    ['OpenAI chat completions', 'openai:gate-chat', 'gate-chat'],
-    ['OpenAI Responses', 'openai-responses:gate-resp', 'gate-resp'],
-    ['Anthropic Messages', 'anthropic:gate-anth', 'gate-anth'],
-    ['AI SDK streamText', 'gate-ai', `gate-ai-${process.pid}`],
+  for (const [label, model, gateName, extra] of [
+    ['OpenAI chat completions', 'openai:gate-chat', 'gate-chat', {}],
+    ['OpenAI Responses', 'openai-responses:gate-resp', 'gate-resp', {}],
+    ['Anthropic Messages', 'anthropic:gate-anth', 'gate-anth', {}],
+    ['AI SDK streamText', 'gate-ai', `gate-ai-${process.pid}`, {}],
+    // A local model step streams the same way, with no activity heartbeat.
+    [
+      'OpenAI chat completions, a local model step',
+      'openai:gate-chat-local',
+      'gate-chat-local',
+      { modelCall: { local: true } },
+    ],
   ] as const) {
     it(`${label}: pieces before the step ends; a late follower gets the record, the step from its start, the tail`, async () => {
-      const s = await start(model);
+      const s = await start(model, extra);
       const early = follow(s);
       const turn = s.send('say hello');
       // The provider holds everything after the first piece: seeing it means the step is still running.
@@ -275,6 +282,17 @@ describe('bad streams: the step fails or retries as before, followers see the at
       'a stream that never ends (Responses)',
       'openai-responses:hang-resp',
       { modelCall: { initialIntervalMs: 50, maxAttempts: 3, timeoutMs: 4_000 } },
+    ],
+    // A local model step retries in its worker: attempt 2, the first one's pieces voided as above.
+    [
+      'a stream cut mid-message (OpenAI chat), a local model step',
+      'openai:cut-chat-local',
+      { modelCall: { local: true, initialIntervalMs: 50, maxAttempts: 4 } },
+    ],
+    [
+      'a stream that never ends (Responses), a local model step timed out',
+      'openai-responses:hang-resp-local',
+      { modelCall: { local: true, initialIntervalMs: 50, maxAttempts: 3, timeoutMs: 4_000 } },
     ],
   ] as const) {
     it(`${label}: attempt 1 voided with its reason, attempt 2 whole, shown once`, async () => {

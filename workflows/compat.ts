@@ -107,6 +107,14 @@ export const PATCHES = {
     read: 'at-use',
     why: 'a session cancelled from Temporal cancels its running batch and completes with its reason. Read only on a Temporal cancel (when it happens, and at the end), as before: read at the start, every new session would record a marker, and an old one cancelled late would meet its marker with no command',
   },
+  sessionLocalModelStep: {
+    id: 'sluice-session-local-step',
+    workflow: 'agentSession',
+    since: '1.0.0',
+    removeAfter: 'never while sessions may ask for it: it marks the runs whose model steps are local activities',
+    read: 'at-start',
+    why: "a session started with modelCall.local runs its model step as a local activity (a marker) instead of an activity task and the workflow task its completion needs. Read at the first line of a run, and only when the input asks for it, so a history without the option never meets the marker. A run that carries it reads no other patch (it is newer than both, so they are true) and decides to continue-as-new from the value its last step recorded: the workflow task a local step's result reaches can differ between the recording and a replay, so a patch or the history's length read there could differ too. (A first try, sluice-session-local-model-step, read the history's length beside its local steps and failed to replay; it was never released)",
+  },
   sessionIdleContinueAsNew: {
     id: 'sluice-session-idle-continue-as-new',
     workflow: 'agentSession',
@@ -259,9 +267,18 @@ export interface SessionFeatures {
   readonly temporalCancel: boolean;
   /** Read at each idle wait (PATCHES.sessionIdleContinueAsNew). */
   readonly idleContinueAsNew: boolean;
+  /** Read at the first line of a run, only when its input asks for local model steps (PATCHES.sessionLocalModelStep). */
+  readonly localModelStep: boolean;
 }
 
-export function sessionFeatures(): SessionFeatures {
+/**
+ * A session's features, read at its first line. A run that asks for local model steps reads their
+ * patch now; a run that has it is of this release, so the other two are constants there, and it
+ * reads no patch later (a read next to a local step's result is not safe, docs/upgrading.md).
+ */
+export function sessionFeatures(wantsLocalModelStep: boolean): SessionFeatures {
+  if (wantsLocalModelStep && patched(PATCHES.sessionLocalModelStep.id))
+    return Object.freeze({ temporalCancel: true, idleContinueAsNew: true, localModelStep: true });
   return Object.freeze({
     get temporalCancel() {
       return patched(PATCHES.sessionTemporalCancel.id);
@@ -269,6 +286,7 @@ export function sessionFeatures(): SessionFeatures {
     get idleContinueAsNew() {
       return patched(PATCHES.sessionIdleContinueAsNew.id);
     },
+    localModelStep: false,
   });
 }
 

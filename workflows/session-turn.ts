@@ -9,6 +9,7 @@ import {
   isCancellation,
   ParentClosePolicy,
   proxyActivities,
+  proxyLocalActivities,
   startChild,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -25,9 +26,23 @@ import {
 } from '../pipeline/session';
 import type { BatchInput, ToolCall } from '../pipeline/types';
 import { APPROVALS_MEMO, BATCH_WORKFLOW, batchWorkflowId, EMPTY_APPROVALS_MEMO, SESSION_ID } from './definitions';
+import type { SessionFeatures } from './compat';
 import type { Carry } from './session-carry';
 
 const DEFAULT_MAX_STEPS = 50;
+const DEFAULT_CAN_EVENTS = 5_000;
+/** Well under Temporal's 50 MB: continue-as-new long before the server would terminate the run. */
+const CAN_HISTORY_BYTES = 8 * 1024 * 1024;
+
+/** Whether this run's history is long enough to continue-as-new, as the current activation sees it. */
+export function historyFull(input: SessionInput): boolean {
+  const info = workflowInfo();
+  return (
+    info.historyLength >= (input.continueAsNewAfterEvents ?? DEFAULT_CAN_EVENTS) ||
+    info.historySize >= CAN_HISTORY_BYTES ||
+    info.continueAsNewSuggested
+  );
+}
 
 /** What comes after a step: another step of the turn, or the turn's end and why. */
 export type NextStep = { type: 'run-again' } | { type: 'turn-ended'; reason: TurnEndReason; error?: string };
@@ -39,28 +54,49 @@ export interface SessionControl {
   interruptRequested: boolean;
   cancelRequested: boolean;
   modelScope?: CancellationScope;
+  /**
+   * Local model steps only: whether the history was full (historyFull) when the last step was
+   * scheduled, as its recorded result hands it back. With local steps the loop decides to
+   * continue-as-new from this and never reads the history's length itself: the activation a local
+   * step's result reaches is not always the same workflow task on replay as when it was recorded
+   * (a task completed while the step ran, to answer a query or as a heartbeat, moves it), so a
+   * read near a local step could see another length on replay and take another branch.
+   */
+  fullAtLastStep: boolean;
   /** Cancels the model step or the batch under way (an interrupt, a cancel). */
   stopCurrent(): void;
 }
 
 export class Turn {
   private readonly modelStep: ModelActivities['modelStep'];
+  /** Whether this run's model steps are local activities (modelCall.local, under its patch). */
+  readonly local: boolean;
 
   constructor(
     private readonly input: SessionInput,
     private readonly carry: Carry,
     private readonly control: SessionControl,
+    features: SessionFeatures,
   ) {
-    this.modelStep = proxyActivities<ModelActivities>({
-      startToCloseTimeout: input.modelCall?.timeoutMs ?? 10 * 60_000,
-      heartbeatTimeout: input.modelCall?.heartbeatTimeoutMs ?? 30_000,
-      retry: {
-        maximumAttempts: input.modelCall?.maxAttempts ?? 5,
-        initialInterval: input.modelCall?.initialIntervalMs ?? 1_000,
-        backoffCoefficient: 2,
-        nonRetryableErrorTypes: [FailureTypes.MODEL_REFUSED],
-      },
-    }).modelStep;
+    const startToCloseTimeout = input.modelCall?.timeoutMs ?? 10 * 60_000;
+    const retry = {
+      maximumAttempts: input.modelCall?.maxAttempts ?? 5,
+      initialInterval: input.modelCall?.initialIntervalMs ?? 1_000,
+      backoffCoefficient: 2,
+      nonRetryableErrorTypes: [FailureTypes.MODEL_REFUSED],
+    };
+    // A local model step runs in this worker within the workflow task that asks for it: no
+    // activity task, and the batch starts in the same workflow task the reply arrives in, one
+    // workflow task fewer a step (docs/performance.md, "Sessions"). The patch is read only when
+    // the input asks for it, so a history without the option never meets its marker.
+    this.local = input.modelCall?.local === true && features.localModelStep;
+    this.modelStep = this.local
+      ? proxyLocalActivities<ModelActivities>({ startToCloseTimeout, retry }).modelStep
+      : proxyActivities<ModelActivities>({
+          startToCloseTimeout,
+          heartbeatTimeout: input.modelCall?.heartbeatTimeoutMs ?? 30_000,
+          retry,
+        }).modelStep;
   }
 
   /** One model step and its batch. */
@@ -84,6 +120,7 @@ export class Turn {
     } finally {
       control.modelScope = undefined;
     }
+    if (this.local) control.fullAtLastStep = reply.historyFull === true;
     carry.modelReplied(reply);
     carry.record('model/message', {
       turn: c.turn,
@@ -115,6 +152,7 @@ export class Turn {
       ...(input.tools ? { tools: input.tools } : {}),
       head: c.head,
       append: c.unstored,
+      ...(this.local ? { historyFull: historyFull(input) } : {}),
     };
   }
 

@@ -15,7 +15,6 @@ import {
   continueAsNew,
   getExternalWorkflowHandle,
   setHandler,
-  workflowInfo,
 } from '@temporalio/workflow';
 import {
   carryOf,
@@ -34,20 +33,16 @@ import {
   sendMessageUpdate,
   sessionQuery,
 } from './session-definitions';
-import { type SessionControl, Turn } from './session-turn';
-
-const DEFAULT_CAN_EVENTS = 5_000;
-/** Well under Temporal's 50 MB: continue-as-new long before the server would terminate the run. */
-const CAN_HISTORY_BYTES = 8 * 1024 * 1024;
+import { historyFull, type SessionControl, Turn } from './session-turn';
 
 export async function agentSession(input: SessionInput): Promise<SessionOutput> {
   const problem = sessionInputProblem(input);
   if (problem) throw ApplicationFailure.nonRetryable(problem, FailureTypes.INVALID_SESSION);
   // Which release recorded this history (workflows/compat.ts): each read where it is used.
-  const features = sessionFeatures();
+  const features = sessionFeatures(input.modelCall?.local === true);
   const carry = new Carry(input);
   const control = sessionControl(features);
-  const turn = new Turn(input, carry, control);
+  const turn = new Turn(input, carry, control, features);
   setHandlers(carry, control);
 
   const result = await CancellationScope.nonCancellable(() => loop(input, carry, control, turn, features));
@@ -71,6 +66,7 @@ function sessionControl(features: SessionFeatures): SessionControl {
     status: 'idle',
     interruptRequested: false,
     cancelRequested: false,
+    fullAtLastStep: false,
     stopCurrent() {
       control.modelScope?.cancel();
       if (!control.activeBatch) return;
@@ -153,14 +149,9 @@ async function loop(
   features: SessionFeatures,
 ): Promise<SessionOutput | 'continue-as-new'> {
   const c = carry.c;
-  const historyFull = () => {
-    const info = workflowInfo();
-    return (
-      info.historyLength >= (input.continueAsNewAfterEvents ?? DEFAULT_CAN_EVENTS) ||
-      info.historySize >= CAN_HISTORY_BYTES ||
-      info.continueAsNewSuggested
-    );
-  };
+  // With local model steps, from the value the last step recorded (SessionControl.fullAtLastStep),
+  // the same on replay; a run whose steps are activities reads its history as it always did.
+  const fullNow = () => (turn.local ? control.fullAtLastStep : historyFull(input));
   const finish = (reason: Parameters<Carry['finish']>[0]) => {
     control.status = 'ended';
     return carry.finish(reason);
@@ -171,18 +162,18 @@ async function loop(
       if (carry.budgetSpent()) return finish('budget');
       if (input.maxTurns !== undefined && c.turnsCompleted >= input.maxTurns) return finish('max-turns');
       if (!c.inbox.length && input.endWhenIdle && c.turnsCompleted > 0) return finish('idle');
-      if (historyFull() && allHandlersFinished()) return 'continue-as-new';
+      if (fullNow() && allHandlersFinished()) return 'continue-as-new';
       // An idle session whose history is full continues-as-new as soon as the update that
       // ended the last turn has returned (before, a session driven by updates alone never did).
       const idleCan = features.idleContinueAsNew;
       await condition(
-        () => c.inbox.length > 0 || control.cancelRequested || (idleCan && historyFull() && allHandlersFinished()),
+        () => c.inbox.length > 0 || control.cancelRequested || (idleCan && fullNow() && allHandlersFinished()),
       );
       if (control.cancelRequested || !c.inbox.length) continue;
       carry.startTurn();
     }
     // Mid-turn continue-as-new only when no update waits on this run (it would be lost).
-    if (historyFull() && allHandlersFinished()) return 'continue-as-new';
+    if (fullNow() && allHandlersFinished()) return 'continue-as-new';
     const next = await turn.step();
     if (next.type === 'turn-ended') {
       carry.endTurn(next.reason, next.error);
