@@ -14,6 +14,9 @@
 // second instead of 20 (TRANSFER_QUEUE_FAST: each hop through the server costs about 1 ms, not up
 // to 50); BENCH_TIMELINE=1 also prints one step's events, the session's and its batch's merged,
 // in ms from the model step's scheduling.
+//
+// Each round runs the session twice: its model step an activity (the default), and a local
+// activity (`modelCall: { local: true }`); the breakdown and the timeline are printed for both.
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -97,6 +100,7 @@ async function main() {
     // warm-up: bundles loaded, connections open
     await byHand(client, `warm-hand-${tag}`, 3, model);
     await bySession(client, `warm-session-${tag}`, 3);
+    await bySession(client, `warm-local-${tag}`, 3, undefined, true);
 
     const hand: number[] = [];
     const session: number[] = [];
@@ -104,6 +108,9 @@ async function main() {
     const sessionCpu: number[] = [];
     const handServer: number[] = [];
     const sessionServer: number[] = [];
+    const local: number[] = [];
+    const localCpu: number[] = [];
+    const localServer: number[] = [];
     const cpuMs = () => {
       const u = process.cpuUsage();
       return (u.user + u.system) / 1000;
@@ -124,20 +131,33 @@ async function main() {
       session.push((performance.now() - t) / (STEPS + 1));
       sessionCpu.push((cpuMs() - c) / (STEPS + 1));
       sessionServer.push((serverCpuMs() - sc) / (STEPS + 1));
+      t = performance.now();
+      c = cpuMs();
+      sc = serverCpuMs();
+      await bySession(client, `local-${tag}-${r}`, STEPS, undefined, true);
+      local.push((performance.now() - t) / (STEPS + 1));
+      localCpu.push((cpuMs() - c) / (STEPS + 1));
+      localServer.push((serverCpuMs() - sc) / (STEPS + 1));
     }
     const h = median(hand);
     const s = median(session);
     const hc = median(handCpu);
     const sc = median(sessionCpu);
+    const l = median(local);
+    const lc = median(localCpu);
     console.log(
-      `per step (${STEPS} steps of one tool call + the answer, median of ${ROUNDS} rounds; dev server transfer queue ${FAST_QUEUE ? 'fast (TRANSFER_QUEUE_FAST)' : 'at its default'}; load average ${load0.toFixed(1)} → ${os.loadavg()[0].toFixed(1)}): by hand ${h.toFixed(1)} ms (model call in process + client.runBatch), as a session ${s.toFixed(1)} ms; the session adds ${(s - h).toFixed(1)} ms a step (${(s / h).toFixed(2)}x)`,
+      `per step (${STEPS} steps of one tool call + the answer, median of ${ROUNDS} rounds; dev server transfer queue ${FAST_QUEUE ? 'fast (TRANSFER_QUEUE_FAST)' : 'at its default'}; load average ${load0.toFixed(1)} → ${os.loadavg()[0].toFixed(1)}): by hand ${h.toFixed(1)} ms (model call in process + client.runBatch), as a session ${s.toFixed(1)} ms; the session adds ${(s - h).toFixed(1)} ms a step (${(s / h).toFixed(2)}x); with modelCall.local ${l.toFixed(1)} ms, ${(l - h).toFixed(1)} ms a step added (${(l / h).toFixed(2)}x)`,
     );
     console.log(
-      `CPU of this process (worker + client) per step: by hand ${hc.toFixed(2)} ms, as a session ${sc.toFixed(2)} ms (${(sc / hc).toFixed(2)}x); of the dev server: by hand ${median(handServer).toFixed(2)} ms, as a session ${median(sessionServer).toFixed(2)} ms`,
+      `CPU of this process (worker + client) per step: by hand ${hc.toFixed(2)} ms, as a session ${sc.toFixed(2)} ms (${(sc / hc).toFixed(2)}x), with modelCall.local ${lc.toFixed(2)} ms (${(lc / hc).toFixed(2)}x); of the dev server: by hand ${median(handServer).toFixed(2)} ms, as a session ${median(sessionServer).toFixed(2)} ms, with modelCall.local ${median(localServer).toFixed(2)} ms`,
     );
+    console.log('\n## the session, model step as an activity');
     await breakdown(client, `hand-${tag}-${ROUNDS - 1}`, `session-${tag}-${ROUNDS - 1}`, STEPS);
     if (process.env.BENCH_TIMELINE === '1')
       await timeline(client, `session-${tag}-${ROUNDS - 1}`, Math.ceil(STEPS / 2));
+    console.log('\n## the session, modelCall.local');
+    await breakdown(client, `hand-${tag}-${ROUNDS - 1}`, `local-${tag}-${ROUNDS - 1}`, STEPS);
+    if (process.env.BENCH_TIMELINE === '1') await timeline(client, `local-${tag}-${ROUNDS - 1}`, Math.ceil(STEPS / 2));
 
     // history a step adds, from the historyBytes each model/message event records
     const long = `long-${tag}`;
@@ -212,14 +232,18 @@ async function counts(client: SluiceClient, ids: string[], per: number) {
   return `${f(events)} events, ${f(tasks)} workflow tasks (waiting ${f(wait)} ms to start, running ${f(run)} ms)`;
 }
 
-/** One step of a session as it happened: its events and its batch's, merged, in ms from the model step's scheduling. */
+/**
+ * One step of a session as it happened: its events and its batch's, merged, in ms from the model
+ * step's scheduling (a local model step has no event of its own: from the previous batch's end).
+ */
 async function timeline(client: SluiceClient, sessionId: string, step: number) {
   const session = (await client.temporal.workflow.getHandle(sessionWorkflowId(sessionId)).fetchHistory()).events ?? [];
   const batch =
     (await client.temporal.workflow.getHandle(batchWorkflowId(sessionId, 1, step)).fetchHistory()).events ?? [];
   const scheduled = session.filter((e) => eventType(e) === 'activity_task_scheduled');
-  const from = eventMs(scheduled[step - 1]);
-  const to = eventMs(scheduled[step]);
+  const ended = session.filter((e) => eventType(e) === 'child_workflow_execution_completed');
+  const from = eventMs(scheduled.length ? scheduled[step - 1] : ended[step - 2]);
+  const to = eventMs(scheduled.length ? scheduled[step] : ended[step - 1]);
   const rows = [
     ...session.map((e) => ({ ms: eventMs(e), who: 'session', e })),
     ...batch.map((e) => ({ ms: eventMs(e), who: 'batch', e })),
@@ -280,10 +304,11 @@ async function byHand(client: SluiceClient, sessionId: string, n: number, model:
   }
 }
 
-async function bySession(client: SluiceClient, sessionId: string, n: number, canAfter?: number) {
+async function bySession(client: SluiceClient, sessionId: string, n: number, canAfter?: number, local = false) {
   const s = await startSession(client, {
     sessionId,
     model: 'bench',
+    ...(local ? { modelCall: { local: true } } : {}),
     endWhenIdle: true,
     maxStepsPerTurn: n + 5,
     ...(canAfter ? { continueAsNewAfterEvents: canAfter } : {}),
