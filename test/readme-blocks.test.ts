@@ -1,22 +1,22 @@
 // Every code block of README.md, docs/getting-started.md and docs/installing.md, taken from the
 // markdown. README's and getting-started's run in every cell of the install matrix adopters have
 // (issue 23): a fresh app made from the packed tarball outside the checkout, with the current
-// majors of ai, openai and @anthropic-ai/sdk, on Temporal 1.24, on Temporal 1.23, and on 1.23
-// beside @temporalio/ai-sdk. Each cell has its own Temporal dev server (the blocks' ids and task
-// queue are fixed: 'sess-42', 'chat-1', 'my-agent') and its own local fake OpenAI provider: the
-// install and setup lines as shell, the TypeScript blocks compiled by the app's tsc and run with
-// plain node (the README's worker.ts with its sluice.config.ts and getting-started's workflows.ts,
-// the agent loop whose call a person approves, the session, the manifest reader, the Code Mode
-// program). A block the test does not know, or one that fails or hangs, fails the test; `text`
-// blocks and `<!-- not run: why -->` ones are skipped (TypeScript ones still typecheck). The
-// README's worker.ts also runs in a CommonJS folder of each app (issue 23 item 3).
-// installing.md's install lines run in apps of their own (the registry name `sluice` stands for
-// the packed tarball), against the suite's dev server.
+// majors of ai, openai and @anthropic-ai/sdk, on Temporal 1.24 and on 1.23, each alone and beside
+// @temporalio/ai-sdk. Each cell has its own Temporal dev server (the blocks' ids and task queue are
+// fixed: 'sess-42', 'chat-1', 'my-agent') and its own local fake OpenAI provider: the install and
+// setup lines as shell, the TypeScript blocks compiled by the app's tsc and run with plain node
+// (the README's worker.ts with its sluice.config.ts and getting-started's workflows.ts, the agent
+// loop whose call a person approves, the session, the manifest reader, the Code Mode program). A
+// block the test does not know, or one that fails or hangs, fails the test; `text` blocks and
+// `<!-- not run: why -->` ones are skipped (TypeScript ones still typecheck). The README's
+// worker.ts also runs in a CommonJS folder of each app (issue 23 item 3). installing.md's install
+// lines run in apps of their own (the registry name `sluice` stands for the packed tarball),
+// against the suite's dev server.
 //
-// No cell for Temporal 1.24 beside @temporalio/ai-sdk: ai-sdk has no 1.24 release (1.23.0 is its
-// newest, and it pins its Temporal packages to exactly 1.23.0), so in a 1.24 app npm hoists its
-// 1.23 workflow, activity and common beside the app's 1.24 worker: two Temporals, which
-// docs/installing.md tells an app to avoid by giving its Temporal packages ai-sdk's version.
+// @temporalio/ai-sdk has no 1.24 release: 1.23.0 is its newest, and it pins its Temporal packages
+// to exactly 1.23.0. Beside an app on 1.24 npm places those 1.23 copies too (two Temporals, which
+// docs/installing.md tells an app to avoid by giving its Temporal packages ai-sdk's version); the
+// blocks run there all the same, and that cell checks that the app's own client and worker are 1.24.
 import { Client, Connection } from '@temporalio/client';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -100,8 +100,28 @@ interface Cell {
 const CELLS: Cell[] = [
   { name: 'Temporal 1.24', temporal: '1.24.0' },
   { name: 'Temporal 1.23', temporal: '1.23.0' },
+  { name: 'Temporal 1.24 beside @temporalio/ai-sdk 1.23 (its newest)', temporal: '1.24.0', aiSdk: '1.23.0' },
   { name: 'Temporal 1.23 beside @temporalio/ai-sdk 1.23', temporal: '1.23.0', aiSdk: '1.23.0' },
 ];
+const TEMPORAL_PACKAGES = ['client', 'common', 'proto', 'workflow', 'activity', 'worker'].map(
+  (p) => `@temporalio/${p}`,
+);
+
+/**
+ * One copy of each Temporal package, at the cell's version. Beside an ai-sdk of another version,
+ * its pinned copies are there too: the app's own client and worker are the cell's version, and
+ * every copy is the app's version or ai-sdk's.
+ */
+function expectCellTemporal(cell: Cell): void {
+  const mixed = cell.aiSdk !== undefined && cell.aiSdk !== cell.temporal;
+  for (const name of TEMPORAL_PACKAGES) {
+    const copies = app.copies(name);
+    if (!mixed) expect(copies).toEqual([`node_modules/${name}@${cell.temporal}`]);
+    else for (const c of copies) expect([cell.temporal, cell.aiSdk], c).toContain(c.slice(c.lastIndexOf('@') + 1));
+  }
+  for (const name of ['@temporalio/client', '@temporalio/worker']) expect(app.version(name), name).toBe(cell.temporal);
+  if (cell.aiSdk) expect(app.copies('@temporalio/ai-sdk')).toEqual([`node_modules/@temporalio/ai-sdk@${cell.aiSdk}`]);
+}
 // The current majors adopters have (ai and openai 6 are the checkout's own, tested in-repo).
 const MODEL_SDKS = ['ai@7', 'openai@7', '@anthropic-ai/sdk@1'];
 
@@ -290,16 +310,13 @@ describe.each(CELLS)(
       if (app) await fs.promises.rm(path.dirname(app.dir), { recursive: true, force: true });
     }, 300_000);
 
-    it('has Sluice, the model SDKs and one copy of each Temporal package at the cell’s version', () => {
+    it('has Sluice, the model SDKs and the cell’s Temporal (one copy of each where ai-sdk’s version is the app’s)', () => {
       expect(app.version('sluice')).toBe(JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8')).version);
       for (const sdk of MODEL_SDKS) {
         const [name, major] = sdk.split(/@(?=\d+$)/);
         expect(app.version(name)?.split('.')[0], sdk).toBe(major);
       }
-      for (const p of ['client', 'common', 'proto', 'workflow', 'activity', 'worker'])
-        expect(app.copies(`@temporalio/${p}`)).toEqual([`node_modules/@temporalio/${p}@${cell.temporal}`]);
-      if (cell.aiSdk)
-        expect(app.copies('@temporalio/ai-sdk')).toEqual([`node_modules/@temporalio/ai-sdk@${cell.aiSdk}`]);
+      expectCellTemporal(cell);
     });
 
     it('the install and setup lines run as written in the app’s folder', async () => {
@@ -315,8 +332,7 @@ describe.each(CELLS)(
           ).stdout;
       expect(said).toMatch(/registered search attributes|search attributes already registered/);
       expect(app.version('sluice')).toBe(JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8')).version);
-      for (const p of ['client', 'worker'])
-        expect(app.copies(`@temporalio/${p}`)).toEqual([`node_modules/@temporalio/${p}@${cell.temporal}`]);
+      expectCellTemporal(cell);
       // npx sluice setup's search attributes are on the cell's server.
       const client = new Client({ connection });
       const attrs = await connection.operatorService.listSearchAttributes({ namespace: client.options.namespace });
