@@ -74,28 +74,43 @@ function expectThat(ok: boolean, what: string): void {
   if (!ok) throw new Error(`the recording did not go as planned: ${what}; nothing was written, run it again`);
 }
 
-async function main(argv: string[]) {
+type Files = Record<(typeof RECONCILE_FIXTURES)[number], string>;
+
+/** The release's fixture files, refusing to overwrite a recorded release without --force. */
+function fixtureFiles(argv: string[]): Files {
   const at = argv.indexOf('--release');
   const release = at >= 0 ? argv[at + 1] : RELEASE;
   if (!release || !/^[\w.-]+$/.test(release)) throw new Error('--release takes a release name such as 1.0.0');
   const files = Object.fromEntries(
     RECONCILE_FIXTURES.map((name) => [name, fixtureFile(release, `reconcile-${name}.json`)]),
-  ) as Record<(typeof RECONCILE_FIXTURES)[number], string>;
+  ) as Files;
   const recorded = Object.values(files).filter((f) => fs.existsSync(f));
   if (recorded.length && !argv.includes('--force'))
     throw new Error(
       `${recorded.map((f) => path.relative(process.cwd(), f)).join(', ')} exist: release ${release} was recorded already. Record a new release (--release NAME, or bump package.json's version), or pass --force if this release's reconcile workflow really changed before it shipped.`,
     );
+  return files;
+}
 
+/** Signs identity tokens for the verified card; the worker holds the seal's private key. */
+interface Identity {
+  sealKey: Record<string, unknown>;
+  token(sub: string, groups: string[]): Promise<string>;
+}
+
+/** Two at-most-once tools whose lost attempts run past their limit; `release` wants verified approvers. */
+async function recordingConfig() {
   const seal = await generateKeyPair('ECDH-ES', { crv: 'P-256', extractable: true });
-  const sealKey = await exportJWK(seal.publicKey);
-  const token = (sub: string, groups: string[]) =>
-    new SignJWT({ groups })
-      .setProtectedHeader({ alg: 'HS256' })
-      .setSubject(sub)
-      .setIssuedAt()
-      .setExpirationTime('10m')
-      .sign(new TextEncoder().encode(SHARED));
+  const identity: Identity = {
+    sealKey: (await exportJWK(seal.publicKey)) as Record<string, unknown>,
+    token: (sub, groups) =>
+      new SignJWT({ groups })
+        .setProtectedHeader({ alg: 'HS256' })
+        .setSubject(sub)
+        .setIssuedAt()
+        .setExpirationTime('10m')
+        .sign(new TextEncoder().encode(SHARED)),
+  };
   const lost = { atMostOnce: true, timeoutMs: ATTEMPT_MS, heartbeatTimeoutMs: 60_000, isConcurrencySafe: () => true };
   const config = defineConfig({
     tools: [
@@ -119,6 +134,135 @@ async function main(argv: string[]) {
     ],
     approvers: { sealKey: (await exportJWK(seal.privateKey)) as Record<string, unknown>, sharedKey: SHARED },
   });
+  return { config, identity };
+}
+
+/** A reconcile card of the batch, once it waits for a person. */
+async function card(client: SluiceClient, batchWorkflowId: string, callId: string) {
+  const workflowId = reconcileWorkflowId(batchWorkflowId, callId);
+  const p = await until(`the card of ${callId}`, async () => (await client.readApprovals(workflowId)).pending[0]);
+  return { workflowId, reconcileId: p.approvalId, wf: client.temporal.workflow.getHandle(workflowId) };
+}
+
+/** done: refused without evidence (by signal, recorded in the memo), then taken with it. */
+async function decideDone(client: SluiceClient, batchWorkflowId: string): Promise<Reconciliation> {
+  const done = await card(client, batchWorkflowId, 'done');
+  await done.wf.signal(RECONCILE_UPDATE, {
+    reconcileId: done.reconcileId,
+    decision: 'done',
+    by: 'eve',
+    requestId: 'rq-no-evidence',
+  });
+  const noEvidence = await refusal(client, done.workflowId, 'rq-no-evidence');
+  expectThat(noEvidence.message.includes('needs evidence'), `done without evidence: ${noEvidence.message}`);
+  const settled = await client.approvals.reconcile({
+    workflowId: done.workflowId,
+    reconcileId: done.reconcileId,
+    decision: 'done',
+    by: 'carol',
+    reason: 'saw the effect',
+    evidence: 'staging serves the new build',
+  });
+  expectThat(settled.outcome === 'done', `done: ${settled.outcome}`);
+  return settled;
+}
+
+/** not done: by signal, as a decision queued while no worker was up reaches the workflow. */
+async function decideNotDone(client: SluiceClient, batchWorkflowId: string): Promise<Reconciliation> {
+  const notDone = await card(client, batchWorkflowId, 'not-done');
+  await notDone.wf.signal(RECONCILE_UPDATE, {
+    reconcileId: notDone.reconcileId,
+    decision: 'not-done',
+    by: 'ops-oncall',
+    reason: 'checked the deploy log',
+    requestId: 'rq-not-done',
+  });
+  const settled = (await notDone.wf.result()) as Reconciliation;
+  expectThat(settled.outcome === 'not-done', `not done: ${settled.outcome}`);
+  return settled;
+}
+
+/** run again: lost again while a stale not-done arrives, the card returns; run again runs it. */
+async function decideRunAgain(client: SluiceClient, batchWorkflowId: string): Promise<Reconciliation> {
+  const again = await card(client, batchWorkflowId, 'run-again');
+  const first = client.approvals
+    .reconcile({ workflowId: again.workflowId, reconcileId: again.reconcileId, decision: 'run-again', by: 'erin' })
+    .then(
+      () => 'ran',
+      (e: Error) => e.message,
+    );
+  await until('the run again to start', async () => (await client.batchState(again.workflowId)).status === 'running');
+  await again.wf.signal(RECONCILE_UPDATE, {
+    reconcileId: again.reconcileId,
+    decision: 'not-done',
+    by: 'mallory',
+    requestId: 'rq-stale',
+  });
+  const stale = await refusal(client, again.workflowId, 'rq-stale');
+  expectThat(stale.code === 'decided', `the not-done sent during the run again: ${stale.code} ${stale.message}`);
+  const lostAgain = await first;
+  expectThat(lostAgain.includes('was lost too'), `the first run again: ${lostAgain}`);
+  await until('the card back', async () => (await client.readApprovals(again.workflowId)).pending[0]);
+  return ranAgain(
+    'run-again',
+    await client.approvals.reconcile({
+      workflowId: again.workflowId,
+      reconcileId: again.reconcileId,
+      decision: 'run-again',
+      by: 'erin',
+      reason: 'the second try timed out before it deployed',
+    }),
+  );
+}
+
+/** verified: a typed name is refused, a token outside the groups fails the identity check. */
+async function decideVerified(client: SluiceClient, batchWorkflowId: string, id: Identity): Promise<Reconciliation> {
+  const verified = await card(client, batchWorkflowId, 'verified');
+  await verified.wf.signal(RECONCILE_UPDATE, {
+    reconcileId: verified.reconcileId,
+    decision: 'run-again',
+    by: 'mallory',
+    requestId: 'rq-typed-name',
+  });
+  const typed = await refusal(client, verified.workflowId, 'rq-typed-name');
+  expectThat(typed.message.includes('verified approver'), `the typed name: ${typed.message}`);
+  const decide = { workflowId: verified.workflowId, reconcileId: verified.reconcileId, decision: 'run-again' } as const;
+  const outsider = await client.approvals
+    .reconcile({
+      ...decide,
+      by: 'mallory',
+      identityToken: await id.token('mallory@example.com', ['dev']),
+      sealKey: id.sealKey,
+    })
+    .then(
+      () => 'ran',
+      (e: Error) => e.message,
+    );
+  expectThat(outsider.includes('not in a group'), `the token outside the groups: ${outsider}`);
+  const settled = ranAgain(
+    'verified',
+    await client.approvals.reconcile({
+      ...decide,
+      by: 'typed-name-ignored',
+      identityToken: await id.token('ada@example.com', ['release']),
+      sealKey: id.sealKey,
+    }),
+  );
+  expectThat(settled.by === 'ada@example.com', `verified by ${settled.by}`);
+  return settled;
+}
+
+function ranAgain(name: string, settled: Reconciliation): Reconciliation {
+  expectThat(
+    settled.outcome === 'ran-again' && settled.rerun?.isError === false,
+    `${name}: ${JSON.stringify(settled)}`,
+  );
+  return settled;
+}
+
+async function main(argv: string[]) {
+  const files = fixtureFiles(argv);
+  const { config, identity } = await recordingConfig();
 
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   await withRecordingWorker(config, async ({ client }) => {
@@ -137,121 +281,15 @@ async function main(argv: string[]) {
     for (const r of batch.results)
       expectThat(r.result.error?.code === 'OUTCOME_UNKNOWN', `${r.callId} ended ${r.result.error?.code ?? 'well'}`);
 
-    const settled: Record<string, Reconciliation> = {};
-    const card = async (callId: string) => {
-      const workflowId = reconcileWorkflowId(handle.workflowId, callId);
-      const p = await until(`the card of ${callId}`, async () => (await client.readApprovals(workflowId)).pending[0]);
-      return { workflowId, reconcileId: p.approvalId, wf: client.temporal.workflow.getHandle(workflowId) };
-    };
-
-    // done: refused without evidence (by signal, recorded in the memo), then taken with it.
-    const done = await card('done');
-    await done.wf.signal(RECONCILE_UPDATE, {
-      reconcileId: done.reconcileId,
-      decision: 'done',
-      by: 'eve',
-      requestId: 'rq-no-evidence',
-    });
-    const noEvidence = await refusal(client, done.workflowId, 'rq-no-evidence');
-    expectThat(noEvidence.message.includes('needs evidence'), `done without evidence: ${noEvidence.message}`);
-    settled.done = await client.approvals.reconcile({
-      workflowId: done.workflowId,
-      reconcileId: done.reconcileId,
-      decision: 'done',
-      by: 'carol',
-      reason: 'saw the effect',
-      evidence: 'staging serves the new build',
-    });
-
-    // not done: by signal, as a decision queued while no worker was up reaches the workflow.
-    const notDone = await card('not-done');
-    await notDone.wf.signal(RECONCILE_UPDATE, {
-      reconcileId: notDone.reconcileId,
-      decision: 'not-done',
-      by: 'ops-oncall',
-      reason: 'checked the deploy log',
-      requestId: 'rq-not-done',
-    });
-    settled['not-done'] = (await notDone.wf.result()) as Reconciliation;
-
-    // run again: lost again while a stale not-done arrives, the card returns; run again runs it.
-    const again = await card('run-again');
-    const first = client.approvals
-      .reconcile({ workflowId: again.workflowId, reconcileId: again.reconcileId, decision: 'run-again', by: 'erin' })
-      .then(
-        () => 'ran',
-        (e: Error) => e.message,
-      );
-    await until('the run again to start', async () => (await client.batchState(again.workflowId)).status === 'running');
-    await again.wf.signal(RECONCILE_UPDATE, {
-      reconcileId: again.reconcileId,
-      decision: 'not-done',
-      by: 'mallory',
-      requestId: 'rq-stale',
-    });
-    const stale = await refusal(client, again.workflowId, 'rq-stale');
-    expectThat(stale.code === 'decided', `the not-done sent during the run again: ${stale.code} ${stale.message}`);
-    const lostAgain = await first;
-    expectThat(lostAgain.includes('was lost too'), `the first run again: ${lostAgain}`);
-    await until('the card back', async () => (await client.readApprovals(again.workflowId)).pending[0]);
-    settled['run-again'] = await client.approvals.reconcile({
-      workflowId: again.workflowId,
-      reconcileId: again.reconcileId,
-      decision: 'run-again',
-      by: 'erin',
-      reason: 'the second try timed out before it deployed',
-    });
-
-    // verified: a typed name is refused, a token outside the groups fails the identity check.
-    const verified = await card('verified');
-    await verified.wf.signal(RECONCILE_UPDATE, {
-      reconcileId: verified.reconcileId,
-      decision: 'run-again',
-      by: 'mallory',
-      requestId: 'rq-typed-name',
-    });
-    const typed = await refusal(client, verified.workflowId, 'rq-typed-name');
-    expectThat(typed.message.includes('verified approver'), `the typed name: ${typed.message}`);
-    const outsider = await client.approvals
-      .reconcile({
-        workflowId: verified.workflowId,
-        reconcileId: verified.reconcileId,
-        decision: 'run-again',
-        by: 'mallory',
-        identityToken: await token('mallory@example.com', ['dev']),
-        sealKey,
-      })
-      .then(
-        () => 'ran',
-        (e: Error) => e.message,
-      );
-    expectThat(outsider.includes('not in a group'), `the token outside the groups: ${outsider}`);
-    settled.verified = await client.approvals.reconcile({
-      workflowId: verified.workflowId,
-      reconcileId: verified.reconcileId,
-      decision: 'run-again',
-      by: 'typed-name-ignored',
-      identityToken: await token('ada@example.com', ['release']),
-      sealKey,
-    });
-
-    expectThat(settled.done.outcome === 'done', `done: ${settled.done.outcome}`);
-    expectThat(settled['not-done'].outcome === 'not-done', `not done: ${settled['not-done'].outcome}`);
-    for (const k of ['run-again', 'verified'])
-      expectThat(
-        settled[k].outcome === 'ran-again' && settled[k].rerun?.isError === false,
-        `${k}: ${JSON.stringify(settled[k])}`,
-      );
-    expectThat(settled.verified.by === 'ada@example.com', `verified by ${settled.verified.by}`);
+    // The cards in this order: the run again's lost attempt must not overlap another's.
+    await decideDone(client, handle.workflowId);
+    await decideNotDone(client, handle.workflowId);
+    await decideRunAgain(client, handle.workflowId);
+    await decideVerified(client, handle.workflowId, identity);
 
     writeFixture(files.batch, JSON.parse(historyToJson(await handle.fetchHistory())), { tmp: true });
-    for (const [name, callId] of [
-      ['done', 'done'],
-      ['not-done', 'not-done'],
-      ['run-again', 'run-again'],
-      ['verified', 'verified'],
-    ] as const) {
-      const wf = client.temporal.workflow.getHandle(reconcileWorkflowId(handle.workflowId, callId));
+    for (const name of ['done', 'not-done', 'run-again', 'verified'] as const) {
+      const wf = client.temporal.workflow.getHandle(reconcileWorkflowId(handle.workflowId, name));
       await wf.result();
       writeFixture(files[name], JSON.parse(historyToJson(await wf.fetchHistory())), { tmp: true });
     }
