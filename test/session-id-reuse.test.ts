@@ -102,6 +102,20 @@ describe.each(STORES)('session ids on $kind', (store) => {
     }
   }
 
+  /**
+   * A batch run with runBatch under the id, then the session started straight on Temporal, as
+   * startSession starts it once its visibility check has let it through (visibility late).
+   */
+  async function sessionAfterBatch(id: string): Promise<void> {
+    await h.client.runBatch({ sessionId: id, turn: 1, step: 1, calls: [rome] });
+    await h.client.temporal.workflow.start(SESSION_WORKFLOW, {
+      taskQueue: h.taskQueue,
+      workflowId: sessionWorkflowId(id),
+      args: [{ sessionId: id, model: `script:${script}` }],
+      typedSearchAttributes: [{ key: SESSION_ID, value: id }],
+    });
+  }
+
   describe('runBatch first, then a durable session with the same id', () => {
     it('startSession refuses the id, naming the batch, and starts nothing', async () => {
       const id = sid('batch-first');
@@ -130,14 +144,8 @@ describe.each(STORES)('session ids on $kind', (store) => {
 
     it('a session that got past that check (visibility late): events() throws instead of waiting forever', async () => {
       const id = sid('batch-first-late');
-      await h.client.runBatch({ sessionId: id, turn: 1, step: 1, calls: [rome] });
       // What startSession starts, started directly: as when visibility has not listed the batch yet.
-      await h.client.temporal.workflow.start(SESSION_WORKFLOW, {
-        taskQueue: h.taskQueue,
-        workflowId: sessionWorkflowId(id),
-        args: [{ sessionId: id, model: `script:${script}` }],
-        typedSearchAttributes: [{ key: SESSION_ID, value: id }],
-      });
+      await sessionAfterBatch(id);
       const session = sessionHandle(h.client, id);
       await session.send('What time is it in Oslo?', { id: 'msg-1' });
       const { seen, error, hung } = await follow(session);
@@ -152,15 +160,8 @@ describe.each(STORES)('session ids on $kind', (store) => {
     }, 300_000);
     it('a session whose first batch meets that batch’s workflow id: the turn fails naming the id and what to do', async () => {
       const id = sid('batch-first-child');
-      // The batch the session's first step would start (turn 1, step 1), run first with runBatch.
-      await h.client.runBatch({ sessionId: id, turn: 1, step: 1, calls: [rome] });
-      // The session, started as startSession starts it once its check has let it through.
-      await h.client.temporal.workflow.start(SESSION_WORKFLOW, {
-        taskQueue: h.taskQueue,
-        workflowId: sessionWorkflowId(id),
-        args: [{ sessionId: id, model: `script:${script}` }],
-        typedSearchAttributes: [{ key: SESSION_ID, value: id }],
-      });
+      // The batch the session's first step would start (turn 1, step 1) is run first with runBatch.
+      await sessionAfterBatch(id);
       const session = sessionHandle(h.client, id);
       // The script's first step calls the clock: its batch is sluice-batch:<id>:1:1, taken.
       const turn = await session.send('What time is it in Oslo?', { id: 'msg-1' });

@@ -43,24 +43,27 @@ const shape = (t: AgentMessage[]) =>
     return `${m.role}:${typeof m.content === 'string' ? m.content : '[blocks]'}${'source' in m && m.source ? `(${m.source})` : ''}`;
   });
 
+/** The scripted first turn's transcript, in shape(): whichever way the model step runs. */
+const FIRST_TURN = [
+  'user:chat',
+  'assistant:Looking.|a,a,f,',
+  'tool:a:ok',
+  'tool:a:error',
+  'tool:f:error',
+  'tool:missing-id-4:error',
+  'assistant:|r',
+  'tool:r:ok',
+  'user:remember the milk(tool:remind)',
+  'assistant:All done.|',
+];
+
 describe('agentSession', () => {
   it('runs a turn: results in model order, bad ids refused per call, contexts after results, seq continuous', async () => {
     const s = await start({ system: 'be brief' });
     const outcome = await s.send('chat', { id: 'msg-1' });
     expect(outcome).toMatchObject({ messageId: 'msg-1', turn: 1, steps: 3, reason: 'done', text: 'All done.' });
     const transcript = await s.transcript(store);
-    expect(shape(transcript)).toEqual([
-      'user:chat',
-      'assistant:Looking.|a,a,f,',
-      'tool:a:ok',
-      'tool:a:error',
-      'tool:f:error',
-      'tool:missing-id-4:error',
-      'assistant:|r',
-      'tool:r:ok',
-      'user:remember the milk(tool:remind)',
-      'assistant:All done.|',
-    ]);
+    expect(shape(transcript)).toEqual(FIRST_TURN);
     const dupe = transcript[3] as ToolMessage;
     expect(dupe.error?.code).toBe('INVALID_CALL_ID');
     expect((transcript[4] as ToolMessage).content[0]).toMatchObject({
@@ -229,18 +232,7 @@ describe('agentSession', () => {
     const s = await start({ system: 'be brief', modelCall: { local: true } });
     const outcome = await s.send('chat', { id: 'msg-local' });
     expect(outcome).toMatchObject({ messageId: 'msg-local', turn: 1, steps: 3, reason: 'done', text: 'All done.' });
-    expect(shape(await s.transcript(store))).toEqual([
-      'user:chat',
-      'assistant:Looking.|a,a,f,',
-      'tool:a:ok',
-      'tool:a:error',
-      'tool:f:error',
-      'tool:missing-id-4:error',
-      'assistant:|r',
-      'tool:r:ok',
-      'user:remember the milk(tool:remind)',
-      'assistant:All done.|',
-    ]);
+    expect(shape(await s.transcript(store))).toEqual(FIRST_TURN);
     const events = await readSessionLog(h.stateDir, s.sessionId);
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i));
     expect(events.filter((e) => e.type === 'model/message')).toHaveLength(3);
