@@ -12,13 +12,17 @@
 // Which batch. The client's MCP session is a Sluice session (stdio: the gateway process, or
 // `--session`; HTTP: the Mcp-Session-Id), each call one step of it, keyed by the JSON-RPC request
 // id, the tool name and the arguments: the same request sent again attaches to its batch.
-import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import * as os from 'node:os';
 import * as http from 'node:http';
 import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { EventStore } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import type { CallToolResult, JSONRPCMessage, Tool } from '@modelcontextprotocol/sdk/types.js';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import { expandBatchOutput } from '../pipeline/output';
 import { canonicalJson } from '../pipeline/json';
 import type { BatchOutput, Json, PendingApproval } from '../pipeline/types';
 import { type ApprovalLinkSettings, approvalLink } from '../activities/approval-links';
@@ -701,6 +705,9 @@ class HttpSessions {
         this.ended.add(sid);
         if (this.ended.size > MAX_ENDED) this.ended.delete(this.ended.values().next().value!);
       },
+      // Event ids a client resumes a broken response stream with (GET + Last-Event-ID), after a
+      // restart too: each says which call's batch it belongs to (callEvents).
+      eventStore: callEvents(this.gw, id),
       // A page in a browser may post to 127.0.0.1 (DNS rebinding): only our own Host is served.
       enableDnsRebindingProtection: true,
       allowedHosts: this.allowedHosts,
@@ -759,14 +766,150 @@ class HttpSessions {
   }
 }
 
+/**
+ * The HTTP request a transport is handling, as the event store sees it (the transport calls the
+ * store within the request's async context): the JSON-RPC request a POST carries, the stream its
+ * events went to, and, for a resumed stream, the id of its last event (the call's answer), after
+ * which the response ends.
+ */
+interface InFlight {
+  request?: { id: string | number; method: string; params?: { name?: unknown; arguments?: unknown } };
+  stream?: string;
+  lastEventId?: string;
+}
+const inFlight = new AsyncLocalStorage<InFlight>();
+
+/** The JSON-RPC request a POST body carries, when it carries exactly one. */
+function requestIn(body: unknown): InFlight['request'] {
+  const m = body as { id?: unknown; method?: unknown; params?: unknown } | undefined;
+  if (!m || typeof m !== 'object' || Array.isArray(m) || typeof m.method !== 'string') return undefined;
+  if (typeof m.id !== 'string' && typeof m.id !== 'number') return undefined;
+  return { id: m.id, method: m.method, params: (m.params ?? {}) as { name?: unknown; arguments?: unknown } };
+}
+
+// What an event id of the gateway says (EVENT_ID): `s` the MCP session, `r` the JSON-RPC request
+// id and `m` its method, `k` the batch step of a tools/call, `n` a nonce (ids are unique in a session).
+interface EventMark {
+  s: string;
+  r?: string | number;
+  m?: string;
+  k?: number;
+  n: string;
+}
+const EVENT_ID = 'sluice1.';
+
+/**
+ * The event store of one HTTP session, with nothing in memory: each event id says which call it
+ * belongs to, so any process of the gateway can answer a client that resumes a broken response
+ * stream (GET with Last-Event-ID): it attaches to the call's batch, which Temporal holds, and sends
+ * its answer, once the batch has one (a call still waiting for a person waits on). What the stream
+ * carried before (progress) is not replayed: the answer is what the client waits for.
+ *
+ * Not a credential: an id is honoured only in the session it names, which the transport has
+ * already checked against the request's Mcp-Session-Id, and the batch is looked up in that
+ * session's Sluice session, so an id can reach no other session's results, whatever it says. Within
+ * its session it only finds a batch the session's own call started (it never starts one), which the
+ * client could as well attach to by sending the call again.
+ */
+function callEvents(gw: GatewayOptions, sessionId: string): EventStore {
+  const sdk = mcpSdk();
+  const idOf = (mark: Omit<EventMark, 'n'>) =>
+    EVENT_ID + Buffer.from(JSON.stringify({ ...mark, n: randomBytes(6).toString('base64url') })).toString('base64url');
+  return {
+    async storeEvent(streamId: string, _message: JSONRPCMessage) {
+      const f = inFlight.getStore();
+      // The first stream a POST's events go to is its response stream (the priming event opens it);
+      // an event the request's work sends elsewhere (the standalone stream) belongs to no call.
+      if (f && f.stream === undefined) f.stream = streamId;
+      const call = f?.request && f.stream === streamId ? f.request : undefined;
+      if (!call) return idOf({ s: sessionId });
+      const step =
+        call.method === 'tools/call' && typeof call.params?.name === 'string'
+          ? gatewayStep(call.id, call.params.name, call.params.arguments)
+          : undefined;
+      return idOf({ s: sessionId, r: call.id, m: call.method, ...(step !== undefined ? { k: step } : {}) });
+    },
+    async replayEventsAfter(lastEventId, { send }) {
+      const mark = eventMark(lastEventId);
+      if (!mark || mark.s !== sessionId)
+        throw new Error(
+          `Last-Event-ID ${lastEventId.slice(0, 80)} is not an event of MCP session ${sessionId}: resume with an event id this session sent`,
+        );
+      // An event of no request (the standalone stream): the client listens there again.
+      if (mark.r === undefined) return STANDALONE_STREAM;
+      const id = mark.r;
+      const f = inFlight.getStore();
+      const answer = async (): Promise<JSONRPCMessage> => {
+        const lost = (why: string): JSONRPCMessage => ({
+          jsonrpc: '2.0',
+          id,
+          error: { code: sdk.ErrorCode.InternalError, message: why },
+        });
+        if (mark.k === undefined)
+          return lost(
+            `the gateway stopped before it answered ${mark.m ?? 'the request'} (request ${JSON.stringify(id)}); send the request again`,
+          );
+        const workflowId = batchWorkflowId(`gateway-${sessionId}`, 0, mark.k);
+        const finished = finishedBatches(gw);
+        const known = finished.get(workflowId);
+        if (known) return { jsonrpc: '2.0', id, result: known };
+        try {
+          const out = expandBatchOutput(await gw.sluice.temporal.workflow.getHandle(workflowId).result());
+          const result = toMcpResult(out, workflowId);
+          finished.set(workflowId, result);
+          return { jsonrpc: '2.0', id, result };
+        } catch (err) {
+          if (err instanceof WorkflowNotFoundError)
+            return lost(
+              `the gateway stopped before it started the batch of tools/call ${JSON.stringify(id)}, so nothing ran; send the call again`,
+            );
+          return lost(
+            `the batch of tools/call ${JSON.stringify(id)} (${workflowId}) ended without an answer: ${(err as Error).message}; send the call again`,
+          );
+        }
+      };
+      // Answered in the background: the resumed stream is handed to the client at once (its
+      // keep-alives flow), and the answer follows when the batch has one.
+      void answer().then(async (message) => {
+        // The answer's id names the call too: a client that loses this stream as well resumes again.
+        const { n: _, ...call } = mark;
+        const eventId = idOf(call);
+        if (f) f.lastEventId = eventId;
+        await send(eventId, message);
+      }).catch(() => undefined);
+      return `resumed-${JSON.stringify(id)}`;
+    },
+  };
+}
+
+/** The SDK transport's id of a session's standalone (GET) stream. */
+const STANDALONE_STREAM = '_GET_stream';
+
+function eventMark(eventId: string): EventMark | undefined {
+  if (!eventId.startsWith(EVENT_ID)) return undefined;
+  try {
+    const m = JSON.parse(Buffer.from(eventId.slice(EVENT_ID.length), 'base64url').toString('utf8')) as EventMark;
+    if (typeof m?.s !== 'string') return undefined;
+    if (m.r !== undefined && typeof m.r !== 'string' && typeof m.r !== 'number') return undefined;
+    if (m.k !== undefined && !Number.isSafeInteger(m.k)) return undefined;
+    return m;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Hands a node request to a web-standard MCP transport and streams its answer back (JSON or SSE). */
 async function relay(req: http.IncomingMessage, res: http.ServerResponse, t: WebTransport, body: unknown) {
   const headers = new Headers();
   for (const [k, v] of Object.entries(req.headers))
     if (v !== undefined) headers.set(k, Array.isArray(v) ? v.join(', ') : v);
-  const response = await t.handleRequest(
-    new Request(new URL(req.url ?? '/mcp', 'http://localhost'), { method: req.method ?? 'GET', headers }),
-    body === undefined ? undefined : { parsedBody: body },
+  const request = requestIn(body);
+  const flight: InFlight = request ? { request } : {};
+  const response = await inFlight.run(flight, () =>
+    t.handleRequest(
+      new Request(new URL(req.url ?? '/mcp', 'http://localhost'), { method: req.method ?? 'GET', headers }),
+      body === undefined ? undefined : { parsedBody: body },
+    ),
   );
   const out: Record<string, string> = {};
   response.headers.forEach((v, k) => {
@@ -778,10 +921,17 @@ async function relay(req: http.IncomingMessage, res: http.ServerResponse, t: Web
   const reader = response.body.getReader();
   // The client went away: the transport's stream is cancelled, as it would be by the SDK's own adapter.
   res.on('close', () => void reader.cancel().catch(() => undefined));
+  const decoder = new TextDecoder();
   for (;;) {
     const { done, value } = await reader.read().catch(() => ({ done: true as const, value: undefined }));
     if (done || res.destroyed) break;
     res.write(value);
+    // A resumed stream ends with the call's answer (the transport writes one event a chunk): the
+    // client has what it waited for, and the transport's stream is let go.
+    if (flight.lastEventId && decoder.decode(value).includes(`id: ${flight.lastEventId}\n`)) {
+      void reader.cancel().catch(() => undefined);
+      break;
+    }
   }
   res.end();
 }

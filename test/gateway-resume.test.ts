@@ -208,3 +208,144 @@ describe('a resumed session keeps what its client declared', () => {
     }
   });
 });
+
+describe('a call whose gateway died is resumed by the client itself', () => {
+  it("the SDK client reconnects to the restarted gateway with the last event id it saw, and its own callTool resolves with the batch's result once the ask is approved", async () => {
+    const first = await gatewayProcess();
+    const port = Number(new URL(first.url).port);
+    // What the client sends, as it sends it: its tools/call requests, and its GETs that resume a
+    // stream (Last-Event-ID) with the status each was answered with.
+    const posted: { method?: string; id?: unknown }[] = [];
+    const resumed: { lastEventId: string; status: number }[] = [];
+    const counting: typeof fetch = async (input, init) => {
+      const headers = new Headers(init?.headers);
+      if (init?.method === 'POST' && typeof init.body === 'string') posted.push(JSON.parse(init.body));
+      const res = await fetch(input, init);
+      const lastEventId = headers.get('last-event-id');
+      if (init?.method === 'GET' && lastEventId) resumed.push({ lastEventId, status: res.status });
+      return res;
+    };
+    const client = new Client({ name: 'reconnecting-client', version: '1' });
+    const transport = new StreamableHTTPClientTransport(new URL(first.url), {
+      fetch: counting,
+      // The SDK's default gives up after two attempts (about 2.5 s): a gateway restarted at a load
+      // of 16 takes longer to listen again.
+      reconnectionOptions: {
+        initialReconnectionDelay: 500,
+        maxReconnectionDelay: 2_000,
+        reconnectionDelayGrowFactor: 1.5,
+        maxRetries: 1_000,
+      },
+    });
+    const errors: string[] = [];
+    await client.connect(transport);
+    client.onerror = (err) => void errors.push(err.message);
+    try {
+      const sessionId = transport.sessionId;
+      const call = client.callTool(
+        { name: 'mcp__up__write_note', arguments: { name: 'reconnected-1', text: 'once' } },
+        undefined,
+        { timeout: 290_000 },
+      );
+      // Awaited below; until then a rejection must not count as unhandled.
+      call.catch(() => undefined);
+      const pending = await eventually(
+        'the ask of the call',
+        async () =>
+          (await h.client.pendingApprovals()).find(
+            (p) => p.toolName === 'mcp__up__write_note' && JSON.stringify(p.arguments).includes('reconnected-1'),
+          ),
+        { timeoutMs: 120_000 },
+      );
+      expect(pending.workflowId).toContain(`gateway-${sessionId}`);
+
+      first.child.kill('SIGKILL');
+      await new Promise((resolve) =>
+        first.child.exitCode !== null ? resolve(null) : first.child.once('exit', resolve),
+      );
+      await eventually('the client to see its stream break', () =>
+        errors.some((e) => /SSE stream disconnected/.test(e)),
+      );
+      await gatewayProcess(port);
+      // The client found the new gateway by itself: a GET with the last event id it saw, taken.
+      const taken = await eventually(
+        'the client to resume its stream at the new gateway',
+        () => resumed.find((r) => r.status === 200),
+        { timeoutMs: 120_000 },
+      );
+      expect(taken.lastEventId).toMatch(/^sluice1\./);
+
+      // The batch still waits for a person; once approved, the resumed stream carries its result.
+      await h.client.decide({
+        approvalId: pending.approvalId,
+        decision: 'approve',
+        by: 'erin',
+        argsDigest: pending.argsDigest,
+        workflowId: pending.workflowId,
+      });
+      const r = (await call) as CallToolResult;
+      expect(r.isError, textOf(r)).toBeFalsy();
+      expect(textOf(r)).toBe('wrote reconnected-1');
+      expect(r._meta?.['sluice/batch']).toBe(pending.workflowId);
+      expect(transport.sessionId).toBe(sessionId);
+      // The client sent the call once: the result came on the resumed stream, not from a repeat.
+      expect(posted.filter((m) => m.method === 'tools/call')).toHaveLength(1);
+      expect(upstreamCalls().filter((c) => c.tool === 'write_note' && c.args.name === 'reconnected-1')).toHaveLength(1);
+
+      // The session goes on at the new gateway.
+      expect((await client.listTools()).tools.map((t) => t.name)).toContain('mcp__up__write_note');
+    } finally {
+      await client.close().catch(() => undefined);
+    }
+  });
+
+  it('a resumed stream is answered only in the session its event id names', async () => {
+    const served = await startGatewayHttp(
+      { tools: toolSchemas(config), sluice: h.client },
+      { host: '127.0.0.1', port: 0 },
+    );
+    try {
+      const session = async () => {
+        const init = await post(served.url, {
+          jsonrpc: '2.0',
+          id: 0,
+          method: 'initialize',
+          params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+        });
+        const headers = { 'mcp-session-id': init.session!, 'mcp-protocol-version': '2025-11-25' };
+        await post(served.url, { jsonrpc: '2.0', method: 'notifications/initialized' }, headers);
+        return headers;
+      };
+      const a = await session();
+      const b = await session();
+      const marker = `mine-${Date.now()}`;
+      const res = await fetch(served.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...a },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 5,
+          method: 'tools/call',
+          params: { name: 'mcp__up__echo', arguments: { text: marker } },
+        }),
+      });
+      const text = await res.text();
+      const eventId = /^id: (\S+)$/m.exec(text)?.[1];
+      expect(eventId).toMatch(/^sluice1\./);
+      const resume = (headers: Record<string, string>) =>
+        fetch(served.url, { headers: { accept: 'text/event-stream', 'last-event-id': eventId!, ...headers } });
+      // Another session's id with this event id: refused, nothing of session a is sent.
+      const other = await resume(b);
+      expect(other.status).toBe(500);
+      expect(await other.text()).not.toContain(marker);
+      // Its own session: the call's answer again, and the stream ends with it.
+      const own = await resume(a);
+      expect(own.status).toBe(200);
+      const replayed = await own.text();
+      expect(replayed).toContain(`echo: ${marker}`);
+      expect(replayed).toContain('"id":5');
+    } finally {
+      await served.close();
+    }
+  });
+});
