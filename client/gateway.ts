@@ -11,7 +11,9 @@
 //
 // Which batch. The client's MCP session is a Sluice session (stdio: the gateway process, or
 // `--session`; HTTP: the Mcp-Session-Id), each call one step of it, keyed by the JSON-RPC request
-// id, the tool name and the arguments: the same request sent again attaches to its batch.
+// id, the tool name and the arguments: the same request sent again attaches to its batch. Over
+// HTTP each SSE event id names the call it belongs to (callEvents), so a client whose response
+// stream broke resumes it (GET with Last-Event-ID) at any gateway process, restarted or not.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import * as os from 'node:os';

@@ -2,7 +2,8 @@
 // saves round trips to Temporal (counted at the gRPC layer of the gateway's own connection), and a
 // restarted gateway finds the same answers through Temporal; a client that declared elicitation is
 // still asked after the gateway it initialized with was killed (the MCP SDK's client, real
-// `bin/sluice.js gateway` processes). A worker on the run's dev server runs
+// `bin/sluice.js gateway` processes), and one whose call waited for a person when its gateway was
+// killed resumes the call by itself at the restarted one (Last-Event-ID). A worker on the run's dev server runs
 // test/fixtures/gateway.config.ts, in front of test/fixtures/gateway/upstream.mjs (which logs every
 // call it receives).
 import { InterceptingCall } from '@grpc/grpc-js';
