@@ -872,13 +872,15 @@ function callEvents(gw: GatewayOptions, sessionId: string): EventStore {
       };
       // Answered in the background: the resumed stream is handed to the client at once (its
       // keep-alives flow), and the answer follows when the batch has one.
-      void answer().then(async (message) => {
-        // The answer's id names the call too: a client that loses this stream as well resumes again.
-        const { n: _, ...call } = mark;
-        const eventId = idOf(call);
-        if (f) f.lastEventId = eventId;
-        await send(eventId, message);
-      }).catch(() => undefined);
+      void answer()
+        .then(async (message) => {
+          // The answer's id names the call too: a client that loses this stream as well resumes again.
+          const { n: _, ...call } = mark;
+          const eventId = idOf(call);
+          if (f) f.lastEventId = eventId;
+          await send(eventId, message);
+        })
+        .catch(() => undefined);
       return `resumed-${JSON.stringify(id)}`;
     },
   };
