@@ -2,7 +2,8 @@
 // served by a worker built the README's way (Worker.create + SluicePlugin) runs its first batch;
 // a client against a namespace nobody set up is told to run `npx sluice setup`; the same
 // (session, turn, step) sent again with other calls is refused, with the same calls attaches;
-// `approval: 'never'` is refused where the tool is defined.
+// `approval: 'never'` is refused where the tool is defined; a task queue no worker polls is named
+// after a few seconds, for runBatch and for a session's send (or thrown with noWorker: 'fail').
 import { msToTs } from '@temporalio/common/lib/time';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import * as fs from 'node:fs';
@@ -10,6 +11,7 @@ import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import { SluiceClient } from '../client/client';
+import { startSession } from '../client/session';
 import { BatchConflictError, NoWorkerError, ServerError } from '../support/errors';
 import { defineConfig, defineTool } from '../define/config';
 import { SluicePlugin } from '../worker/worker';
@@ -148,6 +150,67 @@ describe('a task queue no worker polls', () => {
       expect((err as NoWorkerError).taskQueue).toBe('sluice');
     } finally {
       for (const id of lost)
+        await new SluiceClient({ connection, namespace }).temporal.workflow
+          .getHandle(id)
+          .terminate('test over')
+          .catch(() => undefined);
+      worker.shutdown();
+      await running;
+    }
+  });
+});
+
+describe('a session on a task queue no worker polls', () => {
+  it('send warns after a few seconds, naming the queue and the one a worker polls; fail mode throws', async () => {
+    // The README's session snippet as its first reader ran it: startSession on a client without
+    // taskQueue (so 'sluice'), the worker on its own queue. The session starts (a start needs no
+    // worker); its first send is what would wait forever.
+    const namespace = await freshNamespace('session-no-worker');
+    const workerQueue = `my-agent-${stamp}`;
+    const worker = await Worker.create({
+      connection,
+      namespace,
+      taskQueue: workerQueue,
+      workflowBundle: { codePath: inject('workflowBundlePath') },
+      plugins: [new SluicePlugin({ config, stateDir: fs.mkdtempSync(path.join(inject('runDir'), 'session-nw-')) })],
+    });
+    const running = worker.run();
+    const sessions: string[] = [];
+    try {
+      // A batch on the worker's queue: the plugin has registered the search attributes a session
+      // starts with, and the namespace has a workflow on the queue a worker polls.
+      await new SluiceClient({ connection, namespace, taskQueue: workerQueue }).runBatch(
+        batch([{ id: 'c1', name: 'clock', args: { city: 'Oslo' } }]),
+      );
+      const warnings: string[] = [];
+      const warned = new SluiceClient({
+        connection,
+        namespace,
+        noWorkerAfterMs: 1_000,
+        onWarning: (m) => warnings.push(m),
+      });
+      const session = await startSession(warned, { sessionId: `lost-${stamp}`, model: 'openai:gpt-4.1' });
+      sessions.push(session.workflowId);
+      const sent = session.send('What time is it in Oslo?');
+      sent.catch(() => undefined);
+      const warning = await eventually('the no-worker warning', () => warnings[0], { timeoutMs: 60_000 });
+      expect(warning).toContain("no worker is polling task queue 'sluice'");
+      expect(warning).toContain(`the message to session lost-${stamp}`);
+      expect(warning).toContain(`'${workerQueue}'`);
+      expect(warnings).toHaveLength(1);
+
+      const failing = new SluiceClient({ connection, namespace, noWorker: 'fail', noWorkerAfterMs: 1_000 });
+      const other = await startSession(failing, { sessionId: `lost-fail-${stamp}`, model: 'openai:gpt-4.1' });
+      sessions.push(other.workflowId);
+      const err = await other.send('What time is it in Oslo?').then(
+        () => undefined,
+        (e: Error) => e,
+      );
+      expect(err).toBeInstanceOf(NoWorkerError);
+      expect(err?.message).toContain("task queue 'sluice'");
+      expect((err as NoWorkerError).taskQueue).toBe('sluice');
+    } finally {
+      for (const id of sessions)
         await new SluiceClient({ connection, namespace }).temporal.workflow
           .getHandle(id)
           .terminate('test over')
