@@ -1,6 +1,7 @@
 // One model step of a session: store the messages that are new since the last step, load the
 // transcript, ask the model through its adapter, store its answer. Only the head reference and
 // the new messages cross history; the transcript itself lives in the result store.
+import { randomBytes } from 'node:crypto';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { FailureTypes } from '../pipeline/errors';
@@ -48,8 +49,12 @@ export function createModelActivities(
       // The answer streams to live followers while the provider sends it; what is recorded is the
       // whole reply below, once. A failed attempt's pieces are voided, so no follower shows them twice.
       const attempt = Context.current().info.attempt;
+      // This execution's own token, on each piece: a local step whose worker is lost runs again on
+      // the next worker from attempt 1, and followers void the lost run's pieces when another
+      // run's come. Picked here, not in the workflow: a replay must not give the new run the old one's.
+      const run = randomBytes(6).toString('hex');
       const live = deps.live
-        ? new AttemptPublisher(deps.live, input.sessionId, { turn: input.turn, step: input.step, attempt })
+        ? new AttemptPublisher(deps.live, input.sessionId, { turn: input.turn, step: input.step, attempt, run })
         : undefined;
       await deps.live?.startStep?.(input.sessionId, input.turn, input.step).catch(() => undefined);
       try {

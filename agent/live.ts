@@ -3,7 +3,9 @@
 // a follower. The channel is never the record: the step's answer is recorded whole, once, when
 // the step ends (the transcript store and the session's history); live events only let a
 // follower show it sooner. Each carries the step, the attempt and a sequence number, so a
-// follower can void what a failed attempt showed.
+// follower can void what a failed attempt showed, and the run: a token each execution of a step
+// picks for itself. A local step whose worker is lost runs again on the next worker from attempt 1,
+// under the same (step, attempt, n) as the lost run's pieces; only the run tells them apart.
 //
 // The channels themselves (a file per session, PostgreSQL's LISTEN/NOTIFY) are in stores/live.ts.
 
@@ -12,6 +14,8 @@ export interface LiveDelta {
   type: 'live/delta';
   turn: number;
   step: number;
+  /** The execution that published it (a random token; events written before runs had none). */
+  run?: string;
   /** The activity's attempt (1, 2, …): a retried step streams again under a new attempt. */
   attempt: number;
   /** Order within the attempt, from 0. */
@@ -27,6 +31,8 @@ export interface LiveVoid {
   type: 'live/void';
   turn: number;
   step: number;
+  /** The execution that published it (a random token; events written before runs had none). */
+  run?: string;
   attempt: number;
   n: number;
   reason: string;
@@ -40,6 +46,8 @@ export interface LiveDropped {
   type: 'live/dropped';
   turn: number;
   step: number;
+  /** The execution that published it (a random token; events written before runs had none). */
+  run?: string;
   attempt: number;
   n: number;
   reason: string;
@@ -90,7 +98,7 @@ export class AttemptPublisher {
   constructor(
     private readonly writer: LiveWriter,
     private readonly sessionId: string,
-    private readonly at: { turn: number; step: number; attempt: number },
+    private readonly at: { turn: number; step: number; attempt: number; run?: string },
     opts: PublisherOptions = {},
   ) {
     this.maxPending = opts.maxPendingBytes ?? 1024 * 1024;

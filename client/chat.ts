@@ -192,7 +192,9 @@ class Chat {
   private sessionEnded = false;
   private seenAny: boolean;
   /** The answer being streamed: its step and attempt, and what of it is on the screen. */
-  private streaming: { turn: number; step: number; attempt: number; text: string; lineOpen: boolean } | undefined;
+  private streaming:
+    | { turn: number; step: number; attempt: number; run?: string; text: string; lineOpen: boolean }
+    | undefined;
   private warnedNoWorker = false;
   private warnedNoLog = false;
   private readonly asked = new Set<string>();
@@ -319,9 +321,9 @@ class Chat {
     if (e.type === 'live/delta') {
       if (e.kind !== 'text') return; // tool calls show as cards, reasoning not at all
       let s = this.streaming;
-      if (!s || s.turn !== e.turn || s.step !== e.step || s.attempt !== e.attempt) {
+      if (!s || s.turn !== e.turn || s.step !== e.step || s.attempt !== e.attempt || s.run !== e.run) {
         if (s?.lineOpen) write('\n');
-        s = this.streaming = { turn: e.turn, step: e.step, attempt: e.attempt, text: '', lineOpen: false };
+        s = this.streaming = { turn: e.turn, step: e.step, attempt: e.attempt, run: e.run, text: '', lineOpen: false };
       }
       if (!s.lineOpen) {
         write(s.text ? '       ' : 'model: ');
@@ -329,7 +331,12 @@ class Chat {
       }
       write(terminalSafe(e.text).replace(/\n/g, '\n       '));
       s.text += e.text;
-    } else if (e.type === 'live/void' && this.streaming?.attempt === e.attempt && this.streaming.step === e.step) {
+    } else if (
+      e.type === 'live/void' &&
+      this.streaming?.attempt === e.attempt &&
+      this.streaming.step === e.step &&
+      this.streaming.run === e.run
+    ) {
       this.out(`  (that answer was cut off: ${terminalSafe(clip(e.reason, 200))}; it is asked again)`);
       this.streaming = undefined;
     }

@@ -198,8 +198,11 @@ class LiveView {
   private last = { turn: 0, step: 0 };
   /** The last step whose record this follower has read, delivered or about to be. */
   private read = { turn: 0, step: 0 };
-  /** Per step under way: the attempt whose pieces were shown, and whether they were voided. */
-  private readonly shown = new Map<string, { attempt: number; voided: boolean; dropped: boolean }>();
+  /**
+   * Per step under way: the run and attempt whose pieces were shown, whether they were voided, and
+   * the runs superseded before it (a lost run's late pieces are not shown).
+   */
+  private readonly shown = new Map<string, Shown>();
   private readonly live: LiveReader;
   private readonly sessionId: string;
   private readonly maxBacklog: number;
@@ -231,7 +234,7 @@ class LiveView {
     const key = `${d.turn}:${d.step}`;
     const s = this.shown.get(key);
     if (e.type === 'model/failed' && s && !s.voided)
-      yield voidOf(Number(d.turn), Number(d.step), s.attempt, String(d.message ?? 'the model step failed'));
+      yield voidOf(Number(d.turn), Number(d.step), s, String(d.message ?? 'the model step failed'));
     if (e.type === 'model/message' || e.type === 'model/failed') this.shown.delete(key);
   }
 
@@ -257,11 +260,33 @@ class LiveView {
       const key = `${ev.turn}:${ev.step}`;
       const s = this.shown.get(key);
       if (!s && before(ev, this.read)) continue; // its record is read, none of its pieces shown: it comes whole
-      if (s && ev.attempt < s.attempt) continue; // an attempt already superseded
-      if (s && ev.attempt > s.attempt && !s.voided)
-        // A new attempt without a void before it: the last one's worker stopped mid-answer.
-        yield voidOf(ev.turn, ev.step, s.attempt, `attempt ${ev.attempt} started over`);
-      const cur = s && s.attempt === ev.attempt ? s : { attempt: ev.attempt, voided: false, dropped: false };
+      let cur: Shown;
+      if (s && ev.run !== s.run) {
+        // Another execution of the step. A local step whose worker was lost runs again on the next
+        // worker from attempt 1, its pieces numbered as the lost run's were: the run tells them
+        // apart. A run superseded already, or an older attempt's run that is not such a restart
+        // (a worker that went on after its attempt was retried), shows nothing more.
+        if (s.gone.has(ev.run) || (ev.attempt < s.attempt && ev.attempt !== 1)) continue;
+        if (!s.voided)
+          yield voidOf(
+            ev.turn,
+            ev.step,
+            s,
+            ev.attempt > s.attempt
+              ? `attempt ${ev.attempt} started over`
+              : 'the worker running the step was lost; the step runs again on another worker',
+          );
+        cur = { attempt: ev.attempt, run: ev.run, voided: false, dropped: false, gone: s.gone.add(s.run) };
+      } else {
+        if (s && ev.attempt < s.attempt) continue; // an attempt already superseded
+        if (s && ev.attempt > s.attempt && !s.voided)
+          // A new attempt without a void before it: the last one's worker stopped mid-answer.
+          yield voidOf(ev.turn, ev.step, s, `attempt ${ev.attempt} started over`);
+        cur =
+          s && s.attempt === ev.attempt
+            ? s
+            : { attempt: ev.attempt, run: ev.run, voided: false, dropped: false, gone: s?.gone ?? new Set() };
+      }
       this.shown.set(key, cur);
       if (ev.type === 'live/void') {
         if (cur.voided) continue;
@@ -281,10 +306,36 @@ class LiveView {
   }
 }
 
-function voidOf(turn: number, step: number, attempt: number, reason: string): LiveVoid {
-  return { type: 'live/void', turn, step, attempt, n: -1, reason };
+interface Shown {
+  attempt: number;
+  /** The execution whose pieces these are (undefined: written before runs were stamped). */
+  run: string | undefined;
+  voided: boolean;
+  dropped: boolean;
+  gone: Set<string | undefined>;
 }
 
-function droppedOf(at: { turn: number; step: number; attempt: number }, reason: string): LiveDropped {
-  return { type: 'live/dropped', turn: at.turn, step: at.step, attempt: at.attempt, n: -1, reason };
+/** A void this follower makes itself, of the attempt (and run) it was showing. */
+function voidOf(turn: number, step: number, of: { attempt: number; run?: string }, reason: string): LiveVoid {
+  return {
+    type: 'live/void',
+    turn,
+    step,
+    attempt: of.attempt,
+    ...(of.run !== undefined ? { run: of.run } : {}),
+    n: -1,
+    reason,
+  };
+}
+
+function droppedOf(at: { turn: number; step: number; attempt: number; run?: string }, reason: string): LiveDropped {
+  return {
+    type: 'live/dropped',
+    turn: at.turn,
+    step: at.step,
+    attempt: at.attempt,
+    ...(at.run !== undefined ? { run: at.run } : {}),
+    n: -1,
+    reason,
+  };
 }

@@ -87,34 +87,47 @@ const HANDLERS: Record<string, Handler> = {
 
 /**
  * Where a stream resumes: the next durable seq, and the last live piece sent of the step under way
- * (`next/turn/step/attempt/n`), which is each event's SSE id. A browser sends the last one back in
- * Last-Event-ID when it reconnects (or a page gives it as `?after=`).
+ * (`next/turn/step/attempt/n`, then `/run` when the piece names its run), which is each event's
+ * SSE id. A browser sends the last one back in Last-Event-ID when it reconnects (or a page gives
+ * it as `?after=`).
  */
 export interface Resume {
   next: number;
-  at?: { turn: number; step: number; attempt: number; n: number };
+  at?: { turn: number; step: number; attempt: number; n: number; run?: string };
 }
 
 export function parseResume(id: string | undefined | null): Resume {
-  const parts = (id ?? '').split('/').map(Number);
+  const all = (id ?? '').split('/');
+  // A run is a token the step picked (hex); anything else in its place makes the id unreadable.
+  const run = all.length === 6 && /^[0-9a-f]{1,64}$/.test(all[5]) ? all.pop() : undefined;
+  const parts = all.map(Number);
   if (!id || parts.some((p) => !Number.isSafeInteger(p) || p < 0)) return { next: 0 };
   if (parts.length === 1) return { next: parts[0] };
   if (parts.length !== 5) return { next: 0 };
   const [next, turn, step, attempt, n] = parts;
-  return { next, at: { turn, step, attempt, n } };
+  return { next, at: { turn, step, attempt, n, ...(run !== undefined ? { run } : {}) } };
 }
 
 export function resumeId(r: Resume): string {
-  return r.at ? `${r.next}/${r.at.turn}/${r.at.step}/${r.at.attempt}/${r.at.n}` : String(r.next);
+  if (!r.at) return String(r.next);
+  const { turn, step, attempt, n, run } = r.at;
+  return `${r.next}/${turn}/${step}/${attempt}/${n}${run !== undefined ? `/${run}` : ''}`;
 }
 
-/** Whether a live event was sent before the resume point (a piece the page has shown). */
-export function sentBefore(e: LiveEvent, r: Resume): boolean {
+/**
+ * Whether a live event was sent before the resume point (a piece the page has shown). `state` is
+ * the stream's own, kept across its events: pieces of the resume point's step from another run
+ * than the resume point's come before that run's (a run lost with its worker, voided; the page has
+ * had them) until that run's pieces have passed, and after it (the run that replaced it: new).
+ */
+export function sentBefore(e: LiveEvent, r: Resume, state: { runSeen?: boolean } = {}): boolean {
   const at = r.at;
   // Markers the follower makes itself (n = -1) carry no place: a second void or drop is harmless.
   if (!at || e.n < 0) return false;
   if (e.turn !== at.turn) return e.turn < at.turn;
   if (e.step !== at.step) return e.step < at.step;
+  if (e.run !== at.run) return !state.runSeen;
+  state.runSeen = true;
   if (e.attempt !== at.attempt) return e.attempt < at.attempt;
   return e.n <= at.n;
 }
@@ -147,6 +160,7 @@ async function streamEvents(
   res.write('retry: 2000\n\n');
   const beat = setInterval(() => res.write(': beat\n\n'), BEAT_MS);
   const resumedFrom = at;
+  const resuming = {};
   try {
     for await (const e of followSessionEvents(deps.store ?? fromTemporal(deps.feed), sessionId, {
       fromSeq: at.next,
@@ -160,9 +174,19 @@ async function streamEvents(
         kind = 'record';
         at = { next: e.seq + 1, ...(at.at ? { at: at.at } : {}) };
       } else {
-        if (sentBefore(e, resumedFrom)) continue;
+        if (sentBefore(e, resumedFrom, resuming)) continue;
         kind = 'live';
-        if (e.n >= 0) at = { next: at.next, at: { turn: e.turn, step: e.step, attempt: e.attempt, n: e.n } };
+        if (e.n >= 0)
+          at = {
+            next: at.next,
+            at: {
+              turn: e.turn,
+              step: e.step,
+              attempt: e.attempt,
+              n: e.n,
+              ...(e.run !== undefined ? { run: e.run } : {}),
+            },
+          };
       }
       if (!res.write(`id: ${resumeId(at)}\nevent: ${kind}\ndata: ${JSON.stringify(e)}\n\n`))
         await drained(res, stop.signal);
