@@ -62,7 +62,9 @@ async function followUntilRecord(dir: string, live: LiveEvent[], pieces: number,
 
 /** The text a follower shows: the pieces of every (run, attempt) not voided. */
 function shown(seen: (SessionEvent | LiveEvent)[]): string {
-  const voided = new Set(seen.filter((e) => e.type === 'live/void').map((e) => `${(e as LiveEvent).run}/${(e as LiveEvent).attempt}`));
+  const voided = new Set(
+    seen.filter((e) => e.type === 'live/void').map((e) => `${(e as LiveEvent).run}/${(e as LiveEvent).attempt}`),
+  );
   return seen
     .filter((e): e is Extract<LiveEvent, { type: 'live/delta' }> => e.type === 'live/delta')
     .filter((d) => !voided.has(`${d.run}/${d.attempt}`))
