@@ -80,8 +80,9 @@ const before = (a: { turn: number; step: number }, b: { turn: number; step: numb
  * With `live: true`, the model step under way streams in between: `live/delta` pieces of the step
  * not recorded yet (a late follower gets the record so far, then the pieces of the step under
  * way from its start, then the tail: nothing twice, nothing missing), each attempt's pieces once,
- * a failed attempt's followed by `live/void`. A step's `model/message` is its whole answer: a
- * follower that showed the pieces replaces them with it.
+ * a failed attempt's followed by `live/void`, and a run lost with its worker (a local step run again
+ * by the next worker, from attempt 1) voided before the new run's. A step's `model/message` is
+ * its whole answer: a follower that showed the pieces replaces them with it.
  */
 export function followSessionEvents(
   source: SessionEventSource,
