@@ -421,6 +421,36 @@ describe.each(CELLS)(
       expect(JSON.stringify(messages)).toContain('Remind the user the email is sent.');
     }, 600_000);
 
+    it('the same worker and config, the ask denied: no mail, and the model is not told the email is sent', async () => {
+      // Issue 23, item 9: the README's postExecute once told the model "the email is sent" for a
+      // call a person denied. The batch runs on the README's worker.ts and sluice.config.ts.
+      const sluice = new SluiceClient({ connection, taskQueue: TASK_QUEUE });
+      const sessionId = `sess-denied-${stamp}`;
+      const run = sluice.runBatch({
+        sessionId,
+        turn: 1,
+        step: 1,
+        calls: [
+          {
+            id: 'call-denied',
+            name: 'send_email',
+            arguments: JSON.stringify({ to: 'bob@example.com', subject: 'Minutes', body: 'Attached.' }),
+          },
+        ],
+      });
+      const pending = await eventually(
+        'the send_email call waits for a person',
+        async () => (await sluice.pendingApprovals()).find((p) => p.sessionId === sessionId),
+        { timeoutMs: 240_000, intervalMs: 500 },
+      );
+      await sluice.deny(pending.approvalId, { by: 'alice', reason: 'not today' });
+      const out = await run;
+      expect(out.results.map((r) => r.result.isError)).toEqual([true]);
+      expect(givenEntries().filter((e) => e.mailer === 'bob@example.com')).toEqual([]);
+      expect(JSON.stringify(out.messages)).not.toContain('the email is sent');
+      expect(JSON.stringify(out.messages)).toContain('call-denied');
+    }, 600_000);
+
     it('the session block: a turn against the fake OpenAI provider, its events to the turn’s end', async () => {
       code('session');
       const run = runNode('the session block', compiled('session'));
