@@ -59,6 +59,18 @@ describe('the packed tarball', () => {
     expect(missing, 'README links whose target is not in the tarball').toEqual([]);
   });
 
+  it('every relative link in every Markdown file it ships resolves to a file it ships', () => {
+    const docs = [...files].filter((f) => f.endsWith('.md'));
+    expect(docs.length).toBeGreaterThanOrEqual(15);
+    const broken = docs.flatMap((doc) =>
+      relativeLinks(fs.readFileSync(path.join(unpacked, 'package', doc), 'utf8'))
+        .map((l) => path.posix.normalize(path.posix.join(path.posix.dirname(doc), l)))
+        .filter((l) => !files.has(l))
+        .map((l) => `${doc} -> ${l}`),
+    );
+    expect(broken, 'links that lead nowhere in an install').toEqual([]);
+  });
+
   it('ships every file the docs tell a user to run from node_modules/sluice/ (the scripted chat example)', () => {
     const docs = ['README.md', ...[...files].filter((f) => f.startsWith('docs/') && f.endsWith('.md'))];
     const named = new Set<string>();
