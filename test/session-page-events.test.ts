@@ -144,7 +144,13 @@ describe('two worker processes serve one session', () => {
     const seen = f.seen();
     expectOnce(seen);
     expect(shownText(seen, 1, 1)).toBe(ANSWER.join(''));
-    expect(shownText(seen, 2, 1)).toBe(ANSWER.join(''));
+    // Turn 2 runs on B with no gate: on a loaded machine the page can read the step's record
+    // before any of its pieces, and then shows it whole from the record and none of the pieces
+    // (docs/sessions.md). Either way the answer is shown, once.
+    const turn2 = shownText(seen, 2, 1);
+    const recorded2 = records(seen).find((e) => e.type === 'model/message' && (e.data as { turn: number }).turn === 2)
+      ?.data as { text: string } | undefined;
+    expect(turn2 === '' ? recorded2?.text : turn2).toBe(ANSWER.join(''));
     expect(records(seen).map((e) => e.seq)).toEqual(records(seen).map((_, i) => i));
     await f.close();
     await sessionHandle(h2.client, sessionId).cancel();

@@ -17,6 +17,7 @@ export function openStream(url: string, headers: Record<string, string> = {}) {
   const frames: Frame[] = [];
   const stop = new AbortController();
   let status = 0;
+  let failure: unknown;
   const done = (async () => {
     const res = await fetch(url, { headers: { accept: 'text/event-stream', ...headers }, signal: stop.signal });
     status = res.status;
@@ -40,7 +41,9 @@ export function openStream(url: string, headers: Record<string, string> = {}) {
       }
     }
   })().catch((err) => {
-    if (!stop.signal.aborted) throw err;
+    // Kept for close(): thrown here, nobody would await it, and a stream cut by the inbox's
+    // teardown after a failed assertion would surface as an unhandled rejection of its own.
+    if (!stop.signal.aborted) failure = err;
   });
   return {
     frames,
@@ -50,6 +53,7 @@ export function openStream(url: string, headers: Record<string, string> = {}) {
     async close() {
       stop.abort();
       await done;
+      if (failure) throw failure;
     },
   };
 }
