@@ -345,6 +345,22 @@ describe('a call whose gateway died is resumed by the client itself', () => {
       const replayed = await own.text();
       expect(replayed).toContain(`echo: ${marker}`);
       expect(replayed).toContain('"id":5');
+      // An id of a call whose batch never started (the gateway died first): no batch is started,
+      // the answer says nothing ran; so for a request of another method, whose answer was lost.
+      const made = (mark: object) =>
+        fetch(served.url, {
+          headers: {
+            accept: 'text/event-stream',
+            'last-event-id': `sluice1.${Buffer.from(JSON.stringify({ s: a['mcp-session-id'], n: 'x', ...mark })).toString('base64url')}`,
+            ...a,
+          },
+        }).then((r) => r.text());
+      const never = await made({ r: 6, m: 'tools/call', k: 123456789 });
+      expect(never).toContain('"id":6');
+      expect(never).toContain('nothing ran; send the call again');
+      const listed = await made({ r: 7, m: 'tools/list' });
+      expect(listed).toContain('"id":7');
+      expect(listed).toContain('before it answered tools/list (request 7); send the request again');
     } finally {
       await served.close();
     }
