@@ -122,9 +122,11 @@ export async function* followSessionEvents(
         if (err) throw err;
       }
       let events = round ?? [];
-      // Every record read is delivered (now, or after a gap fills): a step recorded before this
-      // follower showed any of its pieces comes whole from its record, none of its pieces.
-      if (view) for (const e of events) view.note(e, e.seq < next ? 'delivered' : 'read');
+      // A late follower: a step already recorded when it joins comes whole from its record, none
+      // of the pieces the live channel still holds for it. Only the first round decides that: a
+      // step recorded while this follower follows gets its unread pieces before its record, even
+      // when one round reads both (a loaded machine), as a follower there from the start expects.
+      if (view && first) for (const e of events) view.note(e, e.seq < next ? 'delivered' : 'read');
       events = events.filter((e) => e.seq >= next);
       events.sort((a, b) => a.seq - b.seq);
       for (const e of events) {
