@@ -25,6 +25,15 @@ export function claimsPath(stateDir: string, sessionId: string): string {
   return sessionLogPath(stateDir, sessionId).replace(/\.jsonl$/, '.claims.jsonl');
 }
 
+/**
+ * Who wrote which of the log's seqs, one JSON line `{ wrote, from, to }` per append (the log's
+ * events carry no writer): a session workflow claims no seqs, so this is how the sink knows a
+ * repeat of its events is its own.
+ */
+export function writersPath(stateDir: string, sessionId: string): string {
+  return sessionLogPath(stateDir, sessionId).replace(/\.jsonl$/, '.writers.jsonl');
+}
+
 /** Events a batch numbered over seqs the log already held from another batch, kept aside with their batch. */
 export function conflictsPath(stateDir: string, sessionId: string): string {
   return sessionConflictsPath(stateDir, sessionId);
@@ -112,6 +121,13 @@ export class JsonlSessionLog implements EventSink {
     if (seen.length && (await this.keepConflicts(sessionId, seen, batchId))) return;
     if (fresh.length === 0) return;
     await fs.mkdir(path.dirname(file), { recursive: true });
+    // The writer's line goes first: a crash between the two leaves a line for seqs this writer
+    // writes again when its task is retried; a later line for the same seqs is the one that wrote them.
+    if (batchId)
+      await fs.appendFile(
+        writersPath(this.stateDir, sessionId),
+        `${JSON.stringify({ wrote: batchId, from: fresh[0].seq, to: fresh[fresh.length - 1].seq })}\n`,
+      );
     // After a crash mid-append the file may end in a torn line: start on a fresh one.
     const lead = firstWriteHere && (await endsTorn(file)) ? '\n' : '';
     await fs.appendFile(file, `${lead + fresh.map((e) => JSON.stringify(e)).join('\n')}\n`);
@@ -125,13 +141,30 @@ export class JsonlSessionLog implements EventSink {
    * the worker says so.
    */
   private async keepConflicts(sessionId: string, seen: SessionEvent[], batchId?: string): Promise<boolean> {
-    const logged = new Map((await readSessionLog(this.stateDir, sessionId)).map((e) => [e.seq, JSON.stringify(e)]));
+    const log = await readSessionLog(this.stateDir, sessionId);
+    const logged = new Map(log.map((e) => [e.seq, JSON.stringify(e)]));
+    const loggedEvents = new Map(log.map((e) => [e.seq, e]));
     // A replay may not repeat an event byte for byte: workflow time (an event's time, an
     // approval's expiry) moves when a replayed task resolves a local activity it waited for live.
     // Seqs this batch's own claim covers are its own events again, whatever their text.
     const claims = batchId ? await readClaims(claimsPath(this.stateDir, sessionId)) : [];
+    // A session workflow claims no seqs. When its worker is lost in a task that scheduled a local
+    // activity, the next worker replays that task at another workflow time and records the same
+    // events with other times: seqs it wrote itself, the same type and data again, are its own
+    // repeat (the first copy stays). Another writer's events at those seqs still clash.
+    const writers = batchId ? await readWriters(writersPath(this.stateDir, sessionId)) : [];
+    const ownRepeat = (e: SessionEvent) => {
+      const had = loggedEvents.get(e.seq);
+      return (
+        had !== undefined &&
+        writerOf(writers, e.seq) === batchId &&
+        had.type === e.type &&
+        JSON.stringify(had.data) === JSON.stringify(e.data)
+      );
+    };
     const clashing = seen.filter(
-      (e) => logged.get(e.seq) !== JSON.stringify(e) && !(batchId && claimOwner(claims, e.seq) === batchId),
+      (e) =>
+        logged.get(e.seq) !== JSON.stringify(e) && !(batchId && claimOwner(claims, e.seq) === batchId) && !ownRepeat(e),
     );
     if (clashing.length === 0) return false;
     const file = conflictsPath(this.stateDir, sessionId);
@@ -175,6 +208,33 @@ function claimOwner(claims: Claim[], seq: number): string | undefined {
     if (won && c.startSeq <= seq && (!owner || c.startSeq > owner.startSeq)) owner = c;
   });
   return owner?.batch;
+}
+
+interface Wrote {
+  wrote: string;
+  from: number;
+  to: number;
+}
+
+async function readWriters(file: string): Promise<Wrote[]> {
+  const text = await fs.readFile(file, 'utf8').catch(() => '');
+  const out: Wrote[] = [];
+  for (const line of text.split('\n')) {
+    try {
+      const w = JSON.parse(line);
+      if (typeof w.wrote === 'string' && Number.isInteger(w.from) && Number.isInteger(w.to)) out.push(w);
+    } catch {
+      // blank, or a torn line from a crash mid-append: it wrote nothing
+    }
+  }
+  return out;
+}
+
+/** The writer of `seq`: the last line that covers it (an earlier one was a write lost in a crash). */
+function writerOf(writers: Wrote[], seq: number): string | undefined {
+  for (let i = writers.length - 1; i >= 0; i--)
+    if (writers[i].from <= seq && seq <= writers[i].to) return writers[i].wrote;
+  return undefined;
 }
 
 async function conflictedBatches(stateDir: string, sessionId: string): Promise<Set<string>> {

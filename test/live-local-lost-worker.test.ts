@@ -3,7 +3,8 @@
 // step's first piece and is killed with SIGKILL; the second replays the session and runs the local
 // step again from attempt 1, its pieces numbered from 0 again. Each execution stamps its own run on
 // its pieces, so a follower voids the lost run's pieces before the new run's and shows the answer
-// once; without runs it showed the first piece twice.
+// once; without runs it showed the first piece twice. The session log stays whole: the second
+// worker's repeat of the turn's first event (another workflow time) is the session's own, not a conflict.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,6 +12,7 @@ import type { LiveEvent } from '../agent/live';
 import { startSession } from '../client/session';
 import { followSessionEvents } from '../client/session-events';
 import type { SessionEvent } from '../pipeline/types';
+import { conflictsPath, readSessionLog } from '../stores/sink';
 import { eventually } from './eventually';
 import { type ChildWorker, type Harness, spawnWorker, startHarness } from './harness';
 import { ANSWER, type StreamProvider, startStreamProvider } from './stream-provider';
@@ -96,9 +98,20 @@ describe('a local model step whose worker is lost', () => {
     provider.release(model);
 
     expect(await turn).toMatchObject({ reason: 'done', text: ANSWER.join('') });
-    // The follower's view of the step is its pieces here: the session log is not waited for (a
-    // session whose worker was lost mid-task may record its turn again with new times, which the
-    // file store keeps aside as conflicting; that is the log's matter, not the live channel's).
+    // The session log is whole: the second worker re-recorded the turn's first event with another
+    // workflow time (the task that scheduled the local step never completed), and the sink took it
+    // for the session's own repeat, not another writer's events numbered over the log.
+    const logged = () => readSessionLog(dir, s.sessionId);
+    await eventually(
+      'the turn recorded in the session log',
+      async () => (await logged()).some((e) => e.type === 'session/turn-ended'),
+      { timeoutMs: 60_000 },
+    );
+    const log = await logged();
+    expect(log.map((e) => e.seq)).toEqual(log.map((_, i) => i));
+    expect(log.filter((e) => e.type === 'session/user')).toHaveLength(1);
+    expect(log.some((e) => e.type === 'model/message')).toBe(true);
+    expect(fs.existsSync(conflictsPath(dir, s.sessionId))).toBe(false);
     await eventually("the new run's pieces", () => shownText(seen) === ANSWER.join(''), { timeoutMs: 60_000 });
     stop.abort();
     await following;

@@ -11,7 +11,7 @@ import { applyPostVerdict, foldPreDecision, parseGuardAnswer, parsePreDecision }
 import { canonicalJson, snapshotArguments, snapshotJson } from '../../pipeline/json';
 import { errorCandidate, normalizeResult } from '../../pipeline/normalize';
 import type { Candidate } from '../../pipeline/types';
-import { JsonlSessionLog, readLastSeq, readSessionLog, sessionLogPath } from '../../stores/sink';
+import { JsonlSessionLog, conflictsPath, readLastSeq, readSessionLog, sessionLogPath } from '../../stores/sink';
 
 describe('snapshotJson', () => {
   it('copies plain JSON into frozen objects', () => {
@@ -206,5 +206,45 @@ describe('the JSONL session log', () => {
     const fresh = new JsonlSessionLog(dir); // a new worker: reads the tail, not its memory
     await fresh.append('s/1', [ev(2), ev(3)]);
     expect((await readSessionLog(dir, 's/1')).map((e) => e.seq)).toEqual([0, 1, 2, 3]);
+  });
+
+  it("a session's own events again at another workflow time are its repeat; another writer's still conflict", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sink-'));
+    const warnings: string[] = [];
+    const user = (time: string, content = 'say hello') => ({
+      type: 'session/user',
+      seq: 0,
+      time,
+      data: { turn: 1, messageId: 's:first', content },
+    });
+    const message = (seq: number, time: string) => ({ type: 'model/message', seq, time, data: { text: 'hi' } });
+    const session = 'sluice-session:s';
+    // The first worker records the turn's first event and is lost in the task that ran the local step.
+    await new JsonlSessionLog(dir, (m) => warnings.push(m)).append('s', [user('2026-01-01T00:00:00.000Z')], session);
+    // The next worker replays that task at another workflow time: the same event, another time.
+    const next = new JsonlSessionLog(dir, (m) => warnings.push(m));
+    await next.append('s', [user('2026-01-01T00:00:09.000Z'), message(1, '2026-01-01T00:00:09.000Z')], session);
+    await next.append('s', [message(2, '2026-01-01T00:00:10.000Z')], session);
+    const log = await readSessionLog(dir, 's');
+    expect(log.map((e) => e.seq)).toEqual([0, 1, 2]);
+    expect(log[0].time).toBe('2026-01-01T00:00:00.000Z'); // the first copy stays
+    expect(fs.existsSync(conflictsPath(dir, 's'))).toBe(false);
+    expect(warnings).toEqual([]);
+
+    // Another writer (a batch under the session's id) with the same event at a seq the session wrote: a conflict.
+    await next.append('s', [user('2026-01-01T00:00:11.000Z')], 'batch-b');
+    // The session itself with other data at its own seq: a conflict too.
+    await next.append('s', [user('2026-01-01T00:00:12.000Z', 'something else')], session);
+    expect((await readSessionLog(dir, 's')).map((e) => e.seq)).toEqual([0, 1, 2]);
+    const kept = fs
+      .readFileSync(conflictsPath(dir, 's'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(kept.map((c) => [c.batch, c.event.seq])).toEqual([
+      ['batch-b', 0],
+      [session, 0],
+    ]);
+    expect(warnings).toHaveLength(2);
   });
 });
