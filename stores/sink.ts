@@ -113,12 +113,17 @@ export class JsonlSessionLog implements EventSink {
     if (last === undefined) last = await readLastSeq(file);
     // A batch that numbered events over another's keeps all of them aside, not just the overlap.
     if (batchId && (await conflictedBatches(this.stateDir, sessionId)).has(batchId))
-      return void (await this.keepConflicts(sessionId, events, batchId));
+      return void (await this.keepAside(sessionId, events, batchId));
     // Held chunks written late may repeat a seq: one event per seq.
     const bySeq = new Map(events.filter((e) => e.seq > last!).map((e) => [e.seq, e]));
     const fresh = [...bySeq.values()].sort((a, b) => a.seq - b.seq);
     const seen = events.filter((e) => e.seq <= last!);
-    if (seen.length && (await this.keepConflicts(sessionId, seen, batchId))) return;
+    if (seen.length && (await this.keepConflicts(sessionId, seen, batchId))) {
+      // The rest of this chunk goes aside with its clash, as the batch's later chunks will: written
+      // to the log it would follow events of another batch, and dropped it would be lost.
+      if (fresh.length) await this.keepAside(sessionId, fresh, batchId);
+      return;
+    }
     if (fresh.length === 0) return;
     await fs.mkdir(path.dirname(file), { recursive: true });
     // The writer's line goes first: a crash between the two leaves a line for seqs this writer
@@ -167,6 +172,12 @@ export class JsonlSessionLog implements EventSink {
         logged.get(e.seq) !== JSON.stringify(e) && !(batchId && claimOwner(claims, e.seq) === batchId) && !ownRepeat(e),
     );
     if (clashing.length === 0) return false;
+    await this.keepAside(sessionId, clashing, batchId);
+    return true;
+  }
+
+  /** Appends a batch's events to the conflicts file (each once) and says so. */
+  private async keepAside(sessionId: string, events: SessionEvent[], batchId?: string): Promise<void> {
     const file = conflictsPath(this.stateDir, sessionId);
     const have = new Set(
       (await fs.readFile(file, 'utf8').catch(() => ''))
@@ -182,13 +193,13 @@ export class JsonlSessionLog implements EventSink {
         }),
     );
     const batch = batchId ?? 'unknown';
-    const fresh = clashing.filter((e) => !have.has(`${batch}|${JSON.stringify(e)}`));
-    if (fresh.length === 0) return true;
+    const fresh = events.filter((e) => !have.has(`${batch}|${JSON.stringify(e)}`));
+    if (fresh.length === 0) return;
+    await fs.mkdir(path.dirname(file), { recursive: true });
     await fs.appendFile(file, fresh.map((e) => `${JSON.stringify({ batch, event: e })}\n`).join(''));
     this.warn(
       `batch ${batch} numbered ${fresh.length} event(s) of session ${sessionId} at seqs the log already holds (${fresh[0].seq}..${fresh[fresh.length - 1].seq}); they are kept in ${file}, not in the log. Start each batch at the previous batch's nextSeq.`,
     );
-    return true;
   }
 }
 

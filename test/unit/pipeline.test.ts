@@ -208,6 +208,34 @@ describe('the JSONL session log', () => {
     expect((await readSessionLog(dir, 's/1')).map((e) => e.seq)).toEqual([0, 1, 2, 3]);
   });
 
+  it('a chunk that clashes keeps the rest of its events aside with the clash, none lost', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sink-'));
+    const warnings: string[] = [];
+    const ev = (seq: number, by: string) => ({ type: 't', seq, time: 'now', data: { by } });
+    const sink = new JsonlSessionLog(dir, (m) => warnings.push(m));
+    await sink.append('s', [ev(0, 'a'), ev(1, 'a')], 'batch-a');
+    // batch-b numbered its events from 1 again: seq 1 clashes, seq 2 and 3 are past the log's end.
+    await sink.append('s', [ev(1, 'b'), ev(2, 'b'), ev(3, 'b')], 'batch-b');
+    expect((await readSessionLog(dir, 's')).map((e) => [e.seq, e.data.by])).toEqual([
+      [0, 'a'],
+      [1, 'a'],
+    ]);
+    const kept = fs
+      .readFileSync(conflictsPath(dir, 's'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(kept.map((c) => [c.batch, c.event.seq])).toEqual([
+      ['batch-b', 1],
+      ['batch-b', 2],
+      ['batch-b', 3],
+    ]);
+    // The log goes on from its own end for the next writer.
+    await sink.append('s', [ev(2, 'a')], 'batch-a');
+    expect((await readSessionLog(dir, 's')).map((e) => e.seq)).toEqual([0, 1, 2]);
+    expect(warnings.length).toBeGreaterThan(0);
+  });
+
   it("a session's own events again at another workflow time are its repeat; another writer's still conflict", async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sink-'));
     const warnings: string[] = [];
