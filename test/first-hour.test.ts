@@ -102,25 +102,46 @@ describe('a fresh namespace', () => {
   });
 });
 
+/**
+ * A namespace of its own (so the queues workers poll are only this test's) with a Sluice worker on
+ * `my-agent-…` that has run one batch (its plugin registered the search attributes), the client
+ * side left on the default queue by the body; the workflows the body lists are terminated after.
+ */
+async function withWorkerOnItsOwnQueue(
+  name: string,
+  body: (at: { namespace: string; workerQueue: string; started: string[] }) => Promise<void>,
+): Promise<void> {
+  const namespace = await freshNamespace(name);
+  const workerQueue = `my-agent-${stamp}`;
+  const worker = await Worker.create({
+    connection,
+    namespace,
+    taskQueue: workerQueue,
+    workflowBundle: { codePath: inject('workflowBundlePath') },
+    plugins: [new SluicePlugin({ config, stateDir: fs.mkdtempSync(path.join(inject('runDir'), `${name}-`)) })],
+  });
+  const running = worker.run();
+  const started: string[] = [];
+  try {
+    await new SluiceClient({ connection, namespace, taskQueue: workerQueue }).runBatch(
+      batch([{ id: 'c1', name: 'clock', args: { city: 'Oslo' } }]),
+    );
+    await body({ namespace, workerQueue, started });
+  } finally {
+    for (const id of started)
+      await new SluiceClient({ connection, namespace }).temporal.workflow
+        .getHandle(id)
+        .terminate('test over')
+        .catch(() => undefined);
+    worker.shutdown();
+    await running;
+  }
+}
+
 describe('a task queue no worker polls', () => {
   it('runBatch warns after a few seconds, naming the queue and the one a worker polls; fail mode throws', async () => {
-    // A namespace of its own, so the queues workers poll are only this test's.
-    const namespace = await freshNamespace('no-worker');
-    const workerQueue = `my-agent-${stamp}`;
-    const worker = await Worker.create({
-      connection,
-      namespace,
-      taskQueue: workerQueue,
-      workflowBundle: { codePath: inject('workflowBundlePath') },
-      plugins: [new SluicePlugin({ config, stateDir: fs.mkdtempSync(path.join(inject('runDir'), 'no-worker-')) })],
-    });
-    const running = worker.run();
-    const lost: string[] = [];
-    try {
-      // What the README's first reader did: the worker on its queue, the client on the default one.
-      await new SluiceClient({ connection, namespace, taskQueue: workerQueue }).runBatch(
-        batch([{ id: 'c1', name: 'clock', args: { city: 'Oslo' } }]),
-      );
+    // What the README's first reader did: the worker on its queue, the client on the default one.
+    await withWorkerOnItsOwnQueue('no-worker', async ({ namespace, workerQueue, started: lost }) => {
       const warnings: string[] = [];
       const warned = new SluiceClient({
         connection,
@@ -148,15 +169,7 @@ describe('a task queue no worker polls', () => {
       expect(err).toBeInstanceOf(NoWorkerError);
       expect(err?.message).toContain("task queue 'sluice'");
       expect((err as NoWorkerError).taskQueue).toBe('sluice');
-    } finally {
-      for (const id of lost)
-        await new SluiceClient({ connection, namespace }).temporal.workflow
-          .getHandle(id)
-          .terminate('test over')
-          .catch(() => undefined);
-      worker.shutdown();
-      await running;
-    }
+    });
   });
 });
 
@@ -165,23 +178,7 @@ describe('a session on a task queue no worker polls', () => {
     // The README's session snippet as its first reader ran it: startSession on a client without
     // taskQueue (so 'sluice'), the worker on its own queue. The session starts (a start needs no
     // worker); its first send is what would wait forever.
-    const namespace = await freshNamespace('session-no-worker');
-    const workerQueue = `my-agent-${stamp}`;
-    const worker = await Worker.create({
-      connection,
-      namespace,
-      taskQueue: workerQueue,
-      workflowBundle: { codePath: inject('workflowBundlePath') },
-      plugins: [new SluicePlugin({ config, stateDir: fs.mkdtempSync(path.join(inject('runDir'), 'session-nw-')) })],
-    });
-    const running = worker.run();
-    const sessions: string[] = [];
-    try {
-      // A batch on the worker's queue: the plugin has registered the search attributes a session
-      // starts with, and the namespace has a workflow on the queue a worker polls.
-      await new SluiceClient({ connection, namespace, taskQueue: workerQueue }).runBatch(
-        batch([{ id: 'c1', name: 'clock', args: { city: 'Oslo' } }]),
-      );
+    await withWorkerOnItsOwnQueue('session-no-worker', async ({ namespace, workerQueue, started: sessions }) => {
       const warnings: string[] = [];
       const warned = new SluiceClient({
         connection,
@@ -209,15 +206,7 @@ describe('a session on a task queue no worker polls', () => {
       expect(err).toBeInstanceOf(NoWorkerError);
       expect(err?.message).toContain("task queue 'sluice'");
       expect((err as NoWorkerError).taskQueue).toBe('sluice');
-    } finally {
-      for (const id of sessions)
-        await new SluiceClient({ connection, namespace }).temporal.workflow
-          .getHandle(id)
-          .terminate('test over')
-          .catch(() => undefined);
-      worker.shutdown();
-      await running;
-    }
+    });
   });
 });
 
