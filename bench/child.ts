@@ -3,6 +3,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import * as http from 'node:http';
 import * as path from 'node:path';
+import { freePort, startDevServer } from '../temporal/dev-server';
 
 /** POSTs one hook payload to `sluice hook serve` on the loopback; resolves to the answer's body. */
 export function postHook(port: number, body: string): Promise<string> {
@@ -65,4 +66,20 @@ export async function startBenchWorker(o: {
   );
   await waitForOutput(worker, 'tool(s) on task queue', 180_000);
   return worker;
+}
+
+/**
+ * The Temporal server a bench runs against: BENCH_ADDRESS when given, else a headless dev server
+ * of its own with its database in `dir`. `stop` stops only a server this started.
+ */
+export async function benchServer(root: string, dir: string): Promise<{ address: string; stop(): Promise<void> }> {
+  if (process.env.BENCH_ADDRESS) return { address: process.env.BENCH_ADDRESS, stop: async () => undefined };
+  const server = await startDevServer({
+    stateDir: path.join(root, '.sluice'),
+    port: await freePort(),
+    headless: true,
+    dbFile: path.join(dir, 'temporal.db'),
+    log: () => undefined,
+  });
+  return { address: server.address, stop: () => server.stop() };
 }

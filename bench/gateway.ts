@@ -40,8 +40,8 @@ import { gatewayServer, gatewayStep } from '../client/gateway';
 import { startInOwnBlock } from '../client/hook/service';
 import type { ToolSchema } from '../define/config';
 import { connectClient } from '../temporal/connection';
-import { freePort, startDevServer } from '../temporal/dev-server';
-import { postHook, startBenchWorker, waitForOutput } from './child';
+import { freePort } from '../temporal/dev-server';
+import { benchServer, postHook, startBenchWorker, waitForOutput } from './child';
 import { percentile, round } from './stats';
 
 const ROOT = path.join(__dirname, '..');
@@ -73,16 +73,8 @@ async function main() {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-gateway-bench-'));
   log(`[bench] gateway and hook serve overhead, allowed calls, warm worker; ${CALLS} samples per form`);
   log(`[bench] start: ${uptime()}`);
-  const server = process.env.BENCH_ADDRESS
-    ? undefined
-    : await startDevServer({
-        stateDir: path.join(ROOT, '.sluice'),
-        port: await freePort(),
-        headless: true,
-        dbFile: path.join(dir, 'temporal.db'),
-        log: () => undefined,
-      });
-  const address = process.env.BENCH_ADDRESS ?? server!.address;
+  const server = await benchServer(ROOT, dir);
+  const { address } = server;
   const taskQueue = `gateway-bench-${process.pid}`;
   const configFile = path.join(dir, 'gateway-bench.config.ts');
   const imp = (p: string) => JSON.stringify(path.join(ROOT, p));
@@ -351,7 +343,7 @@ async function main() {
     // The worker drains before it exits, and cannot once the server is gone: wait for the
     // children first, and kill any that has not exited in 15 s.
     await Promise.all(children.map((c) => stop(c, 15_000)));
-    await server?.stop();
+    await server.stop();
   }
 }
 

@@ -17,8 +17,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { answer, sharedClient } from '../client/hook/command';
-import { freePort, startDevServer } from '../temporal/dev-server';
-import { postHook, startBenchWorker, waitForOutput } from './child';
+import { freePort } from '../temporal/dev-server';
+import { benchServer, postHook, startBenchWorker, waitForOutput } from './child';
 import { percentile, round } from './stats';
 
 const ROOT = path.join(__dirname, '..');
@@ -42,16 +42,8 @@ function payload(session: string): string {
 
 async function main() {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-hook-bench-'));
-  const server = process.env.BENCH_ADDRESS
-    ? undefined
-    : await startDevServer({
-        stateDir: path.join(ROOT, '.sluice'),
-        port: await freePort(),
-        headless: true,
-        dbFile: path.join(dir, 'temporal.db'),
-        log: () => undefined,
-      });
-  const address = process.env.BENCH_ADDRESS ?? server!.address;
+  const server = await benchServer(ROOT, dir);
+  const { address } = server;
   const taskQueue = `hook-bench-${process.pid}`;
   const configFile = path.join(dir, 'hook.config.ts');
   fs.writeFileSync(
@@ -139,7 +131,7 @@ async function main() {
     console.log(`[bench] load ${load()} at the end`);
   } finally {
     for (const c of children) c.kill('SIGTERM');
-    await server?.stop();
+    await server.stop();
   }
 }
 
