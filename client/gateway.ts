@@ -778,6 +778,8 @@ interface InFlight {
   request?: { id: string | number; method: string; params?: { name?: unknown; arguments?: unknown } };
   stream?: string;
   lastEventId?: string;
+  /** What every event id of this request's stream names (the call and its batch step), worked out once. */
+  mark?: Omit<EventMark, 'n'>;
 }
 const inFlight = new AsyncLocalStorage<InFlight>();
 
@@ -824,12 +826,16 @@ function callEvents(gw: GatewayOptions, sessionId: string): EventStore {
       // an event the request's work sends elsewhere (the standalone stream) belongs to no call.
       if (f && f.stream === undefined) f.stream = streamId;
       const call = f?.request && f.stream === streamId ? f.request : undefined;
-      if (!call) return idOf({ s: sessionId });
-      const step =
-        call.method === 'tools/call' && typeof call.params?.name === 'string'
-          ? gatewayStep(call.id, call.params.name, call.params.arguments)
-          : undefined;
-      return idOf({ s: sessionId, r: call.id, m: call.method, ...(step !== undefined ? { k: step } : {}) });
+      if (!f || !call) return idOf({ s: sessionId });
+      // The call's step digests its arguments: once per request, not once per progress event.
+      f.mark ??= (() => {
+        const step =
+          call.method === 'tools/call' && typeof call.params?.name === 'string'
+            ? gatewayStep(call.id, call.params.name, call.params.arguments)
+            : undefined;
+        return { s: sessionId, r: call.id, m: call.method, ...(step !== undefined ? { k: step } : {}) };
+      })();
+      return idOf(f.mark);
     },
     async replayEventsAfter(lastEventId, { send }) {
       const mark = eventMark(lastEventId);
