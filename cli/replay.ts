@@ -31,16 +31,19 @@ ${CONNECTION_OPTIONS}`,
       else
         for (const r of results)
           out(
-            r.ok
-              ? `ok      ${r.workflowId} (${r.source})`
-              : `FAILED  ${r.workflowId} (${r.source}): ${r.failure}: ${r.message}`,
+            r.skipped
+              ? `skipped ${r.workflowId} (${r.source}): ${r.message}`
+              : r.ok
+                ? `ok      ${r.workflowId} (${r.source})`
+                : `FAILED  ${r.workflowId} (${r.source}): ${r.failure}: ${r.message}`,
           );
       const failed = results.filter((r) => !r.ok).length;
       const unknown = results.filter((r) => r.failure === 'unknown-workflow-type').length;
+      const skipped = results.filter((r) => r.skipped).length;
       if (!v.json)
         out(
           !failed
-            ? `${results.length} history(ies) replayed with no determinism failure`
+            ? `${results.length - skipped} history(ies) replayed with no determinism failure${skipped ? `, ${skipped} skipped (nothing recorded yet)` : ''}`
             : failed === unknown
               ? `${failed} of ${results.length} history(ies) are of workflow types Sluice's bundle does not have: pass --workflows <file> with your workflows (nothing was found non-deterministic)`
               : `${failed} of ${results.length} replay(s) failed: the workflow code no longer matches these histories. Keep the old behaviour for running batches (patched()), or re-record the fixtures if the change is intended.`,

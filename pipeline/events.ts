@@ -142,7 +142,10 @@ export type EventPayloads = {
     toolCalls: { id: string; name: string }[];
     usage: ModelUsage;
     finishReason: string;
-    /** The run's history so far, for anyone checking that a step's cost stays flat. */
+    /**
+     * The run's history so far, for anyone checking that a step's cost stays flat. Read from the
+     * run, not from a recorded result: a replay may see other figures (stores/sink.ts allows it).
+     */
     historyEvents: number;
     historyBytes: number;
     run: number;

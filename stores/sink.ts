@@ -155,8 +155,9 @@ export class JsonlSessionLog implements EventSink {
     const claims = batchId ? await readClaims(claimsPath(this.stateDir, sessionId)) : [];
     // A session workflow claims no seqs. When its worker is lost in a task that scheduled a local
     // activity, the next worker replays that task at another workflow time and records the same
-    // events with other times: seqs it wrote itself, the same type and data again, are its own
-    // repeat (the first copy stays). Another writer's events at those seqs still clash.
+    // events with other times (and other history sizes in a model step's event): seqs it wrote
+    // itself, the same type and the same data but for those fields, are its own repeat (the first
+    // copy stays). Another writer's events at those seqs still clash.
     const writers = batchId ? await readWriters(writersPath(this.stateDir, sessionId)) : [];
     const ownRepeat = (e: SessionEvent) => {
       const had = loggedEvents.get(e.seq);
@@ -164,7 +165,7 @@ export class JsonlSessionLog implements EventSink {
         had !== undefined &&
         writerOf(writers, e.seq) === batchId &&
         had.type === e.type &&
-        JSON.stringify(had.data) === JSON.stringify(e.data)
+        JSON.stringify(replayStableData(had.data)) === JSON.stringify(replayStableData(e.data))
       );
     };
     const clashing = seen.filter(
@@ -350,5 +351,20 @@ export async function readSessionLog(stateDir: string, sessionId: string): Promi
       // a torn line from a crash mid-append carries no complete event
     }
   }
+  return out;
+}
+
+/**
+ * Payload fields the workflow reads from its own run (a model step's history length and size), not
+ * from a recorded result: a replayed task can see other values than the live one did (a local
+ * activity's result lands in another task on replay). Everything else in a payload repeats exactly.
+ */
+const REPLAY_VOLATILE_FIELDS = ['historyEvents', 'historyBytes'];
+
+/** An event's payload without the fields a replay may change: what a writer's repeat must match. */
+function replayStableData(data: SessionEvent['data']): SessionEvent['data'] {
+  if (!REPLAY_VOLATILE_FIELDS.some((f) => f in data)) return data;
+  const out = { ...data };
+  for (const f of REPLAY_VOLATILE_FIELDS) delete out[f];
   return out;
 }

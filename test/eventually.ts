@@ -72,3 +72,19 @@ export function pendingApprovals(client: SluiceClient, workflowId: string, n: nu
     return pending.length >= n && pending;
   });
 }
+
+/**
+ * A promise that must settle within `ms`: the test fails naming what it waited for, instead of
+ * running into the test's own timeout with no word of which await hung.
+ */
+export async function within<T>(what: string, ms: number, work: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const limit = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not settle within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([work, limit]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

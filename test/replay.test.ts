@@ -124,6 +124,21 @@ describe('replay', () => {
     expect(JSON.parse(json.stdout)[0].failure).toBe('unknown-workflow-type');
   });
 
+  it('a run with no completed workflow task yet is reported as skipped, beside one that replays, and nothing waits', async () => {
+    // A session run just continued-as-new, its first task held back by the server's backoff: its
+    // history is the started event alone. The SDK's replayer waited for its next event forever.
+    const recorded = JSON.parse(fs.readFileSync(FIXTURE, 'utf8'));
+    const fresh = path.join(scratch, 'just-started.json');
+    fs.writeFileSync(fresh, JSON.stringify({ events: recorded.events.slice(0, 1) }));
+    const r = sluice(['replay', fresh, FIXTURE], {}, 120_000);
+    expect(r.status, `${r.error ?? ''} ${r.stderr}`).toBe(0);
+    expect(r.stdout).toMatch(
+      /skipped sluice-batch:fixture-mixed:1:1 \(.*just-started\.json\): no workflow task completed yet/,
+    );
+    expect(r.stdout).toMatch(/ok {6}sluice-batch:fixture-mixed:1:1 \(.*mixed-batch\.json\)/);
+    expect(r.stdout).toContain('1 history(ies) replayed with no determinism failure, 1 skipped (nothing recorded yet)');
+  }, 150_000);
+
   it("the workflow types replay treats as Sluice's are the ones workflows/index.ts exports", () => {
     const index = fs.readFileSync(path.join(ROOT, 'workflows', 'index.ts'), 'utf8');
     const exported = [...index.matchAll(/^export \{ (\w+) \}/gm)].map((m) => m[1]);

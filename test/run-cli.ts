@@ -44,7 +44,14 @@ export async function runCli(args: string[], target: CliTarget = {}): Promise<Cl
   return { code, output: lines.join('\n') };
 }
 
-/** Runs bin/sluice.js in a child process to its end; `env` is added to this process's environment. */
-export function spawnCli(args: string[], env: NodeJS.ProcessEnv = {}): SpawnSyncReturns<string> {
-  return spawnSync(process.execPath, [SLUICE_BIN, ...args], { encoding: 'utf8', env: { ...process.env, ...env } });
+/**
+ * Runs bin/sluice.js in a child process to its end; `env` is added to this process's environment.
+ * With `timeoutMs` a command that hangs is killed (its status is then null and `error` says so).
+ */
+export function spawnCli(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs?: number): SpawnSyncReturns<string> {
+  return spawnSync(process.execPath, [SLUICE_BIN, ...args], {
+    encoding: 'utf8',
+    env: { ...process.env, ...env },
+    ...(timeoutMs ? { timeout: timeoutMs } : {}),
+  });
 }

@@ -8,10 +8,10 @@ import { sessionHandle, startSession, type SessionRequest } from '../client/sess
 import type { AgentMessage, ToolMessage } from '../pipeline/session';
 import { FileResultStore } from '../stores/claim-check';
 import type { SessionEvent } from '../pipeline/types';
-import { readSessionLog } from '../stores/sink';
+import { conflictsPath, readSessionLog } from '../stores/sink';
 import { batchWorkflowId, SESSION_ID } from '../workflows/definitions';
 import config from './fixtures/session.config';
-import { eventually } from './eventually';
+import { eventually, within } from './eventually';
 import { startHarness, type Harness } from './harness';
 
 let h: Harness;
@@ -228,9 +228,10 @@ describe('agentSession', () => {
     await s.cancel();
   });
 
-  it('with modelCall.local each model step is a local activity: the same turn, no activity task for it, it replays, a cancel stops a slow one', async () => {
+  // Three parts, each its own test with its own limits, so a part that waits names what it waited for.
+  it('with modelCall.local each model step is a local activity: the same turn, no activity task for it', async () => {
     const s = await start({ system: 'be brief', modelCall: { local: true } });
-    const outcome = await s.send('chat', { id: 'msg-local' });
+    const outcome = await within('the local-step turn', 60_000, s.send('chat', { id: 'msg-local' }));
     expect(outcome).toMatchObject({ messageId: 'msg-local', turn: 1, steps: 3, reason: 'done', text: 'All done.' });
     expect(shape(await s.transcript(store))).toEqual(FIRST_TURN);
     const events = await readSessionLog(h.stateDir, s.sessionId);
@@ -242,15 +243,16 @@ describe('agentSession', () => {
     const attrs = (key: string) => history.events!.filter((e) => (e as Record<string, unknown>)[key]);
     expect(attrs('activityTaskScheduledEventAttributes')).toHaveLength(0);
     expect(attrs('markerRecordedEventAttributes').length).toBeGreaterThanOrEqual(3);
-    await s.cancel();
+    await within('the cancel of an idle local-step session', 30_000, s.cancel());
+  }, 120_000);
 
-    // Across a continue-as-new the new run keeps the option; every run replays. (A turn posted by
-    // signal: no update waits on the run, so it continues-as-new mid-turn.) Four sessions at once,
-    // their state queried all the while: a query that comes while a local step runs makes the
-    // worker complete the open workflow task early, and on replay the step's result then reaches
-    // an earlier task than it did when recorded. A run that read its history's length or a patch
-    // there failed to replay ("Missing associated machine for LocalActivity", or a patch marker
-    // with no command) in most runs of four such sessions.
+  it('with modelCall.local, across continue-as-new under queries, every run replays and the log stays whole', async () => {
+    // A turn posted by signal: no update waits on the run, so it continues-as-new mid-turn. Four
+    // sessions at once, their state queried all the while: a query that comes while a local step
+    // runs makes the worker complete the open workflow task early, and on replay the step's result
+    // then reaches an earlier task than it did when recorded. A run that read its history's length
+    // or a patch there failed to replay ("Missing associated machine for LocalActivity", or a patch
+    // marker with no command) in most runs of four such sessions.
     const many = await Promise.all(
       [1, 2, 3, 4].map(() => start({ modelCall: { local: true }, continueAsNewAfterEvents: 20 })),
     );
@@ -258,7 +260,7 @@ describe('agentSession', () => {
       many.map(async (c) => {
         await c.post('long:8', { id: 'l1' });
         await eventually(
-          'the long turn ended in a later run',
+          `the long turn of ${c.sessionId} ended in a later run`,
           async () => {
             const v = await c.state();
             return v.runs > 1 && v.lastTurn?.text === 'finished 8';
@@ -273,25 +275,39 @@ describe('agentSession', () => {
         latest.events!.filter((e) => (e as Record<string, unknown>).activityTaskScheduledEventAttributes),
       ).toHaveLength(0);
       const out: string[] = [];
-      const code = await main(['replay', c.sessionId, '--address', inject('temporalAddress')], (l) => out.push(l));
+      const code = await within(
+        `sluice replay ${c.sessionId}`,
+        60_000,
+        main(['replay', c.sessionId, '--address', inject('temporalAddress')], (l) => out.push(l)),
+      );
       expect(code, out.join('\n')).toBe(0);
       expect(out.filter((l) => l.startsWith(`ok      sluice-session:${c.sessionId} `)).length).toBeGreaterThanOrEqual(
         2,
       );
-      await c.cancel();
+      await within(`the cancel of ${c.sessionId}`, 30_000, c.cancel());
+      // The session's log holds every event once, in order, and nothing went aside: a task replayed
+      // with a query's early completion writes the same events again, and they are its own.
+      const events = await readSessionLog(h.stateDir, c.sessionId);
+      expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i));
+      expect(events.filter((e) => e.type === 'model/message')).toHaveLength(9);
+      expect(fs.existsSync(conflictsPath(h.stateDir, c.sessionId))).toBe(false);
     }
+  }, 300_000);
 
-    // A cancel while a slow local model step runs still ends the turn and the session as cancelled
-    // (it reaches the workflow when the open workflow task is next heartbeated).
+  it('with modelCall.local a cancel while a slow local model step runs ends the turn and the session as cancelled', async () => {
+    // It reaches the workflow when the open workflow task is next heartbeated.
     const starts = () => lines('model.log').filter((l) => l.endsWith(' start')).length;
     const before = starts();
     const b = await start({ modelCall: { local: true } });
     const turn = b.send('slow-model:60000', { id: 'slow-local' });
     await until('the slow local model call', () => starts() > before);
-    await b.cancel();
-    expect(await turn).toMatchObject({ reason: 'cancelled' });
-    expect(await b.result()).toMatchObject({ endReason: 'cancelled', turns: 1 });
-  }, 300_000);
+    await within('the cancel of a session in a slow local step', 30_000, b.cancel());
+    expect(await within('the turn after the cancel', 45_000, turn)).toMatchObject({ reason: 'cancelled' });
+    expect(await within('the session result after the cancel', 30_000, b.result())).toMatchObject({
+      endReason: 'cancelled',
+      turns: 1,
+    });
+  }, 180_000);
 
   it('300 steps: history bytes per step stay flat, it continues-as-new, the transcript is exact', async () => {
     const steps = 300;

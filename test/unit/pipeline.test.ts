@@ -275,4 +275,28 @@ describe('the JSONL session log', () => {
     ]);
     expect(warnings).toHaveLength(2);
   });
+
+  it("a session's model step event again with other history sizes is its repeat; other text is not", async () => {
+    // A query that comes while a local model step runs completes the open task early; on replay the
+    // step's result lands in another task, so the run's history length and size read there differ.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sink-'));
+    const warnings: string[] = [];
+    const step = (historyEvents: number, historyBytes: number, text = 'step 1') => ({
+      type: 'model/message',
+      seq: 0,
+      time: '2026-01-01T00:00:00.000Z',
+      data: { turn: 1, step: 1, text, toolCalls: [], historyEvents, historyBytes, run: 1 },
+    });
+    const session = 'sluice-session:s';
+    const sink = new JsonlSessionLog(dir, (m) => warnings.push(m));
+    await sink.append('s', [step(12, 3_000)], session);
+    await new JsonlSessionLog(dir, (m) => warnings.push(m)).append('s', [step(9, 2_400)], session);
+    expect((await readSessionLog(dir, 's')).map((e) => e.data.historyEvents)).toEqual([12]); // the first copy stays
+    expect(fs.existsSync(conflictsPath(dir, 's'))).toBe(false);
+    expect(warnings).toEqual([]);
+    // Other text at the same seq is another event, whoever wrote it: kept aside and said.
+    await new JsonlSessionLog(dir, (m) => warnings.push(m)).append('s', [step(12, 3_000, 'step 2')], session);
+    expect(fs.existsSync(conflictsPath(dir, 's'))).toBe(true);
+    expect(warnings).toHaveLength(1);
+  });
 });
