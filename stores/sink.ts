@@ -26,9 +26,9 @@ export function claimsPath(stateDir: string, sessionId: string): string {
 }
 
 /**
- * Who wrote which of the log's seqs, one JSON line `{ wrote, from, to }` per append (the log's
- * events carry no writer): a session workflow claims no seqs, so this is how the sink knows a
- * repeat of its events is its own.
+ * Who wrote which of the log's seqs, one JSON line `{ wrote, from, to }` per append of a writer
+ * with no claim checked by this sink (the log's events carry no writer): a session workflow claims
+ * no seqs, so this is how the sink knows a repeat of its events is its own.
  */
 export function writersPath(stateDir: string, sessionId: string): string {
   return sessionLogPath(stateDir, sessionId).replace(/\.jsonl$/, '.writers.jsonl');
@@ -46,6 +46,12 @@ export { sessionLogPath };
 export class JsonlSessionLog implements EventSink {
   private readonly lastSeq = new Map<string, number>();
   private readonly queues = new Map<string, Promise<void>>();
+  /**
+   * Batches whose claim this sink checked (`session|batch`): their claims say whose seqs are whose,
+   * so their appends need no writers line. Only a shortcut: a batch claimed on another worker
+   * writes the line, which is harmless, and the set is cleared when it grows large.
+   */
+  private readonly claimedHere = new Set<string>();
 
   constructor(
     private readonly stateDir: string,
@@ -82,7 +88,11 @@ export class JsonlSessionLog implements EventSink {
       }
       const mine = claims.findIndex((c) => c.batch === batchId);
       const earlier = claims.slice(0, mine).find((c) => c.startSeq >= startSeq);
-      if (!earlier) return { ok: true };
+      if (!earlier) {
+        if (this.claimedHere.size >= 10_000) this.claimedHere.clear();
+        this.claimedHere.add(`${sessionId}|${batchId}`);
+        return { ok: true };
+      }
       const last = await readLastSeq(sessionLogPath(this.stateDir, sessionId));
       return {
         ok: false,
@@ -128,7 +138,8 @@ export class JsonlSessionLog implements EventSink {
     await fs.mkdir(path.dirname(file), { recursive: true });
     // The writer's line goes first: a crash between the two leaves a line for seqs this writer
     // writes again when its task is retried; a later line for the same seqs is the one that wrote them.
-    if (batchId)
+    // A batch whose claim was checked here needs none: its claim covers its seqs.
+    if (batchId && !this.claimedHere.has(`${sessionId}|${batchId}`))
       await fs.appendFile(
         writersPath(this.stateDir, sessionId),
         `${JSON.stringify({ wrote: batchId, from: fresh[0].seq, to: fresh[fresh.length - 1].seq })}\n`,

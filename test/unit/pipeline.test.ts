@@ -11,7 +11,14 @@ import { applyPostVerdict, foldPreDecision, parseGuardAnswer, parsePreDecision }
 import { canonicalJson, snapshotArguments, snapshotJson } from '../../pipeline/json';
 import { errorCandidate, normalizeResult } from '../../pipeline/normalize';
 import type { Candidate } from '../../pipeline/types';
-import { JsonlSessionLog, conflictsPath, readLastSeq, readSessionLog, sessionLogPath } from '../../stores/sink';
+import {
+  JsonlSessionLog,
+  conflictsPath,
+  readLastSeq,
+  readSessionLog,
+  sessionLogPath,
+  writersPath,
+} from '../../stores/sink';
 
 describe('snapshotJson', () => {
   it('copies plain JSON into frozen objects', () => {
@@ -274,6 +281,34 @@ describe('the JSONL session log', () => {
       [session, 0],
     ]);
     expect(warnings).toHaveLength(2);
+  });
+
+  it('a batch whose claim the sink checked writes no writers line; a session workflow (no claim) does', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sink-'));
+    const sink = new JsonlSessionLog(dir, () => undefined);
+    const event = (seq: number) => ({ type: 'user/message', seq, time: '2026-01-01T00:00:00.000Z', data: { n: seq } });
+    await sink.append('s', [event(0), event(1)], 'sluice-session:s');
+    expect(await sink.claim('s', 2, 'batch-a')).toEqual({ ok: true });
+    await sink.append('s', [event(2), event(3)], 'batch-a');
+    // A batch claimed on another worker (not here) still writes its line: only a shortcut is lost.
+    await new JsonlSessionLog(dir, () => undefined).append('s', [event(4)], 'batch-b');
+    const lines = fs
+      .readFileSync(writersPath(dir, 's'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(lines).toEqual([
+      { wrote: 'sluice-session:s', from: 0, to: 1 },
+      { wrote: 'batch-b', from: 4, to: 4 },
+    ]);
+    // The batch's repeat of its own events is still its own (its claim covers them).
+    await new JsonlSessionLog(dir, () => undefined).append(
+      's',
+      [{ ...event(2), time: '2026-01-01T00:00:05.000Z' }],
+      'batch-a',
+    );
+    expect(fs.existsSync(conflictsPath(dir, 's'))).toBe(false);
+    expect((await readSessionLog(dir, 's')).map((e) => e.seq)).toEqual([0, 1, 2, 3, 4]);
   });
 
   it("a session's model step event again with other history sizes is its repeat; other text is not", async () => {
