@@ -1,0 +1,281 @@
+// How cost grows (issue 29): one session of many steps (history a step adds, the worker's RSS, the
+// pause at each continue-as-new) and one batch of many calls (time per call against a batch of 50).
+// Writes bench/results/scale.{json,md,svg}: steps or calls on x, cost on y.
+// Run: `npx tsx bench/scale.ts [steps=2000] [maxCalls=500]`; BENCH_FAST_QUEUE=1 as in bench/session.ts;
+// `npx tsx bench/scale.ts --plot` redraws the plot from scale.json.
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import { z } from 'zod';
+import { scriptedModel } from '../agent/adapters/scripted';
+import type { ModelRequest } from '../agent/models';
+import { SluiceClient } from '../client/client';
+import { startSession } from '../client/session';
+import { defineConfig, defineTool } from '../define/config';
+import { readSessionLog } from '../stores/sink';
+import { freePort, startDevServer, TRANSFER_QUEUE_FAST } from '../temporal/dev-server';
+import { createSluiceWorker } from '../worker/worker';
+
+const STEPS = Number(process.argv[2] ?? 2_000);
+const MAX_CALLS = Number(process.argv[3] ?? 500);
+const FAST_QUEUE = process.env.BENCH_FAST_QUEUE === '1';
+const CAN_AFTER = 1_000;
+const OUT = path.join(__dirname, 'results');
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const mib = (b: number) => Math.round((b / 2 ** 20) * 10) / 10;
+const load = () => os.loadavg()[0].toFixed(1);
+const say = (m: string) => console.log(`[scale ${new Date().toISOString().slice(11, 19)}] ${m}`);
+
+/** Step s ≤ n: one echo call; then the answer. */
+const stepsOf = (req: ModelRequest) => {
+  const first = req.messages.find((m) => m.role === 'user');
+  return Number(first && first.role === 'user' && typeof first.content === 'string' ? first.content : 0);
+};
+
+interface StepPoint {
+  step: number;
+  run: number;
+  bytesAdded?: number;
+  rssMiB?: number;
+}
+
+async function main() {
+  Runtime.install({ logger: new DefaultLogger('WARN') });
+  const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-bench-scale-'));
+  const server = await startDevServer({
+    stateDir: path.resolve('.sluice'),
+    port: await freePort(),
+    headless: true,
+    dbFile: path.join(stateDir, 'temporal.db'),
+    ...(FAST_QUEUE ? { dynamicConfig: TRANSFER_QUEUE_FAST } : {}),
+  });
+  const connection = await NativeConnection.connect({ address: server.address });
+  const taskQueue = `bench-scale-${process.pid}`;
+  const model = scriptedModel((req) => {
+    const n = stepsOf(req);
+    return req.step <= n
+      ? { text: `step ${req.step}`, calls: [{ id: `c${req.step}`, name: 'echo', args: { n: req.step } }] }
+      : { text: 'done' };
+  }, 'bench');
+  const worker = await createSluiceWorker({
+    connection,
+    taskQueue,
+    stateDir,
+    config: defineConfig({
+      tools: [
+        defineTool({
+          name: 'echo',
+          description: 'echo',
+          input: z.object({ n: z.number() }),
+          isConcurrencySafe: () => true,
+          execute: ({ n }) => n,
+        }),
+      ],
+      models: { bench: model },
+    }),
+  });
+  const running = worker.run();
+  const client = new SluiceClient({ connection, taskQueue });
+  const tag = Date.now().toString(36);
+  const startLoad = load();
+  try {
+    const session = await longSession(client, stateDir, `scale-${tag}`);
+    const batches = await batchSizes(client, `scale-batch-${tag}`);
+    const result = {
+      run: new Date().toISOString(),
+      node: process.version,
+      cores: os.cpus().length,
+      loadAverage: { start: startLoad, end: load() },
+      transferQueue: FAST_QUEUE ? 'fast' : 'default',
+      session,
+      batches,
+    };
+    fs.writeFileSync(path.join(OUT, 'scale.json'), `${JSON.stringify(result, null, 2)}\n`);
+    fs.writeFileSync(path.join(OUT, 'scale.md'), report(result));
+    fs.writeFileSync(path.join(OUT, 'scale.svg'), plot(session.points, batches));
+    say('wrote bench/results/scale.{json,md,svg}');
+  } finally {
+    worker.shutdown();
+    await running;
+    await connection.close();
+    await server.stop();
+    fs.rmSync(stateDir, { recursive: true, force: true });
+  }
+}
+
+/** One session of STEPS steps (one call each), continuing-as-new every CAN_AFTER events. */
+async function longSession(client: SluiceClient, stateDir: string, sessionId: string) {
+  say(`session: ${STEPS} steps, continue-as-new after ${CAN_AFTER} events (load ${load()})`);
+  // RSS of this process (the worker and the client), sampled against the steps logged so far.
+  const rss: { step: number; rssMiB: number }[] = [];
+  let sampling = true;
+  const sampler = (async () => {
+    while (sampling) {
+      const logged = (await readSessionLog(stateDir, sessionId).catch(() => [])).filter(
+        (e) => e.type === 'model/message',
+      ).length;
+      rss.push({ step: logged, rssMiB: mib(process.memoryUsage().rss) });
+      await new Promise((r) => setTimeout(r, 2_000));
+    }
+  })();
+  const began = Date.now();
+  const s = await startSession(client, {
+    sessionId,
+    model: 'bench',
+    endWhenIdle: true,
+    maxStepsPerTurn: STEPS + 5,
+    continueAsNewAfterEvents: CAN_AFTER,
+  });
+  await s.post(String(STEPS), { id: 'go' });
+  const out = await s.result();
+  sampling = false;
+  await sampler;
+  if (out.lastTurn?.text !== 'done') throw new Error(`the session ended with ${JSON.stringify(out.lastTurn)}`);
+  const wallMs = Date.now() - began;
+  const steps = (await readSessionLog(stateDir, sessionId))
+    .filter((e) => e.type === 'model/message')
+    .map((e) => ({ ...(e.data as { step: number; run: number; historyBytes: number }), at: Date.parse(e.time) }));
+  const points: StepPoint[] = steps.map((e, i) => ({
+    step: e.step,
+    run: e.run,
+    ...(i > 0 && steps[i - 1].run === e.run ? { bytesAdded: e.historyBytes - steps[i - 1].historyBytes } : {}),
+  }));
+  for (const r of rss) points.push({ step: r.step, run: 0, rssMiB: r.rssMiB });
+  // Bytes a step adds, median per 100 steps: flat means the last bucket within 5 % of the first.
+  const buckets = new Map<number, number[]>();
+  for (const p of points)
+    if (p.bytesAdded !== undefined)
+      buckets.set(Math.floor(p.step / 100), [...(buckets.get(Math.floor(p.step / 100)) ?? []), p.bytesAdded]);
+  const perBucket = [...buckets]
+    .sort(([a], [b]) => a - b)
+    .map(([k, xs]) => ({ fromStep: k * 100, bytesPerStep: median(xs) }));
+  // The pause at a continue-as-new: the gap (workflow time) between the last step of a run and the
+  // first of the next, against the median gap between steps.
+  const gaps = steps.slice(1).map((e, i) => ({ gap: e.at - steps[i].at, newRun: e.run !== steps[i].run }));
+  const stepGapMs = median(gaps.filter((g) => !g.newRun).map((g) => g.gap));
+  const canPausesMs = gaps.filter((g) => g.newRun).map((g) => g.gap);
+  const rssValues = rss.filter((r) => r.step >= 50).map((r) => r.rssMiB);
+  const summary = {
+    steps: steps.length,
+    runs: new Set(steps.map((e) => e.run)).size,
+    wallMs,
+    msPerStep: Math.round((wallMs / steps.length) * 10) / 10,
+    stepGapMs,
+    bytesPerStep: perBucket,
+    bytesFlatWithin:
+      Math.round((perBucket[perBucket.length - 1].bytesPerStep / perBucket[0].bytesPerStep - 1) * 1000) / 10,
+    canPausesMs,
+    rssMiB: {
+      min: Math.min(...rssValues),
+      max: Math.max(...rssValues),
+      spread: Math.round((Math.max(...rssValues) - Math.min(...rssValues)) * 10) / 10,
+    },
+    points,
+  };
+  say(
+    `session: ${summary.steps} steps in ${summary.runs} runs, ${summary.msPerStep} ms a step; bytes a step adds ${perBucket[0].bytesPerStep} → ${perBucket[perBucket.length - 1].bytesPerStep} (${summary.bytesFlatWithin} %); continue-as-new pauses ${canPausesMs.join(', ')} ms (a step: ${stepGapMs} ms); RSS ${summary.rssMiB.min}-${summary.rssMiB.max} MiB (load ${load()})`,
+  );
+  return summary;
+}
+
+/** One batch of each size, twice: wall time per call, against the batch of 50. */
+async function batchSizes(client: SluiceClient, prefix: string) {
+  const sizes = [50, 100, 250, MAX_CALLS].filter((n, i, all) => n <= MAX_CALLS && all.indexOf(n) === i);
+  const out: { calls: number; msPerCall: number; ratioTo50: number }[] = [];
+  for (const calls of sizes) {
+    const times: number[] = [];
+    for (let round = 0; round < 2; round++) {
+      const sessionId = `${prefix}-${calls}-${round}`;
+      const began = performance.now();
+      await client.runBatch({
+        sessionId,
+        turn: 1,
+        step: 1,
+        calls: Array.from({ length: calls }, (_, i) => ({ id: `c${i}`, name: 'echo', arguments: { n: i } })),
+        startSeq: 0,
+      });
+      times.push(performance.now() - began);
+    }
+    const msPerCall = Math.round((Math.min(...times) / calls) * 100) / 100;
+    out.push({ calls, msPerCall, ratioTo50: Math.round((msPerCall / (out[0]?.msPerCall ?? msPerCall)) * 100) / 100 });
+    say(`batch of ${calls}: ${msPerCall} ms a call (the better of 2; load ${load()})`);
+  }
+  return out;
+}
+
+type Session = Awaited<ReturnType<typeof longSession>>;
+type Batches = Awaited<ReturnType<typeof batchSizes>>;
+
+function report(r: {
+  run: string;
+  loadAverage: { start: string; end: string };
+  transferQueue: string;
+  session: Session;
+  batches: Batches;
+}): string {
+  const s = r.session;
+  return `Run ${r.run}: load average ${r.loadAverage.start} at start, ${r.loadAverage.end} at end; dev server transfer queue ${r.transferQueue}.
+
+| how cost grows (issue 29) | value | limit | met |
+|---|---|---|---|
+| session of ${s.steps} steps: bytes a step adds, last 100 steps against the first | ${s.bytesPerStep[0].bytesPerStep} → ${s.bytesPerStep[s.bytesPerStep.length - 1].bytesPerStep} (${s.bytesFlatWithin} %) | within 5 % | ${Math.abs(s.bytesFlatWithin) <= 5 ? 'yes' : '**no**'} |
+| worker RSS over the session (from step 50) | ${s.rssMiB.min}-${s.rssMiB.max} MiB (spread ${s.rssMiB.spread}) | within 50 MiB | ${s.rssMiB.spread <= 50 ? 'yes' : '**no**'} |
+| pause at each continue-as-new (${s.runs - 1}) | ${s.canPausesMs.join(', ')} ms (a step: ${s.stepGapMs} ms) | under 1,000 ms | ${s.canPausesMs.every((p) => p < 1_000) ? 'yes' : '**no**'} |
+${r.batches.map((b) => `| batch of ${b.calls}: ms a call | ${b.msPerCall} (${b.ratioTo50}× the batch of 50) | ${b.calls === r.batches[r.batches.length - 1].calls ? 'within 1.5×' : '–'} | ${b.calls === r.batches[r.batches.length - 1].calls ? (b.ratioTo50 <= 1.5 ? 'yes' : '**no**') : '–'} |`).join('\n')}
+
+The session ran ${s.steps} steps in ${s.runs} runs, ${s.msPerStep} ms a step (wall). Plot: scale.svg.
+`;
+}
+
+/** Three panels: bytes a step adds and RSS against the step; ms a call against the batch size. */
+function plot(points: StepPoint[], batches: Batches): string {
+  const W = 900;
+  const H = 220;
+  const panels = [
+    {
+      title: 'history bytes a step adds (each step)',
+      xLabel: 'step',
+      xs: points.filter((p) => p.bytesAdded !== undefined).map((p) => [p.step, p.bytesAdded!]),
+    },
+    {
+      title: 'worker RSS, MiB (sampled every 2 s)',
+      xLabel: 'step',
+      xs: points.filter((p) => p.rssMiB !== undefined).map((p) => [p.step, p.rssMiB!]),
+    },
+    {
+      title: 'ms a call, by calls in the batch',
+      xLabel: 'calls in the batch',
+      xs: batches.map((b) => [b.calls, b.msPerCall]),
+    },
+  ];
+  const body = panels
+    .map((p, k) => {
+      const top = k * (H + 30) + 30;
+      const maxX = Math.max(...p.xs.map(([x]) => x), 1);
+      const maxY = Math.max(...p.xs.map(([, y]) => y), 1) * 1.1;
+      const X = (x: number) => 70 + (x / maxX) * (W - 100);
+      const Y = (y: number) => top + H - (y / maxY) * H;
+      const line = p.xs.map(([x, y]) => `${X(x).toFixed(1)},${Y(y).toFixed(1)}`).join(' ');
+      return `<text x="70" y="${top - 8}" font-size="13">${p.title}</text>
+<line x1="70" y1="${top + H}" x2="${W - 30}" y2="${top + H}" stroke="#999"/><line x1="70" y1="${top}" x2="70" y2="${top + H}" stroke="#999"/>
+<text x="64" y="${top + 10}" font-size="11" text-anchor="end">${Math.round(maxY)}</text><text x="64" y="${top + H}" font-size="11" text-anchor="end">0</text>
+<text x="${W - 30}" y="${top + H + 14}" font-size="11" text-anchor="end">${maxX}</text><text x="${W / 2}" y="${top + H + 14}" font-size="11" text-anchor="middle">${p.xLabel}</text>
+<polyline fill="none" stroke="#7b3fa0" stroke-width="1.2" points="${line}"/>`;
+    })
+    .join('\n');
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${3 * (H + 30) + 20}" font-family="sans-serif">
+${body}
+</svg>
+`;
+}
+
+// `--plot` draws scale.svg again from scale.json, without running anything.
+if (process.argv[2] === '--plot') {
+  const r = JSON.parse(fs.readFileSync(path.join(OUT, 'scale.json'), 'utf8'));
+  fs.writeFileSync(path.join(OUT, 'scale.svg'), plot(r.session.points, r.batches));
+} else
+  main().catch((err) => {
+    console.error(err);
+    process.exit(1);
+  });
