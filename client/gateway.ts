@@ -511,6 +511,13 @@ async function serve(o: ReturnType<typeof parseOptions>, log: (s: string) => voi
     const server = gatewayServer(gw, () => session);
     const closed = new Promise<void>((resolve) => {
       server.onclose = () => resolve();
+      // The SDK's stdio transport does not close when its client goes away. A client that started
+      // the gateway through npx stops npx, not the gateway, and the gateway's stdin just ends:
+      // without these it (and the upstream servers it started) outlived every session.
+      process.stdin.once('end', () => resolve());
+      process.stdin.once('close', () => resolve());
+      process.once('SIGTERM', () => resolve());
+      process.once('SIGINT', () => resolve());
     });
     await server.connect(new (mcpSdk().StdioServerTransport)());
     log(`sluice gateway: ${tools.length} tools on stdio, session ${session}, task queue ${o.taskQueue}\n`);

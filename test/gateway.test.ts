@@ -3,7 +3,7 @@
 // SDK (test/fixtures/gateway/upstream.mjs, which logs every call it receives), with a worker on the
 // run's dev server running test/fixtures/gateway.config.ts (a guard that denies, a post-execute
 // handler that redacts, the upstream's destructive tool asking a person).
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as http from 'node:http';
 import * as path from 'node:path';
@@ -22,7 +22,7 @@ import { readLinkToken } from '../activities/approval-links';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import type { PendingApproval } from '../pipeline/types';
 import { loadConfig } from '../worker/load-config';
-import { eventually } from './eventually';
+import { eventually, within } from './eventually';
 import {
   BIN,
   GATEWAY_CONFIG,
@@ -87,6 +87,23 @@ function approvalFor(tool: string, marker: string): Promise<PendingApproval> {
 }
 
 describe('sluice gateway over stdio', () => {
+  it('exits when its client goes away and its stdin ends (a client that started it through npx stops only npx)', async () => {
+    const child = spawn(process.execPath, gatewayArgs(), {
+      env: { ...process.env, GATEWAY_MARKS: marks },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let err = '';
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    try {
+      await eventually('the stdio gateway to serve', () => /tools on stdio/.test(err), { timeoutMs: 60_000 });
+      child.stdin.end();
+      expect(await within('the gateway to exit after its stdin ended', 30_000, exited), err).toBe(0);
+    } finally {
+      child.kill('SIGKILL');
+    }
+  }, 120_000);
+
   it("lists the config's tools: the upstream's, with their input schemas", async () => {
     const { tools } = await stdio.listTools();
     expect(
