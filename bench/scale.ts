@@ -6,32 +6,19 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
-import { z } from 'zod';
-import { scriptedModel } from '../agent/adapters/scripted';
-import type { ModelRequest } from '../agent/models';
-import { SluiceClient } from '../client/client';
+import type { SluiceClient } from '../client/client';
 import { startSession } from '../client/session';
-import { defineConfig, defineTool } from '../define/config';
 import { readSessionLog } from '../stores/sink';
-import { freePort, startDevServer, TRANSFER_QUEUE_FAST } from '../temporal/dev-server';
-import { createSluiceWorker } from '../worker/worker';
+import { FAST_QUEUE, startSessionBench } from './session-bench';
 
 const STEPS = Number(process.argv[2] ?? 2_000);
 const MAX_CALLS = Number(process.argv[3] ?? 500);
-const FAST_QUEUE = process.env.BENCH_FAST_QUEUE === '1';
 const CAN_AFTER = 1_000;
 const OUT = path.join(__dirname, 'results');
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const mib = (b: number) => Math.round((b / 2 ** 20) * 10) / 10;
 const load = () => os.loadavg()[0].toFixed(1);
 const say = (m: string) => console.log(`[scale ${new Date().toISOString().slice(11, 19)}] ${m}`);
-
-/** Step s ≤ n: one echo call; then the answer. */
-const stepsOf = (req: ModelRequest) => {
-  const first = req.messages.find((m) => m.role === 'user');
-  return Number(first && first.role === 'user' && typeof first.content === 'string' ? first.content : 0);
-};
 
 interface StepPoint {
   step: number;
@@ -41,42 +28,7 @@ interface StepPoint {
 }
 
 async function main() {
-  Runtime.install({ logger: new DefaultLogger('WARN') });
-  const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-bench-scale-'));
-  const server = await startDevServer({
-    stateDir: path.resolve('.sluice'),
-    port: await freePort(),
-    headless: true,
-    dbFile: path.join(stateDir, 'temporal.db'),
-    ...(FAST_QUEUE ? { dynamicConfig: TRANSFER_QUEUE_FAST } : {}),
-  });
-  const connection = await NativeConnection.connect({ address: server.address });
-  const taskQueue = `bench-scale-${process.pid}`;
-  const model = scriptedModel((req) => {
-    const n = stepsOf(req);
-    return req.step <= n
-      ? { text: `step ${req.step}`, calls: [{ id: `c${req.step}`, name: 'echo', args: { n: req.step } }] }
-      : { text: 'done' };
-  }, 'bench');
-  const worker = await createSluiceWorker({
-    connection,
-    taskQueue,
-    stateDir,
-    config: defineConfig({
-      tools: [
-        defineTool({
-          name: 'echo',
-          description: 'echo',
-          input: z.object({ n: z.number() }),
-          isConcurrencySafe: () => true,
-          execute: ({ n }) => n,
-        }),
-      ],
-      models: { bench: model },
-    }),
-  });
-  const running = worker.run();
-  const client = new SluiceClient({ connection, taskQueue });
+  const { stateDir, client, close } = await startSessionBench('scale');
   const tag = Date.now().toString(36);
   const startLoad = load();
   try {
@@ -96,11 +48,7 @@ async function main() {
     fs.writeFileSync(path.join(OUT, 'scale.svg'), plot(session.points, batches));
     say('wrote bench/results/scale.{json,md,svg}');
   } finally {
-    worker.shutdown();
-    await running;
-    await connection.close();
-    await server.stop();
-    fs.rmSync(stateDir, { recursive: true, force: true });
+    await close();
   }
 }
 

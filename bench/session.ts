@@ -19,52 +19,24 @@
 // activity (`modelCall: { local: true }`); the breakdown and the timeline are printed for both.
 import * as fs from 'node:fs';
 import * as os from 'node:os';
-import * as path from 'node:path';
 import { temporal } from '@temporalio/proto';
-import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
-import { z } from 'zod';
-import { scriptedModel, type ScriptStep } from '../agent/adapters/scripted';
-import type { ModelRequest } from '../agent/models';
-import { SluiceClient } from '../client/client';
+import type { scriptedModel } from '../agent/adapters/scripted';
+import type { SluiceClient } from '../client/client';
 import { startSession } from '../client/session';
 import type { AgentMessage } from '../pipeline/session';
 import type { SessionState } from '../pipeline/types';
-import { defineConfig, defineTool } from '../define/config';
-import { freePort, startDevServer, TRANSFER_QUEUE_FAST } from '../temporal/dev-server';
 import { readSessionLog } from '../stores/sink';
-import { createSluiceWorker } from '../worker/worker';
+import { FAST_QUEUE, startSessionBench } from './session-bench';
 import { batchWorkflowId } from '../workflows/definitions';
 import { sessionWorkflowId } from '../workflows/session-definitions';
 
 const STEPS = Number(process.argv[2] ?? 50);
 const LONG = Number(process.argv[3] ?? 300);
 const ROUNDS = 3;
-const FAST_QUEUE = process.env.BENCH_FAST_QUEUE === '1';
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
-/** Step s < n: one echo call; step n: the answer. The same for the session and the hand loop. */
-const answer =
-  (n: number) =>
-  (req: { step: number }): ScriptStep =>
-    req.step <= n
-      ? { text: `step ${req.step}`, calls: [{ id: `c${req.step}`, name: 'echo', args: { n: req.step } }] }
-      : { text: 'done' };
-const stepsOf = (req: ModelRequest) => {
-  const first = req.messages.find((m) => m.role === 'user');
-  return Number(first && first.role === 'user' && typeof first.content === 'string' ? first.content : 0);
-};
-
 async function main() {
-  Runtime.install({ logger: new DefaultLogger('WARN') });
-  const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-bench-session-'));
-  const server = await startDevServer({
-    stateDir: path.resolve('.sluice'),
-    port: await freePort(),
-    headless: true,
-    dbFile: path.join(stateDir, 'temporal.db'),
-    ...(FAST_QUEUE ? { dynamicConfig: TRANSFER_QUEUE_FAST } : {}),
-  });
-  // The dev server's CPU (user + system ms), from /proc where there is one.
+  const { stateDir, server, client, model, close } = await startSessionBench('session');
   const serverCpuMs = () => {
     try {
       const f = fs.readFileSync(`/proc/${server.pid}/stat`, 'utf8').split(') ')[1].split(' ');
@@ -73,28 +45,6 @@ async function main() {
       return Number.NaN;
     }
   };
-  const connection = await NativeConnection.connect({ address: server.address });
-  const taskQueue = `bench-session-${process.pid}`;
-  const model = scriptedModel((req) => answer(stepsOf(req))(req), 'bench');
-  const worker = await createSluiceWorker({
-    connection,
-    taskQueue,
-    stateDir,
-    config: defineConfig({
-      tools: [
-        defineTool({
-          name: 'echo',
-          description: 'echo',
-          input: z.object({ n: z.number() }),
-          isConcurrencySafe: () => true,
-          execute: ({ n }) => n,
-        }),
-      ],
-      models: { bench: model },
-    }),
-  });
-  const running = worker.run();
-  const client = new SluiceClient({ connection, taskQueue });
   const tag = Date.now().toString(36);
   try {
     // warm-up: bundles loaded, connections open
@@ -175,11 +125,7 @@ async function main() {
       `history bytes a step adds (median of the steps within 5): step 10: ${near(10)}, step 100: ${near(100)}, step ${LONG}: ${near(LONG - 5)}; ${LONG + 1} steps in ${runs} run(s) (continue-as-new after 1,000 events)`,
     );
   } finally {
-    worker.shutdown();
-    await running;
-    await connection.close();
-    await server.stop();
-    fs.rmSync(stateDir, { recursive: true, force: true });
+    await close();
   }
 }
 
