@@ -116,6 +116,25 @@ describe('cancellation mid-batch', () => {
       expect(out.events.filter((e) => e.type === 'tool/result' && e.data.callId === id)).toHaveLength(1);
     }
   });
+
+  // The bodies share one cancellation scope (workflows/call-pipeline.ts): a cancel must still reach
+  // each body that runs, once, and leave a body that already ended alone.
+  it('asks every running body to stop, once each, and not a body that already ended', async () => {
+    const req = batch([call('quick', 10, true), call('slowA', 30_000, true), call('slowB', 30_000, true)]);
+    const handle = await h.client.startBatch(req);
+    await eventually(
+      'both slow bodies to run, after the quick one ended',
+      () => ['slowA', 'slowB'].every((id) => spans.some((s) => s.id === id && s.end === 0)) && span('quick')?.end > 0,
+    );
+    await handle.cancel();
+    const out: BatchOutput = await handle.result();
+    const [quick, slowA, slowB] = out.results.map((r) => r.result);
+    expect(quick.isError).toBe(false);
+    expect(slowA.error?.code).toBe('ABORTED');
+    expect(slowB.error?.code).toBe('ABORTED');
+    const { events } = await h.client.temporal.workflow.getHandle(handle.workflowId).fetchHistory();
+    expect((events ?? []).filter((e) => e.activityTaskCancelRequestedEventAttributes)).toHaveLength(2);
+  });
 });
 
 describe('idempotent resubmission', () => {

@@ -68,7 +68,14 @@ import { attemptLost, lostWords, reconcileCall } from './reconcile';
 export const DEFAULT_MAX_PARALLEL = 10;
 
 export class CallPipeline {
-  private readonly bodyScopes = new Set<CancellationScope>();
+  /**
+   * The scope every body activity runs in, made at the first body, so a batch cancel stops them
+   * all with one request. One per batch rather than one per body: the SDK records a stack trace
+   * for every promise a workflow creates (for its stack trace query), and a scope makes four, so
+   * a scope per call cost more worker CPU than the rest of the call's scheduling. The same
+   * commands either way (docs/performance.md, "Worker CPU per call: where it goes").
+   */
+  private bodyScope?: CancellationScope;
   /** Stage 5 and around it: grants, asks raised together, the ask itself, then the guards. */
   private readonly approval: ApprovalStage;
   private readonly ledger: CallLedger;
@@ -254,8 +261,8 @@ export class CallPipeline {
             summary,
           });
     this.tracker.stage(adm.call.id, 'executing');
-    const scope = new CancellationScope({ cancellable: true });
-    this.bodyScopes.add(scope);
+    // Made where the first body runs, so its parent is the scope the per-body scopes had.
+    const scope = (this.bodyScope ??= new CancellationScope({ cancellable: true }));
     this.ledger.bodyStarted(adm.call.id);
     try {
       const out = unpackBodyResult(await scope.run(() => body.executeBody(packCallRef(ref))));
@@ -277,7 +284,6 @@ export class CallPipeline {
     } finally {
       // A body that runs alone may have changed anything: asks raised ahead are re-checked.
       if (!p.concurrencySafe) this.runner.bodyEnded();
-      this.bodyScopes.delete(scope);
       this.ledger.bodyEnded(adm.call.id);
       this.tracker.stage(adm.call.id, 'post-execute');
     }
@@ -393,7 +399,8 @@ export class CallPipeline {
 
   /** Batch cancel: running bodies are asked to stop (bash kills its process group). */
   cancelRunningBodies(): void {
-    for (const scope of this.bodyScopes) scope.cancel();
+    // Bodies that ended are not asked again: the SDK sends a cancel only for an activity still open.
+    this.bodyScope?.cancel();
   }
 
   /** True while the call's body activity runs (a run_code program can call tools only then). */
