@@ -2,6 +2,7 @@
 import { startInbox } from '../client/inbox/server';
 import { DEFAULT_STATE_DIR } from '../stores/session-log-path';
 import { openStores } from '../stores/stores';
+import { untilStopSignal } from '../support/stop-signal';
 import { defineCommand } from './command';
 import { INBOX_FLAGS, INBOX_OPTIONS, inboxSettings } from './inbox-options';
 import { client, CONNECTION_FLAGS, CONNECTION_OPTIONS, STORE_FLAGS, STORE_OPTIONS } from './shared';
@@ -39,10 +40,7 @@ ${CONNECTION_OPTIONS}`,
         `warning: the inbox listens on ${settings.host} and anyone who reaches it can approve calls under any name; put it behind a proxy that authenticates and pass --trusted-user-header`,
       );
     }
-    await new Promise<void>((resolve) => {
-      process.once('SIGINT', resolve);
-      process.once('SIGTERM', resolve);
-    });
+    await untilStopSignal();
     await inbox.close();
     await stores.close();
     await close();

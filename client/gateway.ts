@@ -32,6 +32,7 @@ import { loadConfig } from '../worker/load-config';
 import { parseToolManifest, type ToolSchema, toolSchemas } from '../define/config';
 import { dataConverterFromEnv } from '../temporal/codec';
 import { requireOptional } from '../support/optional';
+import { untilStopSignal } from '../support/stop-signal';
 import * as fs from 'node:fs';
 import { type BatchHandle, SluiceClient } from './client';
 import { connectClient } from '../temporal/connection';
@@ -509,16 +510,16 @@ async function serve(o: ReturnType<typeof parseOptions>, log: (s: string) => voi
     if (o.http) return await serveHttp(gw, o, log);
     const session = o.session ?? `gateway-${randomUUID()}`;
     const server = gatewayServer(gw, () => session);
-    const closed = new Promise<void>((resolve) => {
-      server.onclose = () => resolve();
-      // The SDK's stdio transport does not close when its client goes away. A client that started
-      // the gateway through npx stops npx, not the gateway, and the gateway's stdin just ends:
-      // without these it (and the upstream servers it started) outlived every session.
-      process.stdin.once('end', () => resolve());
-      process.stdin.once('close', () => resolve());
-      process.once('SIGTERM', () => resolve());
-      process.once('SIGINT', () => resolve());
-    });
+    const closed = untilStopSignal(
+      new Promise<void>((resolve) => {
+        server.onclose = () => resolve();
+        // The SDK's stdio transport does not close when its client goes away. A client that started
+        // the gateway through npx stops npx, not the gateway, and the gateway's stdin just ends:
+        // without these it (and the upstream servers it started) outlived every session.
+        process.stdin.once('end', () => resolve());
+        process.stdin.once('close', () => resolve());
+      }),
+    );
     await server.connect(new (mcpSdk().StdioServerTransport)());
     log(`sluice gateway: ${tools.length} tools on stdio, session ${session}, task queue ${o.taskQueue}\n`);
     await closed;
@@ -533,10 +534,7 @@ async function serveHttp(gw: GatewayOptions, o: ReturnType<typeof parseOptions>,
   if (o.tokenEnv && !token) throw new Error(`--token-env ${o.tokenEnv}: that environment variable is empty or unset`);
   const served = await startGatewayHttp(gw, { host: o.host, port: o.port, ...(token ? { token } : {}) });
   log(`sluice gateway: ${gw.tools.length} tools on ${served.url}, task queue ${gw.sluice.taskQueue}\n`);
-  await new Promise<void>((resolve) => {
-    process.once('SIGINT', resolve);
-    process.once('SIGTERM', resolve);
-  });
+  await untilStopSignal();
   await served.close();
   return 0;
 }

@@ -10,6 +10,7 @@ import { parseArgs } from 'node:util';
 import { SluiceClient } from '../client';
 import { connectClient } from '../../temporal/connection';
 import { dataConverterFromEnv } from '../../temporal/codec';
+import { untilStopSignal } from '../../support/stop-signal';
 import {
   answerBody,
   type HarnessDialect,
@@ -268,11 +269,8 @@ async function serve(o: HookOptions, port: number, host: string, log: (s: string
   if (host === 'localhost' || host === '::1' || host.startsWith('127.'))
     allowedHosts = [`127.0.0.1:${bound}`, `localhost:${bound}`, `[::1]:${bound}`, `${host}:${bound}`];
   log(`sluice hook: serving http hooks on http://${host}:${bound}/claude\n`);
-  await new Promise<void>((resolve) => {
-    const stop = () => server.close(() => resolve());
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
-  });
+  await untilStopSignal();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
   return 0;
 }
 
