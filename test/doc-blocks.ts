@@ -8,7 +8,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { eventually } from './eventually';
+import { eventually, within } from './eventually';
 import { REPO } from './fresh-app';
 
 export interface DocBlock {
@@ -113,15 +113,11 @@ export function startProcess(
       );
     },
     async succeeds(timeoutMs = 240_000) {
-      let timer: NodeJS.Timeout | undefined;
-      const late = new Promise<'late'>((r) => {
-        timer = setTimeout(() => r('late'), timeoutMs);
-      });
-      const outcome = await Promise.race([exited, late]);
-      clearTimeout(timer);
-      if (outcome === 'late') {
+      try {
+        await within(`${label} to finish`, timeoutMs, exited);
+      } catch (late) {
         await proc.stop();
-        throw new Error(`${label} did not finish in ${timeoutMs / 1000} s (it hangs):\n${output()}`);
+        throw new Error(`${(late as Error).message} (it hangs):\n${output()}`);
       }
       if (code !== 0) throw new Error(`${label} exited with ${code}:\n${output()}`);
       started.delete(proc);
