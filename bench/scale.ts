@@ -8,7 +8,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { SluiceClient } from '../client/client';
 import { startSession } from '../client/session';
-import { readSessionLog } from '../stores/sink';
+import { readSessionLog, sessionLogPath } from '../stores/sink';
 import { FAST_QUEUE, startSessionBench } from './session-bench';
 
 const STEPS = Number(process.argv[2] ?? 2_000);
@@ -57,13 +57,11 @@ async function longSession(client: SluiceClient, stateDir: string, sessionId: st
   say(`session: ${STEPS} steps, continue-as-new after ${CAN_AFTER} events (load ${load()})`);
   // RSS of this process (the worker and the client), sampled against the steps logged so far.
   const rss: { step: number; rssMiB: number }[] = [];
+  const stepsLogged = stepCounter(sessionLogPath(stateDir, sessionId));
   let sampling = true;
   const sampler = (async () => {
     while (sampling) {
-      const logged = (await readSessionLog(stateDir, sessionId).catch(() => [])).filter(
-        (e) => e.type === 'model/message',
-      ).length;
-      rss.push({ step: logged, rssMiB: mib(process.memoryUsage().rss) });
+      rss.push({ step: await stepsLogged(), rssMiB: mib(process.memoryUsage().rss) });
       await new Promise((r) => setTimeout(r, 2_000));
     }
   })();
@@ -125,6 +123,47 @@ async function longSession(client: SluiceClient, stateDir: string, sessionId: st
     `session: ${summary.steps} steps in ${summary.runs} runs, ${summary.msPerStep} ms a step; bytes a step adds ${perBucket[0].bytesPerStep} → ${perBucket[perBucket.length - 1].bytesPerStep} (${summary.bytesFlatWithin} %); continue-as-new pauses ${canPausesMs.join(', ')} ms (a step: ${stepGapMs} ms); RSS ${summary.rssMiB.min}-${summary.rssMiB.max} MiB (load ${load()})`,
   );
   return summary;
+}
+
+/**
+ * The model steps a session log holds so far, counted as the log grows: each call reads only the
+ * bytes appended since the one before (the log is append-only), so sampling costs the same at step
+ * 2,000 as at step 10, where reading the whole log each time read some 24,000 events by then.
+ */
+function stepCounter(file: string): () => Promise<number> {
+  let offset = 0;
+  // The end of the last read after its last newline: a line still being appended.
+  let rest = Buffer.alloc(0);
+  let steps = 0;
+  return async () => {
+    let handle: fs.promises.FileHandle;
+    try {
+      handle = await fs.promises.open(file, 'r');
+    } catch {
+      return steps; // not written yet
+    }
+    try {
+      const { size } = await handle.stat();
+      if (size <= offset) return steps;
+      const read = Buffer.alloc(size - offset);
+      const { bytesRead } = await handle.read(read, 0, read.length, offset);
+      offset += bytesRead;
+      const text = Buffer.concat([rest, read.subarray(0, bytesRead)]);
+      const end = text.lastIndexOf(0x0a) + 1;
+      rest = Buffer.from(text.subarray(end));
+      for (const line of text.subarray(0, end).toString('utf8').split('\n')) {
+        if (!line.trim()) continue;
+        try {
+          if (JSON.parse(line).type === 'model/message') steps++;
+        } catch {
+          // a torn line from a crash mid-append carries no complete event (as readSessionLog)
+        }
+      }
+      return steps;
+    } finally {
+      await handle.close();
+    }
+  };
 }
 
 /** One batch of each size, twice: wall time per call, against the batch of 50. */
