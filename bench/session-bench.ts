@@ -30,7 +30,12 @@ export const stepsOf = (req: ModelRequest) => {
   return Number(first && first.role === 'user' && typeof first.content === 'string' ? first.content : 0);
 };
 
-export async function startSessionBench(name: string) {
+export interface SessionBenchOptions {
+  /** Awaited in each model step before it answers (bench/scale-heap.ts measures memory there). */
+  beforeStep?: (req: ModelRequest) => Promise<void>;
+}
+
+export async function startSessionBench(name: string, opts: SessionBenchOptions = {}) {
   Runtime.install({ logger: new DefaultLogger('WARN') });
   const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), `sluice-bench-${name}-`));
   const server = await startDevServer({
@@ -42,7 +47,10 @@ export async function startSessionBench(name: string) {
   });
   const connection = await NativeConnection.connect({ address: server.address });
   const taskQueue = `bench-${name}-${process.pid}`;
-  const model = scriptedModel((req) => answer(stepsOf(req))(req), 'bench');
+  const model = scriptedModel(async (req) => {
+    await opts.beforeStep?.(req);
+    return answer(stepsOf(req))(req);
+  }, 'bench');
   const worker = await createSluiceWorker({
     connection,
     taskQueue,
@@ -67,6 +75,7 @@ export async function startSessionBench(name: string) {
     server,
     client,
     model,
+    worker,
     async close() {
       worker.shutdown();
       await running;
