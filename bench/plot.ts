@@ -132,3 +132,56 @@ function fmt(v: number): string {
 function esc(s: string): string {
   return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }
+
+/** A panel of (x, y) points from 0 on both axes: a line through them, or dots each with a label. */
+export interface XyPanel {
+  title: string;
+  xLabel: string;
+  points: [number, number][];
+  /** Dots instead of a line (for points that are separate runs, not a series), each with its label. */
+  dots?: { labels: string[] };
+  /** A dashed horizontal line, such as a target, labelled mid-panel (clear of dots at either end). */
+  reference?: { y: number; label: string };
+}
+
+/** Panels one under the other, 900 wide (bench/scale.ts, bench/drain-scale.ts). */
+export function xyPanelsSvg(panels: XyPanel[]): string {
+  const W = 900;
+  const H = 220;
+  const body = panels
+    .map((p, k) => {
+      const top = k * (H + 30) + 30;
+      const maxX = Math.max(...p.points.map(([x]) => x), 1);
+      const maxY = Math.max(...p.points.map(([, y]) => y), p.reference?.y ?? 0, 1) * 1.1;
+      const X = (x: number) => 70 + (x / maxX) * (W - 100);
+      const Y = (y: number) => top + H - (y / maxY) * H;
+      const line = p.points.map(([x, y]) => `${X(x).toFixed(1)},${Y(y).toFixed(1)}`).join(' ');
+      // A label reads away from the nearer edge, and below any earlier label it would cover.
+      const label = (x: number, y: number, i: number) => {
+        const under = p.points.slice(0, i).filter(([ox, oy]) => ox === x && Math.abs(Y(oy) - Y(y)) < 14).length;
+        const right = X(x) > W / 2;
+        return `<text x="${(X(x) + (right ? -7 : 7)).toFixed(1)}" y="${(Y(y) - 6 + 14 * under).toFixed(1)}" font-size="11"${right ? ' text-anchor="end"' : ''}>${esc(p.dots!.labels[i] ?? '')}</text>`;
+      };
+      const marks = p.dots
+        ? p.points
+            .map(
+              ([x, y], i) =>
+                `<circle cx="${X(x).toFixed(1)}" cy="${Y(y).toFixed(1)}" r="4" fill="#7b3fa0"/>${label(x, y, i)}`,
+            )
+            .join('\n')
+        : `<polyline fill="none" stroke="#7b3fa0" stroke-width="1.2" points="${line}"/>`;
+      const reference = p.reference
+        ? `\n<line x1="70" y1="${Y(p.reference.y).toFixed(1)}" x2="${W - 30}" y2="${Y(p.reference.y).toFixed(1)}" stroke="#c0392b" stroke-dasharray="6 4"/><text x="${W / 2}" y="${(Y(p.reference.y) - 5).toFixed(1)}" font-size="11" text-anchor="middle" fill="#c0392b">${esc(p.reference.label)}</text>`
+        : '';
+      return `<text x="70" y="${top - 8}" font-size="13">${p.title}</text>
+<line x1="70" y1="${top + H}" x2="${W - 30}" y2="${top + H}" stroke="#999"/><line x1="70" y1="${top}" x2="70" y2="${top + H}" stroke="#999"/>
+<text x="64" y="${top + 10}" font-size="11" text-anchor="end">${Math.round(maxY)}</text><text x="64" y="${top + H}" font-size="11" text-anchor="end">0</text>
+<text x="${W - 30}" y="${top + H + 14}" font-size="11" text-anchor="end">${maxX}</text><text x="${W / 2}" y="${top + H + 14}" font-size="11" text-anchor="middle">${p.xLabel}</text>
+${marks}${reference}`;
+    })
+    .join('\n');
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${panels.length * (H + 30) + 20}" font-family="sans-serif">
+${body}
+</svg>
+`;
+}

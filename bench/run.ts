@@ -29,16 +29,14 @@
 // BENCH_BEFORE=<name in bench/results, or a path to a result file>: the report lists the change of
 // every figure beside its noise band (how far the figure moved between the rounds of each run).
 import { temporal } from '@temporalio/proto';
-import { bundleWorkflowCode, NativeConnection } from '@temporalio/worker';
-import { fork, execSync, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { type BatchHandle, SluiceClient } from '../client/client';
 import type { BatchOutput, PendingApproval } from '../pipeline/types';
 import { stateQuery } from '../workflows/definitions';
-import { freePort, startDevServer } from '../temporal/dev-server';
-import { DEFAULT_MAX_CACHED_BATCHES, WORKFLOWS_PATH } from '../worker/worker';
+import { DEFAULT_MAX_CACHED_BATCHES } from '../worker/worker';
+import { approvalStarter, drainBySignal, startWaiting, waitingMemory } from './approval-bulk';
 import { bareDecisionSignal, bareWaitingQuery } from './bare-workflow';
 import { echo, echoBody, localEcho, serialEcho } from './config';
 import { historyBreakdown } from './breakdown';
@@ -56,8 +54,19 @@ import type {
   SectionLoad,
   SystemFigures,
 } from './result';
+import {
+  BARE_QUEUE,
+  MiB,
+  SLUICE_QUEUE,
+  memoryLine,
+  retryTransient,
+  transientErrors,
+  gitCommit,
+  settled,
+  startBenchStack,
+  type WorkerProcess,
+} from './bench-stack';
 import { mean, percentile, pool, round } from './stats';
-import type { MemoryDetail, WorkerArgs, WorkerReply, WorkerRequest } from './worker';
 
 const int = (name: string, fallback: number) => {
   const v = process.env[name];
@@ -109,9 +118,6 @@ const settings = {
   label: process.env.BENCH_LABEL || '',
 };
 const MAX_PARALLEL = 10;
-const SLUICE_QUEUE = `bench-sluice-${process.pid}`;
-const BARE_QUEUE = `bench-bare-${process.pid}`;
-const MiB = 1024 * 1024;
 
 const log = (line: string) => console.log(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}`);
 
@@ -120,53 +126,19 @@ async function main(): Promise<void> {
   const commit = gitCommit(); // the code the worker loads now, not whatever is checked out at the end
   const loadAvgStart = os.loadavg();
   const before = readBefore(settings.out, settings.before); // a wrong BENCH_BEFORE fails now, not after the run
-  const runDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-bench-'));
   const base = path.join(settings.dir, settings.out);
   fs.mkdirSync(path.dirname(base), { recursive: true });
   progress.file = `${base}.partial.json`;
   progress.write();
-  const server = settings.address
-    ? { address: settings.address, cli: 'an existing server', stop: async () => undefined }
-    : await startDevServer({
-        stateDir: path.resolve('.sluice'),
-        port: await freePort(),
-        headless: true,
-        dbFile: settings.db === 'memory' ? ':memory:' : path.join(runDir, 'temporal.db'),
-        log,
-      });
-  let worker: WorkerProcess | undefined;
-  let connection: NativeConnection | undefined;
+  const stack = await startBenchStack({
+    address: settings.address,
+    db: settings.db,
+    maxCached: settings.maxCached,
+    eager: settings.eager,
+    log,
+  });
   try {
-    log(`dev server at ${server.address}; bundling workflows`);
-    const quiet = {
-      log() {},
-      trace() {},
-      debug() {},
-      info() {},
-      warn: (m: string) => console.warn(m),
-      error: (m: string) => console.error(m),
-    };
-    const sluiceBundle = path.join(runDir, 'sluice-bundle.js');
-    const bareBundle = path.join(runDir, 'bare-bundle.js');
-    fs.writeFileSync(sluiceBundle, (await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quiet })).code);
-    fs.writeFileSync(
-      bareBundle,
-      (await bundleWorkflowCode({ workflowsPath: path.join(__dirname, 'bare-workflow.ts'), logger: quiet })).code,
-    );
-
-    worker = await startWorker({
-      address: server.address,
-      sluiceTaskQueue: SLUICE_QUEUE,
-      bareTaskQueue: BARE_QUEUE,
-      sluiceBundle,
-      bareBundle,
-      stateDir: path.join(runDir, 'state'),
-      ...(settings.maxCached !== undefined ? { maxCachedWorkflows: settings.maxCached } : {}),
-      ...(settings.eager !== undefined ? { maxEagerActivities: settings.eager } : {}),
-    });
-    connection = await NativeConnection.connect({ address: server.address });
-    const benchWorker = worker;
-    const benchConnection = connection;
+    const { server, worker, connection, runDir, sluiceBundle, bareBundle } = stack;
     const client = new SluiceClient({ connection, taskQueue: SLUICE_QUEUE });
     const systems = new Systems(client, `${Date.now().toString(36)}`);
 
@@ -182,7 +154,7 @@ async function main(): Promise<void> {
     for (const size of settings.batches > 0 ? settings.sizes : []) {
       for (const concurrency of settings.concurrency) {
         const cell = await progress.section(`grid: batch of ${size} × ${concurrency} in flight`, () =>
-          runCell(systems, benchWorker, size, concurrency),
+          runCell(systems, worker, size, concurrency),
         );
         grid.push(cell);
         progress.measured.grid = grid;
@@ -190,15 +162,13 @@ async function main(): Promise<void> {
       }
     }
     const localBodies =
-      settings.local > 0
-        ? await progress.section('localBodies', () => runLocalBodies(systems, benchWorker))
-        : undefined;
+      settings.local > 0 ? await progress.section('localBodies', () => runLocalBodies(systems, worker)) : undefined;
     const codeMode = settings.codeMode > 0 ? await progress.section('codeMode', () => runCodeMode(systems)) : undefined;
     const clientLatency =
       settings.client > 0
         ? await progress.section('clientLatency', () =>
             runClientLatency({
-              connection: benchConnection,
+              connection,
               sluiceBundle,
               bareBundle,
               stateDir: path.join(runDir, 'client-state'),
@@ -249,7 +219,7 @@ async function main(): Promise<void> {
     write(); // the grid is kept even if the approval part fails
     const approval =
       settings.approvalSamples > 0 || settings.pending > 0
-        ? await progress.section('approval', () => runApproval(systems, benchWorker))
+        ? await progress.section('approval', () => runApproval(systems, worker))
         : undefined;
     const result = write(approval);
     progress.running = undefined;
@@ -260,10 +230,7 @@ async function main(): Promise<void> {
     console.log(`\n${md}`);
     log(`wrote ${path.relative(process.cwd(), base)}.{json,svg,md} in ${result.meta.durationSec}s`);
   } finally {
-    await worker?.stop();
-    await connection?.close();
-    await server.stop();
-    fs.rmSync(runDir, { recursive: true, force: true });
+    await stack.stop();
   }
 }
 
@@ -661,14 +628,7 @@ async function runCodeMode(systems: Systems): Promise<CodeModeFigures> {
 async function runApproval(systems: Systems, worker: WorkerProcess): Promise<ApprovalFigures> {
   const client = systems.client;
   const tag = `${Date.now().toString(36)}`;
-  const start = (key: string) =>
-    client.startBatch({
-      sessionId: `bench-approval-${tag}-${key}`,
-      turn: 1,
-      step: 1,
-      calls: [{ id: 'c0', name: 'approved_echo', arguments: JSON.stringify({ text: key }) }],
-      options: { approvalTimeoutMs: 30 * 60_000 },
-    });
+  const start = approvalStarter(client, tag);
   // A query can time out while the worker is busy with a thousand starts: ask again.
   const pendingId = async (workflowId: string): Promise<PendingApproval> => {
     for (let attempt = 0; ; attempt++) {
@@ -711,21 +671,10 @@ async function runApproval(systems: Systems, worker: WorkerProcess): Promise<App
   );
 
   const n = settings.pending;
-  const idle = await settled(worker);
+  const idle = await settled(worker, settings.settleSec);
   log(`approval: ${n} batches awaiting approval at once; idle ${memoryLine(idle)}`);
-  const handles: Awaited<ReturnType<typeof start>>[] = [];
-  const t0 = performance.now();
-  await pool(n, 32, async (i) => {
-    handles[i] = await start(`bulk-${i}`);
-    if ((i + 1) % 2000 === 0) log(`  ${i + 1} started`);
-  });
-  const startMs = performance.now() - t0;
-  const approvalIds: string[] = [];
-  await pool(n, 32, async (i) => {
-    approvalIds[i] = (await awaitingApproval(client, handles[i].workflowId)).approvalId;
-  });
-  const allPendingMs = performance.now() - t0;
-  const waiting = await waitingMemory(worker, idle);
+  const { handles, approvalIds, startMs, allPendingMs } = await startWaiting(n, client, start, log);
+  const waiting = await waitingMemory(worker, idle, settings.settleSec, log);
   const awaiting = waiting.awaiting;
   // The first batches started are the longest out of the cache: decided one at a time, each
   // replays its history first. The bulk approve below leaves them out.
@@ -733,24 +682,7 @@ async function runApproval(systems: Systems, worker: WorkerProcess): Promise<App
   const skip = evicted.samples;
 
   log(`  all ${n} waiting; approving them by signal, 32 at a time`);
-  const t1 = performance.now();
-  await pool(n, 32, async (i) => {
-    if (i < skip) return;
-    await client.signalDecision({
-      workflowId: handles[i].workflowId,
-      approvalId: approvalIds[i],
-      decision: 'approve',
-      by: 'bench',
-    });
-  });
-  const signalsSentMs = performance.now() - t1;
-  await pool(n, 64, async (i) => {
-    if (i < skip) return;
-    const out = await handles[i].result();
-    if (out.results[0].result.isError)
-      throw new Error(`bulk-approved batch failed: ${JSON.stringify(out.results[0].result)}`);
-  });
-  const drainMs = performance.now() - t1;
+  const { signalsSentMs, drainMs } = await drainBySignal(client, handles, approvalIds, skip);
   const drained = await worker.memory();
   // A query on a finished batch must not be mistaken for one still pending.
   const state = n > 0 ? await client.temporal.workflow.getHandle(handles[0].workflowId).query(stateQuery) : undefined;
@@ -922,64 +854,6 @@ async function evictedDecisions(
   return figures;
 }
 
-/**
- * A bulk batch's pending approval, from its memo as the inbox reads it (describe: the server
- * answers, no worker), so reading ten thousand does not pull evicted batches back into the cache.
- */
-async function awaitingApproval(client: SluiceClient, workflowId: string): Promise<PendingApproval> {
-  for (let attempt = 0; ; attempt++) {
-    const read = await client.readApprovals(workflowId).catch((err) => {
-      if (attempt > 50) throw err;
-      return undefined;
-    });
-    if (read?.pending.length) return read.pending[0];
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
-
-/** The worker threads' heaps: the SDK's workflow threads (both workers') and any Code Mode sandbox thread. */
-const heapOf = (d: MemoryDetail, which: 'heapUsed' | 'heapTotal') => d.threads.reduce((a, t) => a + t[which], 0);
-
-function memoryLine(d: MemoryDetail): string {
-  const mib = (x: number) => (x / MiB).toFixed(1);
-  return `RSS ${mib(d.rss)} MiB (main heap ${mib(d.mainHeapUsed)}/${mib(d.mainHeapTotal)}, external ${mib(d.external)}, worker threads' heap ${mib(heapOf(d, 'heapUsed'))}/${mib(heapOf(d, 'heapTotal'))} used/total)`;
-}
-
-/**
- * The worker's memory with every bulk batch waiting: as it is (the figure judged), then after a
- * full GC of every isolate, which tells live workflow state apart from garbage not yet collected.
- */
-async function waitingMemory(worker: WorkerProcess, idle: MemoryDetail) {
-  await new Promise((r) => setTimeout(r, 1000));
-  const first = await worker.memoryDetail(false);
-  log(`  all waiting, 1 s after: ${memoryLine(first)}`);
-  // Batches wait for minutes to hours: what they cost is the worker's memory once it is idle
-  // with them, as the idle figure is read (V8 gives back the heap it grew while starting them).
-  const awaiting = await settled(worker);
-  const collected = await worker.memoryDetail(true);
-  log(`  all waiting, ${settings.settleSec} s after: ${memoryLine(awaiting)}`);
-  log(`  then after a full GC: ${memoryLine(collected)}`);
-  return {
-    awaiting,
-    figures: {
-      workerRssAboveIdleMiB: round((awaiting.rss - idle.rss) / MiB, 1),
-      workerRssJustAfterMiB: round(first.rss / MiB, 1),
-      workerRssAwaitingAfterGcMiB: round(collected.rss / MiB, 1),
-      workflowHeapIdleMiB: round(heapOf(idle, 'heapUsed') / MiB, 1),
-      workflowHeapAwaitingMiB: round(heapOf(awaiting, 'heapUsed') / MiB, 1),
-      workflowHeapAwaitingAfterGcMiB: round(heapOf(collected, 'heapUsed') / MiB, 1),
-      mainHeapAwaitingAfterGcMiB: round(collected.mainHeapUsed / MiB, 1),
-    },
-  };
-}
-
-/** The worker's memory after BENCH_SETTLE_SEC with nothing to do (idle, or every batch waiting). */
-async function settled(worker: WorkerProcess): Promise<MemoryDetail> {
-  const until = performance.now() + settings.settleSec * 1000;
-  while (performance.now() < until) await new Promise((r) => setTimeout(r, Math.min(5000, until - performance.now())));
-  return worker.memoryDetail(false);
-}
-
 /** Issue 18: batches waiting for a person cost the worker (almost) nothing. */
 function waitingTargets(approval?: ApprovalFigures): BenchResult['targets'] {
   const b = approval?.bulk;
@@ -1120,114 +994,6 @@ function readBefore(out: string, name: string): BenchResult | undefined {
   }
   return JSON.parse(fs.readFileSync(file, 'utf8')) as BenchResult;
 }
-
-function gitCommit(): string {
-  try {
-    const head = execSync('git rev-parse --short HEAD', {
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'ignore'],
-    }).trim();
-    const dirty = execSync('git status --porcelain -- workflows activities pipeline worker', {
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'ignore'],
-    }).trim();
-    return dirty ? `${head}+changes` : head;
-  } catch {
-    return 'unknown';
-  }
-}
-
-interface WorkerProcess {
-  maxCachedWorkflows: number;
-  /** RSS now and its peak since the last read, and the process's CPU so far (user + system, µs). */
-  memory(): Promise<{ rss: number; peakRss: number; cpuUs: number }>;
-  /** RSS and each isolate's heap, after a full GC everywhere when `gc`. */
-  memoryDetail(gc: boolean): Promise<MemoryDetail>;
-  stop(): Promise<void>;
-}
-
-function startWorker(args: WorkerArgs): Promise<WorkerProcess> {
-  const child: ChildProcess = fork(path.join(__dirname, 'worker.ts'), [JSON.stringify(args)], {
-    execArgv: [
-      '--require',
-      'tsx/cjs',
-      '--expose-gc',
-      ...(process.env.BENCH_WORKER_NODE_OPTIONS ?? '').split(/\s+/).filter(Boolean),
-    ],
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  const waiting: ((r: WorkerReply) => void)[] = [];
-  child.on('message', (m: WorkerReply) => waiting.shift()?.(m));
-  const next = () => new Promise<WorkerReply>((resolve) => waiting.push(resolve));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const request = (m: WorkerRequest) => child.send(m);
-  return new Promise((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`the bench worker exited (${code}) before it was ready`)));
-    next().then((first) => {
-      if (first.kind !== 'ready')
-        return reject(
-          new Error(`the bench worker failed to start: ${first.kind === 'failed' ? first.error : first.kind}`),
-        );
-      resolve({
-        maxCachedWorkflows: first.maxCachedWorkflows,
-        async memory() {
-          const reply = next();
-          request({ kind: 'memory' });
-          const m = await reply;
-          if (m.kind !== 'memory') throw new Error(`unexpected worker reply ${m.kind}`);
-          return m;
-        },
-        async memoryDetail(gc: boolean) {
-          const reply = next();
-          request({ kind: 'memoryDetail', gc });
-          const m = await reply;
-          if (m.kind !== 'memoryDetail')
-            throw new Error(`the bench worker could not read its memory: ${m.kind === 'failed' ? m.error : m.kind}`);
-          return m.detail;
-        },
-        async stop() {
-          if (child.exitCode !== null || child.signalCode !== null) return;
-          request({ kind: 'stop' });
-          const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-          await exited;
-          clearTimeout(timer);
-        },
-      });
-    });
-  });
-}
-
-/**
- * Errors a loaded dev server gives now and then (issue 22 item 14): a namespace briefly not found
- * (its cache not refreshed in time), a deadline exceeded, resources exhausted, unavailable. One of
- * them aborted a whole run and wrote nothing; they are retried with backoff and counted, and the
- * count is printed at the end (a run with many is a run on a machine too busy to measure).
- */
-export const transientErrors: Record<string, number> = {};
-const TRANSIENT =
-  /NamespaceNotFound|namespace .*not found|deadline exceeded|DEADLINE_EXCEEDED|resource exhausted|RESOURCE_EXHAUSTED|UNAVAILABLE|ECONNRESET/i;
-
-export async function retryTransient<T>(what: string, run: () => Promise<T>, tries = 8): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await run();
-    } catch (err) {
-      const text = `${(err as Error)?.name ?? ''} ${(err as Error)?.message ?? String(err)} ${String((err as { cause?: unknown })?.cause ?? '')}`;
-      const kind = TRANSIENT.exec(text)?.[0];
-      if (!kind || attempt >= tries) throw err;
-      transientErrors[kind] = (transientErrors[kind] ?? 0) + 1;
-      const ms = Math.min(10_000, 250 * 2 ** attempt);
-      console.error(`[bench] ${what}: transient ${kind} (try ${attempt} of ${tries}); again in ${ms} ms`);
-      await new Promise((r) => setTimeout(r, ms));
-    }
-  }
-}
-
-process.on('exit', () => {
-  const kinds = Object.entries(transientErrors);
-  if (kinds.length)
-    console.error(`[bench] transient dev-server errors retried: ${kinds.map(([k, n]) => `${k} ×${n}`).join(', ')}`);
-});
 
 main().catch((err) => {
   console.error(`bench failed: ${err?.stack ?? err}`);

@@ -9,6 +9,7 @@ import * as path from 'node:path';
 import type { SluiceClient } from '../client/client';
 import { startSession } from '../client/session';
 import { readSessionLog, sessionLogPath } from '../stores/sink';
+import { type XyPanel, xyPanelsSvg } from './plot';
 import { FAST_QUEUE, startSessionBench } from './session-bench';
 
 const STEPS = Number(process.argv[2] ?? 2_000);
@@ -217,44 +218,24 @@ The session ran ${s.steps} steps in ${s.runs} runs, ${s.msPerStep} ms a step (wa
 
 /** Three panels: bytes a step adds and RSS against the step; ms a call against the batch size. */
 function plot(points: StepPoint[], batches: Batches): string {
-  const W = 900;
-  const H = 220;
-  const panels = [
+  const panels: XyPanel[] = [
     {
       title: 'history bytes a step adds (each step)',
       xLabel: 'step',
-      xs: points.filter((p) => p.bytesAdded !== undefined).map((p) => [p.step, p.bytesAdded!]),
+      points: points.filter((p) => p.bytesAdded !== undefined).map((p) => [p.step, p.bytesAdded!]),
     },
     {
       title: 'worker RSS, MiB (sampled every 2 s)',
       xLabel: 'step',
-      xs: points.filter((p) => p.rssMiB !== undefined).map((p) => [p.step, p.rssMiB!]),
+      points: points.filter((p) => p.rssMiB !== undefined).map((p) => [p.step, p.rssMiB!]),
     },
     {
       title: 'ms a call, by calls in the batch',
       xLabel: 'calls in the batch',
-      xs: batches.map((b) => [b.calls, b.msPerCall]),
+      points: batches.map((b) => [b.calls, b.msPerCall]),
     },
   ];
-  const body = panels
-    .map((p, k) => {
-      const top = k * (H + 30) + 30;
-      const maxX = Math.max(...p.xs.map(([x]) => x), 1);
-      const maxY = Math.max(...p.xs.map(([, y]) => y), 1) * 1.1;
-      const X = (x: number) => 70 + (x / maxX) * (W - 100);
-      const Y = (y: number) => top + H - (y / maxY) * H;
-      const line = p.xs.map(([x, y]) => `${X(x).toFixed(1)},${Y(y).toFixed(1)}`).join(' ');
-      return `<text x="70" y="${top - 8}" font-size="13">${p.title}</text>
-<line x1="70" y1="${top + H}" x2="${W - 30}" y2="${top + H}" stroke="#999"/><line x1="70" y1="${top}" x2="70" y2="${top + H}" stroke="#999"/>
-<text x="64" y="${top + 10}" font-size="11" text-anchor="end">${Math.round(maxY)}</text><text x="64" y="${top + H}" font-size="11" text-anchor="end">0</text>
-<text x="${W - 30}" y="${top + H + 14}" font-size="11" text-anchor="end">${maxX}</text><text x="${W / 2}" y="${top + H + 14}" font-size="11" text-anchor="middle">${p.xLabel}</text>
-<polyline fill="none" stroke="#7b3fa0" stroke-width="1.2" points="${line}"/>`;
-    })
-    .join('\n');
-  return `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${3 * (H + 30) + 20}" font-family="sans-serif">
-${body}
-</svg>
-`;
+  return xyPanelsSvg(panels);
 }
 
 // `--plot` draws scale.svg again from scale.json, without running anything.
