@@ -202,12 +202,16 @@ function report(r: DrainScale): string {
   const largest = Math.max(...r.meta.sizes);
   const rs = ratios(r);
   const missing = r.meta.sizes.slice(r.runs.length);
+  const baseLoads = r.runs
+    .filter((x) => x.batches === smallest)
+    .map((x) => x.loadAvg.drainStart)
+    .join(', ');
   const verdict = !rs.length
     ? `not judged yet: no run of ${n(largest)} beside one of ${n(smallest)}`
     : rs.every((x) => x.ratio >= TARGET)
       ? `met against every ${n(smallest)} run`
       : rs.some((x) => x.ratio >= TARGET)
-        ? `met against one ${n(smallest)} run, missed against another (the machine's load moved between them)`
+        ? `met against one ${n(smallest)} run, missed against another (load average at their drains: ${baseLoads})`
         : 'missed';
   const rows = r.runs.map(
     (x, i) =>
