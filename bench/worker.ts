@@ -2,6 +2,7 @@
 // their own task queues, so worker RSS is measured apart from the load generator. Driven over IPC.
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import * as inspector from 'node:inspector';
+import { useCompactHeap, workerHeap } from '../worker/heap';
 import { createSluiceWorker } from '../worker/worker';
 import { bareActivities } from './bare-activities';
 import config from './config';
@@ -39,6 +40,8 @@ export interface WorkerArgs {
 
 async function main(args: WorkerArgs): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('WARN') });
+  // As `sluice worker` does: SLUICE_WORKER_HEAP=compact before the workflow threads start.
+  if (workerHeap() === 'compact') useCompactHeap();
   const connection = await NativeConnection.connect({ address: args.address });
   const cache = args.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: args.maxCachedWorkflows } : {};
   const eager =

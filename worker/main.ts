@@ -4,6 +4,7 @@ import { DefaultLogger, makeTelemetryFilterString, Runtime } from '@temporalio/w
 import { connect } from '../temporal/connection';
 import { ensureSearchAttributes } from '../temporal/setup';
 import { dataConverterFromEnv } from '../temporal/codec';
+import { useCompactHeap, workerHeap } from './heap';
 import { loadConfig } from './load-config';
 import { openStores } from '../stores/stores';
 import { startMetricsServer, telemetryFromEnv } from './telemetry';
@@ -83,6 +84,7 @@ export async function runWorker(opts: RunWorkerOptions): Promise<void> {
   installRuntime();
   const deployment = deploymentOf(opts);
   const cache = maxCachedWorkflows();
+  const heap = workerHeap();
   const config = await loadConfig(opts.config);
   const { connection, namespace, address } = await connect({ address: opts.address, namespace: opts.namespace });
   await ensureSearchAttributes(connection, namespace);
@@ -111,6 +113,8 @@ export async function runWorker(opts: RunWorkerOptions): Promise<void> {
       ).count?.toString() ?? 0,
     ),
   );
+  // Before the worker starts its workflow threads: each thread's heap is made with the flag.
+  if (heap === 'compact') useCompactHeap();
   const worker = await createSluiceWorker({
     connection,
     namespace,
@@ -125,7 +129,7 @@ export async function runWorker(opts: RunWorkerOptions): Promise<void> {
     ...(cache !== undefined ? { maxCachedWorkflows: cache } : {}),
   });
   log(
-    `sluice worker: ${config.tools.length} tool(s) on task queue "${taskQueue}" at ${address} (namespace ${namespace}), pid ${process.pid}, stores: ${stores.kind} (${stores.where})${process.env.SLUICE_CODEC_KEYS ? ', payloads encrypted' : ''}${deployment ? `, deployment ${deployment.name} version ${deployment.buildId}` : ''}${metrics ? `, metrics on port ${port}` : ''}${telemetry?.tracer ? ', traces over OTLP' : ''}`,
+    `sluice worker: ${config.tools.length} tool(s) on task queue "${taskQueue}" at ${address} (namespace ${namespace}), pid ${process.pid}, stores: ${stores.kind} (${stores.where})${process.env.SLUICE_CODEC_KEYS ? ', payloads encrypted' : ''}${deployment ? `, deployment ${deployment.name} version ${deployment.buildId}` : ''}${heap === 'compact' ? ', compact heap' : ''}${metrics ? `, metrics on port ${port}` : ''}${telemetry?.tracer ? ', traces over OTLP' : ''}`,
   );
   try {
     await worker.run();
