@@ -151,6 +151,9 @@ function classify(p: Profile, mainThread: boolean): { kind: keyof Run['threads']
   return { kind, spent };
 }
 
+/** All of a thread's categories together, ms. */
+const spentMs = (s: Spent) => Object.values(s).reduce((a, b) => a + b, 0);
+
 /** ms per call a category adds between the small run and the large one. */
 function perCall(small: Spent, large: Spent, calls: number): Spent {
   const keys = new Set([...Object.keys(small), ...Object.keys(large)]);
@@ -183,7 +186,6 @@ function main(): void {
     bare: perCall(small.threads.bare, large.threads.bare, added),
     main: perCall(small.threads.main, large.threads.main, added),
   };
-  const sum = (s: Spent) => Object.values(s).reduce((a, b) => a + b, 0);
   const result: Result = {
     meta: {
       at: new Date().toISOString(),
@@ -196,7 +198,7 @@ function main(): void {
     jsMsPerCall: per,
     // What the process spent beyond JavaScript: both systems together, a call of each.
     nativeMsPerCall: round(
-      large.cpuMsPerCall.sluice + large.cpuMsPerCall.bare - sum(per.sluice) - sum(per.bare) - sum(per.main),
+      large.cpuMsPerCall.sluice + large.cpuMsPerCall.bare - spentMs(per.sluice) - spentMs(per.bare) - spentMs(per.main),
       3,
     ),
     promises: {
@@ -223,15 +225,11 @@ function report(r: Result): string {
     Object.entries(s)
       .sort((a, b) => b[1] - a[1])
       .map(([k, v]) => `| ${k} | ${v.toFixed(digits)} |`);
-  const total = (s: Spent) =>
-    Object.values(s)
-      .reduce((a, b) => a + b, 0)
-      .toFixed(3);
   const table = (title: string, s: Spent) => [
     `| ${title} | ms a call |`,
     '|---|---:|',
     ...rows(s),
-    `| **in all** | **${total(s)}** |`,
+    `| **in all** | **${spentMs(s).toFixed(3)}** |`,
     '',
   ];
   const { sluice, bare } = r.promises;

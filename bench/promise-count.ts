@@ -13,33 +13,20 @@ const dir = process.env.BENCH_PROMISE_COUNT_DIR;
 if (dir && !isMainThread) {
   const bySite = new Map<string, number>();
   let bundle = '';
-  // Call sites when V8 hands them over; tsx installs its own source-map `prepareStackTrace`, under
-  // which `stack` comes back as text, so the frames are then read from the text instead.
-  type Frame = { file: string; name: string };
-  const framesOf = (stack: unknown): Frame[] => {
-    if (Array.isArray(stack)) {
-      return (stack as NodeJS.CallSite[]).map((s) => ({
-        file: s.getFileName() ?? '',
-        name: s.getFunctionName() ?? `(anonymous):${s.getLineNumber()}`,
-      }));
-    }
-    return String(stack ?? '')
+  // The frames from the stack's text: under tsx a `prepareStackTrace` of its own formats it, so
+  // V8's call sites are not to be had.
+  const framesOf = (stack: string) =>
+    stack
       .split('\n')
       .slice(1)
       .map((line) => {
         const m = /at (?:(\S+) \()?(.*?):(\d+):\d+\)?$/.exec(line.trim());
         return { file: m?.[2] ?? '', name: m?.[1] ?? `(anonymous):${m?.[3] ?? '?'}` };
       });
-  };
   const siteOf = (): string => {
     const limit = Error.stackTraceLimit;
-    const prepare = Error.prepareStackTrace;
-    const holder: { stack?: unknown } = {};
     Error.stackTraceLimit = 30;
-    Error.prepareStackTrace = (_e, sites) => sites;
-    Error.captureStackTrace(holder);
-    const stack = holder.stack;
-    Error.prepareStackTrace = prepare;
+    const stack = new Error().stack ?? '';
     Error.stackTraceLimit = limit;
     const inBundle = framesOf(stack).filter((f) => f.file.endsWith('-bundle.js'));
     bundle ||= path.basename(inBundle[0]?.file ?? '');

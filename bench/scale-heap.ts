@@ -12,7 +12,8 @@
 // of the repository). Compare two: `npx tsx bench/scale-heap.ts --compare a b` prints node counts
 // and sizes by type:name (for objects the constructor), biggest growth first.
 // `--sample` measures as bench/scale.ts does instead (RSS every 2 s, no forced GC);
-// `--sample-log` also reads the whole session log each time, as scale.ts's sampler does.
+// `--sample-log` also reads the whole session log each time, as scale.ts's sampler did before it
+// read only the lines appended since.
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';

@@ -8,6 +8,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { SluiceClient } from '../client/client';
 import { startSession } from '../client/session';
+import { type LiveCursor, readJsonlSince } from '../stores/live';
 import { readSessionLog, sessionLogPath } from '../stores/sink';
 import { type XyPanel, xyPanelsSvg } from './plot';
 import { FAST_QUEUE, startSessionBench } from './session-bench';
@@ -128,42 +129,17 @@ async function longSession(client: SluiceClient, stateDir: string, sessionId: st
 
 /**
  * The model steps a session log holds so far, counted as the log grows: each call reads only the
- * bytes appended since the one before (the log is append-only), so sampling costs the same at step
+ * lines appended since the one before (the log is append-only), so sampling costs the same at step
  * 2,000 as at step 10, where reading the whole log each time read some 24,000 events by then.
  */
 function stepCounter(file: string): () => Promise<number> {
-  let offset = 0;
-  // The end of the last read after its last newline: a line still being appended.
-  let rest = Buffer.alloc(0);
+  let cursor: LiveCursor | undefined;
   let steps = 0;
   return async () => {
-    let handle: fs.promises.FileHandle;
-    try {
-      handle = await fs.promises.open(file, 'r');
-    } catch {
-      return steps; // not written yet
-    }
-    try {
-      const { size } = await handle.stat();
-      if (size <= offset) return steps;
-      const read = Buffer.alloc(size - offset);
-      const { bytesRead } = await handle.read(read, 0, read.length, offset);
-      offset += bytesRead;
-      const text = Buffer.concat([rest, read.subarray(0, bytesRead)]);
-      const end = text.lastIndexOf(0x0a) + 1;
-      rest = Buffer.from(text.subarray(end));
-      for (const line of text.subarray(0, end).toString('utf8').split('\n')) {
-        if (!line.trim()) continue;
-        try {
-          if (JSON.parse(line).type === 'model/message') steps++;
-        } catch {
-          // a torn line from a crash mid-append carries no complete event (as readSessionLog)
-        }
-      }
-      return steps;
-    } finally {
-      await handle.close();
-    }
+    const read = await readJsonlSince<{ type?: string }>(file, cursor);
+    cursor = read.cursor;
+    steps += read.events.filter((e) => e.type === 'model/message').length;
+    return steps;
   };
 }
 

@@ -44,6 +44,48 @@ export function liveLogPath(stateDir: string, sessionId: string): string {
 }
 
 /** The file channel: one JSON line per live event, appended in batches. */
+/**
+ * The whole JSON lines appended to a file since `cursor`, and the cursor past them: a line still
+ * being appended is left for the next read, and a line no writer finished is skipped. A file that
+ * was replaced (another inode) or cut shorter since is read from its start; a missing one is empty.
+ */
+export async function readJsonlSince<T>(
+  file: string,
+  cursor?: LiveCursor,
+): Promise<{ events: T[]; cursor: LiveCursor }> {
+  let fd: fs.promises.FileHandle;
+  try {
+    fd = await fs.promises.open(file, 'r');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT')
+      return { events: [], cursor: cursor ?? { kind: 'file', ino: 0, offset: 0 } };
+    throw err;
+  }
+  try {
+    const st = await fd.stat();
+    let offset = cursor?.kind === 'file' && cursor.ino === st.ino && cursor.offset <= st.size ? cursor.offset : 0;
+    if (st.size <= offset) return { events: [], cursor: { kind: 'file', ino: st.ino, offset } };
+    const buf = Buffer.alloc(st.size - offset);
+    const { bytesRead } = await fd.read(buf, 0, buf.length, offset);
+    // Only whole lines: a line being appended is read on the next round.
+    const end = buf.subarray(0, bytesRead).lastIndexOf(10);
+    if (end < 0) return { events: [], cursor: { kind: 'file', ino: st.ino, offset } };
+    const events: T[] = [];
+    for (const line of buf.subarray(0, end).toString('utf8').split('\n')) {
+      if (!line.trim()) continue;
+      try {
+        events.push(JSON.parse(line));
+      } catch {
+        // a line no writer finished carries no event
+      }
+    }
+    offset += end + 1;
+    return { events, cursor: { kind: 'file', ino: st.ino, offset } };
+  } finally {
+    await fd.close();
+  }
+}
+
 export function fileLiveChannel(stateDir: string): LiveChannel {
   return {
     // Local reads are cheap, and a folder that does not exist yet cannot be watched.
@@ -62,40 +104,7 @@ export function fileLiveChannel(stateDir: string): LiveChannel {
       // The steps before this one are recorded: past the bound, followers start on a fresh file.
       if (size > FILE_ROTATE_BYTES) await fs.promises.unlink(file).catch(() => undefined);
     },
-    async read(sessionId, cursor) {
-      const file = liveLogPath(stateDir, sessionId);
-      let fd: fs.promises.FileHandle;
-      try {
-        fd = await fs.promises.open(file, 'r');
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === 'ENOENT')
-          return { events: [], cursor: cursor ?? { kind: 'file', ino: 0, offset: 0 } };
-        throw err;
-      }
-      try {
-        const st = await fd.stat();
-        let offset = cursor?.kind === 'file' && cursor.ino === st.ino && cursor.offset <= st.size ? cursor.offset : 0;
-        if (st.size <= offset) return { events: [], cursor: { kind: 'file', ino: st.ino, offset } };
-        const buf = Buffer.alloc(st.size - offset);
-        const { bytesRead } = await fd.read(buf, 0, buf.length, offset);
-        // Only whole lines: a line being appended is read on the next round.
-        const end = buf.subarray(0, bytesRead).lastIndexOf(10);
-        if (end < 0) return { events: [], cursor: { kind: 'file', ino: st.ino, offset } };
-        const events: LiveEvent[] = [];
-        for (const line of buf.subarray(0, end).toString('utf8').split('\n')) {
-          if (!line.trim()) continue;
-          try {
-            events.push(JSON.parse(line));
-          } catch {
-            // a line no writer finished carries no event
-          }
-        }
-        offset += end + 1;
-        return { events, cursor: { kind: 'file', ino: st.ino, offset } };
-      } finally {
-        await fd.close();
-      }
-    },
+    read: (sessionId, cursor) => readJsonlSince<LiveEvent>(liveLogPath(stateDir, sessionId), cursor),
     watch(sessionId, changed) {
       // The folder is watched, not the files: the live file is replaced on rotation and may not exist yet.
       const dir = path.dirname(liveLogPath(stateDir, sessionId));

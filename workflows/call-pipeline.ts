@@ -71,9 +71,9 @@ export class CallPipeline {
   /**
    * The scope every body activity runs in, made at the first body, so a batch cancel stops them
    * all with one request. One per batch rather than one per body: the SDK records a stack trace
-   * for every promise a workflow creates (for its stack trace query), and a scope makes four, so
-   * a scope per call cost more worker CPU than the rest of the call's scheduling. The same
-   * commands either way (docs/performance.md, "Worker CPU per call: where it goes").
+   * for every promise a workflow creates (for its stack trace query), and a scope of its own cost
+   * each call about five promises more. The same commands either way (docs/performance.md,
+   * "Worker CPU per call: where it goes").
    */
   private bodyScope?: CancellationScope;
   /** Stage 5 and around it: grants, asks raised together, the ask itself, then the guards. */
@@ -261,7 +261,8 @@ export class CallPipeline {
             summary,
           });
     this.tracker.stage(adm.call.id, 'executing');
-    // Made where the first body runs, so its parent is the scope the per-body scopes had.
+    // Made where the first body runs. Its parent, the batch's (or a sub-call's) non-cancellable
+    // scope, is never cancelled itself, so only cancelRunningBodies stops the bodies in it.
     const scope = (this.bodyScope ??= new CancellationScope({ cancellable: true }));
     this.ledger.bodyStarted(adm.call.id);
     try {
