@@ -2,7 +2,7 @@
 // workflow bundles, and one worker process (bench/worker.ts: the Sluice worker and the bare-Temporal
 // worker on two task queues, driven over IPC so its memory is read apart from the load generator);
 // and the retry of the errors a loaded dev server gives now and then.
-import { bundleWorkflowCode, NativeConnection } from '@temporalio/worker';
+import { type BundleOptions, bundleWorkflowCode, NativeConnection } from '@temporalio/worker';
 import { type ChildProcess, execSync, fork } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -72,10 +72,20 @@ export async function startBenchStack(opts: BenchStackOptions): Promise<BenchSta
     };
     const sluiceBundle = path.join(runDir, 'sluice-bundle.js');
     const bareBundle = path.join(runDir, 'bare-bundle.js');
-    fs.writeFileSync(sluiceBundle, (await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quiet })).code);
+    fs.writeFileSync(
+      sluiceBundle,
+      (await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quiet, webpackConfigHook: publishedTarget }))
+        .code,
+    );
     fs.writeFileSync(
       bareBundle,
-      (await bundleWorkflowCode({ workflowsPath: path.join(__dirname, 'bare-workflow.ts'), logger: quiet })).code,
+      (
+        await bundleWorkflowCode({
+          workflowsPath: path.join(__dirname, 'bare-workflow.ts'),
+          logger: quiet,
+          webpackConfigHook: publishedTarget,
+        })
+      ).code,
     );
     worker = await startWorker({
       address: server.address,
@@ -119,6 +129,26 @@ export interface WorkerProcess {
   /** RSS and each isolate's heap, after a full GC everywhere when `gc`. */
   memoryDetail(gc: boolean): Promise<MemoryDetail>;
   stop(): Promise<void>;
+}
+
+type WebpackConfig = Parameters<NonNullable<BundleOptions['webpackConfigHook']>>[0];
+
+/**
+ * Both systems' workflows compiled for ES2022, as the published package's JavaScript is (its
+ * tsconfig), rather than for the bundler's ES2017. The bundler compiles `.ts` files itself, and a
+ * checkout bundles Sluice's TypeScript sources: at ES2017 every object spread, `?.` and `??`
+ * becomes a helper call that no installed worker runs (they were 0.4 ms of a call's worker CPU in
+ * a profile of the batch of 10 × 8: docs/performance.md, "Worker CPU per call: where it goes").
+ */
+export function publishedTarget(config: WebpackConfig): WebpackConfig {
+  for (const rule of config.module?.rules ?? []) {
+    const use = rule && typeof rule === 'object' ? rule.use : undefined;
+    if (use && typeof use === 'object' && !Array.isArray(use) && String(use.loader).includes('swc-loader')) {
+      const jsc = (use.options as { jsc?: { target?: string } } | undefined)?.jsc;
+      if (jsc) jsc.target = 'es2022';
+    }
+  }
+  return config;
 }
 
 function startWorker(args: WorkerArgs): Promise<WorkerProcess> {
