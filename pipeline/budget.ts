@@ -33,9 +33,9 @@ export const EVENT_ENVELOPE_BYTES = 80;
 export function jsonStringBytes(s: string): number {
   let n = 2;
   for (let i = 0; i < s.length; i++) {
-    const size = unitBytes(s, i);
-    n += size.bytes;
-    i += size.units - 1;
+    const bytes = charBytes(s, i);
+    n += bytes;
+    if (bytes === 4) i++; // a surrogate pair: two units
   }
   return n;
 }
@@ -44,27 +44,30 @@ export function jsonStringBytes(s: string): number {
 export function sliceToJsonBytes(s: string, maxBytes: number): string {
   let n = 2;
   for (let i = 0; i < s.length; i++) {
-    const size = unitBytes(s, i);
-    if (n + size.bytes > maxBytes) return s.slice(0, i);
-    n += size.bytes;
-    i += size.units - 1;
+    const bytes = charBytes(s, i);
+    if (n + bytes > maxBytes) return s.slice(0, i);
+    n += bytes;
+    if (bytes === 4) i++;
   }
   return s;
 }
 
-/** JSON bytes of the character at i: escapes are 2 or 6 bytes, a lone surrogate becomes \uXXXX. */
-function unitBytes(s: string, i: number): { bytes: number; units: number } {
+/**
+ * JSON bytes of the character at i: escapes are 2 or 6 bytes, a lone surrogate becomes \uXXXX, and
+ * 4 bytes means a surrogate pair (the only character that takes two units). A number, not an
+ * object: every call's arguments and result pass through here, in the workflow too.
+ */
+function charBytes(s: string, i: number): number {
   const c = s.charCodeAt(i);
-  if (c === 0x22 || c === 0x5c) return { bytes: 2, units: 1 };
-  if (c < 0x20) return { bytes: c === 0x08 || c === 0x09 || c === 0x0a || c === 0x0c || c === 0x0d ? 2 : 6, units: 1 };
-  if (c < 0x80) return { bytes: 1, units: 1 };
-  if (c < 0x800) return { bytes: 2, units: 1 };
+  if (c >= 0x20 && c < 0x80) return c === 0x22 || c === 0x5c ? 2 : 1;
+  if (c < 0x20) return c === 0x08 || c === 0x09 || c === 0x0a || c === 0x0c || c === 0x0d ? 2 : 6;
+  if (c < 0x800) return 2;
   if (c >= 0xd800 && c < 0xdc00) {
     const d = s.charCodeAt(i + 1);
-    return d >= 0xdc00 && d < 0xe000 ? { bytes: 4, units: 2 } : { bytes: 6, units: 1 };
+    return d >= 0xdc00 && d < 0xe000 ? 4 : 6;
   }
-  if (c >= 0xdc00 && c < 0xe000) return { bytes: 6, units: 1 };
-  return { bytes: 3, units: 1 };
+  if (c >= 0xdc00 && c < 0xe000) return 6;
+  return 3;
 }
 
 /** UTF-8 bytes of a JSON value's JSON text. */

@@ -15,10 +15,21 @@ const K = new Uint32Array([
   0xc67178f2,
 ]);
 
-function utf8(text: string): number[] {
-  const out: number[] = [];
+/**
+ * UTF-8 of `text` with SHA-256's padding, in one buffer. A lone surrogate is encoded as its own
+ * three bytes (not U+FFFD, as Node's encoder would): digests already recorded in histories were
+ * computed that way, and replaying them must give the same digest.
+ */
+function paddedUtf8(text: string): Uint8Array {
+  // A UTF-16 unit is at most 3 bytes (a surrogate pair is 4 for two units).
+  const buf = new Uint8Array(paddedLength(text.length * 3));
+  let n = 0;
   for (let i = 0; i < text.length; i++) {
     let c = text.charCodeAt(i);
+    if (c < 0x80) {
+      buf[n++] = c;
+      continue;
+    }
     if (c >= 0xd800 && c < 0xdc00 && i + 1 < text.length) {
       const d = text.charCodeAt(i + 1);
       if (d >= 0xdc00 && d < 0xe000) {
@@ -26,26 +37,47 @@ function utf8(text: string): number[] {
         i++;
       }
     }
-    if (c < 0x80) out.push(c);
-    else if (c < 0x800) out.push(0xc0 | (c >> 6), 0x80 | (c & 63));
-    else if (c < 0x10000) out.push(0xe0 | (c >> 12), 0x80 | ((c >> 6) & 63), 0x80 | (c & 63));
-    else out.push(0xf0 | (c >> 18), 0x80 | ((c >> 12) & 63), 0x80 | ((c >> 6) & 63), 0x80 | (c & 63));
+    if (c < 0x800) {
+      buf[n++] = 0xc0 | (c >> 6);
+      buf[n++] = 0x80 | (c & 63);
+    } else if (c < 0x10000) {
+      buf[n++] = 0xe0 | (c >> 12);
+      buf[n++] = 0x80 | ((c >> 6) & 63);
+      buf[n++] = 0x80 | (c & 63);
+    } else {
+      buf[n++] = 0xf0 | (c >> 18);
+      buf[n++] = 0x80 | ((c >> 12) & 63);
+      buf[n++] = 0x80 | ((c >> 6) & 63);
+      buf[n++] = 0x80 | (c & 63);
+    }
   }
-  return out;
+  const total = paddedLength(n);
+  buf[n] = 0x80; // the rest up to the length is already zero
+  const bitLength = n * 8;
+  const hi = Math.floor(bitLength / 0x100000000);
+  const lo = bitLength >>> 0;
+  for (let k = 0; k < 4; k++) {
+    buf[total - 8 + k] = (hi >>> (24 - 8 * k)) & 255;
+    buf[total - 4 + k] = (lo >>> (24 - 8 * k)) & 255;
+  }
+  return buf.subarray(0, total);
+}
+
+/** Bytes of a message of n bytes after padding: a 0x80, zeros, the 8-byte length, whole blocks. */
+function paddedLength(n: number): number {
+  return (Math.floor((n + 8) / 64) + 1) * 64;
 }
 
 export function sha256Hex(text: string): string {
-  const bytes = utf8(text);
-  const bitLength = bytes.length * 8;
-  bytes.push(0x80);
-  while (bytes.length % 64 !== 56) bytes.push(0);
-  const hi = Math.floor(bitLength / 0x100000000);
-  for (const word of [hi, bitLength >>> 0])
-    bytes.push((word >>> 24) & 255, (word >>> 16) & 255, (word >>> 8) & 255, word & 255);
-
-  const h = new Uint32Array([
-    0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
-  ]);
+  const bytes = paddedUtf8(text);
+  let h0 = 0x6a09e667;
+  let h1 = 0xbb67ae85;
+  let h2 = 0x3c6ef372;
+  let h3 = 0xa54ff53a;
+  let h4 = 0x510e527f;
+  let h5 = 0x9b05688c;
+  let h6 = 0x1f83d9ab;
+  let h7 = 0x5be0cd19;
   const w = new Uint32Array(64);
   const rotr = (x: number, n: number) => (x >>> n) | (x << (32 - n));
   for (let off = 0; off < bytes.length; off += 64) {
@@ -58,7 +90,14 @@ export function sha256Hex(text: string): string {
       const s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >>> 10);
       w[i] = w[i - 16] + s0 + w[i - 7] + s1;
     }
-    let [a, b, c, d, e, f, g, hh] = h;
+    let a = h0;
+    let b = h1;
+    let c = h2;
+    let d = h3;
+    let e = h4;
+    let f = h5;
+    let g = h6;
+    let hh = h7;
     for (let i = 0; i < 64; i++) {
       const t1 = hh + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + K[i] + w[i];
       const t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
@@ -71,16 +110,20 @@ export function sha256Hex(text: string): string {
       b = a;
       a = (t1 + t2) >>> 0;
     }
-    h[0] += a;
-    h[1] += b;
-    h[2] += c;
-    h[3] += d;
-    h[4] += e;
-    h[5] += f;
-    h[6] += g;
-    h[7] += hh;
+    h0 = (h0 + a) >>> 0;
+    h1 = (h1 + b) >>> 0;
+    h2 = (h2 + c) >>> 0;
+    h3 = (h3 + d) >>> 0;
+    h4 = (h4 + e) >>> 0;
+    h5 = (h5 + f) >>> 0;
+    h6 = (h6 + g) >>> 0;
+    h7 = (h7 + hh) >>> 0;
   }
-  return Array.from(h, (x) => x.toString(16).padStart(8, '0')).join('');
+  return hex8(h0) + hex8(h1) + hex8(h2) + hex8(h3) + hex8(h4) + hex8(h5) + hex8(h6) + hex8(h7);
+}
+
+function hex8(x: number): string {
+  return x.toString(16).padStart(8, '0');
 }
 
 /** The digest an approval decision is bound to: sha-256 of the canonical JSON of the arguments. */

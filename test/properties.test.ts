@@ -135,6 +135,20 @@ describe('byte accounting', () => {
     );
   });
 
+  it('jsonStringBytes is exactly the UTF-8 size of JSON.stringify, lone surrogates and escapes included', () => {
+    const unit = fc.oneof(
+      fc.constantFrom('"', '\\', '\n', '\u0001', '\u007f', '\u00e9', '\u20ac', '\ud83d', '\ude00', '\ud83d\ude00'),
+      fc.string({ unit: 'binary', maxLength: 3 }),
+    );
+    fc.assert(
+      fc.property(fc.array(unit, { maxLength: 40 }), (parts) => {
+        const s = parts.join('');
+        expect(jsonStringBytes(s)).toBe(Buffer.byteLength(JSON.stringify(s), 'utf8'));
+      }),
+      RUNS,
+    );
+  });
+
   it('sliceToJsonBytes gives the longest prefix that fits, never half a surrogate pair', () => {
     fc.assert(
       fc.property(fc.string({ unit: 'binary', maxLength: 300 }), fc.nat(400), (s, max) => {

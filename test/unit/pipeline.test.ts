@@ -68,6 +68,22 @@ describe('digests', () => {
     }
   });
 
+  it('sha256Hex equals node:crypto over every padding length and mixed text', () => {
+    const pieces = ['a', 'é', '✓', '😀', '"', '\n'];
+    for (let len = 0; len < 200; len++) {
+      const s = Array.from({ length: len }, (_, i) => pieces[(i * 7 + len) % pieces.length]).join('');
+      expect(sha256Hex(s)).toBe(createHash('sha256').update(s, 'utf8').digest('hex'));
+    }
+  });
+
+  it('sha256Hex hashes a lone surrogate as its own three bytes, as digests in recorded histories were', () => {
+    // Node's encoder would write U+FFFD (ef bf bd) instead; the workflow's digest never did.
+    const wtf8 = (bytes: number[]) => createHash('sha256').update(Buffer.from(bytes)).digest('hex');
+    expect(sha256Hex('\ud800')).toBe(wtf8([0xed, 0xa0, 0x80]));
+    expect(sha256Hex('a\udc00b')).toBe(wtf8([0x61, 0xed, 0xb0, 0x80, 0x62]));
+    expect(sha256Hex('\ud83d\ude00\ud83d')).toBe(wtf8([0xf0, 0x9f, 0x98, 0x80, 0xed, 0xa0, 0xbd]));
+  });
+
   it('argsDigest ignores key order but not values', () => {
     expect(argsDigest({ a: 1, b: [1, { c: 2, d: 3 }] })).toBe(argsDigest({ b: [1, { d: 3, c: 2 }], a: 1 }));
     expect(argsDigest({ a: 1 })).not.toBe(argsDigest({ a: 2 }));
