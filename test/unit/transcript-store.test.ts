@@ -21,6 +21,8 @@ function countingStore() {
   return store;
 }
 
+const text = (m: AgentMessage) => ('content' in m ? String(m.content) : '');
+
 const step = (i: number, size: number): AgentMessage[] => [
   { role: 'user', content: `step ${i} ${'x'.repeat(size)}` } as AgentMessage,
 ];
@@ -41,7 +43,7 @@ describe('TranscriptStore cache', () => {
 
     // The whole chain loads, oldest first; the two evicted nodes come from the store.
     const all = await transcripts.load(head);
-    expect(all.map((m) => String(m.content).slice(0, 6))).toEqual([
+    expect(all.map((m) => text(m).slice(0, 6))).toEqual([
       'step 0',
       'step 1',
       'step 2',
@@ -86,8 +88,8 @@ describe('TranscriptStore cache', () => {
     const transcripts = new TranscriptStore(store, { nodes: 10, bytes: 1000 });
     const head = await transcripts.append(null, step(0, 5000));
     expect(transcripts.cached).toEqual({ nodes: 0, bytes: 0 });
-    expect((await transcripts.load(head))[0].content).toContain('step 0');
-    expect((await transcripts.load(head))[0].content).toContain('step 0');
+    expect(text((await transcripts.load(head))[0])).toContain('step 0');
+    expect(text((await transcripts.load(head))[0])).toContain('step 0');
     expect(store.gets).toBe(2);
   });
 });
