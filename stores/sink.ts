@@ -82,8 +82,7 @@ export class JsonlSessionLog implements EventSink {
             nextSeq: last + 1,
             problem: `session ${sessionId} already has events up to seq ${last} in its log, and this batch would number its events from ${startSeq}`,
           };
-        await fs.mkdir(path.dirname(file), { recursive: true });
-        await fs.appendFile(file, `${JSON.stringify({ batch: batchId, startSeq, time: new Date().toISOString() })}\n`);
+        await appendCreating(file, `${JSON.stringify({ batch: batchId, startSeq, time: new Date().toISOString() })}\n`);
         claims = await readClaims(file);
       }
       const mine = claims.findIndex((c) => c.batch === batchId);
@@ -102,25 +101,42 @@ export class JsonlSessionLog implements EventSink {
     });
   }
 
-  /** One writer per session at a time, so a seq check and the append after it cannot interleave. */
+  /**
+   * One writer per session at a time, so a seq check and the append after it cannot interleave.
+   * A session's queue goes once it is idle: a worker serves sessions without end, and kept they
+   * would grow its memory with every session it ever wrote.
+   */
   private serialized<T>(sessionId: string, work: () => Promise<T>): Promise<T> {
     const prev = this.queues.get(sessionId) ?? Promise.resolve();
     const next = prev.catch(() => undefined).then(work);
-    this.queues.set(
-      sessionId,
-      next.then(
-        () => undefined,
-        () => undefined,
-      ),
+    const tail = next.then(
+      () => undefined,
+      () => undefined,
     );
+    this.queues.set(sessionId, tail);
+    void tail.then(() => {
+      if (this.queues.get(sessionId) === tail) this.queues.delete(sessionId);
+    });
     return next;
+  }
+
+  /** The last seq this sink wrote to a session's log: a shortcut past reading its tail, bounded like claimedHere. */
+  private rememberLastSeq(sessionId: string, seq: number): void {
+    if (this.lastSeq.size >= 10_000 && !this.lastSeq.has(sessionId)) this.lastSeq.clear();
+    this.lastSeq.set(sessionId, seq);
+  }
+
+  /** Sessions this sink holds state for (tests: it must not grow with every session served). */
+  get sessionsHeld(): number {
+    return this.queues.size + this.lastSeq.size;
   }
 
   private async write(sessionId: string, events: SessionEvent[], batchId?: string): Promise<void> {
     const file = sessionLogPath(this.stateDir, sessionId);
     let last = this.lastSeq.get(sessionId);
-    const firstWriteHere = last === undefined;
-    if (last === undefined) last = await readLastSeq(file);
+    // After a crash mid-append the file may end in a torn line: the first write here starts a fresh one.
+    let torn = false;
+    if (last === undefined) ({ lastSeq: last, torn } = await readLogTail(file));
     // A batch that numbered events over another's keeps all of them aside, not just the overlap.
     if (batchId && (await conflictedBatches(this.stateDir, sessionId)).has(batchId))
       return void (await this.keepAside(sessionId, events, batchId));
@@ -135,19 +151,16 @@ export class JsonlSessionLog implements EventSink {
       return;
     }
     if (fresh.length === 0) return;
-    await fs.mkdir(path.dirname(file), { recursive: true });
     // The writer's line goes first: a crash between the two leaves a line for seqs this writer
     // writes again when its task is retried; a later line for the same seqs is the one that wrote them.
     // A batch whose claim was checked here needs none: its claim covers its seqs.
     if (batchId && !this.claimedHere.has(`${sessionId}|${batchId}`))
-      await fs.appendFile(
+      await appendCreating(
         writersPath(this.stateDir, sessionId),
         `${JSON.stringify({ wrote: batchId, from: fresh[0].seq, to: fresh[fresh.length - 1].seq })}\n`,
       );
-    // After a crash mid-append the file may end in a torn line: start on a fresh one.
-    const lead = firstWriteHere && (await endsTorn(file)) ? '\n' : '';
-    await fs.appendFile(file, `${lead + fresh.map((e) => JSON.stringify(e)).join('\n')}\n`);
-    this.lastSeq.set(sessionId, fresh[fresh.length - 1].seq);
+    await appendCreating(file, `${(torn ? '\n' : '') + fresh.map((e) => JSON.stringify(e)).join('\n')}\n`);
+    this.rememberLastSeq(sessionId, fresh[fresh.length - 1].seq);
   }
 
   /**
@@ -207,8 +220,7 @@ export class JsonlSessionLog implements EventSink {
     const batch = batchId ?? 'unknown';
     const fresh = events.filter((e) => !have.has(`${batch}|${JSON.stringify(e)}`));
     if (fresh.length === 0) return;
-    await fs.mkdir(path.dirname(file), { recursive: true });
-    await fs.appendFile(file, fresh.map((e) => `${JSON.stringify({ batch, event: e })}\n`).join(''));
+    await appendCreating(file, fresh.map((e) => `${JSON.stringify({ batch, event: e })}\n`).join(''));
     this.warn(
       `batch ${batch} numbered ${fresh.length} event(s) of session ${sessionId} at seqs the log already holds (${fresh[0].seq}..${fresh[fresh.length - 1].seq}); they are kept in ${file}, not in the log. Start each batch at the previous batch's nextSeq.`,
     );
@@ -292,39 +304,42 @@ async function readClaims(file: string): Promise<Claim[]> {
   return out;
 }
 
-async function endsTorn(file: string): Promise<boolean> {
-  let handle;
+/**
+ * Appends to a file, making its folder first only when it is missing: a folder made once would
+ * otherwise cost a call on every write of every batch.
+ */
+async function appendCreating(file: string, text: string): Promise<void> {
   try {
-    handle = await fs.open(file, 'r');
-  } catch {
-    return false;
-  }
-  try {
-    const { size } = await handle.stat();
-    if (size === 0) return false;
-    const last = Buffer.alloc(1);
-    await handle.read(last, 0, 1, size - 1);
-    return last[0] !== 0x0a;
-  } finally {
-    await handle.close();
+    await fs.appendFile(file, text);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    await fs.mkdir(path.dirname(file), { recursive: true });
+    await fs.appendFile(file, text);
   }
 }
 
 /** The highest seq in a session log, reading only its tail. */
 export async function readLastSeq(file: string): Promise<number> {
+  return (await readLogTail(file)).lastSeq;
+}
+
+/** The highest seq in a session log (-1 for none), and whether it ends in a torn line; one read of its tail. */
+async function readLogTail(file: string): Promise<{ lastSeq: number; torn: boolean }> {
   let handle;
   try {
     handle = await fs.open(file, 'r');
   } catch {
-    return -1;
+    return { lastSeq: -1, torn: false };
   }
   try {
     const { size } = await handle.stat();
+    let torn: boolean | undefined;
     let tailSize = 64 * 1024;
     for (;;) {
       const start = Math.max(0, size - tailSize);
       const buf = Buffer.alloc(size - start);
       await handle.read(buf, 0, buf.length, start);
+      torn ??= buf.length > 0 && buf[buf.length - 1] !== 0x0a;
       const lines = buf
         .toString('utf8')
         .split('\n')
@@ -333,12 +348,12 @@ export async function readLastSeq(file: string): Promise<number> {
       for (let i = lines.length - 1; i >= (start === 0 ? 0 : 1); i--) {
         try {
           const seq = JSON.parse(lines[i]).seq;
-          if (Number.isInteger(seq)) return seq;
+          if (Number.isInteger(seq)) return { lastSeq: seq, torn };
         } catch {
           // a torn last line from a crash mid-append: look further back
         }
       }
-      if (start === 0) return -1;
+      if (start === 0) return { lastSeq: -1, torn };
       tailSize *= 4;
     }
   } finally {

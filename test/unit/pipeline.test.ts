@@ -231,6 +231,26 @@ describe('the JSONL session log', () => {
     expect((await readSessionLog(dir, 's/1')).map((e) => e.seq)).toEqual([0, 1, 2, 3]);
   });
 
+  it('holds nothing for a session once its writes are done, and makes a removed folder again', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sink-'));
+    const ev = (seq: number) => ({ type: 't', seq, time: 'now', data: {} });
+    const sink = new JsonlSessionLog(dir);
+    for (let i = 0; i < 20; i++) {
+      expect(await sink.claim(`s${i}`, 0, `b${i}`)).toEqual({ ok: true });
+      await sink.append(`s${i}`, [ev(0), ev(1)], `b${i}`);
+    }
+    await new Promise((r) => setImmediate(r));
+    // The last seq of each (a shortcut, bounded), and no queue: a queue kept per session ever
+    // served would double this.
+    expect(sink.sessionsHeld).toBe(20);
+    // Someone removed the state folder: the next write makes it again rather than failing.
+    fs.rmSync(dir, { recursive: true, force: true });
+    await sink.append('s0', [ev(2)], 'b0');
+    await sink.append('new', [ev(0)]);
+    expect((await readSessionLog(dir, 's0')).map((e) => e.seq)).toEqual([2]);
+    expect((await readSessionLog(dir, 'new')).map((e) => e.seq)).toEqual([0]);
+  });
+
   it('a chunk that clashes keeps the rest of its events aside with the clash, none lost', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sink-'));
     const warnings: string[] = [];
