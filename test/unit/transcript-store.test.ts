@@ -43,14 +43,7 @@ describe('TranscriptStore cache', () => {
 
     // The whole chain loads, oldest first; the two evicted nodes come from the store.
     const all = await transcripts.load(head);
-    expect(all.map((m) => text(m).slice(0, 6))).toEqual([
-      'step 0',
-      'step 1',
-      'step 2',
-      'step 3',
-      'step 4',
-      'step 5',
-    ]);
+    expect(all.map((m) => text(m).slice(0, 6))).toEqual(['step 0', 'step 1', 'step 2', 'step 3', 'step 4', 'step 5']);
     expect(store.gets).toBe(2);
     expect(transcripts.cached.bytes).toBeLessThanOrEqual(10_000);
 
