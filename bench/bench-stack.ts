@@ -137,8 +137,8 @@ type WebpackConfig = Parameters<NonNullable<BundleOptions['webpackConfigHook']>>
  * Both systems' workflows compiled for ES2022, as the published package's JavaScript is (its
  * tsconfig), rather than for the bundler's ES2017. The bundler compiles `.ts` files itself, and a
  * checkout bundles Sluice's TypeScript sources: at ES2017 every object spread, `?.` and `??`
- * becomes a helper call that no installed worker runs (they were 0.4 ms of a call's worker CPU in
- * a profile of the batch of 10 × 8: docs/performance.md, "Worker CPU per call: where it goes").
+ * becomes a helper call that no installed worker runs (about 0.4 ms of a call's worker CPU in a
+ * profile of the batch of 10 × 8: docs/performance.md, "the bench compiles what users run").
  */
 export function publishedTarget(config: WebpackConfig): WebpackConfig {
   for (const rule of config.module?.rules ?? []) {
