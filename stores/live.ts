@@ -43,7 +43,6 @@ export function liveLogPath(stateDir: string, sessionId: string): string {
   return sessionLogPath(stateDir, sessionId).replace(/\.jsonl$/, '.live.jsonl');
 }
 
-/** The file channel: one JSON line per live event, appended in batches. */
 /**
  * The whole JSON lines appended to a file since `cursor`, and the cursor past them: a line still
  * being appended is left for the next read, and a line no writer finished is skipped. A file that
@@ -86,6 +85,7 @@ export async function readJsonlSince<T>(
   }
 }
 
+/** The file channel: one JSON line per live event, appended in batches. */
 export function fileLiveChannel(stateDir: string): LiveChannel {
   return {
     // Local reads are cheap, and a folder that does not exist yet cannot be watched.
