@@ -416,9 +416,7 @@ export class ApprovalsClient {
       if (err instanceof WorkflowUpdateFailedError)
         throw new SluiceError(`not reconciled: ${err.cause?.message ?? err.message}`);
       if (err instanceof WorkflowNotFoundError)
-        throw new SluiceError(
-          `no unknown outcome ${decision.reconcileId} is waiting (workflow ${workflowId} not found)`,
-        );
+        throw await this.reconcileRefusalAfterClose(workflowId, decision.reconcileId);
       throw err;
     }
   }
@@ -482,9 +480,7 @@ export class ApprovalsClient {
       await handle.signal(RECONCILE_UPDATE, { ...payload, requestId });
     } catch (err) {
       if (err instanceof WorkflowNotFoundError)
-        throw new SluiceError(
-          `no unknown outcome ${decision.reconcileId} is waiting (workflow ${workflowId} not found)`,
-        );
+        throw await this.reconcileRefusalAfterClose(workflowId, decision.reconcileId);
       throw err;
     }
     return {
@@ -534,6 +530,24 @@ export class ApprovalsClient {
     const { workflowId: _omit, ...payload } = r;
     await this.temporal.workflow.getHandle(workflowId).signal(reassignSignal, payload);
     return { workflowId };
+  }
+
+  /**
+   * Why a reconcile decision came too late: its workflow has finished (visibility can still list
+   * it as waiting for a moment after), so the answer is how it was reconciled, from its result.
+   */
+  private async reconcileRefusalAfterClose(workflowId: string, reconcileId: string): Promise<SluiceError> {
+    const r = await this.temporal
+      .withDeadline(Date.now() + SERVER_DEADLINE_MS, () => this.temporal.workflow.getHandle(workflowId).result())
+      .then(
+        (x) => x as Reconciliation,
+        () => undefined,
+      );
+    if (!r?.outcome)
+      return new SluiceError(`no unknown outcome ${reconcileId} is waiting (workflow ${workflowId} not found)`);
+    return new SluiceError(
+      `not reconciled: already reconciled: ${r.outcome} by ${r.by}${r.reason ? ` (${r.reason})` : ''} at ${r.decidedAt}`,
+    );
   }
 
   /** Why a decision came too late for a batch that has finished: how its ask ended, from the result. */

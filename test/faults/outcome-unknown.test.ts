@@ -146,6 +146,11 @@ describe('unknown outcomes', () => {
     const again = await cli(['reconcile', cardB.approvalId, '--not-done', '--by', 'mallory']);
     expect(again.code).toBe(1);
     expect(again.output).toMatch(/no batch is waiting|already reconciled/);
+    // Named by its workflow (as when visibility still lists it for a moment after it closed): the
+    // refusal says how it was reconciled, not that the workflow is missing.
+    const named = await cli(['reconcile', cardB.approvalId, '--not-done', '--workflow', cardB.workflowId]);
+    expect(named.code).toBe(1);
+    expect(named.output).toContain('already reconciled: done by carol (saw the effect)');
 
     // Both cards are gone from the list; the reconciliations are the workflows' results.
     await waitFor('the cards to leave the list', async () => {
