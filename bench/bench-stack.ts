@@ -62,14 +62,6 @@ export async function startBenchStack(opts: BenchStackOptions): Promise<BenchSta
           log: opts.log,
         });
     opts.log(`dev server at ${server.address}; bundling workflows`);
-    const quiet = {
-      log() {},
-      trace() {},
-      debug() {},
-      info() {},
-      warn: (m: string) => console.warn(m),
-      error: (m: string) => console.error(m),
-    };
     const sluiceBundle = path.join(runDir, 'sluice-bundle.js');
     const bareBundle = path.join(runDir, 'bare-bundle.js');
     fs.writeFileSync(
@@ -149,6 +141,32 @@ export function publishedTarget(config: WebpackConfig): WebpackConfig {
     }
   }
   return config;
+}
+
+/** The bundler's logger, warnings and errors only. */
+const quiet = {
+  log() {},
+  trace() {},
+  debug() {},
+  info() {},
+  warn: (m: string) => console.warn(m),
+  error: (m: string) => console.error(m),
+};
+
+let published: Promise<{ code: string }> | undefined;
+
+/**
+ * Sluice's workflows bundled as an installed package runs them (`publishedTarget`), once per
+ * process: for the benches that start their worker with `createSluiceWorker`, which would
+ * otherwise bundle the checkout's TypeScript for ES2017.
+ */
+export function publishedWorkflowBundle(): Promise<{ code: string }> {
+  published ??= bundleWorkflowCode({
+    workflowsPath: WORKFLOWS_PATH,
+    logger: quiet,
+    webpackConfigHook: publishedTarget,
+  }).then(({ code }) => ({ code }));
+  return published;
 }
 
 function startWorker(args: WorkerArgs): Promise<WorkerProcess> {

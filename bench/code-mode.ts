@@ -10,6 +10,7 @@ import { codeModeTool, runProgram } from '../tools/code-mode';
 import { defineConfig, defineTool } from '../define/config';
 import { freePort, startDevServer } from '../temporal/dev-server';
 import { createSluiceWorker } from '../worker/worker';
+import { publishedWorkflowBundle } from './bench-stack';
 
 const SANDBOX_RUNS = 10;
 const SUB_CALLS = 50;
@@ -50,6 +51,7 @@ async function main() {
     execute: ({ n }) => n,
   });
   const worker = await createSluiceWorker({
+    workflowBundle: await publishedWorkflowBundle(),
     connection,
     taskQueue,
     stateDir,

@@ -18,6 +18,7 @@ import { createSluiceWorker } from '../worker/worker';
 import { echo } from './config';
 import { defineConfig } from '../define/config';
 import { pool } from './stats';
+import { publishedWorkflowBundle } from './bench-stack';
 
 const EventType = temporal.api.enums.v1.EventType;
 const TimeoutType = temporal.api.enums.v1.TimeoutType;
@@ -33,7 +34,13 @@ async function main(): Promise<void> {
   const address = `127.0.0.1:${port}`;
   const connection = await NativeConnection.connect({ address });
   const taskQueue = `hb-load-${process.pid}`;
-  const worker = await createSluiceWorker({ connection, taskQueue, stateDir, config: defineConfig({ tools: [echo] }) });
+  const worker = await createSluiceWorker({
+    workflowBundle: await publishedWorkflowBundle(),
+    connection,
+    taskQueue,
+    stateDir,
+    config: defineConfig({ tools: [echo] }),
+  });
   const running = worker.run();
   const client = new SluiceClient({ connection: await Connection.connect({ address }), taskQueue });
   const loads: number[] = [];

@@ -12,6 +12,7 @@ import { SluiceClient } from '../client/client';
 import { defineConfig, defineTool } from '../define/config';
 import { startDevServer } from '../temporal/dev-server';
 import { createSluiceWorker } from '../worker/worker';
+import { publishedWorkflowBundle } from './bench-stack';
 
 const KB20 = 20 * 1024;
 
@@ -73,7 +74,13 @@ async function main() {
   ];
   const connection = await NativeConnection.connect({ address: server.address });
   const taskQueue = `output-size-${process.pid}`;
-  const worker = await createSluiceWorker({ connection, taskQueue, config: defineConfig({ tools }), stateDir });
+  const worker = await createSluiceWorker({
+    workflowBundle: await publishedWorkflowBundle(),
+    connection,
+    taskQueue,
+    config: defineConfig({ tools }),
+    stateDir,
+  });
   const report: Record<string, unknown> = {};
   await worker.runUntil(async () => {
     const client = new SluiceClient({ connection, taskQueue });

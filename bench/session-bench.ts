@@ -13,6 +13,7 @@ import { SluiceClient } from '../client/client';
 import { defineConfig, defineTool } from '../define/config';
 import { freePort, startDevServer, TRANSFER_QUEUE_FAST } from '../temporal/dev-server';
 import { createSluiceWorker } from '../worker/worker';
+import { publishedWorkflowBundle } from './bench-stack';
 
 export const FAST_QUEUE = process.env.BENCH_FAST_QUEUE === '1';
 
@@ -52,6 +53,7 @@ export async function startSessionBench(name: string, opts: SessionBenchOptions 
     return answer(stepsOf(req))(req);
   }, 'bench');
   const worker = await createSluiceWorker({
+    workflowBundle: await publishedWorkflowBundle(),
     connection,
     taskQueue,
     stateDir,

@@ -25,6 +25,7 @@ import { freePort, startDevServer } from '../temporal/dev-server';
 import { createSluiceWorker } from '../worker/worker';
 import { startPostgres } from '../test/postgres';
 import { startStreamProvider } from '../test/stream-provider';
+import { publishedWorkflowBundle } from './bench-stack';
 
 const PIECE_MS = 10;
 const pct = (xs: number[], p: number) =>
@@ -67,7 +68,14 @@ async function main() {
     const stateDir = path.join(scratch, store);
     fs.mkdirSync(stateDir, { recursive: true });
     const taskQueue = `bench-stream-scale-${store}-${process.pid}`;
-    const worker = await createSluiceWorker({ connection, taskQueue, stateDir, config, ...(stores ? { stores } : {}) });
+    const worker = await createSluiceWorker({
+      workflowBundle: await publishedWorkflowBundle(),
+      connection,
+      taskQueue,
+      stateDir,
+      config,
+      ...(stores ? { stores } : {}),
+    });
     const running = worker.run();
     const client = new SluiceClient({ connection, taskQueue });
     const source = () => (stores ? follower() : stateDir);

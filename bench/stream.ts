@@ -14,6 +14,7 @@ import { defineConfig } from '../define/config';
 import { freePort, startDevServer } from '../temporal/dev-server';
 import { createSluiceWorker } from '../worker/worker';
 import { startStreamProvider } from '../test/stream-provider';
+import { publishedWorkflowBundle } from './bench-stack';
 
 const pct = (xs: number[], p: number) =>
   [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
@@ -33,7 +34,13 @@ async function main() {
   });
   const connection = await NativeConnection.connect({ address: server.address });
   const taskQueue = `bench-stream-${process.pid}`;
-  const worker = await createSluiceWorker({ connection, taskQueue, stateDir, config: defineConfig({ tools: [] }) });
+  const worker = await createSluiceWorker({
+    workflowBundle: await publishedWorkflowBundle(),
+    connection,
+    taskQueue,
+    stateDir,
+    config: defineConfig({ tools: [] }),
+  });
   const running = worker.run();
   const client = new SluiceClient({ connection, taskQueue });
 

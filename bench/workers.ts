@@ -5,7 +5,6 @@
 // database: run `npx sluice setup` there first).
 // Each session runs its batches one after another (each starts at the previous nextSeq); the
 // sessions run concurrently. Prints a Markdown table and writes bench/results/workers.json.
-import { bundleWorkflowCode } from '@temporalio/worker';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -15,7 +14,7 @@ import { SluiceClient } from '../client/client';
 import { startPostgres } from '../test/postgres';
 import { freePort, startDevServer } from '../temporal/dev-server';
 import { PostgresStores } from '../stores/postgres';
-import { WORKFLOWS_PATH } from '../worker/worker';
+import { publishedWorkflowBundle } from './bench-stack';
 
 const BATCHES = Number(process.env.BENCH_BATCHES ?? 300);
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 30);
@@ -60,7 +59,7 @@ async function main() {
       });
   const address = server?.address ?? process.env.TEMPORAL_ADDRESS!;
   const bundlePath = path.join(dir, 'bundle.js');
-  fs.writeFileSync(bundlePath, (await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH })).code);
+  fs.writeFileSync(bundlePath, (await publishedWorkflowBundle()).code);
   const connection = await NativeConnection.connect({ address });
   const rows: Row[] = [];
   try {
