@@ -44,6 +44,25 @@ export function liveLogPath(stateDir: string, sessionId: string): string {
 }
 
 /**
+ * Every whole JSON line of a file, in order; blank lines and a line no writer finished (a crash
+ * mid-append) are skipped, and a file that cannot be read holds none. The session log's own files
+ * (the log, its claims, writers and conflicts) are read this way.
+ */
+export async function readJsonl(file: string): Promise<unknown[]> {
+  const text = await fs.promises.readFile(file, 'utf8').catch(() => '');
+  const out: unknown[] = [];
+  for (const line of text.split('\n')) {
+    if (!line.trim()) continue;
+    try {
+      out.push(JSON.parse(line));
+    } catch {
+      // torn: it carries nothing
+    }
+  }
+  return out;
+}
+
+/**
  * The whole JSON lines appended to a file since `cursor`, and the cursor past them: a line still
  * being appended is left for the next read, and a line no writer finished is skipped. A file that
  * was replaced (another inode) or cut shorter since is read from its start; a missing one is empty.

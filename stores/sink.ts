@@ -4,6 +4,7 @@ import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import type { SeqClaim } from '../pipeline/seq-claim';
 import type { SessionEvent } from '../pipeline/types';
+import { readJsonl } from './live';
 
 export interface EventSink {
   /**
@@ -82,7 +83,7 @@ export class JsonlSessionLog implements EventSink {
             nextSeq: last + 1,
             problem: `session ${sessionId} already has events up to seq ${last} in its log, and this batch would number its events from ${startSeq}`,
           };
-        await appendCreating(file, `${JSON.stringify({ batch: batchId, startSeq, time: new Date().toISOString() })}\n`);
+        await appendLines(file, `${JSON.stringify({ batch: batchId, startSeq, time: new Date().toISOString() })}\n`);
         claims = await readClaims(file);
       }
       const mine = claims.findIndex((c) => c.batch === batchId);
@@ -134,9 +135,7 @@ export class JsonlSessionLog implements EventSink {
   private async write(sessionId: string, events: SessionEvent[], batchId?: string): Promise<void> {
     const file = sessionLogPath(this.stateDir, sessionId);
     let last = this.lastSeq.get(sessionId);
-    // After a crash mid-append the file may end in a torn line: the first write here starts a fresh one.
-    let torn = false;
-    if (last === undefined) ({ lastSeq: last, torn } = await readLogTail(file));
+    if (last === undefined) last = await readLastSeq(file);
     // A batch that numbered events over another's keeps all of them aside, not just the overlap.
     if (batchId && (await conflictedBatches(this.stateDir, sessionId)).has(batchId))
       return void (await this.keepAside(sessionId, events, batchId));
@@ -155,11 +154,11 @@ export class JsonlSessionLog implements EventSink {
     // writes again when its task is retried; a later line for the same seqs is the one that wrote them.
     // A batch whose claim was checked here needs none: its claim covers its seqs.
     if (batchId && !this.claimedHere.has(`${sessionId}|${batchId}`))
-      await appendCreating(
+      await appendLines(
         writersPath(this.stateDir, sessionId),
         `${JSON.stringify({ wrote: batchId, from: fresh[0].seq, to: fresh[fresh.length - 1].seq })}\n`,
       );
-    await appendCreating(file, `${(torn ? '\n' : '') + fresh.map((e) => JSON.stringify(e)).join('\n')}\n`);
+    await appendLines(file, `${fresh.map((e) => JSON.stringify(e)).join('\n')}\n`);
     this.rememberLastSeq(sessionId, fresh[fresh.length - 1].seq);
   }
 
@@ -204,23 +203,12 @@ export class JsonlSessionLog implements EventSink {
   /** Appends a batch's events to the conflicts file (each once) and says so. */
   private async keepAside(sessionId: string, events: SessionEvent[], batchId?: string): Promise<void> {
     const file = conflictsPath(this.stateDir, sessionId);
-    const have = new Set(
-      (await fs.readFile(file, 'utf8').catch(() => ''))
-        .split('\n')
-        .filter((l) => l.trim())
-        .map((l) => {
-          try {
-            const c = JSON.parse(l);
-            return `${c.batch}|${JSON.stringify(c.event)}`;
-          } catch {
-            return '';
-          }
-        }),
-    );
+    const kept = (await readJsonl(file)) as Partial<Conflict>[];
+    const have = new Set(kept.map((c) => `${c?.batch}|${JSON.stringify(c?.event)}`));
     const batch = batchId ?? 'unknown';
     const fresh = events.filter((e) => !have.has(`${batch}|${JSON.stringify(e)}`));
     if (fresh.length === 0) return;
-    await appendCreating(file, fresh.map((e) => `${JSON.stringify({ batch, event: e })}\n`).join(''));
+    await appendLines(file, fresh.map((e) => `${JSON.stringify({ batch, event: e })}\n`).join(''));
     this.warn(
       `batch ${batch} numbered ${fresh.length} event(s) of session ${sessionId} at seqs the log already holds (${fresh[0].seq}..${fresh[fresh.length - 1].seq}); they are kept in ${file}, not in the log. Start each batch at the previous batch's nextSeq.`,
     );
@@ -252,17 +240,9 @@ interface Wrote {
 }
 
 async function readWriters(file: string): Promise<Wrote[]> {
-  const text = await fs.readFile(file, 'utf8').catch(() => '');
-  const out: Wrote[] = [];
-  for (const line of text.split('\n')) {
-    try {
-      const w = JSON.parse(line);
-      if (typeof w.wrote === 'string' && Number.isInteger(w.from) && Number.isInteger(w.to)) out.push(w);
-    } catch {
-      // blank, or a torn line from a crash mid-append: it wrote nothing
-    }
-  }
-  return out;
+  return ((await readJsonl(file)) as Partial<Wrote>[]).filter(
+    (w): w is Wrote => typeof w?.wrote === 'string' && Number.isInteger(w.from) && Number.isInteger(w.to),
+  );
 }
 
 /** The writer of `seq`: the last line that covers it (an earlier one was a write lost in a crash). */
@@ -272,74 +252,64 @@ function writerOf(writers: Wrote[], seq: number): string | undefined {
   return undefined;
 }
 
+/** A line of the conflicts file: an event a batch numbered over another's, kept aside with its batch. */
+interface Conflict {
+  batch: string;
+  event: SessionEvent;
+}
+
 async function conflictedBatches(stateDir: string, sessionId: string): Promise<Set<string>> {
-  const text = await fs.readFile(conflictsPath(stateDir, sessionId), 'utf8').catch(() => '');
-  const out = new Set<string>();
-  for (const line of text.split('\n')) {
-    try {
-      out.add(JSON.parse(line).batch);
-    } catch {
-      // blank or torn
-    }
-  }
-  return out;
+  const lines = (await readJsonl(conflictsPath(stateDir, sessionId))) as Partial<Conflict>[];
+  return new Set(lines.flatMap((c) => (typeof c?.batch === 'string' ? [c.batch] : [])));
 }
 
 async function readClaims(file: string): Promise<Claim[]> {
-  let text: string;
-  try {
-    text = await fs.readFile(file, 'utf8');
-  } catch {
-    return [];
-  }
-  const out: Claim[] = [];
-  for (const line of text.split('\n')) {
-    try {
-      const c = JSON.parse(line);
-      if (typeof c.batch === 'string' && Number.isInteger(c.startSeq)) out.push(c);
-    } catch {
-      // a torn line from a crash mid-append claimed nothing
-    }
-  }
-  return out;
+  return ((await readJsonl(file)) as Partial<Claim>[]).filter(
+    (c): c is Claim => typeof c?.batch === 'string' && Number.isInteger(c.startSeq),
+  );
 }
 
 /**
- * Appends to a file, making its folder first only when it is missing: a folder made once would
- * otherwise cost a call on every write of every batch.
+ * Appends whole lines to one of the log's files. A file left ending in a torn line (a crash
+ * mid-append, by any worker) gets a fresh line first: appended to the torn one, the new line would
+ * be unreadable too, and a claim or a kept-aside event lost with it. The folder is made only when
+ * missing: made every time, it would cost a call on every write of every batch.
  */
-async function appendCreating(file: string, text: string): Promise<void> {
+async function appendLines(file: string, text: string): Promise<void> {
+  let handle: fs.FileHandle;
   try {
-    await fs.appendFile(file, text);
+    handle = await fs.open(file, 'a+');
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
     await fs.mkdir(path.dirname(file), { recursive: true });
-    await fs.appendFile(file, text);
+    handle = await fs.open(file, 'a+');
+  }
+  try {
+    const { size } = await handle.stat();
+    const last = Buffer.alloc(1);
+    if (size > 0) await handle.read(last, 0, 1, size - 1);
+    // O_APPEND: each write lands whole at the end, whoever else appends.
+    await handle.appendFile(size > 0 && last[0] !== 0x0a ? `\n${text}` : text);
+  } finally {
+    await handle.close();
   }
 }
 
-/** The highest seq in a session log, reading only its tail. */
+/** The highest seq in a session log (-1 for none), reading only its tail. */
 export async function readLastSeq(file: string): Promise<number> {
-  return (await readLogTail(file)).lastSeq;
-}
-
-/** The highest seq in a session log (-1 for none), and whether it ends in a torn line; one read of its tail. */
-async function readLogTail(file: string): Promise<{ lastSeq: number; torn: boolean }> {
   let handle;
   try {
     handle = await fs.open(file, 'r');
   } catch {
-    return { lastSeq: -1, torn: false };
+    return -1;
   }
   try {
     const { size } = await handle.stat();
-    let torn: boolean | undefined;
     let tailSize = 64 * 1024;
     for (;;) {
       const start = Math.max(0, size - tailSize);
       const buf = Buffer.alloc(size - start);
       await handle.read(buf, 0, buf.length, start);
-      torn ??= buf.length > 0 && buf[buf.length - 1] !== 0x0a;
       const lines = buf
         .toString('utf8')
         .split('\n')
@@ -348,12 +318,12 @@ async function readLogTail(file: string): Promise<{ lastSeq: number; torn: boole
       for (let i = lines.length - 1; i >= (start === 0 ? 0 : 1); i--) {
         try {
           const seq = JSON.parse(lines[i]).seq;
-          if (Number.isInteger(seq)) return { lastSeq: seq, torn };
+          if (Number.isInteger(seq)) return seq;
         } catch {
           // a torn last line from a crash mid-append: look further back
         }
       }
-      if (start === 0) return { lastSeq: -1, torn };
+      if (start === 0) return -1;
       tailSize *= 4;
     }
   } finally {
@@ -361,23 +331,9 @@ async function readLogTail(file: string): Promise<{ lastSeq: number; torn: boole
   }
 }
 
+/** A session's log as the JSONL sink wrote it: every whole event, in seq order; none when there is no log. */
 export async function readSessionLog(stateDir: string, sessionId: string): Promise<SessionEvent[]> {
-  let text: string;
-  try {
-    text = await fs.readFile(sessionLogPath(stateDir, sessionId), 'utf8');
-  } catch {
-    return [];
-  }
-  const out: SessionEvent[] = [];
-  for (const line of text.split('\n')) {
-    if (!line.trim()) continue;
-    try {
-      out.push(JSON.parse(line));
-    } catch {
-      // a torn line from a crash mid-append carries no complete event
-    }
-  }
-  return out;
+  return (await readJsonl(sessionLogPath(stateDir, sessionId))) as SessionEvent[];
 }
 
 /**

@@ -11,8 +11,10 @@ import { applyPostVerdict, foldPreDecision, parseGuardAnswer, parsePreDecision }
 import { canonicalJson, snapshotArguments, snapshotJson } from '../../pipeline/json';
 import { errorCandidate, normalizeResult } from '../../pipeline/normalize';
 import type { Candidate } from '../../pipeline/types';
+import { readJsonl } from '../../stores/live';
 import {
   JsonlSessionLog,
+  claimsPath,
   conflictsPath,
   readLastSeq,
   readSessionLog,
@@ -229,6 +231,41 @@ describe('the JSONL session log', () => {
     const fresh = new JsonlSessionLog(dir); // a new worker: reads the tail, not its memory
     await fresh.append('s/1', [ev(2), ev(3)]);
     expect((await readSessionLog(dir, 's/1')).map((e) => e.seq)).toEqual([0, 1, 2, 3]);
+  });
+
+  it('reads every whole line of its files, past torn and blank ones, and none of a file that is not there', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sink-'));
+    const f = path.join(dir, 'x.jsonl');
+    // A crash mid-append left a torn line; the next writer started a fresh one after it.
+    fs.writeFileSync(f, '{"a":1}\n\n{"a":2,"b\n{"a":3}\n   \n{"a":4}');
+    expect(await readJsonl(f)).toEqual([{ a: 1 }, { a: 3 }, { a: 4 }]);
+    expect(await readJsonl(path.join(dir, 'missing.jsonl'))).toEqual([]);
+
+    // Torn lines in the claims, writers and conflicts files cost the sink nothing it held.
+    const ev = (seq: number, by: string) => ({ type: 't', seq, time: 'now', data: { by } });
+    const warnings: string[] = [];
+    const sink = new JsonlSessionLog(dir, (m) => warnings.push(m));
+    expect(await sink.claim('s', 0, 'batch-a')).toEqual({ ok: true });
+    await sink.append('s', [ev(0, 'a'), ev(1, 'a')], 'batch-a');
+    for (const file of [claimsPath(dir, 's'), writersPath(dir, 's'), conflictsPath(dir, 's')])
+      fs.appendFileSync(file, '{"batch":"batch-');
+    // A replay of batch-a's events is still its own; batch-b still cannot claim seqs a holds.
+    const again = new JsonlSessionLog(dir, (m) => warnings.push(m));
+    await again.append('s', [ev(0, 'a'), ev(1, 'a')], 'batch-a');
+    expect(await again.claim('s', 1, 'batch-b')).toMatchObject({ ok: false });
+    await again.append('s', [ev(1, 'b')], 'batch-b');
+    expect((await readSessionLog(dir, 's')).map((e) => e.data.by)).toEqual(['a', 'a']);
+    const kept = (await readJsonl(conflictsPath(dir, 's'))) as { batch: string }[];
+    expect(kept.map((c) => c.batch)).toEqual(['batch-b']);
+    expect(warnings).toHaveLength(1);
+    // The next lines of each file are whole: a new claim, and an unclaimed writer's line.
+    expect(await again.claim('s', 2, 'batch-c')).toEqual({ ok: true });
+    await new JsonlSessionLog(dir).append('s', [ev(2, 'c')], 'batch-c');
+    const batches = async (file: string) =>
+      ((await readJsonl(file)) as { batch?: string; wrote?: string }[]).map((l) => l.batch ?? l.wrote);
+    expect(await batches(claimsPath(dir, 's'))).toEqual(['batch-a', 'batch-c']);
+    expect(await batches(writersPath(dir, 's'))).toEqual(['batch-c']);
+    expect((await readSessionLog(dir, 's')).map((e) => e.data.by)).toEqual(['a', 'a', 'c']);
   });
 
   it('holds nothing for a session once its writes are done, and makes a removed folder again', async () => {
