@@ -49,7 +49,24 @@ export function liveLogPath(stateDir: string, sessionId: string): string {
  * (the log, its claims, writers and conflicts) are read this way.
  */
 export async function readJsonl(file: string): Promise<unknown[]> {
-  const text = await fs.promises.readFile(file, 'utf8').catch(() => '');
+  return parseJsonl(await fs.promises.readFile(file, 'utf8').catch(() => ''));
+}
+
+/**
+ * `readJsonl` without the thread pool, for the session log's small side files, read on every
+ * batch: a promise file call costs several times the CPU of the read itself (docs/performance.md).
+ */
+export function readJsonlSync(file: string): unknown[] {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch {
+    return [];
+  }
+  return parseJsonl(text);
+}
+
+function parseJsonl(text: string): unknown[] {
   const out: unknown[] = [];
   for (const line of text.split('\n')) {
     if (!line.trim()) continue;

@@ -1,10 +1,10 @@
 // Session events leave the workflow through a sink. The default writes one append-only JSONL
 // file per session, so a person can `tail -f` it.
-import { promises as fs } from 'node:fs';
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { SeqClaim } from '../pipeline/seq-claim';
 import type { SessionEvent } from '../pipeline/types';
-import { readJsonl } from './live';
+import { readJsonl, readJsonlSync } from './live';
 
 export interface EventSink {
   /**
@@ -72,19 +72,19 @@ export class JsonlSessionLog implements EventSink {
   claim(sessionId: string, startSeq: number, batchId: string): Promise<SeqClaim> {
     return this.serialized(sessionId, async () => {
       const file = claimsPath(this.stateDir, sessionId);
-      let claims = await readClaims(file);
+      let claims = readClaims(file);
       // A claim run again (its worker died before the batch recorded it) finds its own line and
       // skips the log check: the log may already hold this batch's first events.
       if (!claims.some((c) => c.batch === batchId)) {
-        const last = await readLastSeq(sessionLogPath(this.stateDir, sessionId));
+        const last = lastSeqIn(sessionLogPath(this.stateDir, sessionId));
         if (last >= startSeq)
           return {
             ok: false,
             nextSeq: last + 1,
             problem: `session ${sessionId} already has events up to seq ${last} in its log, and this batch would number its events from ${startSeq}`,
           };
-        await appendLines(file, `${JSON.stringify({ batch: batchId, startSeq, time: new Date().toISOString() })}\n`);
-        claims = await readClaims(file);
+        appendLines(file, `${JSON.stringify({ batch: batchId, startSeq, time: new Date().toISOString() })}\n`);
+        claims = readClaims(file);
       }
       const mine = claims.findIndex((c) => c.batch === batchId);
       const earlier = claims.slice(0, mine).find((c) => c.startSeq >= startSeq);
@@ -93,7 +93,7 @@ export class JsonlSessionLog implements EventSink {
         this.claimedHere.add(`${sessionId}|${batchId}`);
         return { ok: true };
       }
-      const last = await readLastSeq(sessionLogPath(this.stateDir, sessionId));
+      const last = lastSeqIn(sessionLogPath(this.stateDir, sessionId));
       return {
         ok: false,
         nextSeq: Math.max(last + 1, earlier.startSeq + 1),
@@ -135,10 +135,10 @@ export class JsonlSessionLog implements EventSink {
   private async write(sessionId: string, events: SessionEvent[], batchId?: string): Promise<void> {
     const file = sessionLogPath(this.stateDir, sessionId);
     let last = this.lastSeq.get(sessionId);
-    if (last === undefined) last = await readLastSeq(file);
+    if (last === undefined) last = lastSeqIn(file);
     // A batch that numbered events over another's keeps all of them aside, not just the overlap.
-    if (batchId && (await conflictedBatches(this.stateDir, sessionId)).has(batchId))
-      return void (await this.keepAside(sessionId, events, batchId));
+    if (batchId && conflictedBatches(this.stateDir, sessionId).has(batchId))
+      return this.keepAside(sessionId, events, batchId);
     // Held chunks written late may repeat a seq: one event per seq.
     const bySeq = new Map(events.filter((e) => e.seq > last!).map((e) => [e.seq, e]));
     const fresh = [...bySeq.values()].sort((a, b) => a.seq - b.seq);
@@ -146,7 +146,7 @@ export class JsonlSessionLog implements EventSink {
     if (seen.length && (await this.keepConflicts(sessionId, seen, batchId))) {
       // The rest of this chunk goes aside with its clash, as the batch's later chunks will: written
       // to the log it would follow events of another batch, and dropped it would be lost.
-      if (fresh.length) await this.keepAside(sessionId, fresh, batchId);
+      if (fresh.length) this.keepAside(sessionId, fresh, batchId);
       return;
     }
     if (fresh.length === 0) return;
@@ -154,11 +154,11 @@ export class JsonlSessionLog implements EventSink {
     // writes again when its task is retried; a later line for the same seqs is the one that wrote them.
     // A batch whose claim was checked here needs none: its claim covers its seqs.
     if (batchId && !this.claimedHere.has(`${sessionId}|${batchId}`))
-      await appendLines(
+      appendLines(
         writersPath(this.stateDir, sessionId),
         `${JSON.stringify({ wrote: batchId, from: fresh[0].seq, to: fresh[fresh.length - 1].seq })}\n`,
       );
-    await appendLines(file, `${fresh.map((e) => JSON.stringify(e)).join('\n')}\n`);
+    appendLines(file, `${fresh.map((e) => JSON.stringify(e)).join('\n')}\n`);
     this.rememberLastSeq(sessionId, fresh[fresh.length - 1].seq);
   }
 
@@ -175,13 +175,13 @@ export class JsonlSessionLog implements EventSink {
     // A replay may not repeat an event byte for byte: workflow time (an event's time, an
     // approval's expiry) moves when a replayed task resolves a local activity it waited for live.
     // Seqs this batch's own claim covers are its own events again, whatever their text.
-    const claims = batchId ? await readClaims(claimsPath(this.stateDir, sessionId)) : [];
+    const claims = batchId ? readClaims(claimsPath(this.stateDir, sessionId)) : [];
     // A session workflow claims no seqs. When its worker is lost in a task that scheduled a local
     // activity, the next worker replays that task at another workflow time and records the same
     // events with other times (and other history sizes in a model step's event): seqs it wrote
     // itself, the same type and the same data but for those fields, are its own repeat (the first
     // copy stays). Another writer's events at those seqs still clash.
-    const writers = batchId ? await readWriters(writersPath(this.stateDir, sessionId)) : [];
+    const writers = batchId ? readWriters(writersPath(this.stateDir, sessionId)) : [];
     const ownRepeat = (e: SessionEvent) => {
       const had = loggedEvents.get(e.seq);
       return (
@@ -196,19 +196,19 @@ export class JsonlSessionLog implements EventSink {
         logged.get(e.seq) !== JSON.stringify(e) && !(batchId && claimOwner(claims, e.seq) === batchId) && !ownRepeat(e),
     );
     if (clashing.length === 0) return false;
-    await this.keepAside(sessionId, clashing, batchId);
+    this.keepAside(sessionId, clashing, batchId);
     return true;
   }
 
   /** Appends a batch's events to the conflicts file (each once) and says so. */
-  private async keepAside(sessionId: string, events: SessionEvent[], batchId?: string): Promise<void> {
+  private keepAside(sessionId: string, events: SessionEvent[], batchId?: string): void {
     const file = conflictsPath(this.stateDir, sessionId);
-    const kept = (await readJsonl(file)) as Partial<Conflict>[];
+    const kept = readJsonlSync(file) as Partial<Conflict>[];
     const have = new Set(kept.map((c) => `${c?.batch}|${JSON.stringify(c?.event)}`));
     const batch = batchId ?? 'unknown';
     const fresh = events.filter((e) => !have.has(`${batch}|${JSON.stringify(e)}`));
     if (fresh.length === 0) return;
-    await appendLines(file, fresh.map((e) => `${JSON.stringify({ batch, event: e })}\n`).join(''));
+    appendLines(file, fresh.map((e) => `${JSON.stringify({ batch, event: e })}\n`).join(''));
     this.warn(
       `batch ${batch} numbered ${fresh.length} event(s) of session ${sessionId} at seqs the log already holds (${fresh[0].seq}..${fresh[fresh.length - 1].seq}); they are kept in ${file}, not in the log. Start each batch at the previous batch's nextSeq.`,
     );
@@ -239,8 +239,8 @@ interface Wrote {
   to: number;
 }
 
-async function readWriters(file: string): Promise<Wrote[]> {
-  return ((await readJsonl(file)) as Partial<Wrote>[]).filter(
+function readWriters(file: string): Wrote[] {
+  return (readJsonlSync(file) as Partial<Wrote>[]).filter(
     (w): w is Wrote => typeof w?.wrote === 'string' && Number.isInteger(w.from) && Number.isInteger(w.to),
   );
 }
@@ -258,16 +258,22 @@ interface Conflict {
   event: SessionEvent;
 }
 
-async function conflictedBatches(stateDir: string, sessionId: string): Promise<Set<string>> {
-  const lines = (await readJsonl(conflictsPath(stateDir, sessionId))) as Partial<Conflict>[];
+function conflictedBatches(stateDir: string, sessionId: string): Set<string> {
+  const lines = readJsonlSync(conflictsPath(stateDir, sessionId)) as Partial<Conflict>[];
   return new Set(lines.flatMap((c) => (typeof c?.batch === 'string' ? [c.batch] : [])));
 }
 
-async function readClaims(file: string): Promise<Claim[]> {
-  return ((await readJsonl(file)) as Partial<Claim>[]).filter(
+function readClaims(file: string): Claim[] {
+  return (readJsonlSync(file) as Partial<Claim>[]).filter(
     (c): c is Claim => typeof c?.batch === 'string' && Number.isInteger(c.startSeq),
   );
 }
+
+// The sink's files are read and appended with the synchronous calls: small reads and one-line
+// appends on every batch, where a promise file call costs several times the CPU of the call itself
+// (its trip through the thread pool; docs/performance.md, "the session log's file calls are synchronous"). Each
+// blocks the worker's event loop for the length of one small read or write. Only the whole log,
+// read when a batch's events repeat seqs it holds, is read with a promise.
 
 /**
  * Appends whole lines to one of the log's files. A file left ending in a torn line (a crash
@@ -275,41 +281,45 @@ async function readClaims(file: string): Promise<Claim[]> {
  * be unreadable too, and a claim or a kept-aside event lost with it. The folder is made only when
  * missing: made every time, it would cost a call on every write of every batch.
  */
-async function appendLines(file: string, text: string): Promise<void> {
-  let handle: fs.FileHandle;
+function appendLines(file: string, text: string): void {
+  let fd: number;
   try {
-    handle = await fs.open(file, 'a+');
+    fd = fs.openSync(file, 'a+');
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-    await fs.mkdir(path.dirname(file), { recursive: true });
-    handle = await fs.open(file, 'a+');
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fd = fs.openSync(file, 'a+');
   }
   try {
-    const { size } = await handle.stat();
+    const { size } = fs.fstatSync(fd);
     const last = Buffer.alloc(1);
-    if (size > 0) await handle.read(last, 0, 1, size - 1);
+    if (size > 0) fs.readSync(fd, last, 0, 1, size - 1);
     // O_APPEND: each write lands whole at the end, whoever else appends.
-    await handle.appendFile(size > 0 && last[0] !== 0x0a ? `\n${text}` : text);
+    fs.appendFileSync(fd, size > 0 && last[0] !== 0x0a ? `\n${text}` : text);
   } finally {
-    await handle.close();
+    fs.closeSync(fd);
   }
 }
 
 /** The highest seq in a session log (-1 for none), reading only its tail. */
 export async function readLastSeq(file: string): Promise<number> {
-  let handle;
+  return lastSeqIn(file);
+}
+
+function lastSeqIn(file: string): number {
+  let fd: number;
   try {
-    handle = await fs.open(file, 'r');
+    fd = fs.openSync(file, 'r');
   } catch {
     return -1;
   }
   try {
-    const { size } = await handle.stat();
+    const { size } = fs.fstatSync(fd);
     let tailSize = 64 * 1024;
     for (;;) {
       const start = Math.max(0, size - tailSize);
       const buf = Buffer.alloc(size - start);
-      await handle.read(buf, 0, buf.length, start);
+      fs.readSync(fd, buf, 0, buf.length, start);
       const lines = buf
         .toString('utf8')
         .split('\n')
@@ -327,7 +337,7 @@ export async function readLastSeq(file: string): Promise<number> {
       tailSize *= 4;
     }
   } finally {
-    await handle.close();
+    fs.closeSync(fd);
   }
 }
 
