@@ -271,9 +271,9 @@ function readClaims(file: string): Claim[] {
 
 // The sink's files are read and appended with the synchronous calls: small reads and one-line
 // appends on every batch, where a promise file call costs several times the CPU of the call itself
-// (its trip through the thread pool; docs/performance.md, "the session log's file calls are synchronous"). Each
-// blocks the worker's event loop for the length of one small read or write. Only the whole log,
-// read when a batch's events repeat seqs it holds, is read with a promise.
+// (its trip through the thread pool; docs/performance.md, "the session log's file calls are
+// synchronous"). Each blocks the worker's event loop for the length of one small read or write.
+// Only the whole log, read when a batch's events repeat seqs it holds, is read with a promise.
 
 /**
  * Appends whole lines to one of the log's files. A file left ending in a torn line (a crash
