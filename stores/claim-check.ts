@@ -2,6 +2,7 @@
 // is stored aside, keyed by the call's idempotency key, and only a preview with a note and a
 // reference crosses history. The store is pluggable; the default keeps files in the state folder.
 import { createHash } from 'node:crypto';
+import * as fsSync from 'node:fs';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { jsonBytes } from '../pipeline/budget';
@@ -25,17 +26,41 @@ export interface ResultStore {
 
 const FILE_REF = 'sluice-result:';
 
+/** Values up to this many characters of JSON are written with the synchronous calls. */
+const SYNC_WRITE_CHARS = 64 * 1024;
+
+function writeSync(tmp: string, text: string, file: string): void {
+  fsSync.writeFileSync(tmp, text);
+  fsSync.renameSync(tmp, file);
+}
+
+async function writeAsync(tmp: string, text: string, file: string): Promise<void> {
+  await fs.writeFile(tmp, text);
+  await fs.rename(tmp, file);
+}
+
 /** Files under one folder, one per key: the default store, `<state folder>/results/`. */
 export class FileResultStore implements ResultStore {
   constructor(readonly dir: string) {}
 
   async put(key: string, value: Json): Promise<string> {
     const name = fileNameFor(key);
-    await fs.mkdir(this.dir, { recursive: true });
     // Write then rename: a worker killed mid-write leaves no half file under the real name.
     const tmp = path.join(this.dir, `.${name}.${process.pid}.${Date.now()}.tmp`);
-    await fs.writeFile(tmp, JSON.stringify({ key, value }));
-    await fs.rename(tmp, path.join(this.dir, name));
+    const text = JSON.stringify({ key, value });
+    // A session writes a transcript node here every model step, mostly a few KiB: those are
+    // written with the synchronous calls, which cost a fraction of a promise call's CPU (its trip
+    // through the thread pool, docs/performance.md). A large value keeps the event loop free
+    // while it is written.
+    const write = text.length <= SYNC_WRITE_CHARS ? writeSync : writeAsync;
+    try {
+      await write(tmp, text, path.join(this.dir, name));
+    } catch (err) {
+      // The folder is made only when missing: made every time, it would cost a call on every put.
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      await fs.mkdir(this.dir, { recursive: true });
+      await write(tmp, text, path.join(this.dir, name));
+    }
     return `${FILE_REF}${name}`;
   }
 

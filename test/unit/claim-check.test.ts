@@ -27,6 +27,20 @@ describe('FileResultStore', () => {
     expect(fs.readdirSync(store.dir)).toEqual([fileNameFor(key)]);
   });
 
+  it('small and large values alike: written whole under their name, no temporary file left, the folder made when missing', async () => {
+    const parent = tmp();
+    const store = new FileResultStore(path.join(parent, 'not', 'yet'));
+    const small = { text: 'a'.repeat(100) };
+    const large = { text: 'b'.repeat(200_000) }; // past the synchronous write's bound
+    const refs = [await store.put('small', small), await store.put('large', large)];
+    expect(await store.get(refs[0])).toEqual(small);
+    expect(await store.get(refs[1])).toEqual(large);
+    fs.rmSync(path.join(parent, 'not'), { recursive: true });
+    const again = await store.put('small', small);
+    expect(await store.get(again)).toEqual(small);
+    expect(fs.readdirSync(store.dir)).toEqual([fileNameFor('small')]);
+  });
+
   it('keeps names short and distinct for long or look-alike keys', () => {
     const long = fileNameFor('k'.repeat(5000));
     expect(long.length).toBeLessThan(160);
