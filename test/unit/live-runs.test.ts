@@ -171,3 +171,17 @@ describe("the session page's resume point names the run", () => {
     expect(sent).toEqual([true, false, false]);
   });
 });
+
+describe('the file channel', () => {
+  it('makes its folder on the first write, and reads back what each write appended', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-live-runs-'));
+    dirs.push(dir); // no sessions folder yet
+    const channel = fileLiveChannel(dir);
+    await channel.write('s1', [piece(1, 0, 'a'), piece(1, 1, 'b')]);
+    const first = await channel.read('s1');
+    await channel.write('s1', [piece(1, 2, 'c')]);
+    const next = await channel.read('s1', first.cursor);
+    expect(first.events.map((e) => (e as { text?: string }).text)).toEqual(['a', 'b']);
+    expect(next.events.map((e) => (e as { text?: string }).text)).toEqual(['c']);
+  });
+});
