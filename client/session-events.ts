@@ -6,7 +6,7 @@
 import { promises as fs } from 'node:fs';
 import type { LiveDropped, LiveEvent, LiveVoid } from '../agent/live';
 import type { SessionEvent } from '../pipeline/types';
-import { fileLiveChannel, type LiveCursor, type LiveReader } from '../stores/live';
+import { fileLiveChannel, type LiveCursor, type LiveReader, parseJsonl } from '../stores/live';
 import { sessionLogPath } from '../stores/session-log-path';
 
 export type { LiveDelta, LiveDropped, LiveEvent, LiveVoid } from '../agent/live';
@@ -20,16 +20,7 @@ async function readLog(stateDir: string, sessionId: string): Promise<SessionEven
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw err;
   }
-  const out: SessionEvent[] = [];
-  for (const line of text.split('\n')) {
-    if (!line.trim()) continue;
-    try {
-      out.push(JSON.parse(line));
-    } catch {
-      // a torn line carries no complete event
-    }
-  }
-  return out;
+  return parseJsonl(text) as SessionEvent[];
 }
 
 /**

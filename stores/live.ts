@@ -66,7 +66,8 @@ export function readJsonlSync(file: string): unknown[] {
   return parseJsonl(text);
 }
 
-function parseJsonl(text: string): unknown[] {
+/** The whole JSON lines of a text, in order: blank lines and torn ones (a crash mid-append) carry nothing. */
+export function parseJsonl(text: string): unknown[] {
   const out: unknown[] = [];
   for (const line of text.split('\n')) {
     if (!line.trim()) continue;
