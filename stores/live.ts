@@ -45,8 +45,8 @@ export function liveLogPath(stateDir: string, sessionId: string): string {
 
 /**
  * Every whole JSON line of a file, in order; blank lines and a line no writer finished (a crash
- * mid-append) are skipped, and a file that cannot be read holds none. The session log's own files
- * (the log, its claims, writers and conflicts) are read this way.
+ * mid-append) are skipped, and a file that cannot be read holds none. The whole session log is
+ * read this way; its small side files (claims, writers, conflicts) with `readJsonlSync`.
  */
 export async function readJsonl(file: string): Promise<unknown[]> {
   return parseJsonl(await fs.promises.readFile(file, 'utf8').catch(() => ''));
