@@ -64,11 +64,7 @@ export async function startBenchStack(opts: BenchStackOptions): Promise<BenchSta
     opts.log(`dev server at ${server.address}; bundling workflows`);
     const sluiceBundle = path.join(runDir, 'sluice-bundle.js');
     const bareBundle = path.join(runDir, 'bare-bundle.js');
-    fs.writeFileSync(
-      sluiceBundle,
-      (await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quiet, webpackConfigHook: publishedTarget }))
-        .code,
-    );
+    fs.writeFileSync(sluiceBundle, (await publishedWorkflowBundle()).code);
     fs.writeFileSync(
       bareBundle,
       (

@@ -6,7 +6,8 @@
 import { promises as fs } from 'node:fs';
 import type { LiveDropped, LiveEvent, LiveVoid } from '../agent/live';
 import type { SessionEvent } from '../pipeline/types';
-import { fileLiveChannel, type LiveCursor, type LiveReader, parseJsonl } from '../stores/live';
+import { parseJsonl } from '../stores/jsonl';
+import { fileLiveChannel, type LiveCursor, type LiveReader } from '../stores/live';
 import { sessionLogPath } from '../stores/session-log-path';
 
 export type { LiveDelta, LiveDropped, LiveEvent, LiveVoid } from '../agent/live';

@@ -8,6 +8,7 @@ import * as path from 'node:path';
 import { jsonBytes } from '../pipeline/budget';
 import { fitResult, renderValue, resultFits } from '../pipeline/normalize';
 import type { Candidate, ContentBlock, Json, JsonObject, ToolResult } from '../pipeline/types';
+import { inFolder } from './jsonl';
 
 export interface ResultStore {
   /**
@@ -29,16 +30,6 @@ const FILE_REF = 'sluice-result:';
 /** Values up to this many characters of JSON are written with the synchronous calls. */
 const SYNC_WRITE_CHARS = 64 * 1024;
 
-function writeSync(tmp: string, text: string, file: string): void {
-  fsSync.writeFileSync(tmp, text);
-  fsSync.renameSync(tmp, file);
-}
-
-async function writeAsync(tmp: string, text: string, file: string): Promise<void> {
-  await fs.writeFile(tmp, text);
-  await fs.rename(tmp, file);
-}
-
 /** Files under one folder, one per key: the default store, `<state folder>/results/`. */
 export class FileResultStore implements ResultStore {
   constructor(readonly dir: string) {}
@@ -47,19 +38,18 @@ export class FileResultStore implements ResultStore {
     const name = fileNameFor(key);
     // Write then rename: a worker killed mid-write leaves no half file under the real name.
     const tmp = path.join(this.dir, `.${name}.${process.pid}.${Date.now()}.tmp`);
+    const file = path.join(this.dir, name);
     const text = JSON.stringify({ key, value });
     // A session writes a transcript node here every model step, mostly a few KiB: those are
-    // written with the synchronous calls, which cost a fraction of a promise call's CPU (its trip
-    // through the thread pool, docs/performance.md). A large value keeps the event loop free
-    // while it is written.
-    const write = text.length <= SYNC_WRITE_CHARS ? writeSync : writeAsync;
-    try {
-      await write(tmp, text, path.join(this.dir, name));
-    } catch (err) {
-      // The folder is made only when missing: made every time, it would cost a call on every put.
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    // written with the synchronous calls (stores/jsonl.ts says why). A large value keeps the event
+    // loop free while it is written.
+    if (text.length <= SYNC_WRITE_CHARS) {
+      inFolder(tmp, () => fsSync.writeFileSync(tmp, text));
+      fsSync.renameSync(tmp, file);
+    } else {
       await fs.mkdir(this.dir, { recursive: true });
-      await write(tmp, text, path.join(this.dir, name));
+      await fs.writeFile(tmp, text);
+      await fs.rename(tmp, file);
     }
     return `${FILE_REF}${name}`;
   }

@@ -15,6 +15,7 @@ import * as path from 'node:path';
 import type { Client, Pool } from 'pg';
 import type { LiveEvent, LiveWriter } from '../agent/live';
 import { requireOptional } from '../support/optional';
+import { inFolder, parseJsonl } from './jsonl';
 import { sessionLogPath } from './session-log-path';
 
 /** Where a follower reads live events. */
@@ -44,43 +45,6 @@ export function liveLogPath(stateDir: string, sessionId: string): string {
 }
 
 /**
- * Every whole JSON line of a file, in order; blank lines and a line no writer finished (a crash
- * mid-append) are skipped, and a file that cannot be read holds none. The whole session log is
- * read this way; its small side files (claims, writers, conflicts) with `readJsonlSync`.
- */
-export async function readJsonl(file: string): Promise<unknown[]> {
-  return parseJsonl(await fs.promises.readFile(file, 'utf8').catch(() => ''));
-}
-
-/**
- * `readJsonl` without the thread pool, for the session log's small side files, read on every
- * batch: a promise file call costs several times the CPU of the read itself (docs/performance.md).
- */
-export function readJsonlSync(file: string): unknown[] {
-  let text: string;
-  try {
-    text = fs.readFileSync(file, 'utf8');
-  } catch {
-    return [];
-  }
-  return parseJsonl(text);
-}
-
-/** The whole JSON lines of a text, in order: blank lines and torn ones (a crash mid-append) carry nothing. */
-export function parseJsonl(text: string): unknown[] {
-  const out: unknown[] = [];
-  for (const line of text.split('\n')) {
-    if (!line.trim()) continue;
-    try {
-      out.push(JSON.parse(line));
-    } catch {
-      // torn: it carries nothing
-    }
-  }
-  return out;
-}
-
-/**
  * The whole JSON lines appended to a file since `cursor`, and the cursor past them: a line still
  * being appended is left for the next read, and a line no writer finished is skipped. A file that
  * was replaced (another inode) or cut shorter since is read from its start; a missing one is empty.
@@ -106,15 +70,7 @@ export async function readJsonlSince<T>(
     // Only whole lines: a line being appended is read on the next round.
     const end = buf.subarray(0, bytesRead).lastIndexOf(10);
     if (end < 0) return { events: [], cursor: { kind: 'file', ino: st.ino, offset } };
-    const events: T[] = [];
-    for (const line of buf.subarray(0, end).toString('utf8').split('\n')) {
-      if (!line.trim()) continue;
-      try {
-        events.push(JSON.parse(line));
-      } catch {
-        // a line no writer finished carries no event
-      }
-    }
+    const events = parseJsonl(buf.subarray(0, end).toString('utf8')) as T[];
     offset += end + 1;
     return { events, cursor: { kind: 'file', ino: st.ino, offset } };
   } finally {
@@ -127,18 +83,11 @@ export function fileLiveChannel(stateDir: string): LiveChannel {
   return {
     // Local reads are cheap, and a folder that does not exist yet cannot be watched.
     pollMs: 200,
-    // A streaming step writes here many times a second: one synchronous append (a promise file
-    // call costs several times its CPU, docs/performance.md), the folder made only when missing.
+    // A streaming step writes here many times a second: one synchronous append (stores/jsonl.ts).
     async write(sessionId, events) {
       const file = liveLogPath(stateDir, sessionId);
       const text = events.map((e) => `${JSON.stringify(e)}\n`).join('');
-      try {
-        fs.appendFileSync(file, text);
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-        fs.mkdirSync(path.dirname(file), { recursive: true });
-        fs.appendFileSync(file, text);
-      }
+      inFolder(file, () => fs.appendFileSync(file, text));
     },
     async startStep(sessionId) {
       const file = liveLogPath(stateDir, sessionId);

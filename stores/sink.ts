@@ -1,10 +1,9 @@
 // Session events leave the workflow through a sink. The default writes one append-only JSONL
 // file per session, so a person can `tail -f` it.
 import * as fs from 'node:fs';
-import * as path from 'node:path';
 import type { SeqClaim } from '../pipeline/seq-claim';
 import type { SessionEvent } from '../pipeline/types';
-import { readJsonl, readJsonlSync } from './live';
+import { appendLines, readJsonl, readJsonlSync } from './jsonl';
 
 export interface EventSink {
   /**
@@ -267,38 +266,6 @@ function readClaims(file: string): Claim[] {
   return (readJsonlSync(file) as Partial<Claim>[]).filter(
     (c): c is Claim => typeof c?.batch === 'string' && Number.isInteger(c.startSeq),
   );
-}
-
-// The sink's files are read and appended with the synchronous calls: small reads and one-line
-// appends on every batch, where a promise file call costs several times the CPU of the call itself
-// (its trip through the thread pool; docs/performance.md, "the session log's file calls are
-// synchronous"). Each blocks the worker's event loop for the length of one small read or write.
-// Only the whole log, read when a batch's events repeat seqs it holds, is read with a promise.
-
-/**
- * Appends whole lines to one of the log's files. A file left ending in a torn line (a crash
- * mid-append, by any worker) gets a fresh line first: appended to the torn one, the new line would
- * be unreadable too, and a claim or a kept-aside event lost with it. The folder is made only when
- * missing: made every time, it would cost a call on every write of every batch.
- */
-function appendLines(file: string, text: string): void {
-  let fd: number;
-  try {
-    fd = fs.openSync(file, 'a+');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-    fs.mkdirSync(path.dirname(file), { recursive: true });
-    fd = fs.openSync(file, 'a+');
-  }
-  try {
-    const { size } = fs.fstatSync(fd);
-    const last = Buffer.alloc(1);
-    if (size > 0) fs.readSync(fd, last, 0, 1, size - 1);
-    // O_APPEND: each write lands whole at the end, whoever else appends.
-    fs.appendFileSync(fd, size > 0 && last[0] !== 0x0a ? `\n${text}` : text);
-  } finally {
-    fs.closeSync(fd);
-  }
 }
 
 /** The highest seq in a session log (-1 for none), reading only its tail. */

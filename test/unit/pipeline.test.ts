@@ -11,7 +11,7 @@ import { applyPostVerdict, foldPreDecision, parseGuardAnswer, parsePreDecision }
 import { canonicalJson, snapshotArguments, snapshotJson } from '../../pipeline/json';
 import { errorCandidate, normalizeResult } from '../../pipeline/normalize';
 import type { Candidate } from '../../pipeline/types';
-import { readJsonl } from '../../stores/live';
+import { readJsonl } from '../../stores/jsonl';
 import {
   JsonlSessionLog,
   claimsPath,
