@@ -1,7 +1,11 @@
 // The batch output as the workflow returns it: each result's content (and structured value) once,
 // in its tool message; its `results` entry and its tool/result event refer to that message by call
-// id instead of carrying copies. `expandBatchOutput` gives readers the familiar shape back, with
-// the three places sharing one content object. Pure: the workflow, the client and the CLI use it.
+// id instead of carrying copies. Packed outputs (`packed: 2`) also leave out of the events, the
+// results and the tool messages what the rest of the output already says: a history keeps every
+// batch's output, so each byte here is paid by every call. `expandBatchOutput` gives readers the
+// familiar shape back, with the three places sharing one content object. Pure: the workflow, the
+// client and the CLI use it.
+import { genericResultCard } from './cards';
 import type { BatchOutput, ContentBlock, Json, JsonObject, ModelMessage, SessionEvent, ToolResult } from './types';
 
 type ToolMessage = Extract<ModelMessage, { role: 'tool' }>;
@@ -10,14 +14,52 @@ type ToolMessage = Extract<ModelMessage, { role: 'tool' }>;
 export type WireResult = Omit<ToolResult, 'content'> & { content?: ContentBlock[] };
 
 /** What the batch workflow returns (`handle.result()`); pass it to `expandBatchOutput` to read it. */
-export interface BatchOutputWire extends Omit<BatchOutput, 'results'> {
+export interface BatchOutputWire extends Omit<BatchOutput, 'results' | 'events' | 'messages'> {
   /**
    * Present when content is carried once: each `results[i].result` and each tool/result event
    * without `content` takes its content (and value) from the tool message with its call id.
    * Absent on outputs of batches that ran before this (they carry copies, and read as they are).
    */
   contentIn?: 'messages';
-  results: { callId: string; name: string; result: WireResult }[];
+  /**
+   * Present when the output is packed too (packBatchOutput): events, results and tool messages
+   * leave out what the rest of the output says. Absent on outputs of batches that ran before.
+   */
+  packed?: 2;
+  /** A packed output's tool messages leave out `isError: false`. */
+  messages: (ModelMessage | PackedToolMessage)[];
+  /**
+   * A packed output's entry is `{ callId }` alone when its name and outcome are its tool message's;
+   * the list is absent when every entry is, in the tool messages' order.
+   */
+  results?: { callId: string; name?: string; result?: WireResult }[];
+  events: PackedEvent[];
+}
+
+type PackedToolMessage = Omit<ToolMessage, 'isError'> & { isError?: boolean };
+
+/**
+ * An event of a packed output: `seq` is absent when it follows the previous event's, `time` when
+ * it is the previous event's; a tool/call's or tool/result's data leaves out the batch's `turn`
+ * and `step`, what its call's tool message says (`name`, `isError`, `error`) and a generic card.
+ */
+export interface PackedEvent {
+  type: string;
+  seq?: number;
+  time?: string;
+  data: JsonObject;
+}
+
+/**
+ * The output as the batch returns it: content once (compactBatchOutput), then packed
+ * (packBatchOutput) when the packed form reads back as exactly this output; else content once only.
+ */
+export function batchOutputWire(output: BatchOutput): BatchOutputWire {
+  const once = compactBatchOutput(output);
+  const packed = packBatchOutput(once);
+  // The check costs two serialisations of the output; it makes the packing safe for any output a
+  // hook or an extension can shape, not only the ones its rules foresaw.
+  return JSON.stringify(expandBatchOutput(packed)) === JSON.stringify(output) ? packed : once;
 }
 
 /** The output with each result's content and value kept once, in its tool message. */
@@ -49,10 +91,12 @@ export function compactBatchOutput(output: BatchOutput): BatchOutputWire {
  * unchanged.
  */
 export function expandBatchOutput(output: BatchOutputWire | BatchOutput): BatchOutput {
-  const wire = output as BatchOutputWire;
-  if (wire.contentIn !== 'messages') return output as BatchOutput;
-  const { contentIn: _contentIn, ...rest } = wire;
-  const byCall = toolMessages(wire.messages);
+  const wire = (output as BatchOutputWire).packed === 2 ? unpackBatchOutput(output as BatchOutputWire) : output;
+  if ((wire as BatchOutputWire).contentIn !== 'messages') return wire as BatchOutput;
+  const { contentIn: _contentIn, ...rest } = wire as BatchOutputWire & { messages: ModelMessage[] };
+  // After unpacking, every result entry has its name and result (content aside).
+  type Entry = { callId: string; name: string; result: WireResult };
+  const byCall = toolMessages(rest.messages);
   const missing = (callId: string) => {
     throw new Error(
       `this batch output refers to the tool message of call ${JSON.stringify(callId)} for its content, but has none; the output was altered after the batch returned it`,
@@ -60,8 +104,8 @@ export function expandBatchOutput(output: BatchOutputWire | BatchOutput): BatchO
   };
   return {
     ...rest,
-    results: wire.results.map((r) => {
-      if (r.result.content !== undefined) return r as BatchOutput['results'][number];
+    results: ((rest.results ?? []) as Entry[]).map((r) => {
+      if (r.result?.content !== undefined) return r as BatchOutput['results'][number];
       const m = byCall.get(r.callId) ?? missing(r.callId);
       // The key order the batch built (content first, value last), so the JSON reads as it did.
       return {
@@ -69,12 +113,152 @@ export function expandBatchOutput(output: BatchOutputWire | BatchOutput): BatchO
         result: { content: m.content, ...r.result, ...(m.value !== undefined ? { value: m.value } : {}) },
       };
     }),
-    events: wire.events.map((e): SessionEvent => {
+    events: (rest.events as SessionEvent[]).map((e): SessionEvent => {
       if (e.type !== 'tool/result' || e.data.content !== undefined) return e;
       const m = byCall.get(String(e.data.callId)) ?? missing(String(e.data.callId));
       return { ...e, data: withContentAfterName(e.data, m.content as unknown as Json) };
     }),
   };
+}
+
+/**
+ * Packs a content-once output: each event leaves out a `seq` that follows the previous event's
+ * and a `time` that repeats it, a tool/call's or tool/result's data leaves out the batch's turn and
+ * step, what its tool message says and the generic result card, a result entry that its tool message tells is its call id
+ * alone, and a tool message leaves out `isError: false`. Not every output reads back exactly
+ * (a hook may shape events its own way): batchOutputWire keeps it only when it does.
+ */
+export function packBatchOutput(once: BatchOutputWire): BatchOutputWire {
+  const messages = once.messages as ModelMessage[];
+  const byCall = toolMessages(messages);
+  const tools = messages.filter((m): m is ToolMessage => m.role === 'tool');
+  const results = (once.results ?? []).map((r) => {
+    const m = byCall.get(r.callId);
+    return m && r.name === m.toolName && r.result && sameJson(r.result, outcomeOf(m)) ? { callId: r.callId } : r;
+  });
+  const derived =
+    results.length === tools.length && results.every((r, i) => !r.result && r.callId === tools[i].toolCallId);
+  let previous: PackedEvent | undefined;
+  const events = once.events.map((e): PackedEvent => {
+    const out = { type: e.type } as PackedEvent;
+    if (previous?.seq === undefined || e.seq !== previous.seq + 1) out.seq = e.seq;
+    if (e.time !== previous?.time) out.time = e.time;
+    out.data = packEventData(e, once, byCall);
+    previous = e;
+    return out;
+  });
+  const { results: _results, ...rest } = once;
+  return {
+    ...rest,
+    packed: 2,
+    messages: messages.map((m) => {
+      if (m.role !== 'tool' || m.isError !== false) return m;
+      const { isError: _isError, ...packed } = m;
+      return packed;
+    }),
+    ...(derived ? {} : { results }),
+    events,
+  };
+}
+
+/** The output's messages as the model reads them, from any form of the output, without expanding the rest. */
+export function batchMessages(output: BatchOutputWire | BatchOutput): ModelMessage[] {
+  return output.messages.map(unpackMessage);
+}
+
+function unpackMessage(m: ModelMessage | PackedToolMessage): ModelMessage {
+  if (m.role !== 'tool' || m.isError !== undefined) return m as ModelMessage;
+  return inOrder({ ...m, isError: false }, ['role', 'toolCallId', 'toolName', 'content', 'isError']) as ToolMessage;
+}
+
+/** A packed output back to the content-once form (compactBatchOutput's). */
+function unpackBatchOutput(wire: BatchOutputWire): BatchOutputWire {
+  const { packed: _packed, ...rest } = wire;
+  const messages = wire.messages.map(unpackMessage);
+  const byCall = toolMessages(messages);
+  const tools = messages.filter((m): m is ToolMessage => m.role === 'tool');
+  const told = (callId: string) => byCall.get(callId) ?? missingMessage(callId);
+  const entries: NonNullable<BatchOutputWire['results']> = wire.results ?? tools.map((m) => ({ callId: m.toolCallId }));
+  const results = entries.map((r) => {
+    if (r.result) return r;
+    const m = told(r.callId);
+    return { callId: r.callId, name: m.toolName, result: outcomeOf(m) };
+  });
+  let seq = -1;
+  let time = '';
+  const events = wire.events.map((e): SessionEvent => {
+    seq = e.seq ?? seq + 1;
+    time = e.time ?? time;
+    return inOrder({ ...e, seq, time, data: unpackEventData(e, wire, byCall) }, ['type', 'seq', 'time', 'data']);
+  });
+  return inOrder({ ...rest, messages, results, events }, OUTPUT_ORDER);
+}
+
+/** The batch's key order of its output (workflows/batch.ts). */
+const OUTPUT_ORDER = ['sessionId', 'turn', 'step', 'messages', 'results', 'events'];
+
+const PACKED_DATA: Record<string, string[]> = {
+  'tool/call': ['turn', 'step', 'callId', 'name', 'arguments'],
+  // Content follows name in the recorded event; expandBatchOutput puts it back there.
+  'tool/result': ['turn', 'step', 'callId', 'name', 'isError', 'error'],
+};
+
+function packEventData(e: PackedEvent, batch: { turn: number; step: number }, byCall: Map<string, ToolMessage>) {
+  const d = e.data;
+  const [first, second] = Object.keys(d);
+  if (!PACKED_DATA[e.type] || first !== 'turn' || second !== 'step') return d;
+  if (d.turn !== batch.turn || d.step !== batch.step) return d;
+  const { turn: _turn, step: _step, ...out } = d;
+  const m = byCall.get(String(d.callId));
+  if (!m) return out;
+  if (out.name === m.toolName) delete out.name;
+  if (e.type === 'tool/result') {
+    if (sameJson(out.card, genericResultCard(m.toolName, m.isError))) delete out.card;
+    if (out.isError === m.isError) delete out.isError;
+    if (out.error !== undefined && sameJson(out.error, m.error)) delete out.error;
+  }
+  return out;
+}
+
+function unpackEventData(e: PackedEvent, batch: { turn: number; step: number }, byCall: Map<string, ToolMessage>) {
+  const order = PACKED_DATA[e.type];
+  if (!order || 'turn' in e.data) return e.data;
+  const m = byCall.get(String(e.data.callId));
+  const result = m && e.type === 'tool/result';
+  const told: JsonObject = m
+    ? {
+        name: m.toolName,
+        ...(result ? { isError: m.isError, ...(m.error ? { error: m.error as unknown as JsonObject } : {}) } : {}),
+      }
+    : {};
+  const data: JsonObject = inOrder({ turn: batch.turn, step: batch.step, ...told, ...e.data }, order);
+  // The generic card is the last key the batch records.
+  if (result && data.card === undefined) data.card = genericResultCard(m.toolName, m.isError) as unknown as JsonObject;
+  return data;
+}
+
+/** A result entry's outcome as its tool message tells it, in the batch's key order (content aside). */
+function outcomeOf(m: ToolMessage): WireResult {
+  return { isError: m.isError, ...(m.error ? { error: m.error } : {}) } as WireResult;
+}
+
+/** The object with `order`'s keys first, in that order, then the rest as they were. */
+function inOrder<T extends object>(value: T, order: string[]): T {
+  const out: Record<string, unknown> = {};
+  const source = value as Record<string, unknown>;
+  for (const k of order) if (k in source) out[k] = source[k];
+  for (const [k, v] of Object.entries(source)) if (!(k in out)) out[k] = v;
+  return out as T;
+}
+
+function missingMessage(callId: string): never {
+  throw new Error(
+    `this batch output refers to the tool message of call ${JSON.stringify(callId)}, but has none; the output was altered after the batch returned it`,
+  );
+}
+
+function sameJson(a: unknown, b: unknown): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
 }
 
 /** A tool/result event's data with its content back where the batch recorded it: after `name`. */

@@ -2,6 +2,7 @@
 // Temporal's wire, so it is plain JSON.
 import type { ApprovalLifecycle } from './lifecycle';
 import type { QuorumSettings } from './quorum';
+import { genericCard } from './cards';
 import { renderValue } from './normalize';
 import type {
   ApprovalPolicy,
@@ -164,15 +165,7 @@ export const BODY_DEFAULTS = {
 export const MAX_LOCAL_BODY_TIMEOUT_MS = 60_000;
 export const DEFAULT_LOCAL_BODY_TIMEOUT_MS = 10_000;
 
-/** The completed card when a tool has no presentResult, or it throws or returns nonsense. */
-export function genericResultCard(name: string, isError: boolean): Card {
-  return { title: name, summary: isError ? 'failed' : 'done' };
-}
-
-/** The card any UI shows when a tool's presentCall is missing, throws or returns nonsense. */
-export function genericCard(name: string, args: JsonObject): Card {
-  return { title: name, fields: args };
-}
+export { genericCard, genericResultCard } from './cards';
 
 // ─── Wire forms ───────────────────────────────────────────────────────────────────────────────
 // What crosses history is kept small: a field the other side can rebuild exactly is left out
@@ -242,14 +235,22 @@ export function unpackPreflightResults(reply: PreflightReply, refs: CallRef[]): 
   });
 }
 
-/** A body's call reference as it crosses history: the workflow id and idempotency key come from the activity's own info. */
-export type PackedCallRef = Omit<CallRef, 'workflowId' | 'idempotencyKey' | 'state'> &
-  Partial<Pick<CallRef, 'workflowId' | 'idempotencyKey' | 'state'>>;
+/**
+ * A body's call reference as it crosses history: the workflow id and idempotency key come from the
+ * activity's own info, and so do the session id, turn and step when the workflow id is the batch's
+ * usual `sluice-batch:<sessionId>:<turn>:<step>`.
+ */
+export type PackedCallRef = Omit<CallRef, 'workflowId' | 'idempotencyKey' | 'state' | 'sessionId' | 'turn' | 'step'> &
+  Partial<Pick<CallRef, 'workflowId' | 'idempotencyKey' | 'state' | 'sessionId' | 'turn' | 'step'>>;
 
 export function packCallRef(ref: CallRef): PackedCallRef {
-  const { workflowId, idempotencyKey, state, ...rest } = ref;
-  const out: PackedCallRef = rest;
+  const { workflowId, idempotencyKey, state, sessionId, turn, step, ...rest } = ref;
   // Only what the worker could not rebuild from the workflow id it runs for.
+  const named = batchOfWorkflowId(workflowId);
+  const out: PackedCallRef =
+    named?.sessionId === sessionId && named.turn === turn && named.step === step
+      ? rest
+      : { sessionId, turn, step, ...rest };
   if (idempotencyKey !== `${workflowId}/${ref.callId}`) Object.assign(out, { workflowId, idempotencyKey });
   if (Object.keys(state).length) out.state = state;
   return out;
@@ -257,12 +258,30 @@ export function packCallRef(ref: CallRef): PackedCallRef {
 
 export function unpackCallRef(ref: PackedCallRef, workflowId: string): CallRef {
   const wf = ref.workflowId ?? workflowId;
+  const { sessionId, turn, step } = ref.sessionId === undefined ? batchOfWorkflowIdOrThrow(wf) : (ref as CallRef);
   return {
+    sessionId,
+    turn,
+    step,
     ...ref,
     workflowId: wf,
     idempotencyKey: ref.idempotencyKey ?? `${wf}/${ref.callId}`,
     state: ref.state ?? {},
   };
+}
+
+/** The session id, turn and step a batch's usual workflow id names (workflows/definitions.ts batchWorkflowId). */
+function batchOfWorkflowId(workflowId: string): { sessionId: string; turn: number; step: number } | undefined {
+  const m = /^sluice-batch:(.+):(0|[1-9]\d{0,14}):(0|[1-9]\d{0,14})$/.exec(workflowId);
+  return m ? { sessionId: m[1], turn: Number(m[2]), step: Number(m[3]) } : undefined;
+}
+
+function batchOfWorkflowIdOrThrow(workflowId: string) {
+  const named = batchOfWorkflowId(workflowId);
+  if (named) return named;
+  throw new Error(
+    `this tool body's input has no session id, turn or step, and its workflow id ${JSON.stringify(workflowId)} does not name them: only Sluice's batch workflow may leave them out (for a workflow id of the form sluice-batch:<sessionId>:<turn>:<step>); schedule the body with its full call reference`,
+  );
 }
 
 /** A body's result as it crosses history: see packBodyResult. */

@@ -20,7 +20,7 @@ import {
 } from '@temporalio/workflow';
 import { batchInputProblem } from '../pipeline/batch-input';
 import { InlineBudget, outputProblem } from '../pipeline/budget';
-import { type BatchOutputWire, compactBatchOutput } from '../pipeline/output';
+import { type BatchOutputWire, batchOutputWire } from '../pipeline/output';
 import { FailureTypes } from '../pipeline/errors';
 import { grantsOf } from '../pipeline/grants';
 import type {
@@ -123,7 +123,7 @@ export async function toolBatch(input: BatchInput): Promise<BatchOutputWire> {
   };
   // Last line of defence: an output over Temporal's payload limit would fail the workflow task
   // forever. The results are in the session log and this history either way.
-  const returned: BatchOutputWire = features.contentOnce ? compactBatchOutput(output) : output;
+  const returned: BatchOutputWire = features.contentOnce ? batchOutputWire(output) : output;
   const tooBig = outputProblem(returned);
   if (tooBig) throw ApplicationFailure.nonRetryable(tooBig, FailureTypes.OUTPUT_TOO_LARGE);
   return returned;

@@ -14,7 +14,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import { FailureTypes } from '../pipeline/errors';
-import type { BatchOutputWire } from '../pipeline/output';
+import { type BatchOutputWire, batchMessages } from '../pipeline/output';
 import {
   intakeCalls,
   mergeToolMessages,
@@ -181,7 +181,7 @@ export class Turn {
       }
       carry.batchDone(output);
     }
-    carry.appendUnstored(mergeToolMessages(intake, output?.messages ?? []));
+    carry.appendUnstored(mergeToolMessages(intake, output ? batchMessages(output) : []));
     if (output?.concludesTurn) return ended('concluded');
     if (output?.cancelled) return ended(control.cancelRequested ? 'cancelled' : 'interrupted');
     return { type: 'run-again' };

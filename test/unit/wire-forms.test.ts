@@ -154,6 +154,33 @@ describe('body inputs and results', () => {
     expect(unpackCallRef(r, 'another-workflow')).toEqual(r);
   });
 
+  it('leaves out the session id, turn and step when the workflow id names them, and only then', () => {
+    const r = {
+      ...ref('c0', 'echo'),
+      workflowId: 'sluice-batch:team:a:b:12:3',
+      sessionId: 'team:a:b',
+      turn: 12,
+      step: 3,
+    };
+    r.idempotencyKey = `${r.workflowId}/c0`;
+    const packed = packCallRef(r);
+    for (const k of ['sessionId', 'turn', 'step']) expect(packed).not.toHaveProperty(k);
+    expect(unpackCallRef(packed, r.workflowId)).toEqual(r);
+    // A workflow id of another shape, or one naming another session or step: they travel.
+    for (const other of [
+      { ...r, workflowId: 'my-own-id', idempotencyKey: 'my-own-id/c0' },
+      { ...r, sessionId: 'team:a' },
+      { ...r, step: 4 },
+      { ...r, workflowId: 'sluice-batch:team:a:b:012:3', idempotencyKey: 'sluice-batch:team:a:b:012:3/c0' },
+    ]) {
+      const p = packCallRef(other);
+      expect(p).toMatchObject({ sessionId: other.sessionId, turn: other.turn, step: other.step });
+      expect(unpackCallRef(p, other.workflowId)).toEqual(other);
+    }
+    // A body input that leaves them out under a workflow id that does not name them is refused, by name.
+    expect(() => unpackCallRef(packed, 'my-own-id')).toThrow(/no session id, turn or step.*"my-own-id"/);
+  });
+
   it('gives back exactly the body result packed', () => {
     const cases: BodyResult[] = [
       {
