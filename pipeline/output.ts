@@ -123,10 +123,10 @@ export function expandBatchOutput(output: BatchOutputWire | BatchOutput): BatchO
 
 /**
  * Packs a content-once output: each event leaves out a `seq` that follows the previous event's
- * and a `time` that repeats it, a tool/call's or tool/result's data leaves out the batch's turn and
- * step, what its tool message says and the generic result card, a result entry that its tool message tells is its call id
- * alone, and a tool message leaves out `isError: false`. Not every output reads back exactly
- * (a hook may shape events its own way): batchOutputWire keeps it only when it does.
+ * and a `time` that repeats it; a tool/call's or tool/result's data leaves out the batch's turn
+ * and step, what its tool message says and the generic result card; a result entry that its tool
+ * message tells is its call id alone; a tool message leaves out `isError: false`. Not every output
+ * reads back exactly (a hook may shape events its own way): batchOutputWire keeps it only when it does.
  */
 export function packBatchOutput(once: BatchOutputWire): BatchOutputWire {
   const messages = once.messages as ModelMessage[];
@@ -189,7 +189,8 @@ function unpackBatchOutput(wire: BatchOutputWire): BatchOutputWire {
   const events = wire.events.map((e): SessionEvent => {
     seq = e.seq ?? seq + 1;
     time = e.time ?? time;
-    return inOrder({ ...e, seq, time, data: unpackEventData(e, wire, byCall) }, ['type', 'seq', 'time', 'data']);
+    // (packBatchOutput keeps only outputs whose events are these four keys: it checks the read-back.)
+    return { type: e.type, seq, time, data: unpackEventData(e, wire, byCall) };
   });
   return inOrder({ ...rest, messages, results, events }, OUTPUT_ORDER);
 }
@@ -197,16 +198,17 @@ function unpackBatchOutput(wire: BatchOutputWire): BatchOutputWire {
 /** The batch's key order of its output (workflows/batch.ts). */
 const OUTPUT_ORDER = ['sessionId', 'turn', 'step', 'messages', 'results', 'events'];
 
-const PACKED_DATA: Record<string, string[]> = {
-  'tool/call': ['turn', 'step', 'callId', 'name', 'arguments'],
-  // Content follows name in the recorded event; expandBatchOutput puts it back there.
-  'tool/result': ['turn', 'step', 'callId', 'name', 'isError', 'error'],
-};
+/**
+ * The events whose data packs: the batch records them as turn, step, callId, name, then arguments
+ * (tool/call) or content, isError, error?, meta?, card (tool/result). Unpacking builds them in that
+ * order; expandBatchOutput puts a result's content back after name.
+ */
+const PACKED_TYPES = new Set(['tool/call', 'tool/result']);
 
 function packEventData(e: PackedEvent, batch: { turn: number; step: number }, byCall: Map<string, ToolMessage>) {
   const d = e.data;
   const [first, second] = Object.keys(d);
-  if (!PACKED_DATA[e.type] || first !== 'turn' || second !== 'step') return d;
+  if (!PACKED_TYPES.has(e.type) || first !== 'turn' || second !== 'step') return d;
   if (d.turn !== batch.turn || d.step !== batch.step) return d;
   const { turn: _turn, step: _step, ...out } = d;
   const m = byCall.get(String(d.callId));
@@ -221,20 +223,24 @@ function packEventData(e: PackedEvent, batch: { turn: number; step: number }, by
 }
 
 function unpackEventData(e: PackedEvent, batch: { turn: number; step: number }, byCall: Map<string, ToolMessage>) {
-  const order = PACKED_DATA[e.type];
-  if (!order || 'turn' in e.data) return e.data;
-  const m = byCall.get(String(e.data.callId));
+  const d = e.data;
+  if (!PACKED_TYPES.has(e.type) || 'turn' in d) return d;
+  const m = byCall.get(String(d.callId));
   const result = m && e.type === 'tool/result';
-  const told: JsonObject = m
-    ? {
-        name: m.toolName,
-        ...(result ? { isError: m.isError, ...(m.error ? { error: m.error as unknown as JsonObject } : {}) } : {}),
-      }
-    : {};
-  const data: JsonObject = inOrder({ turn: batch.turn, step: batch.step, ...told, ...e.data }, order);
+  // Built key by key in the batch's order (PACKED_TYPES), then the rest as packed: one object.
+  const out: JsonObject = { turn: batch.turn, step: batch.step };
+  if (d.callId !== undefined) out.callId = d.callId;
+  const name = d.name ?? m?.toolName;
+  if (name !== undefined) out.name = name;
+  if (result) {
+    out.isError = d.isError ?? m.isError;
+    const error = d.error ?? (m.error as unknown as JsonObject | undefined);
+    if (error !== undefined) out.error = error;
+  }
+  for (const k in d) if (!(k in out)) out[k] = d[k];
   // The generic card is the last key the batch records.
-  if (result && data.card === undefined) data.card = genericResultCard(m.toolName, m.isError) as unknown as JsonObject;
-  return data;
+  if (result && out.card === undefined) out.card = genericResultCard(m.toolName, m.isError) as unknown as JsonObject;
+  return out;
 }
 
 /** A result entry's outcome as its tool message tells it, in the batch's key order (content aside). */
@@ -247,7 +253,7 @@ function inOrder<T extends object>(value: T, order: string[]): T {
   const out: Record<string, unknown> = {};
   const source = value as Record<string, unknown>;
   for (const k of order) if (k in source) out[k] = source[k];
-  for (const [k, v] of Object.entries(source)) if (!(k in out)) out[k] = v;
+  for (const k in source) if (!(k in out)) out[k] = source[k];
   return out as T;
 }
 
