@@ -39,6 +39,12 @@ const tools = [
     execute: () => 'ran',
   }),
   defineTool({
+    name: 'where',
+    description: 'Says which session, turn and step its body ran for.',
+    input: z.object({}),
+    execute: (_args, ctx) => ({ sessionId: ctx.sessionId, turn: ctx.turn, step: ctx.step, key: ctx.idempotencyKey }),
+  }),
+  defineTool({
     name: 'typed',
     description: 'Takes a number.',
     input: z.object({ n: z.number() }),
@@ -138,6 +144,32 @@ describe('tool messages for machines', () => {
     expect(JSON.stringify(event)).toBe(JSON.stringify(logged));
     // A string value is its own content: it is not carried twice.
     expect(tool(out.messages[0]).value).toBeUndefined();
+  });
+
+  it('a body reads its session id, turn and step from the workflow id, which its input leaves them to', async () => {
+    // A session id with the separator in it: the turn and step are the id's last two parts.
+    const req = batch([{ id: 'w', name: 'where' }], { sessionId: `team:a:${Date.now()}`, turn: 3, step: 2 });
+    const handle = await h.client.startBatch(req);
+    const out = await handle.result();
+    expect(tool(out.messages[0]).value).toEqual({
+      sessionId: req.sessionId,
+      turn: 3,
+      step: 2,
+      key: `${handle.workflowId}/w`,
+    });
+    const history = await h.client.temporal.workflow.getHandle(handle.workflowId).fetchHistory();
+    const scheduled = (history.events ?? []).find(
+      (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'executeBody',
+    );
+    const payload = scheduled?.activityTaskScheduledEventAttributes?.input?.payloads?.[0];
+    const input = JSON.parse(Buffer.from(payload?.data ?? []).toString('utf8'));
+    expect(input).toMatchObject({ callId: 'w', name: 'where' });
+    for (const k of ['sessionId', 'turn', 'step', 'workflowId', 'idempotencyKey']) expect(input).not.toHaveProperty(k);
+    // The raw output is packed; read back, it is what the client returned, key for key.
+    const raw = (await h.client.temporal.workflow.getHandle(handle.workflowId).result()) as BatchOutputWire;
+    expect(raw.packed).toBe(2);
+    expect(raw.results).toBeUndefined();
+    expect(JSON.stringify(expandBatchOutput(raw))).toBe(JSON.stringify(out));
   });
 
   it('outputs of batches from before content-once read as they are', () => {
