@@ -123,6 +123,7 @@ export async function toolBatch(input: BatchInput): Promise<BatchOutputWire> {
   };
   // Last line of defence: an output over Temporal's payload limit would fail the workflow task
   // forever. The results are in the session log and this history either way.
+  // Packed: data only, no marker (compat.ts, UNMARKED_CHANGES.packedOutput).
   const returned: BatchOutputWire = features.contentOnce ? batchOutputWire(output) : output;
   const tooBig = outputProblem(returned);
   if (tooBig) throw ApplicationFailure.nonRetryable(tooBig, FailureTypes.OUTPUT_TOO_LARGE);

@@ -182,6 +182,14 @@ export const UNMARKED_CHANGES = {
     since: '1.0.0',
     why: "a session starts its batch with SluiceSessionId set (as SluiceClient.startBatch does), so a new batch skips the upsert it made when the attribute was missing (one event fewer a step). The session's command is the same child start (core matches a child's workflow id and type on replay, not its search attributes); whether a batch upserts comes from its own recorded start event, so a batch started without the attribute still upserts on replay",
   },
+  packedOutput: {
+    since: '1.0.0',
+    why: "a batch returns its output packed (pipeline/output.ts packBatchOutput: events, results and tool messages leave out what the rest of the output says), kept only when expandBatchOutput reads it back exactly. Data only: the workflow's result, which a replay does not compare, so a recorded history replays with the same commands (and returns the packed form); readers take every form a release recorded through expandBatchOutput, and the session reads a batch's messages through batchMessages",
+  },
+  bodyRefFromWorkflowId: {
+    since: '1.0.0',
+    why: "a body's input leaves out the session id, turn and step its workflow id names (pipeline/stages.ts packCallRef); the worker reads them from the id. Data in the same ScheduleActivityTask command (core compares an activity's type and id on replay, not its input); a body scheduled before carries them and runs as it did. A worker of an earlier build cannot run the new input, so a batch's bodies need its own build's workers (worker versioning pins them)",
+  },
 } as const satisfies Record<string, UnmarkedChange>;
 
 /** What the approvals of a batch do, from the memo it was started with (MEMO_FLAGS). */
