@@ -65,20 +65,19 @@ export function batchOutputWire(output: BatchOutput): BatchOutputWire {
 /** The output with each result's content and value kept once, in its tool message. */
 export function compactBatchOutput(output: BatchOutput): BatchOutputWire {
   const byCall = toolMessages(output.messages);
-  const same = (a: unknown, b: unknown) => a === b || JSON.stringify(a) === JSON.stringify(b);
   return {
     ...output,
     contentIn: 'messages',
     results: output.results.map((r) => {
       const m = byCall.get(r.callId);
-      if (!m || !same(m.content, r.result.content) || !same(m.value, r.result.value)) return r;
+      if (!m || !sameJson(m.content, r.result.content) || !sameJson(m.value, r.result.value)) return r;
       const { content: _content, value: _value, ...rest } = r.result;
       return { ...r, result: rest };
     }),
     events: output.events.map((e) => {
       if (e.type !== 'tool/result') return e;
       const m = byCall.get(String(e.data.callId));
-      if (!m || !same(m.content, e.data.content)) return e;
+      if (!m || !sameJson(m.content, e.data.content)) return e;
       const { content: _content, ...rest } = e.data;
       return { ...e, data: rest };
     }),
@@ -263,8 +262,9 @@ function missingMessage(callId: string): never {
   );
 }
 
+/** The same JSON; the same object (a result's content, shared) is known without serialising it. */
 function sameJson(a: unknown, b: unknown): boolean {
-  return JSON.stringify(a) === JSON.stringify(b);
+  return a === b || JSON.stringify(a) === JSON.stringify(b);
 }
 
 /** A tool/result event's data with its content back where the batch recorded it: after `name`. */

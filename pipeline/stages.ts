@@ -2,6 +2,7 @@
 // Temporal's wire, so it is plain JSON.
 import type { ApprovalLifecycle } from './lifecycle';
 import type { QuorumSettings } from './quorum';
+import { batchOfWorkflowId } from './batch-id';
 import { genericCard } from './cards';
 import { renderValue } from './normalize';
 import type {
@@ -268,12 +269,6 @@ export function unpackCallRef(ref: PackedCallRef, workflowId: string): CallRef {
     idempotencyKey: ref.idempotencyKey ?? `${wf}/${ref.callId}`,
     state: ref.state ?? {},
   };
-}
-
-/** The session id, turn and step a batch's usual workflow id names (workflows/definitions.ts batchWorkflowId). */
-function batchOfWorkflowId(workflowId: string): { sessionId: string; turn: number; step: number } | undefined {
-  const m = /^sluice-batch:(.+):(0|[1-9]\d{0,14}):(0|[1-9]\d{0,14})$/.exec(workflowId);
-  return m ? { sessionId: m[1], turn: Number(m[2]), step: Number(m[3]) } : undefined;
 }
 
 function batchOfWorkflowIdOrThrow(workflowId: string) {

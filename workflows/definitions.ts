@@ -53,6 +53,4 @@ export const SEARCH_ATTRIBUTES = {
   SluiceSessionId: 'Keyword',
 } as const;
 
-export function batchWorkflowId(sessionId: string, turn: number, step: number): string {
-  return `sluice-batch:${sessionId}:${turn}:${step}`;
-}
+export { batchWorkflowId } from '../pipeline/batch-id';
