@@ -48,7 +48,8 @@ export async function pinDir(ws: Workspace, rel: string, create = false): Promis
         const code = (err as NodeJS.ErrnoException).code;
         if (code === 'ENOENT' && create) {
           await fs.mkdir(next).catch((e: NodeJS.ErrnoException) => {
-            if (e.code !== 'EEXIST') throw e;
+            // ENOENT: the folder above, held open, was itself removed meanwhile.
+            if (e.code !== 'EEXIST') throw e.code === 'ENOENT' ? race(rel) : e;
           });
           // The folder was made (or found) a moment ago: gone again (ENOENT) or no longer a
           // folder means something else is changing the path, so the write stops here.
@@ -125,7 +126,9 @@ export async function writeAtomically(ws: Workspace, rel: string, content: strin
     await fs.rename(dir.at(tmp), dir.at(name));
   } catch (err) {
     await fs.rm(dir.at(tmp), { force: true });
-    throw err;
+    // The folder is held open, so ENOENT here means it was removed after it was pinned (a folder
+    // renamed over it, say): something else is changing the path, and nothing was written.
+    throw (err as NodeJS.ErrnoException).code === 'ENOENT' ? race(rel) : err;
   } finally {
     await dir.close();
   }
