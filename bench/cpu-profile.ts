@@ -9,9 +9,11 @@
 // each system's workflows create a call (bench/promise-count.ts): the SDK records a stack trace for
 // each, and unlike time the count does not move with the machine's load.
 //
-//   npx tsx bench/cpu-profile.ts [calls per batch = 10] [in flight = 8] [batches = 80]
+//   npx tsx bench/cpu-profile.ts [calls per batch = 10] [in flight = 8] [batches = 80] [--promises]
 //
 // Writes bench/results/cpu-profile.{json,md}. Four runs of bench/run.ts: about four minutes.
+// With --promises, only the two counting runs, printed and not written: a change's effect on the
+// count in about two minutes, for a developer's loop.
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -19,7 +21,11 @@ import * as path from 'node:path';
 import type { BenchResult } from './result';
 import { round } from './stats';
 
-const [size = 10, inFlight = 8, batches = 80] = process.argv.slice(2).map(Number);
+const PROMISES_ONLY = process.argv.includes('--promises');
+const [size = 10, inFlight = 8, batches = 80] = process.argv
+  .slice(2)
+  .filter((a) => a !== '--promises')
+  .map(Number);
 if (![size, inFlight, batches].every((n) => Number.isInteger(n) && n > 0) || batches < 8)
   throw new Error('usage: npx tsx bench/cpu-profile.ts [calls per batch] [in flight] [batches, at least 8]');
 const ROOT = path.resolve(__dirname, '..');
@@ -174,6 +180,17 @@ function main(): void {
   const say = (s: string) => console.log(`[cpu-profile ${new Date().toISOString().slice(11, 19)}] ${s}`);
   const load0 = os.loadavg()[0];
   const few = Math.round(batches / 4);
+  if (PROMISES_ONLY) {
+    say(`${size} calls × ${inFlight} in flight: ${few} batches, then ${batches}, counted`);
+    const [smallCount, largeCount] = [runOnce(few, 'promises'), runOnce(batches, 'promises')];
+    const calls = largeCount.calls - smallCount.calls;
+    const counted = {
+      sluice: promisesPerCall(smallCount.promises.sluice, largeCount.promises.sluice, calls),
+      bare: promisesPerCall(smallCount.promises.bare, largeCount.promises.bare, calls),
+    };
+    console.log(promiseReport(counted).join('\n'));
+    return;
+  }
   say(`${size} calls × ${inFlight} in flight: ${few} batches, then ${batches}, profiled; then both again, counted`);
   const small = runOnce(few, 'profile');
   const large = runOnce(batches, 'profile');
@@ -232,7 +249,6 @@ function report(r: Result): string {
     `| **in all** | **${spentMs(s).toFixed(3)}** |`,
     '',
   ];
-  const { sluice, bare } = r.promises;
   return [
     `Worker CPU per call, ${r.meta.size} calls × ${r.meta.inFlight} in flight (${r.meta.batches} batches against a quarter as many; load average ${r.meta.loadAverage.join(' → ')}).`,
     '',
@@ -243,13 +259,22 @@ function report(r: Result): string {
     ...table('the main thread (both systems\u2019 activities; a call of each)', r.jsMsPerCall.main),
     `Beyond JavaScript (Temporal\u2019s core, gRPC, V8\u2019s own threads), both systems together: ${r.nativeMsPerCall.toFixed(3)} ms a call of each.`,
     '',
+    ...promiseReport(r.promises),
+  ].join('\n');
+}
+
+function promiseReport({ sluice, bare }: Result['promises']): string[] {
+  const rows = Object.entries(sluice.sites)
+    .sort((a, b) => b[1] - a[1])
+    .map(([k, v]) => `| ${k} | ${v.toFixed(2)} |`);
+  return [
     `Promises a call's workflow code creates (each gets a stack trace from the SDK's hook): Sluice ${sluice.perCall}, bare ${bare.perCall} (${(sluice.perCall / bare.perCall).toFixed(1)}×). Sluice's, by the workflow functions that create them (innermost first; 0.5 a call or more):`,
     '',
     '| where | promises a call |',
     '|---|---:|',
-    ...rows(sluice.sites, 2),
+    ...rows,
     '',
-  ].join('\n');
+  ];
 }
 
 main();

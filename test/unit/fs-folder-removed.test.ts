@@ -5,7 +5,10 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, beforeEach, expect, it, vi } from 'vitest';
+import { fsTools } from '../../tools';
+import { call, session } from '../tool-context';
 
+// vi.mock is hoisted above the imports, so the tools load the wrapped module.
 // The fault: just before the temporary file is opened in the pinned folder, that folder is
 // replaced by another one renamed over it, as the swapping process in the race test does.
 const fault = vi.hoisted(() => ({ armed: false, folder: '', replacement: '' }));
@@ -20,9 +23,6 @@ vi.mock('node:fs/promises', async (importOriginal) => {
   };
   return { ...real, default: { ...real, open }, open };
 });
-
-const { fsTools } = await import('../../tools');
-const { call, session } = await import('../tool-context');
 
 let root: string;
 beforeEach(() => {
