@@ -5,14 +5,15 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs/promises';
+import type { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import { z } from 'zod';
 import type { ToolApproval } from '../pipeline/types';
 import { defineTool, toolOutput, type ToolDefinition } from '../define/config';
-import { answering, ToolErrorCodes } from './errors';
+import { answering, ToolErrorCodes, ToolFailure } from './errors';
 import type { ProtectOptions } from './fs/protect';
 import { openWorkspace, protectedPath, type Workspace } from './fs/workspace';
-import { bubblewrapArgs, removeStandIns, sandboxMode, type SandboxSetting } from './sandbox';
+import { inSandbox, sandboxMode, type SandboxSetting } from './sandbox';
 
 /** The worker's variables a command sees by default: what programs need to run, no secrets. */
 export const BASH_ENV_ALLOWLIST: readonly string[] = [
@@ -116,12 +117,10 @@ export function bashTool(opts: BashToolOptions): ToolDefinition<BashArgs> {
         const common = { cwd: ws.realRoot, env, timeoutMs, signal: ctx.signal, maxOutputChars };
         let run: GroupRun;
         if (mode === 'bubblewrap') {
-          const sandbox = bubblewrapArgs(ws, { network: opts.network === true, writable: opts.writable ?? [] });
-          try {
-            run = await runInGroup('bwrap', [...sandbox, '--', shell, '-c', args.command], common);
-          } finally {
-            await removeStandIns(ws);
-          }
+          const sandbox = { network: opts.network === true, writable: opts.writable ?? [] };
+          run = await inSandbox(ws, sandbox, (bwrapArgs) =>
+            runSandboxed(() => [...bwrapArgs(), '--', shell, '-c', args.command], common),
+          );
         } else {
           refuseProtectedMentions(ws, args.command);
           run = await runInGroup(shell, ['-c', args.command], { ...common, marker: randomBytes(12).toString('hex') });
@@ -156,7 +155,33 @@ export function bashTool(opts: BashToolOptions): ToolDefinition<BashArgs> {
   });
 }
 
+/** Tries to set a sandbox up, in all; then the call fails saying the command did not run. */
+const SANDBOX_ATTEMPTS = 4;
+
+/**
+ * bwrap, run again when it could not set the sandbox up: then the command did not start, so
+ * running it again cannot run it twice. That happens when a worker process beside this one
+ * removes a stand-in this bwrap was about to mount on (inSandbox orders it within one process);
+ * the arguments are built again for each attempt, as the workspace is then.
+ * bwrap reports the command's exit on its status descriptor only when the command ran; without
+ * that report its own error was all it printed, and that is not the command's output.
+ */
+async function runSandboxed(args: () => string[], common: Parameters<typeof runInGroup>[2]): Promise<GroupRun> {
+  for (let attempt = 1; ; attempt++) {
+    const run = await runInGroup('bwrap', ['--json-status-fd', '3', ...args()], { ...common, status: true });
+    if (run.status?.includes('"exit-code"') || run.timedOut || run.aborted) return run;
+    if (attempt === SANDBOX_ATTEMPTS)
+      throw new ToolFailure(
+        `the sandbox could not be set up, so the command did not run (${SANDBOX_ATTEMPTS} tries): ${run.output.trim().split('\n')[0] || `bwrap exited with ${run.exitCode ?? run.signal}`}. Check that bubblewrap works on the worker (docs/tools.md), or run bash with sandbox: 'none'.`,
+        ToolErrorCodes.SANDBOX_FAILED,
+      );
+    await new Promise((r) => setTimeout(r, 25 * attempt));
+  }
+}
+
 export interface GroupRun {
+  /** With `status`: what bwrap wrote on its status descriptor (fd 3). */
+  status?: string;
   output: string;
   cutChars: number;
   exitCode: number | null;
@@ -180,6 +205,8 @@ export function runInGroup(
     signal?: AbortSignal;
     maxOutputChars: number;
     marker?: string;
+    /** A pipe on fd 3 for bwrap's --json-status-fd, read into GroupRun.status. */
+    status?: boolean;
   },
 ): Promise<GroupRun> {
   return new Promise((resolve, reject) => {
@@ -188,7 +215,14 @@ export function runInGroup(
       cwd: o.cwd,
       env: o.marker ? { ...o.env, [RUN_MARKER]: o.marker } : o.env,
       detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: ['ignore', 'pipe', 'pipe', o.status ? 'pipe' : 'ignore'],
+    });
+    // Pipes, by the stdio above (fd 3 only with `status`).
+    const [stdout, stderr] = [child.stdout as Readable, child.stderr as Readable];
+    const statusPipe = child.stdio[3] as Readable | null;
+    let status = '';
+    statusPipe?.on('data', (chunk: Buffer) => {
+      status += chunk.toString('utf8');
     });
     const pgid = child.pid;
     let timedOut = false;
@@ -213,14 +247,13 @@ export function runInGroup(
     if (o.signal?.aborted) onAbort();
     else o.signal?.addEventListener('abort', onAbort, { once: true });
 
-    for (const stream of [child.stdout, child.stderr]) {
+    for (const stream of [stdout, stderr]) {
       const decoder = new StringDecoder('utf8');
       stream.on('data', (chunk: Buffer) => out.add(decoder.write(chunk)));
       stream.on('end', () => out.add(decoder.end()));
     }
-    const pipesClosed = Promise.all(
-      [child.stdout, child.stderr].map((s) => new Promise<void>((r) => s.once('close', () => r()))),
-    );
+    const pipes = statusPipe ? [stdout, stderr, statusPipe] : [stdout, stderr];
+    const pipesClosed = Promise.all(pipes.map((s) => new Promise<void>((r) => s.once('close', () => r()))));
 
     child.once('error', (err) => {
       clearTimeout(timer);
@@ -237,11 +270,16 @@ export function runInGroup(
         pipesClosed.then(() => true),
         new Promise<boolean>((r) => setTimeout(() => r(false), PIPE_DRAIN_MS)),
       ]);
-      if (!drained) {
-        child.stdout.destroy();
-        child.stderr.destroy();
-      }
-      resolve({ output: out.text(), cutChars: out.cut, exitCode: code, signal, timedOut, aborted });
+      if (!drained) for (const p of pipes) p.destroy();
+      resolve({
+        ...(o.status ? { status } : {}),
+        output: out.text(),
+        cutChars: out.cut,
+        exitCode: code,
+        signal,
+        timedOut,
+        aborted,
+      });
     });
   });
 }

@@ -38,6 +38,8 @@ export const ToolErrorCodes = {
   FS_AMBIGUOUS_MATCH: 'FS_AMBIGUOUS_MATCH',
   /** bash: the command ran past its timeout and its process group was killed. */
   COMMAND_TIMEOUT: 'COMMAND_TIMEOUT',
+  /** bash: bubblewrap could not set the sandbox up (tried again first); the command did not run. */
+  SANDBOX_FAILED: 'SANDBOX_FAILED',
   /** An MCP tool answered with isError: the server's own message is the error message. */
   MCP_TOOL_ERROR: 'MCP_TOOL_ERROR',
 } as const;

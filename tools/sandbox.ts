@@ -8,6 +8,7 @@
 import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { STATE_NAME } from './fs/protect';
 import type { Workspace } from './fs/workspace';
 
 export type SandboxSetting = 'auto' | 'bubblewrap' | 'none';
@@ -47,18 +48,58 @@ const BASE_ARGS = [
   'ALL',
 ];
 
+/**
+ * The sandboxes of this process running in each workspace, and the stand-ins they made there and
+ * nobody has removed yet. A workspace's sandboxes share its stand-ins: they are removed only when
+ * the last one ends, and a sandbox treats one as the absent folder it stands for, not as a folder
+ * the workspace has. (Before, one command's cleanup removed a stand-in another command's bwrap
+ * was about to mount on, and that command never ran; and a command that started while a stand-in
+ * existed left it behind.)
+ */
+const running = new Map<string, number>();
+const standIns = new Map<string, Set<string>>();
+
+/**
+ * Runs bwrap as one of the workspace's sandboxes: `run` gets a function that builds bwrap's
+ * arguments (up to and excluding `--`) as the workspace is at that moment, once per attempt;
+ * the stand-ins are removed when the last sandbox of the workspace has ended.
+ */
+export async function inSandbox<T>(
+  ws: Workspace,
+  o: { network: boolean; writable: string[] },
+  run: (args: () => string[]) => Promise<T>,
+): Promise<T> {
+  const root = ws.realRoot;
+  running.set(root, (running.get(root) ?? 0) + 1);
+  try {
+    return await run(() => bubblewrapArgs(ws, o));
+  } finally {
+    const left = (running.get(root) ?? 1) - 1;
+    if (left > 0) running.set(root, left);
+    else running.delete(root);
+    await removeStandIns(root);
+  }
+}
+
 /** bwrap's arguments for one command, up to and excluding `--`. */
-export function bubblewrapArgs(ws: Workspace, o: { network: boolean; writable: string[] }): string[] {
+function bubblewrapArgs(ws: Workspace, o: { network: boolean; writable: string[] }): string[] {
   const args = [...BASE_ARGS];
   if (!o.network) args.push('--unshare-net');
   for (const dir of [ws.realRoot, ...o.writable]) args.push('--bind', dir, dir);
   const p = ws.protection;
-  for (const ro of p.readOnly) if (fs.existsSync(ro)) args.push('--ro-bind', ro, ro);
-  // A hook folder that does not exist yet must not be created either: an empty read-only one
-  // stands in its place for the command's lifetime.
-  for (const name of p.absent) {
+  const made = standIns.get(ws.realRoot) ?? new Set<string>();
+  standIns.set(ws.realRoot, made);
+  for (const ro of p.readOnly)
+    if (fs.existsSync(ro) && !made.has(path.relative(ws.realRoot, ro))) args.push('--ro-bind', ro, ro);
+  // A hook folder that does not exist must not be created either: an empty read-only one stands
+  // in its place for the command's lifetime. Looked at now, not when the workspace was opened.
+  for (const name of p.names) {
+    if (name === STATE_NAME) continue;
     const at = path.join(ws.realRoot, name);
-    args.push('--tmpfs', at, '--remount-ro', at);
+    if (made.has(name) || !fs.existsSync(at)) {
+      made.add(name);
+      args.push('--tmpfs', at, '--remount-ro', at);
+    } else if (!p.readOnly.includes(at)) args.push('--ro-bind', at, at);
   }
   for (const dir of p.hidden)
     if (fs.existsSync(dir) && !ws.realRoot.startsWith(`${dir}${path.sep}`)) args.push('--tmpfs', dir);
@@ -68,21 +109,29 @@ export function bubblewrapArgs(ws: Workspace, o: { network: boolean; writable: s
 
 /**
  * bwrap leaves the mount points it made for absent hook folders behind: remove them if still
- * empty. After a kill the sandbox's mounts may outlive bwrap for a moment (EBUSY): retry briefly.
+ * empty, unless a sandbox of this process runs in the workspace again. After a kill the sandbox's
+ * mounts may outlive bwrap for a moment (EBUSY): retry briefly.
  */
-export async function removeStandIns(ws: Workspace): Promise<void> {
-  for (const name of ws.protection.absent) {
+async function removeStandIns(root: string): Promise<void> {
+  const made = standIns.get(root);
+  for (const name of made ?? []) {
     for (let attempt = 0; attempt < 40; attempt++) {
+      // Checked before every attempt: a sandbox may have started while this one waited.
+      if (running.has(root)) return;
       try {
-        fs.rmdirSync(path.join(ws.realRoot, name));
-        break;
+        fs.rmdirSync(path.join(root, name));
       } catch (err) {
-        // Not empty (someone made it meanwhile), or already gone: leave it.
-        if ((err as NodeJS.ErrnoException).code !== 'EBUSY') break;
-        await new Promise((r) => setTimeout(r, 50));
+        if ((err as NodeJS.ErrnoException).code === 'EBUSY') {
+          await new Promise((r) => setTimeout(r, 50));
+          continue;
+        }
+        // ENOTEMPTY: someone made it a folder of their own meanwhile; ENOENT: already gone.
       }
+      made?.delete(name);
+      break;
     }
   }
+  if (made?.size === 0 && !running.has(root)) standIns.delete(root);
 }
 
 /** The mode a call runs in, or why the required sandbox is missing. */

@@ -189,6 +189,76 @@ describe('bash in the sandbox: what it can write, see and reach', () => {
   });
 });
 
+describe('bash sandboxes side by side in one workspace', () => {
+  // Each sandbox mounts read-only stand-ins on the workspace's absent hook folders, which bwrap
+  // makes as empty folders and the call removes after. Calls from other batches or sessions run
+  // side by side (bash is not concurrency-safe inside one batch only).
+  let ws: string;
+  beforeAll(() => {
+    ws = fs.mkdtempSync(path.join(base, 'side-by-side-'));
+    fs.mkdirSync(path.join(ws, '.claude'));
+  });
+
+  it('run every command, in one worker process', async () => {
+    const tools = [bashTool({ root: ws, sandbox: 'bubblewrap' })];
+    const failed: string[] = [];
+    for (let round = 0; round < 15; round++) {
+      const outs = await Promise.all(
+        [0, 1, 2, 3].map((i) => call(tools, 'bash', { command: `touch f${round}-${i}` }, session())),
+      );
+      for (const o of outs) if (o.isError || !o.text.endsWith('[exit code: 0]')) failed.push(o.text);
+    }
+    // Before: a call's cleanup removed a stand-in another call's bwrap was about to mount on, and
+    // that command never ran ("bwrap: Can't bind mount … No such file or directory", exit 1).
+    expect(failed).toEqual([]);
+    expect(fs.readdirSync(ws).filter((f) => f.startsWith('f'))).toHaveLength(60);
+    // The stand-ins are gone once the last sandbox ended.
+    expect(fs.readdirSync(ws).filter((f) => !f.startsWith('f'))).toEqual(['.claude']);
+  });
+
+  it('never show a sandbox that failed to start as the command exiting 1, beside another process', async () => {
+    // Another worker process's sandboxes, as far as this one can tell: its stand-ins come and go.
+    const churn = (await import('node:child_process')).spawn(
+      process.execPath,
+      [
+        '-e',
+        `const fs = require('fs'); const dirs = process.argv.slice(1);
+         for (;;) for (const d of dirs) { try { fs.mkdirSync(d); } catch {} try { fs.rmdirSync(d); } catch {} }`,
+        ...['.codex', '.gemini', '.opencode'].map((d) => path.join(ws, d)),
+      ],
+      { stdio: 'ignore' },
+    );
+    try {
+      const tools = [bashTool({ root: ws, sandbox: 'bubblewrap' })];
+      const outs = await Promise.all(
+        Array.from({ length: 12 }, (_, i) => call(tools, 'bash', { command: `touch g${i}` }, session())),
+      );
+      for (const [i, o] of outs.entries()) {
+        if (o.isError) {
+          expect(o.code).toBe('SANDBOX_FAILED');
+          expect(o.text).toContain('the sandbox could not be set up, so the command did not run');
+          expect(fs.existsSync(path.join(ws, `g${i}`))).toBe(false);
+        } else {
+          expect(o.text).toBe('(no output)\n[exit code: 0]');
+          expect(fs.existsSync(path.join(ws, `g${i}`))).toBe(true);
+        }
+      }
+    } finally {
+      churn.kill('SIGKILL');
+    }
+  });
+
+  it('fail the call, saying the command did not run, when the sandbox cannot be set up', async () => {
+    const missing = path.join(base, 'no-such-folder');
+    const tools = [bashTool({ root: ws, sandbox: 'bubblewrap', writable: [missing] })];
+    const r = await call(tools, 'bash', { command: 'touch never' }, session());
+    expect(r).toMatchObject({ isError: true, code: 'SANDBOX_FAILED' });
+    expect(r.text).toContain('the sandbox could not be set up, so the command did not run (4 tries)');
+    expect(r.text).toContain(missing);
+    expect(fs.existsSync(path.join(ws, 'never'))).toBe(false);
+  });
+});
+
 describe('bash settings', () => {
   it('ships asking for approval, is never retried (at most once) and never concurrency-safe', () => {
     const t = bashTool({ root });

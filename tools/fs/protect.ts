@@ -20,7 +20,7 @@ export interface ProtectOptions {
 }
 
 /** Sluice's default state folder name: hidden from bash's sandbox rather than read-only. */
-const STATE_NAME = '.sluice';
+export const STATE_NAME = '.sluice';
 
 // opencode.json and .opencode/ hold OpenCode's permissions, which policyRules() reads.
 export const DEFAULT_PROTECTED_NAMES: readonly string[] = [
@@ -93,9 +93,7 @@ export interface Protection {
   readonly readOnly: string[];
   /** State folders (registered, and `.sluice` in the root), for bash's sandbox to hide. */
   readonly hidden: string[];
-  /** Protected names missing from the root, for bash's sandbox to keep from being created. */
-  readonly absent: string[];
-  /** Names refused wherever they appear. */
+  /** Names refused wherever they appear (bash's sandbox keeps the missing ones from being made). */
   readonly names: readonly string[];
 }
 
@@ -103,7 +101,7 @@ export interface Protection {
 export function protection(realRoot: string, opts: ProtectOptions | false | undefined): Protection {
   const hidden = protectedStateDirs();
   if (opts === false)
-    return { why: (p) => underAny(p, hidden, 'Sluice state folder'), readOnly: [], hidden, absent: [], names: [] };
+    return { why: (p) => underAny(p, hidden, 'Sluice state folder'), readOnly: [], hidden, names: [] };
   const names = opts?.names ?? DEFAULT_PROTECTED_NAMES;
   const listed = (opts?.paths ?? []).map((p) => realish(path.resolve(realRoot, p)));
   const scripts = opts?.hookScripts === false ? [] : hookScripts(realRoot);
@@ -117,7 +115,6 @@ export function protection(realRoot: string, opts: ProtectOptions | false | unde
     names,
     readOnly,
     hidden,
-    absent: names.filter((n) => n !== STATE_NAME && !present.includes(n)),
     why(p) {
       const rel = path.relative(realRoot, p);
       const segments = rel.split(path.sep);
