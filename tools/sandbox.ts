@@ -19,7 +19,9 @@ let probe: Promise<string | undefined> | undefined;
 /** Why bubblewrap cannot run here, or undefined when it can (tried once per process). */
 export function bubblewrapUnavailable(): Promise<string | undefined> {
   probe ??= new Promise((resolve) => {
-    execFile('bwrap', [...BASE_ARGS, '--unshare-net', '--', 'true'], { timeout: 10_000 }, (err, _out, stderr) =>
+    // With the status descriptor every call uses (bash.ts), so a bwrap without it is found here.
+    const args = [...BASE_ARGS, '--unshare-net', '--json-status-fd', '1', '--', 'true'];
+    execFile('bwrap', args, { timeout: 10_000 }, (err, _out, stderr) =>
       resolve(err ? (stderr.trim() || err.message).split('\n')[0] : undefined),
     );
   });
