@@ -2,7 +2,7 @@
 // sandbox.ts), else in its own process group; either way a timeout or a cancelled batch ends
 // everything it started, and nothing it left running in the background outlives the call. The
 // command sees only the environment variables on an allowlist, never the worker's keys.
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs/promises';
 import type { Readable } from 'node:stream';
@@ -210,20 +210,13 @@ export function runInGroup(
   },
 ): Promise<GroupRun> {
   return new Promise((resolve, reject) => {
-    const out = new CappedOutput(o.maxOutputChars);
     const child = spawn(file, args, {
       cwd: o.cwd,
       env: o.marker ? { ...o.env, [RUN_MARKER]: o.marker } : o.env,
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe', o.status ? 'pipe' : 'ignore'],
     });
-    // Pipes, by the stdio above (fd 3 only with `status`).
-    const [stdout, stderr] = [child.stdout as Readable, child.stderr as Readable];
-    const statusPipe = child.stdio[3] as Readable | null;
-    let status = '';
-    statusPipe?.on('data', (chunk: Buffer) => {
-      status += chunk.toString('utf8');
-    });
+    const { out, status, pipes, pipesClosed } = readPipes(child, o.maxOutputChars);
     const pgid = child.pid;
     let timedOut = false;
     let aborted = false;
@@ -247,14 +240,6 @@ export function runInGroup(
     if (o.signal?.aborted) onAbort();
     else o.signal?.addEventListener('abort', onAbort, { once: true });
 
-    for (const stream of [stdout, stderr]) {
-      const decoder = new StringDecoder('utf8');
-      stream.on('data', (chunk: Buffer) => out.add(decoder.write(chunk)));
-      stream.on('end', () => out.add(decoder.end()));
-    }
-    const pipes = statusPipe ? [stdout, stderr, statusPipe] : [stdout, stderr];
-    const pipesClosed = Promise.all(pipes.map((s) => new Promise<void>((r) => s.once('close', () => r()))));
-
     child.once('error', (err) => {
       clearTimeout(timer);
       o.signal?.removeEventListener('abort', onAbort);
@@ -272,7 +257,7 @@ export function runInGroup(
       ]);
       if (!drained) for (const p of pipes) p.destroy();
       resolve({
-        ...(o.status ? { status } : {}),
+        ...(o.status ? { status: status.text } : {}),
         output: out.text(),
         cutChars: out.cut,
         exitCode: code,
@@ -282,6 +267,26 @@ export function runInGroup(
       });
     });
   });
+}
+
+/** stdout and stderr into one capped text, fd 3 (when piped) into `status`, and when all have closed. */
+function readPipes(child: ChildProcess, maxOutputChars: number) {
+  const out = new CappedOutput(maxOutputChars);
+  // Pipes, by runInGroup's stdio (fd 3 only with `status`).
+  const [stdout, stderr] = [child.stdout as Readable, child.stderr as Readable];
+  const statusPipe = child.stdio[3] as Readable | null;
+  const status = { text: '' };
+  statusPipe?.on('data', (chunk: Buffer) => {
+    status.text += chunk.toString('utf8');
+  });
+  for (const stream of [stdout, stderr]) {
+    const decoder = new StringDecoder('utf8');
+    stream.on('data', (chunk: Buffer) => out.add(decoder.write(chunk)));
+    stream.on('end', () => out.add(decoder.end()));
+  }
+  const pipes = statusPipe ? [stdout, stderr, statusPipe] : [stdout, stderr];
+  const pipesClosed = Promise.all(pipes.map((s) => new Promise<void>((r) => s.once('close', () => r()))));
+  return { out, status, pipes, pipesClosed };
 }
 
 function allowlisted(names: readonly string[]): NodeJS.ProcessEnv {
