@@ -304,6 +304,31 @@ describe('approval inside a program', () => {
     const lines = fs.readFileSync(path.join(dir, 'guarded.log'), 'utf8').split('\n');
     expect(lines.filter((l) => l === 'upgraded-1')).toHaveLength(1);
   });
+
+  it('a sub-call still running when its program ended is settled before the batch returns', async () => {
+    // The program does not await its call: run_code ends while the sub-call waits for a person.
+    // Its ask is withdrawn, and the sub-call's update handler is still settling it when the batch
+    // has committed every call of its own; the batch waits for that handler before it returns.
+    const out = await h.client.runBatch(
+      runCode("tools.guarded({ line: 'unawaited-1' }).catch(() => {});\nreturn 'done';", 'unawaited call'),
+    );
+    expect(out.results[0].result).toMatchObject({ isError: false });
+    const at = (type: string, pred: (d: Record<string, unknown>) => boolean = () => true) =>
+      out.events.findIndex((e) => e.type === type && pred(e.data as Record<string, unknown>));
+    const programSettled = at('tool/result', (d) => d.callId === 'call-1');
+    const dispatched = at('tool/code-dispatch', (d) => d.subCallId === 'call-1:code:0');
+    expect(ofType(out, 'approval/decided')[0].data).toMatchObject({
+      outcome: 'cancelled',
+      reason: 'the program of call-1 ended',
+    });
+    expect(programSettled).toBeGreaterThanOrEqual(0);
+    expect(dispatched).toBeGreaterThan(programSettled);
+    expect(out.events[dispatched].data).toMatchObject({ isError: true, error: { code: 'DENIED' } });
+    expect(
+      fs.existsSync(path.join(dir, 'guarded.log')) &&
+        fs.readFileSync(path.join(dir, 'guarded.log'), 'utf8').includes('unawaited-1'),
+    ).toBe(false);
+  });
 });
 
 describe('cancelling the batch', () => {
