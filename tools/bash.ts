@@ -317,14 +317,22 @@ function refuseProtectedMentions(ws: Workspace, command: string): void {
 /** Kills every process whose environment carries this run's marker, until none is left. */
 async function killMarked(marker: string): Promise<void> {
   const needle = Buffer.from(`${RUN_MARKER}=${marker}\0`);
-  for (let round = 0; round < 20; round++) {
+  // Done after two scans in a row find none: a process in the middle of an exec (`setsid -f`'s
+  // child becoming the command) can show an empty environment to one scan.
+  let clean = 0;
+  for (let round = 0; round < 20 && clean < 2; round++) {
     const pids: number[] = [];
     for (const name of await fs.readdir('/proc').catch(() => [] as string[])) {
       if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
       const environ = await fs.readFile(`/proc/${name}/environ`).catch(() => undefined);
       if (environ?.includes(needle)) pids.push(Number(name));
     }
-    if (pids.length === 0) return;
+    if (pids.length === 0) {
+      clean++;
+      await new Promise((r) => setTimeout(r, 10));
+      continue;
+    }
+    clean = 0;
     for (const pid of pids)
       try {
         process.kill(pid, 'SIGKILL');
