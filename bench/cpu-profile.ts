@@ -13,7 +13,7 @@
 //
 // Writes bench/results/cpu-profile.{json,md}. Four runs of bench/run.ts: about four minutes.
 // With --promises, only the two counting runs, printed and not written: a change's effect on the
-// count in about two minutes, for a developer's loop.
+// count in about a minute, for a developer's loop.
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -237,11 +237,14 @@ interface Result {
   promises: Record<'sluice' | 'bare', { perCall: number; sites: Record<string, number> }>;
 }
 
+/** A figure per row, largest first. */
+function rows(s: Record<string, number>, digits = 3): string[] {
+  return Object.entries(s)
+    .sort((a, b) => b[1] - a[1])
+    .map(([k, v]) => `| ${k} | ${v.toFixed(digits)} |`);
+}
+
 function report(r: Result): string {
-  const rows = (s: Record<string, number>, digits = 3) =>
-    Object.entries(s)
-      .sort((a, b) => b[1] - a[1])
-      .map(([k, v]) => `| ${k} | ${v.toFixed(digits)} |`);
   const table = (title: string, s: Spent) => [
     `| ${title} | ms a call |`,
     '|---|---:|',
@@ -264,15 +267,12 @@ function report(r: Result): string {
 }
 
 function promiseReport({ sluice, bare }: Result['promises']): string[] {
-  const rows = Object.entries(sluice.sites)
-    .sort((a, b) => b[1] - a[1])
-    .map(([k, v]) => `| ${k} | ${v.toFixed(2)} |`);
   return [
     `Promises a call's workflow code creates (each gets a stack trace from the SDK's hook): Sluice ${sluice.perCall}, bare ${bare.perCall} (${(sluice.perCall / bare.perCall).toFixed(1)}×). Sluice's, by the workflow functions that create them (innermost first; 0.5 a call or more):`,
     '',
     '| where | promises a call |',
     '|---|---:|',
-    ...rows,
+    ...rows(sluice.sites, 2),
     '',
   ];
 }
