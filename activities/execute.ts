@@ -38,7 +38,7 @@ class BodyThrew extends Error {
 export function executeStage(kit: StageKit) {
   return async function executeBody(packed: PackedCallRef): Promise<PackedBodyResult> {
     const activity = Context.current();
-    const ref = unpackCallRef(packed, activity.info.workflowExecution?.workflowId ?? '');
+    const ref = kit.keyed(unpackCallRef(packed, activity.info.workflowExecution?.workflowId ?? ''));
     const { tool, args } = resolveTool(kit, ref);
     const wrapperSide = kit.collector(ref, 'execute wrapper');
     const bodySide = kit.collector(ref, `tool:${tool.name}`);

@@ -11,7 +11,10 @@ import {
   type Gate,
   MAX_LOCAL_BODY_TIMEOUT_MS,
   type ToolProfile,
+  type WireCallRef,
 } from '../pipeline/stages';
+import { isKeyedDigest } from '../pipeline/digest';
+import { digestKeyFromEnv, keyedArgsDigest } from '../define/args-digest';
 import type { ApprovalPolicy, Card, EventDraft, JsonObject, UserMessage } from '../pipeline/types';
 import type { ResultStore } from '../stores/claim-check';
 import type { CallInfo, SluiceConfig, StageContext, ToolDefinition } from '../define/config';
@@ -22,6 +25,13 @@ export interface StageKit {
   store?: ResultStore;
   toolNames: readonly string[];
   tool(name: string): ToolDefinition | undefined;
+  /**
+   * A reference as it came over the wire, with the keyed digest every stage sees: the one the
+   * workflow sent (a person, a grant or a reconcile card may be bound to it), else this worker's
+   * own keying of the arguments. Workers of a namespace share the key (docs/approvals.md), so
+   * that is the digest the preflight computed.
+   */
+  keyed(ref: WireCallRef): CallRef;
   /** The bounds a call's result must fit in the model's view and in its share of the batch. */
   bounds(ref: CallRef): { maxChars: number; maxBytes: number };
   collector(ref: CallRef, source: string): Collector;
@@ -39,8 +49,11 @@ export interface Collector {
 export function stageKit(config: SluiceConfig, deps: { resultStore?: ResultStore } = {}): StageKit {
   const registry = new Map<string, ToolDefinition>();
   for (const t of config.tools) for (const n of [t.name, ...(t.aliases ?? [])]) registry.set(n, t);
+  const digestKey = digestKeyFromEnv();
   return {
     config,
+    keyed: (ref) =>
+      isKeyedDigest(ref.argsDigest) ? (ref as CallRef) : { ...ref, argsDigest: keyedArgsDigest(ref.args, digestKey) },
     store: config.resultStore ?? deps.resultStore,
     toolNames: Object.freeze([...new Set(config.tools.map((t) => t.name))]),
     tool: (name) => registry.get(name),

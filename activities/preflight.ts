@@ -3,31 +3,38 @@
 // crash of the worker itself makes Temporal retry the stage.
 import { foldPreDecision, parseGuardAnswer, parsePreDecision } from '../pipeline/fold';
 import { ErrorCodes } from '../pipeline/errors';
-import { type CallRef, type Gate, genericCard, type PreflightResult, type ToolProfile } from '../pipeline/stages';
+import {
+  type CallRef,
+  type Gate,
+  genericCard,
+  type PreflightResult,
+  type ToolProfile,
+  type WireCallRef,
+} from '../pipeline/stages';
 import type { Card, JsonObject, PolicyBinding, PreDecision } from '../pipeline/types';
-import { digestKeyFromEnv, keyedArgsDigest } from '../define/args-digest';
 import { handlerOf, policyRecheckOf, type SluiceConfig, type ToolDefinition } from '../define/config';
 import { runInOrder, threwMessage } from './extensions';
 import { type Collector, checkCard, parseArgs, profileOf, type StageKit } from './kit';
 
 export function preflightStages(kit: StageKit) {
-  const digestKey = digestKeyFromEnv();
   return {
     /** Calls in model order, one at a time, stopping after any call the next must wait for. */
-    async preflightInOrder(refs: CallRef[]): Promise<PreflightResult[]> {
+    async preflightInOrder(refs: WireCallRef[]): Promise<PreflightResult[]> {
       const results: PreflightResult[] = [];
-      for (const unkeyed of refs) {
-        // The digest approvers see and decisions are bound to is keyed here, where the key is;
-        // the workflow keeps it for the call's later stages (define/args-digest.ts).
-        const ref = { ...unkeyed, argsDigest: keyedArgsDigest(unkeyed.args, digestKey) };
-        const result = { ...(await preflightOne(kit, ref)), argsDigest: ref.argsDigest };
-        results.push(result);
+      for (const { argsDigest: _sent, ...unkeyed } of refs) {
+        // The digest approvers see and decisions are bound to is keyed here, where the key is
+        // (define/args-digest.ts), whatever the workflow sent. It goes back only for a call the
+        // workflow binds to it; every other stage keys the arguments again where it runs.
+        const ref = kit.keyed(unkeyed);
+        const result = await preflightOne(kit, ref);
+        results.push(bindsDigest(result) ? { ...result, argsDigest: ref.argsDigest } : result);
         if (!admitsNext(result)) break;
       }
       return results;
     },
 
-    async guards(ref: CallRef) {
+    async guards(sent: WireCallRef) {
+      const ref = kit.keyed(sent);
       const c = kit.collector(ref, 'guard');
       const changed = ref.askedUnder ? await recheckPolicy(kit.config, c, ref.askedUnder) : undefined;
       const gate = changed ?? (await guardChain(kit.config, c));
@@ -157,6 +164,15 @@ async function recheckPolicy(config: SluiceConfig, c: Collector, askedUnder: Pol
       message: `the policy re-check after the approval threw: ${(err as Error)?.message ?? String(err)}`,
     };
   }
+}
+
+/**
+ * Whether the workflow binds anything to the call's keyed digest: an ask (the pending approval,
+ * the decisions and a grant's use carry it) or a body that must not run twice (a lost attempt's
+ * reconcile card shows it, and a signed identity for it is bound to it).
+ */
+function bindsDigest(r: PreflightResult): boolean {
+  return r.gate.kind === 'ask' || (r.gate.kind === 'dispatch' && r.profile?.atMostOnce === true);
 }
 
 /**

@@ -16,7 +16,13 @@ import { messageOf, runInOrder, threwMessage } from './extensions';
 import { type Collector, callInfo, checkCard, type StageKit } from './kit';
 
 export function settleStage(kit: StageKit) {
-  return async function settleOne({ ref, candidate, skipPostExecute, contexts }: SettleRequest): Promise<SettleResult> {
+  return async function settleOne({
+    ref: sent,
+    candidate,
+    skipPostExecute,
+    contexts,
+  }: SettleRequest): Promise<SettleResult> {
+    const ref = kit.keyed(sent);
     const tool = kit.tool(ref.name);
     const c = kit.collector(ref, 'post-execute');
     const body = await unstashCandidate(kit.store, candidate);

@@ -4,7 +4,6 @@
 // worker itself makes Temporal retry a stage.
 import { Context } from '@temporalio/activity';
 import {
-  type CallRef,
   type GuardsResult,
   type PackedBodyResult,
   type PackedCallRef,
@@ -13,6 +12,7 @@ import {
   type SettleRequest,
   type SettleResult,
   type StagePlan,
+  type WireCallRef,
 } from '../pipeline/stages';
 import type { ResultStore } from '../stores/claim-check';
 import { isLongRunning, type SluiceConfig } from '../define/config';
@@ -27,8 +27,8 @@ export interface StageActivities {
    * that the next must wait for. As a local activity it answers `deferred`, running nothing,
    * when the plan wants preflight as a regular activity.
    */
-  preflight(refs: CallRef[]): Promise<PreflightReply>;
-  runGuards(ref: CallRef): Promise<GuardsResult>;
+  preflight(refs: WireCallRef[]): Promise<PreflightReply>;
+  runGuards(ref: WireCallRef): Promise<GuardsResult>;
   /** Takes and gives the packed forms (pipeline/stages.ts): they are what its history event keeps. */
   executeBody(ref: PackedCallRef): Promise<PackedBodyResult>;
   /** Settles calls in model order, one after the other. */

@@ -5,6 +5,7 @@
 // The key lives with the workers: the preflight stage computes the digest and the workflow keeps
 // it with the pending approval, so clients, the inbox and the stock CLI only ever echo it.
 import { createHmac } from 'node:crypto';
+import { KEYED_DIGEST_PREFIX } from '../pipeline/digest';
 import { canonicalJson } from '../pipeline/json';
 import type { JsonObject } from '../pipeline/types';
 import { CODEC_KEYS_ENV } from '../temporal/codec';
@@ -32,5 +33,5 @@ export function digestKeyFromEnv(env: NodeJS.ProcessEnv = process.env): string {
 
 /** `hmac-sha256:<hex>` of the canonical JSON of the arguments. */
 export function keyedArgsDigest(args: JsonObject, key: string): string {
-  return `hmac-sha256:${createHmac('sha256', key).update(canonicalJson(args)).digest('hex')}`;
+  return `${KEYED_DIGEST_PREFIX}${createHmac('sha256', key).update(canonicalJson(args)).digest('hex')}`;
 }

@@ -126,7 +126,18 @@ function hex8(x: number): string {
   return x.toString(16).padStart(8, '0');
 }
 
-/** The digest an approval decision is bound to: sha-256 of the canonical JSON of the arguments. */
+/** How a keyed digest (define/args-digest.ts) begins: the worker's HMAC, never the workflow's own sha-256. */
+export const KEYED_DIGEST_PREFIX = 'hmac-sha256:';
+
+export function isKeyedDigest(digest: string | undefined): digest is string {
+  return digest?.startsWith(KEYED_DIGEST_PREFIX) === true;
+}
+
+/**
+ * The workflow's own digest of the arguments: sha-256 of their canonical JSON. It identifies a
+ * call inside the workflow (a Code Mode sub-call's arguments, a decision sent before the keyed
+ * digest existed); what people see and bind decisions to is the keyed one.
+ */
 export function argsDigest(args: Json): string {
   return `sha256:${sha256Hex(canonicalJson(args))}`;
 }

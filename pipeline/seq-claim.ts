@@ -1,5 +1,5 @@
 // A batch's claim on its session's seqs: what the workflow asks and what the sink answers.
-import type { CallRef, PreflightReply } from './stages';
+import type { PreflightReply, WireCallRef } from './stages';
 
 /** The sink's answer to a batch's claim on a session's seqs from `startSeq` on. */
 export type SeqClaim = { ok: true } | { ok: false; problem: string; nextSeq: number };
@@ -19,7 +19,7 @@ export interface SessionActivities {
  * group of calls, so the first workflow task waits for one local activity instead of two.
  */
 export interface FirstRoundActivities {
-  claimThenPreflight(request: { claim: SeqClaimRequest; refs: CallRef[] }): Promise<{
+  claimThenPreflight(request: { claim: SeqClaimRequest; refs: WireCallRef[] }): Promise<{
     claim: SeqClaim;
     preflight?: PreflightReply;
   }>;

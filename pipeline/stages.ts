@@ -4,6 +4,7 @@ import type { ApprovalLifecycle } from './lifecycle';
 import type { QuorumSettings } from './quorum';
 import { batchOfWorkflowId } from './batch-id';
 import { genericCard } from './cards';
+import { isKeyedDigest } from './digest';
 import { renderValue } from './normalize';
 import type {
   ApprovalPolicy,
@@ -30,6 +31,11 @@ export interface CallRef {
   name: string;
   /** The frozen argument snapshot every stage sees. */
   args: JsonObject;
+  /**
+   * Worker-side, the keyed digest (define/args-digest.ts). In the workflow, the keyed digest the
+   * preflight returned for a call a person or grant may decide, else the workflow's own sha-256,
+   * which never crosses to a worker (WireCallRef).
+   */
   argsDigest: string;
   /** Stable across retries and worker restarts: `<workflowId>/<callId>`. */
   idempotencyKey: string;
@@ -90,7 +96,12 @@ export interface PreflightResult extends StageOutput {
   gate: Gate;
   card: Card;
   profile?: ToolProfile;
-  /** The keyed digest of the call's arguments, shown to approvers (define/args-digest.ts). */
+  /**
+   * The keyed digest of the call's arguments (define/args-digest.ts), for a call the workflow
+   * binds to it: one that asks (approvers see it, decisions and grants are bound to it) and one
+   * that must not run twice (a lost attempt's reconcile card shows it). Absent otherwise: every
+   * worker-side stage keys the arguments itself (StageKit.keyed).
+   */
   argsDigest?: string;
 }
 
@@ -139,7 +150,7 @@ export interface BodyResult {
 }
 
 export interface SettleRequest {
-  ref: CallRef;
+  ref: WireCallRef;
   candidate: Candidate;
   skipPostExecute: boolean;
   /** Contexts so far, in the order they will be injected. */
@@ -188,7 +199,10 @@ export interface PackedPreflightResult {
   argsDigest?: string;
 }
 
-export function packPreflightReply(plan: StagePlan, results: PreflightResult[], refs: CallRef[]): PreflightReply {
+/** What the preflight's packing reads of a call: the rest of a reference does not matter to it. */
+type CalledTool = Pick<CallRef, 'callId' | 'name' | 'args'>;
+
+export function packPreflightReply(plan: StagePlan, results: PreflightResult[], refs: CalledTool[]): PreflightReply {
   const profiles: Record<string, ToolProfile> = Object.create(null);
   const packed = results.map((r): PackedPreflightResult => {
     const ref = refs.find((x) => x.callId === r.callId);
@@ -215,7 +229,7 @@ export function packPreflightReply(plan: StagePlan, results: PreflightResult[], 
 }
 
 /** The full results of a preflight reply (packed or not), for the calls it was asked about. */
-export function unpackPreflightResults(reply: PreflightReply, refs: CallRef[]): PreflightResult[] {
+export function unpackPreflightResults(reply: PreflightReply, refs: CalledTool[]): PreflightResult[] {
   return reply.results.map((r) => {
     const ref = refs.find((x) => x.callId === r.callId);
     if (!ref) throw new Error(`internal: a preflight result for ${r.callId}, a call it was not asked about`);
@@ -237,15 +251,32 @@ export function unpackPreflightResults(reply: PreflightReply, refs: CallRef[]): 
 }
 
 /**
+ * A call reference as it crosses to a worker: with `argsDigest` only when it is a keyed digest
+ * the workflow holds (a person, a grant or a reconcile card may be bound to it). Otherwise the
+ * worker keys the arguments itself (StageKit.keyed), so the workflow's unkeyed sha-256 never
+ * reaches a history or an extension, and an allowed call's digest is not in its history at all.
+ */
+export type WireCallRef = Omit<CallRef, 'argsDigest'> & { argsDigest?: string };
+
+export function withoutOwnDigest(ref: CallRef): WireCallRef {
+  if (isKeyedDigest(ref.argsDigest)) return ref;
+  const { argsDigest: _own, ...rest } = ref;
+  return rest;
+}
+
+/**
  * A body's call reference as it crosses history: the workflow id and idempotency key come from the
  * activity's own info, and so do the session id, turn and step when the workflow id is the batch's
  * usual `sluice-batch:<sessionId>:<turn>:<step>`.
  */
-export type PackedCallRef = Omit<CallRef, 'workflowId' | 'idempotencyKey' | 'state' | 'sessionId' | 'turn' | 'step'> &
+export type PackedCallRef = Omit<
+  WireCallRef,
+  'workflowId' | 'idempotencyKey' | 'state' | 'sessionId' | 'turn' | 'step'
+> &
   Partial<Pick<CallRef, 'workflowId' | 'idempotencyKey' | 'state' | 'sessionId' | 'turn' | 'step'>>;
 
 export function packCallRef(ref: CallRef): PackedCallRef {
-  const { workflowId, idempotencyKey, state, sessionId, turn, step, ...rest } = ref;
+  const { workflowId, idempotencyKey, state, sessionId, turn, step, ...rest } = withoutOwnDigest(ref);
   // Only what the worker could not rebuild from the workflow id it runs for.
   const named = batchOfWorkflowId(workflowId);
   const out: PackedCallRef =
@@ -257,7 +288,7 @@ export function packCallRef(ref: CallRef): PackedCallRef {
   return out;
 }
 
-export function unpackCallRef(ref: PackedCallRef, workflowId: string): CallRef {
+export function unpackCallRef(ref: PackedCallRef, workflowId: string): WireCallRef {
   const wf = ref.workflowId ?? workflowId;
   const { sessionId, turn, step } = ref.sessionId === undefined ? batchOfWorkflowIdOrThrow(wf) : (ref as CallRef);
   return {

@@ -23,6 +23,7 @@ import { InlineBudget, outputProblem } from '../pipeline/budget';
 import { type BatchOutputWire, batchOutputWire } from '../pipeline/output';
 import { FailureTypes } from '../pipeline/errors';
 import { grantsOf } from '../pipeline/grants';
+import { withoutOwnDigest } from '../pipeline/stages';
 import type {
   BatchInput,
   BatchOutput,
@@ -70,7 +71,10 @@ async function claimSessionSeq(input: BatchInput): Promise<void> {
  */
 async function claimThenFirstPreflight(input: BatchInput, runner: BatchRunner): Promise<void> {
   const group = runner.firstGroup();
-  const reply = await claimThenPreflight({ claim: claimRequest(input), refs: group.map((g) => g.ref) });
+  const reply = await claimThenPreflight({
+    claim: claimRequest(input),
+    refs: group.map((g) => withoutOwnDigest(g.ref)),
+  });
   refuseOnConflict(reply.claim);
   if (reply.preflight) runner.firstGroupPreflighted(group, reply.preflight);
 }

@@ -33,6 +33,7 @@ import {
   type SettleRequest,
   type ToolProfile,
   unpackBodyResult,
+  withoutOwnDigest,
 } from '../pipeline/stages';
 import type {
   BatchInput,
@@ -144,7 +145,9 @@ export class CallPipeline {
         ref,
       });
     }
-    // The keyed digest from the worker replaces the workflow's own: it is the one people see.
+    // The keyed digest from the worker replaces the workflow's own: it is the one people see, and
+    // the one later stages get (compat.ts, UNMARKED_CHANGES.digestWhereBound). A call nothing binds
+    // to a digest gets none back; its stages key the arguments where they run.
     if (pre.argsDigest) ref.argsDigest = pre.argsDigest;
     this.events.recordAll(pre.events);
     const admission: Admission = {
@@ -417,7 +420,7 @@ export class CallPipeline {
 
   private settleRequest(adm: Admission, s: Settlement, share: number) {
     return {
-      ref: { ...adm.ref!, state: this.state, inlineBytes: share },
+      ref: withoutOwnDigest({ ...adm.ref!, state: this.state, inlineBytes: share }),
       candidate: s.candidate,
       skipPostExecute: s.skipPostExecute,
       contexts: {

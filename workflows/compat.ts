@@ -190,6 +190,10 @@ export const UNMARKED_CHANGES = {
     since: '1.0.0',
     why: "a body's input leaves out the session id, turn and step its workflow id names (pipeline/stages.ts packCallRef); the worker reads them from the id. Data in the same ScheduleActivityTask command (core compares an activity's type and id on replay, not its input); a body scheduled before carries them and runs as it did. A worker of an earlier build cannot run the new input, so a batch's bodies need its own build's workers (worker versioning pins them)",
   },
+  digestWhereBound: {
+    since: '1.0.0',
+    why: "the preflight returns the keyed argsDigest only for a call the workflow binds to it (an ask, an at-most-once body), and a stage's input carries it only then (pipeline/stages.ts WireCallRef); every other stage keys the arguments with its own worker's key. Data only: the preflight's local-activity marker, which a replay reads but does not compare, and the inputs of the same commands; a preflight recorded before returned the digest for every call, which the workflow then sends on as it did. A worker of an earlier build reads a body or settle input without the digest as a call without one, so a batch's stages need its own build's workers (worker versioning pins them)",
+  },
 } as const satisfies Record<string, UnmarkedChange>;
 
 /** What the approvals of a batch do, from the memo it was started with (MEMO_FLAGS). */

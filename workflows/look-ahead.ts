@@ -23,6 +23,7 @@ import {
   type SettleResult,
   type StagePlan,
   unpackPreflightResults,
+  withoutOwnDigest,
 } from '../pipeline/stages';
 import type { BatchInput, SessionState, ToolCall } from '../pipeline/types';
 import type { Admission } from './admission';
@@ -97,7 +98,7 @@ export class LookAhead {
       const followers = call ? this.followersOf(call) : [];
       const refs = [ref, ...followers.map((f) => f.ref)];
       const stateVersion = this.stateVersion;
-      const reply = await localStages.preflight(refs);
+      const reply = await localStages.preflight(refs.map(withoutOwnDigest));
       this.plan = reply.plan;
       if (!reply.deferred) {
         const results = unpackPreflightResults(reply, refs);
@@ -105,7 +106,7 @@ export class LookAhead {
         return results[0];
       }
     }
-    return unpackPreflightResults(await stages.preflight([ref]), [ref])[0];
+    return unpackPreflightResults(await stages.preflight([withoutOwnDigest(ref)]), [ref])[0];
   }
 
   /**
@@ -181,7 +182,7 @@ export class LookAhead {
       const refs = missing.map((f) => f.ref);
       let results: PreflightResult[] | undefined;
       if (this.plan?.preflight !== 'activity') {
-        const reply = await localStages.preflight(refs);
+        const reply = await localStages.preflight(refs.map(withoutOwnDigest));
         this.plan = reply.plan;
         if (!reply.deferred) results = unpackPreflightResults(reply, refs);
       }
@@ -198,7 +199,8 @@ export class LookAhead {
 
   /** Stage 6 after a person said yes: always one call, since the approval came in between. */
   guards(ref: CallRef): Promise<GuardsResult> {
-    return this.plan?.guards === 'local' ? localStages.runGuards(ref) : stages.runGuards(ref);
+    const sent = withoutOwnDigest(ref);
+    return this.plan?.guards === 'local' ? localStages.runGuards(sent) : stages.runGuards(sent);
   }
 
   /** A body patched the session state. */

@@ -3,14 +3,14 @@
 import { describe, expect, it } from 'vitest';
 import { createFirstRoundActivities } from '../../activities/session';
 import type { SeqClaim } from '../../pipeline/seq-claim';
-import type { CallRef, PreflightReply } from '../../pipeline/stages';
+import type { PreflightReply, WireCallRef } from '../../pipeline/stages';
 
 const claim = { sessionId: 's', startSeq: 4, batchId: 'sluice-batch:s:1:1' };
-const ref = { callId: 'c0', name: 'echo' } as CallRef;
+const ref = { callId: 'c0', name: 'echo' } as WireCallRef;
 const reply = { plan: {}, deferred: false, results: [] } as unknown as PreflightReply;
 
 function round(answer: SeqClaim) {
-  const preflighted: CallRef[][] = [];
+  const preflighted: WireCallRef[][] = [];
   const claimed: unknown[] = [];
   const acts = createFirstRoundActivities(
     {

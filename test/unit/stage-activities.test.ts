@@ -19,6 +19,8 @@ import {
 import { FailureTypes } from '../../pipeline/errors';
 import type { Candidate } from '../../pipeline/types';
 import { defineTool, type SluiceConfig, type ToolDefinition } from '../../define/config';
+import { digestKeyFromEnv, keyedArgsDigest } from '../../define/args-digest';
+import { argsDigest } from '../../pipeline/digest';
 
 function ref(name: string, args: Record<string, unknown> = { text: 'hi' }, callId = 'c1'): CallRef {
   return {
@@ -256,5 +258,43 @@ describe('settle (stages 9–12)', () => {
     expect(post).toBe(0);
     expect(out.result.error).toMatchObject({ code: 'INVALID_TOOL_OUTPUT' });
     expect(out.result.error?.message).toMatch(/echo\.finalizeContent failed: bad content/);
+  });
+});
+
+describe('the digest each stage sees (keyed where it runs, or the one the workflow binds)', () => {
+  it('an allowed call: the preflight returns none, and the body and post-execute key the arguments themselves', async () => {
+    const seen: Record<string, unknown> = {};
+    const s = stagesOf({
+      tools: [echo({ execute: (_args, ctx) => String((seen.body = ctx.call.argsDigest)) })],
+      preExecute: [(ctx) => void (seen.pre = ctx.call.argsDigest)],
+      postExecute: [(ctx) => void (seen.post = ctx.call.argsDigest)],
+    });
+    const keyed = keyedArgsDigest({ text: 'hi' }, digestKeyFromEnv());
+    // What the workflow sends: its own sha-256 is never what a stage sees.
+    const own = { ...ref('echo'), argsDigest: argsDigest({ text: 'hi' }) };
+    const { argsDigest: _, ...sent } = own;
+    const pre = await s.preflight(own);
+    expect(pre.gate).toEqual({ kind: 'dispatch' });
+    expect(pre).not.toHaveProperty('argsDigest');
+    const body = await s.execute(sent as CallRef);
+    expect(text(body.candidate)).toBe(keyed);
+    await s.settle(settleReq(sent as CallRef, body.candidate));
+    expect(seen).toEqual({ pre: keyed, body: keyed, post: keyed });
+  });
+
+  it('an ask and an at-most-once body get the keyed digest back; a keyed digest sent is the one every stage sees', async () => {
+    const s = stagesOf({
+      tools: [
+        echo({ name: 'asks', approval: 'ask' }),
+        echo({ name: 'once', atMostOnce: true }),
+        echo({ execute: (_args, ctx) => ctx.call.argsDigest }),
+      ],
+    });
+    const keyed = keyedArgsDigest({ text: 'hi' }, digestKeyFromEnv());
+    expect((await s.preflight(ref('asks'))).argsDigest).toBe(keyed);
+    expect((await s.preflight(ref('once'))).argsDigest).toBe(keyed);
+    // The digest a person approved, even under a key this worker does not have, reaches the body.
+    const approved = keyedArgsDigest({ text: 'hi' }, 'the key before a rotation');
+    expect(text((await s.execute({ ...ref('echo'), argsDigest: approved })).candidate)).toBe(approved);
   });
 });

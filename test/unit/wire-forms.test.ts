@@ -2,6 +2,7 @@
 // what was packed, and takes the full form recorded by earlier versions as it is.
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { argsDigest } from '../../pipeline/digest';
 import { defineTool } from '../../define/config';
 import {
   type BodyResult,
@@ -15,6 +16,7 @@ import {
   type ToolProfile,
   unpackBodyResult,
   unpackCallRef,
+  withoutOwnDigest,
   unpackPreflightResults,
 } from '../../pipeline/stages';
 
@@ -152,6 +154,18 @@ describe('body inputs and results', () => {
     const odd = { ...r, idempotencyKey: 'elsewhere/c0' };
     expect(unpackCallRef(packCallRef(odd), 'another-workflow')).toEqual(odd);
     expect(unpackCallRef(r, 'another-workflow')).toEqual(r);
+  });
+
+  it("carries a keyed digest, and leaves out the workflow's own sha-256 for the worker to key", () => {
+    const keyed = ref('c0', 'echo');
+    expect(packCallRef(keyed).argsDigest).toBe(keyed.argsDigest);
+    expect(withoutOwnDigest(keyed)).toBe(keyed);
+    const own = { ...keyed, argsDigest: argsDigest(keyed.args) };
+    expect(packCallRef(own)).not.toHaveProperty('argsDigest');
+    expect(JSON.stringify(packCallRef(own))).not.toMatch(/sha256/);
+    expect(withoutOwnDigest(own)).not.toHaveProperty('argsDigest');
+    const { argsDigest: _, ...rest } = own;
+    expect(unpackCallRef(packCallRef(own), own.workflowId)).toEqual(rest);
   });
 
   it('leaves out the session id, turn and step when the workflow id names them, and only then', () => {
