@@ -58,8 +58,13 @@ const BASE_ARGS = [
  * was about to mount on, and that command never ran; and a command that started while a stand-in
  * existed left it behind.)
  */
-const running = new Map<string, number>();
-const standIns = new Map<string, Set<string>>();
+const workspaces = new Map<string, SandboxesIn>();
+
+interface SandboxesIn {
+  running: number;
+  /** Stand-ins made, by their name in the workspace. */
+  made: Set<string>;
+}
 
 /**
  * Runs bwrap as one of the workspace's sandboxes: `run` gets a function that builds bwrap's
@@ -72,25 +77,23 @@ export async function inSandbox<T>(
   run: (args: () => string[]) => Promise<T>,
 ): Promise<T> {
   const root = ws.realRoot;
-  running.set(root, (running.get(root) ?? 0) + 1);
+  const here = workspaces.get(root) ?? { running: 0, made: new Set<string>() };
+  workspaces.set(root, here);
+  here.running++;
   try {
-    return await run(() => bubblewrapArgs(ws, o));
+    return await run(() => bubblewrapArgs(ws, o, here.made));
   } finally {
-    const left = (running.get(root) ?? 1) - 1;
-    if (left > 0) running.set(root, left);
-    else running.delete(root);
-    await removeStandIns(root);
+    here.running--;
+    await removeStandIns(root, here);
   }
 }
 
 /** bwrap's arguments for one command, up to and excluding `--`. */
-function bubblewrapArgs(ws: Workspace, o: { network: boolean; writable: string[] }): string[] {
+function bubblewrapArgs(ws: Workspace, o: { network: boolean; writable: string[] }, made: Set<string>): string[] {
   const args = [...BASE_ARGS];
   if (!o.network) args.push('--unshare-net');
   for (const dir of [ws.realRoot, ...o.writable]) args.push('--bind', dir, dir);
   const p = ws.protection;
-  const made = standIns.get(ws.realRoot) ?? new Set<string>();
-  standIns.set(ws.realRoot, made);
   for (const ro of p.readOnly)
     if (fs.existsSync(ro) && !made.has(path.relative(ws.realRoot, ro))) args.push('--ro-bind', ro, ro);
   // A hook folder that does not exist must not be created either: an empty read-only one stands
@@ -114,12 +117,11 @@ function bubblewrapArgs(ws: Workspace, o: { network: boolean; writable: string[]
  * empty, unless a sandbox of this process runs in the workspace again. After a kill the sandbox's
  * mounts may outlive bwrap for a moment (EBUSY): retry briefly.
  */
-async function removeStandIns(root: string): Promise<void> {
-  const made = standIns.get(root);
-  for (const name of made ?? []) {
+async function removeStandIns(root: string, here: SandboxesIn): Promise<void> {
+  for (const name of here.made) {
     for (let attempt = 0; attempt < 40; attempt++) {
       // Checked before every attempt: a sandbox may have started while this one waited.
-      if (running.has(root)) return;
+      if (here.running > 0) return;
       try {
         fs.rmdirSync(path.join(root, name));
       } catch (err) {
@@ -129,11 +131,12 @@ async function removeStandIns(root: string): Promise<void> {
         }
         // ENOTEMPTY: someone made it a folder of their own meanwhile; ENOENT: already gone.
       }
-      made?.delete(name);
+      here.made.delete(name);
       break;
     }
   }
-  if (made?.size === 0 && !running.has(root)) standIns.delete(root);
+  // A sandbox that starts after this finds no entry and makes its own.
+  if (here.running === 0 && here.made.size === 0 && workspaces.get(root) === here) workspaces.delete(root);
 }
 
 /** The mode a call runs in, or why the required sandbox is missing. */
