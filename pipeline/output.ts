@@ -1,8 +1,8 @@
 // The batch output as the workflow returns it: each result's content (and structured value) once,
 // in its tool message; its `results` entry and its tool/result event refer to that message by call
-// id instead of carrying copies. Packed outputs (`packed: 2`) also leave out of the events, the
-// results and the tool messages what the rest of the output already says: a history keeps every
-// batch's output, so each byte here is paid by every call. `expandBatchOutput` gives readers the
+// id instead of carrying copies. Packed outputs (`packed: 3`, and `packed: 2` before it) also
+// leave out of the events, the results and the tool messages what the rest of the output already
+// says: a history keeps every batch's output, so each byte here is paid by every call. `expandBatchOutput` gives readers the
 // familiar shape back, with the three places sharing one content object. Pure: the workflow, the
 // client and the CLI use it.
 import { genericResultCard } from './cards';
@@ -23,20 +23,22 @@ export interface BatchOutputWire extends Omit<BatchOutput, 'results' | 'events' 
   contentIn?: 'messages';
   /**
    * Present when the output is packed too (packBatchOutput): events, results and tool messages
-   * leave out what the rest of the output says. Absent on outputs of batches that ran before.
+   * leave out what the rest of the output says. 3 also leaves out a tool message's `role` and
+   * writes a tool/call or tool/result that says no more than its call id and arguments in short
+   * (ShortEvent). Absent on outputs of batches that ran before.
    */
-  packed?: 2;
-  /** A packed output's tool messages leave out `isError: false`. */
+  packed?: 2 | 3;
+  /** A packed output's tool messages leave out `isError: false` (and, packed 3, `role`). */
   messages: (ModelMessage | PackedToolMessage)[];
   /**
    * A packed output's entry is `{ callId }` alone when its name and outcome are its tool message's;
    * the list is absent when every entry is, in the tool messages' order.
    */
   results?: { callId: string; name?: string; result?: WireResult }[];
-  events: PackedEvent[];
+  events: (PackedEvent | ShortEvent)[];
 }
 
-type PackedToolMessage = Omit<ToolMessage, 'isError'> & { isError?: boolean };
+type PackedToolMessage = Omit<ToolMessage, 'isError' | 'role'> & { role?: 'tool'; isError?: boolean };
 
 /**
  * An event of a packed output: `seq` is absent when it follows the previous event's, `time` when
@@ -49,6 +51,16 @@ export interface PackedEvent {
   time?: string;
   data: JsonObject;
 }
+
+/**
+ * A tool/call or tool/result of a `packed: 3` output whose packed data is its call id (and, for a
+ * tool/call, the arguments as the model sent them) alone: `{"tool/call": id, seq?, time?,
+ * arguments}` and `{"tool/result": id, seq?, time?}`.
+ */
+export type ShortEvent = { seq?: number; time?: string } & (
+  | { 'tool/call': string; arguments: Json }
+  | { 'tool/result': string }
+);
 
 /**
  * The output as the batch returns it: content once (compactBatchOutput), then packed
@@ -90,7 +102,8 @@ export function compactBatchOutput(output: BatchOutput): BatchOutputWire {
  * unchanged.
  */
 export function expandBatchOutput(output: BatchOutputWire | BatchOutput): BatchOutput {
-  const wire = (output as BatchOutputWire).packed === 2 ? unpackBatchOutput(output as BatchOutputWire) : output;
+  const { packed } = output as BatchOutputWire;
+  const wire = packed === 2 || packed === 3 ? unpackBatchOutput(output as BatchOutputWire) : output;
   if ((wire as BatchOutputWire).contentIn !== 'messages') return wire as BatchOutput;
   const { contentIn: _contentIn, ...rest } = wire as BatchOutputWire & { messages: ModelMessage[] };
   // After unpacking, every result entry has its name and result (content aside).
@@ -124,8 +137,10 @@ export function expandBatchOutput(output: BatchOutputWire | BatchOutput): BatchO
  * Packs a content-once output: each event leaves out a `seq` that follows the previous event's
  * and a `time` that repeats it; a tool/call's or tool/result's data leaves out the batch's turn
  * and step, what its tool message says and the generic result card; a result entry that its tool
- * message tells is its call id alone; a tool message leaves out `isError: false`. Not every output
- * reads back exactly (a hook may shape events its own way): batchOutputWire keeps it only when it does.
+ * message tells is its call id alone; a tool message leaves out its role and `isError: false`; a
+ * tool/call or tool/result left with its call id (and arguments) alone is written short
+ * (ShortEvent). Not every output reads back exactly (a hook may shape events its own way):
+ * batchOutputWire keeps it only when it does.
  */
 export function packBatchOutput(once: BatchOutputWire): BatchOutputWire {
   const messages = once.messages as ModelMessage[];
@@ -138,21 +153,23 @@ export function packBatchOutput(once: BatchOutputWire): BatchOutputWire {
   const derived =
     results.length === tools.length && results.every((r, i) => !r.result && r.callId === tools[i].toolCallId);
   let previous: PackedEvent | undefined;
-  const events = once.events.map((e): PackedEvent => {
+  // A content-once output's events are whole events, never short ones.
+  const events = (once.events as PackedEvent[]).map((e): PackedEvent | ShortEvent => {
     const out = { type: e.type } as PackedEvent;
     if (previous?.seq === undefined || e.seq !== previous.seq + 1) out.seq = e.seq;
     if (e.time !== previous?.time) out.time = e.time;
     out.data = packEventData(e, once, byCall);
     previous = e;
-    return out;
+    return shortened(out);
   });
   const { results: _results, ...rest } = once;
   return {
     ...rest,
-    packed: 2,
+    packed: 3,
     messages: messages.map((m) => {
-      if (m.role !== 'tool' || m.isError !== false) return m;
-      const { isError: _isError, ...packed } = m;
+      if (m.role !== 'tool') return m;
+      const { role: _role, ...packed }: PackedToolMessage = m;
+      if (packed.isError === false) delete packed.isError;
       return packed;
     }),
     ...(derived ? {} : { results }),
@@ -166,8 +183,11 @@ export function batchMessages(output: BatchOutputWire | BatchOutput): ModelMessa
 }
 
 function unpackMessage(m: ModelMessage | PackedToolMessage): ModelMessage {
-  if (m.role !== 'tool' || m.isError !== undefined) return m as ModelMessage;
-  return inOrder({ ...m, isError: false }, ['role', 'toolCallId', 'toolName', 'content', 'isError']) as ToolMessage;
+  // A message with a tool call id is a tool message; packed 3 leaves out its role.
+  if (!('toolCallId' in m)) return m;
+  if (m.isError === undefined)
+    return inOrder({ ...m, role: 'tool', isError: false }, ['role', 'toolCallId', 'toolName', 'content', 'isError']);
+  return (m.role === 'tool' ? m : { role: 'tool', ...m }) as ToolMessage;
 }
 
 /** A packed output back to the content-once form (compactBatchOutput's). */
@@ -185,7 +205,8 @@ function unpackBatchOutput(wire: BatchOutputWire): BatchOutputWire {
   });
   let seq = -1;
   let time = '';
-  const events = wire.events.map((e): SessionEvent => {
+  const events = wire.events.map((short): SessionEvent => {
+    const e = lengthened(short);
     seq = e.seq ?? seq + 1;
     time = e.time ?? time;
     // (packBatchOutput keeps only outputs whose events are these four keys: it checks the read-back.)
@@ -240,6 +261,25 @@ function unpackEventData(e: PackedEvent, batch: { turn: number; step: number }, 
   // The generic card is the last key the batch records.
   if (result && out.card === undefined) out.card = genericResultCard(m.toolName, m.isError) as unknown as JsonObject;
   return out;
+}
+
+/** A tool/call or tool/result whose packed data is its call id (and arguments) alone, in short. */
+function shortened(e: PackedEvent): PackedEvent | ShortEvent {
+  const keys = Object.keys(e.data);
+  const { callId } = e.data;
+  if (typeof callId !== 'string' || keys[0] !== 'callId') return e;
+  const at = { ...(e.seq !== undefined ? { seq: e.seq } : {}), ...(e.time !== undefined ? { time: e.time } : {}) };
+  if (e.type === 'tool/result' && keys.length === 1) return { 'tool/result': callId, ...at };
+  if (e.type === 'tool/call' && keys.length === 2 && keys[1] === 'arguments')
+    return { 'tool/call': callId, ...at, arguments: e.data.arguments };
+  return e;
+}
+
+function lengthened(e: PackedEvent | ShortEvent): PackedEvent {
+  if ('type' in e) return e as PackedEvent;
+  const at = { ...(e.seq !== undefined ? { seq: e.seq } : {}), ...(e.time !== undefined ? { time: e.time } : {}) };
+  if ('tool/call' in e) return { type: 'tool/call', ...at, data: { callId: e['tool/call'], arguments: e.arguments } };
+  return { type: 'tool/result', ...at, data: { callId: e['tool/result'] } };
 }
 
 /** A result entry's outcome as its tool message tells it, in the batch's key order (content aside). */

@@ -129,9 +129,11 @@ describe('tool messages for machines', () => {
     expect(rawJson.split('UNIQUE-MARKER').length - 1).toBe(1);
     expect(rawJson.length).toBeLessThan(20 * 1024 + 2048);
     expect(raw.contentIn).toBe('messages');
-    expect(raw.packed).toBe(2);
+    expect(raw.packed).toBe(3);
     expect(raw.results?.[0]?.result?.content).toBeUndefined();
-    expect(raw.events.find((e) => e.type === 'tool/result')?.data.content).toBeUndefined();
+    const rawResult = raw.events.find((e) => ('type' in e ? e.type === 'tool/result' : 'tool/result' in e));
+    expect(rawResult).toBeDefined();
+    expect(JSON.stringify(rawResult)).not.toContain('UNIQUE-MARKER');
 
     // The client's result, the expanded raw result and the session log all show the content.
     expect(expandBatchOutput(raw)).toEqual(out);
@@ -167,7 +169,7 @@ describe('tool messages for machines', () => {
     for (const k of ['sessionId', 'turn', 'step', 'workflowId', 'idempotencyKey']) expect(input).not.toHaveProperty(k);
     // The raw output is packed; read back, it is what the client returned, key for key.
     const raw = (await h.client.temporal.workflow.getHandle(handle.workflowId).result()) as BatchOutputWire;
-    expect(raw.packed).toBe(2);
+    expect(raw.packed).toBe(3);
     expect(raw.results).toBeUndefined();
     expect(JSON.stringify(expandBatchOutput(raw))).toBe(JSON.stringify(out));
   });

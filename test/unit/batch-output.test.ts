@@ -11,6 +11,7 @@ import {
   compactBatchOutput,
   expandBatchOutput,
   packBatchOutput,
+  type PackedEvent,
 } from '../../pipeline/output';
 import type { BatchOutput, SessionEvent } from '../../pipeline/types';
 
@@ -84,15 +85,19 @@ describe('the packed batch output', () => {
   it('reads back as exactly the output the batch built, key for key, and is well under the content-once form', () => {
     const output = plainBatch(10);
     const wire = batchOutputWire(output);
-    expect(wire.packed).toBe(2);
+    expect(wire.packed).toBe(3);
     expect(json(expandBatchOutput(wire))).toBe(json(output));
     // What it leaves out: the derived results, consecutive seqs, repeated times, turn and step.
     expect(wire.results).toBeUndefined();
     expect(wire.events.filter((e) => e.seq !== undefined)).toHaveLength(1);
     expect(wire.events.filter((e) => e.time !== undefined).map((e) => e.time)).toEqual([T0, T1]);
-    expect(wire.events[0].data).toEqual({ callId: 'call_0', arguments: '{"text":"call_0"}' });
-    // Its generic card too: the card a tool without presentResult gets.
-    expect(wire.events[10].data).toEqual({ callId: 'call_0' });
+    // A tool/call that says no more than its call id and arguments, in short.
+    expect(wire.events[0]).toEqual({ 'tool/call': 'call_0', seq: 40, time: T0, arguments: '{"text":"call_0"}' });
+    // A tool/result's generic card goes too (the card a tool without presentResult gets): its call id is all it says.
+    expect(wire.events[10]).toEqual({ 'tool/result': 'call_0' });
+    expect(wire.events[13]).toEqual({ 'tool/result': 'call_3', time: T1 });
+    // A tool message leaves out its role and `isError: false`.
+    expect(wire.messages[0]).toEqual({ toolCallId: 'call_0', toolName: 'echo', content: text('call_0') });
     expect(json(wire).length).toBeLessThan(0.6 * json(compactBatchOutput(output)).length);
     // Each result's content is one object, shared by its message, its entry and its event.
     const back = expandBatchOutput(wire);
@@ -105,7 +110,7 @@ describe('the packed batch output', () => {
     expect(outputs.length).toBeGreaterThanOrEqual(7);
     for (const { name, output } of outputs) {
       const wire = batchOutputWire(output);
-      expect({ name, packed: wire.packed }).toEqual({ name, packed: 2 });
+      expect({ name, packed: wire.packed }).toEqual({ name, packed: 3 });
       expect({ name, back: json(expandBatchOutput(wire)) }).toEqual({ name, back: json(output) });
       expect(json(wire).length).toBeLessThan(json(compactBatchOutput(output)).length);
     }
@@ -126,10 +131,13 @@ describe('the packed batch output', () => {
     output.messages.push({ role: 'user', content: 'mind the quota', source: 'hook' });
     output.events.push({ type: 'hook/invoked', seq: 99, time: T1, data: { turn: 2, step: 5, hook: 'h' } });
     const wire = batchOutputWire(output);
-    expect(wire.packed).toBe(2);
+    expect(wire.packed).toBe(3);
     expect(json(expandBatchOutput(wire))).toBe(json(output));
-    expect(wire.events[0].data).toMatchObject({ turn: 1, step: 5, name: 'echo' });
-    expect(wire.events[4].data).toEqual({ callId: 'call_1', card: { title: 'echo', summary: 'done' } });
+    expect((wire.events[0] as PackedEvent).data).toMatchObject({ turn: 1, step: 5, name: 'echo' });
+    expect((wire.events[4] as PackedEvent).data).toEqual({
+      callId: 'call_1',
+      card: { title: 'echo', summary: 'done' },
+    });
     expect(wire.results).toEqual([
       { callId: 'call_0' },
       { callId: 'call_1' },
@@ -143,6 +151,22 @@ describe('the packed batch output', () => {
     });
     expect(wire.messages[1]).toHaveProperty('isError', true);
     expect(wire.messages[0]).not.toHaveProperty('isError');
+    // Neither tool message names its role; the context's user message does.
+    expect(wire.messages.map((m) => m.role)).toEqual([undefined, undefined, undefined, 'user']);
+  });
+
+  it('reads every packed-2 output (from before packed 3) back exactly', () => {
+    // Packed by the build before packed 3, from the recorded outputs of the fixtures.
+    const file = path.join(__dirname, '..', 'fixtures', 'outputs', 'packed-2.json');
+    const recorded: { name: string; wire: BatchOutputWire; output: BatchOutput }[] = JSON.parse(
+      fs.readFileSync(file, 'utf8'),
+    );
+    expect(recorded.length).toBeGreaterThanOrEqual(7);
+    for (const { name, wire, output } of recorded) {
+      expect({ name, packed: wire.packed }).toEqual({ name, packed: 2 });
+      expect({ name, back: json(expandBatchOutput(wire)) }).toEqual({ name, back: json(output) });
+      expect({ name, messages: json(batchMessages(wire)) }).toEqual({ name, messages: json(output.messages) });
+    }
   });
 
   it('falls back to content once when the packed form would not read back exactly', () => {
