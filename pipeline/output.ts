@@ -2,9 +2,9 @@
 // in its tool message; its `results` entry and its tool/result event refer to that message by call
 // id instead of carrying copies. Packed outputs (`packed: 3`, and `packed: 2` before it) also
 // leave out of the events, the results and the tool messages what the rest of the output already
-// says: a history keeps every batch's output, so each byte here is paid by every call. `expandBatchOutput` gives readers the
-// familiar shape back, with the three places sharing one content object. Pure: the workflow, the
-// client and the CLI use it.
+// says: a history keeps every batch's output, so each byte here is paid by every call.
+// `expandBatchOutput` gives readers the familiar shape back, with the three places sharing one
+// content object. Pure: the workflow, the client and the CLI use it.
 import { genericResultCard } from './cards';
 import type { BatchOutput, ContentBlock, Json, JsonObject, ModelMessage, SessionEvent, ToolResult } from './types';
 

@@ -28,11 +28,24 @@ const config = defineConfig({
   postExecute: [(ctx) => void seenByPost.set(ctx.call.id, ctx.call.argsDigest)],
 });
 
-let h: Harness;
-beforeAll(async () => {
-  h = await startHarness('digest-where-bound', config);
+// The same tools where every stage runs as a regular activity (long-running hooks): the stages'
+// inputs are then in history too.
+const slowConfig = defineConfig({
+  tools: config.tools,
+  preExecute: [{ name: 'slow-pre', handler: () => undefined, longRunning: true }],
+  guards: [{ name: 'slow-guard', handler: () => undefined, longRunning: true }],
+  postExecute: [{ name: 'slow-post', handler: () => undefined, longRunning: true }],
 });
-afterAll(() => h?.close());
+
+let h: Harness;
+let slow: Harness;
+beforeAll(async () => {
+  [h, slow] = await Promise.all([
+    startHarness('digest-where-bound', config),
+    startHarness('digest-where-bound-slow', slowConfig),
+  ]);
+});
+afterAll(() => Promise.all([h?.close(), slow?.close()]));
 
 const json = (p?: temporal.api.common.v1.IPayload | null) => Buffer.from(p?.data ?? []).toString('utf8');
 
@@ -99,5 +112,45 @@ describe('the keyed digest in history', () => {
     // The audit, from the history alone, still shows the ask bound to its digest.
     const audit = auditHistories([{ workflowId: handle.workflowId, history, source: 'server' }]);
     expect(JSON.stringify(audit)).toContain(keyed.b);
+  });
+});
+
+describe('stages run as activities (their inputs in history)', () => {
+  it("no stage's input carries the workflow's own sha-256, and every body sees the keyed digest", async () => {
+    // An ask first, so the calls after it are preflighted ahead as activities too.
+    const req = batch([
+      { id: 'a', name: 'unlock', args: { pin: '1111' } },
+      { id: 'b', name: 'show', args: { pin: '2222' } },
+      { id: 'c', name: 'unlock', args: { pin: '3333' } },
+    ]);
+    const handle = await slow.client.startBatch(req);
+    for (let decided = 0; decided < 2; decided++) {
+      const p = await pendingApproval(slow.client, handle.workflowId);
+      await slow.client.approve(p.approvalId, { workflowId: handle.workflowId, by: 'ops', argsDigest: p.argsDigest });
+    }
+    const out = await handle.result();
+    const key = digestKeyFromEnv();
+    expect(out.results.map((r) => text(r.result))).toEqual(
+      ['1111', '2222', '3333'].map((pin) => keyedArgsDigest({ pin }, key)),
+    );
+
+    const history = await slow.client.temporal.workflow.getHandle(handle.workflowId).fetchHistory();
+    const inputs = new Map<string, string[]>();
+    for (const e of history.events ?? []) {
+      const s = e.activityTaskScheduledEventAttributes;
+      if (!s) continue;
+      const type = s.activityType?.name ?? '';
+      inputs.set(type, [...(inputs.get(type) ?? []), ...(s.input?.payloads ?? []).map(json)]);
+    }
+    // The preflight, the guards, the bodies and the settles all ran as activities here.
+    expect([...inputs.keys()].sort()).toEqual(['executeBody', 'preflight', 'runGuards', 'settle']);
+    const all = [...inputs.values()].flat().join('\n');
+    expect(all).not.toMatch(/(?<!hmac-)sha256:[0-9a-f]{64}/);
+    // The allowed call's digest is in no stage's reference (its body's answer, settled, is the
+    // digest as text); the asked calls' are, where bound.
+    const sent = (pin: string) => `"argsDigest":"${keyedArgsDigest({ pin }, key)}"`;
+    expect(all).not.toContain(sent('2222'));
+    expect(inputs.get('executeBody')!.join('\n')).toContain(sent('3333'));
+    expect(inputs.get('runGuards')!.join('\n')).toContain(sent('1111'));
   });
 });

@@ -186,7 +186,7 @@ export class LookAhead {
         this.plan = reply.plan;
         if (!reply.deferred) results = unpackPreflightResults(reply, refs);
       }
-      results ??= unpackPreflightResults(await stages.preflight(refs), refs);
+      results ??= unpackPreflightResults(await stages.preflight(refs.map(withoutOwnDigest)), refs);
       if (results.length === 0) break;
       this.keepAhead(missing, results, stateVersion, effects);
       missing = missing.slice(results.length);
