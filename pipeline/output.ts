@@ -268,7 +268,7 @@ function shortened(e: PackedEvent): PackedEvent | ShortEvent {
   const keys = Object.keys(e.data);
   const { callId } = e.data;
   if (typeof callId !== 'string' || keys[0] !== 'callId') return e;
-  const at = { ...(e.seq !== undefined ? { seq: e.seq } : {}), ...(e.time !== undefined ? { time: e.time } : {}) };
+  const at = placeOf(e);
   if (e.type === 'tool/result' && keys.length === 1) return { 'tool/result': callId, ...at };
   if (e.type === 'tool/call' && keys.length === 2 && keys[1] === 'arguments')
     return { 'tool/call': callId, ...at, arguments: e.data.arguments };
@@ -277,9 +277,14 @@ function shortened(e: PackedEvent): PackedEvent | ShortEvent {
 
 function lengthened(e: PackedEvent | ShortEvent): PackedEvent {
   if ('type' in e) return e as PackedEvent;
-  const at = { ...(e.seq !== undefined ? { seq: e.seq } : {}), ...(e.time !== undefined ? { time: e.time } : {}) };
+  const at = placeOf(e);
   if ('tool/call' in e) return { type: 'tool/call', ...at, data: { callId: e['tool/call'], arguments: e.arguments } };
   return { type: 'tool/result', ...at, data: { callId: e['tool/result'] } };
+}
+
+/** An event's `seq` and `time`, as far as its packed form carries them. */
+function placeOf(e: { seq?: number; time?: string }): { seq?: number; time?: string } {
+  return { ...(e.seq !== undefined ? { seq: e.seq } : {}), ...(e.time !== undefined ? { time: e.time } : {}) };
 }
 
 /** A result entry's outcome as its tool message tells it, in the batch's key order (content aside). */

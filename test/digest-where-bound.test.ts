@@ -49,6 +49,18 @@ afterAll(() => Promise.all([h?.close(), slow?.close()]));
 
 const json = (p?: temporal.api.common.v1.IPayload | null) => Buffer.from(p?.data ?? []).toString('utf8');
 
+/** The input of every activity a history scheduled, as JSON text, by activity type. */
+function scheduledInputs(history: temporal.api.history.v1.IHistory): Map<string, string[]> {
+  const inputs = new Map<string, string[]>();
+  for (const e of history.events ?? []) {
+    const s = e.activityTaskScheduledEventAttributes;
+    if (!s) continue;
+    const type = s.activityType?.name ?? '';
+    inputs.set(type, [...(inputs.get(type) ?? []), ...(s.input?.payloads ?? []).map(json)]);
+  }
+  return inputs;
+}
+
 describe('the keyed digest in history', () => {
   it('travels for an ask and an at-most-once body only; every stage of every call sees the keyed digest', async () => {
     const req = batch([
@@ -92,10 +104,8 @@ describe('the keyed digest in history', () => {
     expect(markers).not.toContain(keyed.a);
     // The bodies' inputs: b's and c's carry their digest, a's carries none.
     const bodies = new Map<string, Record<string, unknown>>();
-    for (const e of events) {
-      const s = e.activityTaskScheduledEventAttributes;
-      if (s?.activityType?.name !== 'executeBody') continue;
-      const input = JSON.parse(json(s.input?.payloads?.[0]));
+    for (const text of scheduledInputs(history).get('executeBody') ?? []) {
+      const input = JSON.parse(text);
       bodies.set(input.callId, input);
     }
     expect([...bodies.keys()].sort()).toEqual(['a', 'b', 'c']);
@@ -135,13 +145,7 @@ describe('stages run as activities (their inputs in history)', () => {
     );
 
     const history = await slow.client.temporal.workflow.getHandle(handle.workflowId).fetchHistory();
-    const inputs = new Map<string, string[]>();
-    for (const e of history.events ?? []) {
-      const s = e.activityTaskScheduledEventAttributes;
-      if (!s) continue;
-      const type = s.activityType?.name ?? '';
-      inputs.set(type, [...(inputs.get(type) ?? []), ...(s.input?.payloads ?? []).map(json)]);
-    }
+    const inputs = scheduledInputs(history);
     // The preflight, the guards, the bodies and the settles all ran as activities here.
     expect([...inputs.keys()].sort()).toEqual(['executeBody', 'preflight', 'runGuards', 'settle']);
     const all = [...inputs.values()].flat().join('\n');
