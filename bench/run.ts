@@ -20,7 +20,8 @@
 // client-latency section (worker and client in one process; 40; 0 skips), BENCH_OUT result name (latest), BENCH_DIR where
 // results go (bench/results), BENCH_BEFORE the result compared against (before), BENCH_ADDRESS a
 // Temporal server to use instead of starting one (the smoke test's), BENCH_LABEL free text,
-// BENCH_FAIL_IN a section name to fail on purpose (the test that a dying run keeps what it measured).
+// BENCH_FAIL_IN a section name to fail on purpose (the test that a dying run keeps what it measured),
+// BENCH_HISTORIES a folder to write each cell's last sampled history to, per system (as JSON events).
 // As each section finishes, what was measured so far goes to <BENCH_OUT>.partial.json.
 //
 // `npm run bench -- --quick`: the developer's loop (about a minute on a quiet machine): batches of 1
@@ -491,6 +492,12 @@ async function histories(
     events.push((history.events ?? []).length / size);
     bytes.push(temporal.api.history.v1.History.encode(history).finish().length / size);
     last = history;
+  }
+  if (process.env.BENCH_HISTORIES) {
+    // The breakdown below is of this one history: keep it to read what the bytes are.
+    fs.mkdirSync(process.env.BENCH_HISTORIES, { recursive: true });
+    const file = path.join(process.env.BENCH_HISTORIES, `${sample.at(-1)!.replace(/[^\w.-]+/g, '_')}.json`);
+    fs.writeFileSync(file, `${JSON.stringify(last!.events, null, 1)}\n`);
   }
   return {
     eventsPerCall: round(mean(events), 2),

@@ -22,6 +22,7 @@ import {
   type PackedBodyResult,
   type PackedPreflightResult,
   type PreflightReply,
+  packedPreflightResult,
   type SettleRequest,
   type SettleResult,
   unpackBodyResult,
@@ -295,7 +296,7 @@ function localResults(stage: string, result: unknown): { callId: string }[] {
   return stage === 'preflight'
     ? (result as PreflightReply).deferred
       ? []
-      : (result as PreflightReply).results
+      : (result as PreflightReply).results.map(packedPreflightResult)
     : stage === 'settle'
       ? (result as SettleResult[])
       : stage === 'runGuards'
@@ -320,7 +321,7 @@ function readCompleted(read: Reading, a: Attributes<'activityTaskCompletedEventA
   const result = decode(a.result) as PreflightReply | SettleResult[] | unknown;
   const own =
     act.type === 'preflight'
-      ? (result as PreflightReply).results?.[0]
+      ? (result as PreflightReply).results?.slice(0, 1).map(packedPreflightResult)[0]
       : act.type === 'settle'
         ? (result as SettleResult[])[0]
         : result;

@@ -1,6 +1,6 @@
 // The batch output as the workflow returns it: each result's content (and structured value) once,
 // in its tool message; its `results` entry and its tool/result event refer to that message by call
-// id instead of carrying copies. Packed outputs (`packed: 3`, and `packed: 2` before it) also
+// id instead of carrying copies. Packed outputs (`packed: 4`, and 3 and 2 before it) also
 // leave out of the events, the results and the tool messages what the rest of the output already
 // says: a history keeps every batch's output, so each byte here is paid by every call.
 // `expandBatchOutput` gives readers the familiar shape back, with the three places sharing one
@@ -14,7 +14,12 @@ type ToolMessage = Extract<ModelMessage, { role: 'tool' }>;
 export type WireResult = Omit<ToolResult, 'content'> & { content?: ContentBlock[] };
 
 /** What the batch workflow returns (`handle.result()`); pass it to `expandBatchOutput` to read it. */
-export interface BatchOutputWire extends Omit<BatchOutput, 'results' | 'events' | 'messages'> {
+export interface BatchOutputWire
+  extends Omit<BatchOutput, 'results' | 'events' | 'messages' | 'concludesTurn' | 'cancelled'> {
+  /** Absent in a packed 4 output when false. */
+  concludesTurn?: boolean;
+  /** Absent in a packed 4 output when false. */
+  cancelled?: boolean;
   /**
    * Present when content is carried once: each `results[i].result` and each tool/result event
    * without `content` takes its content (and value) from the tool message with its call id.
@@ -25,20 +30,30 @@ export interface BatchOutputWire extends Omit<BatchOutput, 'results' | 'events' 
    * Present when the output is packed too (packBatchOutput): events, results and tool messages
    * leave out what the rest of the output says. 3 also leaves out a tool message's `role` and
    * writes a tool/call or tool/result that says no more than its call id and arguments in short
-   * (ShortEvent). Absent on outputs of batches that ran before.
+   * (ShortEvent). 4 also writes a tool message's content that is one text block as its text, a
+   * run of short events of one kind as one (ShortRun), and leaves out `contentIn` (a packed 4
+   * output always carries content in its messages) and `concludesTurn` and `cancelled` when false.
+   * Absent on outputs of batches that ran before.
    */
-  packed?: 2 | 3;
-  /** A packed output's tool messages leave out `isError: false` (and, packed 3, `role`). */
+  packed?: 2 | 3 | 4;
+  /**
+   * A packed output's tool messages leave out `isError: false` (and, packed 3, `role`; packed 4
+   * writes content that is one text block as its text).
+   */
   messages: (ModelMessage | PackedToolMessage)[];
   /**
    * A packed output's entry is `{ callId }` alone when its name and outcome are its tool message's;
    * the list is absent when every entry is, in the tool messages' order.
    */
   results?: { callId: string; name?: string; result?: WireResult }[];
-  events: (PackedEvent | ShortEvent)[];
+  events: (PackedEvent | ShortEvent | ShortRun)[];
 }
 
-type PackedToolMessage = Omit<ToolMessage, 'isError' | 'role'> & { role?: 'tool'; isError?: boolean };
+type PackedToolMessage = Omit<ToolMessage, 'isError' | 'role' | 'content'> & {
+  role?: 'tool';
+  isError?: boolean;
+  content: ContentBlock[] | string;
+};
 
 /**
  * An event of a packed output: `seq` is absent when it follows the previous event's, `time` when
@@ -60,6 +75,16 @@ export interface PackedEvent {
 export type ShortEvent = { seq?: number; time?: string } & (
   | { 'tool/call': string; arguments: Json }
   | { 'tool/result': string }
+);
+
+/**
+ * Short events of one kind in a row, the first at `seq` and `time` and each after it at the next
+ * seq and the same time, as one (`packed: 4`): `{"tool/call": [ids], seq?, time?, "arguments":
+ * [each call's]}` and `{"tool/result": [ids], seq?, time?}`.
+ */
+export type ShortRun = { seq?: number; time?: string } & (
+  | { 'tool/call': string[]; arguments: Json[] }
+  | { 'tool/result': string[] }
 );
 
 /**
@@ -103,9 +128,11 @@ export function compactBatchOutput(output: BatchOutput): BatchOutputWire {
  */
 export function expandBatchOutput(output: BatchOutputWire | BatchOutput): BatchOutput {
   const { packed } = output as BatchOutputWire;
-  const wire = packed === 2 || packed === 3 ? unpackBatchOutput(output as BatchOutputWire) : output;
+  const wire = packed === 2 || packed === 3 || packed === 4 ? unpackBatchOutput(output as BatchOutputWire) : output;
   if ((wire as BatchOutputWire).contentIn !== 'messages') return wire as BatchOutput;
-  const { contentIn: _contentIn, ...rest } = wire as BatchOutputWire & { messages: ModelMessage[] };
+  // (Unpacking put back the flags a packed 4 output leaves out.)
+  const { contentIn: _contentIn, ...rest } = wire as BatchOutputWire &
+    Pick<BatchOutput, 'messages' | 'concludesTurn' | 'cancelled'>;
   // After unpacking, every result entry has its name and result (content aside).
   type Entry = { callId: string; name: string; result: WireResult };
   const byCall = toolMessages(rest.messages);
@@ -139,8 +166,9 @@ export function expandBatchOutput(output: BatchOutputWire | BatchOutput): BatchO
  * and step, what its tool message says and the generic result card; a result entry that its tool
  * message tells is its call id alone; a tool message leaves out its role and `isError: false`; a
  * tool/call or tool/result left with its call id (and arguments) alone is written short
- * (ShortEvent). Not every output reads back exactly (a hook may shape events its own way):
- * batchOutputWire keeps it only when it does.
+ * (ShortEvent), and short ones of a kind in a row as one (ShortRun); a tool message's content that
+ * is one text block is written as its text. Not every output reads back exactly (a hook may shape
+ * events its own way): batchOutputWire keeps it only when it does.
  */
 export function packBatchOutput(once: BatchOutputWire): BatchOutputWire {
   const messages = once.messages as ModelMessage[];
@@ -162,18 +190,22 @@ export function packBatchOutput(once: BatchOutputWire): BatchOutputWire {
     previous = e;
     return shortened(out);
   });
-  const { results: _results, ...rest } = once;
+  const { results: _results, contentIn: _contentIn, concludesTurn, cancelled, ...rest } = once;
   return {
     ...rest,
-    packed: 3,
+    ...(concludesTurn ? { concludesTurn } : {}),
+    ...(cancelled ? { cancelled } : {}),
+    packed: 4,
     messages: messages.map((m) => {
       if (m.role !== 'tool') return m;
       const { role: _role, ...packed }: PackedToolMessage = m;
       if (packed.isError === false) delete packed.isError;
+      const [only, more] = m.content;
+      if (!more && only?.type === 'text' && Object.keys(only).length === 2) packed.content = only.text;
       return packed;
     }),
     ...(derived ? {} : { results }),
-    events,
+    events: inRuns(events),
   };
 }
 
@@ -185,9 +217,11 @@ export function batchMessages(output: BatchOutputWire | BatchOutput): ModelMessa
 function unpackMessage(m: ModelMessage | PackedToolMessage): ModelMessage {
   // A message with a tool call id is a tool message; packed 3 leaves out its role.
   if (!('toolCallId' in m)) return m;
-  if (m.isError === undefined)
-    return inOrder({ ...m, role: 'tool', isError: false }, ['role', 'toolCallId', 'toolName', 'content', 'isError']);
-  return (m.role === 'tool' ? m : { role: 'tool', ...m }) as ToolMessage;
+  // Packed 4 writes content that is one text block as its text.
+  const t = (typeof m.content === 'string' ? { ...m, content: [{ type: 'text', text: m.content }] } : m) as ToolMessage;
+  if (t.isError === undefined)
+    return inOrder({ ...t, role: 'tool', isError: false }, ['role', 'toolCallId', 'toolName', 'content', 'isError']);
+  return t.role === 'tool' ? t : { role: 'tool', ...(t as Omit<ToolMessage, 'role'>) };
 }
 
 /** A packed output back to the content-once form (compactBatchOutput's). */
@@ -205,18 +239,34 @@ function unpackBatchOutput(wire: BatchOutputWire): BatchOutputWire {
   });
   let seq = -1;
   let time = '';
-  const events = wire.events.map((short): SessionEvent => {
+  const events = wire.events.flatMap(outOfRun).map((short): SessionEvent => {
     const e = lengthened(short);
     seq = e.seq ?? seq + 1;
     time = e.time ?? time;
     // (packBatchOutput keeps only outputs whose events are these four keys: it checks the read-back.)
     return { type: e.type, seq, time, data: unpackEventData(e, wire, byCall) };
   });
-  return inOrder({ ...rest, messages, results, events }, OUTPUT_ORDER);
+  // Packed 4 leaves out what is always so of it (content in messages) and the flags when false.
+  const flags: typeof rest =
+    wire.packed === 4
+      ? { ...rest, concludesTurn: !!rest.concludesTurn, cancelled: !!rest.cancelled, contentIn: 'messages' }
+      : rest;
+  return inOrder({ ...flags, messages, results, events }, OUTPUT_ORDER);
 }
 
 /** The batch's key order of its output (workflows/batch.ts). */
-const OUTPUT_ORDER = ['sessionId', 'turn', 'step', 'messages', 'results', 'events'];
+const OUTPUT_ORDER = [
+  'sessionId',
+  'turn',
+  'step',
+  'messages',
+  'results',
+  'events',
+  'nextSeq',
+  'concludesTurn',
+  'cancelled',
+  'state',
+];
 
 /**
  * The events whose data packs: the batch records them as turn, step, callId, name, then arguments
@@ -280,6 +330,51 @@ function lengthened(e: PackedEvent | ShortEvent): PackedEvent {
   const at = placeOf(e);
   if ('tool/call' in e) return { type: 'tool/call', ...at, data: { callId: e['tool/call'], arguments: e.arguments } };
   return { type: 'tool/result', ...at, data: { callId: e['tool/result'] } };
+}
+
+/** Short events of one kind in a row as one, where each after the first follows it (no seq or time of its own). */
+function inRuns(events: (PackedEvent | ShortEvent)[]): (PackedEvent | ShortEvent | ShortRun)[] {
+  const out: (PackedEvent | ShortEvent | ShortRun)[] = [];
+  for (const e of events) {
+    const last = out[out.length - 1];
+    const kind = shortKind(e);
+    if (kind && last && shortKind(last) === kind && e.seq === undefined && e.time === undefined)
+      out[out.length - 1] = withNext(last as ShortEvent | ShortRun, e as ShortEvent);
+    else out.push(e);
+  }
+  return out;
+}
+
+function shortKind(e: PackedEvent | ShortEvent | ShortRun): 'tool/call' | 'tool/result' | undefined {
+  return 'tool/call' in e ? 'tool/call' : 'tool/result' in e ? 'tool/result' : undefined;
+}
+
+/** A short event or run with one more event after it (of its kind). */
+function withNext(run: ShortEvent | ShortRun, e: ShortEvent): ShortRun {
+  if ('tool/call' in run && 'tool/call' in e) {
+    const started = Array.isArray(run['tool/call']);
+    return {
+      ...run,
+      'tool/call': [...(started ? (run['tool/call'] as string[]) : [run['tool/call'] as string]), e['tool/call']],
+      arguments: [...(started ? (run.arguments as Json[]) : [run.arguments as Json]), e.arguments],
+    };
+  }
+  const ids = (run as { 'tool/result': string | string[] })['tool/result'];
+  return {
+    ...run,
+    'tool/result': [...(Array.isArray(ids) ? ids : [ids]), (e as { 'tool/result': string })['tool/result']],
+  };
+}
+
+/** A run's events one by one: the first at the run's seq and time, the rest after it. */
+function outOfRun(e: PackedEvent | ShortEvent | ShortRun): (PackedEvent | ShortEvent)[] {
+  if ('tool/call' in e && Array.isArray(e['tool/call'])) {
+    const args = (e as { arguments: Json[] }).arguments;
+    return e['tool/call'].map((id, i) => ({ 'tool/call': id, ...(i ? {} : placeOf(e)), arguments: args[i] }));
+  }
+  if ('tool/result' in e && Array.isArray(e['tool/result']))
+    return e['tool/result'].map((id, i) => ({ 'tool/result': id, ...(i ? {} : placeOf(e)) }));
+  return [e as PackedEvent | ShortEvent];
 }
 
 /** An event's `seq` and `time`, as far as its packed form carries them. */

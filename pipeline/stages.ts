@@ -12,6 +12,7 @@ import type {
   Card,
   ContentBlock,
   EventDraft,
+  Json,
   JsonObject,
   PolicyBinding,
   RetryPolicyInput,
@@ -108,9 +109,13 @@ export interface PreflightResult extends StageOutput {
 /** Preflight results for calls in model order; `deferred` (and none) when it must run as an activity. */
 export interface PreflightReply {
   plan: StagePlan;
-  deferred: boolean;
-  /** Full results (histories recorded before) or packed ones: read them with unpackPreflightResults. */
-  results: PackedPreflightResult[];
+  /** Absent in a packed reply: false. */
+  deferred?: boolean;
+  /**
+   * Full results (histories recorded before) or packed ones, a result that says no more than its
+   * call id being that id alone: read them with unpackPreflightResults.
+   */
+  results: (PackedPreflightResult | string)[];
   /** Packed replies: each tool's profile, once. */
   profiles?: Record<string, ToolProfile>;
 }
@@ -204,7 +209,7 @@ type CalledTool = Pick<CallRef, 'callId' | 'name' | 'args'>;
 
 export function packPreflightReply(plan: StagePlan, results: PreflightResult[], refs: CalledTool[]): PreflightReply {
   const profiles: Record<string, ToolProfile> = Object.create(null);
-  const packed = results.map((r): PackedPreflightResult => {
+  const packed = results.map((r): PackedPreflightResult | string => {
     const ref = refs.find((x) => x.callId === r.callId);
     const out: PackedPreflightResult = { callId: r.callId };
     if (r.gate.kind !== 'dispatch') out.gate = r.gate;
@@ -218,11 +223,11 @@ export function packPreflightReply(plan: StagePlan, results: PreflightResult[], 
     if (r.contexts.length) out.contexts = r.contexts;
     if (r.events.length) out.events = r.events;
     if (r.argsDigest !== undefined) out.argsDigest = r.argsDigest;
-    return out;
+    // A call dispatched with nothing to say, the usual one: its id alone.
+    return Object.keys(out).length === 1 ? r.callId : out;
   });
   return {
     plan,
-    deferred: false,
     results: packed,
     ...(Object.keys(profiles).length ? { profiles: { ...profiles } } : {}),
   };
@@ -230,7 +235,7 @@ export function packPreflightReply(plan: StagePlan, results: PreflightResult[], 
 
 /** The full results of a preflight reply (packed or not), for the calls it was asked about. */
 export function unpackPreflightResults(reply: PreflightReply, refs: CalledTool[]): PreflightResult[] {
-  return reply.results.map((r) => {
+  return reply.results.map(packedPreflightResult).map((r) => {
     const ref = refs.find((x) => x.callId === r.callId);
     if (!ref) throw new Error(`internal: a preflight result for ${r.callId}, a call it was not asked about`);
     const profile =
@@ -248,6 +253,11 @@ export function unpackPreflightResults(reply: PreflightReply, refs: CalledTool[]
       ...(r.argsDigest !== undefined ? { argsDigest: r.argsDigest } : {}),
     };
   });
+}
+
+/** A packed preflight result as an object: a call id alone is a call dispatched with nothing to say. */
+export function packedPreflightResult(r: PackedPreflightResult | string): PackedPreflightResult {
+  return typeof r === 'string' ? { callId: r } : r;
 }
 
 /**
@@ -316,7 +326,10 @@ export interface PackedBodyResult {
   callId?: string;
   /** Absent: ok. */
   outcome?: 'failed';
-  candidate: PackedCandidate;
+  /** Absent when the body's result is its value alone (`value`). */
+  candidate?: PackedCandidate;
+  /** The candidate's value, when it is all the result says: the candidate `{ value }`. */
+  value?: Json;
   bodyContexts?: UserMessage[];
   wrapperContexts?: UserMessage[];
   events?: EventDraft[];
@@ -333,6 +346,10 @@ export function packBodyResult(r: BodyResult): PackedBodyResult {
   if (r.wrapperContexts.length) out.wrapperContexts = r.wrapperContexts;
   if (r.events.length) out.events = r.events;
   if (r.statePatch) out.statePatch = r.statePatch;
+  // The usual result, a value rendered plainly and nothing else: the value alone.
+  const only = Object.keys(out).length === 1 && Object.keys(out.candidate!);
+  if (only && only.length === 1 && only[0] === 'value' && out.candidate!.value !== undefined)
+    return { value: out.candidate!.value };
   return out;
 }
 
@@ -340,7 +357,9 @@ export function unpackBodyResult(r: PackedBodyResult | BodyResult): BodyResult {
   // (`callId`, set by a local body for the audit, is not part of the result.)
   return {
     outcome: r.outcome ?? 'ok',
-    candidate: unpackCandidate(r.candidate),
+    candidate: unpackCandidate(
+      'candidate' in r && r.candidate ? r.candidate : { value: (r as PackedBodyResult).value },
+    ),
     bodyContexts: r.bodyContexts ?? [],
     wrapperContexts: r.wrapperContexts ?? [],
     events: r.events ?? [],

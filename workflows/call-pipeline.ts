@@ -269,7 +269,7 @@ export class CallPipeline {
     const scope = (this.bodyScope ??= new CancellationScope({ cancellable: true }));
     this.ledger.bodyStarted(adm.call.id);
     try {
-      // The input leaves out what the workflow id says (UNMARKED_CHANGES.bodyRefFromWorkflowId).
+      // Input and result packed (UNMARKED_CHANGES.bodyRefFromWorkflowId, .shortStageResults).
       const out = unpackBodyResult(await scope.run(() => body.executeBody(packCallRef(ref))));
       this.events.recordAll(out.events);
       if (out.statePatch) {

@@ -184,7 +184,7 @@ export const UNMARKED_CHANGES = {
   },
   packedOutput: {
     since: '1.0.0',
-    why: "a batch returns its output packed (pipeline/output.ts packBatchOutput: events, results and tool messages leave out what the rest of the output says; packed 3 also a tool message's role, and writes a tool/call or tool/result that says only its call id short), kept only when expandBatchOutput reads it back exactly. Data only: the workflow's result, which a replay does not compare, so a recorded history replays with the same commands (and returns the packed form); readers take every form a release recorded through expandBatchOutput, and the session reads a batch's messages through batchMessages",
+    why: "a batch returns its output packed (pipeline/output.ts packBatchOutput: events, results and tool messages leave out what the rest of the output says; packed 3 also a tool message's role, and writes a tool/call or tool/result that says only its call id short; packed 4 also writes a lone text block as its text, runs of short events as one, and leaves out contentIn and the false flags), kept only when expandBatchOutput reads it back exactly. Data only: the workflow's result, which a replay does not compare, so a recorded history replays with the same commands (and returns the packed form); readers take every form a release recorded through expandBatchOutput, and the session reads a batch's messages through batchMessages",
   },
   bodyRefFromWorkflowId: {
     since: '1.0.0',
@@ -193,6 +193,10 @@ export const UNMARKED_CHANGES = {
   digestWhereBound: {
     since: '1.0.0',
     why: "the preflight returns the keyed argsDigest only for a call the workflow binds to it (an ask, an at-most-once body), and a stage's input carries it only then (pipeline/stages.ts WireCallRef); every other stage keys the arguments with its own worker's key. Data only: the preflight's local-activity marker, which a replay reads but does not compare, and the inputs of the same commands; a preflight recorded before returned the digest for every call, which the workflow then sends on as it did. A worker of an earlier build reads a body or settle input without the digest as a call without one, so a batch's stages need its own build's workers (worker versioning pins them)",
+  },
+  shortStageResults: {
+    since: '1.0.0',
+    why: "a preflight result that says no more than its call id is written as that id and a reply that is not deferred leaves `deferred` out (pipeline/stages.ts packPreflightReply), and a body's result that is a plainly rendered value and nothing else as `{ value }` (packBodyResult). Data only: the preflight's local-activity marker and the body activity's result, which a replay reads but does not compare; the unpacking reads the forms recorded before as they were. A workflow of an earlier build cannot read the short forms, so a batch's stages need its own build's workers (worker versioning pins them)",
   },
 } as const satisfies Record<string, UnmarkedChange>;
 

@@ -85,19 +85,21 @@ describe('the packed batch output', () => {
   it('reads back as exactly the output the batch built, key for key, and is well under the content-once form', () => {
     const output = plainBatch(10);
     const wire = batchOutputWire(output);
-    expect(wire.packed).toBe(3);
+    expect(wire.packed).toBe(4);
     expect(json(expandBatchOutput(wire))).toBe(json(output));
-    // What it leaves out: the derived results, consecutive seqs, repeated times, turn and step.
+    // What it leaves out: the derived results, consecutive seqs, repeated times, turn and step,
+    // and the flags that are always so of it or false.
     expect(wire.results).toBeUndefined();
-    expect(wire.events.filter((e) => e.seq !== undefined)).toHaveLength(1);
-    expect(wire.events.filter((e) => e.time !== undefined).map((e) => e.time)).toEqual([T0, T1]);
-    // A tool/call that says no more than its call id and arguments, in short.
-    expect(wire.events[0]).toEqual({ 'tool/call': 'call_0', seq: 40, time: T0, arguments: '{"text":"call_0"}' });
-    // A tool/result's generic card goes too (the card a tool without presentResult gets): its call id is all it says.
-    expect(wire.events[10]).toEqual({ 'tool/result': 'call_0' });
-    expect(wire.events[13]).toEqual({ 'tool/result': 'call_3', time: T1 });
-    // A tool message leaves out its role and `isError: false`.
-    expect(wire.messages[0]).toEqual({ toolCallId: 'call_0', toolName: 'echo', content: text('call_0') });
+    for (const key of ['contentIn', 'concludesTurn', 'cancelled']) expect(wire).not.toHaveProperty(key);
+    // The tool/calls say no more than their call ids and arguments, and follow one another: one run.
+    const args = Array.from({ length: 10 }, (_, i) => `{"text":"call_${i}"}`);
+    const ids = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => `call_${from + i}`);
+    expect(wire.events[0]).toEqual({ 'tool/call': ids(0, 10), seq: 40, time: T0, arguments: args });
+    // A tool/result's generic card goes too (the card a tool without presentResult gets): its call
+    // id is all it says. A new time starts a new run.
+    expect(wire.events.slice(1)).toEqual([{ 'tool/result': ids(0, 3) }, { 'tool/result': ids(3, 10), time: T1 }]);
+    // A tool message leaves out its role and `isError: false`, and its one text block is its text.
+    expect(wire.messages[0]).toEqual({ toolCallId: 'call_0', toolName: 'echo', content: 'call_0' });
     expect(json(wire).length).toBeLessThan(0.6 * json(compactBatchOutput(output)).length);
     // Each result's content is one object, shared by its message, its entry and its event.
     const back = expandBatchOutput(wire);
@@ -110,7 +112,7 @@ describe('the packed batch output', () => {
     expect(outputs.length).toBeGreaterThanOrEqual(7);
     for (const { name, output } of outputs) {
       const wire = batchOutputWire(output);
-      expect({ name, packed: wire.packed }).toEqual({ name, packed: 3 });
+      expect({ name, packed: wire.packed }).toEqual({ name, packed: 4 });
       expect({ name, back: json(expandBatchOutput(wire)) }).toEqual({ name, back: json(output) });
       expect(json(wire).length).toBeLessThan(json(compactBatchOutput(output)).length);
     }
@@ -118,6 +120,7 @@ describe('the packed batch output', () => {
 
   it('keeps in each event and entry what the rest of the output does not say', () => {
     const output = plainBatch(3);
+    output.concludesTurn = true;
     // A result whose event names another turn, an error, extra outcome fields, a context, a gap in seqs.
     output.events[0].data.turn = 1;
     const { card, ...called } = output.events[4].data;
@@ -131,10 +134,18 @@ describe('the packed batch output', () => {
     output.messages.push({ role: 'user', content: 'mind the quota', source: 'hook' });
     output.events.push({ type: 'hook/invoked', seq: 99, time: T1, data: { turn: 2, step: 5, hook: 'h' } });
     const wire = batchOutputWire(output);
-    expect(wire.packed).toBe(3);
+    expect(wire.packed).toBe(4);
     expect(json(expandBatchOutput(wire))).toBe(json(output));
+    expect(wire).toMatchObject({ concludesTurn: true });
     expect((wire.events[0] as PackedEvent).data).toMatchObject({ turn: 1, step: 5, name: 'echo' });
-    expect((wire.events[4] as PackedEvent).data).toEqual({
+    // A run takes the short events after a whole one, and a whole one in between ends a run.
+    expect(wire.events[1]).toEqual({
+      'tool/call': ['call_1', 'call_2'],
+      arguments: ['{"text":"call_1"}', '{"text":"call_2"}'],
+    });
+    expect(wire.events[2]).toEqual({ 'tool/result': 'call_0' });
+    expect(wire.events[4]).toEqual({ 'tool/result': 'call_2' });
+    expect((wire.events[3] as PackedEvent).data).toEqual({
       callId: 'call_1',
       card: { title: 'echo', summary: 'done' },
     });
@@ -151,19 +162,46 @@ describe('the packed batch output', () => {
     });
     expect(wire.messages[1]).toHaveProperty('isError', true);
     expect(wire.messages[0]).not.toHaveProperty('isError');
-    // Neither tool message names its role; the context's user message does.
+    // Neither tool message names its role; the context's user message does, and keeps its text as it was.
     expect(wire.messages.map((m) => m.role)).toEqual([undefined, undefined, undefined, 'user']);
+    expect(wire.messages[3]).toEqual({ role: 'user', content: 'mind the quota', source: 'hook' });
   });
 
-  it('reads every packed-2 output (from before packed 3) back exactly', () => {
-    // Packed by the build before packed 3, from the recorded outputs of the fixtures.
-    const file = path.join(__dirname, '..', 'fixtures', 'outputs', 'packed-2.json');
+  it('writes only a lone text block as its text, and runs only events that follow one another', () => {
+    const output = plainBatch(4);
+    // An image beside the text, and a text block with a key of its own: each content is the call's
+    // everywhere (its message, its result entry, its tool/result event). And a gap in the seqs.
+    const contents = [
+      [...text('a'), { type: 'image', data: 'AA==', mimeType: 'image/png' }],
+      [{ type: 'text', text: 'b', cached: true }],
+    ] as never[];
+    contents.forEach((content, i) => {
+      Object.assign(output.messages[i], { content });
+      output.results[i].result.content = content;
+      output.events[4 + i].data.content = content;
+    });
+    output.events[2].seq = 60;
+    for (const i of [3, 4, 5, 6, 7]) output.events[i].seq = 58 + i;
+    const wire = batchOutputWire(output);
+    expect(wire.packed).toBe(4);
+    expect(json(expandBatchOutput(wire))).toBe(json(output));
+    expect(json(batchMessages(wire))).toBe(json(output.messages));
+    expect(wire.messages.map((m) => typeof m.content)).toEqual(['object', 'object', 'string', 'string']);
+    expect(wire.events.slice(0, 2)).toEqual([
+      { 'tool/call': ['call_0', 'call_1'], seq: 40, time: T0, arguments: ['{"text":"call_0"}', '{"text":"call_1"}'] },
+      { 'tool/call': ['call_2', 'call_3'], seq: 60, arguments: ['{"text":"call_2"}', '{"text":"call_3"}'] },
+    ]);
+  });
+
+  it.each([2, 3])('reads every packed-%i output (from the builds before) back exactly', (form) => {
+    // Packed by the build that wrote this form, from the recorded outputs of the fixtures.
+    const file = path.join(__dirname, '..', 'fixtures', 'outputs', `packed-${form}.json`);
     const recorded: { name: string; wire: BatchOutputWire; output: BatchOutput }[] = JSON.parse(
       fs.readFileSync(file, 'utf8'),
     );
     expect(recorded.length).toBeGreaterThanOrEqual(7);
     for (const { name, wire, output } of recorded) {
-      expect({ name, packed: wire.packed }).toEqual({ name, packed: 2 });
+      expect({ name, packed: wire.packed }).toEqual({ name, packed: form });
       expect({ name, back: json(expandBatchOutput(wire)) }).toEqual({ name, back: json(output) });
       expect({ name, messages: json(batchMessages(wire)) }).toEqual({ name, messages: json(output.messages) });
     }

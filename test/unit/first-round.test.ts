@@ -7,7 +7,7 @@ import type { PreflightReply, WireCallRef } from '../../pipeline/stages';
 
 const claim = { sessionId: 's', startSeq: 4, batchId: 'sluice-batch:s:1:1' };
 const ref = { callId: 'c0', name: 'echo' } as WireCallRef;
-const reply = { plan: {}, deferred: false, results: [] } as unknown as PreflightReply;
+const reply = { plan: {}, results: [] } as unknown as PreflightReply;
 
 function round(answer: SeqClaim) {
   const preflighted: WireCallRef[][] = [];

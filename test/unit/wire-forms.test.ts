@@ -108,7 +108,12 @@ describe('preflight replies', () => {
     const reply = packPreflightReply(plan, results, refs);
     expect(unpackPreflightResults(reply, refs)).toEqual(results);
     expect(Object.keys(reply.profiles ?? {})).toEqual(['echo', '__proto__']);
-    expect(reply.results[4]).toEqual({ callId: 'c4' });
+    // A call dispatched with nothing to say is its id alone; one with something keeps an object.
+    expect(reply.results[4]).toBe('c4');
+    expect(reply.results[3]).toMatchObject({ callId: 'c3' });
+    // Replies recorded before wrote it as an object: they read the same.
+    const before = { ...reply, results: reply.results.map((r) => (typeof r === 'string' ? { callId: r } : r)) };
+    expect(unpackPreflightResults(before, refs)).toEqual(results);
   });
 
   it('packs ten ordinary calls of one tool to under a third of the full form', () => {
@@ -255,7 +260,9 @@ describe('body inputs and results', () => {
       expect(unpackBodyResult(JSON.parse(JSON.stringify(packed)))).toEqual(c);
       expect(unpackBodyResult(c)).toEqual(c);
     }
-    expect(packBodyResult(cases[0])).toEqual({ candidate: { value: 'hi' } });
+    // A value and nothing else is the value alone; a result recorded before wrote it as a candidate.
+    expect(packBodyResult(cases[0])).toEqual({ value: 'hi' });
+    expect(unpackBodyResult({ candidate: { value: 'hi' } })).toEqual(cases[0]);
   });
 });
 
