@@ -19,14 +19,12 @@ import {
 } from '../pipeline/stages';
 import { FailureTypes } from '../pipeline/errors';
 import type { Candidate, StatePatch } from '../pipeline/types';
+import { BODY_INLINE_BYTES } from '../pipeline/budget';
 import { compose, type Layer } from '../pipeline/waterfall';
 import { stashCandidate } from '../stores/claim-check';
 import { handlerOf, isToolOutput, nameOf, type ToolContext, type ToolDefinition } from '../define/config';
 import { messageOf } from './extensions';
 import { type Collector, parseArgs, type StageKit } from './kit';
-
-/** A body result bigger than this (or than its batch share) crosses history as a stored preview. */
-const DEFAULT_BODY_INLINE_BYTES = 64 * 1024;
 
 /** Marks a throw that came out of the tool body itself, as opposed to a wrapper around it. */
 class BodyThrew extends Error {
@@ -36,7 +34,7 @@ class BodyThrew extends Error {
 }
 
 export function executeStage(kit: StageKit) {
-  return async function executeBody(packed: PackedCallRef): Promise<PackedBodyResult> {
+  return async function executeBody(packed: PackedCallRef): Promise<PackedBodyResult | string> {
     const activity = Context.current();
     const ref = kit.keyed(unpackCallRef(packed, activity.info.workflowExecution?.workflowId ?? ''));
     const { tool, args } = resolveTool(kit, ref);
@@ -63,7 +61,8 @@ export function executeStage(kit: StageKit) {
         kit.store,
         ref.idempotencyKey,
         candidate,
-        ref.inlineBytes ?? DEFAULT_BODY_INLINE_BYTES,
+        // A batch of an earlier build sends its share even when it is larger.
+        Math.min(ref.inlineBytes ?? BODY_INLINE_BYTES, BODY_INLINE_BYTES),
       ),
       bodyContexts: bodySide.contexts,
       wrapperContexts: wrapperSide.contexts,
@@ -71,7 +70,8 @@ export function executeStage(kit: StageKit) {
       ...(Object.keys(patch).length ? { statePatch: patch } : {}),
     });
     // A local body's marker keeps only its result: it names its call for `sluice audit`.
-    return activity.info.isLocal ? { callId: ref.callId, ...out } : out;
+    if (!activity.info.isLocal) return out;
+    return { callId: ref.callId, ...(typeof out === 'string' ? { value: out } : out) };
   };
 }
 

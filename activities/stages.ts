@@ -30,7 +30,7 @@ export interface StageActivities {
   preflight(refs: WireCallRef[]): Promise<PreflightReply>;
   runGuards(ref: WireCallRef): Promise<GuardsResult>;
   /** Takes and gives the packed forms (pipeline/stages.ts): they are what its history event keeps. */
-  executeBody(ref: PackedCallRef): Promise<PackedBodyResult>;
+  executeBody(ref: PackedCallRef): Promise<PackedBodyResult | string>;
   /** Settles calls in model order, one after the other. */
   settle(reqs: SettleRequest[]): Promise<SettleResult[]>;
 }

@@ -16,6 +16,13 @@ export const PAYLOAD_LIMIT_BYTES = 2 * 1024 * 1024;
 export const OUTPUT_TARGET_BYTES = 1536 * 1024;
 /** What a batch's history may reach from results: far below the 50 MB limit and 10 MB warning. */
 export const HISTORY_TARGET_BYTES = 8 * 1024 * 1024;
+/**
+ * A tool body's result bigger than this, or than its batch share, crosses history as a stored
+ * preview (the settle reads it back whole). The same as the default bound on a final result
+ * (pipeline/normalize.ts): a bigger body result is rarely kept whole. A body's input carries its
+ * share only when the share is smaller.
+ */
+export const BODY_INLINE_BYTES = 64 * 1024;
 /** The smallest share: room for the note that says where the full result is, and its meta. */
 export const MIN_SHARE_BYTES = 1024;
 /** One call's raw arguments above this never reach the workflow: the call gets INVALID_ARGS. */

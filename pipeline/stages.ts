@@ -108,7 +108,8 @@ export interface PreflightResult extends StageOutput {
 
 /** Preflight results for calls in model order; `deferred` (and none) when it must run as an activity. */
 export interface PreflightReply {
-  plan: StagePlan;
+  /** Read it with unpackPlan. */
+  plan: PackedPlan;
   /** Absent in a packed reply: false. */
   deferred?: boolean;
   /**
@@ -138,6 +139,25 @@ export interface StagePlan {
   maxResultChars?: number;
 }
 export type StageKind = 'local' | 'activity';
+
+/**
+ * A plan as a packed reply carries it: a stage that runs locally left out (the usual worker's plan
+ * is `{ settleHooks }`). Plans recorded before name all three stages and read the same; one from
+ * before `settleHooks` existed keeps it absent, as it was read then.
+ */
+export type PackedPlan = Omit<StagePlan, StageName> & Partial<Pick<StagePlan, StageName>>;
+type StageName = 'preflight' | 'guards' | 'settle';
+const STAGE_NAMES: StageName[] = ['preflight', 'guards', 'settle'];
+
+function packPlan(plan: StagePlan): PackedPlan {
+  const out: PackedPlan = { ...plan };
+  for (const k of STAGE_NAMES) if (out[k] === 'local') delete out[k];
+  return out;
+}
+
+export function unpackPlan(plan: PackedPlan): StagePlan {
+  return { preflight: 'local', guards: 'local', settle: 'local', ...plan };
+}
 
 export interface GuardsResult extends StageOutput {
   callId: string;
@@ -227,7 +247,7 @@ export function packPreflightReply(plan: StagePlan, results: PreflightResult[], 
     return Object.keys(out).length === 1 ? r.callId : out;
   });
   return {
-    plan,
+    plan: packPlan(plan),
     results: packed,
     ...(Object.keys(profiles).length ? { profiles: { ...profiles } } : {}),
   };
@@ -339,21 +359,25 @@ export interface PackedBodyResult {
 /** A candidate without `content` when it is the plain rendering of `value`, and without `isError: false`. */
 export type PackedCandidate = Omit<Candidate, 'content' | 'isError'> & { content?: ContentBlock[]; isError?: boolean };
 
-export function packBodyResult(r: BodyResult): PackedBodyResult {
+export function packBodyResult(r: BodyResult): PackedBodyResult | string {
   const out: PackedBodyResult = { candidate: packCandidate(r.candidate) };
   if (r.outcome !== 'ok') out.outcome = r.outcome;
   if (r.bodyContexts.length) out.bodyContexts = r.bodyContexts;
   if (r.wrapperContexts.length) out.wrapperContexts = r.wrapperContexts;
   if (r.events.length) out.events = r.events;
   if (r.statePatch) out.statePatch = r.statePatch;
-  // The usual result, a value rendered plainly and nothing else: the value alone.
+  // The usual result, a value rendered plainly and nothing else: the value alone, and a string
+  // value as itself (what a bare activity returning it records).
   const only = Object.keys(out).length === 1 && Object.keys(out.candidate!);
-  if (only && only.length === 1 && only[0] === 'value' && out.candidate!.value !== undefined)
-    return { value: out.candidate!.value };
+  if (only && only.length === 1 && only[0] === 'value' && out.candidate!.value !== undefined) {
+    const { value } = out.candidate!;
+    return typeof value === 'string' ? value : { value };
+  }
   return out;
 }
 
-export function unpackBodyResult(r: PackedBodyResult | BodyResult): BodyResult {
+export function unpackBodyResult(r: PackedBodyResult | BodyResult | string): BodyResult {
+  if (typeof r === 'string') r = { value: r };
   // (`callId`, set by a local body for the audit, is not part of the result.)
   return {
     outcome: r.outcome ?? 'ok',

@@ -73,13 +73,39 @@ describe('claim check', () => {
     expect(shown.length).toBeLessThan(64 * 1024 + 400);
     expect(full.startsWith(shown.slice(0, 1000))).toBe(true);
     const stored = r.meta!.storedResult as { ref: string; key: string };
-    expect(stored.key).toBe(`sluice-batch:${req.sessionId}:1:1/call-1`);
+    // Over 64 KiB, the body's result was stored as it crossed history, and the bound keeps that copy.
+    expect(stored.key).toBe(`sluice-batch:${req.sessionId}:1:1/call-1#body`);
     expect(shown).toContain(`stored aside as ${stored.ref}`);
     expect(r.meta).toMatchObject({ truncated: true, originalChars: 200_000 });
-    const kept = (await store.get(stored.ref)) as { content: { text: string }[] };
-    expect(kept.content.map((b) => b.text).join('')).toBe(full);
+    const kept = storedResultOf((await store.get(stored.ref))!);
+    expect(text(kept)).toBe(full);
     // Post-execute saw the whole result, before the bound applied.
     expect(out.events.find((e) => e.type === 'test/post-saw')?.data.chars).toBe(200_000);
+  });
+
+  it('a body result over 64 KiB crosses history as a stored preview even when its share is larger', async () => {
+    // A batch of one call: its share is far above 64 KiB, so the body's input leaves it out.
+    const req = batch([{ name: 'big', args: { n: 100_000 } }]);
+    const handle = await h.client.startBatch(req);
+    const out = (await handle.result()) as BatchOutput;
+    const r = out.results[0].result;
+    expect(r.isError).toBe(false);
+    expect(r.meta).toMatchObject({ truncated: true, originalChars: 100_000 });
+    expect(out.events.find((e) => e.type === 'test/post-saw')?.data.chars).toBe(100_000);
+    const history = await h.client.temporal.workflow.getHandle(handle.workflowId).fetchHistory();
+    const body = (history.events ?? []).find(
+      (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'executeBody',
+    );
+    const payload = (p?: temporal.api.common.v1.IPayloads | null) => Buffer.from(p?.payloads?.[0]?.data ?? []);
+    expect(JSON.parse(payload(body?.activityTaskScheduledEventAttributes?.input).toString())).not.toHaveProperty(
+      'inlineBytes',
+    );
+    const done = (history.events ?? []).find(
+      (e) => e.activityTaskCompletedEventAttributes?.scheduledEventId?.toString() === body?.eventId?.toString(),
+    );
+    const size = payload(done?.activityTaskCompletedEventAttributes?.result).length;
+    expect(size).toBeGreaterThan(0);
+    expect(size).toBeLessThan(64 * 1024);
   });
 
   it('a body returning 10 MB completes with a preview; history stays small', async () => {

@@ -18,7 +18,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { StageActivities } from '../activities/stages';
-import { type InlineBudget, jsonBytes, MAX_ARGUMENT_CHARS, resultBytes } from '../pipeline/budget';
+import { BODY_INLINE_BYTES, type InlineBudget, jsonBytes, MAX_ARGUMENT_CHARS, resultBytes } from '../pipeline/budget';
 import { reservedCallIdProblem } from '../pipeline/code-mode';
 import { GRANTS_NAMESPACE } from '../pipeline/grants';
 import { getOwn, setOwn, snapshotArguments } from '../pipeline/json';
@@ -225,11 +225,9 @@ export class CallPipeline {
         skipPostExecute: false,
       };
     }
-    const ref = {
-      ...adm.ref!,
-      state: this.state,
-      inlineBytes: this.budget.share(workflowInfo().historySize, this.events.bytes),
-    };
+    // The worker bounds a body's result by BODY_INLINE_BYTES; the share goes along when smaller.
+    const share = this.budget.share(workflowInfo().historySize, this.events.bytes);
+    const ref = { ...adm.ref!, state: this.state, ...(share < BODY_INLINE_BYTES ? { inlineBytes: share } : {}) };
     const p: ToolProfile = adm.profile ?? {
       ...BODY_DEFAULTS,
       concurrencySafe: false,

@@ -196,7 +196,7 @@ export const UNMARKED_CHANGES = {
   },
   shortStageResults: {
     since: '1.0.0',
-    why: "a preflight result that says no more than its call id is written as that id and a reply that is not deferred leaves `deferred` out (pipeline/stages.ts packPreflightReply), and a body's result that is a plainly rendered value and nothing else as `{ value }` (packBodyResult). Data only: the preflight's local-activity marker and the body activity's result, which a replay reads but does not compare; the unpacking reads the forms recorded before as they were. A workflow of an earlier build cannot read the short forms, so a batch's stages need its own build's workers (worker versioning pins them)",
+    why: "a preflight result that says no more than its call id is written as that id and a reply that is not deferred leaves `deferred` out, and its plan the stages that run locally (pipeline/stages.ts packPreflightReply, unpackPlan: a plan recorded before names all three), a body's result that is a plainly rendered value and nothing else as `{ value }`, a string value as itself (packBodyResult), and a body's input carries its inline share only when it is under BODY_INLINE_BYTES (pipeline/budget.ts), the worker's bound for every body result. Data only: the preflight's local-activity marker and the body activity's result, which a replay reads but does not compare; the unpacking reads the forms recorded before as they were. A workflow of an earlier build cannot read the short forms, so a batch's stages need its own build's workers (worker versioning pins them)",
   },
 } as const satisfies Record<string, UnmarkedChange>;
 

@@ -22,6 +22,7 @@ import {
   type SettleRequest,
   type SettleResult,
   type StagePlan,
+  unpackPlan,
   unpackPreflightResults,
   withoutOwnDigest,
 } from '../pipeline/stages';
@@ -99,7 +100,7 @@ export class LookAhead {
       const refs = [ref, ...followers.map((f) => f.ref)];
       const stateVersion = this.stateVersion;
       const reply = await localStages.preflight(refs.map(withoutOwnDigest));
-      this.plan = reply.plan;
+      this.plan = unpackPlan(reply.plan);
       if (!reply.deferred) {
         const results = unpackPreflightResults(reply, refs);
         this.keepAhead(followers, results.slice(1), stateVersion);
@@ -123,7 +124,7 @@ export class LookAhead {
 
   /** The first group's preflight reply: each result waits for its own call, as any look-ahead result. */
   firstGroupPreflighted(group: { call: ToolCall; ref: CallRef }[], reply: PreflightReply): void {
-    this.plan = reply.plan;
+    this.plan = unpackPlan(reply.plan);
     if (reply.deferred) return;
     this.keepAhead(
       group,
@@ -183,7 +184,7 @@ export class LookAhead {
       let results: PreflightResult[] | undefined;
       if (this.plan?.preflight !== 'activity') {
         const reply = await localStages.preflight(refs.map(withoutOwnDigest));
-        this.plan = reply.plan;
+        this.plan = unpackPlan(reply.plan);
         if (!reply.deferred) results = unpackPreflightResults(reply, refs);
       }
       results ??= unpackPreflightResults(await stages.preflight(refs.map(withoutOwnDigest)), refs);

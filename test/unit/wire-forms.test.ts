@@ -17,6 +17,7 @@ import {
   unpackBodyResult,
   unpackCallRef,
   withoutOwnDigest,
+  unpackPlan,
   unpackPreflightResults,
 } from '../../pipeline/stages';
 
@@ -140,6 +141,24 @@ describe('preflight replies', () => {
     expect(unpackPreflightResults({ plan, deferred: false, results }, refs)).toEqual(results);
   });
 
+  it('leaves out of the plan the stages that run locally, and reads every recorded plan as it was', () => {
+    expect(packPreflightReply(plan, results, refs).plan).toEqual({ settleHooks: false });
+    const mixed: StagePlan = {
+      preflight: 'local',
+      guards: 'activity',
+      settle: 'local',
+      settleHooks: true,
+      maxResultChars: 9,
+    };
+    const packed = packPreflightReply(mixed, results, refs).plan;
+    expect(packed).toEqual({ guards: 'activity', settleHooks: true, maxResultChars: 9 });
+    expect(unpackPlan(packed)).toEqual(mixed);
+    expect(unpackPlan(plan)).toEqual(plan);
+    // A plan from before settleHooks keeps it absent: such a batch never settled in the workflow.
+    const older = { preflight: 'local', guards: 'local', settle: 'local' } as StagePlan;
+    expect(unpackPlan(older)).toEqual(older);
+  });
+
   it('refuses a result for a call it was not asked about', () => {
     expect(() => unpackPreflightResults(packPreflightReply(plan, results, refs), refs.slice(1))).toThrow(/c0/);
   });
@@ -260,9 +279,12 @@ describe('body inputs and results', () => {
       expect(unpackBodyResult(JSON.parse(JSON.stringify(packed)))).toEqual(c);
       expect(unpackBodyResult(c)).toEqual(c);
     }
-    // A value and nothing else is the value alone; a result recorded before wrote it as a candidate.
-    expect(packBodyResult(cases[0])).toEqual({ value: 'hi' });
+    // A value and nothing else is the value alone, a string as itself (what a bare activity
+    // returning it records); a result recorded before wrote it as a candidate.
+    expect(packBodyResult(cases[0])).toBe('hi');
+    expect(packBodyResult(cases[1])).toEqual({ value: { a: 1 } });
     expect(unpackBodyResult({ candidate: { value: 'hi' } })).toEqual(cases[0]);
+    expect(unpackBodyResult({ value: 'hi' })).toEqual(cases[0]);
   });
 });
 
