@@ -338,32 +338,25 @@ function inRuns(events: (PackedEvent | ShortEvent)[]): (PackedEvent | ShortEvent
   for (const e of events) {
     const last = out[out.length - 1];
     const kind = shortKind(e);
-    if (kind && last && shortKind(last) === kind && e.seq === undefined && e.time === undefined)
-      out[out.length - 1] = withNext(last as ShortEvent | ShortRun, e as ShortEvent);
-    else out.push(e);
+    if (!kind || !last || shortKind(last) !== kind || e.seq !== undefined || e.time !== undefined) {
+      out.push(e);
+      continue;
+    }
+    // The run grows in place (shortened made every entry afresh): linear in the batch's calls.
+    const run = last as Record<string, unknown>;
+    const next = e as Record<string, unknown>;
+    if (!Array.isArray(run[kind])) {
+      run[kind] = [run[kind]];
+      if (kind === 'tool/call') run.arguments = [run.arguments];
+    }
+    (run[kind] as unknown[]).push(next[kind]);
+    if (kind === 'tool/call') (run.arguments as unknown[]).push(next.arguments);
   }
   return out;
 }
 
 function shortKind(e: PackedEvent | ShortEvent | ShortRun): 'tool/call' | 'tool/result' | undefined {
   return 'tool/call' in e ? 'tool/call' : 'tool/result' in e ? 'tool/result' : undefined;
-}
-
-/** A short event or run with one more event after it (of its kind). */
-function withNext(run: ShortEvent | ShortRun, e: ShortEvent): ShortRun {
-  if ('tool/call' in run && 'tool/call' in e) {
-    const started = Array.isArray(run['tool/call']);
-    return {
-      ...run,
-      'tool/call': [...(started ? (run['tool/call'] as string[]) : [run['tool/call'] as string]), e['tool/call']],
-      arguments: [...(started ? (run.arguments as Json[]) : [run.arguments as Json]), e.arguments],
-    };
-  }
-  const ids = (run as { 'tool/result': string | string[] })['tool/result'];
-  return {
-    ...run,
-    'tool/result': [...(Array.isArray(ids) ? ids : [ids]), (e as { 'tool/result': string })['tool/result']],
-  };
 }
 
 /** A run's events one by one: the first at the run's seq and time, the rest after it. */
