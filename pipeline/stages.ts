@@ -286,10 +286,16 @@ export function packedPreflightResult(r: PackedPreflightResult | string): Packed
  * worker keys the arguments itself (StageKit.keyed), so the workflow's unkeyed sha-256 never
  * reaches a history or an extension, and an allowed call's digest is not in its history at all.
  */
-export type WireCallRef = Omit<CallRef, 'argsDigest'> & { argsDigest?: string };
+export type WireCallRef = Omit<CallRef, 'argsDigest'> & { argsDigest?: SentDigest };
+
+/**
+ * A keyed digest the workflow may send (withoutOwnDigest checked it): a stage's input takes no
+ * other string, so a call site that passes a `CallRef` as it is does not compile.
+ */
+export type SentDigest = string & { readonly __sent: true };
 
 export function withoutOwnDigest(ref: CallRef): WireCallRef {
-  if (isKeyedDigest(ref.argsDigest)) return ref;
+  if (isKeyedDigest(ref.argsDigest)) return ref as WireCallRef;
   const { argsDigest: _own, ...rest } = ref;
   return rest;
 }

@@ -22,7 +22,7 @@ import {
 import type { StageActivities } from '../activities/stages';
 import type { IdentityActivities } from '../pipeline/identity';
 import { normalizeResult } from '../pipeline/normalize';
-import { unpackBodyResult } from '../pipeline/stages';
+import { unpackBodyResult, withoutOwnDigest } from '../pipeline/stages';
 import {
   normalizeReconcile,
   RECONCILE_REFUSED,
@@ -294,7 +294,8 @@ async function runAgain(
     summary: `${input.toolName} ${input.callId} (run again)`,
   });
   try {
-    const out = unpackBodyResult(await executeBody(input.ref));
+    // The digest a person saw travels; a workflow's own sha-256 (a reconcile of an older build) does not.
+    const out = unpackBodyResult(await executeBody(withoutOwnDigest(input.ref)));
     const r = normalizeResult(out.candidate);
     const text = r.content.map((b) => (b.type === 'text' ? b.text : `[${b.type}]`)).join('\n');
     return {

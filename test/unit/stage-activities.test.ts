@@ -15,6 +15,7 @@ import {
   type SettleResult,
   unpackBodyResult,
   unpackPreflightResults,
+  type WireCallRef,
 } from '../../pipeline/stages';
 import { FailureTypes } from '../../pipeline/errors';
 import type { Candidate } from '../../pipeline/types';
@@ -65,16 +66,18 @@ function stagesOf(config: SluiceConfig) {
   const env = new MockActivityEnvironment(undefined, { logger });
   return {
     warnings,
+    // Each ref as a stage's input: with whatever digest the test gives it, as a workflow might send.
     preflight: async (r: CallRef) =>
-      unpackPreflightResults((await env.run(acts.preflight, [r])) as PreflightReply, [r])[0],
-    execute: async (r: CallRef): Promise<BodyResult> => unpackBodyResult(await env.run(acts.executeBody, r)),
+      unpackPreflightResults((await env.run(acts.preflight, [r as WireCallRef])) as PreflightReply, [r])[0],
+    execute: async (r: CallRef): Promise<BodyResult> =>
+      unpackBodyResult(await env.run(acts.executeBody, r as WireCallRef)),
     settle: async (req: SettleRequest) => ((await env.run(acts.settle, [req])) as SettleResult[])[0],
   };
 }
 
 const text = (c: { content: unknown[] }) => (c.content[0] as { text: string }).text;
 const settleReq = (r: CallRef, candidate: Candidate, skipPostExecute = false): SettleRequest => ({
-  ref: r,
+  ref: r as WireCallRef,
   candidate,
   skipPostExecute,
   contexts: { pre: [], body: [], wrapper: [] },
