@@ -321,7 +321,7 @@ function readCompleted(read: Reading, a: Attributes<'activityTaskCompletedEventA
   const result = decode(a.result) as PreflightReply | SettleResult[] | unknown;
   const own =
     act.type === 'preflight'
-      ? (result as PreflightReply).results?.slice(0, 1).map(packedPreflightResult)[0]
+      ? packedPreflightResult((result as PreflightReply).results?.[0] as PackedPreflightResult | string)
       : act.type === 'settle'
         ? (result as SettleResult[])[0]
         : result;

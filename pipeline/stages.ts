@@ -374,12 +374,9 @@ export function packBodyResult(r: BodyResult): PackedBodyResult | string {
   if (r.statePatch) out.statePatch = r.statePatch;
   // The usual result, a value rendered plainly and nothing else: the value alone, and a string
   // value as itself (what a bare activity returning it records).
-  const only = Object.keys(out).length === 1 && Object.keys(out.candidate!);
-  if (only && only.length === 1 && only[0] === 'value' && out.candidate!.value !== undefined) {
-    const { value } = out.candidate!;
-    return typeof value === 'string' ? value : { value };
-  }
-  return out;
+  const { value, ...besides } = out.candidate!;
+  if (Object.keys(out).length > 1 || Object.keys(besides).length || value === undefined) return out;
+  return typeof value === 'string' ? value : { value };
 }
 
 export function unpackBodyResult(r: PackedBodyResult | BodyResult | string): BodyResult {
@@ -387,9 +384,7 @@ export function unpackBodyResult(r: PackedBodyResult | BodyResult | string): Bod
   // (`callId`, set by a local body for the audit, is not part of the result.)
   return {
     outcome: r.outcome ?? 'ok',
-    candidate: unpackCandidate(
-      'candidate' in r && r.candidate ? r.candidate : { value: (r as PackedBodyResult).value },
-    ),
+    candidate: unpackCandidate(r.candidate ?? { value: (r as PackedBodyResult).value }),
     bodyContexts: r.bodyContexts ?? [],
     wrapperContexts: r.wrapperContexts ?? [],
     events: r.events ?? [],
