@@ -33,7 +33,8 @@ export function createFirstRoundActivities(
     async claimThenPreflight({ claim: request, refs }) {
       const claim = await session.claimSessionSeq(request);
       if (!claim.ok || refs.length === 0) return { claim };
-      return { claim, preflight: await stages.preflight(refs) };
+      const preflight = await stages.preflight(refs);
+      return refs.length === 1 ? { claim, preflight, straight: true } : { claim, preflight };
     },
   };
 }

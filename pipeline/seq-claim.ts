@@ -19,8 +19,17 @@ export interface SessionActivities {
  * group of calls, so the first workflow task waits for one local activity instead of two.
  */
 export interface FirstRoundActivities {
-  claimThenPreflight(request: { claim: SeqClaimRequest; refs: WireCallRef[] }): Promise<{
-    claim: SeqClaim;
-    preflight?: PreflightReply;
-  }>;
+  claimThenPreflight(request: { claim: SeqClaimRequest; refs: WireCallRef[] }): Promise<FirstRound>;
+}
+
+/** What the first round recorded: its marker's result, read on replay as it was recorded. */
+export interface FirstRound {
+  claim: SeqClaim;
+  preflight?: PreflightReply;
+  /**
+   * A batch of one call runs it straight through: admit, body, settle, without the model-order
+   * scheduler (workflows/batch.ts). Set by workers of the build that does so, for a first group of
+   * one call; a round recorded before has none, and its batch replays on the scheduler.
+   */
+  straight?: true;
 }

@@ -32,6 +32,7 @@ import type {
   GrantUse,
   ModelMessage,
   SessionState,
+  ToolCall,
   ToolResult,
 } from '../pipeline/types';
 import type { FirstRoundActivities, SeqClaim, SessionActivities } from '../pipeline/seq-claim';
@@ -67,9 +68,10 @@ async function claimSessionSeq(input: BatchInput): Promise<void> {
 
 /**
  * The claim and the first group's preflight in one worker round (release 0.2 on): the preflight
- * runs only once the claim holds, and records nothing; its results wait for their calls.
+ * runs only once the claim holds, and records nothing; its results wait for their calls. Returns
+ * whether the round says a batch of one call runs straight (FirstRound.straight).
  */
-async function claimThenFirstPreflight(input: BatchInput, runner: BatchRunner): Promise<void> {
+async function claimThenFirstPreflight(input: BatchInput, runner: BatchRunner): Promise<boolean> {
   const group = runner.firstGroup();
   const reply = await claimThenPreflight({
     claim: claimRequest(input),
@@ -77,6 +79,7 @@ async function claimThenFirstPreflight(input: BatchInput, runner: BatchRunner): 
   });
   refuseOnConflict(reply.claim);
   if (reply.preflight) runner.firstGroupPreflighted(group, reply.preflight);
+  return reply.straight === true;
 }
 
 function refuseOnConflict(claim: SeqClaim): void {
@@ -100,12 +103,16 @@ export async function toolBatch(input: BatchInput): Promise<BatchOutputWire> {
   const batch = openBatch(input, features);
 
   // Before the first event; batches recorded before the claim existed replay without it.
-  if (features.seqClaim === 'with-first-preflight') await claimThenFirstPreflight(input, batch.runner);
+  let straight = false;
+  if (features.seqClaim === 'with-first-preflight') straight = await claimThenFirstPreflight(input, batch.runner);
   else if (features.seqClaim === 'alone') await claimSessionSeq(input);
 
   // Everything below drains to the end even when the batch is cancelled: cancel is a flag the
-  // stages look at, so every started call still commits exactly one tool/result.
-  const results = await CancellationScope.nonCancellable(() => runInModelOrder(input, batch));
+  // stages look at, so every started call still commits exactly one tool/result. One call has no
+  // order to keep and nothing beside it: it runs straight when its first round says so.
+  const results = await CancellationScope.nonCancellable(() =>
+    straight && input.calls.length === 1 ? runOneCall(input.calls[0], batch) : runInModelOrder(input, batch),
+  );
 
   // The batch has settled: only now do the queued contexts follow the tool results, FIFO.
   const messages = modelMessages(input, results, batch.events, features.contentOnce);
@@ -268,6 +275,21 @@ async function runInModelOrder(input: BatchInput, batch: OpenBatch): Promise<Too
 
   const [, committed] = await Promise.all([admitInModelOrder(), commitInModelOrder()]);
   return committed;
+}
+
+/**
+ * A batch of one call, straight through: the scheduler's steps for one call, without its two
+ * loops, their Promise.all and the wait for the outcome, which made about a quarter of such a
+ * batch's workflow promises, each with a stack trace from the SDK's hook (docs/performance.md,
+ * "A one-call batch's extra CPU"). The same stages in the same order, so the same commands; a
+ * batch recorded before the first round said `straight` replays on the scheduler (compat.ts,
+ * UNMARKED_CHANGES.oneCallStraight).
+ */
+async function runOneCall(call: ToolCall, batch: OpenBatch): Promise<ToolResult[]> {
+  const { pipeline } = batch;
+  const adm = batch.cancelRequested ? pipeline.abortUnstarted(call) : await pipeline.admit(call);
+  const outcome = adm.verdict.kind === 'run' ? pipeline.runBody(adm) : pipeline.skipBody(adm);
+  return [await pipeline.settle(adm, await outcome)];
 }
 
 /** The tool messages in model order, then each result's additionalContexts as user messages (recorded). */

@@ -198,6 +198,10 @@ export const UNMARKED_CHANGES = {
     since: '1.0.0',
     why: "a preflight result that says no more than its call id is written as that id and a reply that is not deferred leaves `deferred` out, and its plan the stages that run locally (pipeline/stages.ts packPreflightReply, unpackPlan: a plan recorded before names all three), a body's result that is a plainly rendered value and nothing else as `{ value }`, a string value as itself (packBodyResult), and a body's input carries its inline share only when it is under BODY_INLINE_BYTES (pipeline/budget.ts), the worker's bound for every body result. Data only: the preflight's local-activity marker and the body activity's result, which a replay reads but does not compare; the unpacking reads the forms recorded before as they were. A workflow of an earlier build cannot read the short forms, so a batch's stages need its own build's workers (worker versioning pins them)",
   },
+  oneCallStraight: {
+    since: '1.0.0',
+    why: "a batch of one call runs it straight through (admit, body, settle; workflows/batch.ts runOneCall) instead of through the model-order scheduler's two loops: about a quarter fewer workflow promises, each with a stack trace from the SDK's hook. The same stages in the same order issue the same commands, but fewer awaits could let a Code Mode sub-call's command come out before or after the settle's in another order than it was recorded, so the choice is read from data the history holds: the first round's local-activity result says `straight` (pipeline/seq-claim.ts FirstRound), which workers of this build write for a first group of one call. A round recorded before has none, and its batch replays on the scheduler. A worker of an earlier build writes none, so its batches keep the scheduler",
+  },
 } as const satisfies Record<string, UnmarkedChange>;
 
 /** What the approvals of a batch do, from the memo it was started with (MEMO_FLAGS). */

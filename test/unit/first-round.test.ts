@@ -30,11 +30,24 @@ function round(answer: SeqClaim) {
 }
 
 describe('first worker round', () => {
-  it('claims, then preflights the group when the claim holds', async () => {
+  it('claims, then preflights the group when the claim holds; a group of one call runs straight', async () => {
     const { acts, preflighted, claimed } = round({ ok: true });
-    expect(await acts.claimThenPreflight({ claim, refs: [ref] })).toEqual({ claim: { ok: true }, preflight: reply });
+    expect(await acts.claimThenPreflight({ claim, refs: [ref] })).toEqual({
+      claim: { ok: true },
+      preflight: reply,
+      straight: true,
+    });
     expect(claimed).toEqual([claim]);
     expect(preflighted).toEqual([[ref]]);
+  });
+
+  it('a group of more calls does not say straight: its batch keeps the model-order scheduler', async () => {
+    const { acts } = round({ ok: true });
+    const second = { ...ref, callId: 'c1' };
+    expect(await acts.claimThenPreflight({ claim, refs: [ref, second] })).toEqual({
+      claim: { ok: true },
+      preflight: reply,
+    });
   });
 
   it('runs no preflight when the claim is refused, and says where to start', async () => {
