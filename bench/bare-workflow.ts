@@ -6,7 +6,7 @@ import type { BareActivities } from './bare-activities';
 
 // The options of a Sluice tool body that sets none: the heartbeat timeout matters, since it is
 // what notices an activity task lost on a loaded machine in seconds rather than minutes.
-const { runBody } = proxyActivities<BareActivities>({
+export const BARE_BODY_OPTIONS = {
   startToCloseTimeout: BODY_DEFAULTS.timeoutMs,
   heartbeatTimeout: BODY_DEFAULTS.heartbeatTimeoutMs,
   retry: {
@@ -14,7 +14,8 @@ const { runBody } = proxyActivities<BareActivities>({
     initialInterval: BODY_DEFAULTS.retry.initialIntervalMs,
     backoffCoefficient: BODY_DEFAULTS.retry.backoffCoefficient,
   },
-});
+};
+const { runBody } = proxyActivities<BareActivities>(BARE_BODY_OPTIONS);
 
 export interface BareInput {
   calls: { id: string; arguments: string }[];

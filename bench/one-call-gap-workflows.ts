@@ -3,17 +3,10 @@
 // it on the worker: more workflow promises (the SDK's promise hook captures a stack trace for each),
 // and a local activity before the body (Sluice's claim and preflight).
 import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
-import { BODY_DEFAULTS } from '../pipeline/stages';
+import type { BareActivities } from './bare-activities';
+import { BARE_BODY_OPTIONS } from './bare-workflow';
 
-const { runBody } = proxyActivities<{ runBody(args: string): Promise<string> }>({
-  startToCloseTimeout: BODY_DEFAULTS.timeoutMs,
-  heartbeatTimeout: BODY_DEFAULTS.heartbeatTimeoutMs,
-  retry: {
-    maximumAttempts: BODY_DEFAULTS.retry.maximumAttempts,
-    initialInterval: BODY_DEFAULTS.retry.initialIntervalMs,
-    backoffCoefficient: BODY_DEFAULTS.retry.backoffCoefficient,
-  },
-});
+const { runBody } = proxyActivities<BareActivities>(BARE_BODY_OPTIONS);
 
 const { preflight } = proxyLocalActivities<{ preflight(refs: string[]): Promise<string[]> }>({
   startToCloseTimeout: '30s',
