@@ -13,12 +13,15 @@ import { z } from 'zod';
 import type { BatchRequest } from '../client/client';
 import { defineConfig, defineTool } from '../define/config';
 import { codeModeTool } from '../tools/code-mode';
-import { pendingApproval } from './eventually';
+import { eventually, pendingApproval } from './eventually';
 import { batch, startHarness, text, type Harness } from './harness';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-one-call-'));
 fs.writeFileSync(path.join(dir, 'a.txt'), '1');
 fs.writeFileSync(path.join(dir, 'b.txt'), '2');
+
+/** Calls whose body has started, by call id. */
+const started = new Set<string>();
 
 const config = defineConfig({
   tools: [
@@ -41,6 +44,16 @@ const config = defineConfig({
       input: z.object({ text: z.string() }),
       approval: 'ask',
       execute: ({ text }) => `approved ${text}`,
+    }),
+    defineTool({
+      name: 'wait',
+      description: 'Waits until it is cancelled.',
+      input: z.object({}),
+      execute: (_args, ctx) =>
+        new Promise<string>((_resolve, reject) => {
+          started.add(ctx.call.id);
+          ctx.signal.addEventListener('abort', () => reject(new Error('cancelled')));
+        }),
     }),
     codeModeTool({ limits: { cpuMs: 1_000 }, heartbeatTimeoutMs: 3_000 }),
   ],
@@ -159,6 +172,19 @@ describe('a batch of one call, straight through', () => {
     expect(out.results[0].result.isError).toBe(false);
     expect(text(out.results[0].result)).toContain('3');
     expect(out.events.filter((e) => e.type === 'tool/code-dispatch-start')).toHaveLength(2);
+    await replaysBothWays(history, workflowId);
+  });
+
+  it('a batch cancelled while its one body runs: the body is asked to stop, the call ends ABORTED, and both paths replay', async () => {
+    const req = batch([{ id: 'waiting', name: 'wait' }]);
+    const { out, history, workflowId } = await run(req, async (id) => {
+      await eventually('the body to start', () => started.has('waiting'));
+      await h.client.temporal.workflow.getHandle(id).cancel();
+    });
+    expect(out.cancelled).toBe(true);
+    expect(out.results[0].result.error?.code).toBe('ABORTED');
+    expect(out.events.map((e) => e.type)).toEqual(['tool/call', 'tool/result']);
+    expect((history.events ?? []).filter((e) => e.activityTaskCancelRequestedEventAttributes)).toHaveLength(1);
     await replaysBothWays(history, workflowId);
   });
 
