@@ -279,11 +279,11 @@ async function runInModelOrder(input: BatchInput, batch: OpenBatch): Promise<Too
 
 /**
  * A batch of one call, straight through: the scheduler's steps for one call, without its two
- * loops, their Promise.all and the wait for the outcome, which made about a quarter of such a
+ * loops, their Promise.all and the wait for the outcome, which made about a fifth of such a
  * batch's workflow promises, each with a stack trace from the SDK's hook (docs/performance.md,
- * "A one-call batch's extra CPU"). The same stages in the same order, so the same commands; a
- * batch recorded before the first round said `straight` replays on the scheduler (compat.ts,
- * UNMARKED_CHANGES.oneCallStraight).
+ * "A one-call batch's extra CPU, whole"). The same stages in the same order, so the same
+ * commands; a batch recorded before the first round said `straight` replays on the scheduler
+ * (compat.ts, UNMARKED_CHANGES.oneCallStraight).
  */
 async function runOneCall(call: ToolCall, batch: OpenBatch): Promise<ToolResult[]> {
   const { pipeline } = batch;

@@ -200,7 +200,7 @@ export const UNMARKED_CHANGES = {
   },
   oneCallStraight: {
     since: '1.0.0',
-    why: "a batch of one call runs it straight through (admit, body, settle; workflows/batch.ts runOneCall) instead of through the model-order scheduler's two loops: about a quarter fewer workflow promises, each with a stack trace from the SDK's hook. The same stages in the same order issue the same commands, but fewer awaits could let a Code Mode sub-call's command come out before or after the settle's in another order than it was recorded, so the choice is read from data the history holds: the first round's local-activity result says `straight` (pipeline/seq-claim.ts FirstRound), which workers of this build write for a first group of one call. A round recorded before has none, and its batch replays on the scheduler. A worker of an earlier build writes none, so its batches keep the scheduler",
+    why: "a batch of one call runs it straight through (admit, body, settle; workflows/batch.ts runOneCall) instead of through the model-order scheduler's two loops: about a fifth fewer workflow promises (98 → 76), each with a stack trace from the SDK's hook. The same stages in the same order issue the same commands, but fewer awaits could let a Code Mode sub-call's command come out before or after the settle's in another order than it was recorded, so the choice is read from data the history holds: the first round's local-activity result says `straight` (pipeline/seq-claim.ts FirstRound), which workers of this build write for a first group of one call. A round recorded before has none, and its batch replays on the scheduler. A worker of an earlier build writes none, so its batches keep the scheduler",
   },
 } as const satisfies Record<string, UnmarkedChange>;
 
