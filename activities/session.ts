@@ -30,11 +30,11 @@ export function createFirstRoundActivities(
   stages: Pick<StageActivities, 'preflight'>,
 ): FirstRoundActivities {
   return {
-    async claimThenPreflight({ claim: request, refs }) {
+    async claimThenPreflight({ claim: request, refs, batchCalls }) {
       const claim = await session.claimSessionSeq(request);
       if (!claim.ok || refs.length === 0) return { claim };
       const preflight = await stages.preflight(refs);
-      return refs.length === 1 ? { claim, preflight, straight: true } : { claim, preflight };
+      return batchCalls === 1 && refs.length === 1 ? { claim, preflight, straight: true } : { claim, preflight };
     },
   };
 }

@@ -19,7 +19,19 @@ export interface SessionActivities {
  * group of calls, so the first workflow task waits for one local activity instead of two.
  */
 export interface FirstRoundActivities {
-  claimThenPreflight(request: { claim: SeqClaimRequest; refs: WireCallRef[] }): Promise<FirstRound>;
+  claimThenPreflight(request: FirstRoundRequest): Promise<FirstRound>;
+}
+
+export interface FirstRoundRequest {
+  claim: SeqClaimRequest;
+  /** The first group's calls, preflighted once the claim holds. */
+  refs: WireCallRef[];
+  /**
+   * How many calls the whole batch has: the group is all the worker sees otherwise. A local
+   * activity's input is not recorded, so this costs no history; it lets the round say `straight`
+   * only for a batch that can use it.
+   */
+  batchCalls: number;
 }
 
 /** What the first round recorded: its marker's result, read on replay as it was recorded. */
@@ -28,8 +40,8 @@ export interface FirstRound {
   preflight?: PreflightReply;
   /**
    * A batch of one call runs it straight through: admit, body, settle, without the model-order
-   * scheduler (workflows/batch.ts). Set by workers of the build that does so, for a first group of
-   * one call; a round recorded before has none, and its batch replays on the scheduler.
+   * scheduler (workflows/batch.ts). Set by workers of the build that does so, for a batch of one
+   * call; a round recorded before has none, and its batch replays on the scheduler.
    */
   straight?: true;
 }

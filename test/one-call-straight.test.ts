@@ -115,6 +115,18 @@ function withoutStraight(history: History): History {
   return copy;
 }
 
+/**
+ * The history as the first build to write `straight` would have recorded it: that build wrote it
+ * for a first group of one call whatever the batch's size.
+ */
+function withStraight(history: History): History {
+  const copy = temporal.api.history.v1.History.decode(temporal.api.history.v1.History.encode(history).finish());
+  const payload = firstRound(copy).details?.result?.payloads?.[0];
+  if (!payload) throw new Error('the first round has no result');
+  payload.data = new Uint8Array(Buffer.from(JSON.stringify({ ...JSON.parse(json(payload)), straight: true })));
+  return copy;
+}
+
 /** Runs the batch, hands it to `during` while it runs, and returns its output and history. */
 async function run(req: BatchRequest, during?: (workflowId: string) => Promise<void>) {
   const handle = await h.client.startBatch(req);
@@ -197,5 +209,27 @@ describe('a batch of one call, straight through', () => {
     );
     expect(out.results.map((r) => text(r.result))).toEqual(['a!', 'b!']);
     expect(roundResult(history)).not.toHaveProperty('straight');
+  });
+
+  it('a batch of two whose first group is one call: no straight recorded, and one recorded by the first build replays on the scheduler', async () => {
+    // A call id reserved for Code Mode sub-calls is left out of every preflight group, so the
+    // first group is the first call alone; the worker knows the batch has two and says nothing.
+    const { out, history, workflowId } = await run(
+      batch([
+        { id: 'c1', name: 'echo', args: { text: 'a' } },
+        { id: 'c2:code:1', name: 'echo', args: { text: 'b' } },
+      ]),
+    );
+    expect(text(out.results[0].result)).toBe('a!');
+    expect(out.results[1].result.error?.code).toBe('INVALID_ARGS');
+    const round = roundResult(history);
+    expect(round.preflight.results).toHaveLength(1);
+    expect(round).not.toHaveProperty('straight');
+    const bundle = { workflowBundle: { codePath: inject('workflowBundlePath') } };
+    await Worker.runReplayHistory(
+      bundle,
+      withStraight(history) as Parameters<typeof Worker.runReplayHistory>[1],
+      workflowId,
+    );
   });
 });

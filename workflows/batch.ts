@@ -76,6 +76,7 @@ async function claimThenFirstPreflight(input: BatchInput, runner: BatchRunner): 
   const reply = await claimThenPreflight({
     claim: claimRequest(input),
     refs: group.map((g) => withoutOwnDigest(g.ref)),
+    batchCalls: input.calls.length,
   });
   refuseOnConflict(reply.claim);
   if (reply.preflight) runner.firstGroupPreflighted(group, reply.preflight);
@@ -109,7 +110,9 @@ export async function toolBatch(input: BatchInput): Promise<BatchOutputWire> {
 
   // Everything below drains to the end even when the batch is cancelled: cancel is a flag the
   // stages look at, so every started call still commits exactly one tool/result. One call has no
-  // order to keep and nothing beside it: it runs straight when its first round says so.
+  // order to keep and nothing beside it: it runs straight when its first round says so. The
+  // count is checked here too: workers of the first build to write `straight` wrote it for a first
+  // group of one call, whatever the batch's size, and those batches replay on the scheduler.
   const results = await CancellationScope.nonCancellable(() =>
     straight && input.calls.length === 1 ? runOneCall(input.calls[0], batch) : runInModelOrder(input, batch),
   );

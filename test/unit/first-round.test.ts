@@ -30,9 +30,9 @@ function round(answer: SeqClaim) {
 }
 
 describe('first worker round', () => {
-  it('claims, then preflights the group when the claim holds; a group of one call runs straight', async () => {
+  it('claims, then preflights the group when the claim holds; a batch of one call runs straight', async () => {
     const { acts, preflighted, claimed } = round({ ok: true });
-    expect(await acts.claimThenPreflight({ claim, refs: [ref] })).toEqual({
+    expect(await acts.claimThenPreflight({ claim, refs: [ref], batchCalls: 1 })).toEqual({
       claim: { ok: true },
       preflight: reply,
       straight: true,
@@ -44,22 +44,31 @@ describe('first worker round', () => {
   it('a group of more calls does not say straight: its batch keeps the model-order scheduler', async () => {
     const { acts } = round({ ok: true });
     const second = { ...ref, callId: 'c1' };
-    expect(await acts.claimThenPreflight({ claim, refs: [ref, second] })).toEqual({
+    expect(await acts.claimThenPreflight({ claim, refs: [ref, second], batchCalls: 2 })).toEqual({
       claim: { ok: true },
       preflight: reply,
     });
   });
 
+  it('a first group of one call in a batch of more does not say straight: the round records only what applies', async () => {
+    const { acts, preflighted } = round({ ok: true });
+    expect(await acts.claimThenPreflight({ claim, refs: [ref], batchCalls: 3 })).toEqual({
+      claim: { ok: true },
+      preflight: reply,
+    });
+    expect(preflighted).toEqual([[ref]]);
+  });
+
   it('runs no preflight when the claim is refused, and says where to start', async () => {
     const refused: SeqClaim = { ok: false, problem: 'seq 4 is taken', nextSeq: 9 };
     const { acts, preflighted } = round(refused);
-    expect(await acts.claimThenPreflight({ claim, refs: [ref] })).toEqual({ claim: refused });
+    expect(await acts.claimThenPreflight({ claim, refs: [ref], batchCalls: 1 })).toEqual({ claim: refused });
     expect(preflighted).toEqual([]);
   });
 
   it('only claims when no call of the group can be preflighted', async () => {
     const { acts, preflighted } = round({ ok: true });
-    expect(await acts.claimThenPreflight({ claim, refs: [] })).toEqual({ claim: { ok: true } });
+    expect(await acts.claimThenPreflight({ claim, refs: [], batchCalls: 1 })).toEqual({ claim: { ok: true } });
     expect(preflighted).toEqual([]);
   });
 });
