@@ -1,19 +1,23 @@
 // Code Mode's costs on this machine: starting a sandbox, and one sub-call through the pipeline
-// compared with the same call made directly by the model. Run: `npx tsx bench/code-mode.ts`.
+// compared with the same call made directly by the model, with where each one's time goes (the
+// events and workflow tasks a call takes, and every gap between consecutive events of the last
+// round's histories). Run: `npx tsx bench/code-mode.ts`.
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Runtime, DefaultLogger, NativeConnection } from '@temporalio/worker';
 import { z } from 'zod';
-import { SluiceClient } from '../client/client';
+import { type BatchRequest, SluiceClient } from '../client/client';
 import { codeModeTool, runProgram } from '../tools/code-mode';
 import { defineConfig, defineTool } from '../define/config';
 import { freePort, startDevServer } from '../temporal/dev-server';
 import { createSluiceWorker } from '../worker/worker';
 import { publishedWorkflowBundle } from './bench-stack';
+import { counts, gaps, printGaps } from './history-gaps';
 
 const SANDBOX_RUNS = 10;
 const SUB_CALLS = 50;
+const ROUNDS = 5;
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
@@ -60,23 +64,45 @@ async function main() {
   const running = worker.run();
   const client = new SluiceClient({ connection, taskQueue });
   try {
-    const session = `bench-${Date.now()}`;
     const calls = Array.from({ length: SUB_CALLS }, (_, n) => ({ id: `c${n}`, name: 'echo', arguments: { n } }));
-    let t = performance.now();
-    await client.runBatch({ sessionId: `${session}-direct`, turn: 1, step: 1, calls });
-    const direct = performance.now() - t;
     const code = `let sum = 0;\nfor (let n = 0; n < ${SUB_CALLS}; n++) sum += await tools.echo({ n });\nreturn sum;`;
-    t = performance.now();
-    const out = await client.runBatch({
-      sessionId: `${session}-code`,
-      turn: 1,
-      step: 1,
-      calls: [{ id: 'c', name: 'run_code', arguments: { code, description: 'bench' } }],
-    });
-    const viaCode = performance.now() - t;
-    if (out.results[0].result.isError) throw new Error(JSON.stringify(out.results[0].result));
+    const program = [{ id: 'c', name: 'run_code', arguments: { code, description: 'bench' } }];
+    const timed = async (sessionId: string, batch: BatchRequest['calls']) => {
+      const t = performance.now();
+      const handle = await client.startBatch({ sessionId, turn: 1, step: 1, calls: batch });
+      const out = await handle.result();
+      if (out.results.some((r) => r.result.isError)) throw new Error(JSON.stringify(out.results));
+      return { ms: (performance.now() - t) / SUB_CALLS, workflowId: handle.workflowId };
+    };
+    // Alternating, so a change in the machine's load weighs on both; the first round warms up.
+    const direct: { ms: number; workflowId: string }[] = [];
+    const viaCode: { ms: number; workflowId: string }[] = [];
+    for (let r = 0; r <= ROUNDS; r++) {
+      const session = `bench-${Date.now()}-${r}`;
+      const d = await timed(`${session}-direct`, calls);
+      const c = await timed(`${session}-code`, program);
+      if (r === 0) continue;
+      direct.push(d);
+      viaCode.push(c);
+    }
+    const d = median(direct.map((x) => x.ms));
+    const c = median(viaCode.map((x) => x.ms));
     console.log(
-      `${SUB_CALLS} echo calls: ${(direct / SUB_CALLS).toFixed(1)} ms each as a batch of direct calls (sequential, not concurrency-safe); ${(viaCode / SUB_CALLS).toFixed(1)} ms each as sub-calls of one program (${viaCode.toFixed(0)} ms in all)`,
+      `${SUB_CALLS} echo calls, median of ${ROUNDS} rounds: ${d.toFixed(1)} ms each as a batch of direct calls (sequential, not concurrency-safe); ${c.toFixed(1)} ms each as sub-calls of one program (${(c / d).toFixed(2)}x)`,
+    );
+    // Where a call's time goes, from the last round's two histories.
+    const last = { direct: direct[direct.length - 1].workflowId, code: viaCode[viaCode.length - 1].workflowId };
+    console.log(`\nper call: direct ${await counts(client, [last.direct], SUB_CALLS)}`);
+    console.log(`  as a sub-call ${await counts(client, [last.code], SUB_CALLS)}`);
+    printGaps(
+      'a batch of direct calls, between consecutive events',
+      'call',
+      await gaps(client, [last.direct], SUB_CALLS),
+    );
+    printGaps(
+      'one program of sub-calls, between consecutive events',
+      'call',
+      await gaps(client, [last.code], SUB_CALLS),
     );
   } finally {
     worker.shutdown();

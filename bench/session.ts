@@ -19,13 +19,13 @@
 // activity (`modelCall: { local: true }`); the breakdown and the timeline are printed for both.
 import * as fs from 'node:fs';
 import * as os from 'node:os';
-import { temporal } from '@temporalio/proto';
 import type { scriptedModel } from '../agent/adapters/scripted';
 import type { SluiceClient } from '../client/client';
 import { startSession } from '../client/session';
 import type { AgentMessage } from '../pipeline/session';
 import type { SessionState } from '../pipeline/types';
 import { readSessionLog } from '../stores/sink';
+import { counts, eventMs, eventType, gaps, printGaps } from './history-gaps';
 import { FAST_QUEUE, startSessionBench } from './session-bench';
 import { batchWorkflowId } from '../workflows/definitions';
 import { sessionWorkflowId } from '../workflows/session-definitions';
@@ -129,55 +129,6 @@ async function main() {
   }
 }
 
-type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
-const eventType = (e: HistoryEvent) =>
-  String(temporal.api.enums.v1.EventType[e.eventType ?? 0] ?? e.eventType)
-    .replace(/^EVENT_TYPE_/, '')
-    .toLowerCase();
-const eventMs = (e: HistoryEvent) => {
-  const t = e.eventTime as { seconds?: { toNumber(): number } | number; nanos?: number } | null | undefined;
-  const sec = typeof t?.seconds === 'number' ? t.seconds : (t?.seconds?.toNumber() ?? 0);
-  return sec * 1000 + (t?.nanos ?? 0) / 1e6;
-};
-
-/** Every gap between consecutive events of these histories, by the pair of types, summed, divided by `per`. */
-async function gaps(client: SluiceClient, ids: string[], per: number): Promise<Map<string, number>> {
-  const out = new Map<string, number>();
-  for (const id of ids) {
-    const history = await client.temporal.workflow.getHandle(id).fetchHistory();
-    const events = history.events ?? [];
-    for (let i = 1; i < events.length; i++) {
-      const key = `${eventType(events[i - 1])} → ${eventType(events[i])}`;
-      out.set(key, (out.get(key) ?? 0) + (eventMs(events[i]) - eventMs(events[i - 1])) / per);
-    }
-  }
-  return out;
-}
-
-/** Events and workflow tasks per step of these histories, and the tasks' wait and run time. */
-async function counts(client: SluiceClient, ids: string[], per: number) {
-  let events = 0;
-  let tasks = 0;
-  let wait = 0;
-  let run = 0;
-  for (const id of ids) {
-    const history = (await client.temporal.workflow.getHandle(id).fetchHistory()).events ?? [];
-    events += history.length;
-    const at = new Map<string, number>();
-    for (const e of history) {
-      const type = eventType(e);
-      if (type === 'workflow_task_scheduled') at.set('scheduled', eventMs(e));
-      else if (type === 'workflow_task_started') {
-        tasks++;
-        wait += eventMs(e) - (at.get('scheduled') ?? eventMs(e));
-        at.set('started', eventMs(e));
-      } else if (type === 'workflow_task_completed') run += eventMs(e) - (at.get('started') ?? eventMs(e));
-    }
-  }
-  const f = (n: number) => (n / per).toFixed(1);
-  return `${f(events)} events, ${f(tasks)} workflow tasks (waiting ${f(wait)} ms to start, running ${f(run)} ms)`;
-}
-
 /**
  * One step of a session as it happened: its events and its batch's, merged, in ms from the model
  * step's scheduling (a local model step has no event of its own: from the previous batch's end).
@@ -209,12 +160,7 @@ async function timeline(client: SluiceClient, sessionId: string, step: number) {
 /** Where a step's time goes: the session's history, its batches, and the hand loop's batches. */
 async function breakdown(client: SluiceClient, handId: string, sessionId: string, steps: number) {
   const batches = (id: string) => Array.from({ length: steps }, (_, i) => batchWorkflowId(id, 1, i + 1));
-  const table = (title: string, m: Map<string, number>) => {
-    const rows = [...m].filter(([, ms]) => ms >= 0.05).sort((a, b) => b[1] - a[1]);
-    const total = rows.reduce((a, [, ms]) => a + ms, 0);
-    console.log(`\n${title} (ms per step, ${total.toFixed(1)} in all):`);
-    for (const [k, ms] of rows) console.log(`  ${ms.toFixed(1).padStart(7)}  ${k}`);
-  };
+  const table = (title: string, m: Map<string, number>) => printGaps(title, 'step', m);
   console.log(`\nper step: the session workflow ${await counts(client, [sessionWorkflowId(sessionId)], steps + 1)}`);
   console.log(`  its batch (child workflow) ${await counts(client, batches(sessionId), steps)}`);
   console.log(`  the hand loop's batch (client.runBatch) ${await counts(client, batches(handId), steps)}`);
