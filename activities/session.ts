@@ -34,7 +34,8 @@ export function createFirstRoundActivities(
       const claim = await session.claimSessionSeq(request);
       if (!claim.ok || refs.length === 0) return { claim };
       const preflight = await stages.preflight(refs);
-      return batchCalls === 1 && refs.length === 1 ? { claim, preflight, straight: true } : { claim, preflight };
+      // A batch of one call has a first group of that call alone (the group is not empty here).
+      return batchCalls === 1 ? { claim, preflight, straight: true } : { claim, preflight };
     },
   };
 }

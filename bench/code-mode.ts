@@ -1,7 +1,8 @@
 // Code Mode's costs on this machine: starting a sandbox, and one sub-call through the pipeline
 // compared with the same call made directly by the model, with where each one's time goes (the
 // events and workflow tasks a call takes, and every gap between consecutive events of the last
-// round's histories). Run: `npx tsx bench/code-mode.ts`.
+// round's histories). Run: `npx tsx bench/code-mode.ts`; BENCH_FAST_QUEUE=1 polls the dev server's
+// transfer queue up to 1,000 times a second instead of 20 (bench/session.ts says why).
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -10,10 +11,11 @@ import { z } from 'zod';
 import { type BatchRequest, SluiceClient } from '../client/client';
 import { codeModeTool, runProgram } from '../tools/code-mode';
 import { defineConfig, defineTool } from '../define/config';
-import { freePort, startDevServer } from '../temporal/dev-server';
+import { freePort, startDevServer, TRANSFER_QUEUE_FAST } from '../temporal/dev-server';
 import { createSluiceWorker } from '../worker/worker';
 import { publishedWorkflowBundle } from './bench-stack';
-import { counts, gaps, printGaps } from './history-gaps';
+import { counts, fetchEvents, gaps, printGaps } from './history-gaps';
+import { FAST_QUEUE } from './session-bench';
 
 const SANDBOX_RUNS = 10;
 const SUB_CALLS = 50;
@@ -45,6 +47,7 @@ async function main() {
     port: await freePort(),
     headless: true,
     dbFile: path.join(stateDir, 'temporal.db'),
+    ...(FAST_QUEUE ? { dynamicConfig: TRANSFER_QUEUE_FAST } : {}),
   });
   const connection = await NativeConnection.connect({ address: server.address });
   const taskQueue = `bench-code-mode-${process.pid}`;
@@ -92,18 +95,11 @@ async function main() {
     );
     // Where a call's time goes, from the last round's two histories.
     const last = { direct: direct[direct.length - 1].workflowId, code: viaCode[viaCode.length - 1].workflowId };
-    console.log(`\nper call: direct ${await counts(client, [last.direct], SUB_CALLS)}`);
-    console.log(`  as a sub-call ${await counts(client, [last.code], SUB_CALLS)}`);
-    printGaps(
-      'a batch of direct calls, between consecutive events',
-      'call',
-      await gaps(client, [last.direct], SUB_CALLS),
-    );
-    printGaps(
-      'one program of sub-calls, between consecutive events',
-      'call',
-      await gaps(client, [last.code], SUB_CALLS),
-    );
+    const [directEvents, codeEvents] = await fetchEvents(client, [last.direct, last.code]);
+    console.log(`\nper call: direct ${counts([directEvents], SUB_CALLS)}`);
+    console.log(`  as a sub-call ${counts([codeEvents], SUB_CALLS)}`);
+    printGaps('a batch of direct calls, between consecutive events', 'call', gaps([directEvents], SUB_CALLS));
+    printGaps('one program of sub-calls, between consecutive events', 'call', gaps([codeEvents], SUB_CALLS));
   } finally {
     worker.shutdown();
     await running;

@@ -15,14 +15,22 @@ export const eventMs = (e: HistoryEvent) => {
   return sec * 1000 + (t?.nanos ?? 0) / 1e6;
 };
 
+type Events = HistoryEvent[];
+
+/** The events of each of these workflows' histories, fetched once for every table read from them. */
+export async function fetchEvents(client: SluiceClient, ids: string[]): Promise<Events[]> {
+  const out: Events[] = [];
+  for (const id of ids) out.push((await client.temporal.workflow.getHandle(id).fetchHistory()).events ?? []);
+  return out;
+}
+
 /** Every gap between consecutive events of these histories, by the pair of types, summed, divided by `per`. */
-export async function gaps(client: SluiceClient, ids: string[], per: number): Promise<Map<string, number>> {
+export function gaps(histories: Events[], per: number): Map<string, number> {
   const out = new Map<string, number>();
-  for (const id of ids) {
-    const history = await client.temporal.workflow.getHandle(id).fetchHistory();
+  for (const history of histories) {
     // In time order: the server writes a long activity's started event when it ends (with the
     // time it started), so in event order a Code Mode body's start comes after its sub-calls.
-    const events = [...(history.events ?? [])].sort((a, b) => eventMs(a) - eventMs(b));
+    const events = [...history].sort((a, b) => eventMs(a) - eventMs(b));
     for (let i = 1; i < events.length; i++) {
       const key = `${eventType(events[i - 1])} → ${eventType(events[i])}`;
       out.set(key, (out.get(key) ?? 0) + (eventMs(events[i]) - eventMs(events[i - 1])) / per);
@@ -31,14 +39,13 @@ export async function gaps(client: SluiceClient, ids: string[], per: number): Pr
   return out;
 }
 
-/** Events and workflow tasks per step of these histories, and the tasks' wait and run time. */
-export async function counts(client: SluiceClient, ids: string[], per: number) {
+/** Events and workflow tasks of these histories divided by `per` (steps, calls), and the tasks' wait and run time. */
+export function counts(histories: Events[], per: number): string {
   let events = 0;
   let tasks = 0;
   let wait = 0;
   let run = 0;
-  for (const id of ids) {
-    const history = (await client.temporal.workflow.getHandle(id).fetchHistory()).events ?? [];
+  for (const history of histories) {
     events += history.length;
     const at = new Map<string, number>();
     for (const e of history) {

@@ -25,7 +25,7 @@ import { startSession } from '../client/session';
 import type { AgentMessage } from '../pipeline/session';
 import type { SessionState } from '../pipeline/types';
 import { readSessionLog } from '../stores/sink';
-import { counts, eventMs, eventType, gaps, printGaps } from './history-gaps';
+import { counts, eventMs, eventType, fetchEvents, gaps, printGaps } from './history-gaps';
 import { FAST_QUEUE, startSessionBench } from './session-bench';
 import { batchWorkflowId } from '../workflows/definitions';
 import { sessionWorkflowId } from '../workflows/session-definitions';
@@ -161,15 +161,15 @@ async function timeline(client: SluiceClient, sessionId: string, step: number) {
 async function breakdown(client: SluiceClient, handId: string, sessionId: string, steps: number) {
   const batches = (id: string) => Array.from({ length: steps }, (_, i) => batchWorkflowId(id, 1, i + 1));
   const table = (title: string, m: Map<string, number>) => printGaps(title, 'step', m);
-  console.log(`\nper step: the session workflow ${await counts(client, [sessionWorkflowId(sessionId)], steps + 1)}`);
-  console.log(`  its batch (child workflow) ${await counts(client, batches(sessionId), steps)}`);
-  console.log(`  the hand loop's batch (client.runBatch) ${await counts(client, batches(handId), steps)}`);
-  table(
-    'the session workflow, between consecutive events',
-    await gaps(client, [sessionWorkflowId(sessionId)], steps + 1),
-  );
-  table("the session's batches (child workflows)", await gaps(client, batches(sessionId), steps));
-  table("the hand loop's batches (client.runBatch)", await gaps(client, batches(handId), steps));
+  const session = await fetchEvents(client, [sessionWorkflowId(sessionId)]);
+  const children = await fetchEvents(client, batches(sessionId));
+  const hand = await fetchEvents(client, batches(handId));
+  console.log(`\nper step: the session workflow ${counts(session, steps + 1)}`);
+  console.log(`  its batch (child workflow) ${counts(children, steps)}`);
+  console.log(`  the hand loop's batch (client.runBatch) ${counts(hand, steps)}`);
+  table('the session workflow, between consecutive events', gaps(session, steps + 1));
+  table("the session's batches (child workflows)", gaps(children, steps));
+  table("the hand loop's batches (client.runBatch)", gaps(hand, steps));
 }
 
 /** The loop a caller keeps without sessions: model in process, a batch per step, seq and state carried by hand. */
