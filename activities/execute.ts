@@ -12,6 +12,9 @@ import { ErrorCodes } from '../pipeline/errors';
 import {
   type BodyResult,
   type CallRef,
+  type Gate,
+  type GuardsResult,
+  type WireCallRef,
   type PackedBodyResult,
   type PackedCallRef,
   packBodyResult,
@@ -33,10 +36,34 @@ class BodyThrew extends Error {
   }
 }
 
-export function executeStage(kit: StageKit) {
+/**
+ * The body activity. Given the guards (guardThenExecuteBody, after a person's yes), it runs them
+ * first, in the same attempt: a call they do not dispatch ends with their denial, its body never
+ * started, and every attempt judges the call again right before its body would run.
+ */
+export function executeStage(kit: StageKit, guards?: (ref: WireCallRef) => Promise<GuardsResult>) {
   return async function executeBody(packed: PackedCallRef): Promise<PackedBodyResult | string> {
     const activity = Context.current();
-    const ref = kit.keyed(unpackCallRef(packed, activity.info.workflowExecution?.workflowId ?? ''));
+    const sent = unpackCallRef(packed, activity.info.workflowExecution?.workflowId ?? '');
+    const guarded = guards ? await guards(sent) : undefined;
+    const guardsRun = guarded && { gate: guarded.gate, contexts: guarded.contexts, events: guarded.events };
+    if (guardsRun && guardsRun.gate.kind !== 'dispatch') {
+      const gate = guardsRun.gate as Extract<Gate, { message: string }>;
+      return forMarker(
+        activity,
+        sent.callId,
+        packBodyResult({
+          // As a denial before dispatch: post-execute runs on a denial, not on a pipeline failure.
+          outcome: gate.kind === 'failed' ? 'failed' : 'ok',
+          candidate: errorCandidate(gate.message, gate.code),
+          bodyContexts: [],
+          wrapperContexts: [],
+          events: [],
+          guards: guardsRun,
+        }),
+      );
+    }
+    const ref = kit.keyed(sent);
     const { tool, args } = resolveTool(kit, ref);
     const wrapperSide = kit.collector(ref, 'execute wrapper');
     const bodySide = kit.collector(ref, `tool:${tool.name}`);
@@ -68,11 +95,16 @@ export function executeStage(kit: StageKit) {
       wrapperContexts: wrapperSide.contexts,
       events: [...wrapperSide.events, ...bodySide.events],
       ...(Object.keys(patch).length ? { statePatch: patch } : {}),
+      ...(guardsRun ? { guards: guardsRun } : {}),
     });
-    // A local body's marker keeps only its result: it names its call for `sluice audit`.
-    if (!activity.info.isLocal) return out;
-    return { callId: ref.callId, ...(typeof out === 'string' ? { value: out } : out) };
+    return forMarker(activity, ref.callId, out);
   };
+}
+
+/** A local body's marker keeps only its result: it names its call for `sluice audit`. */
+function forMarker(activity: Context, callId: string, out: PackedBodyResult | string): PackedBodyResult | string {
+  if (!activity.info.isLocal) return out;
+  return { callId, ...(typeof out === 'string' ? { value: out } : out) };
 }
 
 /**

@@ -115,6 +115,8 @@ async function waterfallGate(
       // The approval is bound to the policy that judged the call: the guards after the decision
       // judge it again if the worker that runs it reads different files.
       ...(decided.policy ? { policy: decided.policy } : {}),
+      // This worker's body activity can run the guards after a yes (guardThenExecuteBody).
+      guardsInBody: true,
     };
   return undefined;
 }

@@ -31,6 +31,12 @@ export interface StageActivities {
   runGuards(ref: WireCallRef): Promise<GuardsResult>;
   /** Takes and gives the packed forms (pipeline/stages.ts): they are what its history event keeps. */
   executeBody(ref: PackedCallRef): Promise<PackedBodyResult | string>;
+  /**
+   * The body of a call a person approved: the guards first, then (when they dispatch) the body,
+   * in one activity (BodyResult.guards). A worker of an earlier build has no such activity, so it
+   * never runs such a body without its guards.
+   */
+  guardThenExecuteBody(ref: PackedCallRef): Promise<PackedBodyResult | string>;
   /** Settles calls in model order, one after the other. */
   settle(reqs: SettleRequest[]): Promise<SettleResult[]>;
 }
@@ -47,6 +53,7 @@ export function createStageActivities(config: SluiceConfig, deps: { resultStore?
     },
     runGuards: (ref) => preflight.guards(ref),
     executeBody: executeStage(kit),
+    guardThenExecuteBody: executeStage(kit, preflight.guards),
     async settle(reqs) {
       const results: SettleResult[] = [];
       for (const req of reqs) results.push(await settleOne(req));

@@ -256,7 +256,8 @@ function readScheduled(
   const c = read.call(ref.callId);
   if (type === 'preflight') c.preExecute = run;
   else if (type === 'runGuards') c.guards = run;
-  else if (type === 'executeBody') c.body = run;
+  // After a person's yes, the guards and the body in one activity: the body's run until it ends.
+  else if (type === 'executeBody' || type === 'guardThenExecuteBody') c.body = run;
   else if (type === 'settle') {
     c.settle = run;
     c.settle.before = excerpt((inp as SettleRequest).candidate);
@@ -417,6 +418,13 @@ function completeStage(c: CallAudit, type: string, result: unknown): void {
   } else if (type === 'runGuards' && c.guards) {
     const r = result as GuardsResult;
     Object.assign(c.guards, gateFields(r.gate), { emitted: r.events ?? [] });
+  } else if (type === 'guardThenExecuteBody' && c.body) {
+    // The guards' part of the activity's result; a body they did not dispatch never ran.
+    const r = unpackBodyResult(result as PackedBodyResult);
+    const guards = r.guards ?? { gate: { kind: 'dispatch' as const }, events: [] };
+    c.guards = { ...c.body, ...gateFields(guards.gate), emitted: guards.events };
+    if (guards.gate.kind === 'dispatch') Object.assign(c.body, { candidate: excerpt(r.candidate), emitted: r.events });
+    else c.body = undefined;
   } else if (type === 'executeBody' && c.body) {
     const r = unpackBodyResult(result as PackedBodyResult);
     Object.assign(c.body, { candidate: excerpt(r.candidate), emitted: r.events });

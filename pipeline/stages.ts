@@ -53,7 +53,18 @@ export interface CallRef {
 /** Where a call stands after pre-execute (and guards, when no person has to be asked). */
 export type Gate =
   | { kind: 'dispatch' }
-  | { kind: 'ask'; reason?: string; approvers?: QuorumSettings; policy?: PolicyBinding }
+  | {
+      kind: 'ask';
+      reason?: string;
+      approvers?: QuorumSettings;
+      policy?: PolicyBinding;
+      /**
+       * Set by workers whose body activity can run the guards first (guardThenExecuteBody): after
+       * a yes, the guards judge the call in the activity that runs its body, not in a stage of their
+       * own. Absent in preflights recorded before, whose guards replay as their own stage.
+       */
+      guardsInBody?: true;
+    }
   /** A denial: becomes `Error: <message>` and still goes through post-execute. */
   | { kind: 'denied'; message: string; code: string }
   /** A failure of the pipeline itself: skips post-execute. */
@@ -165,13 +176,25 @@ export interface GuardsResult extends StageOutput {
 }
 
 export interface BodyResult {
-  /** `failed`: a wrapper around dispatch threw, so post-execute is skipped. */
+  /** `failed`: a wrapper around dispatch (or a guard run first) threw, so post-execute is skipped. */
   outcome: 'ok' | 'failed';
   candidate: Candidate;
   bodyContexts: UserMessage[];
   wrapperContexts: UserMessage[];
   events: EventDraft[];
   statePatch?: StatePatch;
+  /**
+   * The guards the same activity ran before the body (guardThenExecuteBody): what they said and
+   * added. When they did not dispatch, the body did not run and the candidate is their denial.
+   */
+  guards?: GuardsRun;
+}
+
+/** The guards run inside a body's activity, as their own stage's result says them (GuardsResult). */
+export interface GuardsRun {
+  gate: Gate;
+  contexts: UserMessage[];
+  events: EventDraft[];
 }
 
 export interface SettleRequest {
@@ -189,6 +212,11 @@ export interface SettleResult {
   events: EventDraft[];
   /** The candidate settle started from, when post-execute, normalization or finalizeContent changed it (for the audit). */
   before?: Candidate;
+}
+
+/** A body runs as a local activity when its tool says so, unless it must not run twice (a local result is lost with its workflow task). */
+export function bodyRunsLocally(p: ToolProfile | undefined): boolean {
+  return p?.localBody === true && !p.atMostOnce;
 }
 
 /** Default body options when a tool sets none. */
@@ -360,6 +388,8 @@ export interface PackedBodyResult {
   wrapperContexts?: UserMessage[];
   events?: EventDraft[];
   statePatch?: StatePatch;
+  /** Guards run first that said nothing (dispatch, no contexts or events): absent. */
+  guards?: { gate?: Gate; contexts?: UserMessage[]; events?: EventDraft[] };
 }
 
 /** A candidate without `content` when it is the plain rendering of `value`, and without `isError: false`. */
@@ -372,6 +402,13 @@ export function packBodyResult(r: BodyResult): PackedBodyResult | string {
   if (r.wrapperContexts.length) out.wrapperContexts = r.wrapperContexts;
   if (r.events.length) out.events = r.events;
   if (r.statePatch) out.statePatch = r.statePatch;
+  if (r.guards) {
+    const g: NonNullable<PackedBodyResult['guards']> = {};
+    if (r.guards.gate.kind !== 'dispatch') g.gate = r.guards.gate;
+    if (r.guards.contexts.length) g.contexts = r.guards.contexts;
+    if (r.guards.events.length) g.events = r.guards.events;
+    if (Object.keys(g).length) out.guards = g;
+  }
   // The usual result, a value rendered plainly and nothing else: the value alone, and a string
   // value as itself (what a bare activity returning it records).
   const { value, ...besides } = out.candidate!;
@@ -389,6 +426,15 @@ export function unpackBodyResult(r: PackedBodyResult | BodyResult | string): Bod
     wrapperContexts: r.wrapperContexts ?? [],
     events: r.events ?? [],
     ...(r.statePatch ? { statePatch: r.statePatch } : {}),
+    ...(r.guards
+      ? {
+          guards: {
+            gate: r.guards.gate ?? { kind: 'dispatch' as const },
+            contexts: r.guards.contexts ?? [],
+            events: r.guards.events ?? [],
+          },
+        }
+      : {}),
   };
 }
 

@@ -103,9 +103,13 @@ describe('the keyed digest in history', () => {
     expect(markers).toContain(keyed.b);
     expect(markers).toContain(keyed.c);
     expect(markers).not.toContain(keyed.a);
-    // The bodies' inputs: b's and c's carry their digest, a's carries none.
+    // The bodies' inputs: b's and c's carry their digest, a's carries none. b was asked, so its
+    // guards run first in its body's activity.
+    const inputs = scheduledInputs(history);
+    expect(inputs.get('guardThenExecuteBody')?.map((t) => JSON.parse(t).callId)).toEqual(['b']);
+    expect(inputs.has('runGuards')).toBe(false);
     const bodies = new Map<string, Record<string, unknown>>();
-    for (const text of scheduledInputs(history).get('executeBody') ?? []) {
+    for (const text of [...(inputs.get('executeBody') ?? []), ...(inputs.get('guardThenExecuteBody') ?? [])]) {
       const input = JSON.parse(text);
       bodies.set(input.callId, input);
     }
@@ -147,15 +151,17 @@ describe('stages run as activities (their inputs in history)', () => {
 
     const history = await slow.client.temporal.workflow.getHandle(handle.workflowId).fetchHistory();
     const inputs = scheduledInputs(history);
-    // The preflight, the guards, the bodies and the settles all ran as activities here.
-    expect([...inputs.keys()].sort()).toEqual(['executeBody', 'preflight', 'runGuards', 'settle']);
+    // The preflight, the bodies and the settles all ran as activities here; the asked calls'
+    // guards ran first in their bodies' activities.
+    expect([...inputs.keys()].sort()).toEqual(['executeBody', 'guardThenExecuteBody', 'preflight', 'settle']);
     const all = [...inputs.values()].flat().join('\n');
     expect(all).not.toMatch(/(?<!hmac-)sha256:[0-9a-f]{64}/);
     // The allowed call's digest is in no stage's reference (its body's answer, settled, is the
     // digest as text); the asked calls' are, where bound.
     const sent = (pin: string) => `"argsDigest":"${keyedArgsDigest({ pin }, key)}"`;
     expect(all).not.toContain(sent('2222'));
-    expect(inputs.get('executeBody')!.join('\n')).toContain(sent('3333'));
-    expect(inputs.get('runGuards')!.join('\n')).toContain(sent('1111'));
+    expect(inputs.get('executeBody')!.join('\n')).not.toContain(sent('3333'));
+    expect(inputs.get('guardThenExecuteBody')!.join('\n')).toContain(sent('1111'));
+    expect(inputs.get('guardThenExecuteBody')!.join('\n')).toContain(sent('3333'));
   });
 });

@@ -109,13 +109,14 @@ function configFor(plan: Variant): SluiceConfig {
 const VARIANTS = ['local stages', 'all activities', 'long pre-execute', 'long post-execute', 'local bodies'] as const;
 type Variant = (typeof VARIANTS)[number];
 /** The stage activities each plan schedules on the server; the rest run as local activities. */
+// The approved call (deploy) runs its guards first in its body's activity, whatever the plan.
 const SCHEDULED: Record<Variant, string[]> = {
-  'local stages': ['executeBody'],
-  'all activities': ['executeBody', 'preflight', 'runGuards', 'settle'],
-  'long pre-execute': ['executeBody', 'preflight'],
-  'long post-execute': ['executeBody', 'settle'],
+  'local stages': ['executeBody', 'guardThenExecuteBody'],
+  'all activities': ['executeBody', 'guardThenExecuteBody', 'preflight', 'settle'],
+  'long pre-execute': ['executeBody', 'guardThenExecuteBody', 'preflight'],
+  'long post-execute': ['executeBody', 'guardThenExecuteBody', 'settle'],
   // echo's body is local too: only deploy's is scheduled on the server.
-  'local bodies': ['executeBody'],
+  'local bodies': ['guardThenExecuteBody'],
 };
 
 const harnesses = new Map<Variant, Harness>();
@@ -265,26 +266,36 @@ describe('stage plans', () => {
 
       const history = await historyOf(h, handle.workflowId);
       expect(scheduledTypes(history), v).toEqual(SCHEDULED[v]);
-      const bodies = (history.events ?? []).filter(
-        (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'executeBody',
+      const bodies = (history.events ?? []).filter((e) =>
+        ['executeBody', 'guardThenExecuteBody'].includes(
+          e.activityTaskScheduledEventAttributes?.activityType?.name ?? '',
+        ),
       );
       expect(bodies.length, v).toBe(v === 'local bodies' ? 1 : 2);
       // The audit reads a body from its activity events or, run locally, from its marker.
       const audit = auditHistory({ workflowId: handle.workflowId, history, source: 'server' });
       expect(
-        audit.calls.map((c) => [c.callId, c.preExecute?.gate, c.body?.outcome, c.body?.candidate?.text]),
+        audit.calls.map((c) => [
+          c.callId,
+          c.preExecute?.gate,
+          c.guards?.gate,
+          c.body?.outcome,
+          c.body?.candidate?.text,
+        ]),
         v,
       ).toEqual([
-        ['call-1', 'allow', 'completed', 'a'],
-        ['call-2', 'ask', 'completed', 'deployed staging'],
+        ['call-1', 'allow', undefined, 'completed', 'a'],
+        ['call-2', 'ask', 'allow', 'completed', 'deployed staging'],
       ]);
       // Local stages leave a marker each; with none allowed, only the batch's first worker round
-      // does (the session seq claim with the first preflight's try, one local activity). Patch
-      // markers are not stages.
+      // does (the session seq claim with the first preflight's try, one local activity). The
+      // first round preflights both calls here and the guards after the yes run in the body's
+      // activity, so with settle an activity that round is the only marker too. Patch markers
+      // are not stages.
       const markers = (history.events ?? []).filter(
         (e) => e.markerRecordedEventAttributes && e.markerRecordedEventAttributes.markerName !== 'core_patch',
       ).length;
-      if (v === 'all activities') expect(markers, v).toBe(1);
+      if (v === 'all activities' || v === 'long post-execute') expect(markers, v).toBe(1);
       else expect(markers, v).toBeGreaterThan(1);
       // A replay hands every event to the sink again: what a worker that crashed before a write
       // needs. (Workflow time after a local activity may read differently on replay, so times are

@@ -107,19 +107,27 @@ describe('spans and metrics in process', () => {
     });
     expect(approval.attributes['sluice.wait_ms']).toBeGreaterThanOrEqual(0);
 
-    // Stage spans: the body twice for flaky (the first attempt failed), once for guarded.
+    // Stage spans: the body twice for flaky (the first attempt failed); guarded, approved, runs its
+    // guards and its body in one stage.
     const bodies = named('sluice.stage.executeBody');
     expect(
       bodies.filter((s) => s.attributes['sluice.tool'] === 'flaky').map((s) => s.attributes['sluice.outcome']),
     ).toEqual(['failed', 'ok']);
-    expect(bodies.filter((s) => s.attributes['sluice.tool'] === 'guarded')).toHaveLength(1);
-    // Pre-execute ran as a stage activity for each call; guards after the approval too.
+    expect(bodies.filter((s) => s.attributes['sluice.tool'] === 'guarded')).toHaveLength(0);
+    expect(
+      named('sluice.stage.guardThenExecuteBody').map((s) => [
+        s.attributes['sluice.call_id'],
+        s.attributes['sluice.tool'],
+      ]),
+    ).toEqual([['g1', 'guarded']]);
+    // Pre-execute ran as a stage activity for each call; the guards after the approval ran in the body's.
     const preflights = named('sluice.stage.preflight');
     expect(preflights.length).toBeGreaterThan(0);
     expect(new Set(preflights.map((s) => s.attributes['sluice.outcome']))).toEqual(new Set(['ok']));
-    expect(named('sluice.stage.runGuards').map((s) => s.attributes['sluice.call_id'])).toEqual(['g1']);
+    expect(named('sluice.stage.runGuards')).toEqual([]);
     // Temporal's activity interceptor wraps each activity attempt in its own span.
-    expect(spans.filter((s) => s.name === 'RunActivity:executeBody').length).toBeGreaterThanOrEqual(3);
+    expect(spans.filter((s) => s.name === 'RunActivity:executeBody').length).toBeGreaterThanOrEqual(2);
+    expect(spans.filter((s) => s.name === 'RunActivity:guardThenExecuteBody')).toHaveLength(1);
 
     // Never arguments or results, in any attribute of any span.
     for (const s of spans)

@@ -22,6 +22,9 @@ import { requireOptional } from '../support/optional';
 
 // OpenTelemetry and prom-client are optional peer dependencies, loaded when a SluiceTelemetry is
 // made (SLUICE_METRICS_PORT or an OTLP endpoint set, or one made in code); no telemetry, no load.
+/** The stage activities that run a tool body: their attempts are counted per tool. */
+const BODY_STAGES = new Set(['executeBody', 'guardThenExecuteBody']);
+
 const TELEMETRY_PACKAGES = [
   'prom-client',
   '@opentelemetry/api',
@@ -208,7 +211,7 @@ export class SluiceTelemetry {
         const finish = (outcome: string, err?: unknown) => {
           const seconds = Number(process.hrtime.bigint() - started) / 1e9;
           this.stageSeconds.labels(name, outcome).observe(seconds);
-          if (name === 'executeBody' && typeof ids['sluice.tool'] === 'string')
+          if (BODY_STAGES.has(name) && typeof ids['sluice.tool'] === 'string')
             this.bodyAttempts.labels(ids['sluice.tool'], outcome).inc();
           if (span) {
             span.setAttribute('sluice.outcome', outcome);
@@ -224,7 +227,7 @@ export class SluiceTelemetry {
             ? otel().context.with(otel().trace.setSpan(otel().context.active(), span), run)
             : run());
           const bodyOutcome = (result as { outcome?: string } | undefined)?.outcome;
-          finish(name === 'executeBody' && bodyOutcome ? bodyOutcome : 'ok');
+          finish(BODY_STAGES.has(name) && bodyOutcome ? bodyOutcome : 'ok');
           return result;
         } catch (err) {
           finish('failed', err);

@@ -2,7 +2,7 @@
 // the settlement (what settle starts from), and where a call stands. call-pipeline.ts makes
 // them; the approval stage, the look-ahead and the stage runners read them.
 import type { CallRef, ToolProfile } from '../pipeline/stages';
-import type { CallStage, Candidate, Card, ToolCall, UserMessage } from '../pipeline/types';
+import type { CallStage, Candidate, Card, PolicyBinding, ToolCall, UserMessage } from '../pipeline/types';
 
 /** Code Mode: the run_code call a sub-call belongs to, and the outermost call of the batch. */
 export interface Lineage {
@@ -20,6 +20,11 @@ export interface Admission {
   profile?: ToolProfile;
   preContexts: UserMessage[];
   verdict: { kind: 'run' } | ({ kind: 'settle' } & Settlement);
+  /**
+   * A person said yes, and the guards are to judge the call in its body's activity
+   * (guardThenExecuteBody), under the policy the ask was raised under, if any.
+   */
+  guardsFirst?: { askedUnder?: PolicyBinding };
 }
 
 /** What settle starts from: the body's candidate, or the one admission wrote instead. */

@@ -6,7 +6,7 @@
 import { addGrant, grantFor } from '../pipeline/grants';
 import { ErrorCodes } from '../pipeline/errors';
 import { stricterQuorum } from '../pipeline/quorum';
-import type { Gate, ToolProfile } from '../pipeline/stages';
+import { bodyRunsLocally, type Gate, type ToolProfile } from '../pipeline/stages';
 import type {
   BatchInput,
   Card,
@@ -138,14 +138,26 @@ export class ApprovalStage {
         code: ErrorCodes.DENIED,
         message: approvalDenial(decided.outcome, decided.reason, decided.by),
       };
-    this.tracker.stage(call.id, 'guards');
+    return this.guard(adm, ask, raised);
+  }
+
+  /** 6. The guards after a yes: in the body's activity where they can be, else as their own stage. */
+  private async guard(adm: Admission, ask: Extract<Gate, { kind: 'ask' }>, raised?: RaisedAsk): Promise<Gate> {
+    // An ask bound to a policy (hooks/policy.ts): the guards judge the call again under the policy
+    // of the worker that runs them. Histories recorded before carry no binding in their preflight
+    // results, so their guards' input is as it was (compat.ts, UNMARKED_CHANGES.policyBinding).
+    // An ask raised ahead was asked under the policy of the preflight that raised it.
+    const askedUnder = raised ? raised.policy : ask.policy;
+    // Where the preflight's worker can (compat.ts, UNMARKED_CHANGES.guardsInBody), the guards run
+    // in the activity that runs the body, right before it: no stage of their own after the yes.
+    // A local body keeps them apart: its retries run in the workflow task, and a guard may be slow.
+    if (ask.guardsInBody && !bodyRunsLocally(adm.profile)) {
+      adm.guardsFirst = askedUnder ? { askedUnder } : {};
+      return { kind: 'dispatch' };
+    }
+    this.tracker.stage(adm.call.id, 'guards');
     try {
-      // An ask bound to a policy (hooks/policy.ts): the guards judge the call again under the policy
-      // of the worker that runs them. Histories recorded before carry no binding in their preflight
-      // results, so their guards' input is as it was (compat.ts, UNMARKED_CHANGES.policyBinding).
-      // An ask raised ahead was asked under the policy of the preflight that raised it.
-      const askedUnder = raised ? raised.policy : ask.policy;
-      const guarded = await this.runner.guards(askedUnder ? { ...ref!, askedUnder } : ref!);
+      const guarded = await this.runner.guards(askedUnder ? { ...adm.ref!, askedUnder } : adm.ref!);
       this.events.recordAll(guarded.events);
       adm.preContexts = [...adm.preContexts, ...guarded.contexts];
       return guarded.gate;

@@ -26,6 +26,7 @@ import { errorCandidate, fitResult, normalizeResult, untouchedValue } from '../p
 import { ErrorCodes, FailureTypes } from '../pipeline/errors';
 import {
   BODY_DEFAULTS,
+  bodyRunsLocally,
   type CallRef,
   genericCard,
   genericResultCard,
@@ -227,40 +228,19 @@ export class CallPipeline {
     }
     // The worker bounds a body's result by BODY_INLINE_BYTES; the share goes along when smaller.
     const share = this.budget.share(workflowInfo().historySize, this.events.bytes);
-    const ref = { ...adm.ref!, state: this.state, ...(share < BODY_INLINE_BYTES ? { inlineBytes: share } : {}) };
+    const ref = {
+      ...adm.ref!,
+      state: this.state,
+      ...(share < BODY_INLINE_BYTES ? { inlineBytes: share } : {}),
+      ...(adm.guardsFirst?.askedUnder ? { askedUnder: adm.guardsFirst.askedUnder } : {}),
+    };
     const p: ToolProfile = adm.profile ?? {
       ...BODY_DEFAULTS,
       concurrencySafe: false,
       approval: 'auto' as const,
       finalizes: false,
     };
-    const retry = {
-      // A body that must not run twice gets one attempt, whatever its retry policy says.
-      maximumAttempts: p.atMostOnce ? 1 : p.retry.maximumAttempts,
-      initialInterval: p.retry.initialIntervalMs,
-      backoffCoefficient: p.retry.backoffCoefficient,
-      maximumInterval: p.retry.maximumIntervalMs,
-      nonRetryableErrorTypes: p.retry.nonRetryableErrorTypes,
-    };
-    const summary = `${adm.call.name} ${adm.call.id}`;
-    // A tool that declared its body local (the choice is recorded in the preflight's profile, so a
-    // replay takes the same path): a local activity in this worker, one marker in history. A body
-    // that must not run twice never runs locally (a local result is lost with its workflow task).
-    const body =
-      p.localBody && !p.atMostOnce
-        ? proxyLocalActivities<StageActivities>({
-            startToCloseTimeout: p.timeoutMs,
-            retry,
-            cancellationType: 'WAIT_CANCELLATION_COMPLETED',
-            summary,
-          })
-        : proxyActivities<StageActivities>({
-            startToCloseTimeout: p.timeoutMs,
-            heartbeatTimeout: p.heartbeatTimeoutMs,
-            retry,
-            cancellationType: 'WAIT_CANCELLATION_COMPLETED',
-            summary,
-          });
+    const body = bodyActivities(p, `${adm.call.name} ${adm.call.id}`);
     this.tracker.stage(adm.call.id, 'executing');
     // Made where the first body runs. Its parent, the batch's (or a sub-call's) non-cancellable
     // scope, is never cancelled itself, so only cancelRunningBodies stops the bodies in it.
@@ -268,7 +248,13 @@ export class CallPipeline {
     this.ledger.bodyStarted(adm.call.id);
     try {
       // Input and result packed (UNMARKED_CHANGES.bodyRefFromWorkflowId, .shortStageResults).
-      const out = unpackBodyResult(await scope.run(() => body.executeBody(packCallRef(ref))));
+      // After a person's yes, the guards first, in the same activity (ApprovalStage.askThenGuard).
+      const run = adm.guardsFirst ? body.guardThenExecuteBody : body.executeBody;
+      const out = unpackBodyResult(await scope.run(() => run(packCallRef(ref))));
+      if (out.guards) {
+        this.events.recordAll(out.guards.events);
+        adm.preContexts = [...adm.preContexts, ...out.guards.contexts];
+      }
       this.events.recordAll(out.events);
       if (out.statePatch) {
         applyPatch(this.state, out.statePatch);
@@ -459,4 +445,33 @@ function applyPatch(state: SessionState, patch: StatePatch): void {
       else setOwn(target, k, v);
     }
   }
+}
+
+/** The activities that run a call's body, with its tool's timeout and retry policy. */
+function bodyActivities(p: ToolProfile, summary: string) {
+  const retry = {
+    // A body that must not run twice gets one attempt, whatever its retry policy says.
+    maximumAttempts: p.atMostOnce ? 1 : p.retry.maximumAttempts,
+    initialInterval: p.retry.initialIntervalMs,
+    backoffCoefficient: p.retry.backoffCoefficient,
+    maximumInterval: p.retry.maximumIntervalMs,
+    nonRetryableErrorTypes: p.retry.nonRetryableErrorTypes,
+  };
+  // A tool that declared its body local (the choice is recorded in the preflight's profile, so a
+  // replay takes the same path): a local activity in this worker, one marker in history. A body
+  // that must not run twice never runs locally (a local result is lost with its workflow task).
+  return bodyRunsLocally(p)
+    ? proxyLocalActivities<StageActivities>({
+        startToCloseTimeout: p.timeoutMs,
+        retry,
+        cancellationType: 'WAIT_CANCELLATION_COMPLETED',
+        summary,
+      })
+    : proxyActivities<StageActivities>({
+        startToCloseTimeout: p.timeoutMs,
+        heartbeatTimeout: p.heartbeatTimeoutMs,
+        retry,
+        cancellationType: 'WAIT_CANCELLATION_COMPLETED',
+        summary,
+      });
 }

@@ -202,6 +202,10 @@ export const UNMARKED_CHANGES = {
     since: '1.0.0',
     why: "a batch of one call runs it straight through (admit, body, settle; workflows/batch.ts runOneCall) instead of through the model-order scheduler's two loops: about a fifth fewer workflow promises (98 → 76), each with a stack trace from the SDK's hook. The same stages in the same order issue the same commands, but fewer awaits could let a Code Mode sub-call's command come out before or after the settle's in another order than it was recorded, so the choice is read from data the history holds: the first round's local-activity result says `straight` (pipeline/seq-claim.ts FirstRound), which workers of this build write for a batch of one call (the first build to write it did so for a first group of one call whatever the batch's size, so the workflow also checks that the batch has one call). A round recorded before has none, and its batch replays on the scheduler. A worker of an earlier build writes none, so its batches keep the scheduler",
   },
+  guardsInBody: {
+    since: '1.0.0',
+    why: "after a person's yes, the guards run first in the activity that runs the body (guardThenExecuteBody, activities/execute.ts), right before it and again before each retry, instead of as a stage of their own (the runGuards local activity) between the decision and the body: one worker round trip and one marker less a decided call. The choice is read from data the history holds: the preflight's ask says `guardsInBody` (pipeline/stages.ts Gate), which workers of this build write; an ask recorded before has none, and its call replays with the guards' own stage. A local body keeps that stage too. A worker of an earlier build has no guardThenExecuteBody: such a body's attempts fail there (retried by the tool's policy) rather than run without the guards, and worker versioning pins a batch's bodies to its own build's workers",
+  },
 } as const satisfies Record<string, UnmarkedChange>;
 
 /** What the approvals of a batch do, from the memo it was started with (MEMO_FLAGS). */
