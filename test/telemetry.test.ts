@@ -37,6 +37,7 @@ const config = defineConfig({
       },
     }),
   ],
+  guards: [(ctx) => (ctx.call.args.note === 'frozen' ? 'frozen for the release' : undefined)],
 });
 
 describe('spans and metrics in process', () => {
@@ -142,6 +143,30 @@ describe('spans and metrics in process', () => {
     expect(metrics).toContain('sluice_body_attempts_total{tool="flaky",outcome="failed"} 1');
     expect(metrics).toContain('sluice_body_attempts_total{tool="flaky",outcome="ok"} 1');
     expect(metrics).toMatch(/sluice_approval_wait_seconds_count\{outcome="allowed-once"\} 1/);
+  });
+
+  it('a body its guards stop after the yes: the stage says denied, and no body attempt is counted', async () => {
+    const handle = await h.client.startBatch(batch([{ id: 'z1', name: 'guarded', args: { note: 'frozen' } }]));
+    const pending = await eventually('the approval', async () => {
+      const { pending } = await h.client.batchState(handle.workflowId);
+      return pending.length > 0 && pending;
+    });
+    await h.client.approve(pending[0].approvalId, { by: 'alice', argsDigest: pending[0].argsDigest });
+    const out = await handle.result();
+    expect(out.results[0].result.error?.code).toBe('DENIED');
+    const stage = await eventually('the stage span', () =>
+      exporter
+        .getFinishedSpans()
+        .find(
+          (s) =>
+            s.name === 'sluice.stage.guardThenExecuteBody' && s.attributes['sluice.workflow_id'] === handle.workflowId,
+        ),
+    );
+    expect(stage.attributes['sluice.outcome']).toBe('denied');
+    const metrics = await telemetry.metricsText();
+    expect(metrics).toMatch(/sluice_stage_seconds_count\{stage="guardThenExecuteBody",outcome="denied"\} 1/);
+    expect(metrics).not.toContain('sluice_body_attempts_total{tool="guarded",outcome="denied"}');
+    expect(metrics).toContain('sluice_body_attempts_total{tool="guarded",outcome="ok"} 1');
   });
 });
 

@@ -20,11 +20,11 @@ import type { Json, SessionEvent } from '../pipeline/types';
 import type { ResultStore } from '../stores/claim-check';
 import { requireOptional } from '../support/optional';
 
-// OpenTelemetry and prom-client are optional peer dependencies, loaded when a SluiceTelemetry is
-// made (SLUICE_METRICS_PORT or an OTLP endpoint set, or one made in code); no telemetry, no load.
 /** The stage activities that run a tool body: their attempts are counted per tool. */
 const BODY_STAGES = new Set(['executeBody', 'guardThenExecuteBody']);
 
+// OpenTelemetry and prom-client are optional peer dependencies, loaded when a SluiceTelemetry is
+// made (SLUICE_METRICS_PORT or an OTLP endpoint set, or one made in code); no telemetry, no load.
 const TELEMETRY_PACKAGES = [
   'prom-client',
   '@opentelemetry/api',
@@ -211,7 +211,9 @@ export class SluiceTelemetry {
         const finish = (outcome: string, err?: unknown) => {
           const seconds = Number(process.hrtime.bigint() - started) / 1e9;
           this.stageSeconds.labels(name, outcome).observe(seconds);
-          if (BODY_STAGES.has(name) && typeof ids['sluice.tool'] === 'string')
+          // A body its guards stopped (guardThenExecuteBody) made no attempt.
+          const attempted = outcome !== 'denied' && outcome !== 'guards-failed';
+          if (BODY_STAGES.has(name) && attempted && typeof ids['sluice.tool'] === 'string')
             this.bodyAttempts.labels(ids['sluice.tool'], outcome).inc();
           if (span) {
             span.setAttribute('sluice.outcome', outcome);
@@ -226,8 +228,7 @@ export class SluiceTelemetry {
           const result = await (span
             ? otel().context.with(otel().trace.setSpan(otel().context.active(), span), run)
             : run());
-          const bodyOutcome = (result as { outcome?: string } | undefined)?.outcome;
-          finish(BODY_STAGES.has(name) && bodyOutcome ? bodyOutcome : 'ok');
+          finish(BODY_STAGES.has(name) ? bodyOutcome(result) : 'ok');
           return result;
         } catch (err) {
           finish('failed', err);
@@ -498,4 +499,18 @@ interface EventAt {
   sessionId: string;
   seq: number;
   t: number;
+}
+
+/**
+ * How a body stage ended, from its (packed) result: `failed` when a wrapper threw; `denied` or
+ * `guards-failed` when the guards run first (guardThenExecuteBody) denied or threw, and the body
+ * never started; else `ok`.
+ */
+function bodyOutcome(result: unknown): string {
+  if (!result || typeof result !== 'object') return 'ok';
+  const r = result as { outcome?: string; guards?: { gate?: { kind?: string } } };
+  const gate = r.guards?.gate?.kind;
+  if (gate === 'denied') return 'denied';
+  if (gate === 'failed') return 'guards-failed';
+  return r.outcome ?? 'ok';
 }
