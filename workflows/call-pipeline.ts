@@ -248,7 +248,7 @@ export class CallPipeline {
     this.ledger.bodyStarted(adm.call.id);
     try {
       // Input and result packed (UNMARKED_CHANGES.bodyRefFromWorkflowId, .shortStageResults).
-      // After a person's yes, the guards first, in the same activity (ApprovalStage.askThenGuard).
+      // After a person's yes, the guards first, in the same activity (ApprovalStage.guard).
       const run = adm.guardsFirst ? body.guardThenExecuteBody : body.executeBody;
       const out = unpackBodyResult(await scope.run(() => run(packCallRef(ref))));
       if (out.guards) {
