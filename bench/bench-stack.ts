@@ -8,7 +8,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { type DevServer, type DevServerOptions, freePort, startDevServer } from '../temporal/dev-server';
-import { WORKFLOWS_PATH } from '../worker/worker';
+import { preloadSluiceWorkflows, WORKFLOWS_PATH } from '../worker/worker';
 import type { MemoryDetail, WorkerArgs, WorkerReply, WorkerRequest } from './worker';
 
 export const SLUICE_QUEUE = `bench-sluice-${process.pid}`;
@@ -157,11 +157,9 @@ let published: Promise<{ code: string }> | undefined;
  * otherwise bundle the checkout's TypeScript for ES2017.
  */
 export function publishedWorkflowBundle(): Promise<{ code: string }> {
-  published ??= bundleWorkflowCode({
-    workflowsPath: WORKFLOWS_PATH,
-    logger: quiet,
-    webpackConfigHook: publishedTarget,
-  }).then(({ code }) => ({ code }));
+  published ??= bundleWorkflowCode(
+    preloadSluiceWorkflows({ workflowsPath: WORKFLOWS_PATH, logger: quiet, webpackConfigHook: publishedTarget }),
+  ).then(({ code }) => ({ code }));
   return published;
 }
 

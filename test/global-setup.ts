@@ -5,7 +5,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { freePort, startDevServer, type DevServer } from '../temporal/dev-server';
-import { WORKFLOWS_PATH } from '../worker/worker';
+import { preloadSluiceWorkflows, WORKFLOWS_PATH } from '../worker/worker';
 import { provisionSystemPackages } from './system-packages';
 
 declare module 'vitest' {
@@ -31,7 +31,10 @@ export async function setup(project: TestProject) {
     dbFile: path.join(runDir, 'temporal.db'),
     log: (l) => console.log(l),
   });
-  const bundle = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietLogger });
+  // Built as a worker with SluicePlugin builds its own: Sluice's workflow modules preloaded.
+  const bundle = await bundleWorkflowCode(
+    preloadSluiceWorkflows({ workflowsPath: WORKFLOWS_PATH, logger: quietLogger }),
+  );
   const bundlePath = path.join(runDir, 'workflow-bundle.js');
   fs.writeFileSync(bundlePath, bundle.code);
   console.log(

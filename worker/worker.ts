@@ -5,6 +5,8 @@ import { markVersionedWorker } from '../temporal/eager-start';
 import { ensureSearchAttributes } from '../temporal/setup';
 import type { DataConverter } from '@temporalio/common';
 import {
+  type BundleOptions,
+  type BundlerPlugin,
   type NativeConnection,
   type ReplayWorkerOptions,
   Runtime,
@@ -72,7 +74,7 @@ export interface SluicePluginOptions {
  * Your `workflowsPath` keeps its workflows and gains `toolBatch`; your activities, sinks and
  * interceptors stay. With a prebuilt `workflowBundle`, bundle `sluiceWorkflowsPath(yours)` into it.
  */
-export class SluicePlugin implements WorkerPlugin {
+export class SluicePlugin implements WorkerPlugin, BundlerPlugin {
   readonly name = 'sluice';
   private readonly config: SluiceConfig;
   private readonly stateDir: string;
@@ -166,6 +168,24 @@ export class SluicePlugin implements WorkerPlugin {
   configureReplayWorker(options: ReplayWorkerOptions): ReplayWorkerOptions {
     return withWorkflows(options);
   }
+
+  /** The bundle a worker builds, or `bundleWorkflowCode({ ..., plugins: [plugin] })`: see preloadSluiceWorkflows. */
+  configureBundler(options: BundleOptions): BundleOptions {
+    return preloadSluiceWorkflows(options);
+  }
+}
+
+/**
+ * Sluice's workflow modules are loaded once per workflow thread and shared by every workflow in
+ * it, rather than evaluated again at each workflow's start (Temporal's `preloadModules`, for a
+ * worker with the default reusable V8 context). Each batch is a workflow of its own, so that
+ * evaluation (about forty modules) was part of every batch's worker CPU and memory. The modules
+ * hold no state of their own: constants, definitions and functions (test/preload.test.ts keeps it
+ * so). Your workflow modules are still evaluated per workflow.
+ */
+export function preloadSluiceWorkflows(options: BundleOptions): BundleOptions {
+  const preload = options.preloadModules ?? [];
+  return preload.includes(WORKFLOWS_PATH) ? options : { ...options, preloadModules: [...preload, WORKFLOWS_PATH] };
 }
 
 function withWorkflows<O extends WorkerOptions | ReplayWorkerOptions>(options: O): O {
