@@ -2,7 +2,7 @@
 // workflow that would break running or recorded batches fails here, before it reaches a worker.
 import { bundleWorkflowCode, Worker } from '@temporalio/worker';
 import { DeterminismViolationError } from '@temporalio/workflow';
-import { WORKFLOWS_PATH } from '../worker/worker';
+import { preloadSluiceWorkflows, WORKFLOWS_PATH } from '../worker/worker';
 import { sessionEventSinks } from '../worker/workflow-sinks';
 import type { LoadedHistory } from './history';
 
@@ -76,7 +76,12 @@ export async function replayHistories(all: LoadedHistory[], opts: ReplayOptions 
   if (histories.length === 0) return out;
   const workflowBundle = opts.workflowBundlePath
     ? { codePath: opts.workflowBundlePath }
-    : await bundleWorkflowCode({ workflowsPath: opts.workflowsPath ?? WORKFLOWS_PATH, logger: quietBundler });
+    : await bundleWorkflowCode(
+        opts.workflowsPath
+          ? { workflowsPath: opts.workflowsPath, logger: quietBundler }
+          : // As a worker runs them: Sluice's workflow modules shared by the workflows of a thread.
+            preloadSluiceWorkflows({ workflowsPath: WORKFLOWS_PATH, logger: quietBundler }),
+      );
   // Histories of one batch id from several releases replay in separate rounds: a round reports
   // by workflow id.
   for (const round of distinctRounds(histories)) {

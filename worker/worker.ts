@@ -72,7 +72,8 @@ export interface SluicePluginOptions {
 /**
  * A Temporal worker plugin: `Worker.create({ ..., plugins: [new SluicePlugin({ config })] })`.
  * Your `workflowsPath` keeps its workflows and gains `toolBatch`; your activities, sinks and
- * interceptors stay. With a prebuilt `workflowBundle`, bundle `sluiceWorkflowsPath(yours)` into it.
+ * interceptors stay. With a prebuilt `workflowBundle`, bundle `sluiceWorkflowsPath(yours)` into it,
+ * with `preloadModules: [WORKFLOWS_PATH]` (or this plugin among the bundler's `plugins`).
  */
 export class SluicePlugin implements WorkerPlugin, BundlerPlugin {
   readonly name = 'sluice';
