@@ -7,6 +7,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import ts from 'typescript';
 import { describe, expect, inject, it } from 'vitest';
+import { importGraph } from '../scripts/import-graph';
 import { preloadSluiceWorkflows, SluicePlugin, WORKFLOWS_PATH } from '../worker/worker';
 
 const ROOT = path.resolve(__dirname, '..');
@@ -35,26 +36,17 @@ describe('the workflow bundle preloads Sluice’s workflows', () => {
   });
 });
 
-/** Every module of this checkout that the workflows' entry loads, following relative imports. */
+/** Every module of this checkout that the workflows' entry loads (type-only imports load nothing). */
 function workflowModules(): string[] {
+  const { edges } = importGraph();
   const seen = new Set<string>();
   const visit = (file: string) => {
     if (seen.has(file)) return;
     seen.add(file);
-    const source = ts.createSourceFile(file, fs.readFileSync(file, 'utf8'), ts.ScriptTarget.ES2022, true);
-    for (const st of source.statements) {
-      const spec =
-        (ts.isImportDeclaration(st) || ts.isExportDeclaration(st)) && st.moduleSpecifier
-          ? (st.moduleSpecifier as ts.StringLiteral).text
-          : undefined;
-      // Type-only imports are erased: they load nothing.
-      if (!spec?.startsWith('.') || (ts.isImportDeclaration(st) && st.importClause?.isTypeOnly)) continue;
-      if (ts.isExportDeclaration(st) && st.isTypeOnly) continue;
-      visit(path.resolve(path.dirname(file), `${spec}.ts`));
-    }
+    for (const e of edges) if (e.from === file && !e.typeOnly) visit(e.to);
   };
-  visit(path.join(ROOT, 'workflows', 'index.ts'));
-  return [...seen];
+  visit('workflows/index.ts');
+  return [...seen].map((f) => path.join(ROOT, f));
 }
 
 /** Read-only lookups at module level, reviewed: nothing adds to them after the module loads. */
