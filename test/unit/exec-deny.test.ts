@@ -47,6 +47,7 @@ describe('a denied program in the sandbox', () => {
     ['sg -c', 'sg "$(id -gn)" -c "touch D"'],
     ['its absolute path', '/usr/bin/touch D'],
     ['the /bin spelling', '/bin/touch D'],
+    ['the /proc/self/root spelling', '/proc/self/root/usr/bin/touch D'],
     ['exec in a subshell', '(exec touch D)'],
     ['python3 os.execv on the real path', `python3 -c "import os; os.execv('/usr/bin/touch', ['touch', 'D'])"`],
     ['the dynamic loader', 'ld=$(ls /lib64/ld-linux-* /lib/ld-linux-* 2>/dev/null | head -1); "$ld" /usr/bin/touch D'],
