@@ -12,7 +12,9 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { ToolApproval, JsonObject, PreDecision } from '../pipeline/types';
 import type { Named, PreExecuteHandler } from '../define/config';
+import { denyAtExec } from '../tools/exec-deny';
 import { hideFromSearch } from '../tools/fs/protect';
+import { claudeExecDenies } from './exec-deny-rules';
 import {
   bashCovers,
   bashHit,
@@ -80,6 +82,7 @@ export function permissionRules(opts: PermissionRulesOptions): PermissionRules {
     verdictOf(rules, callOf(call.toolName, call.aliases ?? [], call.args, cwd, bashRules));
   const handler = matchedRuleHandler(evaluate, ready, new Map(sources.map((s) => [s.label, s.digest])));
   hideReadRulesFromSearch(rules);
+  denyAtExec(claudeExecDenies(rules));
   return {
     preExecute: rules.length ? [{ name: 'Claude Code permission rules', handler }] : [],
     rules,

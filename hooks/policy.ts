@@ -20,7 +20,9 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { ToolApproval, JsonObject, PolicyBinding, PreDecision } from '../pipeline/types';
 import type { PolicyPreExecute, PolicyRecheck, PreExecuteHandler } from '../define/config';
+import { denyAtExec } from '../tools/exec-deny';
 import { codexRules, type CodexRulesOptions, describeFailures } from './codex-rules';
+import { policyExecDenies } from './exec-deny-rules';
 import { geminiPolicy, type GeminiPolicyOptions } from './gemini-policy';
 import { openCodePermissions, type OpenCodeOptions } from './opencode-permissions';
 import { permissionRules } from './permissions';
@@ -155,6 +157,8 @@ function claudeSource(workspace: string, opts: { sources?: string[]; cwd?: strin
 export function policyRules(opts: PolicyRulesOptions): PolicyRules {
   const workspace = path.resolve(opts.workspace);
   const sources = readSources(workspace, opts);
+  // Claude Code's rules registered themselves (permissionRules); these are the other formats'.
+  denyAtExec(sources.flatMap(policyExecDenies));
   const files = sources.flatMap((s) => s.files);
   const rules = sources.flatMap((s) => s.rules);
   const warnings = sources.flatMap((s) => s.warnings.map((w) => `${s.format}: ${w}`));

@@ -13,6 +13,7 @@ import { defineTool, toolOutput, type ToolDefinition } from '../define/config';
 import { answering, ToolErrorCodes, ToolFailure } from './errors';
 import type { ProtectOptions } from './fs/protect';
 import { openWorkspace, protectedPath, type Workspace } from './fs/workspace';
+import { execDenyRules, withExecDeny } from './exec-deny';
 import { inSandbox, sandboxMode, type SandboxSetting } from './sandbox';
 
 /** The worker's variables a command sees by default: what programs need to run, no secrets. */
@@ -67,6 +68,12 @@ export interface BashToolOptions {
   writable?: string[];
   /** Protected paths, as fsTools takes them: read-only or hidden in the sandbox, refused by name outside it. */
   protect?: ProtectOptions | false;
+  /**
+   * When deny rules are registered (`permissionRules()`, `policyRules()`) and no sandbox runs, so
+   * nothing holds them once the command starts: 'refuse' (default) fails the call; 'judgment'
+   * runs it, the rules then held only by the judgment of the command's text. See docs/tools.md.
+   */
+  denyWithoutSandbox?: 'refuse' | 'judgment';
 }
 
 const input = z.strictObject({
@@ -118,10 +125,13 @@ export function bashTool(opts: BashToolOptions): ToolDefinition<BashArgs> {
         let run: GroupRun;
         if (mode === 'bubblewrap') {
           const sandbox = { network: opts.network === true, writable: opts.writable ?? [] };
-          run = await inSandbox(ws, sandbox, (bwrapArgs) =>
-            runSandboxed(() => [...bwrapArgs(), '--', shell, '-c', args.command], common),
+          run = await withExecDeny(execDenyRules(), { pathEnv: env.PATH, shell }, (deny) =>
+            inSandbox(ws, sandbox, (bwrapArgs) =>
+              runSandboxed(() => [...bwrapArgs(), ...deny.args, '--', deny.shell, '-c', args.command], common),
+            ),
           );
         } else {
+          if (opts.denyWithoutSandbox !== 'judgment') refuseUnheldDenies();
           refuseProtectedMentions(ws, args.command);
           run = await runInGroup(shell, ['-c', args.command], { ...common, marker: randomBytes(12).toString('hex') });
         }
@@ -312,6 +322,19 @@ function refuseProtectedMentions(ws: Workspace, command: string): void {
       hit,
       'is protected (hook settings or scripts, or Sluice state), and bash runs without a sandbox here, so commands that name it are refused',
     );
+}
+
+/**
+ * Without the sandbox a denied program started in a way the command's text does not show would
+ * run: with deny rules registered, the fallback refuses rather than hold them by judgment alone.
+ */
+function refuseUnheldDenies(): void {
+  const rules = execDenyRules();
+  if (!rules.length) return;
+  throw new ToolFailure(
+    `the command did not run: deny rules apply (${JSON.stringify(rules[0].rule)} in ${rules[0].file}${rules.length > 1 ? ` and ${rules.length - 1} more` : ''}) and bash runs without its sandbox here, where nothing holds them once the command starts. Install bubblewrap on the worker (docs/tools.md), or accept the judgment of the command text alone with bashTool({ denyWithoutSandbox: 'judgment' }).`,
+    ToolErrorCodes.SANDBOX_FAILED,
+  );
 }
 
 /** Kills every process whose environment carries this run's marker, until none is left. */
