@@ -1,19 +1,67 @@
 // Notifiers as an activity: each notice goes to every configured notifier; a failed delivery
 // throws, so Temporal retries the activity (a receiver sees a notice at least once: use
 // `approvalId` + `kind` to drop repeats). A webhook gets the notice as JSON, signed with
-// HMAC-SHA256 over the raw body in `X-Sluice-Signature: sha256=<hex>`; a chat incoming webhook
-// gets `{"text": ...}` (Slack, Mattermost, Google Chat and Teams' incoming webhooks read `text`).
+// HMAC-SHA256 over `<timestamp>.<raw body>` (`X-Sluice-Timestamp`, `X-Sluice-Signature-Timed`), so
+// a receiver that refuses stale timestamps refuses a notice captured and sent again later; a chat
+// incoming webhook gets `{"text": ...}` (Slack, Mattermost, Google Chat and Teams' incoming
+// webhooks read `text`).
 import { log } from '@temporalio/activity';
-import { createHmac } from 'node:crypto';
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { ApprovalNotice } from '../pipeline/lifecycle';
 import { policyText } from '../pipeline/policy-binding';
 import { type ApprovalLinkSettings, approvalLink, linkKeyProblem } from './approval-links';
 import type { NotifierSettings } from '../define/config';
 
+/**
+ * The body's signature alone, as Sluice 1.0 sent it. It says nothing of when the notice was sent,
+ * so a notice captured once verifies forever: kept so receivers written for 1.0 go on working,
+ * until they check the timed signature instead.
+ */
 export const SIGNATURE_HEADER = 'x-sluice-signature';
+/** When this delivery was signed, in whole seconds since the epoch (each retry signs anew). */
+export const TIMESTAMP_HEADER = 'x-sluice-timestamp';
+/** `v1=<hex HMAC-SHA256 of "<timestamp>.<raw body>">`. */
+export const TIMED_SIGNATURE_HEADER = 'x-sluice-signature-timed';
+/** How far from its clock a receiver should accept a notice's timestamp (docs/approvals.md). */
+export const NOTICE_TOLERANCE_SEC = 300;
 
 export function signBody(secret: string, body: string): string {
   return `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+}
+
+export function signTimed(secret: string, timestamp: number, body: string): string {
+  return `v1=${createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex')}`;
+}
+
+/** The signature headers of one delivery of `body`, signed at `now`. */
+export function signatureHeaders(secret: string, body: string, now = Date.now()): Record<string, string> {
+  const timestamp = Math.floor(now / 1000);
+  return {
+    [TIMESTAMP_HEADER]: String(timestamp),
+    [TIMED_SIGNATURE_HEADER]: signTimed(secret, timestamp, body),
+    [SIGNATURE_HEADER]: signBody(secret, body),
+  };
+}
+
+/**
+ * What a receiver checks (the docs show the same in a few lines): the timed signature over the
+ * exact bytes received, compared in constant time, and a timestamp within `toleranceSec` of its
+ * own clock. Undefined when the notice holds; else why not.
+ */
+export function noticeProblem(
+  secret: string,
+  body: string,
+  headers: { timestamp?: string; signature?: string },
+  now = Date.now(),
+  toleranceSec = NOTICE_TOLERANCE_SEC,
+): string | undefined {
+  const timestamp = Number(headers.timestamp);
+  if (!headers.timestamp || !/^\d+$/.test(headers.timestamp)) return 'no timestamp';
+  const expected = Buffer.from(signTimed(secret, timestamp, body));
+  const given = Buffer.from(headers.signature ?? '');
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return 'the signature does not match';
+  if (Math.abs(now / 1000 - timestamp) > toleranceSec) return `the timestamp is more than ${toleranceSec} s away`;
+  return undefined;
 }
 
 // What a chat notice may show of text Sluice did not write (the call id and title come from the
@@ -91,7 +139,7 @@ export function createNotifyActivities(notifiers: NotifierSettings[] = [], links
       for (const n of chosen) {
         const body = n.kind === 'chat' ? JSON.stringify({ text: chatText(notice) }) : JSON.stringify(notice);
         const headers: Record<string, string> = { 'content-type': 'application/json', 'x-sluice-event': notice.kind };
-        if (n.kind === 'webhook' && n.secret) headers[SIGNATURE_HEADER] = signBody(n.secret, body);
+        if (n.kind === 'webhook' && n.secret) Object.assign(headers, signatureHeaders(n.secret, body));
         const res = await fetch(n.url, { method: 'POST', headers, body, signal: AbortSignal.timeout(10_000) });
         if (!res.ok)
           throw new Error(`notifier ${n.name ?? n.url} answered ${res.status} to the ${notice.kind} notice; retrying`);

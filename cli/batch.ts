@@ -4,6 +4,7 @@ import { WorkflowFailedError } from '@temporalio/client';
 import type { BatchRequest, SluiceClient } from '../client/client';
 import { BatchFailedError, UsageError } from '../support/errors';
 import { renderResultCard } from '../client/render';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../pipeline/json';
 import type { BatchOutput } from '../pipeline/types';
 import { DEFAULT_STATE_DIR } from '../stores/session-log-path';
 import { batchWorkflowId } from '../workflows/definitions';
@@ -97,6 +98,7 @@ export function readCallsFile(
       `${file} has no "calls" array. Expected {"sessionId", "turn", "step", "calls": [{"id", "name", "arguments"}]} or just the calls array.`,
     );
   }
+  refuseDeepArguments(file, base.calls);
   // The session is named, never guessed from the file name: two folders' calls.json would
   // otherwise share one session, and a renamed file would start a new one.
   const sessionId = v.session ?? base.sessionId;
@@ -111,6 +113,22 @@ export function readCallsFile(
     step: v.step !== undefined ? Number(v.step) : (base.step ?? 1),
     ...(v['start-seq'] !== undefined ? { startSeq: Number(v['start-seq']) } : {}),
   } as BatchRequest;
+}
+
+/**
+ * Arguments nested deeper than the client accepts (MAX_JSON_DEPTH) are refused here, naming the
+ * call: given as JSON objects they would overflow the stack that turns them into the call's raw
+ * string, a bare "Maximum call stack size exceeded" that says nothing of the file.
+ */
+function refuseDeepArguments(file: string, calls: unknown[]): void {
+  calls.forEach((c, i) => {
+    const args = (c as { arguments?: unknown } | null)?.arguments;
+    if (args === null || typeof args !== 'object' || !nestsDeeperThan(args, MAX_JSON_DEPTH)) return;
+    const { id, name } = c as { id?: unknown; name?: unknown };
+    throw new UsageError(
+      `${file}: calls[${i}] (id ${JSON.stringify(id)}, tool ${JSON.stringify(name)}) has arguments that nest objects and arrays more than ${MAX_JSON_DEPTH} levels deep, the most Sluice accepts (a model's call like it gets INVALID_ARGS); send flatter arguments`,
+    );
+  });
 }
 
 /**

@@ -175,7 +175,7 @@ export interface ToolDefinition<Args = any> {
 
 /** Where approval notices go: a signed JSON webhook, or a chat incoming webhook ({"text"}). */
 export type NotifierSettings =
-  | { kind: 'webhook'; url: string /** HMAC-SHA256 key for X-Sluice-Signature. */; secret?: string; name?: string }
+  | { kind: 'webhook'; url: string /** HMAC-SHA256 key that signs notices. */; secret?: string; name?: string }
   | { kind: 'chat'; url: string; name?: string };
 
 /**

@@ -7,6 +7,7 @@ import Ajv2019 from 'ajv/dist/2019';
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { RE2JS } from 're2js';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../pipeline/json';
 import type { JsonObject } from '../pipeline/types';
 
 /** A JSON Schema object; its root must describe an object (`type: "object"`), as models require. */
@@ -103,6 +104,12 @@ function jsonSchema(tool: string, schema: JsonSchema): CompiledSchema {
   if (schema.type !== 'object')
     throw new Error(
       `tool ${tool}: a JSON Schema input must describe an object (type "object" at its root), as models and MCP require; got type ${JSON.stringify(schema.type)}`,
+    );
+  // Before any walk that recurses (the validator's compiler, the copy below): a schema nested
+  // thousands of levels deep, as an MCP server may list, would overflow the stack.
+  if (nestsDeeperThan(schema, MAX_JSON_DEPTH))
+    throw new Error(
+      `tool ${tool}: its JSON Schema nests objects and arrays more than ${MAX_JSON_DEPTH} levels deep, the most Sluice accepts; flatten the schema`,
     );
   let validate: ValidateFunction;
   try {

@@ -25,6 +25,7 @@ import {
   type RuleKind,
 } from './permission-rules';
 import { digestOf } from './pin';
+import { CLAUDE_PERMISSION_KEYS, refuseNearMisses, refuseUnknownKey } from './settings-keys';
 import { readShell, type ShellCommand, type ShellReading, shellParserReady } from './shell';
 import { claudeToolName } from './tool-names';
 
@@ -121,6 +122,7 @@ function readSettings(
     if (perms === undefined) continue;
     for (const [key, value] of Object.entries(perms)) {
       if (!KINDS.includes(key as RuleKind)) {
+        refuseUnknownKey(label, 'permissions', key, CLAUDE_PERMISSION_KEYS);
         warnings.push(`${label}: permissions.${key} is not supported by Sluice and was ignored`);
         continue;
       }
@@ -153,6 +155,7 @@ function permissionsOf(bytes: Buffer, label: string): object | undefined {
       `permission settings ${label} are not valid JSON (${(err as Error).message}); fix the file, since its deny rules would otherwise not apply`,
     );
   }
+  if (typeof doc === 'object' && doc !== null) refuseNearMisses(label, 'the top level', doc, ['permissions']);
   const perms = (doc as { permissions?: unknown })?.permissions;
   if (perms === undefined) return undefined;
   if (typeof perms !== 'object' || perms === null || Array.isArray(perms))

@@ -7,6 +7,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { compileMatcher, type Matcher } from './matcher';
 import { digestOf } from './pin';
+import { refuseNearMiss, refuseNearMisses } from './settings-keys';
 
 export type Dialect = 'claude' | 'codex' | 'gemini';
 /** The hook events Sluice maps onto its extension points. */
@@ -130,6 +131,7 @@ export function parseHookFile(text: string, file: LoadedSource, out: Omit<Loaded
   }
   if (!isObject(doc))
     throw new Error(`hook settings ${where} must be a JSON object like {"hooks": {"PreToolUse": [...]}}`);
+  refuseNearMisses(where, 'the top level', doc, ['hooks']);
   if (doc.disableAllHooks === true)
     out.warnings.push(`${where}: disableAllHooks is not honoured; remove the hooks you do not want instead`);
   if (doc.hooks === undefined) return;
@@ -137,6 +139,8 @@ export function parseHookFile(text: string, file: LoadedSource, out: Omit<Loaded
     throw new Error(`${where}: "hooks" must be an object keyed by event name, e.g. {"PreToolUse": [...]}`);
 
   for (const [event, groups] of Object.entries(doc.hooks)) {
+    // Another harness's event, or a switch, is read past; a misspelt gated event would drop its hooks.
+    refuseNearMiss(where, 'hooks', event, EVENTS[file.dialect]);
     if (file.dialect === 'gemini' && !Array.isArray(groups)) {
       // Gemini CLI keeps switches such as "enabled" and "disabled" beside the events.
       out.warnings.push(`${where}: hooks.${event} is not an event and was ignored`);

@@ -16,7 +16,7 @@ import type { Client, Pool } from 'pg';
 import type { LiveEvent, LiveWriter } from '../agent/live';
 import { requireOptional } from '../support/optional';
 import { inFolder, parseJsonl } from './jsonl';
-import { sessionLogPath } from './session-log-path';
+import { besideLogPath, sessionLogPath } from './session-log-path';
 
 /** Where a follower reads live events. */
 export interface LiveReader {
@@ -41,7 +41,7 @@ export interface LiveChannel extends LiveWriter, LiveReader {
 const FILE_ROTATE_BYTES = 1024 * 1024;
 
 export function liveLogPath(stateDir: string, sessionId: string): string {
-  return sessionLogPath(stateDir, sessionId).replace(/\.jsonl$/, '.live.jsonl');
+  return besideLogPath(stateDir, sessionId, 'live');
 }
 
 /**

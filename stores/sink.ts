@@ -22,7 +22,7 @@ export type { SeqClaim };
 
 /** Claims on a session's seqs, one JSON line per batch, in the order they were made. */
 export function claimsPath(stateDir: string, sessionId: string): string {
-  return sessionLogPath(stateDir, sessionId).replace(/\.jsonl$/, '.claims.jsonl');
+  return besideLogPath(stateDir, sessionId, 'claims');
 }
 
 /**
@@ -31,7 +31,7 @@ export function claimsPath(stateDir: string, sessionId: string): string {
  * no seqs, so this is how the sink knows a repeat of its events is its own.
  */
 export function writersPath(stateDir: string, sessionId: string): string {
-  return sessionLogPath(stateDir, sessionId).replace(/\.jsonl$/, '.writers.jsonl');
+  return besideLogPath(stateDir, sessionId, 'writers');
 }
 
 /** Events a batch numbered over seqs the log already held from another batch, kept aside with their batch. */
@@ -39,7 +39,7 @@ export function conflictsPath(stateDir: string, sessionId: string): string {
   return sessionConflictsPath(stateDir, sessionId);
 }
 
-import { sessionConflictsPath, sessionLogPath } from './session-log-path';
+import { besideLogPath, sessionConflictsPath, sessionLogPath } from './session-log-path';
 
 export { sessionLogPath };
 

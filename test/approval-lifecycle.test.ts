@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import { main } from '../cli';
+import { noticeProblem } from '../activities/notify';
 import { reassignSignal } from '../workflows/definitions';
 import type { PendingApproval } from '../pipeline/types';
 import { defineConfig, defineTool } from '../define/config';
@@ -15,7 +16,7 @@ import { batch, startHarness, text, type Harness } from './harness';
 const SECRET = 'webhook-secret-for-the-test';
 let h: Harness;
 let server: http.Server;
-const received: { path: string; headers: http.IncomingHttpHeaders; body: string }[] = [];
+const received: { path: string; headers: http.IncomingHttpHeaders; body: string; at: number }[] = [];
 let failFirst = true;
 
 beforeAll(async () => {
@@ -29,7 +30,7 @@ beforeAll(async () => {
         res.writeHead(503).end();
         return;
       }
-      received.push({ path: req.url ?? '', headers: req.headers, body });
+      received.push({ path: req.url ?? '', headers: req.headers, body, at: Date.now() });
       res.writeHead(204).end();
     });
   });
@@ -128,6 +129,12 @@ describe('approval lifecycle', () => {
     for (const r of received.filter((x) => x.path === '/hook')) {
       const expected = `sha256=${createHmac('sha256', SECRET).update(r.body).digest('hex')}`;
       expect(r.headers['x-sluice-signature']).toBe(expected);
+      // The timed signature holds at receipt, as the docs' receiver checks it.
+      const timed = {
+        timestamp: String(r.headers['x-sluice-timestamp']),
+        signature: String(r.headers['x-sluice-signature-timed']),
+      };
+      expect(noticeProblem(SECRET, r.body, timed, r.at)).toBeUndefined();
       expect(JSON.parse(r.body)).toMatchObject({ approvalId: first.approvalId, toolName: 'deploy' });
     }
     const chat = received.filter((r) => r.path === '/chat').map((r) => JSON.parse(r.body).text as string);

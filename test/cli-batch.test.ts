@@ -114,4 +114,21 @@ describe('sluice batch', () => {
     await h.client.decide({ approvalId: asked.approvalId, argsDigest: asked.argsDigest, decision: 'deny', by: 't' });
     expect((await named).code).toBe(3);
   });
+
+  it('a calls file with arguments nested past the limit says which call and how deep, and runs nothing', async () => {
+    // Written as text: JSON.stringify of a value this deep would overflow this test's own stack.
+    const deep = `${'{"env":'.repeat(100_000)}"x"${'}'.repeat(100_000)}`;
+    const file = path.join(scratch, 'deep.json');
+    fs.writeFileSync(
+      file,
+      `{"sessionId":"deep-${process.pid}","calls":[{"id":"ok","name":"deploy","arguments":{"env":"deep-ok"}},{"id":"d","name":"deploy","arguments":${deep}}]}`,
+    );
+    const r = await cli(['batch', file, '--state-dir', h.stateDir]);
+    expect(r.code).toBe(2);
+    expect(r.output).toMatch(
+      /deep\.json: calls\[1\] \(id "d", tool "deploy"\) has arguments that nest .* more than 256 levels deep/,
+    );
+    expect(r.output).not.toContain('Maximum call stack');
+    expect(ran).not.toContain('deep-ok');
+  });
 });

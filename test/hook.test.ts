@@ -8,7 +8,9 @@ import * as http from 'node:http';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { inject } from 'vitest';
-import { callStep } from '../client/hook/service';
+import { hookCallKey } from '../client/hook/hook-key';
+import type { HarnessRequest } from '../client/hook/dialects';
+import { callStep, decide, startInOwnBlock } from '../client/hook/service';
 import { commandHooks, harnessTools, permissionRules } from '../hooks';
 import { batchWorkflowId } from '../workflows/definitions';
 import { defineConfig } from '../define/config';
@@ -25,9 +27,14 @@ const FIXTURES = path.join(__dirname, 'fixtures', 'hook');
 let h: Harness;
 let workspace: string;
 let hookWarnings: readonly string[] = [];
+/** The hooks' environment: a config folder of this run's, where the first hook keeps the call key. */
+let hookEnv: NodeJS.ProcessEnv;
+let callKey: Buffer;
 
 beforeAll(async () => {
   workspace = fs.mkdtempSync(path.join(inject('runDir'), 'hook-project-'));
+  hookEnv = { ...process.env, XDG_CONFIG_HOME: path.join(workspace, 'config') };
+  callKey = hookCallKey(hookEnv);
   fs.mkdirSync(path.join(workspace, '.claude'));
   fs.writeFileSync(
     path.join(workspace, '.claude', 'settings.json'),
@@ -90,7 +97,7 @@ function runHook(dialect: string, input: unknown, args: string[] = []): Promise<
         '120',
         ...args,
       ],
-      { stdio: ['pipe', 'pipe', 'pipe'] },
+      { stdio: ['pipe', 'pipe', 'pipe'], env: hookEnv },
     );
     let stdout = '';
     let stderr = '';
@@ -115,7 +122,7 @@ function decisionBatch(doc: { session_id: string; tool_name: string; tool_input:
   return batchWorkflowId(
     doc.session_id,
     n,
-    callStep({ sessionId: doc.session_id, toolName: doc.tool_name, toolInput: doc.tool_input }),
+    callStep({ sessionId: doc.session_id, toolName: doc.tool_name, toolInput: doc.tool_input }, callKey),
   );
 }
 
@@ -250,11 +257,71 @@ describe('Claude Code', () => {
         batchWorkflowId(
           fail.session_id,
           0,
-          callStep({ sessionId: fail.session_id, toolName: 'Bash', toolInput: fail.tool_input }, 'result'),
+          callStep({ sessionId: fail.session_id, toolName: 'Bash', toolInput: fail.tool_input }, callKey, 'result'),
         ),
       )
       .result();
     expect(JSON.stringify(out)).toContain('Command exited with non-zero status code 1');
+  });
+});
+
+describe("one call's decision never answers another on the same step", () => {
+  // A 48-bit step can be shared by two calls (a birthday search finds a pair). The batch of a
+  // harmless call is planted on the step of a harmful one, as that search would: the harmful call,
+  // asked with no tool_use_id within the same-call window, must get its own batch and decision.
+  function harmful(session: string): HarnessRequest {
+    return {
+      dialect: 'gemini',
+      event: 'BeforeTool',
+      kind: 'decide',
+      sessionId: session,
+      toolName: 'Bash',
+      toolInput: { command: 'rm -rf /srv/data' },
+    };
+  }
+
+  async function plant(session: string, step: number, command: string) {
+    const calls = [{ id: 'harness-0', name: 'Bash', arguments: JSON.stringify({ command }) }];
+    const { handle } = await startInOwnBlock(h.client, { sessionId: session, turn: 0, step, calls }, async (b) => b);
+    return handle.workflowId;
+  }
+
+  const service = () => ({ sluice: h.client, deadline: Date.now() + 120_000, budgetMs: 120_000, callKey });
+
+  it('a finished allow of other arguments is not attached to: the call is decided afresh (deny)', async () => {
+    const session = `hook-collide-done-${process.pid}-${Date.now()}`;
+    const req = harmful(session);
+    const step = callStep(req, callKey);
+    const planted = await plant(session, step, 'npm test');
+    const out = await h.client.temporal.workflow.getHandle(planted).result();
+    expect(JSON.stringify(out)).not.toContain('isError');
+    const decided = await decide(req, service());
+    expect(decided.answer.decision).toBe('deny');
+    expect(decided.answer.reason).toMatch(/rm -rf/);
+    expect(decided.workflowId).toBe(batchWorkflowId(session, 1, step));
+  });
+
+  it('a running ask of other arguments is not attached to: the call is decided afresh (deny)', async () => {
+    const session = `hook-collide-running-${process.pid}-${Date.now()}`;
+    const req = harmful(session);
+    const step = callStep(req, callKey);
+    const planted = await plant(session, step, 'git push origin collide');
+    const [pending] = await pendingApprovals(h.client, planted, 1);
+    const decided = await decide(req, service());
+    expect(decided.answer.decision).toBe('deny');
+    expect(decided.workflowId).toBe(batchWorkflowId(session, 1, step));
+    // The planted ask was left alone, still waiting for its own person.
+    expect((await h.client.readApprovals(planted)).pending.map((p) => p.approvalId)).toEqual([pending.approvalId]);
+    await h.client.decide({ approvalId: pending.approvalId, decision: 'deny', by: 'test', workflowId: planted });
+  });
+
+  it('the same call asked again within the window still shares its batch', async () => {
+    const session = `hook-collide-same-${process.pid}-${Date.now()}`;
+    const req = { ...harmful(session), toolInput: { command: 'npm test -- same' } };
+    const first = await decide(req, service());
+    expect(first.answer.decision).toBe('allow');
+    const again = await decide({ ...req, toolInput: { command: 'npm test -- same' } }, service());
+    expect(again.workflowId).toBe(first.workflowId);
   });
 });
 
@@ -380,7 +447,7 @@ describe('Claude Code http hooks: sluice hook serve', () => {
         '--task-queue',
         h.taskQueue,
       ],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
+      { stdio: ['ignore', 'pipe', 'pipe'], env: hookEnv },
     );
     try {
       let log = '';

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import type { BatchOutput } from '../pipeline/types';
 import { protectedPathArgs } from '../tools';
+import { pathArgsCheck } from '../tools/protected-args';
 import { codeModeTool } from '../tools/code-mode';
 import { mcpSource, type McpSource } from '../tools/mcp';
 import { defineConfig, defineTool } from '../define/config';
@@ -127,5 +128,18 @@ describe('protected paths in MCP and own tools’ arguments', () => {
     );
     expect(text(byId(out).P)).toContain('refused: ');
     expect(text(byId(out).P)).toContain('is under .claude');
+  });
+});
+
+describe('a schema nested deeper than any stack', () => {
+  it('is walked without overflowing, and a path `format` at its bottom still counts', () => {
+    let nested: Record<string, unknown> = {
+      type: 'object',
+      properties: { out: { type: 'string', format: 'file-path' } },
+    };
+    for (let i = 0; i < 200_000; i++) nested = { type: 'object', properties: { a: nested } };
+    const check = pathArgsCheck({ root: ws }, { name: 'deep', jsonSchema: nested });
+    expect(check({ out: '.claude/settings.local.json' })).toMatch(/deep: the argument out names/);
+    expect(check({ out: 'notes.txt' })).toBeUndefined();
   });
 });

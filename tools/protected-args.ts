@@ -42,24 +42,33 @@ const CAMEL_PATH_SUFFIX = /[a-z0-9](Path|Paths|File|Files|Filename|FileName|Dir|
 const PATH_FORMATS = new Set(['path', 'file-path', 'filepath', 'directory', 'directory-path', 'dir-path']);
 const BUILT_IN = ['read', 'write', 'edit', 'glob', 'grep'];
 
-/** Property names anywhere in a JSON schema whose schema says they hold a path. */
-function formatPathNames(schema: unknown, out = new Set<string>()): Set<string> {
-  if (!schema || typeof schema !== 'object') return out;
-  const s = schema as Record<string, unknown>;
-  const props = s.properties;
-  if (props && typeof props === 'object') {
-    for (const [name, sub] of Object.entries(props as Record<string, unknown>)) {
-      const f = (sub as { format?: unknown; items?: { format?: unknown } } | undefined)?.format;
-      const itemF = (sub as { items?: { format?: unknown } } | undefined)?.items?.format;
-      if (
-        (typeof f === 'string' && (PATH_FORMATS.has(f) || f === 'uri')) ||
-        (typeof itemF === 'string' && PATH_FORMATS.has(itemF))
-      )
-        out.add(name);
-    }
+/**
+ * Property names anywhere in a JSON schema whose schema says they hold a path. The walk keeps its
+ * own stack: a schema is the tool's (an MCP server's) to write, and one nested thousands of levels
+ * deep must not overflow the worker's.
+ */
+function formatPathNames(schema: unknown): Set<string> {
+  const out = new Set<string>();
+  const todo: unknown[] = [schema];
+  for (let node = todo.pop(); todo.length > 0 || node !== undefined; node = todo.pop()) {
+    if (!node || typeof node !== 'object') continue;
+    const s = node as Record<string, unknown>;
+    const props = s.properties;
+    if (props && typeof props === 'object')
+      for (const [name, sub] of Object.entries(props as Record<string, unknown>)) if (namesPath(sub)) out.add(name);
+    for (const v of Object.values(s)) if (v && typeof v === 'object') todo.push(v);
   }
-  for (const v of Object.values(s)) if (v && typeof v === 'object') formatPathNames(v, out);
   return out;
+}
+
+/** Whether a property's schema says it holds a path: its format, or its items' format. */
+function namesPath(sub: unknown): boolean {
+  const f = (sub as { format?: unknown } | undefined)?.format;
+  const itemF = (sub as { items?: { format?: unknown } } | undefined)?.items?.format;
+  return (
+    (typeof f === 'string' && (PATH_FORMATS.has(f) || f === 'uri')) ||
+    (typeof itemF === 'string' && PATH_FORMATS.has(itemF))
+  );
 }
 
 /** The real location a path would have: the deepest existing ancestor resolved, the rest joined. */

@@ -8,20 +8,26 @@
 //
 // Which batch a hook attaches to. PermissionRequest (Claude Code, Codex) and Gemini CLI's hooks
 // carry no tool_use_id, and a model that is told "wait for approval" calls again with a new one,
-// so a call is keyed by what it does: (session, tool name, tool input) gives the batch's step, and
-// its turn counts the times that same call was asked for ("occurrences"). A hook attaches to the
+// so a call is keyed by what it does: a keyed MAC of (session, tool name, tool input) gives the
+// batch's step, and its turn counts the times that same call was asked for ("occurrences"). The
+// step is 48 bits, so two calls may share it: a model that could compute steps could search for a
+// harmless call and a harmful one on the same step (a birthday search takes seconds), so the MAC's
+// key is secret (hook-key.ts), and an occurrence answers only a request whose tool and arguments
+// are the ones it was started with; any other is a new occurrence. A hook attaches to the
 // latest occurrence while it runs (an ask still waiting), or after it finished when it is the same
 // call (the same tool_use_id; without one, asked within SAME_CALL_MS), or when its decision came
 // from a person after the hook that asked had given up (a late decision, applied to the call
 // asked again within LATE_DECISION_MS). Anything else is a new occurrence, decided afresh.
-import { createHash } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import { WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
+import { decodeArrayFromPayloads } from '@temporalio/common/lib/internal-non-workflow';
 import { canonicalJson } from '../../pipeline/json';
 import type { BatchOutput, Json, JsonObject, SessionEvent } from '../../pipeline/types';
 import { type BatchOutputWire, expandBatchOutput } from '../../pipeline/output';
 import { batchWorkflowId, SEQ_CONFLICT } from '../../workflows/definitions';
 import type { BatchHandle, SluiceClient } from '../client';
 import type { HarnessRequest, HookAnswer } from './dialects';
+import { hookCallKey } from './hook-key';
 
 /** Without a tool_use_id, a finished batch this recent is the same call asked again (PermissionRequest after PreToolUse). */
 export const SAME_CALL_MS = 30_000;
@@ -59,6 +65,8 @@ export interface HookServiceOptions {
   budgetMs: number;
   /** The deny timeout of asks, when the worker's tool sets none (BatchOptions.approvalTimeoutMs). */
   approvalTimeoutMs?: number;
+  /** The key of callStep's MAC; hookCallKey() (the environment's, else this user's key file) when absent. */
+  callKey?: Buffer;
 }
 
 export interface Decided {
@@ -72,11 +80,18 @@ export interface Decided {
   approvalId?: string;
 }
 
-/** The step of every batch of one call: (session, tool name, tool input) → a 48-bit whole number. */
-export function callStep(req: Pick<HarnessRequest, 'sessionId' | 'toolName' | 'toolInput'>, salt = ''): number {
-  const hex = createHash('sha256')
-    .update(salt)
-    .update(canonicalJson([req.sessionId, req.toolName, req.toolInput as Json]))
+/**
+ * The step of every batch of one call: HMAC-SHA256 under `key` of (session, tool name, tool
+ * input), cut to a 48-bit whole number (a step must be a safe integer). Unequal calls may share a
+ * step; `sameArguments` tells them apart.
+ */
+export function callStep(
+  req: Pick<HarnessRequest, 'sessionId' | 'toolName' | 'toolInput'>,
+  key: Buffer,
+  salt = '',
+): number {
+  const hex = createHmac('sha256', key)
+    .update(canonicalJson([salt, req.sessionId, req.toolName, req.toolInput as Json]))
     .digest('hex');
   return Number.parseInt(hex.slice(0, 12), 16);
 }
@@ -154,10 +169,13 @@ async function latestOccurrence(
 /** Decides a harness call: attaches to or starts its batch and waits for the outcome until the deadline. */
 export async function decide(req: HarnessRequest, opts: HookServiceOptions): Promise<Decided> {
   const { sluice } = opts;
-  const step = callStep(req);
+  const step = callStep(req, opts.callKey ?? hookCallKey());
   const latest = await latestOccurrence(sluice, req.sessionId, step);
   let n = latest ? latest.n : 0;
-  if (latest && latest.status === 'COMPLETED') {
+  if (latest && !(await sameArguments(sluice, latest.workflowId, req))) {
+    // Another call on the same step: its decision is not this one's, nor is its wait.
+    n = latest.n + 1;
+  } else if (latest && latest.status === 'COMPLETED') {
     const out = await sluice.temporal.workflow.getHandle(latest.workflowId).result().then(expand);
     if (sameCall(req, out, latest, opts.budgetMs)) return { ...decisionOf(out), workflowId: latest.workflowId };
     n = latest.n + 1;
@@ -179,8 +197,8 @@ export async function record(
   req: HarnessRequest,
   opts: HookServiceOptions,
 ): Promise<{ workflowId: string; decisionBatch?: string }> {
-  const step = callStep(req);
-  const decision = await decisionBatchOf(opts.sluice, req, step);
+  const key = opts.callKey ?? hookCallKey();
+  const decision = await decisionBatchOf(opts.sluice, req, callStep(req, key));
   const n = decision?.n ?? 0;
   const args: JsonObject = { tool_name: req.toolName };
   if (req.toolUseId) args.tool_use_id = req.toolUseId;
@@ -195,7 +213,7 @@ export async function record(
       args.response_chars = text.length;
     }
   }
-  const { handle, out } = await run(opts, req, n, callStep(req, 'result'), {
+  const { handle, out } = await run(opts, req, n, callStep(req, key, 'result'), {
     id: req.toolUseId ?? `harness-result-${n}`,
     name: HARNESS_RESULT_TOOL,
     arguments: JSON.stringify(args),
@@ -205,6 +223,28 @@ export async function record(
       `the result was handed to batch ${handle.workflowId}, which did not finish within the hook's time (is a worker running on task queue ${opts.sluice.taskQueue}?); it is recorded when a worker runs it`,
     );
   return { workflowId: handle.workflowId, ...(decision ? { decisionBatch: decision.workflowId } : {}) };
+}
+
+/**
+ * Whether the batch was started for this request's call: the same tool name and the same
+ * arguments (canonical JSON, so key order does not matter), read from the batch's start event,
+ * which holds them whatever the batch's status and however long the arguments.
+ */
+export async function sameArguments(sluice: SluiceClient, workflowId: string, req: HarnessRequest): Promise<boolean> {
+  const page = await sluice.temporal.workflowService.getWorkflowExecutionHistory({
+    namespace: sluice.temporal.options.namespace,
+    execution: { workflowId },
+    maximumPageSize: 1,
+  });
+  const payloads = page.history?.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads;
+  const [input] = await decodeArrayFromPayloads(sluice.temporal.options.loadedDataConverter, payloads);
+  const calls = (input as { calls?: { name?: unknown; arguments?: unknown }[] } | undefined)?.calls;
+  if (calls?.length !== 1 || calls[0]?.name !== req.toolName || typeof calls[0]?.arguments !== 'string') return false;
+  try {
+    return canonicalJson(JSON.parse(calls[0].arguments)) === canonicalJson(req.toolInput as Json);
+  } catch {
+    return false;
+  }
 }
 
 /** The occurrence whose call this result belongs to: the one with its tool_use_id, else the latest. */

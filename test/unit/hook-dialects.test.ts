@@ -1,7 +1,10 @@
 // `sluice hook`'s dialects, pure: every documented payload parses (test/fixtures/hook/), every
 // answer comes out in the shape its harness reads, and no input or fallback becomes an allow.
+import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   answerBody,
@@ -13,7 +16,9 @@ import {
   renderAnswer,
   renderFailure,
 } from '../../client/hook/dialects';
+import { hookCallKey, hookKeyFile } from '../../client/hook/hook-key';
 import { callStep, clockSeq, decisionOf, nextBatchSeq, SEQ_BLOCK } from '../../client/hook/service';
+import { canonicalJson } from '../../pipeline/json';
 import type { BatchOutput } from '../../pipeline/types';
 
 const FIXTURES = path.join(__dirname, '..', 'fixtures', 'hook');
@@ -143,16 +148,51 @@ describe('answers in each harness’s words', () => {
 
 describe('keys and decisions', () => {
   it('one call, one step: the same tool input in any key order; another session or input, another step', () => {
-    const a = callStep({ sessionId: 's', toolName: 'Bash', toolInput: { command: 'ls', description: 'x' } });
-    expect(callStep({ sessionId: 's', toolName: 'Bash', toolInput: { description: 'x', command: 'ls' } })).toBe(a);
-    expect(callStep({ sessionId: 's2', toolName: 'Bash', toolInput: { command: 'ls', description: 'x' } })).not.toBe(a);
-    expect(callStep({ sessionId: 's', toolName: 'Bash', toolInput: { command: 'ls -a', description: 'x' } })).not.toBe(
-      a,
-    );
-    expect(
-      callStep({ sessionId: 's', toolName: 'Bash', toolInput: { command: 'ls', description: 'x' } }, 'result'),
-    ).not.toBe(a);
+    const key = Buffer.alloc(32, 7);
+    const step = (sessionId: string, command: string, salt?: string, k = key) =>
+      callStep({ sessionId, toolName: 'Bash', toolInput: { command, description: 'x' } }, k, salt);
+    const a = step('s', 'ls');
+    expect(callStep({ sessionId: 's', toolName: 'Bash', toolInput: { description: 'x', command: 'ls' } }, key)).toBe(a);
+    expect(step('s2', 'ls')).not.toBe(a);
+    expect(step('s', 'ls -a')).not.toBe(a);
+    expect(step('s', 'ls', 'result')).not.toBe(a);
     expect(Number.isSafeInteger(a)).toBe(true);
+  });
+
+  it('the step is keyed: another key gives other steps, and the unkeyed sha-256 prefix is not it', () => {
+    fc.assert(
+      fc.property(fc.string(), fc.uint8Array({ minLength: 32, maxLength: 32 }), (command, bytes) => {
+        const req = { sessionId: 's', toolName: 'Bash', toolInput: { command } };
+        const key = Buffer.from(bytes);
+        const other = Buffer.from(bytes.map((b, i) => (i === 0 ? b ^ 1 : b)));
+        const unkeyed = Number.parseInt(
+          createHash('sha256')
+            .update(canonicalJson(['s', 'Bash', { command }]))
+            .digest('hex')
+            .slice(0, 12),
+          16,
+        );
+        expect(callStep(req, key)).not.toBe(callStep(req, other));
+        expect(callStep(req, key)).not.toBe(unkeyed);
+      }),
+    );
+  });
+
+  it('the call key: derived from the worker secret when set, else one random key per config folder, kept 0600', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hook-key-'));
+    const env = { XDG_CONFIG_HOME: dir };
+    const kept = hookCallKey({ ...env });
+    expect(kept.length).toBe(32);
+    expect(hookCallKey({ ...env }).equals(kept)).toBe(true);
+    expect(fs.statSync(hookKeyFile(env)).mode & 0o077).toBe(0);
+    expect(hookCallKey({ XDG_CONFIG_HOME: fs.mkdtempSync(path.join(os.tmpdir(), 'hook-key-')) }).equals(kept)).toBe(
+      false,
+    );
+    const secret = { ...env, SLUICE_DIGEST_KEY: 'a worker secret' };
+    const derived = hookCallKey(secret);
+    expect(derived.equals(kept)).toBe(false);
+    expect(hookCallKey({ ...secret }).equals(derived)).toBe(true);
+    expect(derived.toString('utf8')).not.toContain('a worker secret');
   });
 
   it('seqs grow with the clock, 1,000 per millisecond', () => {

@@ -178,14 +178,16 @@ function build(opts: McpSourceOptions, connection: McpConnection, tools: Tool[],
     const d = defaultsOf(t.annotations);
     const timeoutMs = o.timeoutMs ?? opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     const concurrent = o.concurrencySafe ?? d.concurrencySafe;
-    const protectedPath = pathArgsCheck(
-      {
-        root: (opts.protect ? opts.protect.root : undefined) ?? ('cwd' in opts && opts.cwd ? opts.cwd : process.cwd()),
-        protect: opts.protect,
-      },
-      { name, jsonSchema: t.inputSchema, ...(o.pathArgs ? { pathArgs: o.pathArgs } : {}) },
-    );
     try {
+      // Inside the guard: the schema is the server's to write, and what it breaks leaves this tool out, not the worker.
+      const protectedPath = pathArgsCheck(
+        {
+          root:
+            (opts.protect ? opts.protect.root : undefined) ?? ('cwd' in opts && opts.cwd ? opts.cwd : process.cwd()),
+          protect: opts.protect,
+        },
+        { name, jsonSchema: t.inputSchema, ...(o.pathArgs ? { pathArgs: o.pathArgs } : {}) },
+      );
       out.push(
         defineTool<Record<string, unknown>>({
           name,
