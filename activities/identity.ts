@@ -15,6 +15,7 @@ import {
 } from 'jose';
 import type { SealedIdentity, VerifyApproverRequest, VerifyApproverResult } from '../pipeline/identity';
 import type { ApproverSettings } from '../define/config';
+import { groupsProblem } from '../pipeline/quorum';
 
 const DURATION =
   /^\d+(\.\d+)? ?(s|sec|secs|second|seconds|m|min|mins|minute|minutes|h|hr|hrs|hour|hours|d|day|days|w|week|weeks)$/;
@@ -138,6 +139,15 @@ function approverOf(payload: JWTPayload, settings: ApproverSettings, req: Verify
       code: 'wrong-group',
       subject,
       problem: `${subject} is not in a group that may approve ${req.toolName} (needs one of ${req.groups.join(', ')}; has ${groups.length ? groups.join(', ') : 'none'})`,
+    };
+  // Several sources named groups: a group of each list (any of one list would widen who approves).
+  const outside = groupsProblem(req.groupSets ?? [], groups);
+  if (outside)
+    return {
+      ok: false,
+      code: 'wrong-group',
+      subject,
+      problem: `${subject} is not in the groups that may approve ${req.toolName}: it ${outside} (has ${groups.length ? groups.join(', ') : 'none'})`,
     };
   return { ok: true, subject, groups, ...(typeof payload.iss === 'string' ? { issuer: payload.iss } : {}) };
 }

@@ -18,6 +18,8 @@ export interface VerifyApproverRequest {
   argsDigest: string;
   /** At least one of these groups, when non-empty. */
   groups: string[];
+  /** And at least one group of each of these lists, when given (several sources named groups). */
+  groupSets?: string[][];
   toolName: string;
 }
 
