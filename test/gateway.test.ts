@@ -524,6 +524,7 @@ describe('sluice gateway over Streamable HTTP', () => {
           headers: {
             'content-type': 'application/json',
             accept: 'application/json, text/event-stream',
+            ...authorized,
             host: 'evil.example:80',
           },
         },
