@@ -25,7 +25,7 @@ export interface VerifyApproverRequest {
 
 export type VerifyApproverResult =
   | ({ ok: true } & VerifiedApprover)
-  | { ok: false; code: 'unverified' | 'wrong-group'; problem: string; subject?: string };
+  | { ok: false; code: 'unverified' | 'wrong-group' | 'token-used'; problem: string; subject?: string };
 
 /** The plaintext a client seals: the token and what it is for, so a sealed copy cannot be reused. */
 export interface SealedIdentity {

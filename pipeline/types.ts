@@ -407,6 +407,8 @@ export type RefusalCode =
   | 'bad-pins'
   | 'unverified'
   | 'wrong-group'
+  /** One-time approver tokens (approvers.oneTimeTokens): this token's jti already decided. */
+  | 'token-used'
   /** Quorum: this approver (after normalisation, or by verified subject) already voted. */
   | 'same-approver'
   /** Quorum: the session's own user may not approve its calls (two-person rule). */
