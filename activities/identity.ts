@@ -1,6 +1,7 @@
 // Opens a sealed approver identity and verifies its JWT (against a JWKS, a JWKS URL or a shared
 // HMAC key), as an activity: the token is only ever in this process's memory. What it returns
 // (subject, groups, issuer, or why not) is what history records.
+import { createHash } from 'node:crypto';
 import {
   compactDecrypt,
   createLocalJWKSet,
@@ -15,6 +16,7 @@ import {
 } from 'jose';
 import type { SealedIdentity, VerifyApproverRequest, VerifyApproverResult } from '../pipeline/identity';
 import type { ApproverSettings } from '../define/config';
+import { groupsProblem } from '../pipeline/quorum';
 
 const DURATION =
   /^\d+(\.\d+)? ?(s|sec|secs|second|seconds|m|min|mins|minute|minutes|h|hr|hrs|hour|hours|d|day|days|w|week|weeks)$/;
@@ -25,8 +27,20 @@ interface VerifyKeys {
   shared?: Uint8Array;
 }
 
-export function createIdentityActivities(settings: ApproverSettings | undefined) {
+/**
+ * Where used one-time tokens are recorded (SluiceStores.claimOnce): shared by every worker of the
+ * store, so a token decides once across approvals, batches and workers.
+ */
+export type ClaimOnce = (key: string, holder: string) => Promise<string>;
+
+export function createIdentityActivities(settings: ApproverSettings | undefined, opts: { claimOnce?: ClaimOnce } = {}) {
   checkMaxTokenAge(settings?.maxTokenAge);
+  if (settings?.oneTimeTokens !== undefined && typeof settings.oneTimeTokens !== 'boolean')
+    throw new Error('approvers.oneTimeTokens must be true or false');
+  if (settings?.oneTimeTokens && !opts.claimOnce)
+    throw new Error(
+      'approvers.oneTimeTokens needs a store every worker shares to record used tokens in (the state folder or PostgreSQL); this worker has none',
+    );
   const keys: VerifyKeys = {
     jwks: settings?.jwks
       ? createLocalJWKSet(settings.jwks as { keys: JWK[] })
@@ -54,8 +68,43 @@ export function createIdentityActivities(settings: ApproverSettings | undefined)
         return no('the signed identity was sealed for another approval or other arguments; it is not reused');
       const verified = await verifyToken(sealed.token, settings, keys);
       if ('problem' in verified) return no(verified.problem);
-      return approverOf(verified.payload, settings, req);
+      const approver = approverOf(verified.payload, settings, req);
+      if (!approver.ok || !settings.oneTimeTokens) return approver;
+      return (await usedBefore(verified.payload, req, opts.claimOnce!)) ?? approver;
     },
+  };
+}
+
+/**
+ * One-time tokens: the token's `jti` (with its issuer) is claimed for this decision, the sealed
+ * identity it came in. A retried activity brings the same sealed identity and finds its own
+ * claim; any other decision with the token (re-sealed for another approval, batch or worker) finds
+ * it taken. Claimed only once the token passed every other check, so a refused one is not spent.
+ */
+async function usedBefore(
+  payload: JWTPayload,
+  req: VerifyApproverRequest,
+  claimOnce: ClaimOnce,
+): Promise<VerifyApproverResult | undefined> {
+  const subject = String(payload.sub);
+  if (typeof payload.jti !== 'string' || !payload.jti)
+    return {
+      ok: false,
+      code: 'unverified',
+      subject,
+      problem:
+        'the token has no "jti" (token id) claim, and this worker takes each approver token once (approvers.oneTimeTokens): have the identity provider issue tokens with a jti',
+    };
+  const holder = createHash('sha256').update(req.sealed).digest('hex');
+  const key = `approver-jti:${createHash('sha256')
+    .update(JSON.stringify([payload.iss ?? '', payload.jti]))
+    .digest('hex')}`;
+  if ((await claimOnce(key, holder)) === holder) return undefined;
+  return {
+    ok: false,
+    code: 'token-used',
+    subject,
+    problem: `this approver token (jti ${payload.jti.slice(0, 80)}) already decided another approval; each token decides once (approvers.oneTimeTokens): sign in again for a new one`,
   };
 }
 
@@ -138,6 +187,15 @@ function approverOf(payload: JWTPayload, settings: ApproverSettings, req: Verify
       code: 'wrong-group',
       subject,
       problem: `${subject} is not in a group that may approve ${req.toolName} (needs one of ${req.groups.join(', ')}; has ${groups.length ? groups.join(', ') : 'none'})`,
+    };
+  // Several sources named groups: a group of each list (any of one list would widen who approves).
+  const outside = groupsProblem(req.groupSets ?? [], groups);
+  if (outside)
+    return {
+      ok: false,
+      code: 'wrong-group',
+      subject,
+      problem: `${subject} is not in the groups that may approve ${req.toolName}: it ${outside} (has ${groups.length ? groups.join(', ') : 'none'})`,
     };
   return { ok: true, subject, groups, ...(typeof payload.iss === 'string' ? { issuer: payload.iss } : {}) };
 }

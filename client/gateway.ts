@@ -16,8 +16,8 @@
 // stream broke resumes it (GET with Last-Event-ID) at any gateway process, restarted or not.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
-import * as os from 'node:os';
 import * as http from 'node:http';
+import * as path from 'node:path';
 import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
@@ -27,6 +27,7 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import { expandBatchOutput } from '../pipeline/output';
 import { canonicalJson } from '../pipeline/json';
 import type { BatchOutput, Json, PendingApproval } from '../pipeline/types';
+import { elicitedBy } from '../pipeline/approval-rules';
 import { type ApprovalLinkSettings, approvalLink } from '../activities/approval-links';
 import { loadConfig } from '../worker/load-config';
 import { parseToolManifest, type ToolSchema, toolSchemas } from '../define/config';
@@ -51,11 +52,20 @@ Options:
                           MCP servers to list theirs)
   --manifest FILE         Or the tool manifest \`sluice manifest --config FILE\` wrote (no tool code loaded)
   --task-queue NAME       The task queue of the worker that runs the calls
-  --http                  Serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio
-  --port N, --host H      With --http: where to listen (default 127.0.0.1:8789; loopback only
-                          unless --token is set)
-  --token-env NAME        With --http: the environment variable holding a bearer token every
-                          request must carry (Authorization: Bearer ...)
+  --http                  Serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio. Every
+                          request must carry Authorization: Bearer <token>: the token of
+                          --token-env, else the one in --token-file
+  --port N, --host H      With --http: where to listen (default 127.0.0.1:8789)
+  --token-env NAME        With --http: the environment variable holding the bearer token
+  --token-file FILE       With --http and no --token-env: the file holding the bearer token,
+                          created with a new random one (mode 0600) when missing, reused when
+                          present (default .sluice/gateway-token)
+  --no-token              With --http on a loopback address: serve without a token. INSECURE:
+                          every local process (any user, any program) can then call every tool
+  --elicitation-decides   Let the answer a client gives in an MCP elicitation form decide an ask.
+                          Off by default: the client may be the agent itself. The answer is
+                          recorded as the client's, unverified, and never counts toward a quorum
+                          or where a verified approver is required (the form is not offered then)
   --session ID            The Sluice session of a stdio client (default: a new one per process);
                           give one to let a restarted gateway answer a repeated call from its batch
   --approval-timeout S    Deny timeout of an ask when the tool sets none (default 600)
@@ -66,6 +76,8 @@ Options:
   --namespace NAME        Temporal namespace (default: TEMPORAL_NAMESPACE, then "default")`;
 
 const DEFAULT_PORT = 8789;
+/** Where `--http` keeps its bearer token when no --token-env names one. */
+const DEFAULT_TOKEN_FILE = '.sluice/gateway-token';
 /** How often a waiting call tells the client it still waits (MCP progress notifications). */
 const PROGRESS_MS = 3_000;
 /** Bodies over this are refused before parsing: a client that sends garbage gets a clear error. */
@@ -99,8 +111,12 @@ export interface GatewayOptions {
    * elicitation is sent the link for the approval its call waits on.
    */
   links?: ApprovalLinkSettings;
-  /** Who a decision made in the client's elicitation form is recorded as; default the OS user. */
-  approver?: string;
+  /**
+   * The answer a client gives in an elicitation form decides a plain ask (`--elicitation-decides`),
+   * recorded as that client's, unverified. Off: no form is offered (a URL elicitation's link to the
+   * inbox still is). A quorum ask, or one only a verified approver may decide, is never offered one.
+   */
+  elicitationDecides?: boolean;
   log?: (line: string) => void;
 }
 
@@ -310,10 +326,11 @@ type HandlerExtra = Parameters<Parameters<Server['setRequestHandler']>[1]>[1];
 /**
  * The ask, put to the person at the client through MCP elicitation, when the client declares it:
  * URL mode (a one-time approval link to the inbox card of this approval, when the gateway has the
- * inbox's address and link key), else form mode (approve / deny, with a reason). The form's answer
- * is a decision bound to the digest of the arguments it showed; the inbox, the CLI, notifiers and
- * verified approvers keep working, and whichever answers first wins (the batch takes one decision
- * per approval and refuses the rest).
+ * inbox's address and link key), else, where the operator let it decide (--elicitation-decides),
+ * form mode (approve / deny, with a reason). The form's answer is a decision bound to the digest
+ * of the arguments it showed, recorded as the client's and unverified; the inbox, the CLI,
+ * notifiers and verified approvers keep working, and whichever answers first wins (the batch takes
+ * one decision per approval and refuses the rest).
  */
 function elicitingAsker(
   server: Server,
@@ -323,8 +340,10 @@ function elicitingAsker(
 ): Pick<Waiting, 'ask' | 'done'> | undefined {
   const caps = server.getClientCapabilities()?.elicitation as { form?: object; url?: object } | undefined;
   if (!caps) return undefined;
-  // A client that declares `elicitation: {}` (the 2025-06-18 form) supports forms only.
-  const form = caps.form !== undefined || caps.url === undefined;
+  // A client that declares `elicitation: {}` (the 2025-06-18 form) supports forms only. The form's
+  // answer comes from whatever answers the client, perhaps the agent: only where the operator let
+  // it decide, and never where a quorum or a verified approver is needed (formMayDecide).
+  const form = opts.elicitationDecides === true && (caps.form !== undefined || caps.url === undefined);
   const asking: Asking = { sdk, opts, extra, client: server.getClientVersion()?.name ?? 'MCP client' };
   const urlIds: string[] = [];
   return {
@@ -343,13 +362,18 @@ function elicitingAsker(
         urlIds.push(elicitationId);
         return askByLink(asking, p, link, elicitationId, signal);
       }
-      if (form) await askInForm(asking, p, signal);
+      if (form && formMayDecide(p)) await askInForm(asking, p, signal);
     },
     async done() {
       for (const elicitationId of urlIds)
         await extra.sendNotification({ method: 'notifications/elicitation/complete', params: { elicitationId } });
     },
   };
+}
+
+/** An ask an unverified answer may decide: neither a quorum nor a verified approver is required. */
+function formMayDecide(p: PendingApproval): boolean {
+  return !p.quorum && !p.identityRequired;
 }
 
 /** What an elicitation needs: the request it is sent within, and the client's name for the record. */
@@ -418,7 +442,9 @@ async function askInForm(a: Asking, p: PendingApproval, signal: AbortSignal) {
       workflowId: p.workflowId,
       argsDigest: p.argsDigest,
       decision,
-      by: a.opts.approver ?? `${os.userInfo().username} (${a.client})`,
+      // Recorded as the client's answer, unverified: never a name that reads like a person's.
+      by: elicitedBy(a.client),
+      mcpClient: a.client,
       ...(reason ? { reason } : {}),
     });
   } catch (err) {
@@ -505,6 +531,7 @@ async function serve(o: ReturnType<typeof parseOptions>, log: (s: string) => voi
     log,
     ...(o.approvalTimeoutMs !== undefined ? { approvalTimeoutMs: o.approvalTimeoutMs } : {}),
     ...(links ? { links } : {}),
+    ...(o.elicitationDecides ? { elicitationDecides: true } : {}),
   };
   try {
     if (o.http) return await serveHttp(gw, o, log);
@@ -530,9 +557,14 @@ async function serve(o: ReturnType<typeof parseOptions>, log: (s: string) => voi
 }
 
 async function serveHttp(gw: GatewayOptions, o: ReturnType<typeof parseOptions>, log: (s: string) => void) {
-  const token = o.tokenEnv ? process.env[o.tokenEnv] : undefined;
-  if (o.tokenEnv && !token) throw new Error(`--token-env ${o.tokenEnv}: that environment variable is empty or unset`);
-  const served = await startGatewayHttp(gw, { host: o.host, port: o.port, ...(token ? { token } : {}) });
+  const token = o.noToken ? undefined : gatewayToken(o, log);
+  const served = await startGatewayHttp(gw, {
+    host: o.host,
+    port: o.port,
+    ...(token ? { token } : { insecureNoToken: true as const }),
+  });
+  if (!token)
+    log(`sluice gateway: INSECURE, --no-token: any process on this machine can call every tool at ${served.url}\n`);
   log(`sluice gateway: ${gw.tools.length} tools on ${served.url}, task queue ${gw.sluice.taskQueue}\n`);
   await untilStopSignal();
   await served.close();
@@ -543,8 +575,10 @@ export interface GatewayHttpOptions {
   host: string;
   /** 0 for any free port. */
   port: number;
-  /** A bearer token every request must carry; required off the loopback. */
+  /** The bearer token every request must carry. */
   token?: string;
+  /** Serve without a token (loopback only): any local process may then call every tool. */
+  insecureNoToken?: true;
 }
 
 /**
@@ -565,7 +599,11 @@ export async function startGatewayHttp(
 ): Promise<{ url: string; close(): Promise<void> }> {
   if (!isLoopback(o.host) && !o.token)
     throw new Error(
-      `--host ${o.host} is not a loopback address: whatever reaches the gateway can call every tool it lists, so serving it there needs --token-env (a bearer token every request carries)`,
+      `--host ${o.host} is not a loopback address: whatever reaches the gateway can call every tool it lists, so serving it there needs a bearer token (--token-env or --token-file), never --no-token`,
+    );
+  if (!o.token && !o.insecureNoToken)
+    throw new Error(
+      'the HTTP gateway needs a bearer token (GatewayHttpOptions.token): without one every local process can call every tool; pass insecureNoToken: true only on a machine where every process is trusted',
     );
   const sessions = new HttpSessions(gw, mcpSdk());
   const server = http.createServer((req, res) => void serveRequest(req, res, sessions, o.token));
@@ -973,6 +1011,35 @@ function declaredIn(sid: string): { elicitation?: { form?: object; url?: object 
   return { elicitation: { ...(m[1] ? { form: {} } : {}), ...(m[2] ? { url: {} } : {}) } };
 }
 
+/**
+ * The HTTP gateway's bearer token: from --token-env, else from --token-file, which is created
+ * with a new random token (mode 0600) when missing and reused when present, so a restarted
+ * gateway keeps its clients' token. A file others may read is refused: its token is as good as none.
+ */
+function gatewayToken(o: ReturnType<typeof parseOptions>, log: (s: string) => void): string {
+  if (o.tokenEnv) {
+    const token = process.env[o.tokenEnv];
+    if (!token) throw new Error(`--token-env ${o.tokenEnv}: that environment variable is empty or unset`);
+    return token;
+  }
+  const file = o.tokenFile;
+  if (!fs.existsSync(file)) {
+    fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+    fs.writeFileSync(file, `${randomBytes(32).toString('base64url')}\n`, { mode: 0o600, flag: 'wx' });
+    log(`sluice gateway: a new bearer token is in ${file}; clients send Authorization: Bearer <its contents>\n`);
+  }
+  const mode = fs.statSync(file).mode & 0o777;
+  if (mode & 0o077)
+    throw new Error(
+      `--token-file ${file} may be read by other users (mode ${mode.toString(8)}): \`chmod 600 ${file}\`, or delete it to have a new one made`,
+    );
+  const token = fs.readFileSync(file, 'utf8').trim();
+  if (token.length < 16)
+    throw new Error(`--token-file ${file} holds no token of 16 characters or more: delete it to have a new one made`);
+  log(`sluice gateway: bearer token from ${file}\n`);
+  return token;
+}
+
 function bearerMatches(header: string | undefined, token: string): boolean {
   const m = /^Bearer (.+)$/.exec(header ?? '');
   if (!m) return false;
@@ -998,6 +1065,9 @@ function parseOptions(argv: string[]) {
       port: { type: 'string' },
       host: { type: 'string' },
       'token-env': { type: 'string' },
+      'token-file': { type: 'string' },
+      'no-token': { type: 'boolean' },
+      'elicitation-decides': { type: 'boolean' },
       session: { type: 'string' },
       'approval-timeout': { type: 'string' },
       inbox: { type: 'string' },
@@ -1010,6 +1080,9 @@ function parseOptions(argv: string[]) {
   if (positionals.length) throw new Error(`unexpected argument ${JSON.stringify(positionals[0])}`);
   if (!values['task-queue']) throw new Error('--task-queue is required: the queue of the worker that runs the calls');
   if (values.config && values.manifest) throw new Error('give --config or --manifest, not both');
+  if (values['no-token'] && (values['token-env'] || values['token-file']))
+    throw new Error('--no-token serves without a token: give it alone, not with --token-env or --token-file');
+  if (values['token-env'] && values['token-file']) throw new Error('give --token-env or --token-file, not both');
   const port = values.port === undefined ? DEFAULT_PORT : Number(values.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535)
     throw new Error(`--port must be a port number, not ${values.port}`);
@@ -1029,6 +1102,9 @@ function parseOptions(argv: string[]) {
     port,
     host: values.host ?? '127.0.0.1',
     tokenEnv: values['token-env'],
+    tokenFile: values['token-file'] ?? DEFAULT_TOKEN_FILE,
+    noToken: values['no-token'] === true,
+    elicitationDecides: values['elicitation-decides'] === true,
     session: values.session,
     approvalTimeoutMs,
     inbox: values.inbox,

@@ -3,7 +3,7 @@
 // control sequence (ESC[2K\r would erase what is shown and print something else over it), no
 // value can start a line of its own, and every cut says how much it hid.
 import { policyText } from '../pipeline/policy-binding';
-import { type QuorumTally, tallyText } from '../pipeline/quorum';
+import { describeGroupSets, type QuorumTally, tallyText } from '../pipeline/quorum';
 import type { Card, PendingApproval, ToolResult } from '../pipeline/types';
 import type { BatchAudit, CallAudit, DecisionAudit, SessionAudit, StageRun } from './audit';
 
@@ -50,7 +50,8 @@ export function renderPendingCard(p: PendingApproval, now = Date.now()): string 
 
 /** "1 of 2: alice approved", who may decide, and who may not (the session's user). */
 export function quorumLine(q: QuorumTally): string {
-  return `${tallyText(q)}${q.groups?.length ? `; verified approvers in ${q.groups.join(' or ')}` : ''}${q.sessionUser ? `; not ${q.sessionUser} (the session's user)` : ''}`;
+  const sets = q.groupSets ?? (q.groups?.length ? [q.groups] : []);
+  return `${tallyText(q)}${sets.length ? `; verified approvers in ${describeGroupSets(sets)}` : ''}${q.sessionUser ? `; not ${q.sessionUser} (the session's user)` : ''}`;
 }
 
 /** An unknown outcome waiting for a person: what was lost, and the three ways to settle it. */

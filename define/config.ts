@@ -202,6 +202,13 @@ export interface ApproverSettings {
   maxTokenAge?: number | string;
   /** Every approval needs a verified approver, whatever the tool. */
   require?: boolean;
+  /**
+   * Each approver token decides once: a token must carry a `jti`, and a second decision with the
+   * same issuer and `jti` is refused (`token-used`), in any approval, batch or worker. Used ones
+   * are recorded in the worker's store (the state folder, or PostgreSQL: share it between workers).
+   * Default false: a token decides until it expires, as a signed-in inbox session needs.
+   */
+  oneTimeTokens?: boolean;
 }
 
 /** A tool as written by a user: everything but the schema, whose form decides the argument type. */

@@ -20,7 +20,7 @@ export function foldPreDecision(current: PreDecision, next: PreDecision | undefi
   if (RANK[next.kind] < RANK[current.kind]) return bound(current);
   if (next.kind === 'ask' && current.kind === 'ask') {
     const reasons = [current.reason, next.reason].filter(Boolean);
-    // A quorum only tightens too: the larger one, with every group named.
+    // A quorum only tightens too: the larger one, and every ask's groups must hold together.
     const approvers = stricterQuorum(current.approvers, next.approvers);
     return bound({
       kind: 'ask',

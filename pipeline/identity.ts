@@ -18,12 +18,14 @@ export interface VerifyApproverRequest {
   argsDigest: string;
   /** At least one of these groups, when non-empty. */
   groups: string[];
+  /** And at least one group of each of these lists, when given (several sources named groups). */
+  groupSets?: string[][];
   toolName: string;
 }
 
 export type VerifyApproverResult =
   | ({ ok: true } & VerifiedApprover)
-  | { ok: false; code: 'unverified' | 'wrong-group'; problem: string; subject?: string };
+  | { ok: false; code: 'unverified' | 'wrong-group' | 'token-used'; problem: string; subject?: string };
 
 /** The plaintext a client seals: the token and what it is for, so a sealed copy cannot be reused. */
 export interface SealedIdentity {

@@ -259,6 +259,11 @@ export interface PendingApproval {
   /** Only a verified approver (a signed identity) may decide; in one of `approverGroups` when set. */
   identityRequired?: true;
   approverGroups?: string[];
+  /**
+   * Set instead of `approverGroups` when several sources name groups (the tool's approverGroups, a
+   * quorum's groups, a handler's ask): a verified approver must be in a group of each list.
+   */
+  approverGroupSets?: string[][];
   /** Who the ask is assigned to now (lifecycle: first assignee, escalation, reassignment). */
   assignee?: string;
   /** A quorum ask: how many distinct approvers it needs, and the votes so far. */
@@ -383,6 +388,12 @@ export interface ApprovalDecision {
    * already taken a decision from, and records the link id with the decision it takes.
    */
   link?: { id: string; approvalId: string; expiresAt: string };
+  /**
+   * Sent by `sluice gateway --elicitation-decides` for an answer given in an MCP client's form:
+   * the name the client gave itself. Unverified: recorded as the client's answer (never under a
+   * person's name), refused on a quorum ask and where a verified approver is required.
+   */
+  mcpClient?: string;
 }
 
 /** Why a decision was not taken; the update fails with it and `approval/refused` records it. */
@@ -396,6 +407,8 @@ export type RefusalCode =
   | 'bad-pins'
   | 'unverified'
   | 'wrong-group'
+  /** One-time approver tokens (approvers.oneTimeTokens): this token's jti already decided. */
+  | 'token-used'
   /** Quorum: this approver (after normalisation, or by verified subject) already voted. */
   | 'same-approver'
   /** Quorum: the session's own user may not approve its calls (two-person rule). */

@@ -414,6 +414,27 @@ export class PostgresResultStore implements ResultStore {
     return r.rows.length ? JSON.parse(r.rows[0].value) : undefined;
   }
 
+  /**
+   * A claim kept beside the results (key `claim:<key>`, no schema change): the first insert has
+   * it, a later one reads who does (SluiceStores.claimOnce). Pruned with the results, so keep
+   * results longer than anything claimed must stay claimed (an approver token's lifetime).
+   */
+  async claimOnce(key: string, holder: string): Promise<string> {
+    const k = `claim:${key}`;
+    const text = JSON.stringify(holder);
+    const r = await withRetry(
+      () =>
+        this.pool.query(
+          `INSERT INTO sluice_results (key, value, bytes) VALUES ($1, $2, $3) ON CONFLICT (key) DO NOTHING`,
+          [k, text, Buffer.byteLength(text)],
+        ),
+      20_000,
+    );
+    if (r.rowCount === 1) return holder;
+    const held = await withRetry(() => this.pool.query('SELECT value FROM sluice_results WHERE key = $1', [k]), 20_000);
+    return held.rows.length ? JSON.parse(held.rows[0].value) : holder;
+  }
+
   /** Deletes the results stored before `before` (retention). */
   async prune(before: Date): Promise<{ results: number; bytes: number }> {
     const r = await withRetry(

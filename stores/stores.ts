@@ -1,6 +1,7 @@
 // Where session events and stored results live: files in the state folder (the embedded default),
 // or PostgreSQL when SLUICE_DATABASE_URL is set (stores/postgres.ts), shared by every worker and
 // read by the CLI and the inbox.
+import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { SessionEvent } from '../pipeline/types';
@@ -29,6 +30,12 @@ export interface SluiceStores {
    * there on never reach the log, and a follower says so instead of waiting).
    */
   conflicts(sessionId: string): Promise<{ count: number; where: string; batches: string[] }>;
+  /**
+   * Claims `key` for `holder` once, for every worker that shares this store: resolves to the
+   * holder that has it, `holder` itself when this call (or an earlier one by the same holder) took
+   * it. One-time approver tokens (`approvers.oneTimeTokens`) are claimed here by their `jti`.
+   */
+  claimOnce?(key: string, holder: string): Promise<string>;
   /** Number of stored results, when the store can tell cheaply. */
   storedResults?(): Promise<{ results: number; bytes: number }>;
   /** Throws what to do when the store cannot be used yet (a database without Sluice's schema). */
@@ -72,9 +79,30 @@ export function fileStores(stateDir: string, warn?: (m: string) => void): Sluice
       }
       return { results: count, bytes };
     },
+    claimOnce: (key, holder) => claimFile(path.join(stateDir, 'claims'), key, holder),
     async ready() {},
     async close() {},
   };
+}
+
+/**
+ * A claim as a file created exclusively (`wx`): the first writer has it, every later one reads who
+ * does. Written whole before it is linked in, so a reader never sees half a holder.
+ */
+async function claimFile(dir: string, key: string, holder: string): Promise<string> {
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const file = path.join(dir, createHash('sha256').update(key).digest('hex'));
+  const tmp = `${file}.${process.pid}.${Date.now()}.tmp`;
+  fs.writeFileSync(tmp, holder, { mode: 0o600 });
+  try {
+    fs.linkSync(tmp, file);
+    return holder;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    return fs.readFileSync(file, 'utf8');
+  } finally {
+    fs.rmSync(tmp, { force: true });
+  }
 }
 
 export function postgresStores(url: string, warn?: (m: string) => void): SluiceStores & { pg: PostgresStores } {
@@ -101,6 +129,7 @@ export function postgresStores(url: string, warn?: (m: string) => void): SluiceS
       };
     },
     storedResults: () => pg.results.count(),
+    claimOnce: (key, holder) => pg.results.claimOnce(key, holder),
     ready: () => pg.checkSchema(),
     close: async () => {
       await live.close();

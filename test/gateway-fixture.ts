@@ -3,6 +3,7 @@
 // HTTP gateway, and `bin/sluice.js gateway` processes, started until they listen and stopped at
 // the end of the file. test/gateway-package.test.ts runs the installed package instead.
 import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -37,11 +38,24 @@ export function upstreamCalls(marks: string): { tool: string; args: Record<strin
 export const textOf = (r: CallToolResult) =>
   r.content.map((b) => (b.type === 'text' ? b.text : `[${b.type}]`)).join('\n');
 
+/**
+ * The bearer token of the gateways `gatewayProcesses` starts (an HTTP gateway needs one), sent by
+ * `post` unless its headers name an authorization of their own.
+ */
+export const GATEWAY_TOKEN = randomBytes(24).toString('base64url');
+/** Headers that carry GATEWAY_TOKEN, for the SDK's client (`requestInit: { headers: authorized }`). */
+export const authorized = { authorization: `Bearer ${GATEWAY_TOKEN}` };
+
 /** One JSON-RPC message (or a raw body) posted to the gateway; the answer read from JSON or from its event stream. */
 export async function post(url: string, message: unknown, headers: Record<string, string> = {}) {
   const res = await fetch(url, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      ...authorized,
+      ...headers,
+    },
     body: typeof message === 'string' ? message : JSON.stringify(message),
   });
   const text = await res.text();
@@ -74,11 +88,16 @@ export function gatewayArgs(taskQueue: string, extra: string[] = []): string[] {
 export function gatewayProcesses(taskQueue: () => string) {
   const children: ChildProcess[] = [];
   return {
-    /** `--http --port 0` (a free port) unless `extra` gives a port; GATEWAY_MARKS as set now. */
+    /**
+     * `--http --port 0` (a free port) unless `extra` gives a port, with GATEWAY_TOKEN (through
+     * --token-env) unless `extra` says how to serve without it; GATEWAY_MARKS as set now.
+     */
     start(extra: string[] = [], env: Record<string, string> = {}): Promise<{ child: ChildProcess; url: string }> {
-      const child = spawn(process.execPath, gatewayArgs(taskQueue(), ['--http', '--port', '0', ...extra]), {
+      const ownToken = extra.some((a) => a === '--token-env' || a === '--token-file' || a === '--no-token');
+      const token = ownToken ? [] : ['--token-env', 'SLUICE_TEST_GATEWAY_TOKEN'];
+      const child = spawn(process.execPath, gatewayArgs(taskQueue(), ['--http', '--port', '0', ...token, ...extra]), {
         stdio: ['ignore', 'ignore', 'pipe'],
-        env: { ...process.env, ...env },
+        env: { ...process.env, SLUICE_TEST_GATEWAY_TOKEN: GATEWAY_TOKEN, ...env },
       });
       children.push(child);
       let err = '';

@@ -14,7 +14,14 @@ import { toolSchemas } from '../define/config';
 import type { PendingApproval } from '../pipeline/types';
 import { loadConfig } from '../worker/load-config';
 import { eventually, poll } from './eventually';
-import { GATEWAY_CONFIG, gatewayMarks, textOf, upstreamCalls as callsIn } from './gateway-fixture';
+import {
+  authorized,
+  GATEWAY_CONFIG,
+  GATEWAY_TOKEN,
+  gatewayMarks,
+  textOf,
+  upstreamCalls as callsIn,
+} from './gateway-fixture';
 import type { Harness } from './harness';
 import { type InboxSetup, startInboxSetup } from './inbox-setup';
 
@@ -37,10 +44,12 @@ beforeAll(async () => {
   ({ h, inbox, browser } = setup);
   gateway = await startGatewayHttp(
     { tools: toolSchemas(config), sluice: h.client, approvalTimeoutMs: 240_000 },
-    { host: '127.0.0.1', port: 0 },
+    { host: '127.0.0.1', port: 0, token: GATEWAY_TOKEN },
   );
   client = new Client({ name: 'gateway-inbox-test', version: '1' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(gateway.url)));
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(gateway.url), { requestInit: { headers: authorized } }),
+  );
 });
 
 afterAll(async () => {

@@ -132,8 +132,14 @@ function sluiceProcess(label: string, args: string[]): Proc {
   });
 }
 
-/** `sluice gateway --http` on `port` (0: a free one), once it listens. */
-async function startGateway(port = 0, more: string[] = []): Promise<{ proc: Proc; url: string }> {
+/**
+ * `sluice gateway --http` on `port` (0: a free one), once it listens, and the headers that carry
+ * its bearer token: the default one, which it keeps in the app's .sluice/gateway-token.
+ */
+async function startGateway(
+  port = 0,
+  more: string[] = [],
+): Promise<{ proc: Proc; url: string; headers: { authorization: string } }> {
   const proc = sluiceProcess('sluice gateway --http', [
     'gateway',
     '--config',
@@ -146,7 +152,12 @@ async function startGateway(port = 0, more: string[] = []): Promise<{ proc: Proc
     ...more,
   ]);
   await proc.waitFor('the gateway to listen', /on http:\/\/\S+\/mcp/);
-  return { proc, url: /on (http:\/\/\S+\/mcp)/.exec(proc.output())![1] };
+  const token = fs.readFileSync(path.join(app.dir, '.sluice', 'gateway-token'), 'utf8').trim();
+  return {
+    proc,
+    url: /on (http:\/\/\S+\/mcp)/.exec(proc.output())![1],
+    headers: { authorization: `Bearer ${token}` },
+  };
 }
 
 function upstreamCalls(): { tool: string; args: Record<string, unknown> }[] {
@@ -227,12 +238,14 @@ describe('the stock inspector CLI drives sluice gateway from the packed tarball'
 
   it('over Streamable HTTP, against sluice gateway --http', async () => {
     const gateway = await startGateway();
-    const listed = await inspector([gateway.url, '--transport', 'http', '--method', 'tools/list']);
+    const header = ['--header', `Authorization: ${gateway.headers.authorization}`];
+    const listed = await inspector([gateway.url, '--transport', 'http', ...header, '--method', 'tools/list']);
     expect(listed.tools.map((t: { name: string }) => t.name)).toContain('mcp__up__echo');
     const called = await inspector([
       gateway.url,
       '--transport',
       'http',
+      ...header,
       '--method',
       'tools/call',
       '--tool-name',
@@ -263,6 +276,7 @@ describe("the MCP SDK's client through the installed sluice gateway", () => {
     const client = new Client({ name: 'gateway-package-test', version: '1' });
     const transport = new StreamableHTTPClientTransport(new URL(first.url), {
       fetch: seen,
+      requestInit: { headers: first.headers },
       // The SDK's default gives up after two attempts (about 2.5 s); a restart takes longer.
       reconnectionOptions: {
         initialReconnectionDelay: 500,
@@ -318,7 +332,9 @@ describe("the MCP SDK's client through the installed sluice gateway", () => {
     closeBrowser = launched.close;
     const browser: BrowserContext = launched.browser;
     const client = new Client({ name: 'gateway-inbox-test', version: '1' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(gateway.url)));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(gateway.url), { requestInit: { headers: gateway.headers } }),
+    );
     try {
       let settled = false;
       const call = client

@@ -23,7 +23,9 @@ import { type SluiceConfig, toolSchemas } from '../define/config';
 import { loadConfig } from '../worker/load-config';
 import { eventually } from './eventually';
 import {
+  authorized,
   GATEWAY_CONFIG,
+  GATEWAY_TOKEN,
   gatewayMarks,
   gatewayProcesses,
   post,
@@ -71,12 +73,16 @@ async function countedGateway(port = 0) {
   });
   connections.push(connection);
   const sluice = new SluiceClient({ connection, taskQueue: h.taskQueue });
-  const served = await startGatewayHttp({ tools: toolSchemas(config), sluice }, { host: '127.0.0.1', port });
+  const served = await startGatewayHttp(
+    { tools: toolSchemas(config), sluice },
+    { host: '127.0.0.1', port, token: GATEWAY_TOKEN },
+  );
   return { ...served, rpcs };
 }
 
 /** Starts `sluice gateway --http` on a loopback port (0: a free one); resolves to the process and its /mcp URL. */
-const gatewayProcess = (port = 0) => gateways.start(['--port', String(port)], { GATEWAY_MARKS: marks });
+const gatewayProcess = (port = 0, extra: string[] = []) =>
+  gateways.start(['--port', String(port), ...extra], { GATEWAY_MARKS: marks });
 
 describe('what a gateway holds in memory saves round trips, and nothing more', () => {
   it('a repeated call costs no Temporal request; after a restart the session re-opens with none and the same result comes back', async () => {
@@ -139,7 +145,7 @@ describe('what a gateway holds in memory saves round trips, and nothing more', (
       const stranger = { ...headers, 'mcp-session-id': 'not-a-gateway-session' };
       expect((await post(third.url, { jsonrpc: '2.0', id: 1, method: 'tools/list' }, stranger)).status).toBe(404);
       // A session its client ended is not re-opened by the process that saw it end.
-      const ended = await fetch(third.url, { method: 'DELETE', headers });
+      const ended = await fetch(third.url, { method: 'DELETE', headers: { ...authorized, ...headers } });
       expect(ended.status).toBe(200);
       const after = await post(third.url, { jsonrpc: '2.0', id: 22, method: 'tools/list' }, headers);
       expect(after.status).toBe(404);
@@ -152,7 +158,8 @@ describe('what a gateway holds in memory saves round trips, and nothing more', (
 
 describe('a resumed session keeps what its client declared', () => {
   it('a client that declared elicitation and ran no call before the gateway was killed goes on in its session, asked in a form by the new gateway', async () => {
-    const first = await gatewayProcess();
+    // The form's answer decides only where the operator let it (--elicitation-decides).
+    const first = await gatewayProcess(0, ['--elicitation-decides']);
     const asked: ElicitRequest['params'][] = [];
     const client = new Client(
       { name: 'resuming-client', version: '1' },
@@ -162,7 +169,7 @@ describe('a resumed session keeps what its client declared', () => {
       asked.push(request.params);
       return { action: 'accept', content: { decision: 'approve', reason: 'fine after the restart' } };
     });
-    const transport = new StreamableHTTPClientTransport(new URL(first.url));
+    const transport = new StreamableHTTPClientTransport(new URL(first.url), { requestInit: { headers: authorized } });
     await client.connect(transport);
     try {
       const sessionId = transport.sessionId;
@@ -178,7 +185,7 @@ describe('a resumed session keeps what its client declared', () => {
       await new Promise((resolve) =>
         first.child.exitCode !== null ? resolve(null) : first.child.once('exit', resolve),
       );
-      await gatewayProcess(Number(new URL(first.url).port));
+      await gatewayProcess(Number(new URL(first.url).port), ['--elicitation-decides']);
 
       // The client goes on in its session; the call that asks is put to it as a form, and runs once approved.
       const call = client.callTool(
@@ -199,7 +206,7 @@ describe('a resumed session keeps what its client declared', () => {
       expect(asked[0].message).toContain('mcp__up__write_note');
       const { memo } = await h.client.readApprovals(String(r._meta?.['sluice/batch']));
       expect(memo?.decided[0]).toMatchObject({ outcome: 'allowed-once', reason: 'fine after the restart' });
-      expect(memo?.decided[0]?.by).toContain('session resumed');
+      expect(memo?.decided[0]?.by).toBe('MCP client "MCP client, session resumed" (unverified elicitation answer)');
       await eventually('the upstream ran the approved call', () =>
         upstreamCalls().some((c) => c.tool === 'write_note' && c.args.name === 'resumed-1'),
       );
@@ -229,6 +236,7 @@ describe('a call whose gateway died is resumed by the client itself', () => {
     const client = new Client({ name: 'reconnecting-client', version: '1' });
     const transport = new StreamableHTTPClientTransport(new URL(first.url), {
       fetch: counting,
+      requestInit: { headers: authorized },
       // The SDK's default gives up after two attempts (about 2.5 s): a gateway restarted at a load
       // of 16 takes longer to listen again.
       reconnectionOptions: {
@@ -303,7 +311,7 @@ describe('a call whose gateway died is resumed by the client itself', () => {
   it('a resumed stream is answered only in the session its event id names', async () => {
     const served = await startGatewayHttp(
       { tools: toolSchemas(config), sluice: h.client },
-      { host: '127.0.0.1', port: 0 },
+      { host: '127.0.0.1', port: 0, token: GATEWAY_TOKEN },
     );
     try {
       const session = async () => {
@@ -322,7 +330,12 @@ describe('a call whose gateway died is resumed by the client itself', () => {
       const marker = `mine-${Date.now()}`;
       const res = await fetch(served.url, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...a },
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          ...authorized,
+          ...a,
+        },
         body: JSON.stringify({
           jsonrpc: '2.0',
           id: 5,
@@ -334,7 +347,9 @@ describe('a call whose gateway died is resumed by the client itself', () => {
       const eventId = /^id: (\S+)$/m.exec(text)?.[1];
       expect(eventId).toMatch(/^sluice1\./);
       const resume = (headers: Record<string, string>) =>
-        fetch(served.url, { headers: { accept: 'text/event-stream', 'last-event-id': eventId!, ...headers } });
+        fetch(served.url, {
+          headers: { accept: 'text/event-stream', 'last-event-id': eventId!, ...authorized, ...headers },
+        });
       // Another session's id with this event id: refused, nothing of session a is sent.
       const other = await resume(b);
       expect(other.status).toBe(500);
@@ -352,6 +367,7 @@ describe('a call whose gateway died is resumed by the client itself', () => {
           headers: {
             accept: 'text/event-stream',
             'last-event-id': `sluice1.${Buffer.from(JSON.stringify({ s: a['mcp-session-id'], n: 'x', ...mark })).toString('base64url')}`,
+            ...authorized,
             ...a,
           },
         }).then((r) => r.text());

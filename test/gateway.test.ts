@@ -20,6 +20,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { readLinkToken } from '../activities/approval-links';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import type { DecisionRefusedError } from '../client/client';
 import type { PendingApproval } from '../pipeline/types';
 import { loadConfig } from '../worker/load-config';
 import { eventually, within } from './eventually';
@@ -29,7 +30,9 @@ import {
   gatewayArgs as argsFor,
   gatewayMarks,
   gatewayProcesses,
+  authorized,
   post,
+  stopped,
   textOf,
   upstreamCalls as callsIn,
 } from './gateway-fixture';
@@ -279,11 +282,12 @@ async function startHttpGateway(extra: string[] = [], env: Record<string, string
 describe('MCP elicitation while a call waits for approval', () => {
   const longCall = { timeout: 290_000 };
 
-  it('form mode: the person approves in the client, bound to the digest shown; the call runs once', async () => {
-    const { client, asked } = await elicitingClient({ form: {} }, async () => ({
-      action: 'accept',
-      content: { decision: 'approve', reason: 'looks right' },
-    }));
+  it('form mode, where the operator let it decide: the answer in the client approves, bound to the digest shown, recorded as the unverified client; the call runs once', async () => {
+    const { client, asked } = await elicitingClient(
+      { form: {} },
+      async () => ({ action: 'accept', content: { decision: 'approve', reason: 'looks right' } }),
+      ['--elicitation-decides'],
+    );
     try {
       const r = (await client.callTool(
         { name: 'mcp__up__write_note', arguments: { name: 'e1', text: 'via form' } },
@@ -300,7 +304,7 @@ describe('MCP elicitation while a call waits for approval', () => {
       const decided = memo?.decided[0];
       expect(asked[0].message).toContain(decided?.approvalId);
       expect(decided).toMatchObject({ outcome: 'allowed-once', reason: 'looks right' });
-      expect(decided?.by).toContain('eliciting-client');
+      expect(decided?.by).toBe('MCP client "eliciting-client" (unverified elicitation answer)');
       expect(upstreamCalls().filter((c) => c.tool === 'write_note' && c.args.name === 'e1')).toHaveLength(1);
     } finally {
       await client.close();
@@ -313,6 +317,7 @@ describe('MCP elicitation while a call waits for approval', () => {
       // The person at the client never answers: the form stays open until the gateway withdraws it.
       (_params, signal) =>
         new Promise((resolve) => signal.addEventListener('abort', () => resolve({ action: 'cancel' }))),
+      ['--elicitation-decides'],
     );
     try {
       const call = client.callTool(
@@ -387,6 +392,30 @@ describe('MCP elicitation while a call waits for approval', () => {
   });
 });
 
+/**
+ * An SDK client over HTTP (with the gateway's token) that declares form elicitation and answers
+ * every form with `decision`; the forms it was sent, and the progress lines it heard, are kept.
+ */
+async function httpFormClient(url: string, name: string, decision: 'approve' | 'deny') {
+  const client = new Client({ name, version: '1' }, { capabilities: { elicitation: { form: {} } } });
+  const asked: ElicitRequest['params'][] = [];
+  client.setRequestHandler(ElicitRequestSchema, async (request) => {
+    asked.push(request.params);
+    return { action: 'accept', content: { decision, reason: 'the caller answered its own form' } };
+  });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: authorized } }));
+  const progress: string[] = [];
+  const call = (tool: string, args: Record<string, unknown>) =>
+    client.callTool({ name: tool, arguments: args }, undefined, {
+      timeout: 290_000,
+      onprogress: (p) => void progress.push(String(p.message ?? '')),
+    }) as Promise<CallToolResult>;
+  // The gateway sends a form (if it sends one) before the progress line naming the approval.
+  const heardOf = (approvalId: string) =>
+    eventually(`a progress line naming approval ${approvalId}`, () => progress.some((m) => m.includes(approvalId)));
+  return { client, asked, call, heardOf };
+}
+
 describe('sluice gateway over Streamable HTTP', () => {
   let url: string;
   beforeAll(async () => {
@@ -395,7 +424,7 @@ describe('sluice gateway over Streamable HTTP', () => {
 
   it('the SDK client lists and calls tools; a denied call is isError and never reaches the upstream', async () => {
     const client = new Client({ name: 'gateway-http-test', version: '1' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+    await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: authorized } }));
     try {
       expect((await client.listTools()).tools.map((t) => t.name)).toContain('mcp__up__echo');
       const ok = (await client.callTool({ name: 'mcp__up__echo', arguments: { text: 'over http' } })) as CallToolResult;
@@ -495,6 +524,7 @@ describe('sluice gateway over Streamable HTTP', () => {
           headers: {
             'content-type': 'application/json',
             accept: 'application/json, text/event-stream',
+            ...authorized,
             host: 'evil.example:80',
           },
         },
@@ -524,17 +554,124 @@ describe('sluice gateway over Streamable HTTP', () => {
     expect(fromPage.json.error.message).toMatch(/web pages/);
   });
 
+  const init = {
+    jsonrpc: '2.0',
+    id: 0,
+    method: 'initialize',
+    params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+  };
+
   it('with --token-env every request needs the bearer token; off the loopback it will not start without one', async () => {
-    const tokenUrl = await startHttpGateway(['--token-env', 'GW_TOKEN'], { GW_TOKEN: 'sesame-123' });
-    const init = {
-      jsonrpc: '2.0',
-      id: 0,
-      method: 'initialize',
-      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
-    };
-    expect((await post(tokenUrl, init)).status).toBe(401);
+    const tokenUrl = await startHttpGateway(['--token-env', 'GW_TOKEN'], { GW_TOKEN: 'sesame-1234567890' });
+    expect((await post(tokenUrl, init, { authorization: '' })).status).toBe(401);
     expect((await post(tokenUrl, init, { authorization: 'Bearer wrong-1234' })).status).toBe(401);
-    expect((await post(tokenUrl, init, { authorization: 'Bearer sesame-123' })).status).toBe(200);
-    await expect(startHttpGateway(['--host', '0.0.0.0'])).rejects.toThrow(/not a loopback address.*--token-env/s);
+    expect((await post(tokenUrl, init, { authorization: 'Bearer sesame-1234567890' })).status).toBe(200);
+    await expect(startHttpGateway(['--host', '0.0.0.0', '--no-token'])).rejects.toThrow(
+      /not a loopback address.*never --no-token/s,
+    );
+  });
+
+  it('by default the token is in a file made with mode 0600 and kept across restarts; --no-token is the plain opt-out', async () => {
+    const file = path.join(marks, 'tokens', 'gateway-token');
+    const first = await gateways.start(['--token-file', file], { GATEWAY_MARKS: marks });
+    expect(fs.statSync(file).mode & 0o777).toBe(0o600);
+    const token = fs.readFileSync(file, 'utf8').trim();
+    expect(token.length).toBeGreaterThanOrEqual(32);
+    expect((await post(first.url, init, { authorization: '' })).status).toBe(401);
+    expect((await post(first.url, init, { authorization: `Bearer ${token}` })).status).toBe(200);
+    await stopped(first.child);
+    // Restarted: the same file, the same token, so a client's configured header still works.
+    const again = await gateways.start(['--token-file', file, '--port', new URL(first.url).port], {
+      GATEWAY_MARKS: marks,
+    });
+    expect((await post(again.url, init, { authorization: `Bearer ${token}` })).status).toBe(200);
+    // A token file others may read is refused, with what to do.
+    fs.chmodSync(file, 0o644);
+    await expect(gateways.start(['--token-file', file], { GATEWAY_MARKS: marks })).rejects.toThrow(/chmod 600/);
+    const open = await startHttpGateway(['--no-token']);
+    expect((await post(open, init, { authorization: '' })).status).toBe(200);
+  });
+  it('a caller that answers its own form: not offered one for a two-person ask (opted in or not), and such an answer is refused, never counted; the body does not run', async () => {
+    const optedIn = await startHttpGateway(['--elicitation-decides']);
+    const { client, asked, call, heardOf } = await httpFormClient(optedIn, 'self-approving-client', 'approve');
+    try {
+      const marker = `two-people-${Date.now()}`;
+      const waiting = call('mcp__up__echo', { text: marker });
+      const pending = await approvalFor('mcp__up__echo', marker);
+      expect(pending.quorum).toMatchObject({ needed: 2, approvals: [] });
+      await heardOf(pending.approvalId);
+      expect(asked).toHaveLength(0);
+      // A relayed form answer (what a gateway would send) is refused by the batch and not counted.
+      const relayed = await h.client
+        .decide({
+          approvalId: pending.approvalId,
+          workflowId: pending.workflowId,
+          argsDigest: pending.argsDigest,
+          decision: 'approve',
+          by: 'root (alice via the inbox)',
+          mcpClient: 'self-approving-client',
+        })
+        .then(
+          () => undefined,
+          (e) => (e as DecisionRefusedError).refusal,
+        );
+      expect(relayed).toMatchObject({ code: 'unverified' });
+      expect(relayed!.message).toContain('needs 2 distinct approvers');
+      const tally = (await h.client.readApprovals(pending.workflowId)).pending.find(
+        (p) => p.approvalId === pending.approvalId,
+      )?.quorum;
+      expect(tally?.approvals).toEqual([]);
+      await h.client.decide({
+        approvalId: pending.approvalId,
+        workflowId: pending.workflowId,
+        argsDigest: pending.argsDigest,
+        decision: 'deny',
+        by: 'carol',
+        reason: 'not two people',
+      });
+      const r = await waiting;
+      expect(r.isError).toBe(true);
+      expect(upstreamCalls().some((c) => c.args.text === marker)).toBe(false);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('without --elicitation-decides a plain ask is not put to the client as a form; a person decides it', async () => {
+    const { client, asked, call, heardOf } = await httpFormClient(url, 'not-asked-client', 'approve');
+    try {
+      const waiting = call('mcp__up__write_note', { name: 'h-default', text: 'no form' });
+      const pending = await approvalFor('mcp__up__write_note', 'h-default');
+      await heardOf(pending.approvalId);
+      expect(asked).toHaveLength(0);
+      await h.client.decide({
+        approvalId: pending.approvalId,
+        workflowId: pending.workflowId,
+        argsDigest: pending.argsDigest,
+        decision: 'approve',
+        by: 'dave',
+      });
+      expect(textOf(await waiting)).toBe('wrote h-default');
+    } finally {
+      await client.close();
+    }
+  });
+
+  it("with --elicitation-decides the form decides a plain ask, recorded as the client's unverified answer under the name the client gave", async () => {
+    const optedIn = await startHttpGateway(['--elicitation-decides']);
+    const { client, asked, call } = await httpFormClient(optedIn, 'root (alice via the inbox)', 'approve');
+    try {
+      const r = await call('mcp__up__write_note', { name: 'h-opted', text: 'form decides' });
+      expect(r.isError, textOf(r)).toBeFalsy();
+      expect(asked).toHaveLength(1);
+      const { memo } = await h.client.readApprovals(String(r._meta?.['sluice/batch']));
+      expect(memo?.decided[0]).toMatchObject({
+        outcome: 'allowed-once',
+        by: 'MCP client "root (alice via the inbox)" (unverified elicitation answer)',
+      });
+      expect(upstreamCalls().filter((c) => c.tool === 'write_note' && c.args.name === 'h-opted')).toHaveLength(1);
+    } finally {
+      await client.close();
+    }
   });
 });

@@ -279,3 +279,24 @@ describe('workers on the database', () => {
     }
   }, 90_000);
 });
+
+describe('claims (one-time approver tokens)', () => {
+  it('two workers of one database claim a key at once: one holder, which finds its claim again; the other reads who has it', async () => {
+    const other = postgresStores(url, (m) => warnings.push(m));
+    try {
+      const keys = ['approver-jti:a', 'approver-jti:b'];
+      const got = await Promise.all(
+        keys.flatMap((k) => [stores.claimOnce!(k, `w1:${k}`), other.claimOnce!(k, `w2:${k}`)]),
+      );
+      for (const [i, k] of keys.entries()) {
+        const [a, b] = [got[2 * i], got[2 * i + 1]];
+        expect(a).toBe(b);
+        expect([`w1:${k}`, `w2:${k}`]).toContain(a);
+        expect(await stores.claimOnce!(k, a)).toBe(a);
+        expect(await other.claimOnce!(k, 'w3')).toBe(a);
+      }
+    } finally {
+      await other.close();
+    }
+  });
+});

@@ -110,7 +110,10 @@ export class SluicePlugin implements WorkerPlugin, BundlerPlugin {
       ...stageActivities,
       ...session,
       ...createFirstRoundActivities(session, stageActivities),
-      ...createIdentityActivities(this.config.approvers),
+      ...createIdentityActivities(
+        this.config.approvers,
+        this.stores.claimOnce ? { claimOnce: this.stores.claimOnce } : {},
+      ),
       ...createNotifyActivities(this.config.notifiers, this.config.approvalLinks),
       ...createAttachActivities(),
     };

@@ -5,7 +5,7 @@
 // and reminders) are approvals.ts's; call-pipeline.ts asks here when pre-execute says `ask`.
 import { addGrant, grantFor } from '../pipeline/grants';
 import { ErrorCodes } from '../pipeline/errors';
-import { stricterQuorum } from '../pipeline/quorum';
+import { approverRule } from '../pipeline/quorum';
 import { bodyRunsLocally, type Gate, type ToolProfile } from '../pipeline/stages';
 import type {
   BatchInput,
@@ -167,17 +167,17 @@ export class ApprovalStage {
   }
 
   private askOptions(ask: Extract<Gate, { kind: 'ask' }>, card: Card, profile: ToolProfile | undefined) {
-    // A tool's quorum and a policy rule's: the stricter holds; its groups need verified approvers.
-    const quorum = stricterQuorum(profile?.quorum, ask.approvers);
-    const groups = quorum?.groups?.length ? quorum.groups : profile?.approverGroups;
+    // The tool's approvers and the ask's hold together: the larger quorum, a voter in a group of
+    // every list named (the tool's approverGroups, each quorum's groups), never a union of them.
+    const { quorum, groupSets, identityRequired } = approverRule(profile, ask.approvers);
     return {
       reason: ask.reason,
       card,
       policy: profile?.approval ?? 'auto',
       timeoutMs: profile?.approvalTimeoutMs ?? this.input.options?.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS,
       channel: this.input.options?.approvalChannel !== false,
-      ...(profile?.identityRequired || quorum?.groups?.length ? { identityRequired: true } : {}),
-      ...(groups?.length ? { approverGroups: groups } : {}),
+      ...(identityRequired ? { identityRequired: true } : {}),
+      ...(groupSets.length ? { approverGroupSets: groupSets } : {}),
       ...(quorum
         ? {
             quorum,

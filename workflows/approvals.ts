@@ -31,7 +31,8 @@ import { MAX_JSON_DEPTH, nestsDeeperThan } from '../pipeline/json';
 import type { IdentityActivities, VerifiedApprover } from '../pipeline/identity';
 import type { ApprovalLifecycle, NoticeKind, NotifyActivities } from '../pipeline/lifecycle';
 import type { CallRef } from '../pipeline/stages';
-import { approverKey, type QuorumSettings, rejectionsToDeny, tallyText } from '../pipeline/quorum';
+import { describeGroupSets, groupsProblem, type QuorumSettings } from '../pipeline/quorum';
+import { countVote, elicitedBy, elicitedRefusal, linkRefusal, voteRefusal } from '../pipeline/approval-rules';
 import {
   APPROVALS_MEMO,
   AWAITING_APPROVAL,
@@ -238,7 +239,7 @@ export class Approvals {
     if (!d.signedIdentity) {
       refusal = {
         code: 'unverified',
-        message: `${p.toolName} may only be decided by a verified approver${p.approverGroups?.length ? ` in ${p.approverGroups.join(' or ')}` : ''}: send the decision with a signed identity (\`npx sluice approve --token-file FILE\`, or the inbox behind your sign-in proxy); a typed name is not enough`,
+        message: `${p.toolName} may only be decided by a verified approver${groupSetsOfAsk(p).length ? ` in ${describeGroupSets(groupSetsOfAsk(p))}` : ''}: send the decision with a signed identity (\`npx sluice approve --token-file FILE\`, or the inbox behind your sign-in proxy); a typed name is not enough`,
         callId: p.callId,
       };
     } else {
@@ -246,10 +247,21 @@ export class Approvals {
         sealed: d.signedIdentity,
         approvalId: d.approvalId,
         argsDigest: p.argsDigest,
+        // One list as asks always sent it (recorded histories replay); several as groupSets.
         groups: p.approverGroups ?? [],
+        ...(p.approverGroupSets ? { groupSets: p.approverGroupSets } : {}),
         toolName: p.toolName,
       });
-      if (r.ok) verified = { subject: r.subject, groups: r.groups, ...(r.issuer ? { issuer: r.issuer } : {}) };
+      // Every list must hold, whatever the worker that verified checked (pipeline/quorum.ts).
+      const outside = r.ok ? groupsProblem(groupSetsOfAsk(p), r.groups) : undefined;
+      if (r.ok && outside)
+        refusal = {
+          code: 'wrong-group',
+          message: `${r.subject} may not decide ${p.toolName}: it ${outside}; nothing was decided`,
+          callId: p.callId,
+          by: r.subject,
+        };
+      else if (r.ok) verified = { subject: r.subject, groups: r.groups, ...(r.issuer ? { issuer: r.issuer } : {}) };
       else
         refusal = {
           code: r.code,
@@ -290,35 +302,13 @@ export class Approvals {
     }
     const { callId, toolName } = entry.pending;
     const by = d.by ?? '';
-    const key = approverKey(by);
-    if (!key)
-      return {
-        code: 'anonymous',
-        message: `${toolName} needs ${q.needed} distinct approvers, and a decision without a name cannot be told apart from another: send "by" (or a signed identity); nothing was counted`,
-        callId,
-      };
-    if (d.scope === 'session')
-      return {
-        code: 'malformed',
-        message: `${toolName} needs ${q.needed} distinct approvers for each call: "allow for this session" would let later calls skip them; approve this call once`,
-        callId,
-        by,
-      };
-    const earlier = [...q.approvals, ...q.rejections].find((v) => approverKey(v.by) === key);
-    if (earlier)
-      return {
-        code: 'same-approver',
-        message: `${by} already ${q.approvals.includes(earlier) ? 'approved' : 'rejected'} this call${earlier.by !== by ? ` as "${earlier.by}" (names are compared ignoring case, spacing and look-alike characters)` : ''}; ${q.needed} distinct approvers are needed, so another person must decide (${tallyText(q)})`,
-        callId,
-        by,
-      };
-    if (d.decision === 'approve' && q.sessionUser && approverKey(q.sessionUser) === key)
-      return {
-        code: 'self-approval',
-        message: `${by} is this session's user and may not approve its own call (two-person rule): another approver must (${tallyText(q)})`,
-        callId,
-        by,
-      };
+    const refused = voteRefusal(
+      q,
+      { by, decision: d.decision, ...(d.scope ? { scope: d.scope } : {}) },
+      toolName,
+      callId,
+    );
+    if (refused) return refused;
     const vote = {
       by,
       at: new Date().toISOString(),
@@ -326,7 +316,7 @@ export class Approvals {
       ...(d.reason ? { reason: d.reason } : {}),
       ...(d.requestId ? { requestId: d.requestId } : {}),
     };
-    (d.decision === 'approve' ? q.approvals : q.rejections).push(vote);
+    const decided = countVote(q, d.decision, vote);
     this.useLink(d);
     this.events.record('approval/vote', {
       id: entry.pending.approvalId,
@@ -356,8 +346,7 @@ export class Approvals {
       ...(d.requestId ? { requestId: d.requestId } : {}),
       ...(d.link ? { link: d.link } : {}),
     });
-    if (d.decision === 'approve' && q.approvals.length >= q.needed) entry.decision = ending(q.approvals);
-    else if (d.decision === 'deny' && q.rejections.length >= rejectionsToDeny(q)) entry.decision = ending(q.rejections);
+    if (decided) entry.decision = ending(decided === 'approve' ? q.approvals : q.rejections);
     return undefined;
   }
 
@@ -400,6 +389,8 @@ export class Approvals {
         ...(entry.decision.by ? { by: entry.decision.by } : {}),
       };
     }
+    const elicited = elicitedRefusal(d, entry.pending);
+    if (elicited) return elicited;
     if (d.argsDigest === undefined || d.argsDigest === null || d.argsDigest === '') {
       if (!digestRequired) return this.grantRefusal(d, entry);
       return {
@@ -419,27 +410,11 @@ export class Approvals {
   }
 
   /**
-   * A decision through a one-time link (its signature checked by the inbox): it must be for this
-   * approval, before the link's expiry, and the first the link makes. Checked here, by the batch,
-   * so a restart of the inbox or a second inbox cannot use a link twice.
+   * A decision through a one-time link: checked here, by the batch, so a restart of the inbox or a
+   * second inbox cannot use a link twice (pipeline/approval-rules.ts).
    */
   private linkRefusal(d: ApprovalDecision, link: NonNullable<ApprovalDecision['link']>): DecisionRefusal | undefined {
-    if (this.linksUsed.includes(link.id))
-      return {
-        code: 'link-used',
-        message: `this approval link was already used (links decide once); nothing was decided. Ask for a new link, or decide in the inbox`,
-      };
-    if (link.approvalId !== d.approvalId)
-      return {
-        code: 'link-mismatch',
-        message: `this approval link is for approval ${link.approvalId.slice(0, 80)}, not ${d.approvalId.slice(0, 80)}; nothing was decided`,
-      };
-    if (!(Date.parse(link.expiresAt) > Date.now()))
-      return {
-        code: 'link-expired',
-        message: `this approval link expired at ${link.expiresAt.slice(0, 40)}; nothing was decided. Ask for a new link, or decide in the inbox`,
-      };
-    return undefined;
+    return linkRefusal(this.linksUsed, link, d.approvalId, Date.now());
   }
 
   /** A session grant whose pins would not hold for the call asked about (they may only narrow). */
@@ -743,7 +718,8 @@ export interface AskOptions {
   channel: boolean;
   abandoned?: () => string | undefined;
   identityRequired?: boolean;
-  approverGroups?: string[];
+  /** A verified approver must be in a group of each list (pipeline/quorum.ts, approverRule). */
+  approverGroupSets?: string[][];
   lifecycle?: ApprovalLifecycle;
   notify?: boolean;
   notifyTargets?: string[];
@@ -795,7 +771,11 @@ function pendingAsk(
     expiresAt: new Date(askedAt.getTime() + opts.timeoutMs).toISOString(),
     ...(ref.parentCallId ? { parentCallId: ref.parentCallId } : {}),
     ...(opts.identityRequired ? { identityRequired: true as const } : {}),
-    ...(opts.approverGroups?.length ? { approverGroups: opts.approverGroups } : {}),
+    // One list keeps the shape every reader knows; several are kept apart (each must hold).
+    ...(opts.approverGroupSets?.length === 1 ? { approverGroups: opts.approverGroupSets[0] } : {}),
+    ...(opts.approverGroupSets && opts.approverGroupSets.length > 1
+      ? { approverGroupSets: opts.approverGroupSets }
+      : {}),
     ...(opts.lifecycle?.assignee ? { assignee: opts.lifecycle.assignee } : {}),
     ...(quorum
       ? {
@@ -803,6 +783,7 @@ function pendingAsk(
             needed: quorum.quorum,
             rejectBy: quorum.rejectBy ?? 'first',
             ...(quorum.groups?.length ? { groups: quorum.groups } : {}),
+            ...(quorum.groupSets?.length ? { groupSets: quorum.groupSets } : {}),
             ...(opts.sessionUser ? { sessionUser: opts.sessionUser.slice(0, 200) } : {}),
             approvals: [],
             rejections: [],
@@ -811,6 +792,11 @@ function pendingAsk(
       : {}),
     ...(boundTo ? { policy: boundTo } : {}),
   };
+}
+
+/** The group lists an ask requires of a verified approver: one (`approverGroups`) or several. */
+function groupSetsOfAsk(p: PendingApproval): string[][] {
+  return p.approverGroupSets ?? (p.approverGroups?.length ? [p.approverGroups] : []);
 }
 
 /** Only garbage is dropped without a trace (the update is rejected); every well-formed refusal is recorded. */
@@ -852,7 +838,7 @@ function depthProblem(d: ApprovalDecision): string | undefined {
 
 /** Why an otherwise well-formed decision carries an optional field of the wrong type. */
 function fieldProblem(d: ApprovalDecision): string | undefined {
-  for (const key of ['argsDigest', 'by', 'reason', 'requestId', 'signedIdentity'] as const) {
+  for (const key of ['argsDigest', 'by', 'reason', 'requestId', 'signedIdentity', 'mcpClient'] as const) {
     const v: unknown = d[key];
     if (v !== undefined && v !== null && typeof v !== 'string')
       return `malformed decision: "${key}" must be a string (got ${Array.isArray(v) ? 'an array' : typeof v === 'object' ? 'an object' : `a ${typeof v}`}); ${MALFORMED.slice('malformed decision: '.length)}`;
@@ -881,7 +867,12 @@ function normalizeDecision(d: ApprovalDecision): ApprovalDecision {
   return {
     approvalId: d.approvalId,
     decision: d.decision,
-    ...(typeof d.by === 'string' && d.by ? { by: d.by.slice(0, 200) } : {}),
+    // A relayed form answer is recorded as the client's, unverified, whatever name it carried.
+    ...(typeof d.mcpClient === 'string'
+      ? { by: elicitedBy(d.mcpClient) }
+      : typeof d.by === 'string' && d.by
+        ? { by: d.by.slice(0, 200) }
+        : {}),
     ...(typeof d.reason === 'string' && d.reason ? { reason: d.reason.slice(0, 2000) } : {}),
     ...(typeof d.requestId === 'string' && d.requestId ? { requestId: d.requestId.slice(0, 100) } : {}),
     ...(d.link

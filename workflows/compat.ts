@@ -166,6 +166,10 @@ interface UnmarkedChange {
  * the old data. Listed here so every change of workflow behaviour is in one file.
  */
 export const UNMARKED_CHANGES = {
+  approverGroupsTogether: {
+    since: '1.0.0',
+    why: "who may decide an ask is every source's groups together (pipeline/quorum.ts approverRule): the tool's approverGroups, its quorum's groups and each handler's ask's groups must each hold, where a quorum's groups used to replace approverGroups and two asks' groups were joined as one any-of list. It changes only which verified votes are refused (the check runs on the recorded verifyApprover result), and only for an ask whose groups come from two sources, which no recorded history has: those replay unchanged (`sluice replay test/fixtures/histories`). A batch waiting across the upgrade on such an ask, with a vote taken under the old rule that the new one refuses, would not replay: let those asks end (or deny them) before upgrading. Decisions relayed from an MCP client's form (ApprovalDecision.mcpClient) are new data, refused on quorum and verified-only asks; no recorded decision carries one",
+  },
   pendingApprovalPolicy: {
     since: '1.0.0',
     why: "a pending approval carries the policy it was raised under (PendingApproval.policy) in the memo, the query, its approval/asked event and its notices. Data only: the same commands in the same order (memo and activity payloads are not compared on replay), so no marker. It was briefly behind a patch (sluice-approval-policy, never released) read where a bound ask starts, after the preflight's local activity; a marker whose presence follows a local activity's result replayed in an earlier workflow task on a loaded worker than it was recorded in, read false there and failed the task (a batch moved to another Worker Deployment version in a clean-clone run)",

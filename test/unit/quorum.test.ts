@@ -15,13 +15,19 @@ describe('quorum', () => {
     expect(approverKey('\u200b ')).toBe('');
   });
 
-  it('combines a tool quorum and a rule quorum into the stricter one, with every group', () => {
+  it('combines a tool quorum and a rule quorum into the stricter one, every group list holding', () => {
     expect(stricterQuorum({ quorum: 2 }, undefined)).toEqual({ quorum: 2 });
+    // Both lists must hold (a voter in sre and in dba), never one list of either.
     expect(
       stricterQuorum({ quorum: 2, groups: ['sre'] }, { quorum: 3, groups: ['dba'], rejectBy: 'majority' }),
     ).toEqual({
       quorum: 3,
-      groups: ['sre', 'dba'],
+      groupSets: [['sre'], ['dba']],
+    });
+    // A list the other's groups all belong to adds nothing: one list, the shape asks always had.
+    expect(stricterQuorum({ quorum: 2, groups: ['sre', 'ops'] }, { quorum: 2, groups: ['sre'] })).toEqual({
+      quorum: 2,
+      groups: ['sre'],
     });
     expect(stricterQuorum({ quorum: 3, rejectBy: 'majority' }, { quorum: 2, rejectBy: 'majority' })).toEqual({
       quorum: 3,
