@@ -84,13 +84,20 @@ function runs(projectDir: string, name: string): number {
   return fs.existsSync(f) ? fs.readFileSync(f, 'utf8').split('\n').filter(Boolean).length : 0;
 }
 
-function harness(cli: HarnessCli, cwd: string, prompt: string, hookTimeoutS = WAITING_HOOK_S): Promise<Ran> {
+function harness(
+  cli: HarnessCli,
+  cwd: string,
+  prompt: string,
+  hookTimeoutS = WAITING_HOOK_S,
+  extra: { untrustedProjectHooks?: boolean } = {},
+): Promise<Ran> {
   return runHarness(cli, prompt, {
     cwd,
     home: path.join(cwd, `.home-${cli}`),
     model: model.base,
     sluice: { address: inject('temporalAddress'), taskQueue: h.taskQueue },
     hookTimeoutS,
+    ...extra,
   });
 }
 
@@ -106,10 +113,21 @@ function approvalFor(name: string, seen: string[] = []): Promise<PendingApproval
   );
 }
 
+/** `sluice <args>` in a process of its own. */
+function sluice(args: string[], env: Record<string, string> = {}): Promise<Ran> {
+  return new Promise((resolve) =>
+    execFile(
+      process.execPath,
+      [path.join(ROOT, 'bin', 'sluice.js'), ...args],
+      { env: { ...process.env, ...env } },
+      (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    ),
+  );
+}
+
 /** `sluice approve|deny <id>`, as a person types it. */
 function decide(verb: 'approve' | 'deny', p: PendingApproval, extra: string[] = []): Promise<Ran> {
-  const args = [
-    path.join(ROOT, 'bin', 'sluice.js'),
+  return sluice([
     verb,
     p.approvalId,
     '--workflow',
@@ -121,12 +139,7 @@ function decide(verb: 'approve' | 'deny', p: PendingApproval, extra: string[] = 
     '--task-queue',
     h.taskQueue,
     ...extra,
-  ];
-  return new Promise((resolve) =>
-    execFile(process.execPath, args, (err, stdout, stderr) =>
-      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
-    ),
-  );
+  ]);
 }
 
 /** `decide`, which must be applied. */
@@ -201,6 +214,24 @@ describe.concurrent('each harness CLI decided by Sluice', () => {
     await decided('approve', pending);
     const r = await running;
     expect(runs(p, 'asked-headless'), shown(r)).toBe(1);
+  });
+});
+
+describe('a harness that will not run the hook', () => {
+  it("Codex: a project's .codex/hooks.json, project untrusted and hooks unreviewed, is skipped silently; `sluice hook doctor codex` says so", async () => {
+    const p = project('codex-untrusted');
+    const r = await harness('codex', p, 'RUN: ./mark denied-untrusted\nUNESCALATED', WAITING_HOOK_S, {
+      untrustedProjectHooks: true,
+    });
+    // The policy denies it, yet it ran: Codex never called the hook (which fails closed).
+    expect(runs(p, 'denied-untrusted'), shown(r)).toBe(1);
+    const doctor = await sluice(['hook', 'doctor', 'codex', '--project', p], {
+      HOME: path.join(p, '.home-codex'),
+      CODEX_HOME: path.join(p, '.home-codex', 'codex'),
+    });
+    expect(doctor.code, shown(doctor)).toBe(1);
+    expect(doctor.stdout).toMatch(/FAIL .*not trusted/);
+    expect(doctor.stdout).toMatch(/will NOT run/);
   });
 });
 

@@ -65,6 +65,12 @@ export interface RunOptions {
   sluice: Sluice;
   /** `--timeout` of the deciding hooks, in seconds; the harness waits a little longer. */
   hookTimeoutS: number;
+  /**
+   * Codex only: the hooks in the project's .codex/hooks.json, as docs show them, the project not
+   * trusted and the hooks not reviewed, run with no approvals and no sandbox: what Codex does
+   * then is what a person who skipped the trust steps gets.
+   */
+  untrustedProjectHooks?: boolean;
 }
 
 export interface Ran {
@@ -164,14 +170,19 @@ function codex(prompt: string, o: RunOptions) {
       hooks: [{ type: 'command', command: hookCommand('codex', o.sluice, t), timeout: o.hookTimeoutS + 30 }],
     },
   ];
+  const hooksDir = o.untrustedProjectHooks ? path.join(o.cwd, '.codex') : codexHome;
+  fs.mkdirSync(hooksDir, { recursive: true });
   fs.writeFileSync(
-    path.join(codexHome, 'hooks.json'),
+    path.join(hooksDir, 'hooks.json'),
     JSON.stringify({
       hooks: { PreToolUse: hook(o.hookTimeoutS), PermissionRequest: hook(o.hookTimeoutS), PostToolUse: hook() },
     }),
   );
+  const mode = o.untrustedProjectHooks
+    ? ['--dangerously-bypass-approvals-and-sandbox']
+    : ['--approve-for-me', '--dangerously-bypass-hook-trust'];
   return {
-    args: ['exec', '--skip-git-repo-check', '--approve-for-me', '--dangerously-bypass-hook-trust', prompt],
+    args: ['exec', '--skip-git-repo-check', ...mode, prompt],
     env: { CODEX_HOME: codexHome, FAKE_MODEL_KEY: 'sk-fake' },
   };
 }

@@ -6,6 +6,7 @@
 // After a tool result the model runs it again when the result tells it to (Sluice's reason for
 // an ask the hook gave up on says "run the same call again"), or when the prompt says
 // `TIMES: <n>` (a model repeating itself); otherwise it ends with `FINISHED:` and the last result.
+// `UNESCALATED`: Codex's command stays inside its sandbox (no approval asked).
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { asStream } from '../stream-provider';
@@ -128,8 +129,12 @@ function anthropic(res: http.ServerResponse, body: any) {
   return json(res, payload);
 }
 
-/** Codex's shell tool and the arguments it takes, from the request's tool list. */
-function codexShell(tools: any[]): { name: string; args: (command: string) => object } | undefined {
+/**
+ * Codex's shell tool and the arguments it takes, from the request's tool list. The command asks
+ * to run outside Codex's sandbox (so Codex's approval policy asks about it), unless the prompt
+ * says `UNESCALATED`.
+ */
+function codexShell(tools: any[], escalate: boolean): { name: string; args: (command: string) => object } | undefined {
   for (const t of tools) {
     const props = t.parameters?.properties ?? {};
     if (t.type !== 'function') continue;
@@ -138,7 +143,8 @@ function codexShell(tools: any[]): { name: string; args: (command: string) => ob
       if ('cmd' in props)
         return {
           name: t.name,
-          args: (c) => ({ cmd: c, sandbox_permissions: 'require_escalated', justification: `run ${c}` }),
+          args: (c) =>
+            escalate ? { cmd: c, sandbox_permissions: 'require_escalated', justification: `run ${c}` } : { cmd: c },
         };
       if (props.command?.type === 'array') return { name: t.name, args: (c) => ({ command: ['bash', '-lc', c] }) };
       return { name: t.name, args: (c) => ({ command: c }) };
@@ -156,7 +162,7 @@ function responses(res: http.ServerResponse, body: any) {
   const results = input
     .filter((i) => i.type === 'function_call_output' || i.type === 'custom_tool_call_output')
     .map((i) => textOf(i.output));
-  const shell = codexShell(body.tools ?? []);
+  const shell = codexShell(body.tools ?? [], !prompt.includes('UNESCALATED'));
   const turn = shell ? nextTurn(prompt, results) : { text: 'ok' };
   const id = nextId('fc');
   const item =
