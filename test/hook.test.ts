@@ -433,6 +433,16 @@ describe('bad input never allows', () => {
     ]);
     expect(claude.json.hookSpecificOutput.permissionDecision).toBe('ask');
     expect(claude.json.hookSpecificOutput.permissionDecisionReason).toMatch(/fails closed/);
+    // A PermissionRequest's fallback is no output (the harness's own prompt); its why is on stderr.
+    const perm = await runHook('claude', payload('claude-permission-request.json'), [
+      '--address',
+      '127.0.0.1:9',
+      '--timeout',
+      '4',
+    ]);
+    expect(perm.code).toBe(0);
+    expect(perm.stdout).toBe('');
+    expect(perm.stderr).toMatch(/could not be reached.*fails closed/);
     const codex = await runHook('codex', payload('codex-pre-tool-use.json'), [
       '--address',
       '127.0.0.1:9',

@@ -219,10 +219,10 @@ async function hookOnce(
 /** Where Sluice has no answer: ask where the harness can ask the person itself, deny otherwise. */
 function fallback(req: HarnessRequest, why: string): HookReply {
   if (req.kind === 'record') return renderFailure('record', `${why}; the ${req.event} result was not recorded`);
-  return renderAnswer(req.dialect, req.event, {
-    decision: 'ask',
-    reason: `${why}. Not allowed, so this answer fails closed.`,
-  });
+  const reason = `${why}. Not allowed, so this answer fails closed.`;
+  // A PermissionRequest's "ask" is no output at all: the reason goes to stderr, where the harness
+  // keeps it (its debug log, a verbose transcript), instead of vanishing.
+  return { ...renderAnswer(req.dialect, req.event, { decision: 'ask', reason }), stderr: `sluice hook: ${reason}\n` };
 }
 
 /** The HTTP form, for Claude Code's `http` hooks: POST /<dialect> with the hook JSON; 200 with the answer. */
