@@ -8,8 +8,9 @@ import * as http from 'node:http';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { inject } from 'vitest';
+import { WorkflowNotFoundError } from '@temporalio/client';
 import { hookCallKey } from '../client/hook/hook-key';
-import type { HarnessRequest } from '../client/hook/dialects';
+import { callInput, type HarnessDialect, type HarnessRequest } from '../client/hook/dialects';
 import { callStep, decide, startInOwnBlock } from '../client/hook/service';
 import { commandHooks, harnessTools, permissionRules } from '../hooks';
 import { batchWorkflowId } from '../workflows/definitions';
@@ -117,13 +118,29 @@ function runHook(dialect: string, input: unknown, args: string[] = []): Promise<
   });
 }
 
-/** The batch a decide event starts for its call (occurrence 0). */
-function decisionBatch(doc: { session_id: string; tool_name: string; tool_input: any }, n = 0): string {
+/** The batch a decide event starts for its call (occurrence n); Codex's Bash without its `description`. */
+function decisionBatch(
+  doc: { session_id: string; tool_name: string; tool_input: any },
+  n = 0,
+  dialect = 'claude',
+): string {
+  const toolInput = callInput(dialect as HarnessDialect, doc.tool_name, doc.tool_input);
   return batchWorkflowId(
     doc.session_id,
     n,
-    callStep({ sessionId: doc.session_id, toolName: doc.tool_name, toolInput: doc.tool_input }, callKey),
+    callStep({ sessionId: doc.session_id, toolName: doc.tool_name, toolInput }, callKey),
   );
+}
+
+/** Whether a workflow of that id was ever started. */
+async function exists(workflowId: string): Promise<boolean> {
+  try {
+    await h.client.temporal.workflow.getHandle(workflowId).describe();
+    return true;
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return false;
+    throw err;
+  }
 }
 
 describe('Claude Code', () => {
@@ -242,6 +259,57 @@ describe('Claude Code', () => {
     });
   });
 
+  it('PermissionRequest after a PreToolUse that gave up attaches to its batch, still waiting: one ask, its outcome', async () => {
+    // PermissionRequest carries no tool_use_id; PreToolUse started the batch with one. The
+    // PreToolUse hook gives up (ask) while the approval waits; the ask's deny timeout then decides
+    // it, after the PermissionRequest hook started waiting on the same batch.
+    const doc = payload('claude-pre-tool-use.json', { command: 'git push origin attach' });
+    const giving = runHook('claude', doc, ['--timeout', '20', '--approval-timeout', '60']);
+    const wf = decisionBatch(doc);
+    await pendingApprovals(h.client, wf, 1);
+    const first = await giving;
+    expect(first.json.hookSpecificOutput.permissionDecision).toBe('ask');
+    expect((await h.client.readApprovals(wf)).running).toBe(true);
+    const perm = payload('claude-permission-request.json', { session: doc.session_id });
+    perm.tool_input = doc.tool_input;
+    const r = await runHook('claude', perm);
+    expect(r.code).toBe(0);
+    expect(r.json.hookSpecificOutput.hookEventName).toBe('PermissionRequest');
+    expect(r.json.hookSpecificOutput.decision.behavior).toBe('deny');
+    expect(r.json.hookSpecificOutput.decision.message).toMatch(/Sluice:/);
+    expect(await exists(decisionBatch(doc, 1))).toBe(false);
+  });
+
+  it('a call whose result was recorded (PostToolUse) is not shared with the identical call after it', async () => {
+    const doc = payload('claude-pre-tool-use.json', { command: 'git push origin twice', toolUseId: null });
+    const running = runHook('claude', doc);
+    const wf = decisionBatch(doc);
+    const [pending] = await pendingApprovals(h.client, wf, 1);
+    await h.client.decide({ approvalId: pending.approvalId, decision: 'approve', by: 'grace', workflowId: wf });
+    expect((await running).json.hookSpecificOutput.permissionDecision).toBe('allow');
+    // Within 30 s and with no tool_use_id, the same call asked again shares the decision...
+    const again = await runHook('claude', doc);
+    expect(again.json.hookSpecificOutput.permissionDecision).toBe('allow');
+    expect(await exists(decisionBatch(doc, 1))).toBe(false);
+    // ...until the harness says it ran: then the identical call is a new one, asked afresh.
+    const post = payload('claude-post-tool-use.json', { session: doc.session_id, toolUseId: null });
+    post.tool_name = 'Bash';
+    post.tool_input = doc.tool_input;
+    expect((await runHook('claude', post)).code).toBe(0);
+    const third = runHook('claude', doc);
+    const [second] = await pendingApprovals(h.client, decisionBatch(doc, 1), 1);
+    await h.client.decide({
+      approvalId: second.approvalId,
+      decision: 'deny',
+      by: 'grace',
+      reason: 'it ran already',
+      workflowId: decisionBatch(doc, 1),
+    });
+    const r = await third;
+    expect(r.json.hookSpecificOutput.permissionDecision).toBe('deny');
+    expect(r.json.hookSpecificOutput.permissionDecisionReason).toMatch(/it ran already/);
+  });
+
   it('PermissionRequest: deny rule → behavior deny with a message; PostToolUseFailure is recorded', async () => {
     const doc = payload('claude-permission-request.json');
     const r = await runHook('claude', doc);
@@ -345,10 +413,27 @@ describe('Codex', () => {
     expect(r.json.hookSpecificOutput.permissionDecisionReason).toMatch(/waiting for a person to approve/);
   });
 
+  it("PermissionRequest's `description` does not make it another call: the PreToolUse approval answers it", async () => {
+    const doc = payload('codex-pre-tool-use.json', { command: 'git push origin described' });
+    const running = runHook('codex', doc);
+    const wf = decisionBatch(doc, 0, 'codex');
+    const [pending] = await pendingApprovals(h.client, wf, 1);
+    await h.client.decide({ approvalId: pending.approvalId, decision: 'approve', by: 'heidi', workflowId: wf });
+    expect((await running).stdout).toBe('');
+    // Codex then asks its own approval, with the model's justification added to the input.
+    const perm = payload('codex-permission-request.json', { session: doc.session_id, command: doc.tool_input.command });
+    expect(perm.tool_input.description).toBeTruthy();
+    const r = await runHook('codex', perm, ['--timeout', '30']);
+    expect(r.json).toEqual({
+      hookSpecificOutput: { hookEventName: 'PermissionRequest', decision: { behavior: 'allow' } },
+    });
+    expect(await exists(decisionBatch(doc, 1, 'codex'))).toBe(false);
+  });
+
   it('PermissionRequest: ask → approved → behavior allow; PostToolUse recorded', async () => {
     const doc = payload('codex-permission-request.json');
     const running = runHook('codex', doc);
-    const wf = decisionBatch(doc);
+    const wf = decisionBatch(doc, 0, 'codex');
     const [pending] = await pendingApprovals(h.client, wf, 1);
     await h.client.decide({ approvalId: pending.approvalId, decision: 'approve', by: 'dave', workflowId: wf });
     const r = await running;
@@ -414,6 +499,16 @@ describe('bad input never allows', () => {
     ]);
     expect(claude.json.hookSpecificOutput.permissionDecision).toBe('ask');
     expect(claude.json.hookSpecificOutput.permissionDecisionReason).toMatch(/fails closed/);
+    // A PermissionRequest's fallback is no output (the harness's own prompt); its why is on stderr.
+    const perm = await runHook('claude', payload('claude-permission-request.json'), [
+      '--address',
+      '127.0.0.1:9',
+      '--timeout',
+      '4',
+    ]);
+    expect(perm.code).toBe(0);
+    expect(perm.stdout).toBe('');
+    expect(perm.stderr).toMatch(/could not be reached.*fails closed/);
     const codex = await runHook('codex', payload('codex-pre-tool-use.json'), [
       '--address',
       '127.0.0.1:9',

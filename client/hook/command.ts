@@ -22,10 +22,12 @@ import {
   renderAnswer,
   renderFailure,
 } from './dialects';
+import { doctor, doctorDefaults, renderFindings } from './doctor';
 import { decide, record } from './service';
 
 export const HOOK_HELP = `Usage: sluice hook <claude|codex|gemini> [options]     a command hook: payload on stdin
        sluice hook serve [--port N] [--host H] [options]  http hooks: POST /claude (/codex, /gemini)
+       sluice hook doctor <claude|codex|gemini> [--project DIR]  will the harness run the hook?
 
 Answers the harness's PreToolUse / PermissionRequest (Claude Code, Codex) or BeforeTool (Gemini
 CLI) hook with Sluice's decision, and records PostToolUse / PostToolUseFailure / AfterTool results.
@@ -38,6 +40,7 @@ Options:
                           to the harness's own prompt where it has one, else to deny
   --approval-timeout S    Deny timeout of an ask when the worker's tool sets none (default 600)
   --port N, --host H      serve: where to listen (default 127.0.0.1:8788)
+  --project DIR           doctor: the project the harness runs in (default: this folder)
   --address host:port     Temporal frontend (default: TEMPORAL_ADDRESS, then localhost:7233)
   --namespace NAME        Temporal namespace (default: TEMPORAL_NAMESPACE, then "default")
   --task-queue NAME       Task queue of the Sluice worker that serves harness calls
@@ -78,6 +81,7 @@ export async function hookMain(
     return 0;
   }
   if (parsed.target === 'serve') return serve(parsed.options, parsed.port, parsed.host, io.stderr);
+  if (parsed.target === 'doctor') return runDoctor(parsed.positionals[1], parsed.project, io);
   let dialect: HarnessDialect;
   try {
     dialect = parseDialect(parsed.target);
@@ -86,6 +90,24 @@ export async function hookMain(
   }
   const text = await readAll(io.stdin);
   return emit(io, await answer(dialect, text, parsed.options, started + parsed.options.timeoutMs));
+}
+
+/** `sluice hook doctor <harness>`: whether the harness will run the hook, from its files (doctor.ts). */
+function runDoctor(
+  harness: string | undefined,
+  project: string | undefined,
+  io: { stdout: (s: string) => void; stderr: (s: string) => void },
+): number {
+  let dialect: HarnessDialect;
+  try {
+    dialect = parseDialect(harness);
+  } catch (err) {
+    io.stderr(`sluice hook doctor: ${(err as Error).message.replace('sluice hook ', 'sluice hook doctor ')}\n`);
+    return 2;
+  }
+  const { text, exitCode } = renderFindings(dialect, doctor(dialect, doctorDefaults(project)));
+  io.stdout(text);
+  return exitCode;
 }
 
 /** A Sluice client for one hook run; `release` closes what was opened for it (nothing for a shared one). */
@@ -197,10 +219,10 @@ async function hookOnce(
 /** Where Sluice has no answer: ask where the harness can ask the person itself, deny otherwise. */
 function fallback(req: HarnessRequest, why: string): HookReply {
   if (req.kind === 'record') return renderFailure('record', `${why}; the ${req.event} result was not recorded`);
-  return renderAnswer(req.dialect, req.event, {
-    decision: 'ask',
-    reason: `${why}. Not allowed, so this answer fails closed.`,
-  });
+  const reason = `${why}. Not allowed, so this answer fails closed.`;
+  // A PermissionRequest's "ask" is no output at all: the reason goes to stderr, where the harness
+  // keeps it (its debug log, a verbose transcript), instead of vanishing.
+  return { ...renderAnswer(req.dialect, req.event, { decision: 'ask', reason }), stderr: `sluice hook: ${reason}\n` };
 }
 
 /** The HTTP form, for Claude Code's `http` hooks: POST /<dialect> with the hook JSON; 200 with the answer. */
@@ -300,6 +322,7 @@ function parseOptions(argv: string[]) {
       address: { type: 'string' },
       namespace: { type: 'string' },
       'task-queue': { type: 'string' },
+      project: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -317,6 +340,8 @@ function parseOptions(argv: string[]) {
   return {
     help: values.help === true,
     target: positionals[0],
+    positionals,
+    project: values.project,
     port,
     host: values.host ?? '127.0.0.1',
     options: {

@@ -98,7 +98,7 @@ export function parseHookPayload(dialect: HarnessDialect, text: string): Harness
     kind,
     sessionId,
     toolName,
-    toolInput: input as JsonObject,
+    toolInput: callInput(dialect, toolName, input as JsonObject),
   };
   if (doc.tool_use_id !== undefined && doc.tool_use_id !== null) {
     if (typeof doc.tool_use_id !== 'string' || !doc.tool_use_id)
@@ -115,6 +115,20 @@ export function parseHookPayload(dialect: HarnessDialect, text: string): Harness
   if (event === 'PostToolUseFailure')
     req.error = typeof doc.error === 'string' && doc.error ? doc.error : 'the tool failed';
   return req;
+}
+
+/**
+ * The tool input that identifies a call and that the policy judges. Codex's PermissionRequest for
+ * its shell adds `description` (the model's justification, shown in Codex's prompt), which its
+ * PreToolUse and PostToolUse for the same call never carry: kept, the approval's question would
+ * make it another call, asked a second time. It changes nothing the command does, so it is left
+ * out; only for Codex's `Bash`, where it is known to be prose (an MCP tool's `description`
+ * argument is what the tool acts on).
+ */
+export function callInput(dialect: HarnessDialect, toolName: string, input: JsonObject): JsonObject {
+  if (dialect !== 'codex' || toolName !== 'Bash' || !('description' in input)) return input;
+  const { description: _justification, ...rest } = input;
+  return rest;
 }
 
 /** What Sluice decided for a call, before it is put in the harness's words. */

@@ -14,10 +14,12 @@
 // harmless call and a harmful one on the same step (a birthday search takes seconds), so the MAC's
 // key is secret (hook-key.ts), and an occurrence answers only a request whose tool and arguments
 // are the ones it was started with; any other is a new occurrence. A hook attaches to the
-// latest occurrence while it runs (an ask still waiting), or after it finished when it is the same
-// call (the same tool_use_id; without one, asked within SAME_CALL_MS), or when its decision came
-// from a person after the hook that asked had given up (a late decision, applied to the call
-// asked again within LATE_DECISION_MS). Anything else is a new occurrence, decided afresh.
+// latest occurrence while it runs (an ask still waiting: it waits on that batch), or after it
+// finished when it is the same call (the same tool_use_id; without one, asked within SAME_CALL_MS),
+// or when its decision came from a person after the hook that asked had given up (a late decision,
+// applied to the call asked again within LATE_DECISION_MS). A finished occurrence whose result the
+// harness recorded (PostToolUse, AfterTool) ran: only its own tool_use_id attaches to it then.
+// Anything else is a new occurrence, decided afresh.
 import { createHmac } from 'node:crypto';
 import { WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import { decodeArrayFromPayloads } from '@temporalio/common/lib/internal-non-workflow';
@@ -175,9 +177,13 @@ export async function decide(req: HarnessRequest, opts: HookServiceOptions): Pro
   if (latest && !(await sameArguments(sluice, latest.workflowId, req))) {
     // Another call on the same step: its decision is not this one's, nor is its wait.
     n = latest.n + 1;
+  } else if (latest?.status === 'RUNNING') {
+    const attached = await attachRunning(latest.workflowId, opts);
+    if (attached) return attached;
   } else if (latest && latest.status === 'COMPLETED') {
     const out = await sluice.temporal.workflow.getHandle(latest.workflowId).result().then(expand);
-    if (sameCall(req, out, latest, opts.budgetMs)) return { ...decisionOf(out), workflowId: latest.workflowId };
+    if (sameCall(req, out, latest, opts.budgetMs) && !(await ranSince(req, out, latest, opts)))
+      return { ...decisionOf(out), workflowId: latest.workflowId };
     n = latest.n + 1;
   } else if (latest && latest.status !== 'RUNNING' && !(await seqRefused(sluice, latest.workflowId))) {
     // Terminated, cancelled or failed for another reason: that occurrence never decided.
@@ -190,6 +196,44 @@ export async function decide(req: HarnessRequest, opts: HookServiceOptions): Pro
   });
   if (out) return { ...decisionOf(out), workflowId: handle.workflowId };
   return await notYet(handle.workflowId, opts);
+}
+
+/**
+ * A call asked for again while its batch still runs: Claude Code's and Codex's PermissionRequest
+ * after a PreToolUse that gave up (no tool_use_id), or the same call retried with a new one
+ * (headless Claude Code refuses an `ask`, and the model, told so, calls again). It waits on that
+ * batch, so the one approval a person gives reaches it; resubmitting would be refused as a batch
+ * with other calls. Undefined when that batch lost its seq claim: it ran nothing, start afresh.
+ */
+async function attachRunning(workflowId: string, opts: HookServiceOptions): Promise<Decided | undefined> {
+  const handle = opts.sluice.temporal.workflow.getHandle(workflowId);
+  let out: BatchOutput | undefined;
+  try {
+    out = await resultBy({ result: () => handle.result().then(expand) }, opts);
+  } catch (err) {
+    if (isSeqConflict(err)) return undefined;
+    throw err;
+  }
+  if (out) return { ...decisionOf(out), workflowId };
+  return await notYet(workflowId, opts);
+}
+
+/**
+ * Whether the harness recorded a result for that finished occurrence (PostToolUse, AfterTool):
+ * the call ran, so an identical call now is a new one, never answered by the decision that call
+ * used up. The same tool_use_id is still the same call (a harness resending its hook).
+ */
+async function ranSince(req: HarnessRequest, out: BatchOutput, latest: Occurrence, opts: HookServiceOptions) {
+  if (req.toolUseId && out.results[0]?.callId === req.toolUseId) return false;
+  const key = opts.callKey ?? hookCallKey();
+  const resultBatch = batchWorkflowId(req.sessionId, latest.n, callStep(req, key, 'result'));
+  try {
+    await opts.sluice.temporal.workflow.getHandle(resultBatch).describe();
+    return true;
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return false;
+    throw err;
+  }
 }
 
 /** Records what a harness call returned, as a `harness_result` batch beside the call's decision. */
@@ -311,7 +355,10 @@ async function seqRefused(sluice: SluiceClient, workflowId: string): Promise<boo
 }
 
 /** The batch's output if it finishes before the deadline, else undefined; the wait is abandoned, not the batch. */
-async function resultBy(handle: BatchHandle, opts: HookServiceOptions): Promise<BatchOutput | undefined> {
+async function resultBy(
+  handle: { result(): Promise<BatchOutput> },
+  opts: HookServiceOptions,
+): Promise<BatchOutput | undefined> {
   const left = opts.deadline - Date.now();
   if (left <= 0) return undefined;
   const abort = new AbortController();
