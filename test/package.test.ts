@@ -32,6 +32,7 @@ let tarball = '';
 let jsApp = '';
 let tsApp = '';
 let started = 0;
+let clientSession = '';
 
 beforeAll(async () => {
   started = Date.now();
@@ -87,6 +88,27 @@ describe('the packed tarball in fresh projects, with plain node', () => {
     // The child batch set its own SluiceSessionId: sessionEvents finds it.
     expect(r.sessionEventTypes).toEqual(['approval/asked', 'approval/decided', 'tool/call', 'tool/result']);
     expect(r.tsxLoaded).toBe(false);
+    clientSession = r.clientSession as string;
+  }, 300_000);
+
+  // npm nests a protobufjs 8 under @temporalio/common and @temporalio/proto each when
+  // @grpc/proto-loader's protobufjs 7 takes the top level: the checkout has one copy and hid that
+  // @temporalio/common's history JSON helpers then fail ("type must be a Type").
+  it('the sluice bin exports a batch history the app ran, and replays and audits the file', async () => {
+    expect(clientSession).toMatch(/-client$/);
+    const bin = path.join('node_modules', '.bin', 'sluice');
+    const env = { TEMPORAL_ADDRESS: inject('temporalAddress') };
+    const id = `sluice-batch:${clientSession}:1:1`;
+    const out = path.join(jsApp, 'history.json');
+    await sh('node', [bin, 'export', id, '--out', out], jsApp, env);
+    const history = JSON.parse(fs.readFileSync(out, 'utf8'));
+    expect(history.events[0].eventType).toBe('EVENT_TYPE_WORKFLOW_EXECUTION_STARTED');
+    expect(history.events.at(-1).eventType).toBe('EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED');
+    const replay = await sh('node', [bin, 'replay', out], jsApp);
+    expect(replay.stdout).toContain(`ok      ${id}`);
+    const audit = await sh('node', [bin, 'audit', out], jsApp);
+    expect(audit.stdout).toContain(`batch ${id} · session ${clientSession} · turn 1 · step 1`);
+    expect(audit.stdout).toContain('get_time');
   }, 300_000);
 
   it('TypeScript: compiles against the declarations, then runs with plain node', async () => {
