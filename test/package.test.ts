@@ -127,6 +127,12 @@ describe('the packed tarball in fresh projects, with plain node', () => {
     const { stdout } = await sh('node', [path.join('node_modules', '.bin', 'sluice'), '--help'], jsApp);
     expect(stdout).toContain('sluice — durable tool batches for AI agents');
     expect(stdout).toContain('manifest');
+    // The copy it runs: the app's, compiled.
+    const version = await sh('node', [path.join('node_modules', '.bin', 'sluice'), '--version'], jsApp);
+    const pkg = JSON.parse(fs.readFileSync(path.join(repo, 'package.json'), 'utf8'));
+    expect(version.stdout.trim()).toBe(
+      `sluice ${pkg.version} (dist) at ${fs.realpathSync(path.join(jsApp, 'node_modules', 'sluice'))}`,
+    );
   });
 
   it('sluice and sluice/client load no worker runtime; sluice loads no Temporal at all', async () => {
