@@ -31,7 +31,7 @@ export type {
   ToolDefinitionInput,
 } from './define/config';
 // What a tool body throws for an error result the model reads, with no retry (docs/tools.md).
-export { ToolFailure } from './tools/errors';
+export { ToolFailure } from './define/tool-failure';
 export type { JsonSchema, ToolInputSchema } from './define/tool-schema';
 export type { ConfigExport } from './worker/load-config';
 export type { ResultStore } from './stores/claim-check';
