@@ -3,10 +3,12 @@
 // user's workflow and activity beside Sluice (SluicePlugin), a batch through sluice/client, a child
 // batch that asks for approval and is approved, a second parent that attaches (the body ran once),
 // and the bin's --help. Every TypeScript block in the README typechecks against the built package.
+import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { eventually } from './eventually';
 import { NPM_INSTALL, installedVersion as installed, packSluice, REPO as repo, sh as shIn } from './fresh-app';
 
 const fixtures = path.join(__dirname, 'fixtures', 'package');
@@ -134,6 +136,52 @@ describe('the packed tarball in fresh projects, with plain node', () => {
       `sluice ${pkg.version} (dist) at ${fs.realpathSync(path.join(jsApp, 'node_modules', 'sluice'))}`,
     );
   });
+
+  it('the shipped chat example runs in the app: its worker config, then `sluice chat --script` with an approval', async () => {
+    const bin = path.join('node_modules', '.bin', 'sluice');
+    const taskQueue = `chat-example-${process.pid}-${Date.now()}`;
+    const where = ['--address', inject('temporalAddress'), '--task-queue', taskQueue, '--state-dir', 'chat-state'];
+    const worker = spawn(
+      process.execPath,
+      [bin, 'worker', '--config', 'node_modules/sluice/examples/chat.config.mjs', ...where],
+      { cwd: jsApp, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    const chat = spawn(
+      process.execPath,
+      [bin, 'chat', '--script', 'node_modules/sluice/examples/chat-script.json', ...where],
+      { cwd: jsApp, stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, SLUICE_APPROVER: 'tester' } },
+    );
+    let said = '';
+    let shown = '';
+    worker.stdout.on('data', (b: Buffer) => (said += b));
+    worker.stderr.on('data', (b: Buffer) => (said += b));
+    chat.stdout.on('data', (b: Buffer) => (shown += b));
+    chat.stderr.on('data', (b: Buffer) => (shown += b));
+    const shows = (what: string) =>
+      eventually(`the chat to show ${what}`, () => shown.includes(what), { timeoutMs: 240_000 }).catch((err: Error) => {
+        throw new Error(`${err.message}; it showed:\n${shown}\nthe worker said:\n${said}`);
+      });
+    const exited = new Promise<number | null>((r) => chat.on('exit', (code) => r(code)));
+    try {
+      await eventually('the worker to start', () => said.includes('sluice worker:') || worker.exitCode !== null, {
+        timeoutMs: 240_000,
+      });
+      expect(said).toContain('2 tool(s) on task queue');
+      chat.stdin.write('publish the report\n');
+      await shows('Approve this call? [y/N]');
+      chat.stdin.write('y\n');
+      await shows('model: Done: the report is out.');
+      chat.stdin.write('/end\n');
+      expect(await exited, shown).toBe(0);
+      expect(shown).toContain('✓ note (n1): { "noted": 1 }');
+      expect(shown).toContain('✓ publish (p1): published the report');
+      expect(shown).not.toContain('unknown tool');
+    } finally {
+      chat.kill('SIGKILL');
+      worker.kill('SIGTERM');
+      await new Promise((r) => (worker.exitCode !== null ? r(undefined) : worker.on('exit', r)));
+    }
+  }, 600_000);
 
   it('sluice and sluice/client load no worker runtime; sluice loads no Temporal at all', async () => {
     const probe = `
