@@ -10,6 +10,7 @@ export class ToolFailure extends Error {
   readonly [TOOL_FAILURE_BRAND] = true;
   /** `instanceof ToolFailure` holds for a ToolFailure thrown by any copy of Sluice. */
   static [Symbol.hasInstance](value: unknown): boolean {
+    // biome-ignore lint/complexity/noThisInStatic: `this` is the class asked; a subclass keeps the ordinary check
     if (this !== ToolFailure) return Function.prototype[Symbol.hasInstance].call(this, value);
     return (
       value !== null &&
