@@ -30,6 +30,8 @@ export type {
   ToolSchema,
   ToolDefinitionInput,
 } from './define/config';
+// What a tool body throws for an error result the model reads, with no retry (docs/tools.md).
+export { ToolFailure } from './define/tool-failure';
 export type { JsonSchema, ToolInputSchema } from './define/tool-schema';
 export type { ConfigExport } from './worker/load-config';
 export type { ResultStore } from './stores/claim-check';

@@ -1,6 +1,6 @@
 // Stages 7 and 8 worker-side: the execute waterfall (pipeline/waterfall.ts) around the tool body.
 // A throw out of the body is the tool's failure: it fails the activity, so Temporal retries the
-// body by the tool's policy. A throw out of a wrapper is a failure of the pipeline: the call's
+// body by the tool's policy; a ToolFailure is the body's answer instead (its error result, no retry). A throw out of a wrapper is a failure of the pipeline: the call's
 // result, with post-execute skipped. Liveness comes from worker/liveness.ts, which heartbeats
 // every stage activity while it runs; this file adds no timer of its own.
 import { GRANTS_NAMESPACE } from '../pipeline/grants';
@@ -26,6 +26,7 @@ import { BODY_INLINE_BYTES } from '../pipeline/budget';
 import { compose, type Layer } from '../pipeline/waterfall';
 import { stashCandidate } from '../stores/claim-check';
 import { handlerOf, isToolOutput, nameOf, type ToolContext, type ToolDefinition } from '../define/config';
+import { toolError, ToolFailure } from '../tools/errors';
 import { messageOf } from './extensions';
 import { type Collector, parseArgs, type StageKit } from './kit';
 
@@ -75,6 +76,9 @@ export function executeStage(kit: StageKit, guards?: (ref: WireCallRef) => Promi
       try {
         value = await tool.execute(args, toolCtx(bodySide));
       } catch (err) {
+        // The body found what the model must hear (tools/errors.ts): a retry would repeat it.
+        if (err instanceof ToolFailure)
+          return toCandidate(toolError(err.message, err.code ?? ErrorCodes.TOOL_FAILED), tool.name);
         throw new BodyThrew(err);
       }
       return toCandidate(value, tool.name);

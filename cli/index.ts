@@ -1,6 +1,7 @@
 // `sluice`: the command line. One file per command (cli/<command>.ts: its flags, its help, what it
 // does); this one lists them and dispatches on the first word. Every failure prints what happened
 // and what to do, and exits non-zero: 2 for usage, 1 for the rest.
+import { describeCopy } from '../support/copy';
 import { UsageError } from '../support/errors';
 import { DEFAULT_INBOX_HOST, DEFAULT_INBOX_PORT } from '../client/inbox/server';
 import { terminalSafe } from '../client/render';
@@ -80,8 +81,9 @@ Usage: npx sluice <command> [options]
 Commands (\`npx sluice <command> --help\` lists a command's options):
 ${COMMANDS.map(listing).join('\n')}
 
-  <target> is a batch's workflow id, a session id (all of its batches), a history .json file,
-  or a folder of them (replay: test/fixtures/histories holds every release's fixtures).
+  <target> is a batch's workflow id, a session id (all of its batches), a history .json file
+  (\`npx sluice export\` writes one), or a folder of them (replay: keep one per release in CI).
+  \`npx sluice --version\` names the copy of Sluice the CLI runs: the one your config imports.
 
 Common options:
   --address host:port     Temporal frontend (default: TEMPORAL_ADDRESS, then localhost:7233)
@@ -113,6 +115,10 @@ export async function main(argv: string[], write: (s: string) => void = stdoutLi
   if (name === undefined || isHelp(name)) {
     out(HELP);
     return name === undefined ? 2 : 0;
+  }
+  if (name === '--version' || name === '-v') {
+    out(describeCopy());
+    return 0;
   }
   if (name === 'help') {
     out(byName.get(rest[0] ?? '')?.help ?? HELP);

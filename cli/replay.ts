@@ -16,7 +16,7 @@ Replays histories (workflow ids, session ids, .json files or folders of them) wi
 code and reports each. Exit 0: all replayed; 1: any failed; 2: usage.
 
 Options:
-  --workflows FILE        The workflows entry to bundle (default: this Sluice's workflows/index.ts)
+  --workflows FILE        The workflows entry to bundle (default: this copy of Sluice's own workflows)
   --json                  Print the results as JSON (only JSON on stdout; logs go to stderr)
 ${CONNECTION_OPTIONS}`,
   async run({ values: v, positionals: targets, out }) {

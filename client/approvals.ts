@@ -9,7 +9,12 @@ import { ApplicationFailure } from '@temporalio/common';
 import { decodeMapFromPayloads } from '@temporalio/common/lib/internal-non-workflow';
 import { isEvent } from '../pipeline/events';
 import { type BatchOutputWire, expandBatchOutput } from '../pipeline/output';
-import { RECONCILE_UPDATE, type ReconcileDecision, type Reconciliation } from '../pipeline/reconcile';
+import {
+  RECONCILE_UPDATE,
+  RECONCILE_WORKFLOW,
+  type ReconcileDecision,
+  type Reconciliation,
+} from '../pipeline/reconcile';
 import type {
   ApprovalDecision,
   ApprovalOutcome,
@@ -38,6 +43,8 @@ import { type SealKey, sealIdentity, sealKeyFromEnv } from './identity';
 export const SERVER_DEADLINE_MS = 10_000;
 /** How many recent batches a decision for an approval no longer waiting looks through for how it ended. */
 const DECIDED_SCAN = 2_000;
+/** How many recently closed reconcile cards a decision for a card no longer waiting looks through. */
+const RECONCILED_SCAN = 200;
 /** How long a batch's worker has to answer before a decision is queued by signal instead. */
 export const DEFAULT_PROBE_MS = 3_000;
 /** How long an update may take to be confirmed once a worker answered. */
@@ -406,7 +413,7 @@ export class ApprovalsClient {
   async reconcile(
     decision: ReconcileDecision & { workflowId?: string; identityToken?: string; sealKey?: SealKey },
   ): Promise<Reconciliation> {
-    const workflowId = decision.workflowId ?? (await this.find(decision.reconcileId));
+    const workflowId = decision.workflowId ?? (await this.findReconcile(decision.reconcileId));
     const { workflowId: _omit, identityToken, sealKey, ...payload } = decision;
     await this.sealReconcileIdentity(workflowId, payload, identityToken, sealKey);
     const handle = this.temporal.workflow.getHandle(workflowId);
@@ -463,7 +470,7 @@ export class ApprovalsClient {
     | ({ status: 'applied' } & Reconciliation)
     | { status: 'queued'; workflowId: string; reconcileId: string; requestId: string; message: string }
   > {
-    const workflowId = decision.workflowId ?? (await this.find(decision.reconcileId));
+    const workflowId = decision.workflowId ?? (await this.findReconcile(decision.reconcileId));
     const probeMs = opts.probeMs ?? DEFAULT_PROBE_MS;
     const handle = this.temporal.workflow.getHandle(workflowId);
     const workerAnswers = await this.temporal
@@ -537,17 +544,50 @@ export class ApprovalsClient {
    * it as waiting for a moment after), so the answer is how it was reconciled, from its result.
    */
   private async reconcileRefusalAfterClose(workflowId: string, reconcileId: string): Promise<SluiceError> {
-    const r = await this.temporal
+    const r = await this.reconciliationOf(workflowId);
+    if (!r?.outcome)
+      return new SluiceError(`no unknown outcome ${reconcileId} is waiting (workflow ${workflowId} not found)`);
+    return alreadyReconciled(r);
+  }
+
+  /** A closed reconcile card's result; undefined when it did not complete or the server cannot tell in time. */
+  private reconciliationOf(workflowId: string): Promise<Reconciliation | undefined> {
+    return this.temporal
       .withDeadline(Date.now() + SERVER_DEADLINE_MS, () => this.temporal.workflow.getHandle(workflowId).result())
       .then(
         (x) => x as Reconciliation,
         () => undefined,
       );
-    if (!r?.outcome)
-      return new SluiceError(`no unknown outcome ${reconcileId} is waiting (workflow ${workflowId} not found)`);
-    return new SluiceError(
-      `not reconciled: already reconciled: ${r.outcome} by ${r.by}${r.reason ? ` (${r.reason})` : ''} at ${r.decidedAt}`,
-    );
+  }
+
+  /**
+   * The workflow of the card waiting on `reconcileId`. A card reconciled already is waiting no more,
+   * so a second decision hears how it was reconciled (from the closed card), not "no batch is waiting".
+   */
+  private async findReconcile(reconcileId: string): Promise<string> {
+    try {
+      return await this.find(reconcileId);
+    } catch (err) {
+      if (!(err instanceof NotFoundError)) throw err;
+      throw (await this.findReconciled(reconcileId)) ?? err;
+    }
+  }
+
+  /** The refusal for a card some recently completed reconcile workflow settled (newest first, at most RECONCILED_SCAN). */
+  private async findReconciled(reconcileId: string): Promise<SluiceError | undefined> {
+    let seen = 0;
+    try {
+      for await (const wf of this.temporal.workflow.list({
+        query: `WorkflowType = '${RECONCILE_WORKFLOW}' AND ExecutionStatus = 'Completed'`,
+      })) {
+        const r = await this.reconciliationOf(wf.workflowId);
+        if (r?.reconcileId === reconcileId) return alreadyReconciled(r);
+        if (++seen >= RECONCILED_SCAN) break;
+      }
+    } catch {
+      // Visibility unreachable: the caller's NotFoundError still says what to do.
+    }
+    return undefined;
   }
 
   /** Why a decision came too late for a batch that has finished: how its ask ended, from the result. */
@@ -777,5 +817,12 @@ async function sealInto(payload: ApprovalDecision, token: string | undefined, ke
     token,
     { approvalId: payload.approvalId, argsDigest: payload.argsDigest },
     sealKey,
+  );
+}
+
+/** A second decision on a card already reconciled: how, by whom and when. */
+function alreadyReconciled(r: Reconciliation): SluiceError {
+  return new SluiceError(
+    `not reconciled: already reconciled: ${r.outcome} by ${r.by}${r.reason ? ` (${r.reason})` : ''} at ${r.decidedAt}`,
   );
 }

@@ -389,7 +389,7 @@ class Chat {
       this.asked.add(p.approvalId);
       this.out(renderPendingCard(p));
       if (this.o.askApprovals === false) {
-        this.out('  (waiting for a decision: y/n is not asked here)');
+        this.out(notAskedHere(p));
         continue;
       }
       if (!(await this.ask(p, batch))) return;
@@ -477,4 +477,13 @@ export function newChatSessionId(now = new Date()): string {
 export function scriptMessages(file: string): string[] {
   const script = JSON.parse(fs.readFileSync(file, 'utf8')) as { turns?: { user?: string }[] };
   return (script.turns ?? []).map((t) => t.user).filter((u): u is string => typeof u === 'string' && !!u.trim());
+}
+
+/**
+ * Where y/n is not asked (no terminal): how else the ask is decided, and when it ends by itself,
+ * so a chat that waits says what it waits for.
+ */
+function notAskedHere(p: PendingApproval): string {
+  const ends = Number.isFinite(Date.parse(p.expiresAt)) && !p.expiresAt.startsWith('9999');
+  return `  (waiting for a decision, not asked here: \`npx sluice approve ${p.approvalId}\` or \`deny\` from another shell${ends ? `; denied at ${p.expiresAt} when its deny timeout ends` : ''})`;
 }

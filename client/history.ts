@@ -4,10 +4,10 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
-import { historyFromJSON, historyToJSON } from '@temporalio/common/lib/proto-utils';
 import type { temporal } from '@temporalio/proto';
 import type { BatchInput } from '../pipeline/types';
 import { HistoryNotFound } from '../support/errors';
+import { historyFromJson, historyToJsonText } from './history-json';
 import { RECONCILE_WORKFLOW, type ReconcileInput, reconcileWorkflowId } from '../pipeline/reconcile';
 import { batchWorkflowId } from '../workflows/definitions';
 import { SESSION_WORKFLOW, sessionWorkflowId } from '../workflows/session-definitions';
@@ -99,7 +99,7 @@ export function readHistoryFile(file: string): LoadedHistory {
   }
   let history: History;
   try {
-    history = historyFromJSON(data);
+    history = historyFromJson(data);
   } catch (err) {
     throw new HistoryNotFound(
       `${file} is not a workflow history (${(err as Error).message}); export one with \`npx sluice export <workflowId>\` or \`temporal workflow show -w <id> -o json\``,
@@ -110,7 +110,7 @@ export function readHistoryFile(file: string): LoadedHistory {
 
 /** The same JSON shape the Temporal CLI and UI export. */
 export function historyToJson(history: History): string {
-  return `${historyToJSON(history as temporal.api.history.v1.History)}\n`;
+  return `${historyToJsonText(history)}\n`;
 }
 
 /**

@@ -118,8 +118,9 @@ export class SessionHandle {
    * The session's events as they happen (model text, tool calls and results, approvals asked and
    * decided, injected contexts, turn ends), from `fromSeq` on, read from the session log the
    * workers write: `source` is their state folder or their store (`openStores` from sluice/worker,
-   * files or PostgreSQL). Default: SLUICE_STATE_DIR, else `.sluice` in this process's working
-   * directory, which is the worker's only when both run in the same folder.
+   * files or PostgreSQL). Default: the PostgreSQL store of SLUICE_DATABASE_URL when it is set (as
+   * the workers'), else SLUICE_STATE_DIR, else `.sluice` in this process's working directory,
+   * which is the worker's only when both run in the same folder.
    *
    * Ends with `until: 'turn'` after the first `session/turn-ended` it yields, with `until:
    * 'session'` (the default) after `session/ended`, or when `signal` aborts. With `live: true`
@@ -133,7 +134,20 @@ export class SessionHandle {
   events(opts: SessionEventsOptions & { live: true }): AsyncGenerator<SessionEvent | LiveEvent>;
   events(opts?: SessionEventsOptions): AsyncGenerator<SessionEvent>;
   async *events(opts: SessionEventsOptions = {}): AsyncGenerator<SessionEvent | LiveEvent> {
-    const source = opts.source ?? process.env.SLUICE_STATE_DIR ?? '.sluice';
+    // The workers' database, opened here (pg loads only then) and closed when the follower ends.
+    const url = opts.source === undefined ? process.env.SLUICE_DATABASE_URL?.trim() : undefined;
+    const owned = url ? (await import('../stores/stores')).postgresStores(url) : undefined;
+    try {
+      yield* this.follow(opts, opts.source ?? owned ?? process.env.SLUICE_STATE_DIR ?? '.sluice');
+    } finally {
+      await owned?.close();
+    }
+  }
+
+  private async *follow(
+    opts: SessionEventsOptions,
+    source: NonNullable<SessionEventsOptions['source']>,
+  ): AsyncGenerator<SessionEvent | LiveEvent> {
     // What events() waits for may never come: checked in the follower's own round, which has just
     // read the log (a missing log, or the session's events kept out of it), before it yields that
     // round's events, so no event of another writer's passes for the session's.
@@ -172,7 +186,7 @@ export class SessionHandle {
           missingSince ??= Date.now();
           if (Date.now() - missingSince >= graceMs)
             return new NotFoundError(
-              `session ${this.sessionId} has recorded ${view.nextSeq} event(s), but its log is not at ${file}: the worker writes session logs in its own state folder (\`npx sluice worker --state-dir\`, SluicePlugin's stateDir; default .sluice in the worker's working directory), or in PostgreSQL when it has SLUICE_DATABASE_URL. Point events() at it: session.events({ source: '<the worker's state folder>' }), set SLUICE_STATE_DIR, or pass source: openStores({ databaseUrl }) from sluice/worker.`,
+              `session ${this.sessionId} has recorded ${view.nextSeq} event(s), but its log is not at ${file}: the worker writes session logs in its own state folder (\`npx sluice worker --state-dir\`, SluicePlugin's stateDir; default .sluice in the worker's working directory), or in PostgreSQL when it has SLUICE_DATABASE_URL. Point events() at it: session.events({ source: '<the worker's state folder>' }) or SLUICE_STATE_DIR; for PostgreSQL, the workers' SLUICE_DATABASE_URL in this process's environment, or source: openStores({ databaseUrl }) from sluice/worker.`,
             );
         }
         return undefined;

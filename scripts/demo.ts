@@ -46,16 +46,28 @@ async function main() {
   announceSession(sessionId, interactive, inbox, approvalTimeoutMs);
   await runDemoSession(client, stateDir, sessionId, interactive, approvalTimeoutMs);
 
-  console.log(`\nSession log: ${sessionLogPath(stateDir, sessionId)}   (npx sluice events ${sessionId})`);
-  console.log(
-    `The session is the workflow "sluice-session:${sessionId}", each batch a child "sluice-batch:${sessionId}:1:<step>", in the Web UI: ${uiUrl}`,
-  );
-  console.log(`What happened, from the workflow histories: npx sluice audit ${sessionId}`);
   await inbox?.close();
   worker.shutdown();
   await running;
   await connection.close();
   await server?.stop();
+  afterwards(stateDir, sessionId, uiUrl, server !== undefined);
+}
+
+/**
+ * Where to look once the demo has ended. A server the demo started is stopped by now: the audit
+ * and the Web UI need it back (`npx sluice dev` serves the same database from the state folder).
+ */
+function afterwards(stateDir: string, sessionId: string, uiUrl: string, stopped: boolean) {
+  console.log(`\nSession log: ${sessionLogPath(stateDir, sessionId)}   (npx sluice events ${sessionId})`);
+  if (stopped)
+    console.log(
+      `The demo's Temporal server has stopped; its database stays in ${stateDir}. To look at the session, serve it again with \`npx sluice dev${stateDir === '.sluice' ? '' : ` --state-dir ${stateDir}`}\` (Ctrl-C to stop), then:`,
+    );
+  console.log(`  npx sluice audit ${sessionId}    what happened, from the workflow histories`);
+  console.log(
+    `  ${uiUrl}    the Web UI: the workflow "sluice-session:${sessionId}", each batch a child "sluice-batch:${sessionId}:1:<step>"`,
+  );
 }
 
 /** A Temporal server already on the port is used as it is; otherwise the demo starts (and later stops) one. */

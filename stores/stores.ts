@@ -156,8 +156,17 @@ export function databaseUrlFromEnv(env: NodeJS.ProcessEnv = process.env): string
   return env.SLUICE_DATABASE_URL?.trim() || undefined;
 }
 
-/** PostgreSQL when a URL is given (or SLUICE_DATABASE_URL is set), files in the state folder otherwise. */
-export function openStores(opts: { stateDir: string; databaseUrl?: string; warn?: (m: string) => void }): SluiceStores {
+/**
+ * PostgreSQL when a URL is given (or SLUICE_DATABASE_URL is set), files in the state folder
+ * otherwise: `openStores({ databaseUrl })` needs no folder, `openStores({ stateDir })` no URL.
+ */
+export function openStores(
+  opts: ({ stateDir: string; databaseUrl?: string } | { databaseUrl: string; stateDir?: string }) & {
+    warn?: (m: string) => void;
+  },
+): SluiceStores {
   const url = opts.databaseUrl ?? databaseUrlFromEnv();
-  return url ? postgresStores(url, opts.warn) : fileStores(opts.stateDir, opts.warn);
+  if (url) return postgresStores(url, opts.warn);
+  if (opts.stateDir === undefined) throw new Error('openStores needs a stateDir or a databaseUrl');
+  return fileStores(opts.stateDir, opts.warn);
 }

@@ -1,6 +1,7 @@
 // `sluice audit` reads what happened from workflow histories alone: hooks' gates, approvals with
 // who and when, body retries with their failures, post-execute rewrites, final results — and the
 // session events it rebuilds equal the JSONL session log the worker wrote.
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { auditHistories, type SessionAudit } from '../client/audit';
@@ -10,6 +11,8 @@ import type { BatchOutput } from '../pipeline/types';
 import demoConfig from '../sluice.config';
 import type { StageContext } from '../define/config';
 import { readSessionLog } from '../stores/sink';
+import { sessionLogPath } from '../stores/session-log-path';
+import type { SessionLogCheck } from '../cli/audit';
 import { startHarness, type Harness } from './harness';
 import { pendingApproval } from './eventually';
 import { runCli as cli } from './run-cli';
@@ -157,6 +160,48 @@ describe('audit', () => {
       'hook/result {"turn":1,"point":"pre-execute","handlerId":"audit-hook","decision":"allow","durationMs":1}',
     );
     expect(audit.batches[1].calls[0].settle?.rewritten).toBe(true);
+  });
+
+  it('a session log checked against the batches says what each difference means', async () => {
+    const sessionId = `audit-log-${process.pid}-${Date.now()}`;
+    const out = await h.client.runBatch({
+      sessionId,
+      turn: 1,
+      step: 1,
+      calls: [
+        { id: 'w', name: 'get_weather', arguments: { city: 'Oslo' } },
+        { id: 'v', name: 'get_weather', arguments: { city: 'Rome' } },
+      ],
+    });
+    expect(out.nextSeq).toBeGreaterThanOrEqual(3);
+    const audit = (...more: string[]) =>
+      cli(['audit', sessionId, '--state-dir', h.stateDir, '--address', inject('temporalAddress'), ...more]);
+    expect((await audit()).output).toContain(`${out.nextSeq} event(s), every event of the completed batches in it`);
+    // As the log reads after a worker was killed mid-attempt (seq 0 written first by the lost
+    // attempt, 2 ms earlier), plus an event changed by hand and one lost.
+    const file = sessionLogPath(h.stateDir, sessionId);
+    const events = (await readSessionLog(h.stateDir, sessionId)).map((e) =>
+      e.seq === 0
+        ? { ...e, time: new Date(Date.parse(e.time) - 2).toISOString() }
+        : e.seq === 1
+          ? { ...e, data: { ...e.data, forged: true } }
+          : e,
+    );
+    fs.writeFileSync(
+      file,
+      events
+        .filter((e) => e.seq !== 2)
+        .map((e) => `${JSON.stringify(e)}\n`)
+        .join(''),
+    );
+    const r = await audit();
+    expect(r.code, r.output).toBe(0);
+    expect(r.output).toContain("seqs 0 differ from the batches' events in their time only (the same event");
+    expect(r.output).toContain('nothing to do');
+    expect(r.output).toContain("seqs 1 differ from the batches' events in what they say (the history is the record");
+    expect(r.output).toContain('missing seqs 2 that the batches recorded');
+    const json = JSON.parse((await audit('--json')).output) as { logs: SessionLogCheck[] };
+    expect(json.logs[0]).toMatchObject({ retimed: [0], differing: [1], missing: [2] });
   });
 
   it('an unknown target says what to do', async () => {

@@ -101,6 +101,23 @@ describe('sluice CLI', () => {
     for (const flag of source.match(/--[a-z-]+/g) ?? []) expect(dev.output).toContain(flag);
   });
 
+  it('`--version` names the copy the CLI runs; no help names a file the package does not ship', async () => {
+    const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
+      version: string;
+      files: string[];
+    };
+    const v = await cli(['--version']);
+    expect(v.code).toBe(0);
+    // From the checkout the CLI runs its TypeScript source (bin/sluice.js).
+    expect(v.output).toBe(`sluice ${pkg.version} (source) at ${fs.realpathSync(ROOT)}`);
+    const helps = [(await cli(['--help'])).output, ...Object.values(COMMAND_HELP)].join('\n');
+    const named = helps.match(/(?<![\w.-])(?:[\w-]+\/)+[\w.-]+\.(?:md|ts|js|json|txt)\b/g) ?? [];
+    expect(named.length).toBeGreaterThan(0);
+    const shipped = (file: string) => pkg.files.some((f) => file === f || file.startsWith(`${f}/`));
+    expect(named.filter((f) => !shipped(f))).toEqual([]);
+    expect(helps).not.toContain('test/fixtures');
+  });
+
   it('`batch --help` documents its exit codes', async () => {
     const r = await cli(['batch', '--help']);
     expect(r.code).toBe(0);

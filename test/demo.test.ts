@@ -52,6 +52,16 @@ describe('the demo agent session (npm start)', () => {
     expect(at.every((i) => i >= 0)).toBe(true);
     expect([...at].sort((a, b) => a - b)).toEqual(at);
     expect(out).toContain('(the session ended: idle)');
+    // Without a terminal the ask says how else it is decided, and when it ends by itself.
+    expect(out).toMatch(
+      /\(waiting for a decision, not asked here: `npx sluice approve [0-9a-f-]{36}` or `deny` from another shell; denied at \S+Z when its deny timeout ends\)/,
+    );
+    // The server it started is stopped by its last lines: they say how to serve it again first.
+    const tail = out.slice(out.indexOf('(the session ended: idle)'));
+    expect(tail).toContain(
+      `The demo's Temporal server has stopped; its database stays in ${stateDir}. To look at the session, serve it again with \`npx sluice dev --state-dir ${stateDir}\``,
+    );
+    expect(tail.indexOf('has stopped')).toBeLessThan(tail.indexOf(`npx sluice audit ${session}`));
     const events = await readSessionLog(stateDir, session);
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i));
     expect(events.filter((e) => e.type === 'tool/result')).toHaveLength(6);

@@ -34,6 +34,8 @@ export default defineConfig({
 });
 `;
 
+const VERSION: string = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8')).version;
+
 const APP_PACKAGE = JSON.stringify({ name: 'app', version: '1.0.0', private: true, type: 'module' });
 
 let scratch: string;
@@ -149,6 +151,8 @@ describe('two copies of Sluice: a checkout as a dependency, the worker from npx 
 
     const taskQueue = `dual-copy-linked-${process.pid}-${Date.now()}`;
     const { log } = await startWorker(app, taskQueue);
+    // Its first line names the copy it runs: the checkout's dist/, the one the config imports.
+    expect(log()).toContain(`sluice worker: sluice ${VERSION} (dist) at ${fs.realpathSync(REPO)};`);
     await runsBothTools(taskQueue, log);
   }, 600_000);
 
@@ -183,6 +187,7 @@ describe('two copies of Sluice: a checkout as a dependency, the worker from npx 
 
     const taskQueue = `dual-copy-workspace-${process.pid}-${Date.now()}`;
     const { log } = await startWorker(app, taskQueue);
+    expect(log()).toContain(`sluice worker: sluice ${VERSION} (dist) at ${fs.realpathSync(pkg)};`);
     await runsBothTools(taskQueue, log);
   }, 600_000);
 });

@@ -1,4 +1,7 @@
 // One real Temporal dev server per test run, and one workflow bundle every test worker shares.
+// Their run folder (the server's database, the bundle, the packed tarball, the fresh apps: some
+// 200 MB) is removed after a run that passed, and kept, with a line saying where, after one that
+// failed, or with SLUICE_KEEP_TEST_DIR=1.
 import { bundleWorkflowCode } from '@temporalio/worker';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -18,9 +21,11 @@ declare module 'vitest' {
 }
 
 let server: DevServer | undefined;
+let run: { dir: string; project: TestProject } | undefined;
 
 export async function setup(project: TestProject) {
   const runDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-test-'));
+  run = { dir: runDir, project };
   const started = Date.now();
   // A fresh machine needs nothing run before `npm test`: what is missing is installed or named.
   provisionSystemPackages((l) => console.log(l));
@@ -48,6 +53,16 @@ export async function setup(project: TestProject) {
 
 export async function teardown() {
   await server?.stop();
+  if (!run) return;
+  const state = run.project.vitest.state;
+  const failed = state.getCountOfFailedTests() + state.getFailedFilepaths().length + state.getUnhandledErrors().length;
+  if (failed > 0 || process.env.SLUICE_KEEP_TEST_DIR) {
+    console.log(
+      `test run: kept ${run.dir} (${failed > 0 ? 'a test failed' : 'SLUICE_KEEP_TEST_DIR'}: the Temporal database, the workflow bundle, the fresh apps); remove it when done`,
+    );
+    return;
+  }
+  await fs.promises.rm(run.dir, { recursive: true, force: true });
 }
 
 const quietLogger = {

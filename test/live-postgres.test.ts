@@ -9,7 +9,7 @@ import { followSessionEvents } from '../client/session-events';
 import type { SessionEvent } from '../pipeline/types';
 import { postgresLiveChannel } from '../stores/live';
 import { PostgresStores } from '../stores/postgres';
-import { postgresStores } from '../stores/stores';
+import { openStores, postgresStores } from '../stores/stores';
 import { eventually } from './eventually';
 import sessionConfig from './fixtures/session.config';
 import { startHarness, type Harness } from './harness';
@@ -128,6 +128,37 @@ describe('the live channel on PostgreSQL', () => {
     expect(logged(late.seen).filter((e) => e.type === 'model/message')).toHaveLength(2);
     expect(late.seen.filter((e) => !('seq' in e))).toEqual([]);
     await late.stop();
+    await s.cancel();
+    await s.result();
+  });
+
+  it("session.events() with the workers' SLUICE_DATABASE_URL and no source follows PostgreSQL; openStores({ databaseUrl }) needs no folder", async () => {
+    const s = await startSession(h.client, {
+      sessionId: `live-pg-${process.pid}-${++n}`,
+      model: 'anthropic:tool-pg',
+      modelCall: { initialIntervalMs: 50 },
+    });
+    expect(await s.send('note seven')).toMatchObject({ reason: 'done', text: 'Noted seven.' });
+    const before = process.env.SLUICE_DATABASE_URL;
+    process.env.SLUICE_DATABASE_URL = url;
+    const types: string[] = [];
+    try {
+      // No log in this process's .sluice: without the database it would say the log is not there.
+      for await (const e of s.events({ until: 'turn' })) types.push(e.type);
+    } finally {
+      if (before === undefined) delete process.env.SLUICE_DATABASE_URL;
+      else process.env.SLUICE_DATABASE_URL = before;
+    }
+    expect(types[0]).toBe('session/user');
+    expect(types.at(-1)).toBe('session/turn-ended');
+    expect(types.filter((t) => t === 'model/message')).toHaveLength(2);
+    const stores = openStores({ databaseUrl: url });
+    try {
+      expect(stores.kind).toBe('postgresql');
+      expect((await stores.events(s.sessionId)).map((e) => e.type)).toEqual(types);
+    } finally {
+      await stores.close();
+    }
     await s.cancel();
     await s.result();
   });

@@ -88,6 +88,16 @@ describe('with every optional package missing', () => {
     expect(r.stdout.trim()).toBe('loaded');
   });
 
+  it('sluice/worker without @temporalio/worker names what to install, in one line', async () => {
+    const r = await without([...OPTIONAL, WORKER], messageOf(`require('./worker/index.ts');`));
+    const out = JSON.parse(r.stdout.trim().split('\n').at(-1) ?? '{}') as { name?: string; message?: string };
+    expect(out).toEqual({
+      name: 'MissingPackageError',
+      message:
+        'sluice/worker (hosting Sluice) needs @temporalio/worker, which is not installed: npm install @temporalio/worker',
+    });
+  });
+
   it('the CLI runs client commands on a plain client connection, and `sluice worker` names what to install', async () => {
     const help = await without([...OPTIONAL, WORKER], '', ['bin/sluice.js', '--help']);
     expect(help.stdout).toContain('sluice — durable tool batches for AI agents');

@@ -3,10 +3,12 @@
 // user's workflow and activity beside Sluice (SluicePlugin), a batch through sluice/client, a child
 // batch that asks for approval and is approved, a second parent that attaches (the body ran once),
 // and the bin's --help. Every TypeScript block in the README typechecks against the built package.
+import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { eventually } from './eventually';
 import { NPM_INSTALL, installedVersion as installed, packSluice, REPO as repo, sh as shIn } from './fresh-app';
 
 const fixtures = path.join(__dirname, 'fixtures', 'package');
@@ -32,6 +34,7 @@ let tarball = '';
 let jsApp = '';
 let tsApp = '';
 let started = 0;
+let clientSession = '';
 
 beforeAll(async () => {
   started = Date.now();
@@ -87,6 +90,27 @@ describe('the packed tarball in fresh projects, with plain node', () => {
     // The child batch set its own SluiceSessionId: sessionEvents finds it.
     expect(r.sessionEventTypes).toEqual(['approval/asked', 'approval/decided', 'tool/call', 'tool/result']);
     expect(r.tsxLoaded).toBe(false);
+    clientSession = r.clientSession as string;
+  }, 300_000);
+
+  // npm nests a protobufjs 8 under @temporalio/common and @temporalio/proto each when
+  // @grpc/proto-loader's protobufjs 7 takes the top level: the checkout has one copy and hid that
+  // @temporalio/common's history JSON helpers then fail ("type must be a Type").
+  it('the sluice bin exports a batch history the app ran, and replays and audits the file', async () => {
+    expect(clientSession).toMatch(/-client$/);
+    const bin = path.join('node_modules', '.bin', 'sluice');
+    const env = { TEMPORAL_ADDRESS: inject('temporalAddress') };
+    const id = `sluice-batch:${clientSession}:1:1`;
+    const out = path.join(jsApp, 'history.json');
+    await sh('node', [bin, 'export', id, '--out', out], jsApp, env);
+    const history = JSON.parse(fs.readFileSync(out, 'utf8'));
+    expect(history.events[0].eventType).toBe('EVENT_TYPE_WORKFLOW_EXECUTION_STARTED');
+    expect(history.events.at(-1).eventType).toBe('EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED');
+    const replay = await sh('node', [bin, 'replay', out], jsApp);
+    expect(replay.stdout).toContain(`ok      ${id}`);
+    const audit = await sh('node', [bin, 'audit', out], jsApp);
+    expect(audit.stdout).toContain(`batch ${id} · session ${clientSession} · turn 1 · step 1`);
+    expect(audit.stdout).toContain('get_time');
   }, 300_000);
 
   it('TypeScript: compiles against the declarations, then runs with plain node', async () => {
@@ -105,7 +129,59 @@ describe('the packed tarball in fresh projects, with plain node', () => {
     const { stdout } = await sh('node', [path.join('node_modules', '.bin', 'sluice'), '--help'], jsApp);
     expect(stdout).toContain('sluice — durable tool batches for AI agents');
     expect(stdout).toContain('manifest');
+    // The copy it runs: the app's, compiled.
+    const version = await sh('node', [path.join('node_modules', '.bin', 'sluice'), '--version'], jsApp);
+    const pkg = JSON.parse(fs.readFileSync(path.join(repo, 'package.json'), 'utf8'));
+    expect(version.stdout.trim()).toBe(
+      `sluice ${pkg.version} (dist) at ${fs.realpathSync(path.join(jsApp, 'node_modules', 'sluice'))}`,
+    );
   });
+
+  it('the shipped chat example runs in the app: its worker config, then `sluice chat --script` with an approval', async () => {
+    const bin = path.join('node_modules', '.bin', 'sluice');
+    const taskQueue = `chat-example-${process.pid}-${Date.now()}`;
+    const where = ['--address', inject('temporalAddress'), '--task-queue', taskQueue, '--state-dir', 'chat-state'];
+    const worker = spawn(
+      process.execPath,
+      [bin, 'worker', '--config', 'node_modules/sluice/examples/chat.config.mjs', ...where],
+      { cwd: jsApp, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    const chat = spawn(
+      process.execPath,
+      [bin, 'chat', '--script', 'node_modules/sluice/examples/chat-script.json', ...where],
+      { cwd: jsApp, stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, SLUICE_APPROVER: 'tester' } },
+    );
+    let said = '';
+    let shown = '';
+    worker.stdout.on('data', (b: Buffer) => (said += b));
+    worker.stderr.on('data', (b: Buffer) => (said += b));
+    chat.stdout.on('data', (b: Buffer) => (shown += b));
+    chat.stderr.on('data', (b: Buffer) => (shown += b));
+    const shows = (what: string) =>
+      eventually(`the chat to show ${what}`, () => shown.includes(what), { timeoutMs: 240_000 }).catch((err: Error) => {
+        throw new Error(`${err.message}; it showed:\n${shown}\nthe worker said:\n${said}`);
+      });
+    const exited = new Promise<number | null>((r) => chat.on('exit', (code) => r(code)));
+    try {
+      await eventually('the worker to start', () => said.includes('sluice worker:') || worker.exitCode !== null, {
+        timeoutMs: 240_000,
+      });
+      expect(said).toContain('2 tool(s) on task queue');
+      chat.stdin.write('publish the report\n');
+      await shows('Approve this call? [y/N]');
+      chat.stdin.write('y\n');
+      await shows('model: Done: the report is out.');
+      chat.stdin.write('/end\n');
+      expect(await exited, shown).toBe(0);
+      expect(shown).toContain('✓ note (n1): { "noted": 1 }');
+      expect(shown).toContain('✓ publish (p1): published the report');
+      expect(shown).not.toContain('unknown tool');
+    } finally {
+      chat.kill('SIGKILL');
+      worker.kill('SIGTERM');
+      await new Promise((r) => (worker.exitCode !== null ? r(undefined) : worker.on('exit', r)));
+    }
+  }, 600_000);
 
   it('sluice and sluice/client load no worker runtime; sluice loads no Temporal at all', async () => {
     const probe = `

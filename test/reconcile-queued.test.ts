@@ -71,6 +71,10 @@ describe('decisions with every worker down', () => {
     const done = await cli(['reconcile', bad.reconcileId, '--done', '--evidence', 'release 42 is live', '--by', 'ops']);
     expect(done.code, done.output).toBe(0);
     expect(done.output).toContain('reconciled done by ops');
+    // A second decision on the settled card, by its id alone: how it was reconciled, not "no batch is waiting".
+    const again = await cli(['reconcile', bad.reconcileId, '--not-done', '--by', 'mallory']);
+    expect(again.code, again.output).toBe(1);
+    expect(again.output).toContain('not reconciled: already reconciled: done by ops at ');
   });
 
   it('sluice reassign with no worker up: recorded as approval/reassigned when the batch runs', async () => {

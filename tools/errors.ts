@@ -4,6 +4,9 @@
 import { ErrorCodes } from '../pipeline/errors';
 import type { JsonObject } from '../pipeline/types';
 import { toolOutput, type ToolOutput } from '../define/config';
+import { ToolFailure } from '../define/tool-failure';
+
+export { ToolFailure } from '../define/tool-failure';
 
 /**
  * Codes of the built-in tools' own error results. The pipeline's codes (pipeline/errors.ts) stay
@@ -52,30 +55,6 @@ export function toolError(message: string, code: string, meta?: JsonObject): Too
     content: [{ type: 'text', text: `Error: ${message}` }],
     ...(meta ? { meta } : {}),
   });
-}
-
-/** Marks a ToolFailure with a key every copy of Sluice shares (as ToolOutput's, define/config.ts). */
-const TOOL_FAILURE_BRAND = Symbol.for('sluice.ToolFailure');
-
-/** A failure a tool body detects and turns into a result (see toolError). */
-export class ToolFailure extends Error {
-  readonly [TOOL_FAILURE_BRAND] = true;
-  /** `instanceof ToolFailure` holds for a ToolFailure thrown by any copy of Sluice. */
-  static [Symbol.hasInstance](value: unknown): boolean {
-    if (this !== ToolFailure) return Function.prototype[Symbol.hasInstance].call(this, value);
-    return (
-      value !== null &&
-      typeof value === 'object' &&
-      (value as { [TOOL_FAILURE_BRAND]?: unknown })[TOOL_FAILURE_BRAND] === true
-    );
-  }
-  constructor(
-    message: string,
-    readonly code: string,
-  ) {
-    super(message);
-    this.name = 'ToolFailure';
-  }
 }
 
 /** Runs a body, turning a ToolFailure into an error result; any other throw stays a throw. */

@@ -1,5 +1,6 @@
 // `sluice/worker`: hosting Sluice — the plugin for your own Worker.create, a ready worker, the
 // config loader, the stores and sinks, payload encryption, and the embedded dev server.
+import './needs-runtime';
 export {
   createSluiceWorker,
   DEFAULT_STATE_DIR,

@@ -7,6 +7,7 @@ import { dataConverterFromEnv } from '../temporal/codec';
 import { useCompactHeap, workerHeap } from './heap';
 import { loadConfig } from './load-config';
 import { openStores } from '../stores/stores';
+import { describeCopy } from '../support/copy';
 import { startMetricsServer, telemetryFromEnv } from './telemetry';
 import { createSluiceWorker, DEFAULT_STATE_DIR, DEFAULT_TASK_QUEUE, type WorkerDeployment } from './worker';
 
@@ -129,7 +130,7 @@ export async function runWorker(opts: RunWorkerOptions): Promise<void> {
     ...(cache !== undefined ? { maxCachedWorkflows: cache } : {}),
   });
   log(
-    `sluice worker: ${config.tools.length} tool(s) on task queue "${taskQueue}" at ${address} (namespace ${namespace}), pid ${process.pid}, stores: ${stores.kind} (${stores.where})${process.env.SLUICE_CODEC_KEYS ? ', payloads encrypted' : ''}${deployment ? `, deployment ${deployment.name} version ${deployment.buildId}` : ''}${heap === 'compact' ? ', compact heap' : ''}${metrics ? `, metrics on port ${port}` : ''}${telemetry?.tracer ? ', traces over OTLP' : ''}`,
+    `sluice worker: ${describeCopy()}; ${config.tools.length} tool(s) on task queue "${taskQueue}" at ${address} (namespace ${namespace}), pid ${process.pid}, stores: ${stores.kind} (${stores.where})${process.env.SLUICE_CODEC_KEYS ? ', payloads encrypted' : ''}${deployment ? `, deployment ${deployment.name} version ${deployment.buildId}` : ''}${heap === 'compact' ? ', compact heap' : ''}${metrics ? `, metrics on port ${port}` : ''}${telemetry?.tracer ? ', traces over OTLP' : ''}`,
   );
   try {
     await worker.run();
