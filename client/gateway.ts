@@ -40,7 +40,7 @@ import { connectClient } from '../temporal/connection';
 import { startInOwnBlock } from './hook/service';
 import { batchWorkflowId } from '../workflows/definitions';
 
-export const GATEWAY_HELP = `Usage: sluice gateway (--config FILE | --manifest FILE) --task-queue NAME [options]
+export const GATEWAY_HELP = `Usage: npx sluice gateway (--config FILE | --manifest FILE) --task-queue NAME [options]
 
 An MCP server in front of a Sluice config's tools (its own and its mcpTools servers'). Every
 tools/call runs as a durable Sluice batch on the task queue (policy, approvals, the upstream call,

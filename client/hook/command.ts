@@ -25,9 +25,9 @@ import {
 import { doctor, doctorDefaults, renderFindings } from './doctor';
 import { decide, record } from './service';
 
-export const HOOK_HELP = `Usage: sluice hook <claude|codex|gemini> [options]     a command hook: payload on stdin
-       sluice hook serve [--port N] [--host H] [options]  http hooks: POST /claude (/codex, /gemini)
-       sluice hook doctor <claude|codex|gemini> [--project DIR]  will the harness run the hook?
+export const HOOK_HELP = `Usage: npx sluice hook <claude|codex|gemini> [options]     a command hook: payload on stdin
+           npx sluice hook serve [--port N] [--host H] [options]  http hooks: POST /claude (/codex, /gemini)
+           npx sluice hook doctor <claude|codex|gemini> [--project DIR]  will the harness run the hook?
 
 Answers the harness's PreToolUse / PermissionRequest (Claude Code, Codex) or BeforeTool (Gemini
 CLI) hook with Sluice's decision, and records PostToolUse / PostToolUseFailure / AfterTool results.
