@@ -36,6 +36,8 @@ Options:
 ${INBOX_OPTIONS}
   --no-inbox              No inbox page`,
   async run({ values: v }) {
+    // No config, no dev server: say so before anything is fetched or started.
+    (await import('../worker/load-config')).requireConfigFile(v.config);
     const { runDev } = await needsWorker('dev', () => import('./dev-runtime'));
     await runDev({
       stateDir: v['state-dir'] ?? DEFAULT_STATE_DIR,
