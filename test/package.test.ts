@@ -3,11 +3,21 @@
 // user's workflow and activity beside Sluice (SluicePlugin), a batch through sluice/client, a child
 // batch that asks for approval and is approved, a second parent that attaches (the body ran once),
 // and the bin's --help. Every TypeScript block in the README typechecks against the built package.
+// The install prints no engine warning; CI runs this file again under each supported Node major
+// (SLUICE_TEST_NODE, test/fresh-app.ts).
+import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { NPM_INSTALL, installedVersion as installed, packSluice, REPO as repo, sh as shIn } from './fresh-app';
+import {
+  NPM_INSTALL,
+  installedVersion as installed,
+  packSluice,
+  REPO as repo,
+  sh as shIn,
+  TEST_NODE,
+} from './fresh-app';
 
 const fixtures = path.join(__dirname, 'fixtures', 'package');
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-package-'));
@@ -32,6 +42,10 @@ let tarball = '';
 let jsApp = '';
 let tsApp = '';
 let started = 0;
+/** What npm said installing the JavaScript app, warnings included. */
+let jsInstall = '';
+/** The Node the apps run with. */
+let appNode = '';
 
 beforeAll(async () => {
   started = Date.now();
@@ -44,13 +58,16 @@ beforeAll(async () => {
   // Both are worker apps: the worker runtime is an optional peer dependency a worker app installs.
   const worker = `@temporalio/worker@${installed('@temporalio/worker')}`;
   await Promise.all([
-    sh('npm', [...install, tarball, worker], jsApp),
+    sh('npm', [...install, '--loglevel=warn', tarball, worker], jsApp).then((r) => {
+      jsInstall = r.stdout + r.stderr;
+    }),
     sh(
       'npm',
       [...install, tarball, worker, `typescript@${installed('typescript')}`, `@types/node@${installed('@types/node')}`],
       tsApp,
     ),
   ]);
+  appNode = (await sh('node', ['--version'], jsApp)).stdout.trim();
 }, 900_000);
 
 afterAll(async () => {
@@ -62,6 +79,17 @@ afterAll(async () => {
 }, 900_000);
 
 describe('the packed tarball in fresh projects, with plain node', () => {
+  it('installs with no engine warning, on the Node CI asked for; no dependency of Sluice’s has an install script', () => {
+    console.log(`package test: the apps run on Node ${appNode}`);
+    if (TEST_NODE) expect(appNode).toBe(execFileSync(TEST_NODE, ['--version'], { encoding: 'utf8' }).trim());
+    expect(jsInstall).not.toContain('EBADENGINE');
+    // npm 11 lists the packages whose install scripts it skipped: none is a dependency of Sluice's,
+    // only the Temporal SDK's (protobufjs, @swc/core; esbuild with tsx), none needed. Sluice itself is listed for its `prepare` (a tarball
+    // is a "non-registry source"), which builds dist/ for a git install and never runs for a tarball.
+    const skipped = [...jsInstall.matchAll(/install-scripts\s+(@?[^@\s]+)@\d/g)].map((m) => m[1]);
+    for (const name of skipped) expect(['sluice', '@swc/core', 'esbuild', 'protobufjs']).toContain(name);
+  });
+
   it('installs outside the checkout, with compiled JavaScript and declarations only', () => {
     expect(path.relative(repo, jsApp).startsWith('..')).toBe(true);
     const pkg = path.join(jsApp, 'node_modules', 'sluice');
