@@ -5,7 +5,9 @@
 // message typed in the page starts a turn, and Interrupt ends one. A step under way says so (in
 // words, for a screen reader too); a waiting card is the state line's "waiting for approval" at
 // once; new content scrolls into view while the reader is at the end, and only then.
-// SLUICE_SESSION_SCREENSHOT=docs/images/session-page.png also saves a picture of the page.
+// SLUICE_SESSION_SCREENSHOT=docs/images/session-page.png also saves a picture of the page (and
+// SLUICE_SESSION_STREAMING_SCREENSHOT, SLUICE_SESSION_SCROLL_SCREENSHOT of a step streaming, and of
+// a reader scrolled up told of more below).
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { poll } from './eventually';
@@ -110,6 +112,8 @@ describe('the session page', () => {
     await poll(() => page.locator('.turn-end').count()).toBe(2);
     expect(await page.evaluate(() => window.scrollY)).toBe(0);
     await page.locator('#below').waitFor({ state: 'visible' });
+    if (process.env.SLUICE_SESSION_SCROLL_SCREENSHOT)
+      await page.screenshot({ path: process.env.SLUICE_SESSION_SCROLL_SCREENSHOT });
     await page.click('#below');
     await poll(gap).toBeLessThanOrEqual(1);
     expect(await page.locator('#below').isHidden()).toBe(true);
