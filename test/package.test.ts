@@ -3,13 +3,22 @@
 // user's workflow and activity beside Sluice (SluicePlugin), a batch through sluice/client, a child
 // batch that asks for approval and is approved, a second parent that attaches (the body ran once),
 // and the bin's --help. Every TypeScript block in the README typechecks against the built package.
-import { spawn } from 'node:child_process';
+// The install prints no engine warning; CI runs this file again under each supported Node major
+// (SLUICE_TEST_NODE, test/fresh-app.ts).
+import { execFileSync, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { eventually } from './eventually';
-import { NPM_INSTALL, installedVersion as installed, packSluice, REPO as repo, sh as shIn } from './fresh-app';
+import {
+  NPM_INSTALL,
+  installedVersion as installed,
+  packSluice,
+  REPO as repo,
+  sh as shIn,
+  TEST_NODE,
+} from './fresh-app';
 
 const fixtures = path.join(__dirname, 'fixtures', 'package');
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-package-'));
@@ -35,6 +44,10 @@ let jsApp = '';
 let tsApp = '';
 let started = 0;
 let clientSession = '';
+/** What npm said installing the JavaScript app, warnings included. */
+let jsInstall = '';
+/** The Node the apps run with. */
+let appNode = '';
 
 beforeAll(async () => {
   started = Date.now();
@@ -47,13 +60,16 @@ beforeAll(async () => {
   // Both are worker apps: the worker runtime is an optional peer dependency a worker app installs.
   const worker = `@temporalio/worker@${installed('@temporalio/worker')}`;
   await Promise.all([
-    sh('npm', [...install, tarball, worker], jsApp),
+    sh('npm', [...install, '--loglevel=warn', tarball, worker], jsApp).then((r) => {
+      jsInstall = r.stdout + r.stderr;
+    }),
     sh(
       'npm',
       [...install, tarball, worker, `typescript@${installed('typescript')}`, `@types/node@${installed('@types/node')}`],
       tsApp,
     ),
   ]);
+  appNode = (await sh('node', ['--version'], jsApp)).stdout.trim();
 }, 900_000);
 
 afterAll(async () => {
@@ -65,6 +81,17 @@ afterAll(async () => {
 }, 900_000);
 
 describe('the packed tarball in fresh projects, with plain node', () => {
+  it('installs with no engine warning, on the Node CI asked for; neither Sluice nor its dependencies ask npm to run an install script', () => {
+    console.log(`package test: the apps run on Node ${appNode}`);
+    if (TEST_NODE) expect(appNode).toBe(execFileSync(TEST_NODE, ['--version'], { encoding: 'utf8' }).trim());
+    expect(jsInstall).not.toContain('EBADENGINE');
+    // npm 11 lists the packages whose install scripts it skipped: not Sluice (its tarball has no
+    // `prepare`, scripts/pack-manifest.js) nor a dependency of its, only the Temporal SDK's
+    // (protobufjs, @swc/core; esbuild with tsx), none needed.
+    const skipped = [...jsInstall.matchAll(/install-scripts\s+(@?[^@\s]+)@\d/g)].map((m) => m[1]);
+    for (const name of skipped) expect(['@swc/core', 'esbuild', 'protobufjs']).toContain(name);
+  });
+
   it('installs outside the checkout, with compiled JavaScript and declarations only', () => {
     expect(path.relative(repo, jsApp).startsWith('..')).toBe(true);
     const pkg = path.join(jsApp, 'node_modules', 'sluice');

@@ -84,6 +84,8 @@ describe('the session page with no worker', () => {
     );
     expect(await page.locator('.msg.user').allTextContents()).toEqual(['you · turn 1hello']);
     await eventually(() => page.locator('.turn-end').allTextContents()).toEqual(['turn 1 ended: done']);
+    // The answer came: the "Queued: no worker" note has said all it had to.
+    expect(await page.locator('#sent').textContent()).toBe('');
     await page.locator('#no-worker').waitFor({ state: 'hidden', timeout: 90_000 });
     await page.close();
   }, 240_000);
