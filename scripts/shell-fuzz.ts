@@ -1,0 +1,93 @@
+// The long mode of the differential check of the Bash judgment (test/shell-differential.ts): the
+// same generator and sandbox as `npm test`, for hours, from a seed of its own. Each failing case
+// is shrunk (tokens dropped while it still fails) and, when its shape is new, appended to
+// test/fixtures/shell-fuzz/found.json, which `npm test` replays first, always.
+//
+//   npx tsx scripts/shell-fuzz.ts --hours 2 [--seed N] [--jobs 3] [--cases N] [--no-minimise]
+import { parseArgs } from 'node:util';
+import {
+  appendFound,
+  type CaseResult,
+  caseAt,
+  checkCase,
+  describeCase,
+  foundCase,
+  makeJudge,
+  minimise,
+  missingTools,
+  readFound,
+  SEED_CORPUS,
+  shapeOf,
+} from '../test/shell-differential';
+
+async function main(): Promise<number> {
+  const { values } = parseArgs({
+    options: {
+      hours: { type: 'string', default: '2' },
+      seed: { type: 'string' },
+      jobs: { type: 'string', default: '3' },
+      cases: { type: 'string' },
+      'no-minimise': { type: 'boolean' },
+    },
+  });
+  const missing = missingTools();
+  if (missing.length) {
+    console.error(`shell-fuzz needs strace and bwrap; install with: apt-get install -y ${missing.join(' ')}`);
+    return 2;
+  }
+  const seed = values.seed ? Number(values.seed) : Math.floor(Math.random() * 2 ** 31);
+  const until = Date.now() + Number(values.hours) * 3_600_000;
+  const limit = values.cases ? Number(values.cases) : Number.POSITIVE_INFINITY;
+  const judge = await makeJudge();
+  // Found cases join the corpus the mutations start from: what broke once is worth bending again.
+  const corpus = [...SEED_CORPUS, ...readFound().map((c) => c.command)];
+  const shapes = new Set(readFound().map((c) => shapeOf(c.command)));
+  console.log(`shell-fuzz: seed ${seed}, ${values.jobs} at once, until ${new Date(until).toISOString()}`);
+  let next = 0;
+  let ran = 0;
+  let failed = 0;
+  const lane = async () => {
+    while (Date.now() < until && next < limit) {
+      const index = next++;
+      const r = await checkCase(judge, caseAt(seed, index, corpus));
+      ran++;
+      if (ran % 500 === 0) console.log(`shell-fuzz: ${ran} cases, ${failed} failing, ${shapes.size} shapes kept`);
+      if (!r.failures.length) continue;
+      failed++;
+      await keep(r, `seed ${seed} case ${index}`, judge, shapes, !values['no-minimise']);
+    }
+  };
+  await Promise.all(Array.from({ length: Number(values.jobs) }, lane));
+  console.log(`shell-fuzz: done, ${ran} cases, ${failed} failing; reproduce one with SHELL_FUZZ_SEED=${seed}`);
+  return failed ? 1 : 0;
+}
+
+/** Shrinks a failing case and appends it to found.json when no case of its shape is there yet. */
+async function keep(
+  r: CaseResult,
+  origin: string,
+  judge: Awaited<ReturnType<typeof makeJudge>>,
+  shapes: Set<string>,
+  shrink: boolean,
+): Promise<void> {
+  if (shapes.has(shapeOf(r.command))) return;
+  const small = shrink
+    ? await minimise(r.command, async (c) => (await checkCase(judge, c)).failures.length > 0)
+    : r.command;
+  const shape = shapeOf(small);
+  // A shape that holds one kept already is the same finding with more around it.
+  if ([...shapes].some((s) => shape.includes(s))) return;
+  shapes.add(shape);
+  const final = small === r.command ? r : await checkCase(judge, small);
+  if (!final.failures.length) return;
+  appendFound([foundCase(final, small === r.command ? origin : `${origin}, shrunk`)]);
+  console.log(`${describeCase(final, origin)}\n`);
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err) => {
+    console.error(err);
+    process.exit(1);
+  },
+);
