@@ -4,6 +4,7 @@
 // test/fixtures/shell-fuzz/found.json, which `npm test` replays first, always.
 //
 //   npx tsx scripts/shell-fuzz.ts --hours 2 [--seed N] [--jobs 3] [--cases N] [--no-minimise]
+//   npx tsx scripts/shell-fuzz.ts --seed N --case I     one case of a run (as npm test names it), judged and run
 import { parseArgs } from 'node:util';
 import {
   appendFound,
@@ -12,6 +13,7 @@ import {
   checkCase,
   describeCase,
   foundCase,
+  kindOf,
   makeJudge,
   minimise,
   missingTools,
@@ -28,6 +30,7 @@ async function main(): Promise<number> {
       jobs: { type: 'string', default: '3' },
       cases: { type: 'string' },
       'no-minimise': { type: 'boolean' },
+      case: { type: 'string' },
     },
   });
   const missing = missingTools();
@@ -39,6 +42,12 @@ async function main(): Promise<number> {
   const until = Date.now() + Number(values.hours) * 3_600_000;
   const limit = values.cases ? Number(values.cases) : Number.POSITIVE_INFINITY;
   const judge = await makeJudge();
+  if (values.case !== undefined) {
+    // The seed corpus only, as npm test generates: the same case whatever found.json holds.
+    const r = await checkCase(judge, caseAt(seed, Number(values.case)));
+    console.log(describeCase(r, `seed ${seed} case ${values.case}`));
+    return r.failures.length ? 1 : 0;
+  }
   // Found cases join the corpus the mutations start from: what broke once is worth bending again.
   const corpus = [...SEED_CORPUS, ...readFound().map((c) => c.command)];
   const shapes = new Set(readFound().map((c) => shapeOf(c.command)));
@@ -71,8 +80,9 @@ async function keep(
   shrink: boolean,
 ): Promise<void> {
   if (shapes.has(shapeOf(r.command))) return;
+  const kind = kindOf(r.failures[0]);
   const small = shrink
-    ? await minimise(r.command, async (c) => (await checkCase(judge, c)).failures.length > 0)
+    ? await minimise(r.command, async (c) => (await checkCase(judge, c)).failures.some((f) => kindOf(f) === kind))
     : r.command;
   const shape = shapeOf(small);
   // A shape that holds one kept already is the same finding with more around it.

@@ -45,8 +45,13 @@ beforeAll(async () => {
   judge = await makeJudge();
 });
 
-async function failing(commands: readonly string[], origin: (i: number) => string): Promise<string[]> {
+async function failing(what: string, commands: readonly string[], origin: (i: number) => string): Promise<string[]> {
   const results: CaseResult[] = await pool(commands, WIDTH, (c) => checkCase(judge, c, CASE_LIMIT_MS));
+  const run = results.filter((r) => r.run);
+  // For the record (how much of the budget the sandbox took), not asserted.
+  console.log(
+    `${what}: ${results.length} judged, ${run.length} run in the sandbox (the rest denied by all four), ${run.filter((r) => r.run?.timedOut).length} stopped at the time limit`,
+  );
   return results.flatMap((r, i) => (r.failures.length ? [describeCase(r, origin(i))] : []));
 }
 
@@ -87,7 +92,7 @@ describe('the Bash judgment of every policy format against the programs bash exe
     async () => {
       const found = readFound();
       const commands = [...found.map((c) => c.command), ...SEED_CORPUS];
-      const failures = await failing(commands, (i) =>
+      const failures = await failing('found and corpus', commands, (i) =>
         i < found.length ? `found.json case ${i}, ${found[i].origin}` : `seed corpus entry ${i - found.length}`,
       );
       expect(failures, `${failures.length} of ${commands.length} cases are bypasses`).toEqual([]);
@@ -101,7 +106,11 @@ describe('the Bash judgment of every policy format against the programs bash exe
       `holds for generated cases ${from}–${to - 1} of seed ${SEED}`,
       async () => {
         const commands = Array.from({ length: to - from }, (_, k) => caseAt(SEED, from + k));
-        const failures = await failing(commands, (k) => `SHELL_FUZZ_SEED=${SEED}, case ${from + k}`);
+        const failures = await failing(
+          `cases ${from}–${to - 1}`,
+          commands,
+          (k) => `SHELL_FUZZ_SEED=${SEED}, case ${from + k}`,
+        );
         expect(failures, `${failures.length} of ${commands.length} cases are bypasses`).toEqual([]);
       },
       CHUNK_TIMEOUT_MS,

@@ -252,6 +252,19 @@ export async function checkCase(judge: Judge, command: string, timeoutMs?: numbe
   return { command, judgment, run, failures: [...threw, ...failuresOf(judgment, run)] };
 }
 
+/**
+ * What kind of failure a message reports, without the judgments in it: the same kind in a shorter
+ * command is the same finding (minimise keeps to it rather than drift to another).
+ */
+export function kindOf(failure: string): string {
+  const ran = /^it ran (\S+), which an? (deny|ask) rule names/.exec(failure);
+  if (ran) return `${ran[2]} ${ran[1]}`;
+  if (/ allowed it, and it ran /.test(failure)) return 'allowed, ran more';
+  const threw = /^(\w+)'s judgment threw/.exec(failure);
+  if (threw) return `${threw[1]} threw`;
+  return 'formats disagree';
+}
+
 /** A failure as a person reads it: the command, how each format judged it, what ran, why it fails. */
 export function describeCase(r: CaseResult, seed?: string): string {
   const reading = readShell(r.command);
@@ -676,9 +689,8 @@ export function mutate(r: Rng, corpus: readonly string[]): string {
   return toks.join('');
 }
 
-/** Case `index` of run `seed`: a corpus entry itself, a mutant of one, or a new command from the grammar. */
+/** Case `index` of run `seed`: a mutant of a corpus entry, or a new command from the grammar. */
 export function caseAt(seed: number, index: number, corpus: readonly string[] = SEED_CORPUS): string {
-  if (index < corpus.length && seed === DEFAULT_SEED) return corpus[index];
   const r = new Rng(caseSeed(seed, index));
   return r.chance(0.35) ? mutate(r, corpus) : generate(r);
 }
