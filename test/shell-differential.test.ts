@@ -26,8 +26,8 @@ import {
 
 const SEED = Number(process.env.SHELL_FUZZ_SEED ?? DEFAULT_SEED);
 /** About three minutes on a 2-core machine under load (measured: see docs/hooks.md). */
-const CASES = Number(process.env.SHELL_FUZZ_CASES ?? 6000);
-const CHUNK = 1000;
+const CASES = Number(process.env.SHELL_FUZZ_CASES ?? 20_000);
+const CHUNK = 2500;
 /** Cases run at once: strace and bwrap are mostly waiting on the kernel. */
 const WIDTH = 3;
 // The sandbox's own time limit per case; a case that outlives it counts by what it executed.

@@ -110,6 +110,21 @@ const CASE_MARK = 'sluice-fuzz-case';
 const INIT = `: > victim.txt; (exec -a ${CASE_MARK} /usr/bin/bash -c "$1"); exec 3<> <(:)
 while :; do wait 2>/dev/null; p=(/proc/[0-9]*); [ \${#p[@]} -le 1 ] && break; read -t 0.05 -u 3; done`;
 
+/**
+ * A program the workspace holds, as a checked-out repository's scripts do: `tool/ls`, which runs
+ * `uname`. Bound read-only into the working folder, so a command that reaches it by PATH or by
+ * path shows as `ls` then `uname` in the trace.
+ */
+let workspaceTools: string | undefined;
+function toolsFolder(): string {
+  if (workspaceTools) return workspaceTools;
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-shell-tools-'));
+  fs.writeFileSync(path.join(dir, 'ls'), '#!/bin/sh\nexec /usr/bin/uname "$@"\n', { mode: 0o755 });
+  process.once('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
+  workspaceTools = dir;
+  return dir;
+}
+
 export interface Run {
   /** The basenames of the programs the command executed (execve returned 0), in order. */
   programs: string[];
@@ -120,7 +135,8 @@ export interface Run {
  * Runs a command in a throwaway sandbox and reads what it executed. strace runs outside bwrap and
  * follows it, so the trace file is out of the command's reach (it cannot remove or forge it) and
  * strace needs no rights inside; bwrap gives a read-only root, a fresh tmpfs as the working folder
- * and home, no network (--unshare-all), and dies with strace, which is killed after `timeoutMs`.
+ * and home (with `victim.txt` and `tool/ls` in it), no network (--unshare-all), and dies with
+ * strace, which is killed after `timeoutMs`.
  */
 export function runTraced(command: string, timeoutMs = 3000): Promise<Run> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-shell-run-'));
@@ -128,6 +144,7 @@ export function runTraced(command: string, timeoutMs = 3000): Promise<Run> {
   const args = [
     ...['-f', '-qq', '--seccomp-bpf', '-e', 'trace=execve', '-e', 'signal=none', '-s', '64', '-o', trace],
     ...['bwrap', '--ro-bind', '/', '/', '--tmpfs', '/tmp', '--dev', '/dev', '--proc', '/proc', '--chdir', '/tmp'],
+    ...['--ro-bind', toolsFolder(), '/tmp/tool'],
     ...['--unshare-all', '--die-with-parent', '--new-session', '--as-pid-1', '--clearenv'],
     ...['--setenv', 'PATH', '/usr/local/bin:/usr/bin:/bin', '--setenv', 'HOME', '/tmp', '--setenv', 'LANG', 'C.UTF-8'],
     ...['/usr/bin/bash', '-c', INIT, 'sluice-fuzz-init', command],
@@ -587,9 +604,27 @@ export const SEED_CORPUS: readonly string[] = [
   'find . -maxdepth 0 -exec touch D \\;',
 ];
 
+/**
+ * Ways to reach the workspace's own `tool/ls` (which runs uname) while the line reads as `ls`:
+ * PATH changed by an allowed builtin or an assignment, the program named by its path.
+ */
+const WORKSPACE_FORMS = [
+  'printf -v PATH %s /tmp/tool; ls',
+  'printf -v PATH %s tool; ls',
+  "printf -v 'PATH' tool; ls -a",
+  'PATH=tool ls',
+  'PATH=tool:$PATH ls',
+  'export PATH=tool; ls',
+  './tool/ls',
+  'tool/ls',
+  'cd tool && ./ls',
+  'cd tool; PATH=. ls',
+  'hash -p tool/ls cat; cat',
+];
+
 /** A new command from the grammar: a payload, hidden once or twice, maybe beside allowed commands. */
 export function generate(r: Rng): string {
-  let code = r.pick(PAYLOADS);
+  let code = r.chance(0.08) ? r.pick(WORKSPACE_FORMS) : r.pick(PAYLOADS);
   const depth = 1 + (r.chance(0.35) ? 1 : 0) + (r.chance(0.1) ? 1 : 0);
   for (let i = 0; i < depth; i++) code = HIDES[r.pick(HIDE_NAMES)](code, r);
   if (r.chance(0.3)) code = `${r.pick(ALLOWED_COMMANDS)}${r.pick(JOINERS)}${code}`;
