@@ -80,8 +80,39 @@ const SHELLS = new Set(['sh', 'bash', 'dash', 'zsh', 'ksh', 'mksh', 'ash', 'yash
 /** Programs whose `-c CODE` option is shell code. */
 const DASH_C = new Set(['su', 'runuser', 'script']);
 
+/** Programs that run a command Sluice cannot see: the code comes from input, a file or a table at run time. */
+const HIDDEN = new Map([
+  ['coproc', 'coproc runs a command in the background that Sluice does not follow'],
+  ['source', 'it sources a file, whose commands Sluice cannot see'],
+  ['.', 'it sources a file, whose commands Sluice cannot see'],
+  ['hash', 'hash can make a command name run another program'],
+  ['enable', 'enable can load or turn off builtins, changing what a name runs'],
+  ['fc', 'fc runs commands from the history'],
+  ['let', 'let evaluates arithmetic, which can run commands hidden in variables'],
+]);
+/** Files that are a shell's input, not a script on disk. */
+const STDIN_FILES = /^(\/dev\/(stdin|tty|fd\/\d+)|\/proc\/[^/]+\/fd\/\d+)$/;
+/** Builtins that take variable names, where `a[…]` is arithmetic bash evaluates (and can run commands in). */
+const NAME_TAKERS = new Set(['read', 'unset', 'mapfile', 'readarray', 'getopts', 'wait', 'printf', 'test', '[']);
+/** Wrappers whose wrapped command gets words only known when it runs (input lines, file names). */
+const RUNTIME_ARGS = new Set(['xargs', 'parallel', 'find']);
+
+/**
+ * Limits that keep one judgment short: a model chooses the command, and the judgment runs on the
+ * worker's event loop. Past any of them the command is unknown (fails closed).
+ */
 const MAX_SOURCE = 100_000;
+/** Brackets (`(`, `{`, `[`, which also open `$(`, `${`, `$[`) open at once, counted before parsing. */
+const MAX_NESTING = 64;
+/** Words and operators (a cheap count, quoted text included) a command may have before it is parsed. */
+const MAX_TOKENS = 20_000;
+/** Tree nodes one parse may hold (checked before any walk), and the reading may visit in all. */
+const MAX_STEPS = 10_000;
+/** Characters of command text (words, found commands included) one reading may hold for matching. */
+const MAX_TEXT = 2 * MAX_SOURCE;
 const MAX_DEPTH = 6;
+/** Words of a wrapper (`env`, `xargs`, `find`, `watch`) each of which may start the command it runs. */
+const WRAPPED_WORDS = 64;
 const MAX_COMMANDS = 2_000;
 
 let parser: Parser | undefined;
@@ -105,11 +136,50 @@ export function shellParserReady(): Promise<void> {
   return loading;
 }
 
+/** The last few readings: one call is judged by several rule sets, each reading the same line. */
+const recent = new Map<string, ShellReading>();
+
 /** Reads one command line. Before the grammar has loaded, everything is unknown. */
 export function readShell(command: string): ShellReading {
+  const known = recent.get(command);
+  if (known) return known;
   const reader = new Reader();
   reader.code(command, 0, false);
-  return { commands: reader.commands, unprovable: [...reader.unprovable], unknown: [...reader.unknown] };
+  const reading = { commands: reader.commands, unprovable: [...reader.unprovable], unknown: [...reader.unknown] };
+  if (parser) {
+    if (recent.size >= 8) recent.delete(recent.keys().next().value as string);
+    recent.set(command, reading);
+  }
+  return reading;
+}
+
+/**
+ * Why the text is too big to parse, checked in one pass before tree-sitter sees it: its length,
+ * and how deeply brackets nest (quoted ones too: counting them only errs towards unknown).
+ */
+export function tooBig(text: string): string | undefined {
+  const size = sizeOf(text);
+  return typeof size === 'string' ? size : undefined;
+}
+
+/** The text's count of words and operators, or why it is too big to parse. */
+function sizeOf(text: string): number | string {
+  if (text.length > MAX_SOURCE) return `a command longer than ${MAX_SOURCE} characters`;
+  let depth = 0;
+  let tokens = 0;
+  let blank = true;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 40 || c === 123 || c === 91) {
+      if (++depth > MAX_NESTING) return `brackets nested more than ${MAX_NESTING} deep`;
+    } else if ((c === 41 || c === 125 || c === 93) && depth > 0) depth--;
+    // Parsing costs by the token: words (a blank then something) and the characters that start one.
+    const isBlank = c === 32 || c === 9 || c === 10;
+    if ((blank && !isBlank) || c === 59 || c === 38 || c === 124 || c === 36 || c === 96 || c === 60 || c === 62)
+      if (++tokens > MAX_TOKENS) return `a command of more than ${MAX_TOKENS} words and operators`;
+    blank = isBlank;
+  }
+  return tokens;
 }
 
 class Reader {
@@ -119,15 +189,23 @@ class Reader {
   private src = '';
   private depth = 0;
   private derived = false;
+  private steps = MAX_STEPS;
+  private tokens = MAX_TOKENS;
+  private text = MAX_TEXT;
 
   /** Parses `text` as shell code and reads it; `derived` marks everything found in it. */
   code(text: string, depth: number, derived: boolean): undefined {
+    if (this.unknown.size) return;
     if (!parser)
       return this.fail(
         loadError ? `the shell parser did not load (${loadError})` : 'the shell parser is still loading',
       );
     if (depth > MAX_DEPTH) return this.fail('commands nested too deeply to follow');
-    if (text.length > MAX_SOURCE) return this.fail(`a command longer than ${MAX_SOURCE} characters`);
+    const size = sizeOf(text);
+    if (typeof size === 'string') return this.fail(size);
+    // Code found inside code (`bash -c`, `watch`, `eval`) is parsed too: all of it shares one budget.
+    this.tokens -= size;
+    if (this.tokens < 0) return this.fail('a command too large to follow');
     const tree = parser.parse(text);
     if (!tree) return this.fail('a command the shell parser could not read');
     const outer = { src: this.src, depth: this.depth, derived: this.derived };
@@ -135,7 +213,12 @@ class Reader {
     try {
       const root = tree.rootNode;
       if (root.hasError) this.fail('text bash would not parse as a complete command (unbalanced quotes or brackets?)');
-      else this.sequence(root, true);
+      else if (root.descendantCount > this.steps) this.fail('a command too large to follow');
+      else {
+        // The positive list is the only way to an allow: the line as written, not code found in it.
+        if (depth === 0) for (const why of simpleReasons(root)) this.unprovable.add(why);
+        this.sequence(root, true);
+      }
     } finally {
       Object.assign(this, outer);
       tree.delete();
@@ -144,13 +227,18 @@ class Reader {
 
   /** Something Sluice cannot follow: a command whose text is unknown stands for it. */
   private fail(why: string): undefined {
+    // One unknown command stands for them all: every deny and ask rule could match it.
+    if (!this.unknown.size) this.commands.push({ words: [[null]], source: '', assigns: false, derived: true });
     this.unknown.add(why);
     this.unprovable.add(why);
-    this.commands.push({ words: [[null]], source: '', assigns: false, derived: true });
   }
 
   private push(cmd: Omit<ShellCommand, 'derived'>, derived = this.derived): undefined {
+    if (this.spent()) return;
     if (this.commands.length >= MAX_COMMANDS) return this.fail('too many commands to follow');
+    // Every rule is matched against every command's text: their total is bounded too.
+    for (const w of cmd.words) for (const p of w) this.text -= p === null ? 1 : p.length;
+    if (this.text < 0) return this.fail('a command too large to follow');
     this.commands.push({ ...cmd, derived });
     this.expand(cmd.words);
   }
@@ -186,7 +274,26 @@ class Reader {
       this.fail('a line continuation inside a word');
   }
 
+  /**
+   * Whether a wrapper's k-th word may still start the wrapped command: past WRAPPED_WORDS the
+   * command is unknown. Once anything is unknown, reading stops: every deny and ask rule already
+   * matches the unknown command, and no allow rule applies.
+   */
+  private open(k: number): boolean {
+    if (k > WRAPPED_WORDS) this.fail(`a wrapper with more than ${WRAPPED_WORDS} words before its command`);
+    return !this.unknown.size;
+  }
+
+  /** One more node read; past the budget the command is unknown. Stops once anything is. */
+  private spent(): boolean {
+    if (this.unknown.size) return true;
+    if (--this.steps >= 0) return false;
+    if (this.steps === -1) this.fail('a command too large to follow');
+    return true;
+  }
+
   private statement(n: Node): undefined {
+    if (this.spent()) return;
     switch (n.type) {
       case 'command':
         return this.command(n);
@@ -293,6 +400,8 @@ class Reader {
     if (first !== '[' && first !== '[[') return this.fail('arithmetic (( … )), which bash may run as code');
     if (first === '[[' && /\s-(eq|ne|lt|le|gt|ge|v|R)\s/.test(n.text))
       return this.fail('a [[ … ]] numeric or -v test, which evaluates variables as code');
+    // `[ -v 'a[…]' ]` evaluates the subscript as arithmetic, which can run commands.
+    if (/\s-v\s/.test(n.text)) return this.fail('a -v test, which evaluates an array subscript as code');
     this.scan(n);
   }
 
@@ -306,6 +415,8 @@ class Reader {
         // declare -i makes every later assignment arithmetic, which can run commands.
         if (w.some((p) => p === null) || /^-[a-zA-Z]*i/.test(w.join('')))
           this.fail('declare -i or a dynamic declaration');
+        else if (w.join('').includes('['))
+          this.fail('a variable name with an array subscript, which bash evaluates as arithmetic');
       } else this.fail(`${k.type} in a declaration`);
     }
   }
@@ -427,11 +538,15 @@ class Reader {
       this.unprovable.add('it redirects without a command');
       return;
     }
+    // `exec 0<file`, `exec > >(…)`: what the rest of the line reads and writes changes.
+    if (literal(name) === 'exec' && kids(n).some((k) => REDIRECTS.has(k.type)))
+      return this.fail('exec with redirections, which changes what the rest of the line reads');
     this.push({ words: [name, ...args].map(tidy), source: this.src.slice(from, to), assigns });
   }
 
   /** A word's value; substitutions in it are read as commands of their own. */
   private word(n: Node): Piece[] {
+    if (this.spent()) return [null];
     switch (n.type) {
       case 'word':
         return braces(n.text) ? [null] : this.unquoted(n.text, true);
@@ -463,8 +578,6 @@ class Reader {
           return this.bad('an expansion Sluice cannot read');
         return [null];
       case 'expansion':
-        if (n.descendantsOfType('subscript').length)
-          return this.bad('an array subscript, which bash evaluates as arithmetic');
         this.scan(n);
         return [null];
       case 'command_substitution':
@@ -557,11 +670,15 @@ class Reader {
 
   /** Every substitution below a node whose own value does not matter (a test, an expansion). */
   private scan(n: Node): undefined {
+    if (this.spent()) return;
+    if (n.type === 'expansion') {
+      const hazard = expansionHazard(n);
+      if (hazard) return this.fail(hazard);
+    }
     for (const k of named(n)) {
       if (k.type === 'command_substitution' || k.type === 'process_substitution' || k.type === 'arithmetic_expansion')
         this.word(k);
-      else if (k.type === 'expansion' && k.descendantsOfType('subscript').length)
-        this.fail('an array subscript, which bash evaluates as arithmetic');
+      else if (k.type === 'subscript') this.fail('an array subscript, which bash evaluates as arithmetic');
       else if (k.type === 'ansi_c_string') this.unprovable.add("it has $'…' quoting");
       else this.scan(k);
     }
@@ -588,45 +705,135 @@ class Reader {
     // `/usr/bin/touch` is `touch` too; that command is read (and expanded) in its turn.
     if (base !== name) return derived([[base], ...words.slice(1)]);
     const args = words.slice(1);
+    const hidden = hiddenRun(base, args);
+    if (hidden) return this.fail(hidden);
     if (SHELLS.has(base)) return this.shell(args, codeIn);
     if (base === 'eval') return codeIn(joinWords(args));
     if (base === 'trap') return codeIn(args.find((a) => !literal(a)?.startsWith('-')));
-    if (base === 'alias') {
-      for (const a of args) {
-        const text = literal(a);
-        if (text === undefined) this.fail('an alias only known when it runs');
-        else if (text.includes('=')) this.code(text.slice(text.indexOf('=') + 1), this.depth + 1, true);
-      }
-      return;
-    }
+    if (base === 'alias') return this.alias(args);
     if (DASH_C.has(base)) {
       const i = args.findIndex((a) => /^(-c|--command)$/.test(literal(a) ?? ''));
       if (i >= 0) codeIn(args[i + 1]);
       for (const a of args) if (literal(a)?.startsWith('--command=')) codeIn([literal(a)!.slice(10)]);
     }
-    if (base === 'watch') for (let k = 0; k < args.length; k++) codeIn(joinWords(args.slice(k)));
-    if (WRAPPERS.has(base)) for (let k = 1; k < words.length; k++) derived(words.slice(k));
+    if (base === 'sg') return codeIn(sgCommand(args));
+    if (base === 'mapfile' || base === 'readarray' || base === 'compgen') codeIn(optionValue(args, '-C'));
+    if (base === 'watch') for (let k = 0; k < args.length && this.open(k); k++) codeIn(joinWords(args.slice(k)));
+    if (RUNTIME_ARGS.has(base)) {
+      // xargs and parallel add input lines as words; all three put them where `{}` (or -I's string) is.
+      const marks = replaceStrings(args);
+      const known = (w: Piece[]) => {
+        const t = literal(w);
+        return t === undefined || marks.some((m) => t.includes(m)) ? [null] : w;
+      };
+      const input: Piece[][] = base === 'find' ? [] : [[null]];
+      for (let k = 1; k < words.length && this.open(k); k++) derived([...words.slice(k).map(known), ...input]);
+      return;
+    }
+    if (WRAPPERS.has(base)) for (let k = 1; k < words.length && this.open(k); k++) derived(words.slice(k));
   }
 
-  /** `bash [options] -c CODE`, `bash script`, or `bash` reading its input. */
+  private alias(args: Piece[][]): undefined {
+    for (const a of args) {
+      const text = literal(a);
+      if (text === undefined) this.fail('an alias only known when it runs');
+      else if (text.includes('=')) this.code(text.slice(text.indexOf('=') + 1), this.depth + 1, true);
+    }
+  }
+
+  /** `bash [options] -c CODE`, `bash script`, or `bash` reading its input (`bash`, `bash -`, `sh -s`, `sh /dev/stdin`). */
   private shell(args: Piece[][], codeIn: (p: Piece[] | undefined) => undefined): undefined {
     let dashC = false;
-    for (let i = 0; i < args.length; i++) {
+    let stdin = false;
+    let i = 0;
+    for (; i < args.length; i++) {
       const a = literal(args[i]);
       if (a === undefined) return this.fail('a shell started with options only known when it runs');
-      if (a === '--') {
+      if (a === '--' || a === '-') {
         i++;
-      } else if (/^[-+]/.test(a) && a.length > 1) {
-        if (/^-[a-zA-Z]*c[a-zA-Z]*$/.test(a)) dashC = true;
-        if (/^[-+](o|O)$/.test(a) || a === '--rcfile' || a === '--init-file') i++;
-        if (/^-[a-zA-Z]*s[a-zA-Z]*$/.test(a) && !dashC) return this.fail('a shell reading commands from its input');
-        continue;
+        break;
       }
-      if (dashC) return codeIn(args[i]);
-      return; // a script file: what it runs is out of sight, as for any program
+      if (!/^[-+]./.test(a)) break;
+      if (/^-[a-zA-Z]*c[a-zA-Z]*$/.test(a)) dashC = true;
+      if (/^-[a-zA-Z]*s[a-zA-Z]*$/.test(a)) stdin = true;
+      if (/^[-+](o|O)$/.test(a) || a === '--rcfile' || a === '--init-file') i++;
     }
-    this.fail(dashC ? 'a shell -c without code' : 'a shell reading commands from its input');
+    if (dashC) return args[i] ? codeIn(args[i]) : this.fail('a shell -c without code');
+    const operand = args[i] && literal(args[i]);
+    if (stdin || !args[i] || operand === undefined || STDIN_FILES.test(operand))
+      return this.fail('a shell reading commands from its input or a file only known when it runs');
+    // a script file: what it runs is out of sight, as for any program
   }
+}
+
+/** Parameter-expansion operators that only change how a value is shown (`${x@Q}`); `@P` runs prompt expansion. */
+const SHOWING_OPERATORS = new Set(['Q', 'E', 'A', 'a', 'K', 'k', 'U', 'u', 'L']);
+
+/**
+ * Why a `${…}` can run commands hidden in a variable's value, whatever is written here: `${!x}`
+ * (indirection: x may hold `a[$(cmd)]`, a subscript bash evaluates), `${x@P}` (prompt expansion
+ * runs `$(…)` in the value) and a substring whose offset or length is not a plain number
+ * (arithmetic evaluates variables as expressions). `$_` makes any quoted text of the line such a value.
+ */
+function expansionHazard(n: Node): string | undefined {
+  const list = kids(n);
+  if (list[1]?.type === '!') return 'an indirect expansion ${!…}, which can run commands hidden in a variable';
+  for (let i = 1; i < list.length; i++) {
+    const k = list[i];
+    if (k.type === '@' && !SHOWING_OPERATORS.has(list[i + 1]?.text ?? ''))
+      return 'a ${…@P}-style expansion, which can run commands hidden in a variable';
+    if (k.type === ':' && list.slice(i + 1).some((o) => o.isNamed && !/^-?[0-9]+$/.test(o.text)))
+      return 'a substring ${x:…} with arithmetic on variables, which can run commands hidden in them';
+  }
+  return undefined;
+}
+
+/**
+ * Why a command runs something Sluice cannot see: a program in HIDDEN, `hash -p`, `env -S`
+ * (`--split-string`), exported functions (`BASH_FUNC_…`), or a variable name holding an array
+ * subscript (`read 'a[$(cmd)]'`, `printf -v`, `test -v`), which bash evaluates as arithmetic.
+ */
+function hiddenRun(base: string, args: Piece[][]): string | undefined {
+  const texts = args.map(literal);
+  if (HIDDEN.has(base) && (base !== 'hash' || texts.some((t) => t === undefined || /^-[a-z]*p/.test(t))))
+    return HIDDEN.get(base);
+  if (base === 'env' && texts.some((t) => t === undefined || /^(-[a-zA-Z0-9]*S|--split-string)/.test(t)))
+    return 'env -S splits a string into a command Sluice does not follow';
+  if (texts.some((t) => t?.startsWith('BASH_FUNC_')))
+    return 'an exported function, which changes what a command name runs';
+  if (NAME_TAKERS.has(base)) {
+    const flag = base === 'printf' || base === 'test' || base === '[' ? '-v' : base === 'wait' ? '-p' : undefined;
+    const names = flag ? [optionValue(args, flag)].filter((w) => w !== undefined) : args;
+    if (names.some((w) => literal(w)?.includes('[') !== false))
+      return 'a variable name with an array subscript, which bash evaluates as arithmetic';
+  }
+  return undefined;
+}
+
+/** The word after an option (`-C cmd`), if the option is there. */
+function optionValue(args: Piece[][], option: string): Piece[] | undefined {
+  const i = args.findIndex((a) => literal(a) === option);
+  return i >= 0 ? (args[i + 1] ?? [null]) : undefined;
+}
+
+/** `sg group -c command` or `sg group command`: the command is shell code. */
+function sgCommand(args: Piece[][]): Piece[] | undefined {
+  const c = optionValue(args, '-c');
+  if (c) return c;
+  const operands = args.filter((a) => literal(a) !== '-');
+  return operands[1];
+}
+
+/** The strings xargs, parallel and find replace with words only known when they run. */
+function replaceStrings(args: Piece[][]): string[] {
+  const marks = ['{'];
+  args.forEach((a, i) => {
+    const t = literal(a) ?? '';
+    if (t === '-I' || t === '-J' || t === '--replace') marks.push(literal(args[i + 1]) ?? '');
+    else if (/^-[IiJ]./.test(t)) marks.push(t.slice(2));
+    else if (t.startsWith('--replace=')) marks.push(t.slice(10));
+  });
+  return marks.filter((m) => m !== '');
 }
 
 /** Node types that are words (arguments, assignment values, redirection targets). */
@@ -689,4 +896,131 @@ function joinWords(words: Piece[][]): Piece[] {
 /** A command's text for matching: its words joined by single spaces, unknown pieces kept. */
 export function commandText(cmd: ShellCommand): Piece[] {
   return joinWords(cmd.words);
+}
+
+// ---- The positive list: what an allow rule may vouch for ----------------------------------------
+
+/** Statement kinds a proven-simple line may hold, and the operator tokens between them. */
+const SIMPLE_OPERATORS: Record<string, readonly string[]> = {
+  program: [';', '\n'],
+  list: ['&&', '||'],
+  pipeline: ['|'],
+};
+/** Word kinds a proven-simple command may hold (a concatenation only of the others). */
+const SIMPLE_WORDS = new Set(['word', 'number', 'raw_string', 'string', 'concatenation']);
+/**
+ * An unquoted word that is its own text: letters, digits and `_ . / , : = @ % + ^ -`. Everything
+ * else (`$`, backquotes, globs `* ? [`, braces, `~`, backslashes, `!`, `#`, blanks, control
+ * characters) is left out, so that what bash might expand, split or read differently never is.
+ */
+const PLAIN_UNQUOTED = /^[\p{L}\p{N}\p{M}_./,:=@%+^-]+$/u;
+/**
+ * What bash does to a redirection's target is known when it is one of these, which touch no file:
+ * `>/dev/null`, `2>/dev/null`, `&>/dev/null` (and `>>`), `2>&1`, `1>&2`, `>&2`. Any other
+ * redirection to or from a named file is `it redirects to or from a file` (Gemini's
+ * allowRedirection may allow it); everything else is not simple.
+ */
+const SAFE_REDIRECT_FDS = new Set(['', '1', '2']);
+
+/**
+ * Why the line is not proven simple (empty when it is): every node of the tree must be of a kind
+ * on the positive list — program, list, pipeline, command, command_name, a word that is its own
+ * text (plain word, number, '…', "…" with nothing bash expands inside, a concatenation of those),
+ * the operators `;` `&&` `||` `|` and newlines between commands, and the redirections above.
+ * Anything else, including kinds nobody thought of yet, keeps every allow rule from applying.
+ */
+export function simpleReasons(root: Node): string[] {
+  const why = new Set<string>();
+  let budget = MAX_STEPS;
+  const visit = (n: Node): void => {
+    if (--budget < 0) {
+      why.add('a command too large to check');
+      return;
+    }
+    const ops = SIMPLE_OPERATORS[n.type];
+    if (ops) {
+      for (const k of kids(n)) {
+        if (k.isNamed) visit(k);
+        else if (!ops.includes(k.type)) why.add(`it uses \`${k.type}\``);
+      }
+    } else if (n.type === 'redirected_statement') {
+      kids(n).forEach((k, i) => {
+        if (i === 0 && !REDIRECTS.has(k.type)) visit(k);
+        else simpleRedirect(k, why);
+      });
+    } else if (n.type === 'command') {
+      simpleCommand(n, why);
+    } else {
+      why.add(n.type === 'comment' ? 'it has a comment' : `it holds ${n.type.replace(/_/g, ' ')}`);
+    }
+  };
+  visit(root);
+  return [...why];
+}
+
+function simpleCommand(n: Node, why: Set<string>): undefined {
+  for (const k of kids(n)) {
+    if (k.type === 'command_name') {
+      const inner = named(k);
+      if (inner.length !== 1 || !simpleWord(inner[0])) why.add('its command name is not plain text');
+    } else if (REDIRECTS.has(k.type)) simpleRedirect(k, why);
+    else if (!k.isNamed || !SIMPLE_WORDS.has(k.type)) why.add(`it holds ${k.type.replace(/_/g, ' ')}`);
+    else if (!simpleWord(k)) why.add('a word bash expands (`$`, backquotes, globs, braces, `~`, escapes)');
+  }
+}
+
+/** Whether a word is its own text to bash: nothing in it is expanded, split or globbed. */
+function simpleWord(n: Node): boolean {
+  switch (n.type) {
+    case 'word':
+      return PLAIN_UNQUOTED.test(n.text);
+    case 'number':
+      return /^[0-9]+$/.test(n.text);
+    case 'raw_string':
+      return /^'[^']*'$/.test(n.text);
+    case 'string':
+      return /^"[^"$`\\]*"$/.test(n.text) && kids(n).every((k) => k.type === '"' || k.type === 'string_content');
+    case 'concatenation': {
+      let at = n.startIndex;
+      for (const k of kids(n)) {
+        if (k.startIndex !== at || k.type === 'concatenation' || !SIMPLE_WORDS.has(k.type) || !simpleWord(k))
+          return false;
+        at = k.endIndex;
+      }
+      return at === n.endIndex;
+    }
+    default:
+      return false;
+  }
+}
+
+function simpleRedirect(n: Node, why: Set<string>): undefined {
+  if (n.type === 'heredoc_redirect') {
+    const start = named(n).find((k) => k.type === 'heredoc_start');
+    const quoted = !!start && /^(['"])[A-Za-z0-9_.-]+\1$/.test(start.text);
+    const others = named(n).filter((k) => !['heredoc_start', 'heredoc_body', 'heredoc_end'].includes(k.type));
+    // An unquoted here-document's body is expanded; a quoted one is data.
+    if (!quoted || others.length || !kids(n).every((k) => k.isNamed || k.type === '<<' || k.type === '<<-'))
+      why.add('it has a here-document bash expands, or one with more after it');
+    else why.add('it has a here-document');
+    return;
+  }
+  const targets = named(n).filter((k) => k.type !== 'file_descriptor');
+  const fd = named(n).find((k) => k.type === 'file_descriptor')?.text ?? '';
+  const op = kids(n).find((k) => !k.isNamed)?.type ?? '';
+  if (targets.length !== 1 || !simpleWord(targets[0])) {
+    why.add('a redirection Sluice cannot vouch for');
+    return;
+  }
+  if (n.type === 'herestring_redirect') {
+    why.add('it has a here-string');
+    return;
+  }
+  const target = targets[0].text;
+  const safe =
+    SAFE_REDIRECT_FDS.has(fd) &&
+    (((op === '>' || op === '>>') && target === '/dev/null') ||
+      ((op === '&>' || op === '&>>') && fd === '' && target === '/dev/null') ||
+      (op === '>&' && (target === '1' || target === '2')));
+  if (!safe) why.add('it redirects to or from a file');
 }
