@@ -78,7 +78,27 @@ const WRAPPERS = new Set([
 /** Shells: `-c CODE` is parsed as a command; with no operand they run their input, unknown. */
 const SHELLS = new Set(['sh', 'bash', 'dash', 'zsh', 'ksh', 'mksh', 'ash', 'yash', 'fish', 'rbash']);
 /** Programs whose `-c CODE` option is shell code. */
-const DASH_C = new Set(['su', 'runuser', 'script']);
+const DASH_C = new Set(['su', 'runuser', 'script', 'flock']);
+/**
+ * Variables whose value bash runs or reads as code, or that change what a name runs: setting one
+ * (`PS4='$(cmd)'; set -x`, `BASH_ENV=/dev/stdin bash`, `BASH_CMDS[ls]=…`) hides a command.
+ */
+const HOOK_VARS = new Set([
+  'BASH_ENV',
+  'ENV',
+  'PS0',
+  'PS1',
+  'PS2',
+  'PS3',
+  'PS4',
+  'PROMPT_COMMAND',
+  'BASH_CMDS',
+  'BASH_ALIASES',
+  'SHELLOPTS',
+  'BASHOPTS',
+  'BASH_LOADABLES_PATH',
+  'EXECIGNORE',
+]);
 
 /** Programs that run a command Sluice cannot see: the code comes from input, a file or a table at run time. */
 const HIDDEN = new Map([
@@ -412,18 +432,23 @@ class Reader {
       else if (k.type === 'variable_name') continue;
       else if (WORDISH.has(k.type)) {
         const w = this.word(k);
-        // declare -i makes every later assignment arithmetic, which can run commands.
-        if (w.some((p) => p === null) || /^-[a-zA-Z]*i/.test(w.join('')))
-          this.fail('declare -i or a dynamic declaration');
+        // declare -i makes every later assignment arithmetic, which can run commands; -n makes
+        // a name a reference, whose target (`a[$(cmd)]`) bash evaluates when it is used.
+        if (w.some((p) => p === null) || /^-[a-zA-Z]*[in]/.test(w.join('')))
+          this.fail('declare -i, -n or a dynamic declaration');
         else if (w.join('').includes('['))
           this.fail('a variable name with an array subscript, which bash evaluates as arithmetic');
+        else if (HOOK_VARS.has(w.join(''))) this.fail(`${w.join('')}, which bash runs as code`);
       } else this.fail(`${k.type} in a declaration`);
     }
   }
 
   private assignment(n: Node): undefined {
     for (const k of named(n)) {
-      if (k.type === 'variable_name') continue;
+      if (k.type === 'variable_name') {
+        if (HOOK_VARS.has(k.text)) this.fail(`it sets ${k.text}, which bash runs as code or reads commands from`);
+        continue;
+      }
       if (k.type === 'subscript') this.fail('an array subscript, which bash evaluates as arithmetic');
       else if (k.type === 'array') for (const e of named(k)) this.word(e);
       else this.word(k);
@@ -461,7 +486,14 @@ class Reader {
     const targets = named(n).filter((k) => k.type !== 'file_descriptor');
     const values = targets.map((t) => this.word(t));
     const joined = values.length === 1 && values[0].every((p) => p !== null) ? values[0].join('') : undefined;
-    if ((op === '>&' || op === '<&') && joined !== undefined && /^(\d+|-)$/.test(joined)) return;
+    // `{name}>file` stores a descriptor in name, whose subscript bash evaluates as arithmetic.
+    if (this.src[n.startIndex - 1] === '}')
+      return this.fail('a {name}> redirection, which can run code in a subscript');
+    if (op === '>&' || op === '<&') {
+      if (joined !== undefined && /^(\d+|-)$/.test(joined)) return;
+      // bash reads the target as a descriptor number first, evaluating it.
+      return this.fail(`a ${op} redirection to something other than a descriptor number`);
+    }
     if (joined === '/dev/null' && op !== '<') return;
     this.unprovable.add('it redirects to or from a file');
   }
@@ -565,13 +597,11 @@ class Reader {
           prev = k.endIndex;
           out.push(...(k.type === 'word' ? this.unquoted(k.text, k.startIndex === n.startIndex) : this.word(k)));
         }
-        return braces(
-          kids(n)
-            .map((k) => (k.type === 'word' ? k.text : '_'))
-            .join(''),
-        )
-          ? [null]
-          : out;
+        // A brace expansion makes several words of one; a glob anywhere, file names for all of it.
+        const unquoted = kids(n)
+          .map((k) => (k.type === 'word' ? k.text : '_'))
+          .join('');
+        return braces(unquoted) || /[*?[]/.test(unquoted.replace(/\\./g, '_')) ? [null] : out;
       }
       case 'simple_expansion':
         if (!/^\$([A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-])$/.test(n.text))
@@ -687,7 +717,7 @@ class Reader {
   /** What a command runs besides itself: wrapped commands, shell code in its arguments. */
   private expand(words: Piece[][]): undefined {
     const name = literal(words[0]);
-    if (name === undefined) return;
+    if (name === undefined) return this.unknownPath(words);
     const derived = (rest: Piece[][]) => {
       if (this.depth >= MAX_DEPTH) return this.fail('commands nested too deeply to follow');
       const outer = this.depth;
@@ -712,8 +742,13 @@ class Reader {
     if (base === 'trap') return codeIn(args.find((a) => !literal(a)?.startsWith('-')));
     if (base === 'alias') return this.alias(args);
     if (DASH_C.has(base)) {
-      const i = args.findIndex((a) => /^(-c|--command)$/.test(literal(a) ?? ''));
+      const i = args.findIndex((a) => /^(-[a-zA-Z]*c|--command)$/.test(literal(a) ?? ''));
       if (i >= 0) codeIn(args[i + 1]);
+      // `-qc'code'`: the option's value written in the same word
+      for (const a of args) {
+        const joined = /^-[a-zA-Z]*?c(.+)$/s.exec(literal(a) ?? '');
+        if (joined) codeIn([joined[1]]);
+      }
       for (const a of args) if (literal(a)?.startsWith('--command=')) codeIn([literal(a)!.slice(10)]);
     }
     if (base === 'sg') return codeIn(sgCommand(args));
@@ -727,10 +762,35 @@ class Reader {
         return t === undefined || marks.some((m) => t.includes(m)) ? [null] : w;
       };
       const input: Piece[][] = base === 'find' ? [] : [[null]];
-      for (let k = 1; k < words.length && this.open(k); k++) derived([...words.slice(k).map(known), ...input]);
+      // find's -exec command ends at `;` or `+`.
+      const ends = (w: Piece[]) => base === 'find' && (literal(w) === ';' || literal(w) === '+');
+      for (let k = 1; k < words.length && this.open(k); k++) {
+        const end = words.findIndex((w, i) => i > k && ends(w));
+        derived([...words.slice(k, end < 0 ? undefined : end).map(known), ...input]);
+      }
       return;
     }
     if (WRAPPERS.has(base)) for (let k = 1; k < words.length && this.open(k); k++) derived(words.slice(k));
+  }
+
+  /**
+   * `$DIR/touch`, `/usr/bin/tou$X`: a path only partly known runs the program its last part
+   * names, which is found as a command of its own (unknown when text after the last `/` is).
+   */
+  private unknownPath(words: Piece[][]): undefined {
+    const name = words[0];
+    let last = -1;
+    name.forEach((p, i) => {
+      if (p?.includes('/')) last = i;
+    });
+    if (last < 0) return;
+    const after = name.slice(last + 1);
+    const tail = (name[last] as string).slice((name[last] as string).lastIndexOf('/') + 1);
+    const base = after.includes(null) ? [null] : [tail, ...after];
+    if (this.depth >= MAX_DEPTH) return this.fail('commands nested too deeply to follow');
+    this.depth++;
+    this.push({ words: [tidy(base), ...words.slice(1)], source: '', assigns: false }, true);
+    this.depth--;
   }
 
   private alias(args: Piece[][]): undefined {
@@ -801,13 +861,31 @@ function hiddenRun(base: string, args: Piece[][]): string | undefined {
     return 'env -S splits a string into a command Sluice does not follow';
   if (texts.some((t) => t?.startsWith('BASH_FUNC_')))
     return 'an exported function, which changes what a command name runs';
+  // `env BASH_ENV=/dev/stdin bash`, `sudo PS4=… bash -x`
+  if (WRAPPERS.has(base) && texts.some((t) => t !== undefined && HOOK_VARS.has(t.split('=')[0]) && t.includes('=')))
+    return 'a wrapper setting a variable bash runs as code';
   if (NAME_TAKERS.has(base)) {
     const flag = base === 'printf' || base === 'test' || base === '[' ? '-v' : base === 'wait' ? '-p' : undefined;
-    const names = flag ? [optionValue(args, flag)].filter((w) => w !== undefined) : args;
-    if (names.some((w) => literal(w)?.includes('[') !== false))
-      return 'a variable name with an array subscript, which bash evaluates as arithmetic';
+    const names = flag ? flagValues(args, flag) : args;
+    for (const w of names) {
+      const t = literal(w);
+      if (t === undefined || t.includes('['))
+        return 'a variable name with an array subscript, which bash evaluates as arithmetic';
+      if (t === 'PATH' || HOOK_VARS.has(t)) return `it sets ${t}, which changes what commands run`;
+    }
   }
   return undefined;
+}
+
+/** The values of an option, written `-v NAME` or `-vNAME`. */
+function flagValues(args: Piece[][], flag: string): Piece[][] {
+  const out: Piece[][] = [];
+  args.forEach((a, i) => {
+    const first = a[0];
+    if (literal(a) === flag) out.push(args[i + 1] ?? [null]);
+    else if (typeof first === 'string' && first.startsWith(flag)) out.push([first.slice(flag.length), ...a.slice(1)]);
+  });
+  return out;
 }
 
 /** The word after an option (`-C cmd`), if the option is there. */
