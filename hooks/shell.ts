@@ -236,7 +236,7 @@ class Reader {
       else if (root.descendantCount > this.steps) this.fail('a command too large to follow');
       else {
         // The positive list is the only way to an allow: the line as written, not code found in it.
-        if (depth === 0) for (const why of simpleReasons(root)) this.unprovable.add(why);
+        if (depth === 0) for (const why of simpleReasons(root, text)) this.unprovable.add(why);
         this.sequence(root, true);
       }
     } finally {
@@ -1007,7 +1007,7 @@ const SAFE_REDIRECT_FDS = new Set(['', '1', '2']);
  * the operators `;` `&&` `||` `|` and newlines between commands, and the redirections above.
  * Anything else, including kinds nobody thought of yet, keeps every allow rule from applying.
  */
-export function simpleReasons(root: Node): string[] {
+export function simpleReasons(root: Node, src: string): string[] {
   const why = new Set<string>();
   let budget = MAX_STEPS;
   const visit = (n: Node): void => {
@@ -1015,6 +1015,14 @@ export function simpleReasons(root: Node): string[] {
       why.add('a command too large to check');
       return;
     }
+    // Between the parts only blanks and newlines: no line continuation, nothing tree-sitter skipped.
+    let at = n === root ? 0 : n.startIndex;
+    for (const k of kids(n)) {
+      if (!/^[ \t\n]*$/.test(src.slice(at, k.startIndex))) why.add('text between its parts other than blanks');
+      at = k.endIndex;
+    }
+    if (!/^[ \t\n]*$/.test(src.slice(at, n === root ? src.length : n.endIndex)))
+      why.add('text between its parts other than blanks');
     const ops = SIMPLE_OPERATORS[n.type];
     if (ops) {
       for (const k of kids(n)) {
