@@ -19,7 +19,7 @@ import {
   missingTools,
   readFound,
   SEED_CORPUS,
-  shapeOf,
+  familyOf,
 } from '../test/shell-differential';
 
 async function main(): Promise<number> {
@@ -50,7 +50,7 @@ async function main(): Promise<number> {
   }
   // Found cases join the corpus the mutations start from: what broke once is worth bending again.
   const corpus = [...SEED_CORPUS, ...readFound().map((c) => c.command)];
-  const shapes = new Set(readFound().map((c) => shapeOf(c.command)));
+  const families = new Set(readFound().flatMap((c) => c.found.failures.map((f) => familyOf(c.command, kindOf(f)))));
   console.log(`shell-fuzz: seed ${seed}, ${values.jobs} at once, until ${new Date(until).toISOString()}`);
   let next = 0;
   let ran = 0;
@@ -60,10 +60,10 @@ async function main(): Promise<number> {
       const index = next++;
       const r = await checkCase(judge, caseAt(seed, index, corpus));
       ran++;
-      if (ran % 500 === 0) console.log(`shell-fuzz: ${ran} cases, ${failed} failing, ${shapes.size} shapes kept`);
+      if (ran % 500 === 0) console.log(`shell-fuzz: ${ran} cases, ${failed} failing, ${families.size} families kept`);
       if (!r.failures.length) continue;
       failed++;
-      await keep(r, `seed ${seed} case ${index}`, judge, shapes, !values['no-minimise']);
+      await keep(r, `seed ${seed} case ${index}`, judge, families, !values['no-minimise']);
     }
   };
   await Promise.all(Array.from({ length: Number(values.jobs) }, lane));
@@ -71,23 +71,22 @@ async function main(): Promise<number> {
   return failed ? 1 : 0;
 }
 
-/** Shrinks a failing case and appends it to found.json when no case of its shape is there yet. */
+/** Shrinks a failing case and appends it to found.json when no case of its family is there yet. */
 async function keep(
   r: CaseResult,
   origin: string,
   judge: Awaited<ReturnType<typeof makeJudge>>,
-  shapes: Set<string>,
+  families: Set<string>,
   shrink: boolean,
 ): Promise<void> {
-  if (shapes.has(shapeOf(r.command))) return;
   const kind = kindOf(r.failures[0]);
+  if (families.has(familyOf(r.command, kind))) return;
   const small = shrink
     ? await minimise(r.command, async (c) => (await checkCase(judge, c)).failures.some((f) => kindOf(f) === kind))
     : r.command;
-  const shape = shapeOf(small);
-  // A shape that holds one kept already is the same finding with more around it.
-  if ([...shapes].some((s) => shape.includes(s))) return;
-  shapes.add(shape);
+  const family = familyOf(small, kind);
+  if (families.has(family)) return;
+  families.add(family);
   const final = small === r.command ? r : await checkCase(judge, small);
   if (!final.failures.length) return;
   appendFound([foundCase(final, small === r.command ? origin : `${origin}, shrunk`)]);

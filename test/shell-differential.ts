@@ -63,6 +63,7 @@ export interface Judge {
 /** The judgment every surface uses (`policyRules()`, as `sluice policy explain` calls it), over the four files. */
 export async function makeJudge(): Promise<Judge> {
   const ws = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-shell-diff-'));
+  process.once('exit', () => fs.rmSync(ws, { recursive: true, force: true }));
   for (const [rel, text] of Object.entries(policyFiles())) {
     fs.mkdirSync(path.dirname(path.join(ws, rel)), { recursive: true });
     fs.writeFileSync(path.join(ws, rel), text);
@@ -733,15 +734,44 @@ export function caseAt(seed: number, index: number, corpus: readonly string[] = 
 /** The seed `npm test` runs with unless SHELL_FUZZ_SEED says otherwise. */
 export const DEFAULT_SEED = 20260522;
 
+/** The constructs a family of findings is told apart by (see familyOf). */
+const CONSTRUCTS: [string, RegExp][] = [
+  ['PS4', /\bPS4\b/],
+  ['BASH_ENV', /\bBASH_ENV\b/],
+  ['SHELLOPTS', /\bSHELLOPTS\b/],
+  ['PATH', /\bPATH\b/],
+  ['BASH_CMDS', /\bBASH_CMDS\b/],
+  ['nameref', /\bdeclare\s+-n\b/],
+  ['printf -v', /\bprintf\s+-v/],
+  ['read', /\bread\b/],
+  ['let', /\blet\b/],
+  ['test -v', /-v\s/],
+  ['@P', /@P\}/],
+  ['${!', /\$\{!/],
+  ['${…:_}', /:\$?_\}|:0:\$_/],
+  ['$_', /\$_\b/],
+  ['subscript', /a\[\$\(/],
+  ['coproc', /\bcoproc\b/],
+  ['hash -p', /\bhash\b/],
+  ['alias', /\balias\b/],
+  ['function', /\(\)\s*\{|\bfunction\b/],
+  ['trap', /\btrap\b/],
+  ['env -S', /\benv\s+(-S|--split-string)/],
+  ['stdin shell', /\|\s*(ba)?sh\b|<<<|\/dev\/stdin|\.\s+<\(|\bsource\b/],
+  ['-c', /\b(sg|su|script|flock|sh|bash)\b[^;|&]*\s-\w*c/],
+  ['xargs', /\bxargs\b/],
+  ['find', /\bfind\b/],
+  ['glob', /\/[\w/]*(\[|\?|\*)/],
+  ['IFS', /\bIFS\b/],
+  ['brace', /\{[^}\s]*,[^}]*\}/],
+  ['tool', /\btool\b/],
+];
+
 /**
- * What two found cases share when they are the same finding: the payload programs, file names and
- * allowed commands made alike, blanks collapsed. The long mode keeps one case of each shape.
+ * Which finding a failing case is: its kind of failure and the constructs it uses. The long mode
+ * keeps one case of each family, so a construct found once is not found again in every wrapping.
  */
-export function shapeOf(command: string): string {
-  return command
-    .replace(/\b(touch|mkdir|rm|id|uname)\b/g, 'P')
-    .replace(/(?<![\w.])(D|F|victim\.txt)(?![\w.])/g, 'F')
-    .replace(/\b(echo|ls|cat|printf|true)\b/g, 'A')
-    .replace(/\s+/g, ' ')
-    .trim();
+export function familyOf(command: string, kind: string): string {
+  const used = CONSTRUCTS.filter(([, re]) => re.test(command)).map(([name]) => name);
+  return `${kind}: ${used.join(' ') || command.replace(/\s+/g, ' ').trim()}`;
 }
