@@ -4,8 +4,8 @@
 // format allows ran a program no allow rule covers, when a denied program ran and a format did not
 // deny, when an asked program ran and a format neither asked nor denied, or when the formats
 // disagree about allowing it. Shared by the budgeted run in `npm test`
-// (test/shell-differential.test.ts) and the long mode (scripts/shell-fuzz.ts); the generator that
-// feeds both is test/shell-grammar.ts.
+// (test/shell-differential.test.ts) and the long mode (scripts/shell-fuzz.ts), with the seeded
+// generator that feeds both (a grammar of bash constructs and mutations of a corpus, below).
 import { spawn, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -445,6 +445,18 @@ export const ALLOWED_COMMANDS = ['echo ok', 'ls', 'cat /dev/null', 'printf x', '
 
 type Hide = (code: string, r: Rng) => string;
 const q = (r: Rng, s: string) => r.pick(QUOTES)(s);
+/** A builtin's name as bash still runs it: quoted, escaped, behind `builtin` or `command`. */
+const spell = (r: Rng, name: string) =>
+  r.pick([
+    name,
+    name,
+    `\\${name}`,
+    `'${name}'`,
+    `"${name}"`,
+    `builtin ${name}`,
+    `command ${name}`,
+    `${name[0]}''${name.slice(1)}`,
+  ]);
 
 /** Where a command can hide: substitutions, data turned into code, shells reading input, wrappers. */
 export const HIDES: Record<string, Hide> = {
@@ -466,12 +478,18 @@ export const HIDES: Record<string, Hide> = {
   substringLen: (c) => `echo ${sq(`a[$(${c})]`)}; echo \${HOME:0:$_}`,
   indirectLast: (c) => `echo ${sq(`a[$(${c})]`)}; echo \${!_}`,
   arithLast: (c) => `echo ${sq(`a[$(${c})]`)}; echo $(( $_ ))`,
-  printfV: (c) => `printf -v ${sq(`a[$(${c})]`)} x`,
-  readSubscript: (c) => `read ${sq(`a[$(${c})]`)} <<< x`,
+  printfV: (c, r) => `${spell(r, 'printf')} ${r.pick(['-v', "$'-v'", '-v ', '"-v"'])} ${sq(`a[$(${c})]`)} x`,
+  readSubscript: (c, r) => `${spell(r, 'read')} ${sq(`a[$(${c})]`)} <<< x`,
   testV: (c, r) => `${r.pick(['test -v', '[ -v', '[[ -v'])} ${sq(`a[$(${c})]`)}${r.pick(['', ' ]', ' ]]'])}`,
   testEq: (c, r) => `[[ ${sq(`a[$(${c})]`)} ${r.pick(['-eq', '-lt', '-ne'])} 0 ]]`,
-  letSubscript: (c) => `let ${sq(`a[$(${c})]`)}`,
-  nameref: (c) => `declare -n r=${sq(`a[$(${c})]`)}; echo $r`,
+  letSubscript: (c, r) => `${spell(r, 'let')} ${sq(`a[$(${c})]`)}`,
+  nameref: (c, r) => `${spell(r, r.pick(['declare', 'typeset', 'local']))} -n r=${sq(`a[$(${c})]`)}; echo $r`,
+  // A redirection between a wrapper (or any command) and the words after it.
+  redirectInside: (c, r) => {
+    const words = c.split(' ');
+    words.splice(1 + r.int(words.length), 0, r.pick(['>/dev/null', '2>&1', '</dev/null', '2>/dev/null', '>&2']));
+    return words.join(' ');
+  },
   indirectVar: (c) => `x=${sq(`a[$(${c})]`)}; echo \${!x}`,
   ps4: (c) => `PS4=${sq(`$(${c})`)}; set -x; echo`,
   shellopts: (c) => `SHELLOPTS=xtrace PS4=${sq(`$(${c})`)} bash -c true`,
