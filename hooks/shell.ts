@@ -110,6 +110,10 @@ const HIDDEN = new Map([
   ['fc', 'fc runs commands from the history'],
   ['let', 'let evaluates arithmetic, which can run commands hidden in variables'],
 ]);
+/** Builtins that declare variables, when written as a plain command (`'declare'`, `\\export`). */
+const DECLARERS = new Set(['declare', 'typeset', 'local', 'export', 'readonly']);
+/** Programs that run a shell reading its input unless given a command (`-c`). */
+const SHELL_RUNNERS = new Set(['su', 'runuser', 'script']);
 /** Files that are a shell's input, not a script on disk. */
 const STDIN_FILES = /^(\/dev\/(stdin|tty|fd\/\d+)|\/proc\/[^/]+\/fd\/\d+)$/;
 /** Builtins that take variable names, where `a[…]` is arithmetic bash evaluates (and can run commands in). */
@@ -484,6 +488,8 @@ class Reader {
     }
     const op = kids(n).find((k) => !k.isNamed)?.type ?? '';
     const targets = named(n).filter((k) => k.type !== 'file_descriptor');
+    // `xargs>/dev/null touch`: tree-sitter hangs the next words on the redirection; bash does not.
+    if (targets.length > 1) return this.fail('words after a redirection that Sluice cannot place');
     const values = targets.map((t) => this.word(t));
     const joined = values.length === 1 && values[0].every((p) => p !== null) ? values[0].join('') : undefined;
     // `{name}>file` stores a descriptor in name, whose subscript bash evaluates as arithmetic.
@@ -523,7 +529,11 @@ class Reader {
     for (const k of kids(n)) {
       if (k.type === 'heredoc_start' || k.type === 'heredoc_end' || ['<<', '<<-'].includes(k.type)) continue;
       if (k.type === 'heredoc_body') {
-        if (!quoted) this.scan(k);
+        if (quoted) continue;
+        // tree-sitter leaves some bodies (`<<-`, backquotes) as plain text: what it did not read is unknown.
+        if (/[`]/.test(k.text) || (/\$/.test(k.text) && !named(k).length))
+          return this.fail('a here-document with substitutions Sluice cannot read');
+        this.scan(k);
       } else if (REDIRECTS.has(k.type)) this.redirect(k);
       else if (k.type === 'pipeline' || k.type === 'list') {
         // `cat <<EOF | sh` or `cat <<EOF && b`: tree-sitter hangs the rest of the line here.
@@ -557,6 +567,9 @@ class Reader {
         if (inner.length !== 1 || inner[0].startIndex !== k.startIndex || inner[0].endIndex !== k.endIndex)
           return this.fail('a command name Sluice cannot read');
         name = this.word(inner[0]);
+        // `r${IFS}ead 'a[…]'`: bash splits an unquoted expansion into words, so the program and
+        // its first arguments are only known when it runs.
+        if (splits(inner[0])) return this.fail('a command name bash splits into words only known when it runs');
         from = k.startIndex;
         to = k.endIndex;
       } else if (k.isNamed && WORDISH.has(k.type) && name) {
@@ -751,7 +764,10 @@ class Reader {
       }
       for (const a of args) if (literal(a)?.startsWith('--command=')) codeIn([literal(a)!.slice(10)]);
     }
-    if (base === 'sg') return codeIn(sgCommand(args));
+    if (base === 'sg') {
+      const code = sgCommand(args);
+      return code ? codeIn(code) : this.fail('sg without a command runs a shell reading its input');
+    }
     if (base === 'mapfile' || base === 'readarray' || base === 'compgen') codeIn(optionValue(args, '-C'));
     if (base === 'watch') for (let k = 0; k < args.length && this.open(k); k++) codeIn(joinWords(args.slice(k)));
     if (RUNTIME_ARGS.has(base)) {
@@ -797,6 +813,8 @@ class Reader {
     for (const a of args) {
       const text = literal(a);
       if (text === undefined) this.fail('an alias only known when it runs');
+      // A here-document or a second line in an alias reads lines of the script after it, not its own.
+      else if (/\n|<</.test(text)) this.fail('an alias whose lines bash reads from the rest of the script');
       else if (text.includes('=')) this.code(text.slice(text.indexOf('=') + 1), this.depth + 1, true);
     }
   }
@@ -864,16 +882,38 @@ function hiddenRun(base: string, args: Piece[][]): string | undefined {
   // `env BASH_ENV=/dev/stdin bash`, `sudo PS4=… bash -x`
   if (WRAPPERS.has(base) && texts.some((t) => t !== undefined && HOOK_VARS.has(t.split('=')[0]) && t.includes('=')))
     return 'a wrapper setting a variable bash runs as code';
-  if (NAME_TAKERS.has(base)) {
-    const flag = base === 'printf' || base === 'test' || base === '[' ? '-v' : base === 'wait' ? '-p' : undefined;
-    const names = flag ? flagValues(args, flag) : args;
-    for (const w of names) {
-      const t = literal(w);
-      if (t === undefined || t.includes('['))
-        return 'a variable name with an array subscript, which bash evaluates as arithmetic';
-      if (t === 'PATH' || HOOK_VARS.has(t)) return `it sets ${t}, which changes what commands run`;
-    }
+  if (DECLARERS.has(base)) {
+    // `'declare' -n …`, `\export PS4=…`: a quoted name is the same builtin to bash.
+    for (const t of texts)
+      if (t === undefined || /^-[a-zA-Z]*[in]/.test(t) || t.includes('[') || HOOK_VARS.has(t.split('=')[0]))
+        return 'declare -i, -n, an array subscript or a variable bash runs as code';
   }
+  if (NAME_TAKERS.has(base)) return nameTaken(base, args);
+  if (SHELL_RUNNERS.has(base) && !args.some((a) => /^(-[a-zA-Z]*c|--command)/.test(literal(a) ?? '-c')))
+    return `${base} without a command runs a shell reading its input`;
+  return undefined;
+}
+
+/** Why a builtin that takes variable names (`read`, `printf -v`, `test -v`) may run code or change PATH. */
+function nameTaken(base: string, args: Piece[][]): string | undefined {
+  const flag = base === 'printf' || base === 'test' || base === '[' ? '-v' : base === 'wait' ? '-p' : undefined;
+  const subscript = 'a variable name with an array subscript, which bash evaluates as arithmetic';
+  for (const w of flag ? flagValues(args, flag) : args) {
+    const t = literal(w);
+    if (t === undefined || t.includes('[')) return subscript;
+    if (t === 'PATH' || HOOK_VARS.has(t)) return `it sets ${t}, which changes what commands run`;
+  }
+  if (!flag) return undefined;
+  // `printf $'\x2dv' NAME`, `printf -v{a,b}'a[…]'`, `[ $X "$_" ]`: a word only known when it runs
+  // may be the flag (printf takes it only first), and the word after it the name.
+  const open = (w: Piece[] | undefined) => w !== undefined && literal(w) === undefined;
+  if (base === 'printf' && open(args[0])) return 'printf whose first word, perhaps -v, is only known when it runs';
+  for (let i = 0; i + 1 < args.length; i++)
+    if (
+      open(args[i]) &&
+      (open(args[i + 1]) || /[[]|^PATH$/.test(literal(args[i + 1]) ?? '') || HOOK_VARS.has(literal(args[i + 1]) ?? ''))
+    )
+      return subscript;
   return undefined;
 }
 
@@ -886,6 +926,13 @@ function flagValues(args: Piece[][], flag: string): Piece[][] {
     else if (typeof first === 'string' && first.startsWith(flag)) out.push([first.slice(flag.length), ...a.slice(1)]);
   });
   return out;
+}
+
+/** Whether a word holds an expansion outside double quotes, which bash splits into words. */
+function splits(n: Node): boolean {
+  if (n.type === 'string') return false;
+  if (['simple_expansion', 'expansion', 'command_substitution', 'arithmetic_expansion'].includes(n.type)) return true;
+  return named(n).some(splits);
 }
 
 /** The word after an option (`-C cmd`), if the option is there. */
@@ -1048,7 +1095,9 @@ function simpleCommand(n: Node, why: Set<string>): undefined {
   for (const k of kids(n)) {
     if (k.type === 'command_name') {
       const inner = named(k);
-      if (inner.length !== 1 || !simpleWord(inner[0])) why.add('its command name is not plain text');
+      // The name's value too must be a plain word: `'echo $(rm x)'` names no program `echo`.
+      if (inner.length !== 1 || !simpleWord(inner[0]) || !PLAIN_UNQUOTED.test(simpleValue(inner[0])))
+        why.add('its command name is not plain text');
     } else if (REDIRECTS.has(k.type)) simpleRedirect(k, why);
     else if (!k.isNamed || !SIMPLE_WORDS.has(k.type)) why.add(`it holds ${k.type.replace(/_/g, ' ')}`);
     else if (!simpleWord(k)) why.add('a word bash expands (`$`, backquotes, globs, braces, `~`, escapes)');
@@ -1078,6 +1127,13 @@ function simpleWord(n: Node): boolean {
     default:
       return false;
   }
+}
+
+/** A simple word's value: its text without the quotes (nothing inside them is special). */
+function simpleValue(n: Node): string {
+  if (n.type === 'raw_string' || n.type === 'string') return n.text.slice(1, -1);
+  if (n.type === 'concatenation') return kids(n).map(simpleValue).join('');
+  return n.text;
 }
 
 function simpleRedirect(n: Node, why: Set<string>): undefined {
