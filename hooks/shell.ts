@@ -110,6 +110,31 @@ const HIDDEN = new Map([
   ['fc', 'fc runs commands from the history'],
   ['let', 'let evaluates arithmetic, which can run commands hidden in variables'],
 ]);
+/** Bash's reserved words: never a command name to bash (when unquoted, which tree-sitter does not tell). */
+const RESERVED = new Set([
+  'if',
+  'then',
+  'elif',
+  'else',
+  'fi',
+  'case',
+  'esac',
+  'for',
+  'select',
+  'while',
+  'until',
+  'do',
+  'done',
+  'in',
+  'function',
+  'time',
+  '{',
+  '}',
+  '!',
+  '[[',
+  ']]',
+  'coproc',
+]);
 /** Builtins that declare variables, when written as a plain command (`'declare'`, `\\export`). */
 const DECLARERS = new Set(['declare', 'typeset', 'local', 'export', 'readonly']);
 /** Programs that run a shell reading its input unless given a command (`-c`). */
@@ -748,6 +773,10 @@ class Reader {
     // `/usr/bin/touch` is `touch` too; that command is read (and expanded) in its turn.
     if (base !== name) return derived([[base], ...words.slice(1)]);
     const args = words.slice(1);
+    // `time { if …; fi }`: a keyword where tree-sitter read a command name means it read the line
+    // differently from bash.
+    if (name === 'time' ? args.some((a) => RESERVED.has(literal(a) ?? '')) : RESERVED.has(name))
+      return this.fail(`\`${name}\` read as a command, where bash reads shell syntax`);
     const hidden = hiddenRun(base, args);
     if (hidden) return this.fail(hidden);
     if (SHELLS.has(base)) return this.shell(args, codeIn);
