@@ -784,6 +784,8 @@ class Reader {
     if (base === 'trap') return codeIn(args.find((a) => !literal(a)?.startsWith('-')));
     if (base === 'alias') return this.alias(args);
     if (DASH_C.has(base)) {
+      // `script -qc\mkdir${IFS}D`: a word only known when it runs may be `-c` and its code.
+      if (args.some((a) => literal(a) === undefined)) return this.fail(`${base} with options only known when it runs`);
       const i = args.findIndex((a) => /^(-[a-zA-Z]*c|--command)$/.test(literal(a) ?? ''));
       if (i >= 0) codeIn(args[i + 1]);
       // `-qc'code'`: the option's value written in the same word
