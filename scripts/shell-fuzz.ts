@@ -1,7 +1,8 @@
 // The long mode of the differential check of the Bash judgment (test/shell-differential.ts): the
 // same generator and sandbox as `npm test`, for hours, from a seed of its own. Each failing case
 // is shrunk (tokens dropped while it still fails) and, when its shape is new, appended to
-// test/fixtures/shell-fuzz/found.json, which `npm test` replays first, always.
+// test/fixtures/shell-fuzz/found.json, which `npm test` replays first, always. Run one at a time:
+// each appends to found.json from what it last read.
 //
 //   npx tsx scripts/shell-fuzz.ts --hours 2 [--seed N] [--jobs 3] [--cases N] [--no-minimise]
 //   npx tsx scripts/shell-fuzz.ts --seed N --case I     one case of a run (as npm test names it), judged and run

@@ -344,8 +344,8 @@ export function appendFound(cases: FoundCase[], file = FOUND_FILE): number {
       'Commands the differential check of the Bash judgment found (test/shell-differential.test.ts replays each, always).',
     cases: [...have, ...fresh],
   };
-  fs.writeFileSync(`${file}.tmp`, `${JSON.stringify(doc, null, 2)}\n`);
-  fs.renameSync(`${file}.tmp`, file);
+  fs.writeFileSync(`${file}.${process.pid}.tmp`, `${JSON.stringify(doc, null, 2)}\n`);
+  fs.renameSync(`${file}.${process.pid}.tmp`, file);
   return fresh.length;
 }
 
