@@ -488,7 +488,11 @@ class Reader {
     this.unprovable.add('it has a comment');
     const before = n.startIndex === 0 ? ' ' : this.src[n.startIndex - 1];
     // bash starts a comment only at the start of a word; tree-sitter must agree, or text hides.
-    if (!/[ \t\n;&|()]/.test(before) || n.text.includes('\n')) this.fail('a comment bash would not read as one');
+    // `\ #`: an escaped blank is part of the word, so bash reads `#` on as part of it too.
+    let slashes = 0;
+    while (this.src[n.startIndex - 2 - slashes] === '\\') slashes++;
+    if (!/[ \t\n;&|()]/.test(before) || slashes % 2 === 1 || n.text.includes('\n'))
+      this.fail('a comment bash would not read as one');
     const after = this.src[n.endIndex];
     if (after !== undefined && after !== '\n') this.fail('text after a comment on the same line');
   }
