@@ -31,10 +31,10 @@ import {
   type SourceVerdict,
   STRICTNESS,
   lineAt,
-  wildcardRegex,
 } from './policy-types';
 import { commandText, literal, type Piece, readShell, type ShellReading } from './shell';
 import { hookFacingCall } from './tool-names';
+import { type Wildcard, wildcard } from './wildcard';
 
 export type GeminiTier = 'default' | 'extension' | 'workspace' | 'user' | 'admin';
 export const TIER_BASE: Record<GeminiTier, number> = { default: 1, extension: 2, workspace: 3, user: 4, admin: 5 };
@@ -62,7 +62,7 @@ export interface GeminiRule extends PolicyRuleRef {
   tier: GeminiTier;
   /** tier base + priority / 1000. */
   priority: number;
-  toolNames?: RegExp[];
+  toolNames?: Wildcard[];
   mcpName?: string;
   argsPattern?: RE2JS;
   commandPrefixes?: string[];
@@ -226,7 +226,7 @@ function ruleOf(f: RuleFields, file: Pick<PolicyFile, 'label' | 'digest'>, line:
     ...(typeof deny === 'string' && deny.trim() ? { message: deny } : {}),
     tier,
     priority: TIER_BASE[tier] + f.priority / 1000,
-    ...(names ? { toolNames: names.map(wildcardRegex) } : {}),
+    ...(names ? { toolNames: names.map((n) => wildcard(n)) } : {}),
     ...(typeof mcp === 'string' ? { mcpName: mcp } : {}),
     ...(typeof ap === 'string' ? { argsPattern: compileRe2(ap, file.label, line, 'argsPattern') } : {}),
     ...(prefixes ? { commandPrefixes: prefixes } : {}),

@@ -30,12 +30,13 @@ import {
 } from './policy-types';
 import { commandText, literal, readShell, type ShellReading } from './shell';
 import { claudeToolName } from './tool-names';
+import { anyOf, type Wildcard, wildcard } from './wildcard';
 
 const ACTIONS: Record<string, PolicyDecision> = { allow: 'allow', ask: 'ask', deny: 'deny' };
 
 export interface OpenCodeRule extends PolicyRuleRef {
-  permission: RegExp;
-  pattern: RegExp;
+  permission: Wildcard;
+  pattern: Wildcard;
   /** The pattern as written (a wildcard), for judging commands only partly known before they run. */
   wildcard: string;
 }
@@ -48,14 +49,9 @@ export interface OpenCodeOptions {
   home?: string;
 }
 
-/** OpenCode's wildcard: `*` any text, `?` one character, a trailing ` *` optional. */
-export function openCodeWildcard(pattern: string): RegExp {
-  let source = pattern
-    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
-    .replace(/\*/g, '.*')
-    .replace(/\?/g, '.');
-  if (source.endsWith(' .*')) source = `${source.slice(0, -3)}(?: .*)?`;
-  return new RegExp(`^${source}$`, 's');
+/** OpenCode's wildcard: `*` any text, `?` one character, a trailing ` *` optional; matched in linear time (wildcard.ts). */
+export function openCodeWildcard(pattern: string): Wildcard {
+  return pattern.endsWith(' *') ? anyOf([wildcard(pattern), wildcard(pattern.slice(0, -2))]) : wildcard(pattern);
 }
 
 export function parseOpenCode(text: string, file: Pick<PolicyFile, 'label' | 'digest'>, home: string): OpenCodeRule[] {

@@ -12,6 +12,7 @@ import * as path from 'node:path';
 import ignore from 'ignore';
 import type { JsonObject } from '../pipeline/types';
 import { commandText, literal, type Piece, readShell, type ShellCommand, type ShellReading } from './shell';
+import { type Wildcard, wildcardOf } from './wildcard';
 
 export type RuleKind = 'allow' | 'ask' | 'deny';
 
@@ -164,37 +165,42 @@ const MAX_STATES = 4_000_000;
  * must catch whatever the command could turn out to be. Unknown text matches anything.
  */
 export function couldMatch(pattern: Pattern, text: Piece[]): boolean {
-  const t = flatten(text);
-  const n = t.length;
+  const plain = literal(text);
+  if (plain !== undefined) return literalMatch(pattern, plain);
+  // The pattern positions the text so far can reach, one character (or unknown piece) at a time:
+  // time the text's length times the pattern's, with no table of both.
   const m = pattern.length;
-  if ((n + 1) * (m + 1) > MAX_STATES) return true;
-  const seen = new Uint8Array((n + 1) * (m + 1));
-  const stack = [0];
-  seen[0] = 1;
-  const visit = (i: number, j: number) => {
-    const k = i * (m + 1) + j;
-    if (!seen[k]) {
-      seen[k] = 1;
-      stack.push(k);
-    }
+  let cur = new Uint8Array(m + 1);
+  let next = new Uint8Array(m + 1);
+  cur[0] = 1;
+  const close = (set: Uint8Array) => {
+    for (let j = 0; j < m; j++) if (set[j] && pattern[j] === STAR) set[j + 1] = 1;
   };
-  while (stack.length) {
-    const k = stack.pop()!;
-    const i = Math.floor(k / (m + 1));
-    const j = k % (m + 1);
-    if (i === n && j === m) return true;
-    const a = i < n ? t[i] : undefined;
-    const b = j < m ? pattern[j] : undefined;
-    if (b === STAR) {
-      visit(i, j + 1); // the star ends
-      if (i < n) visit(i + 1, j); // it takes the next character, or the rest of an unknown piece
+  close(cur);
+  for (const piece of text) {
+    if (piece === null) {
+      // Unknown text can be whatever the pattern holds from any position reached on.
+      const from = cur.indexOf(1);
+      if (from < 0) return false;
+      cur.fill(1, from);
+      continue;
     }
-    if (a === null) {
-      visit(i + 1, j); // the unknown piece ends
-      if (typeof b === 'string') visit(i, j + 1); // it is the pattern's next character, and goes on
-    } else if (a !== undefined && typeof b === 'string' && a === b) visit(i + 1, j + 1);
+    for (const c of piece) {
+      next.fill(0);
+      let alive = false;
+      for (let j = 0; j < m; j++) {
+        if (!cur[j]) continue;
+        if (pattern[j] === STAR) next[j] = 1;
+        else if (pattern[j] === c) next[j + 1] = 1;
+        else continue;
+        alive = true;
+      }
+      if (!alive) return false;
+      close(next);
+      [cur, next] = [next, cur];
+    }
   }
-  return false;
+  return cur[m] === 1;
 }
 
 /**
@@ -202,6 +208,8 @@ export function couldMatch(pattern: Pattern, text: Piece[]): boolean {
  * hold whatever the command turns out to be. Unknown text is covered only by a `*`.
  */
 export function covers(pattern: Pattern, text: Piece[]): boolean {
+  const plain = literal(text);
+  if (plain !== undefined) return literalMatch(pattern, plain);
   const t = flatten(text);
   if (t.length * (pattern.length + 1) > MAX_STATES) return false;
   const close = (set: Set<number>) => {
@@ -219,6 +227,23 @@ export function covers(pattern: Pattern, text: Piece[]): boolean {
     if (!states.size) return false;
   }
   return states.has(pattern.length);
+}
+
+const compiled = new WeakMap<Pattern, Wildcard>();
+
+/** Plain text against the pattern, in time linear in the text (wildcard.ts): no state table for the common case. */
+function literalMatch(pattern: Pattern, text: string): boolean {
+  let w = compiled.get(pattern);
+  if (!w) {
+    const parts = [''];
+    for (const c of pattern) {
+      if (c === STAR) parts.push('');
+      else parts[parts.length - 1] += c;
+    }
+    w = wildcardOf(parts, false);
+    compiled.set(pattern, w);
+  }
+  return w.test(text);
 }
 
 /** Characters one by one, each unknown piece one `null`. */

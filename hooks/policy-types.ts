@@ -96,12 +96,3 @@ export function lineAt(text: string, offset: number): number {
   for (let i = 0; i < offset && i < text.length; i++) if (text.charCodeAt(i) === 10) line++;
   return line;
 }
-
-/** `*` any run of characters, `?` one character, the rest literal; whole-string match. */
-export function wildcardRegex(pattern: string): RegExp {
-  const source = pattern
-    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
-    .replace(/\*/g, '.*')
-    .replace(/\?/g, '.');
-  return new RegExp(`^${source}$`, 's');
-}

@@ -40,8 +40,6 @@ export const SHELL_CASES: ShellCase[] = [
   { name: 'both parts allowed, run', command: 'echo one && printf two', expect: 'allow' },
   { name: 'a plain allowed command', command: 'echo hello', expect: 'allow' },
   { name: 'output to /dev/null and fd duplication', command: 'echo hi > /dev/null 2>&1', expect: 'allow' },
-  { name: 'a substitution whose command is allowed', command: 'echo "today: $(printf x)"', expect: 'allow' },
-  { name: 'an argument brace expansion of an allowed command', command: 'echo {tou,}ch', expect: 'allow' },
   // Deny reaches every simple command, wherever it is.
   { name: 'subshell', command: '(touch F)', expect: 'deny' },
   { name: '$( … )', command: 'echo $(touch F)', expect: 'deny' },
@@ -78,7 +76,38 @@ export const SHELL_CASES: ShellCase[] = [
   { name: 'a shell reading a here-document', command: 'bash <<EOF\ntouch F\nEOF', expect: 'deny' },
   { name: 'bash -c with code only known when it runs', command: 'C="touch F"; bash -c "$C"', expect: 'deny' },
   { name: 'arithmetic on a variable', command: "a='x[$(touch F)]'; echo $((a))", expect: 'deny' },
+  // `$_` is the last argument of the command before: quoted text the model wrote, which these
+  // expansions run as code. Unknown: denied under any deny rule.
+  { name: '$_ through prompt expansion', command: "echo '$(touch F)'; echo ${_@P}", expect: 'deny' },
+  {
+    name: '$_ as a substring offset',
+    command: "echo 'a[$(rm -f F)]'; echo ${HOME:_}",
+    expect: 'deny',
+    victim: true,
+  },
+  { name: '$_ through indirection', command: "echo 'a[$(touch F)]'; echo ${!_}", expect: 'deny' },
+  { name: 'printf -v into an array subscript', command: "printf -v 'a[$(touch F)]' x", expect: 'deny' },
+  { name: 'test -v of an array subscript', command: "[ -v 'a[$(touch F)]' ]", expect: 'deny' },
+  // Programs started where the tree does not show them.
+  { name: 'coproc', command: 'coproc touch F', expect: 'deny' },
+  { name: 'a shell reading its input as `-`', command: "echo 'touch F' | bash -", expect: 'deny' },
+  { name: 'a shell reading /dev/stdin', command: "echo 'touch F' | sh /dev/stdin", expect: 'deny' },
+  { name: 'sh -s', command: "echo 'touch F' | sh -s", expect: 'deny' },
+  { name: 'env --split-string', command: "env --split-string='touch F'", expect: 'deny' },
+  { name: 'env -S', command: "env -S 'touch F'", expect: 'deny' },
+  { name: 'xargs building sh -c code', command: "echo 'touch F' | xargs -I{} sh -c {}", expect: 'deny' },
+  { name: 'hash -p', command: 'hash -p /usr/bin/touch ls; ls F', expect: 'deny' },
+  { name: 'sg -c', command: 'sg "$(id -gn)" -c "touch F"', expect: 'deny' },
+  { name: 'source of its input', command: "source /dev/stdin <<< 'touch F'", expect: 'deny' },
+  { name: 'exec with a redirection', command: "exec 0<<<'touch F'; bash", expect: 'deny' },
   // ... and asks where nothing denies.
+  // Outside the positive list (docs/hooks.md): an allow rule does not apply, whatever runs.
+  { name: 'a substitution whose command is allowed', command: 'echo "today: $(printf x)"', expect: 'ask' },
+  { name: 'an argument brace expansion of an allowed command', command: 'echo {tou,}ch', expect: 'ask' },
+  { name: 'a variable in an allowed command', command: 'echo $HOME', expect: 'ask' },
+  { name: 'a glob in an allowed command', command: 'echo *', expect: 'ask' },
+  { name: 'a tilde in an allowed command', command: 'echo ~', expect: 'ask' },
+  { name: 'a background command', command: 'echo hi &', expect: 'ask' },
   { name: 'a here-document writing a file', command: 'cat <<EOF > F\nhi\nEOF', expect: 'ask' },
   { name: 'a redirection to a file', command: 'echo hi > F', expect: 'ask' },
   { name: 'a process substitution', command: 'echo <(printf F)', expect: 'ask' },
@@ -95,12 +124,12 @@ export const SHELL_CASES: ShellCase[] = [
 /**
  * What a policy format (Codex `.rules`, Gemini CLI policy, OpenCode permissions) may answer for a
  * case under its translation of RULES, where `none` is "no rule decides" (the call then asks or
- * runs as the tool's own approval says, never as allowed by the file). An allow must be allowed,
- * unless the format is stricter about what it vouches for (`stricter` names those cases); a deny
- * must be denied; a case an ask rule catches (`victim`) must ask; any other ask may be `none`.
+ * runs as the tool's own approval says, never as allowed by the file). An allow must be allowed
+ * (every format reads the same positive list), a deny must be denied; a case an ask rule catches
+ * (`victim`) must ask; any other ask may be `none`.
  */
-export function formatExpects(c: ShellCase, stricter: readonly string[] = []): string[] {
-  if (c.expect === 'allow') return stricter.includes(c.name) ? ['none'] : ['allow'];
+export function formatExpects(c: ShellCase): string[] {
+  if (c.expect === 'allow') return ['allow'];
   if (c.expect === 'deny') return ['deny'];
   return c.victim ? ['ask'] : ['ask', 'none'];
 }

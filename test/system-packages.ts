@@ -1,5 +1,6 @@
 // What the test run needs from the system besides npm: Chromium (the inbox browser tests; Playwright's
-// own download is not used), bubblewrap (the bash sandbox's tests) and PostgreSQL (the shared stores).
+// own download is not used), bubblewrap (the bash sandbox's tests), strace (the differential test of
+// the Bash judgment traces what each command executes) and PostgreSQL (the shared stores).
 // On a fresh machine the test setup installs the missing ones with apt-get when it runs as root;
 // otherwise it says in one line which command installs them.
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -19,6 +20,7 @@ const NEEDS: Need[] = [
     present: () => !!process.env.CHROMIUM_PATH || onPath('chromium') || onPath('chromium-browser'),
   },
   { pkg: 'bubblewrap', present: () => onPath('bwrap') },
+  { pkg: 'strace', present: () => onPath('strace') },
   {
     pkg: 'postgresql',
     present: () => {

@@ -114,13 +114,15 @@ describe('OpenCode permissions read commands as bash does', () => {
   it.each(SHELL_CASES.map((c) => [c.name, c] as const))('%s', (_name, c) => {
     expect(formatExpects(c)).toContain(src().evaluate(bash(c.command)).decision);
   });
-  it('an unreadable command asks even where everything is allowed; `git *` still covers `git $X`', () => {
+  it('an unreadable command asks even where everything is allowed; `git *` does not vouch for `git $X`', () => {
     const all = openCodePermissions({ workspace: workspace({ permission: { bash: 'allow' } }) });
     expect(all.evaluate(bash("echo 'unterminated")).decision).toBe('ask');
     const git = openCodePermissions({
       workspace: workspace({ permission: { bash: { '*': 'ask', 'git *': 'allow', 'rm *': 'deny' } } }),
     });
-    expect(git.evaluate(bash('git log $REF')).decision).toBe('allow');
+    // `$REF` is outside the positive list: no allow applies, and nothing here denies or asks.
+    expect(git.evaluate(bash('git log $REF')).decision).toBe('none');
+    expect(git.evaluate(bash('git log main')).decision).toBe('allow');
     expect(git.evaluate(bash('$X -rf /')).decision).toBe('deny');
   });
 });

@@ -1,0 +1,103 @@
+// The long mode of the differential check of the Bash judgment (test/shell-differential.ts): the
+// same generator and sandbox as `npm test`, for hours, from a seed of its own. Each failing case
+// is shrunk (tokens dropped while it still fails) and, when its shape is new, appended to
+// test/fixtures/shell-fuzz/found.json, which `npm test` replays first, always. Run one at a time:
+// each appends to found.json from what it last read.
+//
+//   npx tsx scripts/shell-fuzz.ts --hours 2 [--seed N] [--jobs 3] [--cases N] [--no-minimise]
+//   npx tsx scripts/shell-fuzz.ts --seed N --case I     one case of a run (as npm test names it), judged and run
+import { parseArgs } from 'node:util';
+import {
+  appendFound,
+  type CaseResult,
+  caseAt,
+  checkCase,
+  describeCase,
+  foundCase,
+  kindOf,
+  makeJudge,
+  minimise,
+  missingTools,
+  readFound,
+  SEED_CORPUS,
+  familyOf,
+} from '../test/shell-differential';
+
+async function main(): Promise<number> {
+  const { values } = parseArgs({
+    options: {
+      hours: { type: 'string', default: '2' },
+      seed: { type: 'string' },
+      jobs: { type: 'string', default: '3' },
+      cases: { type: 'string' },
+      'no-minimise': { type: 'boolean' },
+      case: { type: 'string' },
+    },
+  });
+  const missing = missingTools();
+  if (missing.length) {
+    console.error(`shell-fuzz needs strace and bwrap; install with: apt-get install -y ${missing.join(' ')}`);
+    return 2;
+  }
+  const seed = values.seed ? Number(values.seed) : Math.floor(Math.random() * 2 ** 31);
+  const until = Date.now() + Number(values.hours) * 3_600_000;
+  const limit = values.cases ? Number(values.cases) : Number.POSITIVE_INFINITY;
+  const judge = await makeJudge();
+  if (values.case !== undefined) {
+    // The seed corpus only, as npm test generates: the same case whatever found.json holds.
+    const r = await checkCase(judge, caseAt(seed, Number(values.case)));
+    console.log(describeCase(r, `seed ${seed} case ${values.case}`));
+    return r.failures.length ? 1 : 0;
+  }
+  // Found cases join the corpus the mutations start from: what broke once is worth bending again.
+  const corpus = [...SEED_CORPUS, ...readFound().map((c) => c.command)];
+  const families = new Set(readFound().flatMap((c) => c.found.failures.map((f) => familyOf(c.command, kindOf(f)))));
+  console.log(`shell-fuzz: seed ${seed}, ${values.jobs} at once, until ${new Date(until).toISOString()}`);
+  let next = 0;
+  let ran = 0;
+  let failed = 0;
+  const lane = async () => {
+    while (Date.now() < until && next < limit) {
+      const index = next++;
+      const r = await checkCase(judge, caseAt(seed, index, corpus));
+      ran++;
+      if (ran % 500 === 0) console.log(`shell-fuzz: ${ran} cases, ${failed} failing, ${families.size} families kept`);
+      if (!r.failures.length) continue;
+      failed++;
+      await keep(r, `seed ${seed} case ${index}`, judge, families, !values['no-minimise']);
+    }
+  };
+  await Promise.all(Array.from({ length: Number(values.jobs) }, lane));
+  console.log(`shell-fuzz: done, ${ran} cases, ${failed} failing; reproduce one with SHELL_FUZZ_SEED=${seed}`);
+  return failed ? 1 : 0;
+}
+
+/** Shrinks a failing case and appends it to found.json when no case of its family is there yet. */
+async function keep(
+  r: CaseResult,
+  origin: string,
+  judge: Awaited<ReturnType<typeof makeJudge>>,
+  families: Set<string>,
+  shrink: boolean,
+): Promise<void> {
+  const kind = kindOf(r.failures[0]);
+  if (families.has(familyOf(r.command, kind))) return;
+  const small = shrink
+    ? await minimise(r.command, async (c) => (await checkCase(judge, c)).failures.some((f) => kindOf(f) === kind))
+    : r.command;
+  const family = familyOf(small, kind);
+  if (families.has(family)) return;
+  families.add(family);
+  const final = small === r.command ? r : await checkCase(judge, small);
+  if (!final.failures.length) return;
+  appendFound([foundCase(final, small === r.command ? origin : `${origin}, shrunk`)]);
+  console.log(`${describeCase(final, origin)}\n`);
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err) => {
+    console.error(err);
+    process.exit(1);
+  },
+);
