@@ -12,6 +12,7 @@
 // Each rule's `match` / `not_match` examples are unit tests; `codexRules()` runs them and refuses
 // to start when one fails, as Codex refuses to load the file.
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { parse as parseToml, TomlError } from 'smol-toml';
 import { digestOf } from './pin';
@@ -335,7 +336,10 @@ export function parseRulesFile(text: string, file: Pick<PolicyFile, 'label' | 'd
   return { rules, hosts };
 }
 
-/** `host_executable(name = "git", paths = ["/usr/bin/git"])`: the paths must be absolute. */
+/**
+ * `host_executable(name = "git", paths = ["/usr/bin/git"])`: the paths must be absolute, or start
+ * at the home folder (`~/.openai/bin/az`, as Codex's own examples write them; Codex expands them).
+ */
 function readHostExecutable(r: Reader, call: Call): { name: string; paths: string[] } {
   const name = call.kwargs.get('name');
   const paths = call.kwargs.get('paths');
@@ -344,9 +348,12 @@ function readHostExecutable(r: Reader, call: Call): { name: string; paths: strin
     r.fail(call.at, 'host_executable needs paths = ["/absolute/path", ...]');
   for (const k of call.kwargs.keys())
     if (k !== 'name' && k !== 'paths') r.fail(call.at, `host_executable has no argument ${k}`);
-  const list = (paths.items as { v: string }[]).map((i) => i.v);
+  const list = (paths.items as { v: string }[]).map((i) =>
+    i.v.startsWith('~/') ? path.join(os.homedir(), i.v.slice(2)) : i.v,
+  );
   for (const p of list)
-    if (!path.isAbsolute(p)) r.fail(paths.at, `host_executable paths must be absolute, not ${JSON.stringify(p)}`);
+    if (!path.isAbsolute(p))
+      r.fail(paths.at, `host_executable paths must be absolute or start with ~/, not ${JSON.stringify(p)}`);
   return { name: name.v, paths: list };
 }
 

@@ -134,6 +134,21 @@ describe('Codex .rules', () => {
     expect(src.evaluate(bash('/tmp/git status')).decision).toBe('none');
   });
 
+  it('host_executable paths may start at the home folder, as Codex writes them (~/.openai/bin/az)', () => {
+    const ws = workspace({
+      '.codex/rules/default.rules':
+        'host_executable(name = "az", paths = ["~/.openai/bin/az"])\nprefix_rule(pattern = ["az", "account"])',
+    });
+    const src = codexRules({ workspace: ws });
+    expect(src.evaluate(bash(`${os.homedir()}/.openai/bin/az account show`)).decision).toBe('allow');
+    expect(src.evaluate(bash('/tmp/az account show')).decision).toBe('none');
+    expect(() =>
+      codexRules({
+        workspace: workspace({ '.codex/rules/default.rules': 'host_executable(name = "az", paths = ["bin/az"])' }),
+      }),
+    ).toThrow(/absolute or start with ~\//);
+  });
+
   it('reads names bound to literals (SHELLS = [...]) and joins lists with +, without running anything', () => {
     const text = `SHELLS = ["bash", "zsh"]\nFLAGS = ["-c"] + ["-lc"]\nprefix_rule(pattern = [SHELLS, FLAGS], decision = "forbidden", match = ["zsh -lc 'date'"])`;
     const { rules } = parseRulesFile(text, file);
