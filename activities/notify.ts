@@ -7,7 +7,7 @@
 // webhooks read `text`).
 import { log } from '@temporalio/activity';
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { ApprovalNotice } from '../pipeline/lifecycle';
+import type { ApprovalNotice } from '../pipeline/ask';
 import { policyText } from '../pipeline/policy-binding';
 import { type ApprovalLinkSettings, approvalLink, linkKeyProblem } from './approval-links';
 import type { NotifierSettings } from '../define/config';

@@ -107,17 +107,10 @@ async function waterfallGate(
   // Assigned in the steps above, which TypeScript's narrowing does not see.
   const decided = decision as PreDecision;
   if (decided.kind === 'deny') return { kind: 'denied', code: ErrorCodes.DENIED, message: decided.reason };
-  if (decided.kind === 'ask')
-    return {
-      kind: 'ask',
-      ...(decided.reason ? { reason: decided.reason } : {}),
-      ...(decided.approvers ? { approvers: decided.approvers } : {}),
-      // The approval is bound to the policy that judged the call: the guards after the decision
-      // judge it again if the worker that runs it reads different files.
-      ...(decided.policy ? { policy: decided.policy } : {}),
-      // This worker's body activity can run the guards after a yes (guardThenExecuteBody).
-      guardsInBody: true,
-    };
+  // The ask whole: its terms (AskTerms: the reason, and the policy that judged the call, which
+  // the guards after the decision judge again if the worker that runs it reads different files)
+  // and its approvers; this worker's body activity can run the guards after a yes (guardThenExecuteBody).
+  if (decided.kind === 'ask') return { ...decided, guardsInBody: true };
   return undefined;
 }
 

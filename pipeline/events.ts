@@ -3,18 +3,10 @@
 // every reader (client/audit.ts, the inbox, the CLI, sluice chat), so a field renamed on one side
 // fails to compile on the other. Extensions add their own
 // types through ctx.emit (hook/invoked, fs/observed, todo/write...): those stay untyped here.
+import type { AskedEvent } from './ask';
 import type { VerifiedApprover } from './identity';
 import type { ModelUsage, SessionEndReason, SessionUsage, TurnOutcome } from './session';
-import type {
-  ApprovalOutcome,
-  Card,
-  ContentBlock,
-  JsonObject,
-  PolicyBinding,
-  RefusalCode,
-  SessionEvent,
-  SessionGrant,
-} from './types';
+import type { ApprovalOutcome, Card, ContentBlock, JsonObject, RefusalCode, SessionEvent, SessionGrant } from './types';
 
 /** A call's model-facing outcome, as tool/result and tool/code-dispatch carry it. */
 export type OutcomeFields = {
@@ -53,20 +45,8 @@ export type EventPayloads = {
   'tool/code-dispatch-start': SubCallFields;
   /** A sub-call's outcome, which belongs to its program, not to the model. */
   'tool/code-dispatch': SubCallFields & OutcomeFields;
-  'approval/asked': {
-    id: string;
-    toolName: string;
-    callId: string;
-    reason?: string;
-    card: Card;
-    argsDigest: string;
-    expiresAt: string;
-    parentCallId?: string;
-    /** A quorum ask: distinct approvers needed. */
-    quorum?: number;
-    /** The policy the ask was raised under (PendingApproval.policy). */
-    policy?: PolicyBinding;
-  };
+  /** A view of the ask (pipeline/ask.ts): its terms, and its facts as 1.0 recorded them. */
+  'approval/asked': AskedEvent;
   'approval/decided': {
     id: string;
     callId: string;

@@ -8,6 +8,7 @@ import { isKeyedDigest } from './digest';
 import { renderValue } from './normalize';
 import type {
   ApprovalPolicy,
+  AskTerms,
   Candidate,
   Card,
   ContentBlock,
@@ -53,18 +54,16 @@ export interface CallRef {
 /** Where a call stands after pre-execute (and guards, when no person has to be asked). */
 export type Gate =
   | { kind: 'dispatch' }
-  | {
+  | ({
       kind: 'ask';
-      reason?: string;
       approvers?: QuorumSettings;
-      policy?: PolicyBinding;
       /**
        * Set by workers whose body activity can run the guards first (guardThenExecuteBody): after
        * a yes, the guards judge the call in the activity that runs its body, not in a stage of their
        * own. Absent in preflights recorded before, whose guards replay as their own stage.
        */
       guardsInBody?: true;
-    }
+    } & AskTerms)
   /** A denial: becomes `Error: <message>` and still goes through post-execute. */
   | { kind: 'denied'; message: string; code: string }
   /** A failure of the pipeline itself: skips post-execute. */

@@ -106,7 +106,7 @@ export interface Candidate {
 export type PreDecision = (
   | { kind: 'allow' }
   | { kind: 'deny'; reason: string }
-  | { kind: 'ask'; reason?: string; approvers?: QuorumSettings }
+  | ({ kind: 'ask'; approvers?: QuorumSettings } & AskTerms)
 ) & { policy?: PolicyBinding };
 
 /** `allowed-session`: approved for the rest of the session (a session grant, pipeline/grants.ts). */
@@ -237,7 +237,29 @@ export type CallStage =
   | 'post-execute'
   | 'done';
 
-export interface PendingApproval {
+/**
+ * What the one who asks says of an ask, beside the call itself: why, and the policy it was raised
+ * under. A pre-execute answer's ask carries it (PreDecision), the gate (pipeline/stages.ts) and
+ * the workflow's ask options pass it whole, and every view of the ask keeps it: the pending
+ * approval (the query, the memo, `sluice approvals`), the `approval/asked` event and the approvers'
+ * notices (pipeline/ask.ts). A field added here reaches them all (test/unit/ask-views.test.ts);
+ * a handler's answer is still checked field by field (pipeline/fold.ts parsePreDecision).
+ */
+export interface AskTerms {
+  reason?: string;
+  /**
+   * The policy the ask was raised under (policy files, hooks/policy.ts): its digest, the files it is
+   * over and the rule that asked. The approval is bound to it: a worker reading other files judges
+   * the call again after the decision (`policy/rechecked`). Absent for asks no policy file saw.
+   */
+  policy?: PolicyBinding;
+}
+
+/**
+ * The ask: one call waiting for a person, as the batch keeps it and lists it. Declared once; the
+ * event, the notice and the memo's copy are views of it (pipeline/ask.ts).
+ */
+export interface PendingApproval extends AskTerms {
   approvalId: string;
   workflowId: string;
   sessionId: string;
@@ -245,7 +267,6 @@ export interface PendingApproval {
   step: number;
   callId: string;
   toolName: string;
-  reason?: string;
   card: Card;
   arguments: Json;
   /** sha-256 of the canonical JSON of the arguments shown; a decision may carry it. */
@@ -268,12 +289,6 @@ export interface PendingApproval {
   assignee?: string;
   /** A quorum ask: how many distinct approvers it needs, and the votes so far. */
   quorum?: QuorumTally;
-  /**
-   * The policy the ask was raised under (policy files, hooks/policy.ts): its digest, the files it is
-   * over and the rule that asked. The approval is bound to it: a worker reading other files judges
-   * the call again after the decision (`policy/rechecked`). Absent for asks no policy file saw.
-   */
-  policy?: PolicyBinding;
   /**
    * `reconcile`: not an approval but an unknown outcome to reconcile (`sluice reconcile`): the
    * body may or may not have run; `reason` says what was lost. It does not expire.

@@ -3,6 +3,7 @@
 // raised ahead that its call's re-checked pre-execute no longer needs, and on a yes 6. the guards.
 // The approvals themselves (the pending list, decisions, timeouts, the lifecycle's escalations
 // and reminders) are approvals.ts's; call-pipeline.ts asks here when pre-execute says `ask`.
+import { askTermsOf } from '../pipeline/ask';
 import { addGrant, grantFor } from '../pipeline/grants';
 import { ErrorCodes } from '../pipeline/errors';
 import { approverRule } from '../pipeline/quorum';
@@ -171,7 +172,7 @@ export class ApprovalStage {
     // every list named (the tool's approverGroups, each quorum's groups), never a union of them.
     const { quorum, groupSets, identityRequired } = approverRule(profile, ask.approvers);
     return {
-      reason: ask.reason,
+      terms: askTermsOf(ask),
       card,
       policy: profile?.approval ?? 'auto',
       timeoutMs: profile?.approvalTimeoutMs ?? this.input.options?.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS,
@@ -187,7 +188,6 @@ export class ApprovalStage {
       ...((profile?.lifecycle ?? this.input.options?.approvalLifecycle)
         ? { lifecycle: profile?.lifecycle ?? this.input.options!.approvalLifecycle! }
         : {}),
-      ...(ask.policy ? { boundTo: ask.policy } : {}),
       ...(profile?.notify ? { notify: true } : {}),
       ...(profile?.notify && this.input.options?.notifiers ? { notifyTargets: this.input.options.notifiers } : {}),
     };

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { chatText } from '../../activities/notify';
 import { renderPendingCard } from '../../client/render';
 import { parsePreDecision } from '../../pipeline/fold';
-import type { ApprovalNotice } from '../../pipeline/lifecycle';
+import type { ApprovalNotice } from '../../pipeline/ask';
 import { policyText } from '../../pipeline/policy-binding';
 import type { PendingApproval, PolicyBinding } from '../../pipeline/types';
 
