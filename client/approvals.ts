@@ -7,6 +7,8 @@ import { createHash } from 'node:crypto';
 import { type Client, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { decodeMapFromPayloads } from '@temporalio/common/lib/internal-non-workflow';
+import { endedRefusal } from '../pipeline/approval-rules';
+import { definedFields } from '../pipeline/ask';
 import { isEvent } from '../pipeline/events';
 import { type BatchOutputWire, expandBatchOutput } from '../pipeline/output';
 import {
@@ -229,20 +231,7 @@ export class ApprovalsClient {
           )?.[APPROVALS_MEMO] as ApprovalsMemo | undefined;
           const done = memo?.decided?.find((d) => d.approvalId === approvalId);
           if (!done || !e.execution?.workflowId) continue;
-          const info = { callId: done.callId, outcome: done.outcome, ...(done.by ? { by: done.by } : {}) };
-          return new DecisionRefusedError(
-            done.expired
-              ? {
-                  code: 'expired',
-                  message: `approval ${approvalId} expired at ${done.decidedAt}: nobody decided before the deny timeout, so the call was denied (batch ${e.execution.workflowId})`,
-                  ...info,
-                }
-              : {
-                  code: 'decided',
-                  message: `approval ${approvalId} was already decided: ${done.outcome}${done.by ? ` by ${done.by}` : ''} (batch ${e.execution.workflowId})`,
-                  ...info,
-                },
-          );
+          return new DecisionRefusedError(endedRefusal(approvalId, done, ` (batch ${e.execution.workflowId})`));
         }
         nextPageToken = page.nextPageToken ?? undefined;
       } while (nextPageToken?.length && seen < DECIDED_SCAN);
@@ -360,21 +349,8 @@ export class ApprovalsClient {
       const done = read?.memo?.decided.find((d) => d.approvalId === q.approvalId);
       if (done) {
         if (done.requestId === q.requestId)
-          return { approvalId: q.approvalId, outcome: done.outcome, ...(done.by ? { by: done.by } : {}) };
-        const ended = { callId: done.callId, outcome: done.outcome, ...(done.by ? { by: done.by } : {}) };
-        throw new DecisionRefusedError(
-          done.expired
-            ? {
-                code: 'expired',
-                message: `approval ${q.approvalId} expired at ${done.decidedAt}: nobody decided before the deny timeout, so the call was denied`,
-                ...ended,
-              }
-            : {
-                code: 'decided',
-                message: `approval ${q.approvalId} was already decided: ${done.outcome}${done.by ? ` by ${done.by}` : ''}`,
-                ...ended,
-              },
-        );
+          return definedFields({ approvalId: q.approvalId, outcome: done.outcome, by: done.by || undefined });
+        throw new DecisionRefusedError(endedRefusal(q.approvalId, done));
       }
       if (read && !read.running) throw await this.refusalAfterClose(q.workflowId, q.approvalId);
       if (Date.now() >= until)
@@ -607,18 +583,7 @@ export class ApprovalsClient {
         message: `batch ${workflowId} has finished, and it never asked approval ${approvalId}`,
       });
     const d = decided.data;
-    const ended = { callId: d.callId, outcome: d.outcome, ...(d.by ? { by: d.by } : {}) };
-    if (d.expired)
-      return new DecisionRefusedError({
-        code: 'expired',
-        message: `approval ${approvalId} expired at ${decided.time}: nobody decided before the deny timeout, so the call was denied`,
-        ...ended,
-      });
-    return new DecisionRefusedError({
-      code: 'decided',
-      message: `approval ${approvalId} was already decided: ${d.outcome}${d.by ? ` by ${d.by}` : ''}`,
-      ...ended,
-    });
+    return new DecisionRefusedError(endedRefusal(approvalId, { ...d, decidedAt: decided.time }));
   }
 
   /** Fire-and-forget decision by signal: accepted by the server even while no worker runs (see signalOutcome). */
@@ -700,14 +665,10 @@ function outcomeInClosedBatch(
     .find((e) => e.data.id === decision.approvalId);
   if (decided) {
     const { callId, outcome, by, expired } = decided.data;
-    return outcomeOfDecided(decision, {
-      approvalId: decision.approvalId,
-      decidedAt: decided.time,
-      callId,
-      outcome,
-      ...(by ? { by } : {}),
-      ...(expired ? { expired } : {}),
-    });
+    return outcomeOfDecided(
+      decision,
+      definedFields({ approvalId: decision.approvalId, decidedAt: decided.time, callId, outcome, by, expired }),
+    );
   }
   return { status: 'unknown', message: `batch ${workflowId} has closed and its result does not say` };
 }
@@ -751,19 +712,8 @@ function outcomeOfDecided(decision: ApprovalDecision, done: DecidedApproval): Si
   return (decision.signedIdentity ? done.verified !== undefined : done.by === decision.by) &&
     done.outcome === expected &&
     !done.expired
-    ? { status: 'applied', outcome: done.outcome, ...(done.by ? { by: done.by } : {}) }
-    : {
-        status: 'refused',
-        refusal: {
-          code: done.expired ? 'expired' : 'decided',
-          message: done.expired
-            ? `approval ${decision.approvalId} expired at ${done.decidedAt}: nobody decided before the deny timeout, so the call was denied`
-            : `approval ${decision.approvalId} was already decided: ${done.outcome}${done.by ? ` by ${done.by}` : ''}`,
-          callId: done.callId,
-          outcome: done.outcome,
-          ...(done.by ? { by: done.by } : {}),
-        },
-      };
+    ? definedFields({ status: 'applied' as const, outcome: done.outcome, by: done.by || undefined })
+    : { status: 'refused', refusal: endedRefusal(decision.approvalId, done) };
 }
 
 /** What became of a decision sent by signal (`SluiceClient.signalOutcome`). */

@@ -4,7 +4,8 @@
 // approver is required. The workflow (workflows/approvals.ts) takes decisions by them, and
 // test/approval-properties.test.ts checks them over generated asks and voters.
 import { approverKey, type QuorumTally, type QuorumVote, rejectionsToDeny, tallyText } from './quorum';
-import type { ApprovalDecision, DecisionRefusal, PendingApproval } from './types';
+import { definedFields } from './ask';
+import type { ApprovalDecision, DecidedApproval, DecisionRefusal, PendingApproval } from './types';
 
 /** A vote as the tally judges it: who (the verified subject, or the typed name), and what. */
 export interface VoteInput {
@@ -128,4 +129,25 @@ export function elicitedRefusal(
     message: `${p.toolName} needs ${need}, and an answer given in an MCP client's form (${elicitedBy(String(d.mcpClient))}) proves nothing about who gave it; nothing was counted. Decide in the inbox or with \`npx sluice approve\``,
     callId: p.callId,
   };
+}
+
+/**
+ * Why a decision for an ask that has ended does not count: the deny timeout ended it, or another
+ * decision did (which, and by whom). The batch refuses with it, and so does a client that finds
+ * the ending in the memo or a finished batch's record; `where` follows each message (the batch).
+ */
+export function endedRefusal(
+  approvalId: string,
+  done: Pick<DecidedApproval, 'callId' | 'outcome' | 'by' | 'expired' | 'decidedAt'>,
+  where = '',
+): DecisionRefusal {
+  return definedFields({
+    code: done.expired ? ('expired' as const) : ('decided' as const),
+    message: done.expired
+      ? `approval ${approvalId} expired at ${done.decidedAt}: nobody decided before the deny timeout, so the call was denied${where}`
+      : `approval ${approvalId} was already decided: ${done.outcome}${done.by ? ` by ${done.by}` : ''}${where}`,
+    callId: done.callId,
+    outcome: done.outcome,
+    by: done.by || undefined,
+  });
 }

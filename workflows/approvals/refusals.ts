@@ -2,7 +2,7 @@
 // they look: `approval/refused` in the record (up to MAX_REFUSAL_EVENTS a batch), and the memo's
 // recent refusals, so a sender waiting on its decision learns why it did not count.
 import { log } from '@temporalio/workflow';
-import { elicitedRefusal, linkRefusal } from '../../pipeline/approval-rules';
+import { elicitedRefusal, endedRefusal, linkRefusal } from '../../pipeline/approval-rules';
 import { definedFields } from '../../pipeline/ask';
 import { pinsProblem } from '../../pipeline/grants';
 import type { ApprovalDecision, DecisionRefusal } from '../../pipeline/types';
@@ -25,20 +25,7 @@ export function refusalOf(
   const linkRefused = d.link ? linkRefusal(book.linksUsed, d.link, d.approvalId, Date.now()) : undefined;
   if (linkRefused) return linkRefused;
   const done = book.decided.find((e) => e.approvalId === d.approvalId);
-  if (done) {
-    const ended = definedFields({ callId: done.callId, outcome: done.outcome, by: done.by });
-    if (done.expired)
-      return {
-        code: 'expired',
-        message: `approval ${d.approvalId} expired at ${done.decidedAt}: nobody decided before the deny timeout, so the call was denied`,
-        ...ended,
-      };
-    return {
-      code: 'decided',
-      message: `approval ${d.approvalId} was already decided: ${done.outcome}${done.by ? ` by ${done.by}` : ''}`,
-      ...ended,
-    };
-  }
+  if (done) return endedRefusal(d.approvalId, done);
   const entry = book.open.get(d.approvalId);
   if (!entry)
     return {
