@@ -1,4 +1,5 @@
 // Waterfall folding: how the answers of many extensions become one, monotonically.
+import { askTermsOf, definedFields } from './ask';
 import { ErrorCodes } from './errors';
 import { snapshotJson } from './json';
 import { assertContentBlocks, errorCandidate, renderValue } from './normalize';
@@ -22,11 +23,16 @@ export function foldPreDecision(current: PreDecision, next: PreDecision | undefi
     const reasons = [current.reason, next.reason].filter(Boolean);
     // A quorum only tightens too: the larger one, and every ask's groups must hold together.
     const approvers = stricterQuorum(current.approvers, next.approvers);
-    return bound({
-      kind: 'ask',
-      ...(reasons.length ? { reason: reasons.join('; ') } : {}),
-      ...(approvers ? { approvers } : {}),
-    });
+    // Any other term (AskTerms) holds as the first ask gave it, as the policy binding does.
+    return bound(
+      definedFields({
+        kind: 'ask' as const,
+        ...askTermsOf(next),
+        ...askTermsOf(current),
+        reason: reasons.length ? reasons.join('; ') : undefined,
+        approvers,
+      }),
+    );
   }
   return bound(next);
 }

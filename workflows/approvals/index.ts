@@ -4,8 +4,8 @@
 // asks and takes decisions; the rest of the folder holds what they are made of: the shared state
 // (book.ts), a decision's shape (shape.ts), refusals (refusals.ts), quorum votes (votes.ts),
 // verified approvers (identity.ts), the lifecycle (lifecycle.ts), notices (notices.ts), endings
-// (endings.ts) and the memo (memo.ts).
-import { ApplicationFailure, condition, log, setHandler, uuid4, workflowInfo } from '@temporalio/workflow';
+// (endings.ts), the memo (memo.ts) and the pending ask itself (pending.ts).
+import { ApplicationFailure, condition, log, setHandler, uuid4 } from '@temporalio/workflow';
 import { askedEventOf, definedFields } from '../../pipeline/ask';
 import type {
   ApprovalDecision,
@@ -22,6 +22,7 @@ import { needsVerifying, verifyThenTake } from './identity';
 import { lifecycleWait, reassign } from './lifecycle';
 import { publish } from './memo';
 import { notify } from './notices';
+import { pendingAsk } from './pending';
 import { recordRefusal, refusalOf } from './refusals';
 import { decisionUpdateProblem, depthProblem, fieldProblem, MALFORMED, malformed, normalizeDecision } from './shape';
 import { take } from './votes';
@@ -174,48 +175,5 @@ function refused(refusal: DecisionRefusal): ApplicationFailure {
     type: DECISION_REFUSED,
     nonRetryable: true,
     details: [refusal],
-  });
-}
-
-/**
- * The ask as the batch keeps it: the call, the asker's terms (passed whole), its card and digest,
- * who may decide, and until when. A quorum only for an ask that waits for people
- * (UNMARKED_CHANGES.approvalQuorum); the policy binding is data only, no marker
- * (compat.ts, UNMARKED_CHANGES.pendingApprovalPolicy).
- */
-function pendingAsk(ref: CallRef, opts: AskOptions, approvalId: string, askedAt: Date): PendingApproval {
-  const quorum = opts.quorum && opts.channel && opts.policy !== 'never' ? opts.quorum : undefined;
-  const groupSets = opts.approverGroupSets ?? [];
-  return definedFields({
-    approvalId,
-    workflowId: workflowInfo().workflowId,
-    sessionId: ref.sessionId,
-    turn: ref.turn,
-    step: ref.step,
-    callId: ref.callId,
-    toolName: ref.name,
-    ...opts.terms,
-    card: opts.card,
-    arguments: ref.args,
-    argsDigest: ref.argsDigest,
-    askedAt: askedAt.toISOString(),
-    expiresAt: new Date(askedAt.getTime() + opts.timeoutMs).toISOString(),
-    parentCallId: ref.parentCallId || undefined,
-    identityRequired: opts.identityRequired ? (true as const) : undefined,
-    // One list keeps the shape every reader knows; several are kept apart (each must hold).
-    approverGroups: groupSets.length === 1 ? groupSets[0] : undefined,
-    approverGroupSets: groupSets.length > 1 ? groupSets : undefined,
-    assignee: opts.lifecycle?.assignee || undefined,
-    quorum: quorum
-      ? definedFields({
-          needed: quorum.quorum,
-          rejectBy: quorum.rejectBy ?? 'first',
-          groups: quorum.groups?.length ? quorum.groups : undefined,
-          groupSets: quorum.groupSets?.length ? quorum.groupSets : undefined,
-          sessionUser: opts.sessionUser ? opts.sessionUser.slice(0, 200) : undefined,
-          approvals: [],
-          rejections: [],
-        })
-      : undefined,
   });
 }
