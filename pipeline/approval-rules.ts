@@ -1,8 +1,8 @@
 // The rules a decision meets before it counts, as pure functions: who may vote on a quorum ask
 // (a name, once, never the session's user), a one-time link that decides once, and an answer
 // relayed from an MCP client's elicitation form, which never counts where a quorum or a verified
-// approver is required. The workflow (workflows/approvals.ts) takes decisions by them, and
-// test/approval-properties.test.ts checks them over generated asks and voters.
+// approver is required. The workflow (workflows/approvals/) takes decisions by them, and
+// test/unit/approval-properties.test.ts checks them over generated asks and voters.
 import { approverKey, type QuorumTally, type QuorumVote, rejectionsToDeny, tallyText } from './quorum';
 import { definedFields } from './ask';
 import type { ApprovalDecision, DecidedApproval, DecisionRefusal, PendingApproval } from './types';
