@@ -2,6 +2,8 @@
 // below fail to compile if a view stops carrying the asker's terms (AskTerms) as they are, and the
 // properties check that the views built at run time (pipeline/ask.ts) carry any terms whole, keep
 // the `approval/asked` shape 1.0 recorded, and leave no field present as undefined.
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import {
@@ -13,7 +15,9 @@ import {
   definedFields,
   noticeOf,
 } from '../../pipeline/ask';
-import type { EventPayloads } from '../../pipeline/events';
+import { auditHistories } from '../../client/audit';
+import { readHistoryFile } from '../../client/history';
+import { type EventPayloads, isEvent } from '../../pipeline/events';
 import type { Gate } from '../../pipeline/stages';
 import type { AskTerms, PendingApproval, PreDecision } from '../../pipeline/types';
 import type { AskOptions } from '../../workflows/approvals';
@@ -129,5 +133,26 @@ describe('the views of an ask', () => {
         for (const k of Object.keys(kept)) expect(kept[k]).toBe(o[k]);
       }),
     );
+  });
+
+  it("1.0.0 histories' approval/asked events are what askedEventOf records for the same ask, and audit reads them", () => {
+    const dir = path.join(__dirname, '..', 'fixtures', 'histories', '1.0.0');
+    let seen = 0;
+    for (const file of fs.readdirSync(dir)) {
+      const audit = auditHistories([readHistoryFile(path.join(dir, file))]);
+      for (const e of audit.events) {
+        if (!isEvent(e, 'approval/asked')) continue;
+        const { id, quorum, ...rest } = e.data;
+        const tally = quorum
+          ? { needed: quorum, rejectBy: 'first' as const, approvals: [], rejections: [] }
+          : undefined;
+        expect(askedEventOf(ask({}, { ...rest, approvalId: id, quorum: tally }))).toEqual(e.data);
+        const call = audit.batches.flatMap((b) => b.calls).find((c) => c.callId === e.data.callId);
+        expect(call?.approval).toMatchObject({ id, argsDigest: e.data.argsDigest, expiresAt: e.data.expiresAt });
+        seen++;
+      }
+    }
+    // The mixed batch's email and the quorum batch's two calls, at least.
+    expect(seen).toBeGreaterThanOrEqual(3);
   });
 });
