@@ -111,14 +111,7 @@ export class InlineBudget {
   private committedBytes = 0;
   private settled = 0;
 
-  /**
-   * `contentOnce`: the output carries each result's content once (pipeline/output.ts). False
-   * replays batches recorded before that with the shares they had.
-   */
-  constructor(
-    calls: readonly ToolCall[],
-    private readonly contentOnce = false,
-  ) {
+  constructor(calls: readonly ToolCall[]) {
     this.pending = calls.map((c) => jsonStringBytes(c.arguments) + PER_CALL_OVERHEAD_BYTES);
   }
 
@@ -126,14 +119,12 @@ export class InlineBudget {
   share(historySizeBytes: number, eventBytes: number): number {
     const left = Math.max(1, this.pending.length - this.settled);
     const future = this.pending.slice(this.settled).reduce((a, b) => a + b, 0);
-    // Before content-once, each result's content went into its tool/result event and into
-    // results and messages, its contexts into results, messages and user/message events: three
-    // copies, one of them an event recorded after it settles. A result lands in history about eight times over (body
-    // result, settle input and output, sink marker, the final output).
-    // With content once: a result's tool/result event is counted whole in the event bytes (the
-    // sink gets it whole) and the result once more for its message (content, value, error), so
-    // two shares per result to come, and nothing is counted short.
-    const copies = this.contentOnce ? 2 : 3;
+    // The output carries each result's content once (pipeline/output.ts): a result's tool/result
+    // event is counted whole in the event bytes (the sink gets it whole) and the result once more
+    // for its message (content, value, error), so two shares per result to come, and nothing is
+    // counted short. A result lands in history about eight times over (body result, settle input
+    // and output, sink marker, the final output).
+    const copies = 2;
     const outputLeft = OUTPUT_TARGET_BYTES - eventBytes - (copies - 1) * this.committedBytes - future;
     const byOutput = Math.floor(outputLeft / copies / left);
     const byHistory = Math.floor((HISTORY_TARGET_BYTES - historySizeBytes) / 8 / left);

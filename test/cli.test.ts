@@ -14,7 +14,7 @@ import { pendingApproval } from './eventually';
 import { runCli as cli, spawnCli } from './run-cli';
 
 const ROOT = path.join(__dirname, '..');
-const FIXTURE = path.join(__dirname, 'fixtures', 'histories', '0.1.0', 'mixed-batch.json');
+const FIXTURE = path.join(__dirname, 'fixtures', 'histories', '1.0.0', 'mixed-batch.json');
 
 let h: Harness;
 let scratch: string;

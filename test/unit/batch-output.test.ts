@@ -109,7 +109,8 @@ describe('the packed batch output', () => {
 
   it('packs every recorded batch output of the fixtures and reads it back exactly', () => {
     const outputs = recordedOutputs();
-    expect(outputs.length).toBeGreaterThanOrEqual(7);
+    // The three batches 1.0.0 recorded, and those of the release in the making.
+    expect(outputs.length).toBeGreaterThanOrEqual(3);
     for (const { name, output } of outputs) {
       const wire = batchOutputWire(output);
       expect({ name, packed: wire.packed }).toEqual({ name, packed: 4 });
