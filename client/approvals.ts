@@ -8,7 +8,7 @@ import { type Client, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@
 import { ApplicationFailure } from '@temporalio/common';
 import { decodeMapFromPayloads } from '@temporalio/common/lib/internal-non-workflow';
 import { isEvent } from '../pipeline/events';
-import { type BatchOutputWire, expandBatchOutput } from '../pipeline/output';
+import { type BatchOutputWire, expandBatchOutput } from '../codec/output';
 import {
   RECONCILE_UPDATE,
   RECONCILE_WORKFLOW,

@@ -2,12 +2,12 @@
 // the workflow and the worker compute the same numbers.
 //
 // The batch output is ONE payload (Temporal refuses payloads over 2 MiB: the workflow task would
-// fail forever). It carries each result's content once, in its tool message (pipeline/output.ts;
+// fail forever). It carries each result's content once, in its tool message (codec/output.ts;
 // batches from before that carried it three times: results, messages and the tool/result event),
 // the structured value at most once more, and each call's arguments once (the tool/call event). Every activity result
 // also lands in history (hard limit 50 MB, warnings from 10 MB). So each result gets a share of
 // what is left, and whatever does not fit inline is stored aside with a note (stores/claim-check.ts).
-import type { BatchOutputWire } from './output';
+import type { BatchOutputWire } from '../codec/output';
 import type { BatchOutput, Json, ToolCall, ToolResult } from './types';
 
 /** Temporal refuses a payload above this. */
@@ -119,7 +119,7 @@ export class InlineBudget {
   share(historySizeBytes: number, eventBytes: number): number {
     const left = Math.max(1, this.pending.length - this.settled);
     const future = this.pending.slice(this.settled).reduce((a, b) => a + b, 0);
-    // The output carries each result's content once (pipeline/output.ts): a result's tool/result
+    // The output carries each result's content once (codec/output.ts): a result's tool/result
     // event is counted whole in the event bytes (the sink gets it whole) and the result once more
     // for its message (content, value, error), so two shares per result to come, and nothing is
     // counted short. A result lands in history about eight times over (body result, settle input

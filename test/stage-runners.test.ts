@@ -11,7 +11,7 @@ import { SluiceClient, type BatchRequest } from '../client/client';
 import { historyToJson, readHistoryFile } from '../client/history';
 import { demoConfig } from '../scripts/recording';
 import { SluicePlugin } from '../worker/worker';
-import { expandBatchOutput } from '../pipeline/output';
+import { expandBatchOutput } from '../codec/output';
 import { PATCHES } from '../workflows/compat';
 import { eventually } from './eventually';
 

@@ -20,10 +20,10 @@ import {
 } from '@temporalio/workflow';
 import { batchInputProblem } from '../pipeline/batch-input';
 import { InlineBudget, outputProblem } from '../pipeline/budget';
-import { type BatchOutputWire, batchOutputWire } from '../pipeline/output';
+import { type BatchOutputWire, batchOutputWire } from '../codec/output';
 import { FailureTypes } from '../pipeline/errors';
 import { grantsOf } from '../pipeline/grants';
-import { withoutOwnDigest } from '../pipeline/stages';
+import { withoutOwnDigest } from '../codec/stages';
 import type {
   BatchInput,
   BatchOutput,

@@ -30,12 +30,9 @@ import {
   type CallRef,
   genericCard,
   genericResultCard,
-  packCallRef,
-  type SettleRequest,
   type ToolProfile,
-  unpackBodyResult,
-  withoutOwnDigest,
 } from '../pipeline/stages';
+import { packCallRef, type SettleRequest, unpackBodyResult, withoutOwnDigest } from '../codec/stages';
 import type {
   Candidate,
   Card,

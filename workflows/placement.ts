@@ -2,7 +2,8 @@
 // local or regular activities, groups of calls); a result already at hand (a preflight or settle
 // done ahead) is taken without an await. The SDK captures a stack for every promise a workflow
 // makes, which was half of a batch's workflow CPU (docs/performance.md).
-import type { CallRef, GuardsResult, PreflightReply, PreflightResult, SettleResult } from '../pipeline/stages';
+import type { CallRef, GuardsResult, PreflightResult, SettleResult } from '../pipeline/stages';
+import type { PreflightReply } from '../codec/stages';
 import type { BatchInput, SessionState, ToolCall } from '../pipeline/types';
 import { LookAhead } from './look-ahead';
 import type { PendingSettle, SettleWith, StageRunner } from './stage-runner';

@@ -5,14 +5,8 @@
 // Each quick stage has an await variant and, where a result can be at hand, a ready-now variant
 // that returns it without an await (or undefined): `runner.preflightNow(ref) ?? await
 // runner.preflight(ref)` is the whole fast path.
-import type {
-  CallRef,
-  GuardsResult,
-  PreflightResult,
-  SettleRequest,
-  SettleResult,
-  ToolProfile,
-} from '../pipeline/stages';
+import type { CallRef, GuardsResult, PreflightResult, SettleResult, ToolProfile } from '../pipeline/stages';
+import type { SettleRequest } from '../codec/stages';
 import type { ToolCall } from '../pipeline/types';
 import type { Admission } from './admission';
 
