@@ -46,7 +46,7 @@ describe('sluice CLI', () => {
   it('`replay --json` prints only JSON on stdout, even when a replay fails', () => {
     // A copy of the workflow code with a timer first thing: the fixture no longer replays.
     const dir = path.join(scratch, 'broken');
-    for (const sub of ['workflows', 'pipeline'])
+    for (const sub of ['workflows', 'pipeline', 'codec'])
       fs.cpSync(path.join(ROOT, sub), path.join(dir, sub), { recursive: true });
     fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'));
     const file = path.join(dir, 'workflows', 'batch.ts');

@@ -42,7 +42,7 @@ afterAll(async () => {
 /** A copy of the workflow code that can be bundled on its own, optionally with one edit. */
 function workflowCopy(name: string, edit?: (callPipeline: string) => string): string {
   const dir = path.join(scratch, name);
-  for (const sub of ['workflows', 'pipeline'])
+  for (const sub of ['workflows', 'pipeline', 'codec'])
     fs.cpSync(path.join(ROOT, sub), path.join(dir, sub), { recursive: true });
   fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'));
   if (edit) {
