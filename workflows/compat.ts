@@ -153,7 +153,7 @@ export const UNMARKED_CHANGES = {
   },
   packedOutput: {
     since: '1.0.0',
-    why: "a batch returns its output packed (codec/output.ts packBatchOutput: events, results and tool messages leave out what the rest of the output says; packed 3 also a tool message's role, and writes a tool/call or tool/result that says only its call id short; packed 4 also writes a lone text block as its text, runs of short events as one, and leaves out contentIn and the false flags), kept only when expandBatchOutput reads it back exactly. Data only: the workflow's result, which a replay does not compare, so a recorded history replays with the same commands (and returns the packed form); readers take every form a release recorded through expandBatchOutput, and the session reads a batch's messages through batchMessages",
+    why: "a batch returns its output packed (codec/output.ts packBatchOutput, `packed: 4`: events, results and tool messages leave out what the rest of the output says, a tool message its role, a tool/call or tool/result that says only its call id is short, a lone text block is its text, runs of short events are one, contentIn and the false flags are left out), kept only when expandBatchOutput reads it back exactly. Data only: the workflow's result, which a replay does not compare, so a recorded history replays with the same commands (and returns the packed form); readers take the content-once form 1.0.0 returned and the packed one through expandBatchOutput, and the session reads a batch's messages through batchMessages",
   },
   bodyRefFromWorkflowId: {
     since: '1.0.0',
