@@ -6,7 +6,7 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { AttachActivities } from '../pipeline/batch-input';
 import { FailureTypes } from '../pipeline/errors';
-import type { BatchOutputWire } from '../pipeline/output';
+import type { BatchOutputWire } from '../codec/output';
 
 export function createAttachActivities(): AttachActivities {
   return {

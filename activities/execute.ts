@@ -9,17 +9,14 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { getOwn, setOwn, snapshotJson } from '../pipeline/json';
 import { errorCandidate, renderValue } from '../pipeline/normalize';
 import { ErrorCodes } from '../pipeline/errors';
+import type { BodyResult, CallRef, Gate, GuardsResult } from '../pipeline/stages';
 import {
-  type BodyResult,
-  type CallRef,
-  type Gate,
-  type GuardsResult,
   type WireCallRef,
   type PackedBodyResult,
   type PackedCallRef,
   packBodyResult,
   unpackCallRef,
-} from '../pipeline/stages';
+} from '../codec/stages';
 import { FailureTypes } from '../pipeline/errors';
 import type { Candidate, StatePatch } from '../pipeline/types';
 import { BODY_INLINE_BYTES } from '../pipeline/budget';

@@ -11,10 +11,10 @@ import {
   type Gate,
   MAX_LOCAL_BODY_TIMEOUT_MS,
   type ToolProfile,
-  type WireCallRef,
 } from '../pipeline/stages';
+import type { WireCallRef } from '../codec/stages';
 import { isKeyedDigest } from '../pipeline/digest';
-import { digestKeyFromEnv, keyedArgsDigest } from '../define/args-digest';
+import { digestKeyFromEnv, keyedArgsDigest } from '../codec/args-digest';
 import type { ApprovalPolicy, Card, EventDraft, JsonObject, UserMessage } from '../pipeline/types';
 import type { ResultStore } from '../stores/claim-check';
 import type { CallInfo, SluiceConfig, StageContext, ToolDefinition } from '../define/config';

@@ -3,14 +3,8 @@
 // crash of the worker itself makes Temporal retry the stage.
 import { foldPreDecision, parseGuardAnswer, parsePreDecision } from '../pipeline/fold';
 import { ErrorCodes } from '../pipeline/errors';
-import {
-  type CallRef,
-  type Gate,
-  genericCard,
-  type PreflightResult,
-  type ToolProfile,
-  type WireCallRef,
-} from '../pipeline/stages';
+import { type CallRef, type Gate, genericCard, type PreflightResult, type ToolProfile } from '../pipeline/stages';
+import type { WireCallRef } from '../codec/stages';
 import type { Card, JsonObject, PolicyBinding, PreDecision } from '../pipeline/types';
 import { handlerOf, policyRecheckOf, type SluiceConfig, type ToolDefinition } from '../define/config';
 import { runInOrder, threwMessage } from './extensions';
@@ -23,7 +17,7 @@ export function preflightStages(kit: StageKit) {
       const results: PreflightResult[] = [];
       for (const { argsDigest: _sent, ...unkeyed } of refs) {
         // The digest approvers see and decisions are bound to is keyed here, where the key is
-        // (define/args-digest.ts), whatever the workflow sent. It goes back only for a call the
+        // (codec/args-digest.ts), whatever the workflow sent. It goes back only for a call the
         // workflow binds to it; every other stage keys the arguments again where it runs.
         const ref = kit.keyed(unkeyed);
         const result = await preflightOne(kit, ref);

@@ -3,17 +3,15 @@
 // (post-execute to tools/result). Extension throws become results there; only a crash of the
 // worker itself makes Temporal retry a stage.
 import { Context } from '@temporalio/activity';
+import type { GuardsResult, SettleResult, StagePlan } from '../pipeline/stages';
 import {
-  type GuardsResult,
   type PackedBodyResult,
   type PackedCallRef,
   packPreflightReply,
   type PreflightReply,
   type SettleRequest,
-  type SettleResult,
-  type StagePlan,
   type WireCallRef,
-} from '../pipeline/stages';
+} from '../codec/stages';
 import type { ResultStore } from '../stores/claim-check';
 import { isLongRunning, type SluiceConfig } from '../define/config';
 import { executeStage } from './execute';

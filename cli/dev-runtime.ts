@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import { SluiceClient } from '../client/client';
 import { connect } from '../temporal/connection';
 import { startInbox, type Inbox } from '../client/inbox/server';
-import { dataConverterFromEnv } from '../temporal/codec';
+import { dataConverterFromEnv } from '../codec/payload';
 import { installRuntime, runWorker } from '../worker/main';
 import { openStores } from '../stores/stores';
 import { startDevServer, portOpen, TRANSFER_QUEUE_FAST } from '../temporal/dev-server';

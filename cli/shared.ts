@@ -5,7 +5,7 @@ import { SluiceClient, SluiceError } from '../client/client';
 import { connect, connectClient } from '../temporal/connection';
 import { UsageError } from '../support/errors';
 import { loadHistories, type LoadedHistory } from '../client/history';
-import { codecFromEnv, dataConverterFromEnv, decryptHistory } from '../temporal/codec';
+import { codecFromEnv, dataConverterFromEnv, decryptHistory } from '../codec/payload';
 import { importOptional } from '../support/optional';
 import { DEFAULT_STATE_DIR } from '../stores/session-log-path';
 import { openStores, type SluiceStores } from '../stores/stores';

@@ -10,7 +10,7 @@ import { decodeMapFromPayloads } from '@temporalio/common/lib/internal-non-workf
 import { endedRefusal } from '../pipeline/approval-rules';
 import { definedFields } from '../pipeline/ask';
 import { isEvent } from '../pipeline/events';
-import { type BatchOutputWire, expandBatchOutput } from '../pipeline/output';
+import { type BatchOutputWire, expandBatchOutput } from '../codec/output';
 import {
   RECONCILE_UPDATE,
   RECONCILE_WORKFLOW,

@@ -15,19 +15,16 @@ import type {
   SessionEvent,
   ToolResult,
 } from '../pipeline/types';
+import type { CallRef, Gate, GuardsResult, SettleResult } from '../pipeline/stages';
 import {
-  type CallRef,
-  type Gate,
-  type GuardsResult,
   type PackedBodyResult,
   type PackedPreflightResult,
   type PreflightReply,
   packedPreflightResult,
   type SettleRequest,
-  type SettleResult,
   unpackBodyResult,
-} from '../pipeline/stages';
-import { type BatchOutputWire, expandBatchOutput } from '../pipeline/output';
+} from '../codec/stages';
+import { type BatchOutputWire, expandBatchOutput } from '../codec/output';
 import { isEvent } from '../pipeline/events';
 import { InvalidInputError } from '../support/errors';
 import { RECONCILE_UPDATE, RECONCILE_WORKFLOW, type ReconcileInput, type Reconciliation } from '../pipeline/reconcile';

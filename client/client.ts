@@ -21,7 +21,7 @@ import {
 } from '../support/errors';
 import { sessionWorkflowId } from '../workflows/session-definitions';
 import { hasVersionedWorker } from '../temporal/eager-start';
-import { type BatchOutputWire, expandBatchOutput } from '../pipeline/output';
+import { type BatchOutputWire, expandBatchOutput } from '../codec/output';
 import type { BatchInput, BatchOutput, BatchState, SessionEvent } from '../pipeline/types';
 import {
   APPROVALS_MEMO,
@@ -40,7 +40,7 @@ export interface SluiceClientOptions {
   connection: ConnectionLike;
   namespace?: string;
   taskQueue?: string;
-  /** Payload encryption (temporal/codec.ts): the same as the workers'. */
+  /** Payload encryption (codec/payload.ts): the same as the workers'. */
   dataConverter?: DataConverter;
   /**
    * Eager start: when this process also runs a worker on the client's task queue over the same
@@ -72,7 +72,7 @@ export interface SluiceClientOptions {
 
 export type { BatchRequest };
 
-/** The batch workflow's signature as it returns: each result's content once (pipeline/output.ts). */
+/** The batch workflow's signature as it returns: each result's content once (codec/output.ts). */
 type ToolBatchFn = (input: BatchInput) => Promise<BatchOutputWire>;
 
 /**

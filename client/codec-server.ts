@@ -5,7 +5,7 @@
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { CODEC_KEYS_ENV, codecFromEnv } from '../temporal/codec';
+import { CODEC_KEYS_ENV, codecFromEnv } from '../codec/payload';
 import { ConfigError, InvalidInputError } from '../support/errors';
 
 /** The dev server's Web UI: `sluice dev` serves it on the frontend port + 1000. */

@@ -8,7 +8,7 @@ export {
   type SluiceClientOptions,
 } from './client';
 export { sealIdentity, sealKeyFromEnv, type SealKey } from './identity';
-export { expandBatchOutput, type BatchOutputWire, type WireResult } from '../pipeline/output';
+export { expandBatchOutput, type BatchOutputWire, type WireResult } from '../codec/output';
 // The errors and the shared types, as `sluice` exports them too.
 export * from './common-exports';
 export {

@@ -1,6 +1,6 @@
 import { jsonBytes, MAX_ARGUMENT_CHARS, MAX_CALLS_PER_BATCH, MAX_INPUT_BYTES } from './budget';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from './json';
-import type { BatchOutputWire } from './output';
+import type { BatchOutputWire } from '../codec/output';
 import type { BatchInput, Json, ToolCall } from './types';
 
 /** The activity a child batch uses to wait for a batch another caller started (activities/attach-batch.ts). */

@@ -2,12 +2,12 @@
 // the workflow and the worker compute the same numbers.
 //
 // The batch output is ONE payload (Temporal refuses payloads over 2 MiB: the workflow task would
-// fail forever). It carries each result's content once, in its tool message (pipeline/output.ts;
+// fail forever). It carries each result's content once, in its tool message (codec/output.ts;
 // batches from before that carried it three times: results, messages and the tool/result event),
 // the structured value at most once more, and each call's arguments once (the tool/call event). Every activity result
 // also lands in history (hard limit 50 MB, warnings from 10 MB). So each result gets a share of
 // what is left, and whatever does not fit inline is stored aside with a note (stores/claim-check.ts).
-import type { BatchOutputWire } from './output';
+import type { BatchOutputWire } from '../codec/output';
 import type { BatchOutput, Json, ToolCall, ToolResult } from './types';
 
 /** Temporal refuses a payload above this. */
@@ -111,14 +111,7 @@ export class InlineBudget {
   private committedBytes = 0;
   private settled = 0;
 
-  /**
-   * `contentOnce`: the output carries each result's content once (pipeline/output.ts). False
-   * replays batches recorded before that with the shares they had.
-   */
-  constructor(
-    calls: readonly ToolCall[],
-    private readonly contentOnce = false,
-  ) {
+  constructor(calls: readonly ToolCall[]) {
     this.pending = calls.map((c) => jsonStringBytes(c.arguments) + PER_CALL_OVERHEAD_BYTES);
   }
 
@@ -126,14 +119,12 @@ export class InlineBudget {
   share(historySizeBytes: number, eventBytes: number): number {
     const left = Math.max(1, this.pending.length - this.settled);
     const future = this.pending.slice(this.settled).reduce((a, b) => a + b, 0);
-    // Before content-once, each result's content went into its tool/result event and into
-    // results and messages, its contexts into results, messages and user/message events: three
-    // copies, one of them an event recorded after it settles. A result lands in history about eight times over (body
-    // result, settle input and output, sink marker, the final output).
-    // With content once: a result's tool/result event is counted whole in the event bytes (the
-    // sink gets it whole) and the result once more for its message (content, value, error), so
-    // two shares per result to come, and nothing is counted short.
-    const copies = this.contentOnce ? 2 : 3;
+    // The output carries each result's content once (codec/output.ts): a result's tool/result
+    // event is counted whole in the event bytes (the sink gets it whole) and the result once more
+    // for its message (content, value, error), so two shares per result to come, and nothing is
+    // counted short. A result lands in history about eight times over (body result, settle input
+    // and output, sink marker, the final output).
+    const copies = 2;
     const outputLeft = OUTPUT_TARGET_BYTES - eventBytes - (copies - 1) * this.committedBytes - future;
     const byOutput = Math.floor(outputLeft / copies / left);
     const byHistory = Math.floor((HISTORY_TARGET_BYTES - historySizeBytes) / 8 / left);

@@ -1,5 +1,5 @@
 // The cards a call gets when its tool draws none: kept apart from the stage contracts so the batch
-// output's packing (pipeline/output.ts) can leave a generic card out without importing them.
+// output's packing (codec/output.ts) can leave a generic card out without importing them.
 import type { Card, JsonObject } from './types';
 
 /** The completed card when a tool has no presentResult, or it throws or returns nonsense. */

@@ -126,7 +126,7 @@ function hex8(x: number): string {
   return x.toString(16).padStart(8, '0');
 }
 
-/** How a keyed digest (define/args-digest.ts) begins: the worker's HMAC, never the workflow's own sha-256. */
+/** How a keyed digest (codec/args-digest.ts) begins: the worker's HMAC, never the workflow's own sha-256. */
 export const KEYED_DIGEST_PREFIX = 'hmac-sha256:';
 
 export function isKeyedDigest(digest: string | undefined): digest is string {

@@ -1,5 +1,5 @@
 // A batch's claim on its session's seqs: what the workflow asks and what the sink answers.
-import type { PreflightReply, WireCallRef } from './stages';
+import type { PreflightReply, WireCallRef } from '../codec/stages';
 
 /** The sink's answer to a batch's claim on a session's seqs from `startSeq` on. */
 export type SeqClaim = { ok: true } | { ok: false; problem: string; nextSeq: number };

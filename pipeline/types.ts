@@ -211,7 +211,7 @@ export type ModelMessage =
 /**
  * A batch's outcome as the client, `toolBatchChild` and the CLI hand it over. Each result's content
  * and value are one object shared by its tool message, its `results` entry and its tool/result
- * event (the workflow returns them once: pipeline/output.ts).
+ * event (the workflow returns them once: codec/output.ts).
  */
 export interface BatchOutput {
   sessionId: string;

@@ -7,7 +7,7 @@ for (const file of [
   'client/inbox/page.html',
   'client/inbox/session.html',
   'client/inbox/cards.html',
-  'temporal/encrypted-failures.js',
+  'codec/encrypted-failures.js',
 ]) {
   const to = path.join(root, 'dist', file);
   fs.mkdirSync(path.dirname(to), { recursive: true });

@@ -14,7 +14,7 @@ const ROOT = path.join(__dirname, '..');
 
 /** Folders of the source, lowest layer first; a folder imports only its own layer and lower ones. */
 export const LAYERS: readonly (readonly string[])[] = [
-  ['pipeline', 'support'],
+  ['pipeline', 'codec', 'support'],
   ['define', 'stores', 'temporal', 'workflows', 'activities', 'agent', 'hooks', 'tools'],
   ['worker'],
   ['client'],

@@ -11,6 +11,7 @@ import ts from 'typescript';
 const ROOT = path.join(__dirname, '..');
 const FOLDERS = [
   'pipeline',
+  'codec',
   'workflows',
   'activities',
   'agent',

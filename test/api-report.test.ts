@@ -18,7 +18,7 @@ const SHARED_BY_DESIGN: Record<string, string> = {
     'the batch workflow’s name, ids, signals and queries: a client signals what a workflow defines',
   'pipeline/batch-id.ts': 'batchWorkflowId: as workflows/definitions.ts, which gives it from here',
   'workflows/session-definitions.ts': 'the session workflow’s ids, signals and queries: as the batch’s',
-  'pipeline/output.ts': 'expandBatchOutput: a client and a parent workflow both read a batch’s output',
+  'codec/output.ts': 'expandBatchOutput: a client and a parent workflow both read a batch’s output',
   'temporal/setup.ts': 'ensureSearchAttributes: sluice/worker re-exports it, a worker registers them before it polls',
   'temporal/connection.ts':
     'two different functions: sluice/client’s connect is a client Connection, sluice/worker’s a NativeConnection',

@@ -5,7 +5,7 @@ import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import { toBatchInput } from '../client/client';
-import { expandBatchOutput } from '../pipeline/output';
+import { expandBatchOutput } from '../codec/output';
 import type { BatchOutput, PendingApproval, SessionEvent } from '../pipeline/types';
 import { defineConfig, defineTool } from '../define/config';
 import { batch, startHarness, text, type Harness } from './harness';

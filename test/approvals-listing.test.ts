@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { SluiceClient } from '../client/client';
-import { EncryptionCodec, encryptingDataConverter, parseCodecKeys } from '../temporal/codec';
+import { EncryptionCodec, encryptingDataConverter, parseCodecKeys } from '../codec/payload';
 import { defineConfig, defineTool } from '../define/config';
 import { eventually, pendingApproval } from './eventually';
 import { batch, startHarness, type Harness } from './harness';

@@ -17,7 +17,7 @@ import { startHarness, type Harness } from './harness';
 import { pendingApproval } from './eventually';
 import { runCli as cli } from './run-cli';
 
-const FIXTURE = path.join(__dirname, 'fixtures', 'histories', '0.1.0', 'mixed-batch.json');
+const FIXTURE = path.join(__dirname, 'fixtures', 'histories', '1.0.0', 'mixed-batch.json');
 
 let h: Harness;
 beforeAll(async () => {

@@ -14,7 +14,7 @@ import { pendingApproval } from './eventually';
 import { runCli as cli, spawnCli } from './run-cli';
 
 const ROOT = path.join(__dirname, '..');
-const FIXTURE = path.join(__dirname, 'fixtures', 'histories', '0.1.0', 'mixed-batch.json');
+const FIXTURE = path.join(__dirname, 'fixtures', 'histories', '1.0.0', 'mixed-batch.json');
 
 let h: Harness;
 let scratch: string;
@@ -46,7 +46,7 @@ describe('sluice CLI', () => {
   it('`replay --json` prints only JSON on stdout, even when a replay fails', () => {
     // A copy of the workflow code with a timer first thing: the fixture no longer replays.
     const dir = path.join(scratch, 'broken');
-    for (const sub of ['workflows', 'pipeline'])
+    for (const sub of ['workflows', 'pipeline', 'codec'])
       fs.cpSync(path.join(ROOT, sub), path.join(dir, sub), { recursive: true });
     fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'));
     const file = path.join(dir, 'workflows', 'batch.ts');

@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCodecServer } from '../client/codec-server';
-import { codecFromEnv, EncryptionCodec, ENCRYPTED_ENCODING, KEY_ID_METADATA, parseCodecKeys } from '../temporal/codec';
+import { codecFromEnv, EncryptionCodec, ENCRYPTED_ENCODING, KEY_ID_METADATA, parseCodecKeys } from '../codec/payload';
 
 const key = () => randomBytes(32).toString('base64');
 const k1 = key();

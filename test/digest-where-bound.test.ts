@@ -7,7 +7,7 @@ import type { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { auditHistories } from '../client/audit';
-import { digestKeyFromEnv, keyedArgsDigest } from '../define/args-digest';
+import { digestKeyFromEnv, keyedArgsDigest } from '../codec/args-digest';
 import { defineConfig, defineTool } from '../define/config';
 import { pendingApproval } from './eventually';
 import { batch, startHarness, text, type Harness } from './harness';

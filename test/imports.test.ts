@@ -47,15 +47,25 @@ function importsOf(dir: string): Import[] {
 }
 
 describe('import directions', () => {
-  it('pipeline/ imports only itself', () => {
-    const outside = importsOf('pipeline').filter((i) => !i.from.startsWith('./'));
+  it('pipeline/ imports only itself and the pure wire forms of codec/', () => {
+    const pure = ['../codec/output', '../codec/stages'];
+    const outside = importsOf('pipeline').filter((i) => !i.from.startsWith('./') && !pure.includes(i.from));
     expect(outside).toEqual([]);
+  });
+
+  it('the wire forms the workflow bundles (codec/output.ts, codec/stages.ts) import only pipeline/', () => {
+    const bad = importsOf('codec').filter(
+      (i) => ['output.ts', 'stages.ts'].includes(path.basename(i.file)) && !i.from.startsWith('../pipeline/'),
+    );
+    expect(bad).toEqual([]);
   });
 
   it('workflows/ takes values only from itself, pipeline/ and Temporal’s workflow packages', () => {
     const allowed = (from: string) =>
       from.startsWith('./') ||
       from.startsWith('../pipeline/') ||
+      from === '../codec/output' ||
+      from === '../codec/stages' ||
       from === '@temporalio/workflow' ||
       from === '@temporalio/common';
     const bad = importsOf('workflows').filter((i) => !i.typeOnly && !allowed(i.from));

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { inboxSettings, main, UsageError } from '../cli';
 import { startInbox, type Inbox } from '../client/inbox/server';
-import { dataConverterFromEnv } from '../temporal/codec';
+import { dataConverterFromEnv } from '../codec/payload';
 import { defineConfig, defineTool } from '../define/config';
 import { pendingApproval } from './eventually';
 import { batch, startHarness, text, type Harness } from './harness';

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { toAISDKResults } from '../agent/convert';
-import { expandBatchOutput, type BatchOutputWire } from '../pipeline/output';
+import { expandBatchOutput, type BatchOutputWire } from '../codec/output';
 import type { ModelMessage } from '../pipeline/types';
 import { defineConfig, defineTool, toolOutput } from '../define/config';
 import { readSessionLog } from '../stores/sink';

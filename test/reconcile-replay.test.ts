@@ -83,7 +83,7 @@ describe('recorded reconcile histories replay', () => {
 
   it('a reconcile workflow that issues a command the recording never had fails replay', async () => {
     const dir = path.join(scratch, 'timer-before-run-again');
-    for (const sub of ['workflows', 'pipeline'])
+    for (const sub of ['workflows', 'pipeline', 'codec'])
       fs.cpSync(path.join(ROOT, sub), path.join(dir, sub), { recursive: true });
     fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'));
     const file = path.join(dir, 'workflows', 'reconcile.ts');

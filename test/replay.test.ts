@@ -13,7 +13,7 @@ import { batch, startHarness, type Harness } from './harness';
 import { runCli as cli, spawnCli as sluice } from './run-cli';
 
 const FIXTURES = path.join(__dirname, 'fixtures', 'histories');
-const FIXTURE = path.join(FIXTURES, '0.1.0', 'mixed-batch.json');
+const FIXTURE = path.join(FIXTURES, '1.0.0', 'mixed-batch.json');
 const ROOT = path.join(__dirname, '..');
 
 let h: Harness;
@@ -42,7 +42,7 @@ afterAll(async () => {
 /** A copy of the workflow code that can be bundled on its own, optionally with one edit. */
 function workflowCopy(name: string, edit?: (callPipeline: string) => string): string {
   const dir = path.join(scratch, name);
-  for (const sub of ['workflows', 'pipeline'])
+  for (const sub of ['workflows', 'pipeline', 'codec'])
     fs.cpSync(path.join(ROOT, sub), path.join(dir, sub), { recursive: true });
   fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'));
   if (edit) {
@@ -64,7 +64,9 @@ describe('replay', () => {
 
   it("`sluice replay test/fixtures/histories` replays every released version's fixtures with the current code", async () => {
     const releases = fs.readdirSync(FIXTURES).filter((d) => fs.statSync(path.join(FIXTURES, d)).isDirectory());
-    expect(releases).toEqual(expect.arrayContaining(['0.1.0', '0.2.0']));
+    // The replay promise starts at 1.0.0, the first release anyone could install.
+    expect(releases).toEqual(expect.arrayContaining(['1.0.0']));
+    expect(releases.filter((r) => r.startsWith('0.'))).toEqual([]);
     const files = releases.flatMap((d) => fs.readdirSync(path.join(FIXTURES, d)).filter((f) => f.endsWith('.json')));
     const r = await cli(['replay', FIXTURES, '--json']);
     expect(r.code, r.output).toBe(0);

@@ -45,7 +45,7 @@ describe('recorded agent sessions replay', () => {
 
   it('a session workflow that issues a command the recording never had fails replay', async () => {
     const dir = path.join(scratch, 'timer-before-model-step');
-    for (const sub of ['workflows', 'pipeline'])
+    for (const sub of ['workflows', 'pipeline', 'codec'])
       fs.cpSync(path.join(ROOT, sub), path.join(dir, sub), { recursive: true });
     fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'));
     const file = path.join(dir, 'workflows', 'session-turn.ts');

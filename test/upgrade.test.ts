@@ -41,7 +41,7 @@ const deploymentName = `sluice-upgrade-${process.pid}-${Date.now()}`;
 
 /** Version N+1: the workflow code with a timer first thing, so N's histories no longer replay on it. */
 async function bundleNextVersion(dir: string): Promise<string> {
-  for (const sub of ['workflows', 'pipeline'])
+  for (const sub of ['workflows', 'pipeline', 'codec'])
     fs.cpSync(path.join(ROOT, sub), path.join(dir, sub), { recursive: true });
   fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'));
   const file = path.join(dir, 'workflows', 'batch.ts');

@@ -29,6 +29,6 @@ export {
   encryptingDataConverter,
   parseCodecKeys,
   type CodecKey,
-} from '../temporal/codec';
+} from '../codec/payload';
 export { SluiceTelemetry, telemetryFromEnv, type TelemetryOptions } from './telemetry';
 export { findTemporalCli, startDevServer, type DevServer, type DevServerOptions } from '../temporal/dev-server';

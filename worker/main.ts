@@ -3,7 +3,7 @@ import { IllegalStateError } from '@temporalio/common';
 import { DefaultLogger, makeTelemetryFilterString, Runtime } from '@temporalio/worker';
 import { connect } from '../temporal/connection';
 import { ensureSearchAttributes } from '../temporal/setup';
-import { dataConverterFromEnv } from '../temporal/codec';
+import { dataConverterFromEnv } from '../codec/payload';
 import { useCompactHeap, workerHeap } from './heap';
 import { loadConfig } from './load-config';
 import { openStores } from '../stores/stores';

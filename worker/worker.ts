@@ -258,7 +258,7 @@ export interface SluiceWorkerOptions {
    */
   maxCachedWorkflows?: number;
   maxEagerActivityReservationsPerWorkflowTask?: number;
-  /** Payload encryption (temporal/codec.ts); the clients of these batches need the same. */
+  /** Payload encryption (codec/payload.ts); the clients of these batches need the same. */
   dataConverter?: DataConverter;
   /**
    * How long a workflow task waits on a dead worker's sticky queue before any worker may take

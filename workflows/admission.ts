@@ -36,19 +36,6 @@ export interface Settlement {
   wrapperContexts?: UserMessage[];
 }
 
-/**
- * What the stages do differently by the release that recorded the batch, decided by compat.ts
- * (its BatchFeatures) and handed to the stage code, which never reads a patch.
- */
-export interface StageRules {
-  /** The output carries each result's content once, and tool messages their values. */
-  readonly contentOnce: boolean;
-  /** The first ask raises the asks of later calls whose pre-execute asks too. */
-  readonly asksTogether: boolean;
-  /** A lost attempt of an at-most-once body ends OUTCOME_UNKNOWN (read when one is lost). */
-  readonly outcomeUnknown: boolean;
-}
-
 /** Where each call stands, for the batch's state query. */
 export interface CallTracker {
   stage(callId: string, stage: CallStage, isError?: boolean): void;

@@ -8,21 +8,10 @@ import { addGrant, grantFor } from '../pipeline/grants';
 import { ErrorCodes } from '../pipeline/errors';
 import { approverRule } from '../pipeline/quorum';
 import { bodyRunsLocally, type Gate, type ToolProfile } from '../pipeline/stages';
-import type {
-  BatchInput,
-  Card,
-  DecidedApproval,
-  GrantUse,
-  PolicyBinding,
-  SessionState,
-  ToolCall,
-} from '../pipeline/types';
-import type { Approvals } from './approvals';
-import type { Admission, CallTracker, Lineage } from './admission';
-import type { CallLedger } from './call-ledger';
-import type { EventLog } from './event-log';
+import type { Card, DecidedApproval, PolicyBinding, ToolCall } from '../pipeline/types';
+import type { Admission, Lineage } from './admission';
 import { approvalDenial, stageFailure } from './failures';
-import type { StageRunner } from './stage-runner';
+import type { BatchContext } from './batch-context';
 
 export const DEFAULT_APPROVAL_TIMEOUT_MS = 10 * 60_000;
 
@@ -30,18 +19,7 @@ export class ApprovalStage {
   /** Asks raised ahead of their call's admission, together with an earlier call's ask. */
   private readonly raised = new Map<ToolCall, RaisedAsk>();
 
-  constructor(
-    private readonly input: BatchInput,
-    private readonly events: EventLog,
-    private readonly approvals: Approvals,
-    private readonly state: SessionState,
-    private readonly tracker: CallTracker,
-    private readonly runner: StageRunner,
-    private readonly ledger: CallLedger,
-    private readonly isCancelled: () => boolean,
-    /** asksTogether, grantUses: see batch.ts. */
-    private readonly features: { asksTogether?: boolean; grantUses?: GrantUse[] },
-  ) {}
+  constructor(private readonly batch: BatchContext) {}
 
   /** The ask raised ahead for a batch call, taken over by its admission (a sub-call has none). */
   takeRaised(call: ToolCall, lineage: Lineage): RaisedAsk | undefined {
@@ -78,14 +56,14 @@ export class ApprovalStage {
    */
   async askThenGuard(adm: Admission, ask: Extract<Gate, { kind: 'ask' }>, raised?: RaisedAsk): Promise<Gate> {
     const { call, lineage, ref, profile } = adm;
-    this.tracker.stage(call.id, 'awaiting-approval');
+    this.batch.tracker.stage(call.id, 'awaiting-approval');
     let asked: Promise<DecidedApproval>;
     // A session grant never answers for a quorum: those approvers decide every call.
     const grant =
       raised || ask.approvers || profile?.quorum
         ? undefined
         : profile?.approval !== 'never'
-          ? grantFor(this.state, call.name, ref!.args)
+          ? grantFor(this.batch.state, call.name, ref!.args)
           : undefined;
     if (raised) {
       // Raised with an earlier call's ask; its pre-execute, re-checked now, still asks.
@@ -93,7 +71,7 @@ export class ApprovalStage {
       asked = raised.decided;
     } else if (grant) {
       // A person allowed calls like this one for the session: no ask, a reference to the grant.
-      this.events.record('approval/grant-used', {
+      this.batch.events.record('approval/grant-used', {
         grantId: grant.id,
         callId: call.id,
         toolName: call.name,
@@ -101,13 +79,13 @@ export class ApprovalStage {
         ...(grant.by ? { grantedBy: grant.by } : {}),
         ...(lineage.parentCallId ? { parentCallId: lineage.parentCallId } : {}),
       });
-      (this.features.grantUses ?? []).push({
+      this.batch.grantUses.push({
         callId: call.id,
         grantId: grant.id,
         toolName: call.name,
         ...(grant.by ? { by: grant.by } : {}),
       });
-      this.approvals.republish();
+      this.batch.approvals.republish();
       asked = Promise.resolve({
         approvalId: grant.approvalId,
         callId: call.id,
@@ -116,23 +94,22 @@ export class ApprovalStage {
         decidedAt: new Date().toISOString(),
       });
     } else {
-      asked = this.approvals.ask(ref!, {
+      asked = this.batch.approvals.ask(ref!, {
         ...this.askOptions(ask, adm.card, profile),
-        ...(lineage.parentCallId ? { abandoned: () => this.ledger.parentEnded(lineage.parentCallId!) } : {}),
+        ...(lineage.parentCallId ? { abandoned: () => this.batch.ledger.parentEnded(lineage.parentCallId!) } : {}),
       });
     }
     // Only an ask that waits for a person gathers the others (no channel, or `never`, ends at once).
     if (
       !grant &&
       !lineage.parentCallId &&
-      this.features.asksTogether &&
-      this.input.options?.approvalChannel !== false &&
+      this.batch.input.options?.approvalChannel !== false &&
       profile?.approval !== 'never'
     )
       await this.raiseAsksAfter(call);
     const decided = await asked;
     // A new session grant joins the session state, which carries it to the session's later batches.
-    if (decided.grant) addGrant(this.state, decided.grant);
+    if (decided.grant) addGrant(this.batch.state, decided.grant);
     if (decided.outcome !== 'allowed-once' && decided.outcome !== 'allowed-session')
       return {
         kind: 'denied',
@@ -156,10 +133,10 @@ export class ApprovalStage {
       adm.guardsFirst = askedUnder ? { askedUnder } : {};
       return { kind: 'dispatch' };
     }
-    this.tracker.stage(adm.call.id, 'guards');
+    this.batch.tracker.stage(adm.call.id, 'guards');
     try {
-      const guarded = await this.runner.guards(askedUnder ? { ...adm.ref!, askedUnder } : adm.ref!);
-      this.events.recordAll(guarded.events);
+      const guarded = await this.batch.runner.guards(askedUnder ? { ...adm.ref!, askedUnder } : adm.ref!);
+      this.batch.events.recordAll(guarded.events);
       adm.preContexts = [...adm.preContexts, ...guarded.contexts];
       return guarded.gate;
     } catch (err) {
@@ -175,21 +152,24 @@ export class ApprovalStage {
       terms: askTermsOf(ask),
       card,
       policy: profile?.approval ?? 'auto',
-      timeoutMs: profile?.approvalTimeoutMs ?? this.input.options?.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS,
-      channel: this.input.options?.approvalChannel !== false,
+      timeoutMs:
+        profile?.approvalTimeoutMs ?? this.batch.input.options?.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS,
+      channel: this.batch.input.options?.approvalChannel !== false,
       ...(identityRequired ? { identityRequired: true } : {}),
       ...(groupSets.length ? { approverGroupSets: groupSets } : {}),
       ...(quorum
         ? {
             quorum,
-            ...(this.input.options?.sessionUser ? { sessionUser: this.input.options.sessionUser } : {}),
+            ...(this.batch.input.options?.sessionUser ? { sessionUser: this.batch.input.options.sessionUser } : {}),
           }
         : {}),
-      ...((profile?.lifecycle ?? this.input.options?.approvalLifecycle)
-        ? { lifecycle: profile?.lifecycle ?? this.input.options!.approvalLifecycle! }
+      ...((profile?.lifecycle ?? this.batch.input.options?.approvalLifecycle)
+        ? { lifecycle: profile?.lifecycle ?? this.batch.input.options!.approvalLifecycle! }
         : {}),
       ...(profile?.notify ? { notify: true } : {}),
-      ...(profile?.notify && this.input.options?.notifiers ? { notifyTargets: this.input.options.notifiers } : {}),
+      ...(profile?.notify && this.batch.input.options?.notifiers
+        ? { notifyTargets: this.batch.input.options.notifiers }
+        : {}),
     };
   }
 
@@ -197,23 +177,23 @@ export class ApprovalStage {
   private async raiseAsksAfter(call: ToolCall): Promise<void> {
     let ahead;
     try {
-      ahead = await this.runner.asksAfter(call);
+      ahead = await this.batch.runner.asksAfter(call);
     } catch {
       return; // those calls ask on their turn, with their own pre-execute (which reports the failure)
     }
     for (const next of ahead) {
-      if (this.ledger.hasStarted(next.call) || this.raised.has(next.call) || this.isCancelled()) continue;
+      if (this.batch.ledger.hasStarted(next.call) || this.raised.has(next.call) || this.batch.isCancelled()) continue;
       if (next.result.gate.kind !== 'ask') continue;
       // A call a session grant covers does not ask: it takes the grant on its turn.
       if (
         next.result.profile?.approval !== 'never' &&
         !next.result.profile?.quorum &&
         !next.result.gate.approvers &&
-        grantFor(this.state, next.call.name, next.ref.args)
+        grantFor(this.batch.state, next.call.name, next.ref.args)
       )
         continue;
-      this.ledger.recordStart(next.call, {});
-      this.tracker.stage(next.call.id, 'awaiting-approval');
+      this.batch.ledger.recordStart(next.call, {});
+      this.batch.tracker.stage(next.call.id, 'awaiting-approval');
       const entry: RaisedAsk = {
         decided: Promise.resolve(undefined as unknown as DecidedApproval),
         ...(next.result.gate.policy ? { policy: next.result.gate.policy } : {}),
@@ -223,7 +203,7 @@ export class ApprovalStage {
       // small arguments away. Decisions recorded before this carried the plain one: still taken.
       const keyed = next.result.argsDigest;
       const ref = keyed ? { ...next.ref, argsDigest: keyed } : next.ref;
-      entry.decided = this.approvals.ask(ref, {
+      entry.decided = this.batch.approvals.ask(ref, {
         ...this.askOptions(next.result.gate, next.result.card, next.result.profile),
         abandoned: () => entry.withdrawn,
         ...(keyed && keyed !== next.ref.argsDigest ? { alsoAcceptsDigest: next.ref.argsDigest } : {}),

@@ -20,10 +20,10 @@ import {
 } from '@temporalio/workflow';
 import { batchInputProblem } from '../pipeline/batch-input';
 import { InlineBudget, outputProblem } from '../pipeline/budget';
-import { type BatchOutputWire, batchOutputWire } from '../pipeline/output';
+import { type BatchOutputWire, batchOutputWire } from '../codec/output';
 import { FailureTypes } from '../pipeline/errors';
 import { grantsOf } from '../pipeline/grants';
-import { withoutOwnDigest } from '../pipeline/stages';
+import { withoutOwnDigest } from '../codec/stages';
 import type {
   BatchInput,
   BatchOutput,
@@ -35,19 +35,18 @@ import type {
   ToolCall,
   ToolResult,
 } from '../pipeline/types';
-import type { FirstRoundActivities, SeqClaim, SessionActivities } from '../pipeline/seq-claim';
+import type { FirstRoundActivities, SeqClaim } from '../pipeline/seq-claim';
 import { Approvals } from './approvals';
 import type { Admission, Settlement } from './admission';
+import { CallLedger } from './call-ledger';
 import { CallPipeline, DEFAULT_MAX_PARALLEL } from './call-pipeline';
 import { CodeCalls } from './code-calls';
 import { SEQ_CONFLICT, SESSION_ID, stateQuery } from './definitions';
 import { EventLog } from './event-log';
-import { type BatchRunner, stageRunner } from './placement';
-import { type BatchFeatures, batchFeatures } from './compat';
+import { Placement } from './placement';
+import { batchFeatures, type MemoFeatures } from './compat';
 
-const { claimSessionSeq: claimActivity, claimThenPreflight } = proxyLocalActivities<
-  SessionActivities & FirstRoundActivities
->({
+const { claimThenPreflight } = proxyLocalActivities<FirstRoundActivities>({
   startToCloseTimeout: '30s',
   retry: { maximumAttempts: 5, initialInterval: '500ms', maximumInterval: '10s' },
 });
@@ -59,19 +58,13 @@ const claimRequest = (input: BatchInput) => ({
 });
 
 /**
- * Two batches numbering events from the same seq would collide in the session log; the one that
- * claims second fails here, before it records anything or runs any call, and says where to start.
+ * The claim and the first group's preflight in one worker round: the preflight runs only once the
+ * claim holds, and records nothing; its results wait for their calls. Two batches numbering events
+ * from the same seq would collide in the session log; the one that claims second fails here, before
+ * it records anything or runs any call, and says where to start. Returns whether the round says a
+ * batch of one call runs straight (FirstRound.straight).
  */
-async function claimSessionSeq(input: BatchInput): Promise<void> {
-  refuseOnConflict(await claimActivity(claimRequest(input)));
-}
-
-/**
- * The claim and the first group's preflight in one worker round (release 0.2 on): the preflight
- * runs only once the claim holds, and records nothing; its results wait for their calls. Returns
- * whether the round says a batch of one call runs straight (FirstRound.straight).
- */
-async function claimThenFirstPreflight(input: BatchInput, runner: BatchRunner): Promise<boolean> {
+async function claimThenFirstPreflight(input: BatchInput, runner: Placement): Promise<boolean> {
   const group = runner.firstGroup();
   const reply = await claimThenPreflight({
     claim: claimRequest(input),
@@ -96,17 +89,16 @@ function refuseOnConflict(claim: SeqClaim): void {
 export async function toolBatch(input: BatchInput): Promise<BatchOutputWire> {
   const problem = batchInputProblem(input);
   if (problem) throw ApplicationFailure.nonRetryable(problem, FailureTypes.INVALID_BATCH);
-  // Which release recorded this history (workflows/compat.ts), used below in the recorded order.
-  const features = batchFeatures(workflowInfo().typedSearchAttributes.get(SESSION_ID) !== input.sessionId);
+  // Which release recorded this history (workflows/compat.ts): first, where 1.0.0 read its patch.
+  const features = batchFeatures();
   // Findable by session however it was started (client, parent workflow, stock CLI); a batch the
   // client started has it already, so its history gains no command.
-  if (features.upsertSessionId) upsertSearchAttributes([{ key: SESSION_ID, value: input.sessionId }]);
+  if (workflowInfo().typedSearchAttributes.get(SESSION_ID) !== input.sessionId)
+    upsertSearchAttributes([{ key: SESSION_ID, value: input.sessionId }]);
   const batch = openBatch(input, features);
 
-  // Before the first event; batches recorded before the claim existed replay without it.
-  let straight = false;
-  if (features.seqClaim === 'with-first-preflight') straight = await claimThenFirstPreflight(input, batch.runner);
-  else if (features.seqClaim === 'alone') await claimSessionSeq(input);
+  // Before the first event.
+  const straight = await claimThenFirstPreflight(input, batch.runner);
 
   // Everything below drains to the end even when the batch is cancelled: cancel is a flag the
   // stages look at, so every started call still commits exactly one tool/result. One call has no
@@ -118,7 +110,7 @@ export async function toolBatch(input: BatchInput): Promise<BatchOutputWire> {
   );
 
   // The batch has settled: only now do the queued contexts follow the tool results, FIFO.
-  const messages = modelMessages(input, results, batch.events, features.contentOnce);
+  const messages = modelMessages(input, results, batch.events);
   batch.settled = true;
 
   batch.events.close();
@@ -141,7 +133,7 @@ export async function toolBatch(input: BatchInput): Promise<BatchOutputWire> {
   // Last line of defence: an output over Temporal's payload limit would fail the workflow task
   // forever. The results are in the session log and this history either way.
   // Packed: data only, no marker (compat.ts, UNMARKED_CHANGES.packedOutput).
-  const returned: BatchOutputWire = features.contentOnce ? batchOutputWire(output) : output;
+  const returned = batchOutputWire(output);
   const tooBig = outputProblem(returned);
   if (tooBig) throw ApplicationFailure.nonRetryable(tooBig, FailureTypes.OUTPUT_TOO_LARGE);
   return returned;
@@ -152,7 +144,7 @@ interface OpenBatch {
   events: EventLog;
   state: SessionState;
   pipeline: CallPipeline;
-  runner: BatchRunner;
+  runner: Placement;
   cancelRequested: boolean;
   settled: boolean;
 }
@@ -162,14 +154,11 @@ interface OpenBatch {
  * in the order the first activation has always made them: a decision that came with the start
  * runs when its handler is set.
  */
-function openBatch(input: BatchInput, features: BatchFeatures): OpenBatch {
+function openBatch(input: BatchInput, features: MemoFeatures): OpenBatch {
   const events = new EventLog(input.sessionId, input.startSeq ?? 0);
   const state: SessionState = JSON.parse(JSON.stringify(input.state ?? {}));
   const batch = { events, state, cancelRequested: false, settled: false } as OpenBatch;
   const cancelled = () => batch.cancelRequested;
-  // Decided in the first activation, before the approvals' handlers run a decision that came
-  // with the start (compat.ts: a batch recorded before release 0.2 read it here).
-  void features.asksTogether;
   const grantUses: GrantUse[] = [];
   const approvals = new Approvals(events, cancelled, () => ({ grants: grantsOf(state), uses: grantUses }), features);
   const stages = new Map<
@@ -182,21 +171,19 @@ function openBatch(input: BatchInput, features: BatchFeatures): OpenBatch {
       stages.set(callId, { ...entry, stage, ...(isError !== undefined ? { isError } : {}) });
     },
   };
-  // contentOnce, then leanAwaits: the order a batch recorded before release 0.2 read them in.
-  const budget = new InlineBudget(input.calls, features.contentOnce);
-  batch.runner = stageRunner(features.leanAwaits, input, state);
-  batch.pipeline = new CallPipeline(
+  batch.runner = new Placement(input, state);
+  batch.pipeline = new CallPipeline({
     input,
     events,
     approvals,
     state,
     tracker,
-    cancelled,
-    features,
-    budget,
-    batch.runner,
+    isCancelled: cancelled,
+    budget: new InlineBudget(input.calls),
+    runner: batch.runner,
+    ledger: new CallLedger(input, events),
     grantUses,
-  );
+  });
   new CodeCalls(input, batch.pipeline, cancelled, (callId, name, parentCallId) =>
     stages.set(callId, { callId, name, stage: 'queued', parentCallId }),
   );
@@ -231,7 +218,7 @@ function openBatch(input: BatchInput, features: BatchFeatures): OpenBatch {
  * side by side up to maxParallel (any other call is a barrier), results settled in model order.
  */
 async function runInModelOrder(input: BatchInput, batch: OpenBatch): Promise<ToolResult[]> {
-  const { pipeline, runner } = batch;
+  const { pipeline } = batch;
   const n = input.calls.length;
   const admissions: Admission[] = [];
   const outcomes: Promise<Settlement>[] = [];
@@ -253,8 +240,8 @@ async function runInModelOrder(input: BatchInput, batch: OpenBatch): Promise<Too
       }
       const exclusive = adm.profile?.concurrencySafe !== true;
       // a barrier: nothing runs beside it
-      if (exclusive && runner.waits(running.size > 0)) await Promise.all(running);
-      if (runner.waits(running.size >= maxParallel)) await condition(() => running.size < maxParallel);
+      if (exclusive && running.size > 0) await Promise.all(running);
+      if (running.size >= maxParallel) await condition(() => running.size < maxParallel);
       const body = pipeline.runBody(adm);
       outcomes[i] = body;
       if (exclusive) {
@@ -270,7 +257,7 @@ async function runInModelOrder(input: BatchInput, batch: OpenBatch): Promise<Too
   const commitInModelOrder = async () => {
     const out: ToolResult[] = [];
     for (let i = 0; i < n; i++) {
-      if (runner.waits(outcomes[i] === undefined)) await condition(() => outcomes[i] !== undefined);
+      if (outcomes[i] === undefined) await condition(() => outcomes[i] !== undefined);
       out.push(await pipeline.settle(admissions[i], await outcomes[i]));
     }
     return out;
@@ -296,15 +283,15 @@ async function runOneCall(call: ToolCall, batch: OpenBatch): Promise<ToolResult[
 }
 
 /** The tool messages in model order, then each result's additionalContexts as user messages (recorded). */
-function modelMessages(input: BatchInput, results: ToolResult[], events: EventLog, contentOnce: boolean) {
+function modelMessages(input: BatchInput, results: ToolResult[], events: EventLog) {
   const messages: ModelMessage[] = input.calls.map((call, i) => ({
     role: 'tool',
     toolCallId: call.id,
     toolName: call.name,
     content: results[i].content,
     isError: results[i].isError,
-    ...(contentOnce && results[i].error ? { error: results[i].error } : {}),
-    ...(contentOnce && results[i].value !== undefined ? { value: results[i].value } : {}),
+    ...(results[i].error ? { error: results[i].error } : {}),
+    ...(results[i].value !== undefined ? { value: results[i].value } : {}),
   }));
   input.calls.forEach((call, i) => {
     (results[i].additionalContexts ?? []).forEach((ctx, k) => {

@@ -18,7 +18,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { StageActivities } from '../activities/stages';
-import { BODY_INLINE_BYTES, type InlineBudget, jsonBytes, MAX_ARGUMENT_CHARS, resultBytes } from '../pipeline/budget';
+import { BODY_INLINE_BYTES, jsonBytes, MAX_ARGUMENT_CHARS, resultBytes } from '../pipeline/budget';
 import { reservedCallIdProblem } from '../pipeline/code-mode';
 import { GRANTS_NAMESPACE } from '../pipeline/grants';
 import { getOwn, setOwn, snapshotArguments } from '../pipeline/json';
@@ -30,17 +30,12 @@ import {
   type CallRef,
   genericCard,
   genericResultCard,
-  packCallRef,
-  type SettleRequest,
   type ToolProfile,
-  unpackBodyResult,
-  withoutOwnDigest,
 } from '../pipeline/stages';
+import { packCallRef, type SettleRequest, unpackBodyResult, withoutOwnDigest } from '../codec/stages';
 import type {
-  BatchInput,
   Candidate,
   Card,
-  GrantUse,
   JsonObject,
   SessionState,
   StatePatch,
@@ -48,20 +43,10 @@ import type {
   ToolResult,
   UserMessage,
 } from '../pipeline/types';
-import type { Approvals } from './approvals';
-import type { EventLog } from './event-log';
-import {
-  type Admission,
-  type CallTracker,
-  type Lineage,
-  type Settlement,
-  type StageRules,
-  settledAtAdmission,
-} from './admission';
-import { CallLedger } from './call-ledger';
+import { type Admission, type Lineage, type Settlement, settledAtAdmission } from './admission';
 import { callRef } from './call-ref';
-import type { StageRunner } from './stage-runner';
 import { ApprovalStage, type RaisedAsk } from './approval-stage';
+import type { BatchContext } from './batch-context';
 import { bodyFailure, stageFailure } from './failures';
 import { APPROVALS_MEMO, AWAITING_APPROVAL, PENDING_APPROVALS, SESSION_ID } from './definitions';
 import { reconcileWorkflowId, type ReconcileInput } from '../pipeline/reconcile';
@@ -80,40 +65,20 @@ export class CallPipeline {
   private bodyScope?: CancellationScope;
   /** Stage 5 and around it: grants, asks raised together, the ask itself, then the guards. */
   private readonly approval: ApprovalStage;
-  private readonly ledger: CallLedger;
 
-  constructor(
-    private readonly input: BatchInput,
-    private readonly events: EventLog,
-    approvals: Approvals,
-    private readonly state: SessionState,
-    private readonly tracker: CallTracker,
-    private readonly isCancelled: () => boolean,
-    /** What the stages do by the release that recorded the batch (decided by compat.ts). */
-    private readonly rules: StageRules,
-    /** Each call's share of the batch's Temporal budget. */
-    private readonly budget: InlineBudget,
-    /** Where the quick stages run, and whether a result at hand is awaited. */
-    private readonly runner: StageRunner,
-    /** The calls a session grant allowed, shown in the state and the memo. */
-    grantUses: GrantUse[],
-  ) {
-    this.ledger = new CallLedger(input, events);
-    this.approval = new ApprovalStage(input, events, approvals, state, tracker, runner, this.ledger, isCancelled, {
-      asksTogether: rules.asksTogether,
-      grantUses,
-    });
+  constructor(private readonly batch: BatchContext) {
+    this.approval = new ApprovalStage(batch);
   }
 
   // ─── admit: stages 1–6 ──────────────────────────────────────────────────────────────────────
 
   admit(call: ToolCall, lineage: Lineage = {}): Promise<Admission> {
     // 1. tool/call (a sub-call's tool/code-dispatch-start), before anything else for this call
-    this.ledger.recordStart(call, lineage);
-    this.tracker.stage(call.id, 'pre-execute');
+    this.batch.ledger.recordStart(call, lineage);
+    this.batch.tracker.stage(call.id, 'pre-execute');
     const raised = this.approval.takeRaised(call, lineage);
     if (raised) return this.admitRaised(call, lineage, raised);
-    return this.runner.admitted(this.admitStages(call, lineage));
+    return this.admitStages(call, lineage);
   }
 
   private async admitRaised(call: ToolCall, lineage: Lineage, raised: RaisedAsk): Promise<Admission> {
@@ -132,12 +97,12 @@ export class CallPipeline {
         candidate: errorCandidate(snap.problem, ErrorCodes.INVALID_ARGS),
         skipPostExecute: true,
       });
-    const ref = callRef(this.input, this.state, call, snap.args, lineage);
+    const ref = callRef(this.batch.input, this.batch.state, call, snap.args, lineage);
 
     // 4. pre-execute waterfall (and 6, the guards, when no person needs to be asked)
     let pre;
     try {
-      pre = this.runner.preflightNow(ref) ?? (await this.runner.preflight(ref));
+      pre = this.batch.runner.preflightNow(ref) ?? (await this.batch.runner.preflight(ref));
     } catch (err) {
       return settledAtAdmission(call, lineage, {
         card: genericCard(call.name, snap.args),
@@ -150,7 +115,7 @@ export class CallPipeline {
     // the one later stages get (compat.ts, UNMARKED_CHANGES.digestWhereBound). A call nothing binds
     // to a digest gets none back; its stages key the arguments where they run.
     if (pre.argsDigest) ref.argsDigest = pre.argsDigest;
-    this.events.recordAll(pre.events);
+    this.batch.events.recordAll(pre.events);
     const admission: Admission = {
       call,
       lineage,
@@ -179,7 +144,7 @@ export class CallPipeline {
         // A denial is the call's outcome and goes through post-execute; a failure of the pipeline skips it.
         skipPostExecute: gate.kind === 'failed',
       };
-    this.tracker.stage(call.id, admission.verdict.kind === 'run' ? 'waiting-to-dispatch' : 'post-execute');
+    this.batch.tracker.stage(call.id, admission.verdict.kind === 'run' ? 'waiting-to-dispatch' : 'post-execute');
     return admission;
   }
 
@@ -187,7 +152,7 @@ export class CallPipeline {
 
   /** The execute waterfall around the tool body, as a retried, heartbeating activity (a call admitted to run). */
   runBody(adm: Admission): Promise<Settlement> {
-    return this.runner.afterBody(this.executeBody(adm), (s) => this.markReady(adm, s));
+    return this.executeBody(adm).then((s) => this.markReady(adm, s));
   }
 
   /** A call that admission settled: its body never runs, and its settlement is the one admission wrote. */
@@ -200,7 +165,7 @@ export class CallPipeline {
   }
 
   private markReady(adm: Admission, s: Settlement): Settlement {
-    this.runner.readyToSettle(adm.call, {
+    this.batch.runner.readyToSettle(adm.call, {
       admission: adm,
       profile: adm.profile,
       ...(adm.ref ? { request: (share: number) => this.settleRequest(adm, s, share) } : {}),
@@ -217,7 +182,7 @@ export class CallPipeline {
   private async executeBody(adm: Admission): Promise<Settlement> {
     if (adm.verdict.kind !== 'run')
       throw ApplicationFailure.nonRetryable('internal: runBody on a call admission settled', FailureTypes.INTERNAL);
-    if (this.isCancelled()) {
+    if (this.batch.isCancelled()) {
       return {
         candidate: errorCandidate(
           'the batch was cancelled before this call was dispatched; it did not run',
@@ -227,10 +192,10 @@ export class CallPipeline {
       };
     }
     // The worker bounds a body's result by BODY_INLINE_BYTES; the share goes along when smaller.
-    const share = this.budget.share(workflowInfo().historySize, this.events.bytes);
+    const share = this.batch.budget.share(workflowInfo().historySize, this.batch.events.bytes);
     const ref = {
       ...adm.ref!,
-      state: this.state,
+      state: this.batch.state,
       ...(share < BODY_INLINE_BYTES ? { inlineBytes: share } : {}),
       ...(adm.guardsFirst?.askedUnder ? { askedUnder: adm.guardsFirst.askedUnder } : {}),
     };
@@ -241,24 +206,24 @@ export class CallPipeline {
       finalizes: false,
     };
     const body = bodyActivities(p, `${adm.call.name} ${adm.call.id}`);
-    this.tracker.stage(adm.call.id, 'executing');
+    this.batch.tracker.stage(adm.call.id, 'executing');
     // Made where the first body runs. Its parent, the batch's (or a sub-call's) non-cancellable
     // scope, is never cancelled itself, so only cancelRunningBodies stops the bodies in it.
     const scope = (this.bodyScope ??= new CancellationScope({ cancellable: true }));
-    this.ledger.bodyStarted(adm.call.id);
+    this.batch.ledger.bodyStarted(adm.call.id);
     try {
       // Input and result packed (UNMARKED_CHANGES.bodyRefFromWorkflowId, .shortStageResults).
       // After a person's yes, the guards first, in the same activity (ApprovalStage.guard).
       const run = adm.guardsFirst ? body.guardThenExecuteBody : body.executeBody;
       const out = unpackBodyResult(await scope.run(() => run(packCallRef(ref))));
       if (out.guards) {
-        this.events.recordAll(out.guards.events);
+        this.batch.events.recordAll(out.guards.events);
         adm.preContexts = [...adm.preContexts, ...out.guards.contexts];
       }
-      this.events.recordAll(out.events);
+      this.batch.events.recordAll(out.events);
       if (out.statePatch) {
-        applyPatch(this.state, out.statePatch);
-        this.runner.stateChanged();
+        applyPatch(this.batch.state, out.statePatch);
+        this.batch.runner.stateChanged();
       }
       return {
         candidate: out.candidate,
@@ -267,14 +232,14 @@ export class CallPipeline {
         wrapperContexts: out.wrapperContexts,
       };
     } catch (err) {
-      if (p.atMostOnce && attemptLost(err) && this.rules.outcomeUnknown)
+      if (p.atMostOnce && attemptLost(err))
         return { candidate: await this.outcomeUnknown(adm, ref, p, err), skipPostExecute: false };
       return { candidate: bodyFailure(adm.call.name, p.timeoutMs, err), skipPostExecute: false };
     } finally {
       // A body that runs alone may have changed anything: asks raised ahead are re-checked.
-      if (!p.concurrencySafe) this.runner.bodyEnded();
-      this.ledger.bodyEnded(adm.call.id);
-      this.tracker.stage(adm.call.id, 'post-execute');
+      if (!p.concurrencySafe) this.batch.runner.bodyEnded();
+      this.batch.ledger.bodyEnded(adm.call.id);
+      this.batch.tracker.stage(adm.call.id, 'post-execute');
     }
   }
 
@@ -328,7 +293,7 @@ export class CallPipeline {
 
   async settle(adm: Admission, s: Settlement): Promise<ToolResult> {
     let result: ToolResult;
-    const share = this.budget.share(workflowInfo().historySize, this.events.bytes);
+    const share = this.batch.budget.share(workflowInfo().historySize, this.batch.events.bytes);
     let card: Card | undefined;
     if (!adm.ref) {
       // 10. no reference, so no extension could see the call: the pure normalization, here.
@@ -342,8 +307,9 @@ export class CallPipeline {
           made?.at === at ? made.req : (made = { at, req: this.settleRequest(adm, s, at) }).req;
         const pending = { admission: adm, profile: adm.profile, request };
         const settled =
-          this.runner.settleNow(adm.call, pending, share) ?? (await this.runner.settle(adm.call, pending, share));
-        this.events.recordAll(settled.events);
+          this.batch.runner.settleNow(adm.call, pending, share) ??
+          (await this.batch.runner.settle(adm.call, pending, share));
+        this.batch.events.recordAll(settled.events);
         result = settled.result;
         card = settled.card;
       } catch (err) {
@@ -354,20 +320,20 @@ export class CallPipeline {
     // The share holds even against a worker that ignored it: the output must stay one payload.
     result = fitResult(result, { maxChars: Infinity, maxBytes: share });
     // The body's structured value goes along while nothing rewrote what the model reads, and it fits.
-    if (this.rules.contentOnce && !adm.lineage.parentCallId) {
+    if (!adm.lineage.parentCallId) {
       const value = untouchedValue(s.candidate, result);
       if (value !== undefined && resultBytes(result) + jsonBytes(value) + 16 <= share) result = { ...result, value };
     }
     // A sub-call's result reaches the output only through its tool/code-dispatch event, which the
     // event bytes count; the even split is among the batch's own calls.
-    if (!adm.lineage.parentCallId) this.budget.commit(result);
+    if (!adm.lineage.parentCallId) this.batch.budget.commit(result);
     // The completed card travels with the result, so any UI renders it from the event alone; a
     // card bigger than the result's own share gives way to the generic one.
     if (!card || jsonBytes(card as unknown as JsonObject) > share)
       card = genericResultCard(adm.call.name, result.isError);
     // 13. the single model-facing outcome; a sub-call's belongs to its program, not the model.
-    this.ledger.recordOutcome(adm, result, card);
-    this.tracker.stage(adm.call.id, 'done', result.isError);
+    this.batch.ledger.recordOutcome(adm, result, card);
+    this.batch.tracker.stage(adm.call.id, 'done', result.isError);
     return result;
   }
 
@@ -375,7 +341,7 @@ export class CallPipeline {
 
   /** A call the batch never started: a tool/call + tool/result pair (or a sub-call's pair), and nothing run. */
   abortUnstarted(call: ToolCall, lineage: Lineage = {}): Admission {
-    this.ledger.recordStart(call, lineage); // an ask raised ahead ends as cancelled with the batch
+    this.batch.ledger.recordStart(call, lineage); // an ask raised ahead ends as cancelled with the batch
     return settledAtAdmission(call, lineage, {
       card: { title: call.name },
       candidate: errorCandidate(
@@ -394,21 +360,21 @@ export class CallPipeline {
 
   /** True while the call's body activity runs (a run_code program can call tools only then). */
   isExecuting(callId: string): boolean {
-    return this.ledger.isExecuting(callId);
+    return this.batch.ledger.isExecuting(callId);
   }
 
   /** Holds a sub-call's contexts for its run_code call: they follow that call's result, after the batch. */
   deferContexts(parentCallId: string, contexts: UserMessage[]): void {
-    this.ledger.deferContexts(parentCallId, contexts);
+    this.batch.ledger.deferContexts(parentCallId, contexts);
   }
 
   private settleRequest(adm: Admission, s: Settlement, share: number) {
     return {
-      ref: withoutOwnDigest({ ...adm.ref!, state: this.state, inlineBytes: share }),
+      ref: withoutOwnDigest({ ...adm.ref!, state: this.batch.state, inlineBytes: share }),
       candidate: s.candidate,
       skipPostExecute: s.skipPostExecute,
       contexts: {
-        pre: [...adm.preContexts, ...this.ledger.takeDeferred(adm.call.id)],
+        pre: [...adm.preContexts, ...this.batch.ledger.takeDeferred(adm.call.id)],
         body: s.bodyContexts ?? [],
         wrapper: s.wrapperContexts ?? [],
       },

@@ -6,7 +6,7 @@ import { ApplicationFailure, WorkflowExecutionAlreadyStartedError } from '@tempo
 import { proxyActivities, startChild, type ChildWorkflowOptions } from '@temporalio/workflow';
 import { type AttachActivities, type BatchRequest, prepareBatch } from '../pipeline/batch-input';
 import { FailureTypes } from '../pipeline/errors';
-import { expandBatchOutput } from '../pipeline/output';
+import { expandBatchOutput } from '../codec/output';
 import type { BatchInput, BatchOutput } from '../pipeline/types';
 import type { toolBatch } from './batch';
 import { BATCH_WORKFLOW, batchWorkflowId } from './definitions';

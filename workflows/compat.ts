@@ -1,8 +1,11 @@
 // Which release recorded this history: every patch id and memo flag of Sluice's workflows, each
 // with the release it came in, when it may go, and why it exists. This is the only file that calls
-// `patched()` (biome.json refuses the import anywhere else); the workflows read their features
-// from the frozen objects below, at their first lines, and nothing else knows a patch id.
-// Modelled on the Temporal SDK's own registry (sdk-typescript packages/workflow/src/flags.ts).
+// `patched()` or `deprecatePatch()` (biome.json refuses the import anywhere else); the workflows
+// read their features from the frozen objects below, at their first lines, and nothing else knows
+// a patch id. Modelled on the Temporal SDK's own registry (sdk-typescript packages/workflow/src/flags.ts).
+//
+// The replay promise starts at 1.0.0, the first release anyone could install: a history 1.0.0
+// recorded replays on this code (test/fixtures/histories/1.0.0), and nothing older is read.
 //
 // How a patch behaves on replay decides where it may be read (checked in the SDK and in core,
 // @temporalio/workflow internals.ts `patchInternal`, core `patch_state_machine.rs` and
@@ -11,12 +14,16 @@
 //     marker in the workflow task being replayed or an earlier one (a look-ahead per task); a
 //     marker recorded in a later task reads false in an earlier one;
 //   - the marker is matched by ORDER: the marker command takes its place in the command stream,
-//     and a recorded marker meeting any other command (or another patch's) is a nondeterminism.
-// So a patch the old code read at the start of the workflow is read here at the start, in the
-// same order; a patch the old code read at the point of use, maybe tasks later, is read there
-// still, through a getter of this registry (`read: 'at-use'` below), calling `patched()` on every
-// read as the old code did (the SDK itself remembers a true answer).
-import { patched, workflowInfo } from '@temporalio/workflow';
+//     and a recorded marker meeting any other command (or another patch's) is a nondeterminism;
+//   - a recorded marker that the code asks nothing about fails the replay ("Non-deprecated patch
+//     marker encountered ... but there is no corresponding change command"), unless it was
+//     recorded deprecated.
+// So a patch whose old path no supported history needs is not simply deleted: it is DEPRECATED
+// (`deprecatePatch`, the SDK's way): asked at the very place 1.0.0 asked, it meets the marker a
+// 1.0.0 history carries, and branches nothing. A new history records the marker as deprecated, and
+// the release after the next, once no 1.0.0 worker can be rolled back to, drops the call (core
+// skips a deprecated marker nobody asks about).
+import { deprecatePatch, patched, workflowInfo } from '@temporalio/workflow';
 import type { ApprovalsMemo } from '../pipeline/types';
 import { APPROVALS_MEMO } from './definitions';
 
@@ -27,101 +34,59 @@ interface Patch {
   workflow: 'toolBatch' | 'agentSession';
   /** The release whose new histories first carried the marker. */
   since: string;
-  /** When the old path may go: no running history can still need it. */
+  /**
+   * `live`: a branch reads it (`patched`). `deprecated`: every supported history took its new
+   * path, so nothing branches on it; it is asked (`deprecatePatch`) only so a 1.0.0 history's
+   * marker meets its command.
+   */
+  state: 'live' | 'deprecated';
+  /** When it may go. */
   removeAfter: string;
-  /** Where the workflow reads it: at its first lines, or where the old code read it. */
+  /** Where the workflow asks for it: at its first lines, or where 1.0.0 read it. */
   read: 'at-start' | 'at-use';
   why: string;
 }
 
-/**
- * When a patch of 0.2 may go: the last history without the release marker (0.1.x batches, and
- * batches recorded on the way to 0.2) has ended and its fixtures are removed; then
- * `deprecatePatch` for one release (docs/upgrading.md).
- */
-const WITH_0_1 = 'every 0.1.x worker retired and the 0.1.0 fixtures removed; then deprecatePatch for one release';
-const PRE_0_2 = `${WITH_0_1} (and the 0.2.0 fixtures recorded before sluice-batch-0.2)`;
+/** When a patch deprecated in the first release after 1.0.0 may go: the SDK's second step. */
+const AFTER_DEPRECATION =
+  'the release after the one that deprecated it, once no 1.0.0 worker can be rolled back to and no batch or session 1.0.0 started still runs: then the call goes (a deprecated marker nobody asks about is skipped on replay)';
 
 export const PATCHES = {
   batch02: {
     id: 'sluice-batch-0.2',
     workflow: 'toolBatch',
     since: '0.2.0',
-    removeAfter: '0.2.x retired too: it stands for every change below, so it goes last',
+    state: 'deprecated',
+    removeAfter: AFTER_DEPRECATION,
     read: 'at-start',
-    why: 'every change of release 0.2 in one marker: a new batch records this one (and its TemporalChangeVersion upsert) instead of one per change, six history events fewer; histories recorded on the way to 0.2 replay by the single patches below',
-  },
-  sessionAttribute: {
-    id: 'sluice-session-attribute',
-    workflow: 'toolBatch',
-    since: '0.2.0 (before sluice-batch-0.2)',
-    removeAfter: PRE_0_2,
-    read: 'at-start',
-    why: 'a batch started without the SluiceSessionId search attribute (a parent workflow, the stock CLI) upserts it, so it is findable by session; read only when the attribute is missing, as before',
-  },
-  asksTogether: {
-    id: 'sluice-asks-together',
-    workflow: 'toolBatch',
-    since: '0.2.0 (before sluice-batch-0.2)',
-    removeAfter: PRE_0_2,
-    read: 'at-start',
-    why: 'the first ask of a batch raises the asks of the later calls whose pre-execute asks too; batches recorded before ask one at a time',
-  },
-  contentOnce: {
-    id: 'sluice-content-once',
-    workflow: 'toolBatch',
-    since: '0.2.0 (before sluice-batch-0.2)',
-    removeAfter: PRE_0_2,
-    read: 'at-start',
-    why: 'the output carries each result once, with values and error codes in tool messages (pipeline/output.ts); batches recorded before keep the budget shares they had',
-  },
-  leanAwaits: {
-    id: 'sluice-lean-awaits',
-    workflow: 'toolBatch',
-    since: '0.2.0 (before sluice-batch-0.2)',
-    removeAfter: PRE_0_2,
-    read: 'at-start',
-    why: 'no await where the value is at hand (the lean stage runner, workflows/placement.ts): fewer awaits change the order in which concurrent calls issue commands, so batches recorded before replay on the legacy runner',
-  },
-  seqClaim: {
-    id: 'sluice-seq-claim',
-    workflow: 'toolBatch',
-    since: '0.2.0 (before sluice-batch-0.2)',
-    removeAfter: PRE_0_2,
-    read: 'at-start',
-    why: 'a batch claims its session seqs before recording anything (a local activity), and one that claims second fails; batches recorded before never claimed',
-  },
-  outcomeUnknown: {
-    id: 'sluice-outcome-unknown',
-    workflow: 'toolBatch',
-    since: '0.2.0 (before sluice-batch-0.2)',
-    removeAfter: PRE_0_2,
-    read: 'at-use',
-    why: 'a lost attempt of an at-most-once body ends OUTCOME_UNKNOWN and starts a reconcile workflow. Read where the attempt is lost, tasks after the start: a marker recorded there reads false at the start of its replay (the look-ahead is per task), so an eager read would replay such a batch down the old path',
+    why: 'every 1.0.0 batch carries it, at its first command: it stood for six changes made before 1.0.0 (the session attribute upserted when missing, asks raised together, content once in the output, no await on a result at hand, the seq claim with the first preflight, OUTCOME_UNKNOWN for a lost at-most-once attempt), which every batch since does',
   },
   sessionTemporalCancel: {
     id: 'sluice-session-temporal-cancel',
     workflow: 'agentSession',
     since: '0.2.0',
-    removeAfter: WITH_0_1,
+    state: 'deprecated',
+    removeAfter: AFTER_DEPRECATION,
     read: 'at-use',
-    why: 'a session cancelled from Temporal cancels its running batch and completes with its reason. Read only on a Temporal cancel (when it happens, and at the end), as before: read at the start, every new session would record a marker, and an old one cancelled late would meet its marker with no command',
-  },
-  sessionLocalModelStep: {
-    id: 'sluice-session-local-step',
-    workflow: 'agentSession',
-    since: '1.0.0',
-    removeAfter: 'never while sessions may ask for it: it marks the runs whose model steps are local activities',
-    read: 'at-start',
-    why: "a session started with modelCall.local runs its model step as a local activity (a marker) instead of an activity task and the workflow task its completion needs. Read at the first line of a run, and only when the input asks for it, so a history without the option never meets the marker. A run that carries it reads no other patch (it is newer than both, so they are true) and decides to continue-as-new from the value its last step recorded: the workflow task a local step's result reaches can differ between the recording and a replay, so a patch or the history's length read there could differ too. (A first try, sluice-session-local-model-step, read the history's length beside its local steps and failed to replay; it was never released)",
+    why: 'a session cancelled from Temporal cancels its running batch and completes with its reason. A 1.0.0 session whose steps are activities asked for it on a Temporal cancel only (when it happens, and at the end), so it is asked there still',
   },
   sessionIdleContinueAsNew: {
     id: 'sluice-session-idle-continue-as-new',
     workflow: 'agentSession',
     since: '0.1.0',
-    removeAfter: 'every 0.1.0 session that started before this patch has ended; then deprecatePatch for one release',
+    state: 'deprecated',
+    removeAfter: AFTER_DEPRECATION,
     read: 'at-use',
-    why: 'an idle session whose history is full continues-as-new once the update that ended the last turn returned. Read at each idle wait, as before: a run continued mid-turn reaches its first wait tasks after its start, where its marker was recorded',
+    why: 'an idle session whose history is full continues-as-new once the update that ended the last turn returned. A 1.0.0 session whose steps are activities asked for it at each idle wait, so it is asked there still',
+  },
+  sessionLocalModelStep: {
+    id: 'sluice-session-local-step',
+    workflow: 'agentSession',
+    since: '1.0.0',
+    state: 'live',
+    removeAfter: 'never while sessions may ask for it: it marks the runs whose model steps are local activities',
+    read: 'at-start',
+    why: "a session started with modelCall.local runs its model step as a local activity (a marker) instead of an activity task and the workflow task its completion needs. Read at the first line of a run, and only when the input asks for it, so a history without the option never meets the marker. A run that carries it asks for no other patch, and decides to continue-as-new from the value its last step recorded: the workflow task a local step's result reaches can differ between the recording and a replay, so a patch or the history's length read there could differ too. (A first try, sluice-session-local-model-step, read the history's length beside its local steps and failed to replay; it was never released)",
   },
 } as const satisfies Record<string, Patch>;
 
@@ -143,13 +108,13 @@ export const MEMO_FLAGS = {
     reads: `memo.${APPROVALS_MEMO} present`,
     since: '0.1.0',
     removeAfter: 'never while a client may start batches without the empty memo (the stock CLI, a parent workflow)',
-    why: 'only a batch started with the empty approvals memo keeps it current (cards, digests, recent outcomes readable with every worker down); batches recorded before the memo existed replay without the writes',
+    why: 'only a batch started with the empty approvals memo keeps it current (cards, digests, recent outcomes readable with every worker down); a batch started without it (the stock CLI, a parent workflow) runs without the writes',
   },
   oneWritePerDecision: {
     reads: `memo.${APPROVALS_MEMO}.oneWritePerDecision`,
     since: '0.2.0',
     removeAfter: 'every batch started by a client without the flag has ended',
-    why: 'a decision taken by signal writes the memo and search attributes once, from the ask it ends, not also in the handler; batches recorded with the write in the handler replay unchanged',
+    why: 'a decision taken by signal writes the memo and search attributes once, from the ask it ends, not also in the handler; batches started by a client that does not set it write in the handler too',
   },
 } as const satisfies Record<string, MemoFlag>;
 
@@ -188,7 +153,7 @@ export const UNMARKED_CHANGES = {
   },
   packedOutput: {
     since: '1.0.0',
-    why: "a batch returns its output packed (pipeline/output.ts packBatchOutput: events, results and tool messages leave out what the rest of the output says; packed 3 also a tool message's role, and writes a tool/call or tool/result that says only its call id short; packed 4 also writes a lone text block as its text, runs of short events as one, and leaves out contentIn and the false flags), kept only when expandBatchOutput reads it back exactly. Data only: the workflow's result, which a replay does not compare, so a recorded history replays with the same commands (and returns the packed form); readers take every form a release recorded through expandBatchOutput, and the session reads a batch's messages through batchMessages",
+    why: "a batch returns its output packed (codec/output.ts packBatchOutput, `packed: 4`: events, results and tool messages leave out what the rest of the output says, a tool message its role, a tool/call or tool/result that says only its call id is short, a lone text block is its text, runs of short events are one, contentIn and the false flags are left out), kept only when expandBatchOutput reads it back exactly. Data only: the workflow's result, which a replay does not compare, so a recorded history replays with the same commands (and returns the packed form); readers take the content-once form 1.0.0 returned and the packed one through expandBatchOutput, and the session reads a batch's messages through batchMessages",
   },
   bodyRefFromWorkflowId: {
     since: '1.0.0',
@@ -218,103 +183,38 @@ export interface MemoFeatures {
   readonly oneWritePerDecision: boolean;
 }
 
-/** What a batch does, by the release that recorded its history. */
-export interface BatchFeatures extends MemoFeatures {
-  readonly release02: boolean;
-  /** Upsert SluiceSessionId: it is missing, and the batch is of a release that does. */
-  readonly upsertSessionId: boolean;
-  readonly asksTogether: boolean;
-  readonly contentOnce: boolean;
-  readonly leanAwaits: boolean;
-  /** How the batch claims its session seqs: with the first preflight (0.2), alone, or not at all. */
-  readonly seqClaim: 'with-first-preflight' | 'alone' | 'none';
-  /** Read at use: when an at-most-once body's attempt is lost (PATCHES.outcomeUnknown). */
-  readonly outcomeUnknown: boolean;
-}
-
 /**
- * A batch's features, read at its first line. The release patch is read now: for a batch that
- * carries it (every new batch) every feature is a constant and nothing else is read. A history
- * recorded before it (only a replay meets one) reads each feature's own patch the first time the
- * batch uses it, once: the old code read them one by one in its first activation with commands
- * in between (the session attribute's upsert; the memo write of a decision signal that came with
- * the start, run when the approvals set their handlers), and markers are matched in order. So
- * toolBatch uses them in the old order: upsertSessionId, asksTogether, (the approvals' handlers),
- * contentOnce, leanAwaits, seqClaim; outcomeUnknown when an attempt is lost.
+ * A batch's features, read at its first line, where 1.0.0 read its release patch: the marker a
+ * 1.0.0 batch carries first is met here, and the memo flags are read.
  */
-export function batchFeatures(sessionIdMissing: boolean): BatchFeatures {
-  const memo = memoFeatures();
-  if (patched(PATCHES.batch02.id))
-    return Object.freeze({
-      ...memo,
-      release02: true,
-      upsertSessionId: sessionIdMissing,
-      asksTogether: true,
-      contentOnce: true,
-      leanAwaits: true,
-      seqClaim: 'with-first-preflight' as const,
-      outcomeUnknown: true,
-    });
-  const once = <T>(read: () => T) => {
-    let value: { v: T } | undefined;
-    return () => (value ??= { v: read() }).v;
-  };
-  const upsertSessionId = once(() => sessionIdMissing && patched(PATCHES.sessionAttribute.id));
-  const asksTogether = once(() => patched(PATCHES.asksTogether.id));
-  const contentOnce = once(() => patched(PATCHES.contentOnce.id));
-  const leanAwaits = once(() => patched(PATCHES.leanAwaits.id));
-  const seqClaim = once(() => (patched(PATCHES.seqClaim.id) ? ('alone' as const) : ('none' as const)));
-  return Object.freeze({
-    ...memo,
-    release02: false,
-    get upsertSessionId() {
-      return upsertSessionId();
-    },
-    get asksTogether() {
-      return asksTogether();
-    },
-    get contentOnce() {
-      return contentOnce();
-    },
-    get leanAwaits() {
-      return leanAwaits();
-    },
-    get seqClaim() {
-      return seqClaim();
-    },
-    // Not remembered: the old code asked at every lost attempt.
-    get outcomeUnknown() {
-      return patched(PATCHES.outcomeUnknown.id);
-    },
-  });
+export function batchFeatures(): MemoFeatures {
+  deprecatePatch(PATCHES.batch02.id);
+  return memoFeatures();
 }
 
-/** What a session does, by the release that recorded its history: every patch read at use. */
+/** What a session does by the release that recorded its history. */
 export interface SessionFeatures {
-  /** Read on a Temporal cancel only (PATCHES.sessionTemporalCancel). */
-  readonly temporalCancel: boolean;
-  /** Read at each idle wait (PATCHES.sessionIdleContinueAsNew). */
-  readonly idleContinueAsNew: boolean;
   /** Read at the first line of a run, only when its input asks for local model steps (PATCHES.sessionLocalModelStep). */
   readonly localModelStep: boolean;
+  /** A Temporal cancel is handled: where a 1.0.0 run asked for PATCHES.sessionTemporalCancel. */
+  temporalCancelHandled(): void;
+  /** The session waits idle: where a 1.0.0 run asked for PATCHES.sessionIdleContinueAsNew. */
+  idleWait(): void;
 }
 
 /**
  * A session's features, read at its first line. A run that asks for local model steps reads their
- * patch now; a run that has it is of this release, so the other two are constants there, and it
- * reads no patch later (a read next to a local step's result is not safe, docs/upgrading.md).
+ * patch now; a run that has it asked for no other patch in 1.0.0 and asks for none now. A run
+ * whose steps are activities asks for the deprecated patches where 1.0.0 read them, so the
+ * markers its history carries meet their commands.
  */
 export function sessionFeatures(wantsLocalModelStep: boolean): SessionFeatures {
   if (wantsLocalModelStep && patched(PATCHES.sessionLocalModelStep.id))
-    return Object.freeze({ temporalCancel: true, idleContinueAsNew: true, localModelStep: true });
+    return Object.freeze({ localModelStep: true, temporalCancelHandled() {}, idleWait() {} });
   return Object.freeze({
-    get temporalCancel() {
-      return patched(PATCHES.sessionTemporalCancel.id);
-    },
-    get idleContinueAsNew() {
-      return patched(PATCHES.sessionIdleContinueAsNew.id);
-    },
     localModelStep: false,
+    temporalCancelHandled: () => deprecatePatch(PATCHES.sessionTemporalCancel.id),
+    idleWait: () => deprecatePatch(PATCHES.sessionIdleContinueAsNew.id),
   });
 }
 

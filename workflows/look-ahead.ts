@@ -17,15 +17,17 @@ import {
   type CallRef,
   type GuardsResult,
   genericResultCard,
-  type PreflightReply,
   type PreflightResult,
-  type SettleRequest,
   type SettleResult,
   type StagePlan,
+} from '../pipeline/stages';
+import {
+  type PreflightReply,
+  type SettleRequest,
   unpackPlan,
   unpackPreflightResults,
   withoutOwnDigest,
-} from '../pipeline/stages';
+} from '../codec/stages';
 import type { BatchInput, SessionState, ToolCall } from '../pipeline/types';
 import type { Admission } from './admission';
 import { refAhead } from './call-ref';

@@ -1,25 +1,16 @@
-// The two stage runners (stage-runner.ts): where the quick stages run is the look-ahead's in both
-// (look-ahead.ts: local or regular activities, groups of calls); they differ only in whether a
-// value already at hand is awaited.
-//
-//   LegacyRunner  every stage result is awaited, every wait is entered: byte for byte the path of
-//                 batches recorded before sluice-lean-awaits, which replay on it.
-//   LeanRunner    a result at hand (a preflight or settle done ahead, a free slot, an outcome
-//                 already there) is taken without an await. The SDK captures a stack for every
-//                 promise a workflow makes, which was half of a batch's workflow CPU
-//                 (docs/performance.md); fewer awaits change the order in which concurrent calls'
-//                 commands can come out, hence a patch (compat.ts, leanAwaits).
-//
-// test/stage-runners.test.ts runs the same batches through both and compares what they record.
-import type { CallRef, GuardsResult, PreflightReply, PreflightResult, SettleResult } from '../pipeline/stages';
+// The stage runner (stage-runner.ts): where the quick stages run is the look-ahead's (look-ahead.ts:
+// local or regular activities, groups of calls); a result already at hand (a preflight or settle
+// done ahead) is taken without an await. The SDK captures a stack for every promise a workflow
+// makes, which was half of a batch's workflow CPU (docs/performance.md).
+import type { CallRef, GuardsResult, PreflightResult, SettleResult } from '../pipeline/stages';
+import type { PreflightReply } from '../codec/stages';
 import type { BatchInput, SessionState, ToolCall } from '../pipeline/types';
-import type { Admission, Settlement } from './admission';
 import { LookAhead } from './look-ahead';
 import type { PendingSettle, SettleWith, StageRunner } from './stage-runner';
 
-/** What both runners share: every stage through the one look-ahead; batch.ts also runs the first group. */
-abstract class Placement implements StageRunner {
-  protected readonly ahead: LookAhead;
+/** Every stage through the one look-ahead; batch.ts also runs the first group. */
+export class Placement implements StageRunner {
+  private readonly ahead: LookAhead;
 
   constructor(input: BatchInput, state: SessionState) {
     this.ahead = new LookAhead(input, state);
@@ -32,6 +23,10 @@ abstract class Placement implements StageRunner {
 
   firstGroupPreflighted(group: { call: ToolCall; ref: CallRef }[], reply: PreflightReply): void {
     this.ahead.firstGroupPreflighted(group, reply);
+  }
+
+  preflightNow(ref: CallRef): PreflightResult | undefined {
+    return this.ahead.preflightedAheadFor(ref);
   }
 
   preflight(ref: CallRef): Promise<PreflightResult> {
@@ -50,6 +45,10 @@ abstract class Placement implements StageRunner {
     this.ahead.readyToSettle(call, pending);
   }
 
+  settleNow(call: ToolCall, pending: SettleWith, share: number): SettleResult | undefined {
+    return this.ahead.settledWithoutWaiting(call, pending, share);
+  }
+
   settle(call: ToolCall, pending: SettleWith, share: number): Promise<SettleResult> {
     return this.ahead.settle(call, pending, share);
   }
@@ -61,61 +60,4 @@ abstract class Placement implements StageRunner {
   bodyEnded(): void {
     this.ahead.bodyEnded();
   }
-
-  abstract preflightNow(ref: CallRef): PreflightResult | undefined;
-  abstract admitted(admission: Promise<Admission>): Promise<Admission>;
-  abstract afterBody(body: Promise<Settlement>, ready: (s: Settlement) => Settlement): Promise<Settlement>;
-  abstract settleNow(call: ToolCall, pending: SettleWith, share: number): SettleResult | undefined;
-  abstract waits(notYet: boolean): boolean;
-}
-
-export class LegacyRunner extends Placement {
-  preflightNow(): undefined {
-    return undefined;
-  }
-
-  async admitted(admission: Promise<Admission>): Promise<Admission> {
-    const adm = await admission;
-    return adm;
-  }
-
-  async afterBody(body: Promise<Settlement>, ready: (s: Settlement) => Settlement): Promise<Settlement> {
-    return ready(await body);
-  }
-
-  settleNow(): undefined {
-    return undefined;
-  }
-
-  waits(): boolean {
-    return true;
-  }
-}
-
-export class LeanRunner extends Placement {
-  preflightNow(ref: CallRef): PreflightResult | undefined {
-    return this.ahead.preflightedAheadFor(ref);
-  }
-
-  admitted(admission: Promise<Admission>): Promise<Admission> {
-    return admission;
-  }
-
-  afterBody(body: Promise<Settlement>, ready: (s: Settlement) => Settlement): Promise<Settlement> {
-    return body.then(ready);
-  }
-
-  settleNow(call: ToolCall, pending: SettleWith, share: number): SettleResult | undefined {
-    return this.ahead.settledWithoutWaiting(call, pending, share);
-  }
-
-  waits(notYet: boolean): boolean {
-    return notYet;
-  }
-}
-
-export type BatchRunner = LeanRunner | LegacyRunner;
-
-export function stageRunner(lean: boolean, input: BatchInput, state: SessionState): BatchRunner {
-  return lean ? new LeanRunner(input, state) : new LegacyRunner(input, state);
 }

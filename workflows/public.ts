@@ -32,5 +32,5 @@ export {
   sessionWorkflowId,
 } from './session-definitions';
 export type { BatchRequest } from '../pipeline/batch-input';
-export { expandBatchOutput, type BatchOutputWire, type WireResult } from '../pipeline/output';
+export { expandBatchOutput, type BatchOutputWire, type WireResult } from '../codec/output';
 export type * from '../pipeline/types';

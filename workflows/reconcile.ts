@@ -22,7 +22,7 @@ import {
 import type { StageActivities } from '../activities/stages';
 import type { IdentityActivities } from '../pipeline/identity';
 import { normalizeResult } from '../pipeline/normalize';
-import { unpackBodyResult, withoutOwnDigest } from '../pipeline/stages';
+import { unpackBodyResult, withoutOwnDigest } from '../codec/stages';
 import {
   normalizeReconcile,
   RECONCILE_REFUSED,

@@ -17,7 +17,7 @@ import type {
 } from '../pipeline/session';
 import { contentText, tailCopy } from '../pipeline/session';
 import type { EventPayloads, EventType } from '../pipeline/events';
-import type { BatchOutputWire } from '../pipeline/output';
+import type { BatchOutputWire } from '../codec/output';
 import { EventLog } from './event-log';
 
 /** The last messages the status query shows. */

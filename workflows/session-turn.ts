@@ -14,7 +14,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import { FailureTypes } from '../pipeline/errors';
-import { type BatchOutputWire, batchMessages } from '../pipeline/output';
+import { type BatchOutputWire, batchMessages } from '../codec/output';
 import {
   intakeCalls,
   mergeToolMessages,

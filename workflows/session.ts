@@ -38,7 +38,7 @@ import { historyFull, type SessionControl, Turn } from './session-turn';
 export async function agentSession(input: SessionInput): Promise<SessionOutput> {
   const problem = sessionInputProblem(input);
   if (problem) throw ApplicationFailure.nonRetryable(problem, FailureTypes.INVALID_SESSION);
-  // Which release recorded this history (workflows/compat.ts): each read where it is used.
+  // Which release recorded this history (workflows/compat.ts): each patch asked where 1.0.0 asked.
   const features = sessionFeatures(input.modelCall?.local === true);
   const carry = new Carry(input);
   const control = sessionControl(features);
@@ -54,9 +54,10 @@ export async function agentSession(input: SessionInput): Promise<SessionOutput> 
   // Updates waiting on this session learn it ended before the run closes. After a Temporal
   // cancel this wait is outside the cancelled scope, so the session completes with its reason
   // (before, the wait threw and the run closed as cancelled, with no result).
-  if (control.cancelRequested && features.temporalCancel)
+  if (control.cancelRequested) {
+    features.temporalCancelHandled();
     await CancellationScope.nonCancellable(() => condition(allHandlersFinished));
-  else await condition(allHandlersFinished);
+  } else await condition(allHandlersFinished);
   return result;
 }
 
@@ -78,7 +79,10 @@ function sessionControl(features: SessionFeatures): SessionControl {
       // From a Temporal cancel the current scope is the cancelled root, where a cancel request is
       // silently never sent: the batch ran on to its end. Sent from outside that scope now.
       if (!CancellationScope.current().consideredCancelled) void cancelBatch();
-      else if (features.temporalCancel) void CancellationScope.nonCancellable(cancelBatch);
+      else {
+        features.temporalCancelHandled();
+        void CancellationScope.nonCancellable(cancelBatch);
+      }
     },
   };
   return control;
@@ -165,10 +169,8 @@ async function loop(
       if (fullNow() && allHandlersFinished()) return 'continue-as-new';
       // An idle session whose history is full continues-as-new as soon as the update that
       // ended the last turn has returned (before, a session driven by updates alone never did).
-      const idleCan = features.idleContinueAsNew;
-      await condition(
-        () => c.inbox.length > 0 || control.cancelRequested || (idleCan && fullNow() && allHandlersFinished()),
-      );
+      features.idleWait();
+      await condition(() => c.inbox.length > 0 || control.cancelRequested || (fullNow() && allHandlersFinished()));
       if (control.cancelRequested || !c.inbox.length) continue;
       carry.startTurn();
     }

@@ -1,23 +1,14 @@
-// Where and how cheaply the quick stages run, as the stage code sees it: one interface, two
-// implementations (workflows/placement.ts). The stage code (call-pipeline.ts, approval-stage.ts)
-// asks for a stage here and never sees the look-ahead groups, local or regular activities, or
-// whether a value at hand is awaited; which runner a batch gets is the release's business
-// (compat.ts, leanAwaits).
+// Where and how cheaply the quick stages run, as the stage code sees it (implemented by
+// workflows/placement.ts). The stage code (call-pipeline.ts, approval-stage.ts) asks for a stage
+// here and never sees the look-ahead groups or local and regular activities.
 //
 // Each quick stage has an await variant and, where a result can be at hand, a ready-now variant
 // that returns it without an await (or undefined): `runner.preflightNow(ref) ?? await
-// runner.preflight(ref)` is the whole fast path, and the legacy runner's ready-now is always
-// undefined.
-import type {
-  CallRef,
-  GuardsResult,
-  PreflightResult,
-  SettleRequest,
-  SettleResult,
-  ToolProfile,
-} from '../pipeline/stages';
+// runner.preflight(ref)` is the whole fast path.
+import type { CallRef, GuardsResult, PreflightResult, SettleResult, ToolProfile } from '../pipeline/stages';
+import type { SettleRequest } from '../codec/stages';
 import type { ToolCall } from '../pipeline/types';
-import type { Admission, Settlement } from './admission';
+import type { Admission } from './admission';
 
 /** A call waiting for its settle (stages 9–12), as the runner needs to know it. */
 export interface PendingSettle {
@@ -39,10 +30,6 @@ export interface StageRunner {
   asksAfter(call: ToolCall): Promise<{ call: ToolCall; ref: CallRef; result: PreflightResult }[]>;
   /** 6 after a person said yes: one call, since the approval came in between. */
   guards(ref: CallRef): Promise<GuardsResult>;
-  /** An admission as its caller awaits it. */
-  admitted(admission: Promise<Admission>): Promise<Admission>;
-  /** 7–8: the body, then `ready` with its settlement. */
-  afterBody(body: Promise<Settlement>, ready: (s: Settlement) => Settlement): Promise<Settlement>;
   /** A call is ready to settle (its body is over or never ran): a settle group may take it along. */
   readyToSettle(call: ToolCall, pending: PendingSettle): void;
   /** 9–12 when no stage must run: settled ahead with an earlier call, or here in the workflow. */
@@ -52,6 +39,4 @@ export interface StageRunner {
   stateChanged(): void;
   /** A body that runs alone ended: asks raised ahead are re-checked. */
   bodyEnded(): void;
-  /** Whether the scheduler awaits a wait that may be over already (`notYet` false): the legacy runner always does. */
-  waits(notYet: boolean): boolean;
 }

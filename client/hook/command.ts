@@ -9,7 +9,7 @@ import * as http from 'node:http';
 import { parseArgs } from 'node:util';
 import { SluiceClient } from '../client';
 import { connectClient } from '../../temporal/connection';
-import { dataConverterFromEnv } from '../../temporal/codec';
+import { dataConverterFromEnv } from '../../codec/payload';
 import { untilStopSignal } from '../../support/stop-signal';
 import {
   answerBody,

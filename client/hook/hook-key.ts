@@ -14,7 +14,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { DEFAULT_DIGEST_KEY, digestKeyFromEnv } from '../../define/args-digest';
+import { DEFAULT_DIGEST_KEY, digestKeyFromEnv } from '../../codec/args-digest';
 
 const KEY_BYTES = 32;
 

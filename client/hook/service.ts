@@ -25,7 +25,7 @@ import { WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import { decodeArrayFromPayloads } from '@temporalio/common/lib/internal-non-workflow';
 import { canonicalJson } from '../../pipeline/json';
 import type { BatchOutput, Json, JsonObject, SessionEvent } from '../../pipeline/types';
-import { type BatchOutputWire, expandBatchOutput } from '../../pipeline/output';
+import { type BatchOutputWire, expandBatchOutput } from '../../codec/output';
 import { batchWorkflowId, SEQ_CONFLICT } from '../../workflows/definitions';
 import type { BatchHandle, SluiceClient } from '../client';
 import type { HarnessRequest, HookAnswer } from './dialects';

@@ -13,7 +13,7 @@ import type {
   SessionEvent,
   ToolError,
 } from '../../pipeline/types';
-import { type BatchOutputWire, expandBatchOutput } from '../../pipeline/output';
+import { type BatchOutputWire, expandBatchOutput } from '../../codec/output';
 import { isEvent } from '../../pipeline/events';
 import { APPROVALS_MEMO, BATCH_WORKFLOW, stateQuery } from '../../workflows/definitions';
 import { SESSION_WORKFLOW, sessionWorkflowId } from '../../workflows/session-definitions';

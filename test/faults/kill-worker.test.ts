@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { SluiceClient } from '../../client/client';
 import type { BatchOutput } from '../../pipeline/types';
-import { dataConverterFromEnv } from '../../temporal/codec';
+import { dataConverterFromEnv } from '../../codec/payload';
 import { readSessionLog } from '../../stores/sink';
 import { EFFECTS, OBSERVED, type HoldPoint } from '../fixtures/faults.config';
 import { batch, spawnWorker, text, type ChildWorker } from '../harness';

@@ -1,4 +1,4 @@
-// The batch output as it crosses history (pipeline/output.ts): the packed form reads back as
+// The batch output as it crosses history (codec/output.ts): the packed form reads back as
 // exactly the output the batch built, is used only when it does, and outputs recorded by earlier
 // versions (content copied, content once) read as they did.
 import fs from 'node:fs';
@@ -12,7 +12,7 @@ import {
   expandBatchOutput,
   packBatchOutput,
   type PackedEvent,
-} from '../../pipeline/output';
+} from '../../codec/output';
 import type { BatchOutput, SessionEvent } from '../../pipeline/types';
 
 const T0 = '2026-12-02T05:55:35.946Z';
@@ -109,7 +109,8 @@ describe('the packed batch output', () => {
 
   it('packs every recorded batch output of the fixtures and reads it back exactly', () => {
     const outputs = recordedOutputs();
-    expect(outputs.length).toBeGreaterThanOrEqual(7);
+    // The three batches 1.0.0 recorded, and those of the release in the making.
+    expect(outputs.length).toBeGreaterThanOrEqual(3);
     for (const { name, output } of outputs) {
       const wire = batchOutputWire(output);
       expect({ name, packed: wire.packed }).toEqual({ name, packed: 4 });
@@ -191,20 +192,6 @@ describe('the packed batch output', () => {
       { 'tool/call': ['call_0', 'call_1'], seq: 40, time: T0, arguments: ['{"text":"call_0"}', '{"text":"call_1"}'] },
       { 'tool/call': ['call_2', 'call_3'], seq: 60, arguments: ['{"text":"call_2"}', '{"text":"call_3"}'] },
     ]);
-  });
-
-  it.each([2, 3])('reads every packed-%i output (from the builds before) back exactly', (form) => {
-    // Packed by the build that wrote this form, from the recorded outputs of the fixtures.
-    const file = path.join(__dirname, '..', 'fixtures', 'outputs', `packed-${form}.json`);
-    const recorded: { name: string; wire: BatchOutputWire; output: BatchOutput }[] = JSON.parse(
-      fs.readFileSync(file, 'utf8'),
-    );
-    expect(recorded.length).toBeGreaterThanOrEqual(7);
-    for (const { name, wire, output } of recorded) {
-      expect({ name, packed: wire.packed }).toEqual({ name, packed: form });
-      expect({ name, back: json(expandBatchOutput(wire)) }).toEqual({ name, back: json(output) });
-      expect({ name, messages: json(batchMessages(wire)) }).toEqual({ name, messages: json(output.messages) });
-    }
   });
 
   it('falls back to content once when the packed form would not read back exactly', () => {

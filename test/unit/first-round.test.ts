@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { createFirstRoundActivities } from '../../activities/session';
 import type { SeqClaim } from '../../pipeline/seq-claim';
-import type { PreflightReply, WireCallRef } from '../../pipeline/stages';
+import type { PreflightReply, WireCallRef } from '../../codec/stages';
 
 const claim = { sessionId: 's', startSeq: 4, batchId: 'sluice-batch:s:1:1' };
 const ref = { callId: 'c0', name: 'echo' } as WireCallRef;

@@ -7,20 +7,18 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createStageActivities } from '../../activities/stages';
+import type { BodyResult, CallRef, SettleResult } from '../../pipeline/stages';
 import {
-  type BodyResult,
-  type CallRef,
   type PreflightReply,
   type SettleRequest,
-  type SettleResult,
   unpackBodyResult,
   unpackPreflightResults,
   type WireCallRef,
-} from '../../pipeline/stages';
+} from '../../codec/stages';
 import { FailureTypes } from '../../pipeline/errors';
 import type { Candidate } from '../../pipeline/types';
 import { defineTool, type SluiceConfig, type ToolDefinition } from '../../define/config';
-import { digestKeyFromEnv, keyedArgsDigest } from '../../define/args-digest';
+import { digestKeyFromEnv, keyedArgsDigest } from '../../codec/args-digest';
 import { argsDigest } from '../../pipeline/digest';
 
 function ref(name: string, args: Record<string, unknown> = { text: 'hi' }, callId = 'c1'): CallRef {

@@ -5,7 +5,8 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { describe, expect, it } from 'vitest';
 import { createStageActivities } from '../../activities/stages';
 import { defineTool, ToolFailure } from '../../index';
-import { type BodyResult, type CallRef, packCallRef, unpackBodyResult } from '../../pipeline/stages';
+import type { BodyResult, CallRef } from '../../pipeline/stages';
+import { packCallRef, unpackBodyResult } from '../../codec/stages';
 
 const ref = (name: string): CallRef => ({
   workflowId: 'wf',

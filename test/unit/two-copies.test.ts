@@ -19,7 +19,7 @@ async function copy() {
     errors: (await import('../../tools/errors')) as ErrorsModule,
     models: (await import('../../agent/models')) as ModelsModule,
     stages: await import('../../activities/stages'),
-    wire: await import('../../pipeline/stages'),
+    wire: await import('../../codec/stages'),
   };
 }
 

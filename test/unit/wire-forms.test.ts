@@ -8,19 +8,21 @@ import {
   type BodyResult,
   type CallRef,
   genericCard,
-  packBodyResult,
-  packCallRef,
-  packPreflightReply,
   type PreflightResult,
   type StagePlan,
   type ToolProfile,
+} from '../../pipeline/stages';
+import {
+  packBodyResult,
+  packCallRef,
+  packPreflightReply,
   type WireCallRef,
   unpackBodyResult,
   unpackCallRef,
   withoutOwnDigest,
   unpackPlan,
   unpackPreflightResults,
-} from '../../pipeline/stages';
+} from '../../codec/stages';
 
 const plan: StagePlan = { preflight: 'local', guards: 'local', settle: 'local', settleHooks: false };
 const profile: ToolProfile = {

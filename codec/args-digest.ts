@@ -8,7 +8,7 @@ import { createHmac } from 'node:crypto';
 import { KEYED_DIGEST_PREFIX } from '../pipeline/digest';
 import { canonicalJson } from '../pipeline/json';
 import type { JsonObject } from '../pipeline/types';
-import { CODEC_KEYS_ENV } from '../temporal/codec';
+import { CODEC_KEYS_ENV } from './payload';
 
 export const DIGEST_KEY_ENV = 'SLUICE_DIGEST_KEY';
 /**

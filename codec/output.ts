@@ -1,12 +1,19 @@
 // The batch output as the workflow returns it: each result's content (and structured value) once,
 // in its tool message; its `results` entry and its tool/result event refer to that message by call
-// id instead of carrying copies. Packed outputs (`packed: 4`, and 3 and 2 before it) also
-// leave out of the events, the results and the tool messages what the rest of the output already
+// id instead of carrying copies. Packed outputs (`packed: 4`) also leave out of the events, the results and the tool messages what the rest of the output already
 // says: a history keeps every batch's output, so each byte here is paid by every call.
 // `expandBatchOutput` gives readers the familiar shape back, with the three places sharing one
 // content object. Pure: the workflow, the client and the CLI use it.
-import { genericResultCard } from './cards';
-import type { BatchOutput, ContentBlock, Json, JsonObject, ModelMessage, SessionEvent, ToolResult } from './types';
+import { genericResultCard } from '../pipeline/cards';
+import type {
+  BatchOutput,
+  ContentBlock,
+  Json,
+  JsonObject,
+  ModelMessage,
+  SessionEvent,
+  ToolResult,
+} from '../pipeline/types';
 
 type ToolMessage = Extract<ModelMessage, { role: 'tool' }>;
 
@@ -28,17 +35,17 @@ export interface BatchOutputWire
   contentIn?: 'messages';
   /**
    * Present when the output is packed too (packBatchOutput): events, results and tool messages
-   * leave out what the rest of the output says. 3 also leaves out a tool message's `role` and
-   * writes a tool/call or tool/result that says no more than its call id and arguments in short
-   * (ShortEvent). 4 also writes a tool message's content that is one text block as its text, a
-   * run of short events of one kind as one (ShortRun), and leaves out `contentIn` (a packed 4
-   * output always carries content in its messages) and `concludesTurn` and `cancelled` when false.
-   * Absent on outputs of batches that ran before.
+   * leave out what the rest of the output says; a tool message leaves out its `role`, a
+   * tool/call or tool/result that says no more than its call id and arguments is written short
+   * (ShortEvent), a tool message's content that is one text block is its text, a run of short
+   * events of one kind is one (ShortRun), and `contentIn` (a packed output always carries content
+   * in its messages), `concludesTurn` and `cancelled` when false are left out. Absent on the
+   * content-once outputs 1.0.0 returned, and when packing would not read back exactly.
    */
-  packed?: 2 | 3 | 4;
+  packed?: 4;
   /**
-   * A packed output's tool messages leave out `isError: false` (and, packed 3, `role`; packed 4
-   * writes content that is one text block as its text).
+   * A packed output's tool messages leave out `isError: false` and `role`, and write content that
+   * is one text block as its text.
    */
   messages: (ModelMessage | PackedToolMessage)[];
   /**
@@ -68,7 +75,7 @@ export interface PackedEvent {
 }
 
 /**
- * A tool/call or tool/result of a `packed: 3` output whose packed data is its call id (and, for a
+ * A tool/call or tool/result of a packed output whose packed data is its call id (and, for a
  * tool/call, the arguments as the model sent them) alone: `{"tool/call": id, seq?, time?,
  * arguments}` and `{"tool/result": id, seq?, time?}`.
  */
@@ -79,7 +86,7 @@ export type ShortEvent = { seq?: number; time?: string } & (
 
 /**
  * Short events of one kind in a row, the first at `seq` and `time` and each after it at the next
- * seq and the same time, as one (`packed: 4`): `{"tool/call": [ids], seq?, time?, "arguments":
+ * seq and the same time, as one: `{"tool/call": [ids], seq?, time?, "arguments":
  * [each call's]}` and `{"tool/result": [ids], seq?, time?}`.
  */
 export type ShortRun = { seq?: number; time?: string } & (
@@ -128,7 +135,8 @@ export function compactBatchOutput(output: BatchOutput): BatchOutputWire {
  */
 export function expandBatchOutput(output: BatchOutputWire | BatchOutput): BatchOutput {
   const { packed } = output as BatchOutputWire;
-  const wire = packed === 2 || packed === 3 || packed === 4 ? unpackBatchOutput(output as BatchOutputWire) : output;
+  // 1.0.0 returned the content-once form (contentIn alone), read as it is.
+  const wire = packed === 4 ? unpackBatchOutput(output as BatchOutputWire) : output;
   if ((wire as BatchOutputWire).contentIn !== 'messages') return wire as BatchOutput;
   // (Unpacking put back the flags a packed 4 output leaves out.)
   const { contentIn: _contentIn, ...rest } = wire as BatchOutputWire &
@@ -215,7 +223,7 @@ export function batchMessages(output: BatchOutputWire | BatchOutput): ModelMessa
 }
 
 function unpackMessage(m: ModelMessage | PackedToolMessage): ModelMessage {
-  // A message with a tool call id is a tool message; packed 3 leaves out its role.
+  // A message with a tool call id is a tool message; a packed one leaves out its role.
   if (!('toolCallId' in m)) return m;
   // Packed 4 writes content that is one text block as its text.
   const t = (typeof m.content === 'string' ? { ...m, content: [{ type: 'text', text: m.content }] } : m) as ToolMessage;
@@ -247,10 +255,12 @@ function unpackBatchOutput(wire: BatchOutputWire): BatchOutputWire {
     return { type: e.type, seq, time, data: unpackEventData(e, wire, byCall) };
   });
   // Packed 4 leaves out what is always so of it (content in messages) and the flags when false.
-  const flags: typeof rest =
-    wire.packed === 4
-      ? { ...rest, concludesTurn: !!rest.concludesTurn, cancelled: !!rest.cancelled, contentIn: 'messages' }
-      : rest;
+  const flags: typeof rest = {
+    ...rest,
+    concludesTurn: !!rest.concludesTurn,
+    cancelled: !!rest.cancelled,
+    contentIn: 'messages',
+  };
   return inOrder({ ...flags, messages, results, events }, OUTPUT_ORDER);
 }
 
