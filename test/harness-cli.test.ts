@@ -1,14 +1,14 @@
 // The real harness CLIs in front of Sluice, end to end: Claude Code (`claude -p`), Codex (`codex
-// exec`) and Gemini CLI (`gemini -p`), installed from npm at pinned versions (harness-cli/clis.ts),
-// each driven by a scripted model on 127.0.0.1 (harness-cli/fake-model.ts) that asks its shell tool
-// to run a command, with the harness's hooks running the real `bin/sluice.js hook <dialect>`
-// against the run's dev server and a worker in its own process (harness-cli/worker.config.ts).
+// exec`), Gemini CLI (`gemini -p`) and OpenCode (`opencode run`), installed from npm at pinned
+// versions (harness-cli/clis.ts), each driven by a scripted model on 127.0.0.1
+// (harness-cli/fake-model.ts) that asks its shell tool to run a command, with the harness's hooks
+// (OpenCode's: the plugin `sluice hook install opencode` writes) running the real
+// `bin/sluice.js hook <dialect>` against the run's dev server and a worker in its own process
+// (harness-cli/worker.config.ts).
 //
 // The commands are `./mark <name>`, a script in the harness's project that appends a line to
 // runs/<name>: what ran, and how often, is read from there, not from what anyone reports. The
 // worker's rules allow `./mark allowed-*`, deny `./mark denied-*` and ask about `./mark asked-*`.
-//
-// OpenCode has no `sluice hook` dialect (its hooks are JavaScript plugins, not commands): not here.
 import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
