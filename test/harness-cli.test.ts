@@ -9,7 +9,6 @@
 // The commands are `./mark <name>`, a script in the harness's project that appends a line to
 // runs/<name>: what ran, and how often, is read from there, not from what anyone reports. The
 // worker's rules allow `./mark allowed-*`, deny `./mark denied-*` and ask about `./mark asked-*`.
-import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
@@ -18,6 +17,7 @@ import { eventually } from './eventually';
 import { type ChildWorker, type Harness, spawnWorker, startHarness } from './harness';
 import { HARNESS_CLIS, type HarnessCli, installHarnessClis, type Ran, runHarness } from './harness-cli/clis';
 import { type FakeModel, startFakeModel } from './harness-cli/fake-model';
+import { runProcess } from './run-process';
 
 // Real CLIs and a hook process per tool call, each loading TypeScript, on a loaded machine.
 vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
@@ -115,14 +115,9 @@ function approvalFor(name: string, seen: string[] = []): Promise<PendingApproval
 
 /** `sluice <args>` in a process of its own. */
 function sluice(args: string[], env: Record<string, string> = {}): Promise<Ran> {
-  return new Promise((resolve) =>
-    execFile(
-      process.execPath,
-      [path.join(ROOT, 'bin', 'sluice.js'), ...args],
-      { env: { ...process.env, ...env } },
-      (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
-    ),
-  );
+  return runProcess(process.execPath, [path.join(ROOT, 'bin', 'sluice.js'), ...args], {
+    env: { ...process.env, ...env },
+  });
 }
 
 /** `sluice approve|deny <id>`, as a person types it. */

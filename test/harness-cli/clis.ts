@@ -4,9 +4,10 @@
 // plugin `sluice hook install opencode` writes). Each run has a home of
 // its own (HOME, CODEX_HOME, XDG folders), so nothing reads or writes the machine's own config,
 // and every update check, telemetry and error report is off: only 127.0.0.1 is reachable.
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { type Ran, runProcess } from '../run-process';
 
 /** The versions tested (docs/gateway.md names them). */
 export const HARNESS_CLIS = {
@@ -78,11 +79,7 @@ export interface RunOptions {
   untrustedProjectHooks?: boolean;
 }
 
-export interface Ran {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
+export type { Ran };
 
 /** `node bin/sluice.js hook <dialect> …`, as a harness's settings run it. */
 function hookCommand(dialect: string, s: Sluice, timeoutS?: number): string {
@@ -273,17 +270,4 @@ export async function runHarness(cli: HarnessCli, prompt: string, o: RunOptions)
   const { args, env } = await SETUP[cli](prompt, o);
   const bin = path.join(CACHE, 'node_modules', '.bin', HARNESS_CLIS[cli].bin);
   return runProcess(bin, args, { cwd: o.cwd, env: { ...baseEnv(o.home), ...env } });
-}
-
-/** A program run to its end, its output kept. */
-export function runProcess(file: string, args: string[], o: { cwd?: string; env: NodeJS.ProcessEnv }): Promise<Ran> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(file, args, { cwd: o.cwd, env: o.env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
 }
