@@ -166,7 +166,7 @@ const OPENCODE_ARGS: Record<string, string> = {
  * name OpenCode has that Claude Code has not (an MCP tool, `patch`, `skill`) is kept: the worker
  * denies a name none of its tools answers to, unless harnessTools({ names }) lists it.
  */
-export function opencodeCall(toolName: string, input: JsonObject): { toolName: string; toolInput: JsonObject } {
+function opencodeCall(toolName: string, input: JsonObject): { toolName: string; toolInput: JsonObject } {
   const claude = OPENCODE_TOOLS[toolName];
   if (!claude) return { toolName, toolInput: input };
   const toolInput: JsonObject = {};

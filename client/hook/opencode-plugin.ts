@@ -11,8 +11,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 
-/** The file's name in a plugin folder; doctor.ts looks for it (and for MARK inside). */
-export const PLUGIN_FILE = 'sluice.js';
+/** The file's name in a plugin folder. */
+const PLUGIN_FILE = 'sluice.js';
 /** The line that tells Sluice's plugin from a file of the same name written by someone else. */
 export const PLUGIN_MARK = 'sluice-opencode-plugin v1';
 /** How long an ask may wait for a person by default: OpenCode itself waits for a plugin without end. */
@@ -26,7 +26,7 @@ export interface PluginOptions {
 }
 
 /** The plugin's source: plain JavaScript with no imports but node's, as OpenCode's Bun loads it. */
-export function opencodePluginSource(o: PluginOptions): string {
+function opencodePluginSource(o: PluginOptions): string {
   return `// Sluice decides every OpenCode tool call before it runs (${PLUGIN_MARK}).
 // Written by \`sluice hook install opencode\`: run it again rather than editing this file.
 // Each call goes to \`sluice hook opencode\`; only its allow lets the call run. A deny, an ask
