@@ -29,6 +29,7 @@ import {
   lineAt,
 } from './policy-types';
 import { commandText, literal, readShell, type ShellReading } from './shell';
+import { refuseNearMisses } from './settings-keys';
 import { claudeToolName } from './tool-names';
 import { anyOf, type Wildcard, wildcard } from './wildcard';
 
@@ -55,7 +56,10 @@ export function openCodeWildcard(pattern: string): Wildcard {
 }
 
 export function parseOpenCode(text: string, file: Pick<PolicyFile, 'label' | 'digest'>, home: string): OpenCodeRule[] {
-  const perm = readJsonObject(text, file.label).permission;
+  const doc = readJsonObject(text, file.label);
+  // `"permissions"` (Claude Code's spelling) is a key OpenCode reads past: its rules would not apply.
+  refuseNearMisses(file.label, 'the top level', doc, ['permission']);
+  const perm = doc.permission;
   if (perm === undefined) return [];
   const lines = new KeyLines(text);
   if (typeof perm === 'string') {

@@ -1,15 +1,14 @@
 // The real harness CLIs in front of Sluice, end to end: Claude Code (`claude -p`), Codex (`codex
-// exec`) and Gemini CLI (`gemini -p`), installed from npm at pinned versions (harness-cli/clis.ts),
-// each driven by a scripted model on 127.0.0.1 (harness-cli/fake-model.ts) that asks its shell tool
-// to run a command, with the harness's hooks running the real `bin/sluice.js hook <dialect>`
-// against the run's dev server and a worker in its own process (harness-cli/worker.config.ts).
+// exec`), Gemini CLI (`gemini -p`) and OpenCode (`opencode run`), installed from npm at pinned
+// versions (harness-cli/clis.ts), each driven by a scripted model on 127.0.0.1
+// (harness-cli/fake-model.ts) that asks its shell tool to run a command, with the harness's hooks
+// (OpenCode's: the plugin `sluice hook install opencode` writes) running the real
+// `bin/sluice.js hook <dialect>` against the run's dev server and a worker in its own process
+// (harness-cli/worker.config.ts).
 //
 // The commands are `./mark <name>`, a script in the harness's project that appends a line to
 // runs/<name>: what ran, and how often, is read from there, not from what anyone reports. The
 // worker's rules allow `./mark allowed-*`, deny `./mark denied-*` and ask about `./mark asked-*`.
-//
-// OpenCode has no `sluice hook` dialect (its hooks are JavaScript plugins, not commands): not here.
-import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
@@ -18,6 +17,7 @@ import { eventually } from './eventually';
 import { type ChildWorker, type Harness, spawnWorker, startHarness } from './harness';
 import { HARNESS_CLIS, type HarnessCli, installHarnessClis, type Ran, runHarness } from './harness-cli/clis';
 import { type FakeModel, startFakeModel } from './harness-cli/fake-model';
+import { runProcess } from './run-process';
 
 // Real CLIs and a hook process per tool call, each loading TypeScript, on a loaded machine.
 vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
@@ -115,14 +115,9 @@ function approvalFor(name: string, seen: string[] = []): Promise<PendingApproval
 
 /** `sluice <args>` in a process of its own. */
 function sluice(args: string[], env: Record<string, string> = {}): Promise<Ran> {
-  return new Promise((resolve) =>
-    execFile(
-      process.execPath,
-      [path.join(ROOT, 'bin', 'sluice.js'), ...args],
-      { env: { ...process.env, ...env } },
-      (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
-    ),
-  );
+  return runProcess(process.execPath, [path.join(ROOT, 'bin', 'sluice.js'), ...args], {
+    env: { ...process.env, ...env },
+  });
 }
 
 /** `sluice approve|deny <id>`, as a person types it. */

@@ -10,16 +10,25 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { inject } from 'vitest';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { hookCallKey } from '../client/hook/hook-key';
-import { callInput, type HarnessDialect, type HarnessRequest } from '../client/hook/dialects';
+import { SluiceClient } from '../client/client';
+import {
+  callInput,
+  type HarnessDialect,
+  type HarnessRequest,
+  parseHookPayload,
+  renderAnswer,
+} from '../client/hook/dialects';
 import { callStep, decide, startInOwnBlock } from '../client/hook/service';
 import { commandHooks, harnessTools, permissionRules } from '../hooks';
 import { batchWorkflowId } from '../workflows/definitions';
 import { defineConfig } from '../define/config';
 import { eventually, pendingApprovals } from './eventually';
 import { type Harness, startHarness } from './harness';
+import { type Ran, runProcess } from './run-process';
 
 // Every test starts real processes (a hook, the CLI) that load TypeScript through tsx: at a load of
-// 16 and more each takes many seconds, so the file's tests get minutes, not vitest's one.
+// 16 and more each takes many seconds, so the file's tests get minutes, not vitest's one. They run
+// one at a time: that time is CPU (tsx compiling in each process), which tests run at once share.
 vi.setConfig({ testTimeout: 300_000 });
 
 const BIN = path.join(__dirname, '..', 'bin', 'sluice.js');
@@ -75,47 +84,23 @@ function payload(file: string, patch: { command?: string; toolUseId?: string | n
   return doc;
 }
 
-interface Ran {
-  code: number | null;
-  stdout: string;
-  stderr: string;
+interface HookRan extends Ran {
   json?: any;
 }
 
-function runHook(dialect: string, input: unknown, args: string[] = []): Promise<Ran> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      [
-        BIN,
-        'hook',
-        dialect,
-        '--address',
-        inject('temporalAddress'),
-        '--task-queue',
-        h.taskQueue,
-        '--timeout',
-        '120',
-        ...args,
-      ],
-      { stdio: ['pipe', 'pipe', 'pipe'], env: hookEnv },
-    );
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('error', reject);
-    child.on('exit', (code) => {
-      let json: unknown;
-      try {
-        json = stdout.trim() ? JSON.parse(stdout) : undefined;
-      } catch {
-        json = undefined;
-      }
-      resolve({ code, stdout, stderr, json });
-    });
-    child.stdin.end(typeof input === 'string' ? input : JSON.stringify(input));
+async function runHook(dialect: string, input: unknown, args: string[] = []): Promise<HookRan> {
+  const hookArgs = ['hook', dialect, '--address', inject('temporalAddress'), '--task-queue', h.taskQueue];
+  const r = await runProcess(process.execPath, [BIN, ...hookArgs, '--timeout', '120', ...args], {
+    env: hookEnv,
+    input: typeof input === 'string' ? input : JSON.stringify(input),
   });
+  let json: unknown;
+  try {
+    json = r.stdout.trim() ? JSON.parse(r.stdout) : undefined;
+  } catch {
+    json = undefined;
+  }
+  return { ...r, json };
 }
 
 /** The batch a decide event starts for its call (occurrence n); Codex's Bash without its `description`. */
@@ -130,6 +115,24 @@ function decisionBatch(
     n,
     callStep({ sessionId: doc.session_id, toolName: doc.tool_name, toolInput }, callKey),
   );
+}
+
+/** Resolves when `client` is first asked for the result of `workflowId`: the hook waits on that batch. */
+function onResultWait(client: SluiceClient, workflowId: string): Promise<void> {
+  const workflow = client.temporal.workflow;
+  const getHandle = workflow.getHandle.bind(workflow);
+  return new Promise((resolve) => {
+    vi.spyOn(workflow, 'getHandle').mockImplementation((id, ...rest) => {
+      const handle = getHandle(id, ...rest);
+      if (id !== workflowId) return handle;
+      const watchedHandle = Object.create(handle);
+      watchedHandle.result = () => {
+        resolve();
+        return handle.result();
+      };
+      return watchedHandle;
+    });
+  });
 }
 
 /** Whether a workflow of that id was ever started. */
@@ -261,22 +264,39 @@ describe('Claude Code', () => {
 
   it('PermissionRequest after a PreToolUse that gave up attaches to its batch, still waiting: one ask, its outcome', async () => {
     // PermissionRequest carries no tool_use_id; PreToolUse started the batch with one. The
-    // PreToolUse hook gives up (ask) while the approval waits; the ask's deny timeout then decides
-    // it, after the PermissionRequest hook started waiting on the same batch.
+    // PreToolUse hook gives up (ask) while the approval waits; the PermissionRequest then waits on
+    // that same batch, and the person's decision, given once it waits there, is its answer.
     const doc = payload('claude-pre-tool-use.json', { command: 'git push origin attach' });
-    const giving = runHook('claude', doc, ['--timeout', '20', '--approval-timeout', '60']);
+    const giving = runHook('claude', doc, ['--timeout', '20']);
     const wf = decisionBatch(doc);
-    await pendingApprovals(h.client, wf, 1);
+    const [pending] = await pendingApprovals(h.client, wf, 1);
     const first = await giving;
     expect(first.json.hookSpecificOutput.permissionDecision).toBe('ask');
     expect((await h.client.readApprovals(wf)).running).toBe(true);
+    // Decided in this process, through a client that says when the hook waits on the batch's result.
+    const watched = new SluiceClient({ connection: h.connection, taskQueue: h.taskQueue });
+    const waiting = onResultWait(watched, wf);
     const perm = payload('claude-permission-request.json', { session: doc.session_id });
     perm.tool_input = doc.tool_input;
-    const r = await runHook('claude', perm);
-    expect(r.code).toBe(0);
-    expect(r.json.hookSpecificOutput.hookEventName).toBe('PermissionRequest');
-    expect(r.json.hookSpecificOutput.decision.behavior).toBe('deny');
-    expect(r.json.hookSpecificOutput.decision.message).toMatch(/Sluice:/);
+    const answering = decide(parseHookPayload('claude', JSON.stringify(perm)), {
+      sluice: watched,
+      deadline: Date.now() + 240_000,
+      budgetMs: 240_000,
+      callKey,
+    });
+    await waiting;
+    await h.client.decide({
+      approvalId: pending.approvalId,
+      decision: 'deny',
+      by: 'ivan',
+      reason: 'not from this branch',
+      workflowId: wf,
+    });
+    const r = await answering;
+    expect(r.workflowId).toBe(wf);
+    expect(renderAnswer('claude', 'PermissionRequest', r.answer).stdout).toMatch(
+      /"behavior":"deny","message":"Sluice:[^"]*not from this branch/,
+    );
     expect(await exists(decisionBatch(doc, 1))).toBe(false);
   });
 
@@ -490,39 +510,44 @@ describe('bad input never allows', () => {
     expect(geminiAsClaude.code).toBe(2);
   });
 
-  it('no Temporal server: Claude Code falls back to its own prompt, Codex and Gemini CLI to deny', async () => {
-    const claude = await runHook('claude', payload('claude-pre-tool-use.json'), [
-      '--address',
-      '127.0.0.1:9',
-      '--timeout',
-      '4',
+  it('no Temporal server: Claude Code falls back to its own prompt, Codex, Gemini CLI and OpenCode to deny', async () => {
+    const nowhere = ['--address', '127.0.0.1:9', '--timeout', '4'];
+    const [claude, perm, codex, gemini, opencode] = await Promise.all([
+      runHook('claude', payload('claude-pre-tool-use.json'), nowhere),
+      runHook('claude', payload('claude-permission-request.json'), nowhere),
+      runHook('codex', payload('codex-pre-tool-use.json'), nowhere),
+      runHook('gemini', payload('gemini-before-tool.json'), nowhere),
+      runHook('opencode', payload('opencode-tool-execute-before.json'), nowhere),
     ]);
     expect(claude.json.hookSpecificOutput.permissionDecision).toBe('ask');
     expect(claude.json.hookSpecificOutput.permissionDecisionReason).toMatch(/fails closed/);
     // A PermissionRequest's fallback is no output (the harness's own prompt); its why is on stderr.
-    const perm = await runHook('claude', payload('claude-permission-request.json'), [
-      '--address',
-      '127.0.0.1:9',
-      '--timeout',
-      '4',
-    ]);
     expect(perm.code).toBe(0);
     expect(perm.stdout).toBe('');
     expect(perm.stderr).toMatch(/could not be reached.*fails closed/);
-    const codex = await runHook('codex', payload('codex-pre-tool-use.json'), [
-      '--address',
-      '127.0.0.1:9',
-      '--timeout',
-      '4',
-    ]);
     expect(codex.json.hookSpecificOutput.permissionDecision).toBe('deny');
-    const gemini = await runHook('gemini', payload('gemini-before-tool.json'), [
-      '--address',
-      '127.0.0.1:9',
-      '--timeout',
-      '4',
-    ]);
     expect(gemini.json.decision).toBe('deny');
+    expect(opencode.json.decision).toBe('deny');
+  });
+});
+
+describe('OpenCode: the payload its plugin sends', () => {
+  it('tool.execute.before: allow and deny by the same Bash rules (bash is Bash); an ask approved; tool.execute.after recorded', async () => {
+    const allowed = await runHook('opencode', payload('opencode-tool-execute-before.json'));
+    expect(allowed.json).toEqual({ decision: 'allow' });
+    const denied = await runHook('opencode', payload('opencode-tool-execute-before.json', { command: 'rm -rf ~' }));
+    expect(denied.json.decision).toBe('deny');
+    expect(denied.json.reason).toMatch(/rm -rf/);
+    const doc = payload('opencode-tool-execute-before.json', { command: 'git push origin opencode' });
+    const running = runHook('opencode', doc);
+    const wf = decisionBatch({ ...doc, tool_name: 'Bash' });
+    const [pending] = await pendingApprovals(h.client, wf, 1);
+    expect(pending.toolName).toBe('Bash');
+    await h.client.decide({ approvalId: pending.approvalId, decision: 'approve', by: 'judy', workflowId: wf });
+    expect((await running).json).toEqual({ decision: 'allow' });
+    const after = payload('opencode-tool-execute-after.json', { session: doc.session_id, toolUseId: doc.tool_use_id });
+    after.tool_input = doc.tool_input;
+    expect((await runHook('opencode', after)).code).toBe(0);
   });
 });
 
@@ -594,13 +619,5 @@ function post(
 }
 
 function runCli(args: string[]): Promise<Ran> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('error', reject);
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
+  return runProcess(process.execPath, [BIN, ...args]);
 }

@@ -1,11 +1,13 @@
-// `sluice hook <claude|codex|gemini>`: a harness's command hook. Reads one hook payload on stdin,
+// `sluice hook <claude|codex|gemini|opencode>`: a harness's command hook. Reads one hook payload on stdin,
 // decides the call through Sluice (service.ts) and answers on stdout in the harness's dialect
 // before the harness stops waiting. `sluice hook serve`: the same over HTTP, for Claude Code's
-// `http` hook type (POST /claude, /codex, /gemini). docs/gateway.md has the set-up lines.
+// `http` hook type (POST /claude, /codex, /gemini). `sluice hook install opencode`: the OpenCode
+// plugin that runs `sluice hook opencode` (opencode-plugin.ts). docs/gateway.md has the set-up lines.
 //
 // Fail closed, always: malformed input, an unknown dialect, no server, no worker, no decision in
 // time — each answers deny (or "ask", where the harness then asks the person itself), never allow.
 import * as http from 'node:http';
+import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { SluiceClient } from '../client';
 import { connectClient } from '../../temporal/connection';
@@ -23,24 +25,29 @@ import {
   renderFailure,
 } from './dialects';
 import { doctor, doctorDefaults, renderFindings } from './doctor';
+import { DEFAULT_OPENCODE_TIMEOUT_S, pluginPath, sluiceBin, writePlugin } from './opencode-plugin';
 import { decide, record } from './service';
 
-export const HOOK_HELP = `Usage: npx sluice hook <claude|codex|gemini> [options]     a command hook: payload on stdin
+export const HOOK_HELP = `Usage: npx sluice hook <claude|codex|gemini|opencode> [options]  a command hook: payload on stdin
            npx sluice hook serve [--port N] [--host H] [options]  http hooks: POST /claude (/codex, /gemini)
-           npx sluice hook doctor <claude|codex|gemini> [--project DIR]  will the harness run the hook?
+           npx sluice hook install opencode [--project DIR | --global] [options]  OpenCode's plugin
+           npx sluice hook doctor <claude|codex|gemini|opencode> [--project DIR]  will the harness run the hook?
 
-Answers the harness's PreToolUse / PermissionRequest (Claude Code, Codex) or BeforeTool (Gemini
-CLI) hook with Sluice's decision, and records PostToolUse / PostToolUseFailure / AfterTool results.
+Answers the harness's PreToolUse / PermissionRequest (Claude Code, Codex), BeforeTool (Gemini CLI)
+or tool.execute.before (OpenCode, through the plugin \`install opencode\` writes) with Sluice's
+decision, and records PostToolUse / PostToolUseFailure / AfterTool / tool.execute.after results.
 Each call is a durable Sluice batch of the harness's session, decided by the worker's config
 (harnessTools() from sluice/hooks; docs/gateway.md).
 
 Options:
-  --timeout S             How long the harness waits for this hook, in seconds (default 50): Sluice
-                          answers a little before, and an ask nobody decided by then falls back
-                          to the harness's own prompt where it has one, else to deny
+  --timeout S             How long the harness waits for this hook, in seconds (default 50; 600 in
+                          the plugin \`install opencode\` writes): Sluice answers a little before,
+                          and an ask nobody decided by then falls back to the harness's own
+                          prompt where it has one, else to deny
   --approval-timeout S    Deny timeout of an ask when the worker's tool sets none (default 600)
   --port N, --host H      serve: where to listen (default 127.0.0.1:8788)
-  --project DIR           doctor: the project the harness runs in (default: this folder)
+  --project DIR           doctor, install: the project the harness runs in (default: this folder)
+  --global                install: for every project (~/.config/opencode/plugin/)
   --address host:port     Temporal frontend (default: TEMPORAL_ADDRESS, then localhost:7233)
   --namespace NAME        Temporal namespace (default: TEMPORAL_NAMESPACE, then "default")
   --task-queue NAME       Task queue of the Sluice worker that serves harness calls
@@ -82,6 +89,7 @@ export async function hookMain(
   }
   if (parsed.target === 'serve') return serve(parsed.options, parsed.port, parsed.host, io.stderr);
   if (parsed.target === 'doctor') return runDoctor(parsed.positionals[1], parsed.project, io);
+  if (parsed.target === 'install') return runInstall(parsed, io);
   let dialect: HarnessDialect;
   try {
     dialect = parseDialect(parsed.target);
@@ -108,6 +116,46 @@ function runDoctor(
   const { text, exitCode } = renderFindings(dialect, doctor(dialect, doctorDefaults(project)));
   io.stdout(text);
   return exitCode;
+}
+
+/**
+ * `sluice hook install opencode`: writes the plugin that runs this copy's `sluice hook opencode`
+ * with the options given here (node and bin/sluice.js by absolute path: OpenCode's own runtime is
+ * not node, and its PATH need not reach this project's node_modules).
+ */
+function runInstall(
+  parsed: ReturnType<typeof parseOptions>,
+  io: { stdout: (s: string) => void; stderr: (s: string) => void },
+): number {
+  const harness = parsed.positionals[1];
+  if (harness !== 'opencode') {
+    io.stderr(
+      `sluice hook install: only \`opencode\` has a plugin to install${harness ? `, not ${JSON.stringify(harness)}` : ''}; Claude Code, Codex and Gemini CLI run \`sluice hook <harness>\` from their hook settings (docs/gateway.md has the lines)\n`,
+    );
+    return 2;
+  }
+  if (parsed.global && parsed.project !== undefined) {
+    io.stderr('sluice hook install: give --project DIR or --global, not both\n');
+    return 2;
+  }
+  const file = pluginPath(parsed.global ? { global: true } : { project: parsed.project ?? process.cwd() });
+  const timeoutS = parsed.timeoutGiven ? parsed.options.timeoutMs / 1000 : DEFAULT_OPENCODE_TIMEOUT_S;
+  const o = parsed.options;
+  const command = [process.execPath, sluiceBin(), 'hook', 'opencode', '--timeout', String(timeoutS)];
+  if (o.approvalTimeoutMs !== undefined) command.push('--approval-timeout', String(o.approvalTimeoutMs / 1000));
+  if (o.address) command.push('--address', o.address);
+  if (o.namespace) command.push('--namespace', o.namespace);
+  if (o.taskQueue) command.push('--task-queue', o.taskQueue);
+  try {
+    writePlugin(file, { command, timeoutS });
+  } catch (err) {
+    io.stderr(`sluice hook install: ${(err as Error).message}\n`);
+    return 1;
+  }
+  io.stdout(
+    `Wrote ${file}: OpenCode asks Sluice before every tool call${parsed.global ? ' in every project' : ' in this project'}.\nCheck with: npx sluice hook doctor opencode${parsed.global ? '' : ` --project ${path.dirname(path.dirname(path.dirname(file)))}`}\n`,
+  );
+  return 0;
 }
 
 /** A Sluice client for one hook run; `release` closes what was opened for it (nothing for a shared one). */
@@ -323,6 +371,7 @@ function parseOptions(argv: string[]) {
       namespace: { type: 'string' },
       'task-queue': { type: 'string' },
       project: { type: 'string' },
+      global: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -342,6 +391,8 @@ function parseOptions(argv: string[]) {
     target: positionals[0],
     positionals,
     project: values.project,
+    global: values.global === true,
+    timeoutGiven: values.timeout !== undefined,
     port,
     host: values.host ?? '127.0.0.1',
     options: {

@@ -1,4 +1,4 @@
-// What Claude Code, Codex and Gemini CLI send a hook on stdin, and what they read back, for the
+// What Claude Code, Codex, Gemini CLI and OpenCode send a hook on stdin, and what they read back, for the
 // events `sluice hook` answers (docs/gateway.md). Pure functions: the process is command.ts's.
 //
 // The shapes come from each harness's hook reference:
@@ -6,12 +6,14 @@
 //                PostToolUseFailure; the `http` hook type posts the same JSON)
 //   Codex        https://developers.openai.com/codex/hooks  (PreToolUse, PermissionRequest, PostToolUse)
 //   Gemini CLI   https://geminicli.com/docs/hooks/reference  (BeforeTool, AfterTool)
+//   OpenCode     its plugins' tool.execute.before / tool.execute.after: Sluice's plugin
+//                (opencode-plugin.ts) sends them in Claude Code's shape and reads the answer back
 // The hooks Sluice itself runs from settings files read the same dialects the other way round
 // (hooks/dialects.ts): there Sluice writes stdin and reads stdout.
 import type { Json, JsonObject } from '../../pipeline/types';
 
-export type HarnessDialect = 'claude' | 'codex' | 'gemini';
-export const HARNESS_DIALECTS: readonly HarnessDialect[] = ['claude', 'codex', 'gemini'];
+export type HarnessDialect = 'claude' | 'codex' | 'gemini' | 'opencode';
+export const HARNESS_DIALECTS: readonly HarnessDialect[] = ['claude', 'codex', 'gemini', 'opencode'];
 
 export type HarnessEvent =
   | 'PreToolUse'
@@ -19,13 +21,16 @@ export type HarnessEvent =
   | 'PostToolUse'
   | 'PostToolUseFailure'
   | 'BeforeTool'
-  | 'AfterTool';
+  | 'AfterTool'
+  | 'tool.execute.before'
+  | 'tool.execute.after';
 
 /** The events each harness sends that `sluice hook` answers: the first group decides, the rest record. */
 export const EVENTS: Record<HarnessDialect, { decide: HarnessEvent[]; record: HarnessEvent[] }> = {
   claude: { decide: ['PreToolUse', 'PermissionRequest'], record: ['PostToolUse', 'PostToolUseFailure'] },
   codex: { decide: ['PreToolUse', 'PermissionRequest'], record: ['PostToolUse'] },
   gemini: { decide: ['BeforeTool'], record: ['AfterTool'] },
+  opencode: { decide: ['tool.execute.before'], record: ['tool.execute.after'] },
 };
 
 /** One harness tool call as a hook was told about it. */
@@ -54,7 +59,7 @@ export class HookInputError extends Error {}
 export function parseDialect(name: string | undefined): HarnessDialect {
   if (name && (HARNESS_DIALECTS as readonly string[]).includes(name)) return name as HarnessDialect;
   throw new HookInputError(
-    `${name ? `unknown hook dialect ${JSON.stringify(name)}` : 'no hook dialect given'}: run \`sluice hook claude\`, \`sluice hook codex\` or \`sluice hook gemini\` (the harness whose hook settings run it)`,
+    `${name ? `unknown hook dialect ${JSON.stringify(name)}` : 'no hook dialect given'}: run \`sluice hook claude\`, \`sluice hook codex\`, \`sluice hook gemini\` or \`sluice hook opencode\` (the harness whose hook settings run it)`,
   );
 }
 
@@ -92,13 +97,14 @@ export function parseHookPayload(dialect: HarnessDialect, text: string): Harness
   const toolName = need('tool_name');
   const input = doc.tool_input;
   if (!isObject(input)) throw new HookInputError(`the ${event} payload's tool_input must be a JSON object`);
+  const named = dialect === 'opencode' ? opencodeCall(toolName, input as JsonObject) : undefined;
   const req: HarnessRequest = {
     dialect,
     event: event as HarnessEvent,
     kind,
     sessionId,
-    toolName,
-    toolInput: callInput(dialect, toolName, input as JsonObject),
+    toolName: named?.toolName ?? toolName,
+    toolInput: named?.toolInput ?? callInput(dialect, toolName, input as JsonObject),
   };
   if (doc.tool_use_id !== undefined && doc.tool_use_id !== null) {
     if (typeof doc.tool_use_id !== 'string' || !doc.tool_use_id)
@@ -107,7 +113,7 @@ export function parseHookPayload(dialect: HarnessDialect, text: string): Harness
   }
   if (typeof doc.cwd === 'string') req.cwd = doc.cwd;
   if (typeof doc.turn_id === 'string') req.turnId = doc.turn_id;
-  if (event === 'PostToolUse' || event === 'AfterTool') {
+  if (event === 'PostToolUse' || event === 'AfterTool' || event === 'tool.execute.after') {
     if (doc.tool_response !== undefined) req.toolResponse = doc.tool_response as Json;
     const error = isObject(doc.tool_response) ? doc.tool_response.error : undefined;
     if (event === 'AfterTool' && typeof error === 'string' && error) req.error = error;
@@ -131,6 +137,43 @@ export function callInput(dialect: HarnessDialect, toolName: string, input: Json
   return rest;
 }
 
+/** OpenCode's built-in tools by the name Claude Code's rules and hooks use (hooks/harness-tools.ts). */
+const OPENCODE_TOOLS: Record<string, string> = {
+  bash: 'Bash',
+  read: 'Read',
+  write: 'Write',
+  edit: 'Edit',
+  glob: 'Glob',
+  grep: 'Grep',
+  list: 'LS',
+  webfetch: 'WebFetch',
+  websearch: 'WebSearch',
+  task: 'Task',
+  todowrite: 'TodoWrite',
+};
+
+/** OpenCode's argument names that Claude Code spells otherwise: a `Read(./secrets/**)` rule reads file_path. */
+const OPENCODE_ARGS: Record<string, string> = {
+  filePath: 'file_path',
+  oldString: 'old_string',
+  newString: 'new_string',
+  replaceAll: 'replace_all',
+};
+
+/**
+ * An OpenCode call as the worker's tools and the config's rules know it: `bash` is `Bash` and its
+ * `filePath` is `file_path`, so one `Bash(rm:*)` or `Read(./.env)` rule judges every harness. A
+ * name OpenCode has that Claude Code has not (an MCP tool, `patch`, `skill`) is kept: the worker
+ * denies a name none of its tools answers to, unless harnessTools({ names }) lists it.
+ */
+function opencodeCall(toolName: string, input: JsonObject): { toolName: string; toolInput: JsonObject } {
+  const claude = OPENCODE_TOOLS[toolName];
+  if (!claude) return { toolName, toolInput: input };
+  const toolInput: JsonObject = {};
+  for (const [k, v] of Object.entries(input)) toolInput[OPENCODE_ARGS[k] ?? k] = v;
+  return { toolName: claude, toolInput };
+}
+
 /** What Sluice decided for a call, before it is put in the harness's words. */
 export interface HookAnswer {
   decision: 'allow' | 'deny' | 'ask';
@@ -147,7 +190,8 @@ export interface HookReply {
 /**
  * Whether the harness has an "ask the person here" answer at this event. Where it has none, an ask
  * Sluice cannot settle in time becomes a deny: Codex treats PreToolUse `ask` as unsupported and
- * runs the call, and Gemini CLI's BeforeTool knows only allow and deny.
+ * runs the call, Gemini CLI's BeforeTool knows only allow and deny, and OpenCode's plugin lets a
+ * call run unless it throws.
  */
 export function canAsk(dialect: HarnessDialect, event: HarnessEvent): boolean {
   if (event === 'PermissionRequest') return true; // no answer = the harness shows its own prompt
@@ -177,7 +221,7 @@ export function answerBody(dialect: HarnessDialect, event: HarnessEvent, answer:
       },
     };
   }
-  if (dialect === 'gemini')
+  if (dialect === 'gemini' || dialect === 'opencode')
     return a.decision === 'allow' ? { decision: 'allow' } : { decision: 'deny', reason: a.reason };
   // PreToolUse. Codex parses permissionDecision allow but does not support it yet: its "no
   // objection" is an empty stdout, after which its own approval policy applies.
@@ -192,8 +236,8 @@ export function answerBody(dialect: HarnessDialect, event: HarnessEvent, answer:
 }
 
 /**
- * Bad input, a failure before any decision: exit 2 with the reason on stderr, which all three
- * harnesses read as "block this call" (never as an allow). After the tool ran there is nothing to
+ * Bad input, a failure before any decision: exit 2 with the reason on stderr, which every harness
+ * reads as "block this call" (never as an allow; Sluice's OpenCode plugin refuses on any exit but 0). After the tool ran there is nothing to
  * block, so a record event that fails exits 1, a non-blocking error the harness shows and moves past.
  */
 export function renderFailure(kind: 'decide' | 'record', message: string): HookReply {

@@ -1,4 +1,4 @@
-// `sluice hook doctor <claude|codex|gemini>`: reads a harness's settings and trust state and says
+// `sluice hook doctor <claude|codex|gemini|opencode>`: reads a harness's settings and trust state and says
 // plainly whether it will run the `sluice hook` lines, so a person does not believe Sluice guards a
 // harness that silently ignores them (docs/gateway.md, "Will the harness run the hook?").
 //
@@ -9,6 +9,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import type { HarnessDialect } from './dialects';
+import { PLUGIN_MARK } from './opencode-plugin';
 
 export interface DoctorOptions {
   /** The project the harness runs in (default: the working folder). */
@@ -17,6 +18,10 @@ export interface DoctorOptions {
   home: string;
   /** Codex's state folder (default: CODEX_HOME, then ~/.codex). */
   codexHome?: string;
+  /** OpenCode's config folder (default: XDG_CONFIG_HOME/opencode, then ~/.config/opencode). */
+  opencodeConfig?: string;
+  /** The environment OpenCode will run in (default: this process's). */
+  env?: NodeJS.ProcessEnv;
 }
 
 /** One finding: `fail` means the hook will not run (or not for the deciding events). */
@@ -31,6 +36,7 @@ type Settings = { file: string; doc: Record<string, unknown> };
 export function doctor(dialect: HarnessDialect, o: DoctorOptions): Finding[] {
   if (dialect === 'claude') return claudeFindings(o);
   if (dialect === 'codex') return codexFindings(o);
+  if (dialect === 'opencode') return opencodeFindings(o);
   return geminiFindings(o);
 }
 
@@ -41,13 +47,23 @@ export function renderFindings(dialect: HarnessDialect, findings: Finding[]): { 
   const verdict = failed
     ? `The ${NAMES[dialect]} hook will NOT run as set up: Sluice does not guard this harness until the FAIL lines are fixed.`
     : `As far as its files show, ${NAMES[dialect]} runs \`sluice hook ${dialect}\` before its tool calls.`;
+  // OpenCode's plugin is the only way in; a run with --pure skips it, which no file shows.
+  const pure =
+    dialect === 'opencode' && !failed
+      ? '\nA run with `opencode --pure` (or OPENCODE_PURE=1) loads no plugin: Sluice does not see its calls.'
+      : '';
   return {
-    text: `${findings.map((f) => `${mark[f.level]}  ${f.text}`).join('\n')}\n\n${verdict}\n`,
+    text: `${findings.map((f) => `${mark[f.level]}  ${f.text}`).join('\n')}\n\n${verdict}${pure}\n`,
     exitCode: failed ? 1 : 0,
   };
 }
 
-const NAMES: Record<HarnessDialect, string> = { claude: 'Claude Code', codex: 'Codex', gemini: 'Gemini CLI' };
+const NAMES: Record<HarnessDialect, string> = {
+  claude: 'Claude Code',
+  codex: 'Codex',
+  gemini: 'Gemini CLI',
+  opencode: 'OpenCode',
+};
 
 function readJson(file: string): Settings | undefined {
   if (!fs.existsSync(file)) return undefined;
@@ -213,4 +229,67 @@ export function doctorDefaults(project?: string, home?: string): DoctorOptions {
     home: home ?? os.homedir(),
     ...(process.env.CODEX_HOME ? { codexHome: process.env.CODEX_HOME } : {}),
   };
+}
+
+/**
+ * OpenCode runs every .js / .ts file in a plugin folder (the project's .opencode/plugin(s)/, the
+ * person's ~/.config/opencode/plugin(s)/): Sluice's is the one `sluice hook install opencode`
+ * wrote, found by its mark, and it is only as good as the node and bin/sluice.js it names.
+ */
+function opencodeFindings(o: DoctorOptions): Finding[] {
+  const env = o.env ?? process.env;
+  const config = o.opencodeConfig ?? path.join(env.XDG_CONFIG_HOME || path.join(o.home, '.config'), 'opencode');
+  const projectDirs = ['plugin', 'plugins'].map((d) => path.join(o.project, '.opencode', d));
+  const userDirs = ['plugin', 'plugins'].map((d) => path.join(config, d));
+  const noProject = !!env.OPENCODE_DISABLE_PROJECT_CONFIG && env.OPENCODE_DISABLE_PROJECT_CONFIG !== '0';
+  const out: Finding[] = [];
+  const found: string[] = [];
+  for (const dir of [...projectDirs, ...userDirs]) {
+    const files = fs.existsSync(dir) ? fs.readdirSync(dir).filter((f) => /\.(js|ts|mjs)$/.test(f)) : [];
+    for (const f of files) {
+      const file = path.join(dir, f);
+      const text = fs.readFileSync(file, 'utf8');
+      if (!text.includes(PLUGIN_MARK)) continue;
+      if (noProject && projectDirs.includes(dir)) {
+        out.push({
+          level: 'fail',
+          text: `${file} is in the project, and OPENCODE_DISABLE_PROJECT_CONFIG is set: OpenCode does not load it`,
+        });
+        continue;
+      }
+      found.push(file);
+      out.push(...pluginCommand(file, text));
+    }
+  }
+  if (!found.length && !out.length)
+    out.push({
+      level: 'fail',
+      text: `no Sluice plugin in ${[...projectDirs, ...userDirs].join(', ')}: OpenCode's tool calls are not decided by Sluice; run \`npx sluice hook install opencode\` in the project (or with --global)`,
+    });
+  if (env.OPENCODE_PURE && env.OPENCODE_PURE !== '0')
+    out.push({ level: 'fail', text: "OPENCODE_PURE is set: OpenCode loads no plugin, Sluice's neither" });
+  return out;
+}
+
+/** Whether the plugin's command (node, bin/sluice.js) is still where it was written. */
+function pluginCommand(file: string, text: string): Finding[] {
+  let command: unknown;
+  try {
+    command = JSON.parse(/^const COMMAND = (.*);$/m.exec(text)?.[1] ?? 'null');
+  } catch {
+    command = null;
+  }
+  if (!Array.isArray(command) || command.length < 2)
+    return [
+      { level: 'fail', text: `${file} has no command Sluice can read: run \`npx sluice hook install opencode\` again` },
+    ];
+  const missing = (command.slice(0, 2) as string[]).filter((p) => !fs.existsSync(p));
+  if (missing.length)
+    return [
+      {
+        level: 'fail',
+        text: `${file} runs ${missing.join(' and ')}, which is not there (moved, or another node): every tool call is refused; run \`npx sluice hook install opencode\` again`,
+      },
+    ];
+  return [{ level: 'ok', text: `tool.execute.before runs sluice hook opencode (${file})` }];
 }

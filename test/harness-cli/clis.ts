@@ -1,17 +1,20 @@
 // The real harness CLIs for test/harness-cli.test.ts: installed from the npm registry at pinned
 // versions into the git-ignored .sluice/harness-clis/, and run headless against the scripted model
-// (fake-model.ts) with their tool hooks wired to `sluice hook <dialect>`. Each run has a home of
+// (fake-model.ts) with their tool hooks wired to `sluice hook <dialect>` (OpenCode's through the
+// plugin `sluice hook install opencode` writes). Each run has a home of
 // its own (HOME, CODEX_HOME, XDG folders), so nothing reads or writes the machine's own config,
 // and every update check, telemetry and error report is off: only 127.0.0.1 is reachable.
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { type Ran, runProcess } from '../run-process';
 
 /** The versions tested (docs/gateway.md names them). */
 export const HARNESS_CLIS = {
   claude: { pkg: '@anthropic-ai/claude-code', version: '2.1.332', bin: 'claude' },
   codex: { pkg: '@openai/codex', version: '0.171.0', bin: 'codex' },
   gemini: { pkg: '@google/gemini-cli', version: '0.61.0', bin: 'gemini' },
+  opencode: { pkg: 'opencode-ai', version: '1.18.33', bin: 'opencode' },
 } as const;
 export type HarnessCli = keyof typeof HARNESS_CLIS;
 
@@ -30,10 +33,13 @@ export async function installHarnessClis(): Promise<void> {
   if (!fs.existsSync(path.join(CACHE, 'package.json')))
     fs.writeFileSync(path.join(CACHE, 'package.json'), '{"private": true}\n');
   // No install scripts (Gemini CLI's dependencies would build native modules it does not need
-  // here), except Claude Code's, which links its native binary from the optional dependency.
+  // here), except Claude Code's and OpenCode's, which link their native binary from the optional
+  // dependency.
   const args = ['install', '--no-audit', '--no-fund', '--ignore-scripts', '--no-save', ...want];
   await run('npm', args, CACHE, want);
-  await run(process.execPath, ['install.cjs'], path.join(CACHE, 'node_modules', '@anthropic-ai', 'claude-code'), want);
+  const modules = path.join(CACHE, 'node_modules');
+  await run(process.execPath, ['install.cjs'], path.join(modules, '@anthropic-ai', 'claude-code'), want);
+  await run(process.execPath, ['postinstall.mjs'], path.join(modules, 'opencode-ai'), want);
   fs.writeFileSync(stamp, JSON.stringify(want));
 }
 
@@ -73,11 +79,7 @@ export interface RunOptions {
   untrustedProjectHooks?: boolean;
 }
 
-export interface Ran {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
+export type { Ran };
 
 /** `node bin/sluice.js hook <dialect> …`, as a harness's settings run it. */
 function hookCommand(dialect: string, s: Sluice, timeoutS?: number): string {
@@ -95,6 +97,14 @@ const QUIET = {
   GEMINI_TELEMETRY_ENABLED: 'false',
   // Codex
   CODEX_DISABLE_UPDATE_CHECK: '1',
+  // OpenCode: no update, no model list from the web, no plugins or language servers from npm, and
+  // no reading of Claude Code's files.
+  OPENCODE_DISABLE_AUTOUPDATE: '1',
+  OPENCODE_DISABLE_MODELS_FETCH: '1',
+  OPENCODE_DISABLE_DEFAULT_PLUGINS: '1',
+  OPENCODE_DISABLE_LSP_DOWNLOAD: '1',
+  OPENCODE_DISABLE_CLAUDE_CODE: '1',
+  OPENCODE_DISABLE_SHARE: '1',
   NO_COLOR: '1',
 };
 
@@ -213,24 +223,51 @@ function gemini(prompt: string, o: RunOptions) {
   };
 }
 
-const SETUP = { claude, codex, gemini };
+/**
+ * `opencode run` with a provider at the fake model (OpenAI chat completions) in the user's
+ * opencode.json, and Sluice's plugin in the project, written by `sluice hook install opencode` as a
+ * person runs it.
+ */
+async function opencode(prompt: string, o: RunOptions) {
+  const dir = path.join(o.home, '.config', 'opencode');
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(
+    path.join(dir, 'opencode.json'),
+    JSON.stringify({
+      provider: {
+        fake: {
+          npm: '@ai-sdk/openai-compatible',
+          name: 'fake',
+          options: { baseURL: `${o.model}/v1`, apiKey: 'sk-fake' },
+          models: { 'fake-model': { name: 'fake-model' } },
+        },
+      },
+      model: 'fake/fake-model',
+      autoupdate: false,
+      share: 'disabled',
+    }),
+  );
+  const s = o.sluice;
+  const installed = await runProcess(
+    process.execPath,
+    [BIN, 'hook', 'install', 'opencode', '--project', o.cwd, '--timeout', String(o.hookTimeoutS)].concat([
+      '--address',
+      s.address,
+      '--task-queue',
+      s.taskQueue,
+    ]),
+    { cwd: o.cwd, env: process.env },
+  );
+  if (installed.code !== 0) throw new Error(`sluice hook install opencode failed: ${installed.stderr}`);
+  return { args: ['run', prompt], env: {} };
+}
+
+const SETUP = { claude, codex, gemini, opencode };
 
 /** Runs one headless prompt through the CLI; resolves when it exits. */
-export function runHarness(cli: HarnessCli, prompt: string, o: RunOptions): Promise<Ran> {
+export async function runHarness(cli: HarnessCli, prompt: string, o: RunOptions): Promise<Ran> {
   fs.mkdirSync(o.home, { recursive: true });
-  const { args, env } = SETUP[cli](prompt, o);
+  const { args, env } = await SETUP[cli](prompt, o);
   const bin = path.join(CACHE, 'node_modules', '.bin', HARNESS_CLIS[cli].bin);
-  return new Promise((resolve, reject) => {
-    const child = spawn(bin, args, {
-      cwd: o.cwd,
-      env: { ...baseEnv(o.home), ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('error', reject);
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
+  return runProcess(bin, args, { cwd: o.cwd, env: { ...baseEnv(o.home), ...env } });
 }

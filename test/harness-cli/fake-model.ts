@@ -55,6 +55,7 @@ export async function startFakeModel(): Promise<FakeModel> {
       if (req.method === 'GET') return json(res, { data: [], models: [] });
       if (url.includes('/messages')) return anthropic(res, body);
       if (url.endsWith('/responses')) return responses(res, body);
+      if (url.endsWith('/chat/completions')) return chat(res, body);
       if (url.includes(':streamGenerateContent') || url.includes(':generateContent'))
         return gemini(res, body, url.includes(':stream'));
       res.writeHead(404).end();
@@ -198,6 +199,44 @@ function responses(res: http.ServerResponse, body: any) {
     },
   };
   return sse(res, asStream('/responses', payload));
+}
+
+/** OpenAI chat completions (OpenCode's custom provider): its `bash` tool, `{command, description}`. */
+function chat(res: http.ServerResponse, body: any) {
+  const messages: any[] = body.messages ?? [];
+  const prompt = messages
+    .filter((m) => m.role === 'user')
+    // `opencode run` sends a message with blanks in it quoted, as a shell would show it.
+    .map((m) => textOf(m.content).replace(/^"([^]*)"$/, '$1'))
+    .join('\n');
+  const results = messages.filter((m) => m.role === 'tool').map((m) => textOf(m.content));
+  const hasBash = (body.tools ?? []).some((t: any) => t.function?.name === 'bash');
+  const turn = hasBash ? nextTurn(prompt, results) : { text: 'ok' };
+  const id = nextId('call');
+  const message =
+    'command' in turn
+      ? {
+          role: 'assistant',
+          content: null,
+          tool_calls: [
+            {
+              id,
+              type: 'function',
+              function: { name: 'bash', arguments: JSON.stringify({ command: turn.command, description: 'run it' }) },
+            },
+          ],
+        }
+      : { role: 'assistant', content: turn.text };
+  const payload = {
+    id: nextId('chatcmpl'),
+    object: 'chat.completion',
+    created: 1,
+    model: body.model,
+    choices: [{ index: 0, message, finish_reason: 'command' in turn ? 'tool_calls' : 'stop' }],
+    usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
+  };
+  if (body.stream) return sse(res, asStream('/chat/completions', payload));
+  return json(res, payload);
 }
 
 function gemini(res: http.ServerResponse, body: any, stream: boolean) {

@@ -99,6 +99,23 @@ describe('OpenCode permission', () => {
       /opencode\.json:2: not valid JSON/,
     );
   });
+
+  it('a misspelt "permission" (Claude Code\'s "permissions", another case) stops the worker; other settings load', () => {
+    for (const key of ['permissions', 'Permission', 'PERMISSIONS', 'permision', 'perm_ission'])
+      expect(() => openCodePermissions({ workspace: workspace({ [key]: { bash: { 'rm *': 'deny' } } }) })).toThrow(
+        new RegExp(`opencode\\.json: the top level has the key "${key}".*did you mean permission\\?`),
+      );
+    const src = openCodePermissions({
+      workspace: workspace({
+        $schema: 'x',
+        model: 'a/b',
+        plugin: [],
+        provider: {},
+        permission: { bash: { 'rm *': 'deny' } },
+      }),
+    });
+    expect(src.evaluate(bash('rm -rf /srv')).decision).toBe('deny');
+  });
 });
 
 // The shell forms of issue 22 item 1 (test/shell-cases.ts), under RULES written as OpenCode permissions.
