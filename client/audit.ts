@@ -25,7 +25,7 @@ import {
   unpackBodyResult,
 } from '../codec/stages';
 import { type BatchOutputWire, expandBatchOutput } from '../codec/output';
-import { isEvent } from '../pipeline/events';
+import { isEvent, type OutcomeFields } from '../pipeline/events';
 import { InvalidInputError } from '../support/errors';
 import { RECONCILE_UPDATE, RECONCILE_WORKFLOW, type ReconcileInput, type Reconciliation } from '../pipeline/reconcile';
 import { decode, type LoadedHistory } from './history';
@@ -523,18 +523,28 @@ function applyEvent(audit: BatchAudit, e: SessionEvent, call: (id: string) => Ca
       grantId: d.grantId,
     };
   } else if (isEvent(e, 'tool/result')) {
-    const d = e.data;
-    const c = call(d.callId);
-    c.result = {
-      isError: d.isError === true,
-      text: contentText(d.content),
-      ...(d.error ? { error: d.error } : {}),
-      ...(d.card ? { card: d.card } : c.result?.card ? { card: c.result.card } : {}),
-    };
+    const c = call(e.data.callId);
+    c.result = resultAudit(e.data, c);
+  } else if (isEvent(e, 'tool/code-dispatch-start') || isEvent(e, 'tool/code-dispatch')) {
+    // A Code Mode sub-call: the batch's input lists only the program's call, so its name and
+    // arguments come from here, and its result from the dispatch that ends it.
+    const c = call(e.data.subCallId);
+    Object.assign(c, { name: e.data.name, arguments: e.data.arguments });
+    if (isEvent(e, 'tool/code-dispatch')) c.result = resultAudit(e.data, c);
   } else if (isEvent(e, 'user/message')) {
     const d = e.data;
     audit.contexts.push({ ...(d.source ? { source: d.source } : {}), content: String(d.content) });
   }
+}
+
+/** A call's result as its outcome event records it; a card seen earlier is kept when it has none. */
+function resultAudit(d: OutcomeFields, c: CallAudit): NonNullable<CallAudit['result']> {
+  return {
+    isError: d.isError === true,
+    text: contentText(d.content),
+    ...(d.error ? { error: d.error } : {}),
+    ...(d.card ? { card: d.card } : c.result?.card ? { card: c.result.card } : {}),
+  };
 }
 
 function lifecycleText(

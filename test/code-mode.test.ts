@@ -5,6 +5,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { auditHistories } from '../client/audit';
+import { loadHistories } from '../client/history';
 import { argsDigest } from '../pipeline/digest';
 import type { BatchOutput } from '../pipeline/types';
 import { codeModeTool } from '../tools/code-mode';
@@ -143,6 +145,22 @@ describe('Code Mode sub-calls', () => {
     expect(ends.map((e) => e.data.isError)).toEqual([false, true, false]);
     expect(ends[1].data.error).toEqual({ message: 'secret.txt is off limits', code: 'DENIED' });
     expect(ofType(out, 'tool/result')).toHaveLength(1);
+  });
+
+  it('the audit names each sub-call with its tool and arguments, and shows its result', async () => {
+    const out = await h.client.runBatch(
+      runCode(
+        "const a = await tools.read_file({ path: 'a.txt' });\ntry { await tools.read_file({ path: 'secret.txt' }); } catch {}\nreturn a;",
+      ),
+    );
+    const wf = batchWorkflowId(out.sessionId, out.turn, out.step);
+    const [audit] = auditHistories(await loadHistories(wf, h.client.temporal)).batches;
+    const subCalls = audit.calls.filter((c) => c.callId.includes(':code:'));
+    expect(subCalls.map((c) => [c.callId, c.name, c.arguments, c.result?.isError, c.result?.text])).toEqual([
+      ['call-1:code:0', 'read_file', '{"path":"a.txt"}', false, '1'],
+      ['call-1:code:1', 'read_file', '{"path":"secret.txt"}', true, 'Error: secret.txt is off limits'],
+    ]);
+    expect(subCalls[1].result?.error).toEqual({ message: 'secret.txt is off limits', code: 'DENIED' });
   });
 
   it('refuses a description-less program with INVALID_ARGS', async () => {

@@ -98,6 +98,27 @@ describe('with every optional package missing', () => {
     });
   });
 
+  it('sluice/workflow and sluice/code-mode without their Temporal package name what to install, in one line', async () => {
+    // A client-only app has @temporalio/client (and common, proto) and nothing else of Temporal's.
+    const clientOnly = [...OPTIONAL, WORKER, '@temporalio/workflow', '@temporalio/activity'];
+    const [workflow, codeMode] = await Promise.all(
+      ['workflows/public.ts', 'tools/code-mode/index.ts'].map((entry) =>
+        without(clientOnly, messageOf(`require('./${entry}');`)),
+      ),
+    );
+    const last = (r: { stdout: string }) => JSON.parse(r.stdout.trim().split('\n').at(-1) ?? '{}');
+    expect(last(workflow)).toEqual({
+      name: 'MissingPackageError',
+      message:
+        'sluice/workflow (for your own workflows) needs @temporalio/workflow, which is not installed: npm install @temporalio/workflow',
+    });
+    expect(last(codeMode)).toEqual({
+      name: 'MissingPackageError',
+      message:
+        'sluice/code-mode (Code Mode runs in a worker) needs @temporalio/worker, which is not installed: npm install @temporalio/worker',
+    });
+  });
+
   it('the CLI runs client commands on a plain client connection, and `sluice worker` names what to install', async () => {
     const help = await without([...OPTIONAL, WORKER], '', ['bin/sluice.js', '--help']);
     expect(help.stdout).toContain('sluice — durable tool batches for AI agents');

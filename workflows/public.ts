@@ -1,6 +1,7 @@
 // `sluice/workflow`: what a user's own workflow code may import. Bundle-safe (no Node, no
 // activities, no worker code): the batch workflow's name and type, its signal, update and query,
 // its id, its search attribute keys, and the child-batch helper.
+import './needs-workflow-package';
 import type { toolBatch } from './batch';
 
 /**
