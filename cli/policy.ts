@@ -16,7 +16,8 @@ export const POLICY_HELP = `Usage: npx sluice policy explain <tool> <args-json> 
 
 Reads the workspace's policy files as the worker does — .claude/settings.json and
 .claude/settings.local.json (permissions), .codex/rules/*.rules and .codex/config.toml,
-.gemini/policies/*.toml, opencode.json — and runs nothing.
+.gemini/policies/*.toml, opencode.json, .cedar/*.cedar with .cedar/*.cedarschema (Cedar,
+validated against the schema) — and runs nothing.
 
 explain   What every source says about a call and which answer wins (deny > ask > allow across
           sources). <tool> is the Sluice tool name (bash, write, mcp__server__tool); a calls file

@@ -3,7 +3,7 @@
 // made it, with the file, its digest and the line, so the answer can be put on record.
 import type { JsonObject } from '../pipeline/types';
 
-export type PolicyFormat = 'claude' | 'codex' | 'gemini' | 'opencode';
+export type PolicyFormat = 'claude' | 'codex' | 'gemini' | 'opencode' | 'cedar';
 export type PolicyDecision = 'allow' | 'ask' | 'deny';
 
 /** Strictest first: a deny from any source beats an ask, an ask beats an allow. */
@@ -36,8 +36,10 @@ export interface PolicyRuleRef {
   /** The rule as written (compacted to one line where the format spans several). */
   text: string;
   decision: PolicyDecision;
-  /** The rule's own words for the person or the model (Codex justification, Gemini denyMessage). */
+  /** The rule's own words for the person or the model (Codex justification, Gemini denyMessage, Cedar `@reason`). */
   message?: string;
+  /** The id the rule's author gave it (Cedar `@id`). */
+  policyId?: string;
 }
 
 /** The call as every format sees it: the resolved tool, its other names and the frozen arguments. */
@@ -46,6 +48,10 @@ export interface PolicyCall {
   toolName: string;
   aliases?: readonly string[];
   args: Readonly<JsonObject>;
+  /** The session the call belongs to (Cedar's principal); absent when explained outside one. */
+  session?: string;
+  /** What the session already did, as the policy evaluation reads it (Cedar `context.session`). */
+  facts?: Readonly<JsonObject>;
 }
 
 /** One source's answer: its winning rule, and every rule that matched (for `sluice policy check`). */

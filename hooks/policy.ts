@@ -5,9 +5,10 @@
 //   Codex        .codex/rules/*.rules (prefix_rule), .codex/config.toml approval_policy/sandbox_mode
 //   Gemini CLI   .gemini/policies/*.toml ([[rule]] with tiers and priorities)
 //   OpenCode     opencode.json  permission
+//   Cedar        .cedar/*.cedar with .cedar/*.cedarschema (hooks/cedar-policy.ts)
 //
 // Each source decides by its own rules (Claude Code: deny > ask > allow; Codex: strictest match;
-// Gemini: highest priority; OpenCode: last match); across sources the strictest answer wins
+// Gemini: highest priority; OpenCode: last match; Cedar: forbid > @ask permit > permit); across sources the strictest answer wins
 // (deny > ask > allow), the first source in the order above breaking a tie. Files are read once,
 // at start; one that cannot be read, or whose embedded examples fail, stops the worker.
 //
@@ -21,6 +22,7 @@ import * as path from 'node:path';
 import type { ToolApproval, JsonObject, PolicyBinding, PreDecision } from '../pipeline/types';
 import type { PolicyPreExecute, PolicyRecheck, PreExecuteHandler } from '../define/config';
 import { denyAtExec } from '../tools/exec-deny';
+import { cedarPolicy, type CedarPolicyOptions } from './cedar-policy';
 import { codexRules, type CodexRulesOptions, describeFailures } from './codex-rules';
 import { policyExecDenies } from './exec-deny-rules';
 import { geminiPolicy, type GeminiPolicyOptions } from './gemini-policy';
@@ -50,6 +52,7 @@ export interface PolicyRulesOptions {
   codex?: Omit<CodexRulesOptions, 'workspace'> | false;
   gemini?: Omit<GeminiPolicyOptions, 'workspace'> | false;
   opencode?: Omit<OpenCodeOptions, 'workspace'> | false;
+  cedar?: Omit<CedarPolicyOptions, 'workspace'> | false;
   /**
    * `refuse` (default): a failing embedded example (a Codex `match` that does not match) stops the
    * worker. `report`: load anyway and let `check()` report it (what `sluice policy check` uses).
@@ -210,6 +213,7 @@ function readSources(workspace: string, opts: PolicyRulesOptions): PolicySource[
   if (opts.codex !== false) sources.push(codexRules({ workspace, ...(opts.codex ?? {}), verifyExamples: false }));
   if (opts.gemini !== false) sources.push(geminiPolicy({ workspace, ...(opts.gemini ?? {}) }));
   if (opts.opencode !== false) sources.push(openCodePermissions({ workspace, ...(opts.opencode ?? {}) }));
+  if (opts.cedar !== false) sources.push(cedarPolicy({ workspace, ...(opts.cedar ?? {}) }));
   if ((opts.examples ?? 'refuse') === 'refuse') {
     const failures = sources.flatMap((s) => s.examples().failures);
     if (failures.length) throw new Error(describeFailures(failures));
@@ -252,7 +256,12 @@ function policyHandler({ digest, ready, explain, bindingOf }: Judge): PreExecute
   return async (ctx) => {
     if (!ctx.tool) return undefined;
     await ready;
-    const x = explain({ toolName: ctx.tool.name, aliases: ctx.tool.aliases, args: ctx.call.args });
+    const x = explain({
+      toolName: ctx.tool.name,
+      aliases: ctx.tool.aliases,
+      args: ctx.call.args,
+      session: ctx.sessionId,
+    });
     const w = x.winner;
     // No rule: no opinion, but an ask the tool's own approval raises is still bound to this policy
     // (a later policy that denies or asks by a rule judges the call again).
@@ -287,7 +296,12 @@ function policyRecheck({ digest, ready, explain, bindingOf }: Judge): PolicyRech
   return async (ctx, askedUnder) => {
     if (askedUnder.digest === digest || !ctx.tool) return undefined;
     await ready;
-    const x = explain({ toolName: ctx.tool.name, aliases: ctx.tool.aliases, args: ctx.call.args });
+    const x = explain({
+      toolName: ctx.tool.name,
+      aliases: ctx.tool.aliases,
+      args: ctx.call.args,
+      session: ctx.sessionId,
+    });
     const now = bindingOf(x);
     const change = `the policy changed while this call waited for approval (${shortDigest(askedUnder.digest)} → ${shortDigest(digest)})`;
     const was = askedUnder.rule ? `${askedUnder.rule.file}: \`${askedUnder.rule.text}\`` : 'no rule';
@@ -368,6 +382,7 @@ function ruleRecord(rule: PolicyRuleRef): JsonObject {
     line: rule.line,
     rule: rule.text,
     ...(rule.message ? { message: rule.message } : {}),
+    ...(rule.policyId ? { policyId: rule.policyId } : {}),
   };
 }
 
