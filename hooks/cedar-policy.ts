@@ -8,6 +8,9 @@
 //   resource   Sluice::Tool::"<tool name>"      { name, aliases, server? (for mcp__<server>__<tool>) }
 //   context    { args, workspace, session }     (only the keys the action's context declares)
 //
+// `session` holds the session facts `.cedar/facts.json` declares (pipeline/facts.ts), folded from
+// the calls the workflow recorded before this one; the facts read go on record with the decision.
+//
 // Sluice declares `Sluice::Session` and `Sluice::Tool` itself; the workspace schema declares the
 // actions (one per tool a policy is about) with the shape of their arguments. Every policy is
 // validated against that schema when the worker starts: one that does not validate (a misspelt
@@ -21,6 +24,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type * as Cedar from '@cedar-policy/cedar-wasm/nodejs';
+import { checkFactSpecs, type Facts, type FactSpecs, foldFacts } from '../pipeline/facts';
 import { requireOptional } from '../support/optional';
 import { labelOf, readPolicyFile } from './codex-rules';
 import { digestOf } from './pin';
@@ -41,6 +45,8 @@ export interface CedarPolicyOptions {
   sources?: string[];
   /** The schema file; default the one `*.cedarschema` in the first folder of `sources`. */
   schema?: string;
+  /** The session facts' declarations (JSON); default `facts.json` beside the schema, when there. */
+  facts?: string;
 }
 
 /** A Cedar policy as Sluice shows and records it: `@id` when it has one, else file and line. */
@@ -93,11 +99,14 @@ export function cedarPolicy(opts: CedarPolicyOptions): PolicySource {
     warnings.push(...validateFile(text, file.label, schemaText));
     rules.push(...rulesOf(text, file));
   }
+  const facts = readFacts(workspace, opts.facts ?? path.join(path.dirname(schemaPath), 'facts.json'), !!opts.facts);
+  if (facts) files.push(facts.file);
   const actions = declaredActions(schemaText);
   const setId = digestOf(files.map((f) => `${f.label}\0${f.digest}`).join('\n'));
   preparse(setId, schemaText, rules, schema.file.label);
-  const judge = (call: PolicyCall) =>
-    judgeCall({ setId, workspace, actions, rules, schema: { ...schema.file, text: schema.text } }, call);
+  const schemaRef = { ...schema.file, text: schema.text };
+  const prepared = { setId, workspace, actions, rules, schema: schemaRef, facts: facts?.specs ?? {} };
+  const judge = (call: PolicyCall) => judgeCall(prepared, call);
   return sourceOf(files, rules, judge, warnings);
 }
 
@@ -278,6 +287,7 @@ interface Prepared {
   actions: Map<string, ActionShape>;
   rules: CedarRule[];
   schema: { label: string; digest: string; text: string };
+  facts: FactSpecs;
 }
 
 /** One call through the engine, and its answer as Sluice's allow / ask / deny / none. */
@@ -289,11 +299,12 @@ function judgeCall(p: Prepared, call: PolicyCall): SourceVerdict {
     return misfit(p, call, [
       `${fraction} is a fraction or past 2^53, and Cedar compares whole numbers (Long) only; give the tool a whole-number argument (cents, not dollars)`,
     ]);
+  const facts = Object.keys(p.facts).length ? factsOf(p.facts, call) : undefined;
   const answer = cedar().statefulIsAuthorized({
     principal: { type: 'Sluice::Session', id: call.session ?? '' },
     action: action.uid,
     resource: { type: 'Sluice::Tool', id: call.toolName },
-    context: contextOf(action, call, p.workspace),
+    context: contextOf(action, call, p.workspace, facts),
     preparsedSchemaName: p.setId,
     preparsedPolicySetId: p.setId,
     validateRequest: true,
@@ -305,7 +316,12 @@ function judgeCall(p: Prepared, call: PolicyCall): SourceVerdict {
       call,
       answer.errors.map((e) => e.message),
     );
-  const { reason, errors } = answer.response.diagnostics;
+  return { ...outcomeOf(p, answer.response.diagnostics), ...(facts ? { facts } : {}) };
+}
+
+/** Cedar's diagnostics as Sluice's answer: forbid, then a forbid that failed, then @ask, then permit. */
+function outcomeOf(p: Prepared, diagnostics: Cedar.Diagnostics): SourceVerdict {
+  const { reason, errors } = diagnostics;
   // In the files' order, so the first matching policy of a kind is the one on record.
   const hit = new Set(reason);
   const satisfied = p.rules.filter((r) => hit.has(r.setId));
@@ -360,11 +376,38 @@ function fractionIn(v: unknown, at: string): string | undefined {
   return undefined;
 }
 
-function contextOf(action: ActionShape, call: PolicyCall, workspace: string): Cedar.Context {
+/** The declared facts for this call, from the calls recorded before it (none recorded: zero, false). */
+function factsOf(specs: FactSpecs, call: PolicyCall): Facts {
+  const record = call.record ?? { calls: [], now: 0 };
+  return foldFacts(
+    specs,
+    { callId: call.callId ?? '', args: call.args, turn: call.turn ?? 0 },
+    record.calls,
+    record.now,
+  );
+}
+
+/** `facts.json`: `{ "<name>": { "count" | "total" | "exists": { "tool", "window", ... } } }`, checked at start. */
+function readFacts(workspace: string, abs: string, named: boolean): { file: PolicyFile; specs: FactSpecs } | undefined {
+  if (!named && !fs.existsSync(abs)) return undefined;
+  const { file, text } = readPolicyFile(workspace, abs, 'cedar');
+  let specs: FactSpecs;
+  try {
+    specs = JSON.parse(text) as FactSpecs;
+    if (specs === null || typeof specs !== 'object' || Array.isArray(specs))
+      throw new Error('expected an object of facts by name');
+    checkFactSpecs(specs);
+  } catch (err) {
+    throw new PolicyFileError(file.label, 1, `the session facts cannot be read: ${(err as Error).message}`);
+  }
+  return { file, specs };
+}
+
+function contextOf(action: ActionShape, call: PolicyCall, workspace: string, facts: Facts | undefined): Cedar.Context {
   const all: Record<string, Cedar.CedarValueJson> = {
     args: call.args as Cedar.CedarValueJson,
     workspace,
-    session: (call.facts ?? {}) as Cedar.CedarValueJson,
+    session: facts ?? {},
   };
   return Object.fromEntries(Object.entries(all).filter(([k]) => action.context.has(k)));
 }

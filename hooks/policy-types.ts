@@ -1,6 +1,7 @@
 // What every policy format (Claude Code permission rules, Codex `.rules`, Gemini CLI policy TOML,
 // OpenCode `permission`) answers about one call, in one shape: the decision and the rule that
 // made it, with the file, its digest and the line, so the answer can be put on record.
+import type { Facts, SessionRecord } from '../pipeline/facts';
 import type { JsonObject } from '../pipeline/types';
 
 export type PolicyFormat = 'claude' | 'codex' | 'gemini' | 'opencode' | 'cedar';
@@ -50,8 +51,10 @@ export interface PolicyCall {
   args: Readonly<JsonObject>;
   /** The session the call belongs to (Cedar's principal); absent when explained outside one. */
   session?: string;
-  /** What the session already did, as the policy evaluation reads it (Cedar `context.session`). */
-  facts?: Readonly<JsonObject>;
+  callId?: string;
+  turn?: number;
+  /** The calls recorded before this one (session facts fold them); none when absent. */
+  record?: Readonly<SessionRecord>;
 }
 
 /** One source's answer: its winning rule, and every rule that matched (for `sluice policy check`). */
@@ -61,6 +64,8 @@ export interface SourceVerdict {
   matched: PolicyRuleRef[];
   /** Why the source's own logic changed a rule's decision (e.g. a redirection turns a Gemini allow into an ask). */
   note?: string;
+  /** The session facts the source read (Cedar `context.session`), recorded with the decision. */
+  facts?: Facts;
 }
 
 /** An embedded example that did not hold (a Codex `match` that does not match, ...). */

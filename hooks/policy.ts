@@ -20,7 +20,8 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { ToolApproval, JsonObject, PolicyBinding, PreDecision } from '../pipeline/types';
-import type { PolicyPreExecute, PolicyRecheck, PreExecuteHandler } from '../define/config';
+import type { PolicyPreExecute, PolicyRecheck, PreExecuteHandler, StageContext } from '../define/config';
+import type { Facts } from '../pipeline/facts';
 import { denyAtExec } from '../tools/exec-deny';
 import { cedarPolicy, type CedarPolicyOptions } from './cedar-policy';
 import { codexRules, type CodexRulesOptions, describeFailures } from './codex-rules';
@@ -66,6 +67,8 @@ export interface SourceExplanation {
   decision: PolicyDecision | 'none';
   rule?: PolicyRuleRef;
   note?: string;
+  /** The session facts the source read (Cedar). */
+  facts?: Facts;
 }
 
 export interface PolicyExplanation {
@@ -206,6 +209,19 @@ interface Judge {
   bindingOf: (x: PolicyExplanation) => PolicyBinding;
 }
 
+/** A stage's call as the policy sources see it, with the calls recorded before it for session facts. */
+function policyCallOf(ctx: StageContext, tool: NonNullable<StageContext['tool']>): PolicyCall {
+  return {
+    toolName: tool.name,
+    aliases: tool.aliases,
+    args: ctx.call.args,
+    session: ctx.sessionId,
+    callId: ctx.call.id,
+    turn: ctx.turn,
+    ...(ctx.record ? { record: ctx.record } : {}),
+  };
+}
+
 /** The sources the options name, every one by default; their own examples must hold unless told not to refuse. */
 function readSources(workspace: string, opts: PolicyRulesOptions): PolicySource[] {
   const sources: PolicySource[] = [];
@@ -231,6 +247,7 @@ function explainCall(sources: readonly PolicySource[], call: PolicyCall): Policy
       decision: v.decision,
       ...(v.rule ? { rule: v.rule } : {}),
       ...(v.note ? { note: v.note } : {}),
+      ...(v.facts ? { facts: v.facts } : {}),
     };
   });
   let winner: SourceExplanation | undefined;
@@ -256,12 +273,7 @@ function policyHandler({ digest, ready, explain, bindingOf }: Judge): PreExecute
   return async (ctx) => {
     if (!ctx.tool) return undefined;
     await ready;
-    const x = explain({
-      toolName: ctx.tool.name,
-      aliases: ctx.tool.aliases,
-      args: ctx.call.args,
-      session: ctx.sessionId,
-    });
+    const x = explain(policyCallOf(ctx, ctx.tool));
     const w = x.winner;
     // No rule: no opinion, but an ask the tool's own approval raises is still bound to this policy
     // (a later policy that denies or asks by a rule judges the call again).
@@ -272,6 +284,8 @@ function policyHandler({ digest, ready, explain, bindingOf }: Judge): PreExecute
       decision: x.decision,
       ...ruleRecord(w.rule),
       ...(w.note ? { note: w.note } : {}),
+      // The session facts the deciding source read: a replay and an auditor read the same.
+      ...(w.facts ? { facts: w.facts } : {}),
       policyDigest: digest,
       // What every other source said, so an auditor sees the whole picture.
       others: x.sources
@@ -296,12 +310,7 @@ function policyRecheck({ digest, ready, explain, bindingOf }: Judge): PolicyRech
   return async (ctx, askedUnder) => {
     if (askedUnder.digest === digest || !ctx.tool) return undefined;
     await ready;
-    const x = explain({
-      toolName: ctx.tool.name,
-      aliases: ctx.tool.aliases,
-      args: ctx.call.args,
-      session: ctx.sessionId,
-    });
+    const x = explain(policyCallOf(ctx, ctx.tool));
     const now = bindingOf(x);
     const change = `the policy changed while this call waited for approval (${shortDigest(askedUnder.digest)} → ${shortDigest(digest)})`;
     const was = askedUnder.rule ? `${askedUnder.rule.file}: \`${askedUnder.rule.text}\`` : 'no rule';

@@ -34,6 +34,13 @@ export interface CallRecord {
   decider?: { kind: 'policy' | 'person'; who?: string };
 }
 
+/** The calls recorded before a call, and the workflow time its facts are taken at. */
+export interface SessionRecord {
+  calls: CallRecord[];
+  /** Workflow time, ms since the epoch: the end of every window. */
+  now: number;
+}
+
 /** A condition on an earlier call's argument: equal to a value, or a `*` glob for text. */
 export type ArgCondition = Json | { like: string };
 

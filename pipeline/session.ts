@@ -1,5 +1,6 @@
 // The vocabulary of a durable agent session (workflows/session.ts), shared by workflow code,
 // model adapters and converters. Pure types and pure functions only.
+import type { CallRecord } from './facts';
 import { jsonStringBytes, MAX_ARGUMENT_CHARS, MAX_INPUT_BYTES } from './budget';
 import { ErrorCodes } from './errors';
 import type { ContentBlock, Json, ModelMessage, SessionState, ToolCall, ToolError } from './types';
@@ -290,6 +291,8 @@ export interface SessionCarry {
   endReason?: SessionEndReason;
   /** Runs of this session so far (continue-as-new starts the next). */
   runs: number;
+  /** The session's calls, for the facts its policies read (workflows/session-facts.ts); absent before the first batch. */
+  calls?: CallRecord[];
 }
 
 export type SessionStatus = 'idle' | 'model' | 'tools' | 'ended';

@@ -1,4 +1,5 @@
 // The vocabulary of Sluice, shared by workflow code and worker code. Pure types only.
+import type { CallRecord } from './facts';
 import type { VerifiedApprover } from './identity';
 import type { ApprovalLifecycle } from './lifecycle';
 import type { PolicyBinding } from './policy-binding';
@@ -192,6 +193,8 @@ export interface BatchInput {
   startSeq?: number;
   state?: SessionState;
   options?: BatchOptions;
+  /** A session's batch: the session's earlier calls, for session facts (workflows/session-facts.ts). */
+  earlier?: CallRecord[];
 }
 
 export type ModelMessage =
