@@ -5,7 +5,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { type CallRecord, callRecords, checkFactSpecs, type FactSpecs, foldFacts } from '../../pipeline/facts';
-import type { JsonObject, SessionEvent } from '../../pipeline/types';
+import type { BatchOutput, JsonObject, SessionEvent } from '../../pipeline/types';
+import { carriedCalls, RECORD_KEEP_CALLS } from '../../workflows/session-facts';
 
 const T0 = Date.parse('2026-12-01T10:00:00Z');
 let seq = 0;
@@ -131,6 +132,34 @@ describe('session facts from the record', () => {
     expect(() => checkFactSpecs({ 'a-b': { count: { tool: 'a' } } })).toThrow(/identifier/);
     expect(() => checkFactSpecs({ x: { sum: { tool: 'a' } } } as never)).toThrow(/count.*total.*exists/);
     expect(() => checkFactSpecs(SPECS)).not.toThrow();
+  });
+});
+
+describe('the calls a session carries', () => {
+  it('appends a batch’s calls with their outcomes, drops calls past 7 days, keeps the newest 10,000', () => {
+    const now = Date.now();
+    const old: CallRecord = {
+      callId: 'old',
+      tool: 'refund',
+      args: {},
+      at: now - 8 * 86_400_000,
+      turn: 1,
+      outcome: 'ok',
+    };
+    const recent: CallRecord = { ...old, callId: 'recent', at: now - 1000 };
+    const output = {
+      events: [call('n1', 'refund', { amount: 5 }, now), result('n1', 'refund', now, 'TOOL_FAILED')],
+    } as unknown as BatchOutput;
+    const kept = carriedCalls([old, recent], output);
+    expect(kept.map((r) => [r.callId, r.outcome])).toEqual([
+      ['recent', 'ok'],
+      ['n1', 'failed'],
+    ]);
+    const many = Array.from({ length: RECORD_KEEP_CALLS + 5 }, (_, i) => ({ ...recent, callId: `m${i}` }));
+    const capped = carriedCalls(many, output);
+    expect(capped).toHaveLength(RECORD_KEEP_CALLS);
+    expect(capped.at(-1)?.callId).toBe('n1');
+    expect(capped[0].callId).toBe('m6');
   });
 });
 

@@ -198,6 +198,49 @@ describe('Cedar policies: what stops the worker', () => {
   });
 });
 
+describe('Cedar policies: session facts', () => {
+  const schema = `action "refund" appliesTo {
+  principal: Sluice::Session,
+  resource: Sluice::Tool,
+  context: { args: { amount: Long, order: String }, session: { refundedToday: Long } }
+};
+`;
+  const policy =
+    'forbid (principal, action, resource) when { context.session.refundedToday + context.args.amount > 500 };\npermit (principal, action, resource);\n';
+  const facts = JSON.stringify({ refundedToday: { total: { tool: 'refund', arg: 'amount', window: '1d' } } });
+
+  it('facts.json beside the schema: the facts fold the record given with the call and come back with the verdict', () => {
+    const c = source({ '.cedar/s.cedarschema': schema, '.cedar/p.cedar': policy, '.cedar/facts.json': facts });
+    expect(c.files.map((f) => f.label)).toContain('.cedar/facts.json');
+    const now = Date.parse('2026-12-01T10:00:00Z');
+    const earlier = (amount: number, ago: number) => ({
+      callId: `r${amount}-${ago}`,
+      tool: 'refund',
+      args: { amount, order: 'o' },
+      at: now - ago,
+      turn: 1,
+      outcome: 'ok' as const,
+    });
+    const record = { calls: [earlier(300, 1000), earlier(400, 2 * 86_400_000)], now };
+    const call = { toolName: 'refund', callId: 'c', turn: 1, record };
+    const fits = c.evaluate({ ...call, args: { amount: 200, order: 'o' } });
+    expect(fits).toMatchObject({ decision: 'allow', facts: { refundedToday: 300 } });
+    expect(c.evaluate({ ...call, args: { amount: 201, order: 'o' } })).toMatchObject({
+      decision: 'deny',
+      rule: { line: 1 },
+    });
+    // No record: nothing done yet.
+    expect(c.evaluate({ toolName: 'refund', args: { amount: 500, order: 'o' } }).facts).toEqual({ refundedToday: 0 });
+  });
+
+  it('a facts file that cannot be read stops the worker naming it', () => {
+    const bad = JSON.stringify({ refundedToday: { total: { tool: 'refund', arg: 'amount', window: 'a day' } } });
+    const e = loadError({ '.cedar/s.cedarschema': schema, '.cedar/p.cedar': policy, '.cedar/facts.json': bad });
+    expect(e.file).toBe('.cedar/facts.json');
+    expect(e.message).toMatch(/session facts cannot be read.*1h, 1d/);
+  });
+});
+
 describe('Cedar among the other formats', () => {
   it('the pre-execute extension records the policy id, file and line, and denies with the reason', async () => {
     await shellParserReady();
