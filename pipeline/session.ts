@@ -239,6 +239,12 @@ export interface SessionInput {
   endWhenIdle?: boolean;
   /** Continue-as-new once the run's history has this many events. Default 5,000. */
   continueAsNewAfterEvents?: number;
+  /**
+   * Keep the session's calls (7 days, at most 10,000) and send them with each batch, for the
+   * session facts its policies read (docs/policies.md). Off by default: they make every step's
+   * history larger as the session grows.
+   */
+  sessionFacts?: boolean;
   modelCall?: ModelCallOptions;
   /** Options for each tool batch (maxParallel, approval timeout, channel). */
   batch?: { maxParallel?: number; approvalTimeoutMs?: number; approvalChannel?: boolean };

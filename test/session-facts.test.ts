@@ -152,6 +152,7 @@ describe('session facts across a worker kill and a continue-as-new', () => {
       sessionId: `emails-${process.pid}-${Date.now()}`,
       model: 'scripted',
       continueAsNewAfterEvents: 20,
+      sessionFacts: true,
     });
     const texts: string[] = [];
     for (let i = 1; i <= 3; i++) texts.push((await session.send(`email:p${i}`, { id: `m${i}` })).text);

@@ -124,7 +124,7 @@ export class Carry {
   batchDone(output: BatchOutputWire): void {
     this.c.seq = output.nextSeq;
     this.c.state = output.state;
-    this.c.calls = carriedCalls(this.c.calls, output);
+    if (this.input.sessionFacts) this.c.calls = carriedCalls(this.c.calls, output);
     this.log.skipTo(output.nextSeq);
   }
 

@@ -233,6 +233,45 @@ describe('Cedar policies: session facts', () => {
     expect(c.evaluate({ toolName: 'refund', args: { amount: 500, order: 'o' } }).facts).toEqual({ refundedToday: 0 });
   });
 
+  it('`sluice policy explain --history` explains a call as the next one of a recorded session, with the facts', async () => {
+    const ws = workspace({ '.cedar/s.cedarschema': schema, '.cedar/p.cedar': policy, '.cedar/facts.json': facts });
+    const t = '2026-12-01T10:00:00.000Z';
+    const events = [
+      {
+        type: 'tool/call',
+        seq: 0,
+        time: t,
+        data: { turn: 1, step: 1, callId: 'r1', name: 'refund', arguments: '{"amount":450,"order":"a"}' },
+      },
+      {
+        type: 'tool/result',
+        seq: 1,
+        time: t,
+        data: { turn: 1, step: 1, callId: 'r1', name: 'refund', isError: false, content: [] },
+      },
+    ];
+    const history = path.join(ws, 'session.jsonl');
+    fs.writeFileSync(history, events.map((e) => JSON.stringify(e)).join('\n'));
+    const args = '{"amount":100,"order":"b"}';
+    const after = await runCli(['policy', 'explain', 'refund', args, '--history', history, '--workspace', ws]);
+    expect(after.output).toMatch(/facts \{"refundedToday":450\}/);
+    expect(after.output).toMatch(/→ deny, decided by \.cedar\/p\.cedar:1/);
+    const fresh = await runCli(['policy', 'explain', 'refund', args, '--workspace', ws]);
+    expect(fresh.output).toMatch(/→ allow/);
+    const bad = await runCli([
+      'policy',
+      'explain',
+      'refund',
+      args,
+      '--history',
+      path.join(ws, 'none.json'),
+      '--workspace',
+      ws,
+    ]);
+    expect(bad.code).toBe(2);
+    expect(bad.output).toMatch(/cannot read the history/);
+  });
+
   it('a facts file that cannot be read stops the worker naming it', () => {
     const bad = JSON.stringify({ refundedToday: { total: { tool: 'refund', arg: 'amount', window: 'a day' } } });
     const e = loadError({ '.cedar/s.cedarschema': schema, '.cedar/p.cedar': policy, '.cedar/facts.json': bad });
