@@ -127,27 +127,27 @@ function meets(value: Json | undefined, cond: ArgCondition): boolean {
   return JSON.stringify(value) === JSON.stringify(cond);
 }
 
-/** The earlier calls a selection picks for `call` at `now` (the call itself never). */
+/** The earlier calls a selection picks for `call` at `now` (the call itself never), from the calls of its tool. */
 function picked(
   sel: Selection,
   call: { callId: string; args: JsonObject; turn: number },
-  earlier: readonly CallRecord[],
+  ofTool: readonly CallRecord[],
   now: number,
 ): CallRecord[] {
   const window = windowOf(sel.window);
-  const outcomes = sel.outcome ?? COUNTED;
-  return earlier.filter(
+  const outcomes = new Set(sel.outcome ?? COUNTED);
+  const where = Object.entries(sel.where ?? {});
+  // This call's side of each match, read once: a call without the argument matches nothing.
+  const match = Object.entries(sel.match ?? {}).map(([p, q]) => [p, JSON.stringify(at(call.args, q))] as const);
+  if (match.some(([, mine]) => mine === undefined)) return [];
+  return ofTool.filter(
     (r) =>
       r.callId !== call.callId &&
-      r.tool === sel.tool &&
-      outcomes.includes(r.outcome) &&
+      outcomes.has(r.outcome) &&
       (window === undefined || (window === 'turn' ? r.turn === call.turn : r.at > now - window)) &&
       (!sel.decidedBy || r.decider?.kind === sel.decidedBy) &&
-      Object.entries(sel.where ?? {}).every(([p, c]) => meets(at(r.args, p), c)) &&
-      Object.entries(sel.match ?? {}).every(([p, q]) => {
-        const mine = at(call.args, q);
-        return mine !== undefined && JSON.stringify(at(r.args, p)) === JSON.stringify(mine);
-      }),
+      where.every(([p, c]) => meets(at(r.args, p), c)) &&
+      match.every(([p, mine]) => JSON.stringify(at(r.args, p)) === mine),
   );
 }
 
@@ -158,9 +158,17 @@ export function foldFacts(
   earlier: readonly CallRecord[],
   now: number,
 ): Facts {
+  // One pass to group by tool: each fact then reads only its tool's calls.
+  const byTool = new Map<string, CallRecord[]>();
+  for (const r of earlier) {
+    const list = byTool.get(r.tool);
+    if (list) list.push(r);
+    else byTool.set(r.tool, [r]);
+  }
   const facts: Facts = {};
   for (const [name, spec] of Object.entries(specs)) {
-    const hits = picked(selectionOf(spec), call, earlier, now);
+    const sel = selectionOf(spec);
+    const hits = picked(sel, call, byTool.get(sel.tool) ?? [], now);
     if ('count' in spec) facts[name] = hits.length;
     else if ('exists' in spec) facts[name] = hits.length > 0;
     else
