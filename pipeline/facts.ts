@@ -16,23 +16,9 @@
 //
 // Calls still in flight (recorded, not yet settled) count, as Dogwood counts them: three
 // concurrent 2,000 transfers against a 5,000-an-hour limit, and the third sees 4,000 already.
-import type { Json, JsonObject, SessionEvent } from './types';
+import type { CallOutcome, CallRecord, Json, JsonObject, SessionEvent } from './types';
 
-/** What became of a call, as far as the record says now. */
-export type CallOutcome = 'pending' | 'ok' | 'failed' | 'denied' | 'not-run';
-
-/** One call as the record holds it: the unit facts are folded from. */
-export interface CallRecord {
-  callId: string;
-  tool: string;
-  args: JsonObject;
-  /** Workflow time the call was recorded, ms since the epoch. */
-  at: number;
-  turn: number;
-  outcome: CallOutcome;
-  /** Who let it run or stopped it: a policy rule (its file:line), a person (who), or nobody asked. */
-  decider?: { kind: 'policy' | 'person'; who?: string };
-}
+export type { CallOutcome, CallRecord };
 
 /** The calls recorded before a call, and the workflow time its facts are taken at. */
 export interface SessionRecord {

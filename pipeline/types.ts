@@ -1,5 +1,4 @@
 // The vocabulary of Sluice, shared by workflow code and worker code. Pure types only.
-import type { CallRecord } from './facts';
 import type { VerifiedApprover } from './identity';
 import type { ApprovalLifecycle } from './lifecycle';
 import type { PolicyBinding } from './policy-binding';
@@ -182,6 +181,22 @@ export interface BatchOptions {
    * all of them. Targets are named, never given here: their URLs and secrets stay in the worker.
    */
   notifiers?: string[];
+}
+
+/** What became of a call, as far as the record says now. */
+export type CallOutcome = 'pending' | 'ok' | 'failed' | 'denied' | 'not-run';
+
+/** One call as the record holds it: the unit session facts are folded from (pipeline/facts.ts). */
+export interface CallRecord {
+  callId: string;
+  tool: string;
+  args: JsonObject;
+  /** Workflow time the call was recorded, ms since the epoch. */
+  at: number;
+  turn: number;
+  outcome: CallOutcome;
+  /** Who let it run or stopped it: a policy rule (its file:line), a person (who), or nobody asked. */
+  decider?: { kind: 'policy' | 'person'; who?: string };
 }
 
 export interface BatchInput {
