@@ -80,6 +80,7 @@ export function stageKit(config: SluiceConfig, deps: { resultStore?: ResultStore
         workflowId: ref.workflowId,
         idempotencyKey: ref.idempotencyKey,
         state: deepFreeze(structuredClone(ref.state)),
+        ...(ref.record ? { record: deepFreeze(structuredClone(ref.record)) } : {}),
         addContext(text) {
           contexts.push({ role: 'user', content: String(text), source });
         },

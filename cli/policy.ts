@@ -6,22 +6,26 @@ import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { policyRules, readPolicyTests, type PolicyExplanation, type PolicyRules } from '../hooks/policy';
 import { shellParserReady } from '../hooks/shell';
-import type { JsonObject } from '../pipeline/types';
+import { callRecords, type SessionRecord } from '../pipeline/facts';
+import type { JsonObject, SessionEvent } from '../pipeline/types';
 import { UsageError } from '../support/errors';
 import type { RawCommand } from './command';
 
-export const POLICY_HELP = `Usage: npx sluice policy explain <tool> <args-json> [--workspace DIR] [--json]
-       npx sluice policy explain --file calls.json [--workspace DIR] [--json]
+export const POLICY_HELP = `Usage: npx sluice policy explain <tool> <args-json> [--history FILE] [--workspace DIR] [--json]
+       npx sluice policy explain --file calls.json [--history FILE] [--workspace DIR] [--json]
        npx sluice policy check [--tests FILE] [--workspace DIR] [--strict] [--json]
 
 Reads the workspace's policy files as the worker does — .claude/settings.json and
 .claude/settings.local.json (permissions), .codex/rules/*.rules and .codex/config.toml,
-.gemini/policies/*.toml, opencode.json — and runs nothing.
+.gemini/policies/*.toml, opencode.json, .cedar/*.cedar with .cedar/*.cedarschema (Cedar,
+validated against the schema) — and runs nothing.
 
 explain   What every source says about a call and which answer wins (deny > ask > allow across
           sources). <tool> is the Sluice tool name (bash, write, mcp__server__tool); a calls file
           is [{"name": "bash", "arguments": {...}}] or {"calls": [...]}, arguments as an object
-          or a JSON string.
+          or a JSON string. --history explains the call as the next one of a recorded
+          session: a JSON array of its events or JSON lines (a session log), whose calls the
+          session facts (.cedar/facts.json) fold, at the time of the last event.
 check     Runs every source's embedded tests (Codex match / not_match examples) and the calls of a
           Sluice policy test file (--tests, default policy-tests.json in the workspace when it
           exists): {"tests": [{"tool": "bash", "args": {"command": "git push"}, "expect": "ask",
@@ -47,6 +51,7 @@ async function policyCommand(argv: string[], out: (s: string) => void): Promise<
       options: {
         workspace: { type: 'string' },
         file: { type: 'string' },
+        history: { type: 'string' },
         tests: { type: 'string' },
         strict: { type: 'boolean' },
         json: { type: 'boolean' },
@@ -85,9 +90,10 @@ function load(workspace: string, examples: 'refuse' | 'report'): PolicyRules {
 function explain(
   workspace: string,
   rest: string[],
-  v: { file?: string; json?: boolean },
+  v: { file?: string; json?: boolean; history?: string },
   out: (s: string) => void,
 ): number {
+  const history = v.history ? readHistory(v.history) : undefined;
   const calls: { tool: string; args: JsonObject }[] = [];
   if (v.file) {
     if (rest.length) throw new UsageError('give either --file or <tool> <args-json>, not both');
@@ -98,7 +104,10 @@ function explain(
     calls.push({ tool, args: parseArgsJson(argsJson ?? '{}', 'the arguments') });
   }
   const policy = load(workspace, 'report');
-  const results = calls.map((c) => ({ ...c, explanation: policy.explain({ toolName: c.tool, args: c.args }) }));
+  const results = calls.map((c) => ({
+    ...c,
+    explanation: policy.explain({ toolName: c.tool, args: c.args, ...history }),
+  }));
   if (v.json) {
     out(JSON.stringify({ files: policy.files, policyDigest: policy.digest, calls: results }, null, 2));
     return 0;
@@ -120,6 +129,7 @@ function renderExplanation(tool: string, args: JsonObject, x: PolicyExplanation)
         ? `${s.decision.padEnd(5)} ${s.rule.file}:${s.rule.line}  ${s.rule.text}${s.rule.message ? `  — ${s.rule.message}` : ''}${s.note ? `  (${s.note})` : ''}`
         : `no opinion${s.note ? ` (${s.note})` : ''}`;
     lines.push(`  ${s.format.padEnd(9)} ${what}`);
+    if (s.facts) lines.push(`  ${''.padEnd(9)} facts ${JSON.stringify(s.facts)}`);
   }
   lines.push(
     x.winner?.rule
@@ -158,6 +168,32 @@ function check(
   }
   out(ok ? 'ok' : 'FAILED');
   return ok ? 0 : 1;
+}
+
+/** A recorded session's events (a JSON array, or JSON lines as the session log keeps them) as the record a call is explained after. */
+function readHistory(file: string): { record: SessionRecord; turn: number } {
+  let events: SessionEvent[];
+  try {
+    const text = fs.readFileSync(file, 'utf8').trim();
+    events = text.startsWith('[')
+      ? JSON.parse(text)
+      : text
+          .split('\n')
+          .filter(Boolean)
+          .map((l) => JSON.parse(l));
+  } catch (err) {
+    throw new UsageError(`cannot read the history ${file}: ${(err as Error).message}`);
+  }
+  if (!Array.isArray(events) || events.some((e) => typeof e?.type !== 'string' || typeof e.time !== 'string'))
+    throw new UsageError(
+      `${file}: expected session events ({"type", "seq", "time", "data"}), as the session log keeps them`,
+    );
+  const calls = callRecords(events);
+  const last = events.at(-1);
+  return {
+    record: { calls, now: last ? Date.parse(last.time) : 0 },
+    turn: calls.at(-1)?.turn ?? 0,
+  };
 }
 
 function parseArgsJson(text: string, what: string): JsonObject {

@@ -7,6 +7,7 @@ import type { ModelEntry } from '../agent/models';
 import type { ResultStore } from '../stores/claim-check';
 import type { EventSink } from '../stores/sink';
 import { compileToolSchema, type JsonSchema, type ToolInputSchema } from './tool-schema';
+import type { SessionRecord } from '../pipeline/facts';
 import { MAX_LOCAL_BODY_TIMEOUT_MS } from '../pipeline/stages';
 import type { PostVerdict } from '../pipeline/fold';
 import type {
@@ -45,6 +46,8 @@ export interface StageContext {
   readonly idempotencyKey: string;
   /** The session's state as it stood when this stage was scheduled (read-only). */
   readonly state: Readonly<SessionState>;
+  /** Pre-execute: the calls recorded before this one, in flight too, as the workflow holds them (session facts). */
+  readonly record?: Readonly<SessionRecord>;
   /** Queues a context message, injected as `user/message` after the whole batch settles. */
   addContext(text: string): void;
   /** Records a session event (e.g. `hook/invoked`) in the batch's history. */

@@ -304,5 +304,7 @@ export type { PolicyCheckReport, PolicyExplanation, PolicyRules, PolicyRulesOpti
 export { codexRules } from './codex-rules';
 export { geminiPolicy } from './gemini-policy';
 export { openCodePermissions } from './opencode-permissions';
+export { cedarPolicy, SLUICE_CEDAR_SCHEMA } from './cedar-policy';
+export type { CedarPolicyOptions } from './cedar-policy';
 export { PolicyFileError } from './policy-types';
 export type { PolicyCall, PolicyDecision, PolicyFile, PolicyFormat, PolicyRuleRef, PolicySource } from './policy-types';

@@ -1,9 +1,10 @@
 // What every policy format (Claude Code permission rules, Codex `.rules`, Gemini CLI policy TOML,
 // OpenCode `permission`) answers about one call, in one shape: the decision and the rule that
 // made it, with the file, its digest and the line, so the answer can be put on record.
+import type { Facts, SessionRecord } from '../pipeline/facts';
 import type { JsonObject } from '../pipeline/types';
 
-export type PolicyFormat = 'claude' | 'codex' | 'gemini' | 'opencode';
+export type PolicyFormat = 'claude' | 'codex' | 'gemini' | 'opencode' | 'cedar';
 export type PolicyDecision = 'allow' | 'ask' | 'deny';
 
 /** Strictest first: a deny from any source beats an ask, an ask beats an allow. */
@@ -36,8 +37,10 @@ export interface PolicyRuleRef {
   /** The rule as written (compacted to one line where the format spans several). */
   text: string;
   decision: PolicyDecision;
-  /** The rule's own words for the person or the model (Codex justification, Gemini denyMessage). */
+  /** The rule's own words for the person or the model (Codex justification, Gemini denyMessage, Cedar `@reason`). */
   message?: string;
+  /** The id the rule's author gave it (Cedar `@id`). */
+  policyId?: string;
 }
 
 /** The call as every format sees it: the resolved tool, its other names and the frozen arguments. */
@@ -46,6 +49,12 @@ export interface PolicyCall {
   toolName: string;
   aliases?: readonly string[];
   args: Readonly<JsonObject>;
+  /** The session the call belongs to (Cedar's principal); absent when explained outside one. */
+  session?: string;
+  callId?: string;
+  turn?: number;
+  /** The calls recorded before this one (session facts fold them); none when absent. */
+  record?: Readonly<SessionRecord>;
 }
 
 /** One source's answer: its winning rule, and every rule that matched (for `sluice policy check`). */
@@ -55,6 +64,8 @@ export interface SourceVerdict {
   matched: PolicyRuleRef[];
   /** Why the source's own logic changed a rule's decision (e.g. a redirection turns a Gemini allow into an ask). */
   note?: string;
+  /** The session facts the source read (Cedar `context.session`), recorded with the decision. */
+  facts?: Facts;
 }
 
 /** An embedded example that did not hold (a Codex `match` that does not match, ...). */

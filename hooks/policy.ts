@@ -5,9 +5,10 @@
 //   Codex        .codex/rules/*.rules (prefix_rule), .codex/config.toml approval_policy/sandbox_mode
 //   Gemini CLI   .gemini/policies/*.toml ([[rule]] with tiers and priorities)
 //   OpenCode     opencode.json  permission
+//   Cedar        .cedar/*.cedar with .cedar/*.cedarschema (hooks/cedar-policy.ts)
 //
 // Each source decides by its own rules (Claude Code: deny > ask > allow; Codex: strictest match;
-// Gemini: highest priority; OpenCode: last match); across sources the strictest answer wins
+// Gemini: highest priority; OpenCode: last match; Cedar: forbid > @ask permit > permit); across sources the strictest answer wins
 // (deny > ask > allow), the first source in the order above breaking a tie. Files are read once,
 // at start; one that cannot be read, or whose embedded examples fail, stops the worker.
 //
@@ -19,8 +20,10 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { ToolApproval, JsonObject, PolicyBinding, PreDecision } from '../pipeline/types';
-import type { PolicyPreExecute, PolicyRecheck, PreExecuteHandler } from '../define/config';
+import type { PolicyPreExecute, PolicyRecheck, PreExecuteHandler, StageContext } from '../define/config';
+import type { Facts } from '../pipeline/facts';
 import { denyAtExec } from '../tools/exec-deny';
+import { cedarPolicy, type CedarPolicyOptions } from './cedar-policy';
 import { codexRules, type CodexRulesOptions, describeFailures } from './codex-rules';
 import { policyExecDenies } from './exec-deny-rules';
 import { geminiPolicy, type GeminiPolicyOptions } from './gemini-policy';
@@ -50,6 +53,7 @@ export interface PolicyRulesOptions {
   codex?: Omit<CodexRulesOptions, 'workspace'> | false;
   gemini?: Omit<GeminiPolicyOptions, 'workspace'> | false;
   opencode?: Omit<OpenCodeOptions, 'workspace'> | false;
+  cedar?: Omit<CedarPolicyOptions, 'workspace'> | false;
   /**
    * `refuse` (default): a failing embedded example (a Codex `match` that does not match) stops the
    * worker. `report`: load anyway and let `check()` report it (what `sluice policy check` uses).
@@ -63,6 +67,8 @@ export interface SourceExplanation {
   decision: PolicyDecision | 'none';
   rule?: PolicyRuleRef;
   note?: string;
+  /** The session facts the source read (Cedar). */
+  facts?: Facts;
 }
 
 export interface PolicyExplanation {
@@ -203,6 +209,19 @@ interface Judge {
   bindingOf: (x: PolicyExplanation) => PolicyBinding;
 }
 
+/** A stage's call as the policy sources see it, with the calls recorded before it for session facts. */
+function policyCallOf(ctx: StageContext, tool: NonNullable<StageContext['tool']>): PolicyCall {
+  return {
+    toolName: tool.name,
+    aliases: tool.aliases,
+    args: ctx.call.args,
+    session: ctx.sessionId,
+    callId: ctx.call.id,
+    turn: ctx.turn,
+    ...(ctx.record ? { record: ctx.record } : {}),
+  };
+}
+
 /** The sources the options name, every one by default; their own examples must hold unless told not to refuse. */
 function readSources(workspace: string, opts: PolicyRulesOptions): PolicySource[] {
   const sources: PolicySource[] = [];
@@ -210,6 +229,7 @@ function readSources(workspace: string, opts: PolicyRulesOptions): PolicySource[
   if (opts.codex !== false) sources.push(codexRules({ workspace, ...(opts.codex ?? {}), verifyExamples: false }));
   if (opts.gemini !== false) sources.push(geminiPolicy({ workspace, ...(opts.gemini ?? {}) }));
   if (opts.opencode !== false) sources.push(openCodePermissions({ workspace, ...(opts.opencode ?? {}) }));
+  if (opts.cedar !== false) sources.push(cedarPolicy({ workspace, ...(opts.cedar ?? {}) }));
   if ((opts.examples ?? 'refuse') === 'refuse') {
     const failures = sources.flatMap((s) => s.examples().failures);
     if (failures.length) throw new Error(describeFailures(failures));
@@ -227,6 +247,7 @@ function explainCall(sources: readonly PolicySource[], call: PolicyCall): Policy
       decision: v.decision,
       ...(v.rule ? { rule: v.rule } : {}),
       ...(v.note ? { note: v.note } : {}),
+      ...(v.facts ? { facts: v.facts } : {}),
     };
   });
   let winner: SourceExplanation | undefined;
@@ -252,7 +273,7 @@ function policyHandler({ digest, ready, explain, bindingOf }: Judge): PreExecute
   return async (ctx) => {
     if (!ctx.tool) return undefined;
     await ready;
-    const x = explain({ toolName: ctx.tool.name, aliases: ctx.tool.aliases, args: ctx.call.args });
+    const x = explain(policyCallOf(ctx, ctx.tool));
     const w = x.winner;
     // No rule: no opinion, but an ask the tool's own approval raises is still bound to this policy
     // (a later policy that denies or asks by a rule judges the call again).
@@ -263,6 +284,8 @@ function policyHandler({ digest, ready, explain, bindingOf }: Judge): PreExecute
       decision: x.decision,
       ...ruleRecord(w.rule),
       ...(w.note ? { note: w.note } : {}),
+      // The session facts the deciding source read: a replay and an auditor read the same.
+      ...(w.facts ? { facts: w.facts } : {}),
       policyDigest: digest,
       // What every other source said, so an auditor sees the whole picture.
       others: x.sources
@@ -287,7 +310,7 @@ function policyRecheck({ digest, ready, explain, bindingOf }: Judge): PolicyRech
   return async (ctx, askedUnder) => {
     if (askedUnder.digest === digest || !ctx.tool) return undefined;
     await ready;
-    const x = explain({ toolName: ctx.tool.name, aliases: ctx.tool.aliases, args: ctx.call.args });
+    const x = explain(policyCallOf(ctx, ctx.tool));
     const now = bindingOf(x);
     const change = `the policy changed while this call waited for approval (${shortDigest(askedUnder.digest)} → ${shortDigest(digest)})`;
     const was = askedUnder.rule ? `${askedUnder.rule.file}: \`${askedUnder.rule.text}\`` : 'no rule';
@@ -368,6 +391,7 @@ function ruleRecord(rule: PolicyRuleRef): JsonObject {
     line: rule.line,
     rule: rule.text,
     ...(rule.message ? { message: rule.message } : {}),
+    ...(rule.policyId ? { policyId: rule.policyId } : {}),
   };
 }
 

@@ -1,5 +1,6 @@
 // The vocabulary of a durable agent session (workflows/session.ts), shared by workflow code,
 // model adapters and converters. Pure types and pure functions only.
+import type { CallRecord } from './facts';
 import { jsonStringBytes, MAX_ARGUMENT_CHARS, MAX_INPUT_BYTES } from './budget';
 import { ErrorCodes } from './errors';
 import type { ContentBlock, Json, ModelMessage, SessionState, ToolCall, ToolError } from './types';
@@ -238,6 +239,12 @@ export interface SessionInput {
   endWhenIdle?: boolean;
   /** Continue-as-new once the run's history has this many events. Default 5,000. */
   continueAsNewAfterEvents?: number;
+  /**
+   * Keep the session's calls (7 days, at most 10,000) and send them with each batch, for the
+   * session facts its policies read (docs/policies.md). Off by default: they make every step's
+   * history larger as the session grows.
+   */
+  sessionFacts?: boolean;
   modelCall?: ModelCallOptions;
   /** Options for each tool batch (maxParallel, approval timeout, channel). */
   batch?: { maxParallel?: number; approvalTimeoutMs?: number; approvalChannel?: boolean };
@@ -290,6 +297,8 @@ export interface SessionCarry {
   endReason?: SessionEndReason;
   /** Runs of this session so far (continue-as-new starts the next). */
   runs: number;
+  /** The session's calls, for the facts its policies read (workflows/session-facts.ts); absent before the first batch. */
+  calls?: CallRecord[];
 }
 
 export type SessionStatus = 'idle' | 'model' | 'tools' | 'ended';

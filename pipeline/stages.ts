@@ -1,5 +1,6 @@
 // The contracts between the batch workflow and the stage activities. Everything here crosses
 // Temporal's wire, so it is plain JSON; the packed forms history records are codec/stages.ts's.
+import type { SessionRecord } from './facts';
 import type { ApprovalLifecycle } from './lifecycle';
 import type { QuorumSettings } from './quorum';
 import type {
@@ -43,6 +44,8 @@ export interface CallRef {
   inlineBytes?: number;
   /** Guards after a person's decision: the policy the ask was raised under, to judge the call again. */
   askedUnder?: PolicyBinding;
+  /** The calls recorded before this one, as the workflow holds them: what session facts fold (pipeline/facts.ts). */
+  record?: SessionRecord;
 }
 
 /** Where a call stands after pre-execute (and guards, when no person has to be asked). */

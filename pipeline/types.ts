@@ -183,6 +183,22 @@ export interface BatchOptions {
   notifiers?: string[];
 }
 
+/** What became of a call, as far as the record says now. */
+export type CallOutcome = 'pending' | 'ok' | 'failed' | 'denied' | 'not-run';
+
+/** One call as the record holds it: the unit session facts are folded from (pipeline/facts.ts). */
+export interface CallRecord {
+  callId: string;
+  tool: string;
+  args: JsonObject;
+  /** Workflow time the call was recorded, ms since the epoch. */
+  at: number;
+  turn: number;
+  outcome: CallOutcome;
+  /** Who let it run or stopped it: a policy rule (its file:line), a person (who), or nobody asked. */
+  decider?: { kind: 'policy' | 'person'; who?: string };
+}
+
 export interface BatchInput {
   sessionId: string;
   turn: number;
@@ -192,6 +208,8 @@ export interface BatchInput {
   startSeq?: number;
   state?: SessionState;
   options?: BatchOptions;
+  /** A session's batch: the session's earlier calls, for session facts (workflows/session-facts.ts). */
+  earlier?: CallRecord[];
 }
 
 export type ModelMessage =

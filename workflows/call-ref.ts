@@ -5,6 +5,7 @@ import { snapshotArguments } from '../pipeline/json';
 import type { CallRef } from '../pipeline/stages';
 import type { BatchInput, JsonObject, SessionState, ToolCall } from '../pipeline/types';
 import type { Lineage } from './admission';
+import { recordFor } from './session-facts';
 
 export function callRef(
   input: BatchInput,
@@ -14,6 +15,7 @@ export function callRef(
   lineage: Lineage,
 ): CallRef {
   const { workflowId } = workflowInfo();
+  const record = recordFor(input, call, lineage.rootCallId);
   return {
     workflowId,
     sessionId: input.sessionId,
@@ -26,6 +28,8 @@ export function callRef(
     idempotencyKey: `${workflowId}/${call.id}`,
     state,
     ...lineage,
+    // The calls before it, in flight too: what its policy's session facts fold.
+    ...(record ? { record } : {}),
   };
 }
 

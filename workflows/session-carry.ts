@@ -19,6 +19,7 @@ import { contentText, tailCopy } from '../pipeline/session';
 import type { EventPayloads, EventType } from '../pipeline/events';
 import type { BatchOutputWire } from '../codec/output';
 import { EventLog } from './event-log';
+import { carriedCalls } from './session-facts';
 
 /** The last messages the status query shows. */
 const TAIL = 20;
@@ -123,6 +124,7 @@ export class Carry {
   batchDone(output: BatchOutputWire): void {
     this.c.seq = output.nextSeq;
     this.c.state = output.state;
+    if (this.input.sessionFacts) this.c.calls = carriedCalls(this.c.calls, output);
     this.log.skipTo(output.nextSeq);
   }
 

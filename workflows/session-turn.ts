@@ -198,6 +198,7 @@ export class Turn {
       startSeq: c.seq,
       state: c.state,
       ...(input.batch ? { options: input.batch } : {}),
+      ...(c.calls?.length ? { earlier: c.calls } : {}),
     };
     const workflowId = batchWorkflowId(input.sessionId, c.turn, c.step);
     // The batch is started and awaited outside any cancellation: an interrupt cancels it by

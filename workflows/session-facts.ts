@@ -1,0 +1,47 @@
+// The workflow side of session facts (pipeline/facts.ts): which calls a call's policy looks back
+// on, taken from the durable record only — the batch's input (the calls before this one, still in
+// flight) and the session's earlier batches as the session workflow carries them across
+// continue-as-new — never from a worker's memory. The record goes to the pre-execute stage in its
+// input, so the activity's recorded input is what a replay and an auditor read.
+import { expandBatchOutput, type BatchOutputWire } from '../codec/output';
+import { type CallRecord, callRecords, type SessionRecord } from '../pipeline/facts';
+import type { BatchInput, ToolCall } from '../pipeline/types';
+
+/** How far back a session keeps its calls for facts, and how many at most (the oldest go first). */
+export const RECORD_KEEP_MS = 7 * 86_400_000;
+export const RECORD_KEEP_CALLS = 10_000;
+
+/**
+ * The calls recorded before `call`: the session's earlier batches, then the batch's calls before
+ * it in model order (a sub-call: before its root call), each in flight as far as this batch knows.
+ * Undefined when there is none, so a batch with nothing to look back on sends nothing more.
+ */
+export function recordFor(input: BatchInput, call: ToolCall, rootCallId?: string): SessionRecord | undefined {
+  const now = Date.now();
+  const upTo = input.calls.findIndex((c) => c.id === (rootCallId ?? call.id));
+  const siblings = input.calls.slice(0, Math.max(0, upTo)).map((c) => inFlight(c, input.turn, now));
+  const calls = [...(input.earlier ?? []), ...siblings];
+  return calls.length ? { calls, now } : undefined;
+}
+
+function inFlight(c: ToolCall, turn: number, now: number): CallRecord {
+  let args: CallRecord['args'] = {};
+  try {
+    const v = JSON.parse(c.arguments);
+    if (v !== null && typeof v === 'object' && !Array.isArray(v)) args = v;
+  } catch {
+    // Arguments that do not parse never run: the call still counts, with none.
+  }
+  return { callId: c.id, tool: c.name, args, at: now, turn, outcome: 'pending' };
+}
+
+/** The session's carried calls after a batch: its calls appended, the old ones and the overflow dropped. */
+export function carriedCalls(carried: readonly CallRecord[] | undefined, output: BatchOutputWire): CallRecord[] {
+  const now = Date.now();
+  const done = callRecords(expandBatchOutput(output).events);
+  const ids = new Set(done.map((r) => r.callId));
+  const kept = [...(carried ?? []).filter((r) => !ids.has(r.callId)), ...done].filter(
+    (r) => r.at > now - RECORD_KEEP_MS,
+  );
+  return kept.slice(-RECORD_KEEP_CALLS);
+}
