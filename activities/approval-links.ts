@@ -6,16 +6,7 @@
 // included. Opening the link only shows the card: a click on the page decides (link previews and
 // scanners fetch URLs).
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-
-/** Where links point and how they are signed (worker config `approvalLinks`, the inbox's `linkKey`). */
-export interface ApprovalLinkSettings {
-  /** The inbox as approvers reach it, e.g. `https://approvals.example.com` (links are `<baseUrl>/link/<token>`). */
-  baseUrl: string;
-  /** The HMAC key, at least 32 characters; default SLUICE_LINK_KEY. The inbox needs the same. */
-  key?: string;
-  /** How long a link lives, at most until the approval's deny timeout. Default: until then. */
-  ttlMs?: number;
-}
+import type { ApprovalLinkSettings } from '../define/config';
 
 /** What a link is for: what the token carries, signed. */
 export interface ApprovalLinkClaims {

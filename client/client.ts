@@ -22,6 +22,7 @@ import {
 import { sessionWorkflowId } from '../workflows/session-definitions';
 import { hasVersionedWorker } from '../temporal/eager-start';
 import { type BatchOutputWire, expandBatchOutput } from '../pipeline/output';
+import { SEARCH_ATTRIBUTES } from '../pipeline/search-attributes';
 import type { BatchInput, BatchOutput, BatchState, SessionEvent } from '../pipeline/types';
 import {
   APPROVALS_MEMO,
@@ -29,7 +30,6 @@ import {
   batchWorkflowId,
   DEFAULT_TASK_QUEUE,
   EMPTY_APPROVALS_MEMO,
-  SEARCH_ATTRIBUTES,
   SEQ_CONFLICT,
   SESSION_ID,
   stateQuery,

@@ -5,7 +5,7 @@
 // Last-Event-ID nothing twice. Then two worker processes serving one session: one stream.
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LiveEvent } from '../agent/live';
+import type { LiveEvent } from '../pipeline/live';
 import { startInbox, type Inbox } from '../client/inbox/server';
 import { sessionHandle, startSession } from '../client/session';
 import { openStores, type SluiceStores } from '../stores/stores';

@@ -5,7 +5,7 @@
 // answered as unknown, so the routes tell nothing of other teams' sessions.
 import type * as http from 'node:http';
 import * as path from 'node:path';
-import type { LiveEvent } from '../../agent/live';
+import type { LiveEvent } from '../../pipeline/live';
 import type { SessionEvent } from '../../pipeline/types';
 import type { LiveReader } from '../../stores/live';
 import type { SluiceClient } from '../client';

@@ -8,7 +8,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { LiveEvent } from '../../agent/live';
+import type { LiveEvent } from '../../pipeline/live';
 import { parseResume, resumeId, sentBefore } from '../../client/inbox/sessions';
 import { followSessionEvents } from '../../client/session-events';
 import type { SessionEvent } from '../../pipeline/types';
