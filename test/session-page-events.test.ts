@@ -6,7 +6,7 @@
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LiveEvent } from '../pipeline/live';
-import { startInbox, type Inbox } from '../client/inbox/server';
+import { startInbox, type Inbox } from '../servers/inbox/server';
 import { sessionHandle, startSession } from '../client/session';
 import { openStores, type SluiceStores } from '../stores/stores';
 import { eventually } from './eventually';

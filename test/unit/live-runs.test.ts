@@ -9,7 +9,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { LiveEvent } from '../../pipeline/live';
-import { parseResume, resumeId, sentBefore } from '../../client/inbox/sessions';
+import { parseResume, resumeId, sentBefore } from '../../servers/inbox/sessions';
 import { followSessionEvents } from '../../client/session-events';
 import type { SessionEvent } from '../../pipeline/types';
 import { fileLiveChannel } from '../../stores/live';

@@ -18,7 +18,7 @@ import { isEvent } from '../../pipeline/events';
 import { APPROVALS_MEMO, BATCH_WORKFLOW, stateQuery } from '../../workflows/definitions';
 import { SESSION_WORKFLOW, sessionWorkflowId } from '../../workflows/session-definitions';
 import type { SluiceStores } from '../../stores/stores';
-import type { SluiceClient } from '../client';
+import type { SluiceClient } from '../../client/client';
 
 /** How long a page refresh waits for a worker to answer a batch's query. */
 const QUERY_DEADLINE_MS = 3_000;

@@ -8,9 +8,9 @@ import * as path from 'node:path';
 import type { LiveEvent } from '../../pipeline/live';
 import type { SessionEvent } from '../../pipeline/types';
 import type { LiveReader } from '../../stores/live';
-import type { SluiceClient } from '../client';
-import { sessionHandle } from '../session';
-import { followSessionEvents, type SessionEventSource } from '../session-events';
+import type { SluiceClient } from '../../client/client';
+import { sessionHandle } from '../../client/session';
+import { followSessionEvents, type SessionEventSource } from '../../client/session-events';
 import type { InboxFeed } from './feed';
 import { crossSiteProblem, jsonBody, readPage, send, sendPage } from './http';
 

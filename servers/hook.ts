@@ -1,55 +1,26 @@
-// `sluice hook <claude|codex|gemini>`: a harness's command hook. Reads one hook payload on stdin,
-// decides the call through Sluice (service.ts) and answers on stdout in the harness's dialect
-// before the harness stops waiting. `sluice hook serve`: the same over HTTP, for Claude Code's
-// `http` hook type (POST /claude, /codex, /gemini). docs/gateway.md has the set-up lines.
+// A harness's hook answered: one hook payload in, the harness's answer out, decided through Sluice
+// (client/hook/service.ts) before the harness stops waiting. `answer` is a command hook's one run
+// (`sluice hook <claude|codex|gemini>`, cli/hook.ts); `serveHooks` the same over HTTP, for Claude
+// Code's `http` hook type (POST /claude, /codex, /gemini). docs/gateway.md has the set-up lines.
 //
 // Fail closed, always: malformed input, an unknown dialect, no server, no worker, no decision in
 // time — each answers deny (or "ask", where the harness then asks the person itself), never allow.
 import * as http from 'node:http';
-import { parseArgs } from 'node:util';
-import { SluiceClient } from '../client';
-import { connectClient } from '../../temporal/connection';
-import { dataConverterFromEnv } from '../../temporal/codec';
-import { untilStopSignal } from '../../support/stop-signal';
+import { SluiceClient } from '../client/client';
+import { connectClient } from '../temporal/connection';
+import { dataConverterFromEnv } from '../temporal/codec';
+import { untilStopSignal } from '../support/stop-signal';
 import {
   answerBody,
   type HarnessDialect,
   type HarnessRequest,
-  HookInputError,
   type HookReply,
   parseDialect,
   parseHookPayload,
   renderAnswer,
   renderFailure,
-} from './dialects';
-import { doctor, doctorDefaults, renderFindings } from './doctor';
-import { decide, record } from './service';
-
-export const HOOK_HELP = `Usage: npx sluice hook <claude|codex|gemini> [options]     a command hook: payload on stdin
-           npx sluice hook serve [--port N] [--host H] [options]  http hooks: POST /claude (/codex, /gemini)
-           npx sluice hook doctor <claude|codex|gemini> [--project DIR]  will the harness run the hook?
-
-Answers the harness's PreToolUse / PermissionRequest (Claude Code, Codex) or BeforeTool (Gemini
-CLI) hook with Sluice's decision, and records PostToolUse / PostToolUseFailure / AfterTool results.
-Each call is a durable Sluice batch of the harness's session, decided by the worker's config
-(harnessTools() from sluice/hooks; docs/gateway.md).
-
-Options:
-  --timeout S             How long the harness waits for this hook, in seconds (default 50): Sluice
-                          answers a little before, and an ask nobody decided by then falls back
-                          to the harness's own prompt where it has one, else to deny
-  --approval-timeout S    Deny timeout of an ask when the worker's tool sets none (default 600)
-  --port N, --host H      serve: where to listen (default 127.0.0.1:8788)
-  --project DIR           doctor: the project the harness runs in (default: this folder)
-  --address host:port     Temporal frontend (default: TEMPORAL_ADDRESS, then localhost:7233)
-  --namespace NAME        Temporal namespace (default: TEMPORAL_NAMESPACE, then "default")
-  --task-queue NAME       Task queue of the Sluice worker that serves harness calls
-
-Exit codes (command hooks): 0 the answer is on stdout; 2 blocked, the reason on stderr (bad input,
-no decision possible); 1 a result could not be recorded (the tool already ran; nothing to block).`;
-
-const DEFAULT_TIMEOUT_S = 50;
-const DEFAULT_PORT = 8788;
+} from '../client/hook/dialects';
+import { decide, record } from '../client/hook/service';
 
 export interface HookOptions {
   timeoutMs: number;
@@ -57,57 +28,6 @@ export interface HookOptions {
   address?: string;
   namespace?: string;
   taskQueue?: string;
-}
-
-/** Runs `sluice hook ...`; returns the exit code. `io` is the process's by default. */
-export async function hookMain(
-  argv: string[],
-  io: { stdin: NodeJS.ReadableStream; stdout: (s: string) => void; stderr: (s: string) => void } = {
-    stdin: process.stdin,
-    stdout: (s) => process.stdout.write(s),
-    stderr: (s) => process.stderr.write(s),
-  },
-): Promise<number> {
-  const started = Date.now();
-  let parsed: ReturnType<typeof parseOptions>;
-  try {
-    parsed = parseOptions(argv);
-  } catch (err) {
-    // A bad command line in the harness's settings: block, and say what to fix.
-    return emit(io, renderFailure('decide', (err as Error).message));
-  }
-  if (parsed.help) {
-    io.stdout(`${HOOK_HELP}\n`);
-    return 0;
-  }
-  if (parsed.target === 'serve') return serve(parsed.options, parsed.port, parsed.host, io.stderr);
-  if (parsed.target === 'doctor') return runDoctor(parsed.positionals[1], parsed.project, io);
-  let dialect: HarnessDialect;
-  try {
-    dialect = parseDialect(parsed.target);
-  } catch (err) {
-    return emit(io, renderFailure('decide', (err as Error).message));
-  }
-  const text = await readAll(io.stdin);
-  return emit(io, await answer(dialect, text, parsed.options, started + parsed.options.timeoutMs));
-}
-
-/** `sluice hook doctor <harness>`: whether the harness will run the hook, from its files (doctor.ts). */
-function runDoctor(
-  harness: string | undefined,
-  project: string | undefined,
-  io: { stdout: (s: string) => void; stderr: (s: string) => void },
-): number {
-  let dialect: HarnessDialect;
-  try {
-    dialect = parseDialect(harness);
-  } catch (err) {
-    io.stderr(`sluice hook doctor: ${(err as Error).message.replace('sluice hook ', 'sluice hook doctor ')}\n`);
-    return 2;
-  }
-  const { text, exitCode } = renderFindings(dialect, doctor(dialect, doctorDefaults(project)));
-  io.stdout(text);
-  return exitCode;
 }
 
 /** A Sluice client for one hook run; `release` closes what was opened for it (nothing for a shared one). */
@@ -225,8 +145,16 @@ function fallback(req: HarnessRequest, why: string): HookReply {
   return { ...renderAnswer(req.dialect, req.event, { decision: 'ask', reason }), stderr: `sluice hook: ${reason}\n` };
 }
 
-/** The HTTP form, for Claude Code's `http` hooks: POST /<dialect> with the hook JSON; 200 with the answer. */
-async function serve(o: HookOptions, port: number, host: string, log: (s: string) => void): Promise<number> {
+/**
+ * `sluice hook serve`, the HTTP form for Claude Code's `http` hooks: POST /<dialect> with the hook
+ * JSON; 200 with the answer. Serves until a stop signal; returns the exit code.
+ */
+export async function serveHooks(
+  o: HookOptions,
+  port: number,
+  host: string,
+  log: (s: string) => void,
+): Promise<number> {
   const client = sharedClient(o);
   let allowedHosts: string[] = [];
   const server = http.createServer((request, response) => {
@@ -307,61 +235,4 @@ function eventOf(text: string): string | undefined {
   } catch {
     return undefined;
   }
-}
-
-function parseOptions(argv: string[]) {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    strict: true,
-    options: {
-      timeout: { type: 'string' },
-      'approval-timeout': { type: 'string' },
-      port: { type: 'string' },
-      host: { type: 'string' },
-      address: { type: 'string' },
-      namespace: { type: 'string' },
-      'task-queue': { type: 'string' },
-      project: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
-  const seconds = (v: string | undefined, flag: string, fallbackS?: number): number | undefined => {
-    if (v === undefined) return fallbackS === undefined ? undefined : fallbackS * 1000;
-    const n = Number(v);
-    if (!Number.isFinite(n) || n <= 0)
-      throw new HookInputError(`${flag} must be a positive number of seconds, not ${JSON.stringify(v)}`);
-    return n * 1000;
-  };
-  const port = values.port === undefined ? DEFAULT_PORT : Number(values.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65535)
-    throw new HookInputError(`--port must be a port number, not ${values.port}`);
-  const approvalTimeoutMs = seconds(values['approval-timeout'], '--approval-timeout');
-  return {
-    help: values.help === true,
-    target: positionals[0],
-    positionals,
-    project: values.project,
-    port,
-    host: values.host ?? '127.0.0.1',
-    options: {
-      timeoutMs: seconds(values.timeout, '--timeout', DEFAULT_TIMEOUT_S) as number,
-      ...(approvalTimeoutMs !== undefined ? { approvalTimeoutMs } : {}),
-      ...(values.address ? { address: values.address } : {}),
-      ...(values.namespace ? { namespace: values.namespace } : {}),
-      ...(values['task-queue'] ? { taskQueue: values['task-queue'] } : {}),
-    } satisfies HookOptions,
-  };
-}
-
-async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const c of stream) chunks.push(typeof c === 'string' ? Buffer.from(c) : (c as Buffer));
-  return Buffer.concat(chunks).toString('utf8');
-}
-
-function emit(io: { stdout: (s: string) => void; stderr: (s: string) => void }, reply: HookReply): number {
-  if (reply.stdout) io.stdout(`${reply.stdout}\n`);
-  if (reply.stderr) io.stderr(reply.stderr);
-  return reply.exitCode;
 }
