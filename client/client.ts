@@ -1,4 +1,5 @@
 // The client library: run or start a batch, decide approvals, list what waits, read events.
+import { DeprecatedApprovalAliases } from './approval-aliases';
 import { ApprovalsClient, SERVER_DEADLINE_MS } from './approvals';
 import { createHash } from 'node:crypto';
 import {
@@ -112,7 +113,7 @@ export {
   type SignalOutcome,
 } from './approvals';
 
-export class SluiceClient {
+export class SluiceClient extends DeprecatedApprovalAliases {
   readonly temporal: Client;
   readonly taskQueue: string;
   /** Whether batches are started with eager start asked for (SluiceClientOptions.eagerStart). */
@@ -126,6 +127,7 @@ export class SluiceClient {
   readonly approvals: ApprovalsClient;
 
   constructor(opts: SluiceClientOptions) {
+    super();
     const eager = supportsEagerStart(opts.connection);
     if (opts.eagerStart === true && !eager)
       throw new InvalidInputError(
@@ -338,88 +340,6 @@ export class SluiceClient {
 
   async batchState(workflowId: string): Promise<BatchState> {
     return this.temporal.workflow.getHandle(workflowId).query(stateQuery);
-  }
-
-  // The approval protocol's methods as they were before `sluice.approvals`: thin aliases, kept
-  // through 1.x.
-
-  /** @deprecated Use `sluice.approvals.list()`; this alias stays through 1.x. */
-  pendingApprovals(...args: Parameters<ApprovalsClient['list']>): ReturnType<ApprovalsClient['list']> {
-    return this.approvals.list(...args);
-  }
-
-  /** @deprecated Use `sluice.approvals.overview()`; this alias stays through 1.x. */
-  approvalsOverview(...args: Parameters<ApprovalsClient['overview']>): ReturnType<ApprovalsClient['overview']> {
-    return this.approvals.overview(...args);
-  }
-
-  /** @deprecated Use `sluice.approvals.read()`; this alias stays through 1.x. */
-  readApprovals(...args: Parameters<ApprovalsClient['read']>): ReturnType<ApprovalsClient['read']> {
-    return this.approvals.read(...args);
-  }
-
-  /** @deprecated Use `sluice.approvals.find()`; this alias stays through 1.x. */
-  findApproval(...args: Parameters<ApprovalsClient['find']>): ReturnType<ApprovalsClient['find']> {
-    return this.approvals.find(...args);
-  }
-
-  /** @deprecated Use `sluice.approvals.decide()`; this alias stays through 1.x. */
-  decide(...args: Parameters<ApprovalsClient['decide']>): ReturnType<ApprovalsClient['decide']> {
-    return this.approvals.decide(...args);
-  }
-
-  /** @deprecated Use `sluice.approvals.submit()`; this alias stays through 1.x. */
-  submitDecision(...args: Parameters<ApprovalsClient['submit']>): ReturnType<ApprovalsClient['submit']> {
-    return this.approvals.submit(...args);
-  }
-
-  /** @deprecated Use `sluice.approvals.waitFor()`; this alias stays through 1.x. */
-  awaitDecision(...args: Parameters<ApprovalsClient['waitFor']>): ReturnType<ApprovalsClient['waitFor']> {
-    return this.approvals.waitFor(...args);
-  }
-
-  /** @deprecated Use `sluice.approvals.reconcile()`; this alias stays through 1.x. */
-  reconcile(...args: Parameters<ApprovalsClient['reconcile']>): ReturnType<ApprovalsClient['reconcile']> {
-    return this.approvals.reconcile(...args);
-  }
-
-  /** @deprecated Use `sluice.approvals.submitReconcile()`; this alias stays through 1.x. */
-  submitReconcile(
-    ...args: Parameters<ApprovalsClient['submitReconcile']>
-  ): ReturnType<ApprovalsClient['submitReconcile']> {
-    return this.approvals.submitReconcile(...args);
-  }
-
-  /** @deprecated Use `sluice.approvals.waitForReconcile()`; this alias stays through 1.x. */
-  awaitReconcile(
-    ...args: Parameters<ApprovalsClient['waitForReconcile']>
-  ): ReturnType<ApprovalsClient['waitForReconcile']> {
-    return this.approvals.waitForReconcile(...args);
-  }
-
-  /** @deprecated Use `sluice.approvals.reassign()`; this alias stays through 1.x. */
-  reassign(...args: Parameters<ApprovalsClient['reassign']>): ReturnType<ApprovalsClient['reassign']> {
-    return this.approvals.reassign(...args);
-  }
-
-  /** @deprecated Use `sluice.approvals.signal()`; this alias stays through 1.x. */
-  signalDecision(...args: Parameters<ApprovalsClient['signal']>): ReturnType<ApprovalsClient['signal']> {
-    return this.approvals.signal(...args);
-  }
-
-  /** @deprecated Use `sluice.approvals.signalOutcome()`; this alias stays through 1.x. */
-  signalOutcome(...args: Parameters<ApprovalsClient['signalOutcome']>): ReturnType<ApprovalsClient['signalOutcome']> {
-    return this.approvals.signalOutcome(...args);
-  }
-
-  /** @deprecated Use `sluice.approvals.approve()`; this alias stays through 1.x. */
-  approve(...args: Parameters<ApprovalsClient['approve']>): ReturnType<ApprovalsClient['approve']> {
-    return this.approvals.approve(...args);
-  }
-
-  /** @deprecated Use `sluice.approvals.deny()`; this alias stays through 1.x. */
-  deny(...args: Parameters<ApprovalsClient['deny']>): ReturnType<ApprovalsClient['deny']> {
-    return this.approvals.deny(...args);
   }
 
   /**
