@@ -9,7 +9,7 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { ApprovalLinkSettings } from '../define/config';
 
 /** What a link is for: what the token carries, signed. */
-export interface ApprovalLinkClaims {
+interface ApprovalLinkClaims {
   approvalId: string;
   workflowId: string;
   argsDigest: string;
@@ -19,7 +19,7 @@ export interface ApprovalLinkClaims {
   linkId: string;
 }
 
-export const MIN_LINK_KEY_CHARS = 32;
+const MIN_LINK_KEY_CHARS = 32;
 
 export function linkKeyProblem(key: string | undefined): string | undefined {
   if (!key) return 'approval links need a key: set SLUICE_LINK_KEY (the same on workers and the inbox)';
@@ -61,7 +61,7 @@ export function approvalLink(
   return `${settings.baseUrl.replace(/\/+$/, '')}/link/${token}`;
 }
 
-export type LinkCheck = { ok: true; claims: ApprovalLinkClaims } | { ok: false; code: 'link-forged'; message: string };
+type LinkCheck = { ok: true; claims: ApprovalLinkClaims } | { ok: false; code: 'link-forged'; message: string };
 
 /**
  * Checks a token's signature and shape (not its expiry: the caller says when it is too late, so the

@@ -23,7 +23,7 @@ import type { ResultStore } from '../stores/claim-check';
 import { type SluiceConfig, toolSchemas } from '../define/config';
 
 /** The failure type of a model step that cannot succeed on retry; the session ends the turn with it. */
-export const MODEL_REFUSED = FailureTypes.MODEL_REFUSED;
+const MODEL_REFUSED = FailureTypes.MODEL_REFUSED;
 
 export function createModelActivities(
   config: SluiceConfig,

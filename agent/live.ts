@@ -13,7 +13,7 @@ import type { LiveDelta, LiveEvent, LiveWriter } from '../pipeline/live';
 /** What an adapter is given to stream into (ModelRequest.onDelta). */
 export type DeltaSink = (d: Pick<LiveDelta, 'kind' | 'text' | 'call'>) => void;
 
-export interface PublisherOptions {
+interface PublisherOptions {
   /** Pending bytes beyond which deltas are dropped (a `live/dropped` marker follows). Default 1 MiB. */
   maxPendingBytes?: number;
   /** How long the attempt's end waits for its last events to be written. Default 2 s. */

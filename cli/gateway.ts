@@ -14,7 +14,7 @@ import { connectClient } from '../temporal/connection';
 import { loadConfig } from '../worker/load-config';
 import type { RawCommand } from './command';
 
-export const GATEWAY_HELP = `Usage: npx sluice gateway (--config FILE | --manifest FILE) --task-queue NAME [options]
+const GATEWAY_HELP = `Usage: npx sluice gateway (--config FILE | --manifest FILE) --task-queue NAME [options]
 
 An MCP server in front of a Sluice config's tools (its own and its mcpTools servers'). Every
 tools/call runs as a durable Sluice batch on the task queue (policy, approvals, the upstream call,
@@ -53,7 +53,7 @@ const DEFAULT_PORT = 8789;
 /** Where `--http` keeps its bearer token when no --token-env names one. */
 const DEFAULT_TOKEN_FILE = '.sluice/gateway-token';
 /** Runs `sluice gateway ...`; returns the exit code. */
-export async function gatewayMain(argv: string[], log: (s: string) => void = (s) => process.stderr.write(s)) {
+async function gatewayMain(argv: string[], log: (s: string) => void = (s) => process.stderr.write(s)) {
   let o: ReturnType<typeof parseOptions>;
   try {
     o = parseOptions(argv);

@@ -17,7 +17,7 @@ import { doctor, doctorDefaults, renderFindings } from '../client/hook/doctor';
 import { answer, type HookOptions, serveHooks } from '../servers/hook';
 import type { RawCommand } from './command';
 
-export const HOOK_HELP = `Usage: npx sluice hook <claude|codex|gemini> [options]     a command hook: payload on stdin
+const HOOK_HELP = `Usage: npx sluice hook <claude|codex|gemini> [options]     a command hook: payload on stdin
            npx sluice hook serve [--port N] [--host H] [options]  http hooks: POST /claude (/codex, /gemini)
            npx sluice hook doctor <claude|codex|gemini> [--project DIR]  will the harness run the hook?
 

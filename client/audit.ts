@@ -86,7 +86,7 @@ export interface CallAudit {
   reconciliation?: ReconcileAudit;
 }
 
-export interface ReconcileAudit {
+interface ReconcileAudit {
   id: string;
   workflowId: string;
   /** What was lost, as the card said. */

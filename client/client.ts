@@ -94,7 +94,7 @@ function expanding(handle: WorkflowHandle<ToolBatchFn>, eagerlyStarted = false):
 }
 
 /** True for a NativeConnection (@temporalio/worker), the only kind a worker can share for eager start. */
-export function supportsEagerStart(connection: ConnectionLike): boolean {
+function supportsEagerStart(connection: ConnectionLike): boolean {
   const internal = (connection as { [InternalConnectionLikeSymbol]?: { supportsEagerStart?: boolean } })[
     InternalConnectionLikeSymbol
   ];
@@ -381,7 +381,7 @@ export class SluiceClient extends DeprecatedApprovalAliases {
  * namespace (a fresh server or namespace, a worker that never registered them) turned into what to
  * run; any other error as it was.
  */
-export function explainStartFailure(err: unknown, namespace: string): unknown {
+function explainStartFailure(err: unknown, namespace: string): unknown {
   const text = [err, (err as { cause?: unknown })?.cause].map((e) => (e as Error | undefined)?.message ?? '').join(' ');
   const missing = /no mapping defined for search attribute (\w+)/i.exec(text);
   if (!missing) return err;
@@ -394,7 +394,7 @@ export function explainStartFailure(err: unknown, namespace: string): unknown {
 const CALLS_MEMO = 'sluiceCalls';
 
 /** A digest of a batch's calls (ids, names, arguments as sent), to tell a resubmission from another request. */
-export function digestOfCalls(input: Pick<BatchInput, 'calls'>): string {
+function digestOfCalls(input: Pick<BatchInput, 'calls'>): string {
   const calls = input.calls.map((c) => [c.id, c.name, c.arguments]);
   return `sha256:${createHash('sha256').update(JSON.stringify(calls)).digest('hex')}`;
 }

@@ -7,7 +7,7 @@ import { approverKey, type QuorumTally, type QuorumVote, rejectionsToDeny, tally
 import type { ApprovalDecision, DecisionRefusal, PendingApproval } from './types';
 
 /** A vote as the tally judges it: who (the verified subject, or the typed name), and what. */
-export interface VoteInput {
+interface VoteInput {
   by: string;
   decision: 'approve' | 'deny';
   scope?: 'once' | 'session';

@@ -83,10 +83,10 @@ export function batchInputProblem(input: unknown): string | undefined {
 }
 
 /** The longest session id, in characters: it is part of workflow ids, search attributes and file names. */
-export const MAX_SESSION_ID_CHARS = 200;
+const MAX_SESSION_ID_CHARS = 200;
 
 /** Why a session id cannot be used; undefined when it can. */
-export function sessionIdProblem(sessionId: string): string | undefined {
+function sessionIdProblem(sessionId: string): string | undefined {
   if (sessionId.length > MAX_SESSION_ID_CHARS)
     return `sessionId is ${sessionId.length} characters, over the ${MAX_SESSION_ID_CHARS}-character limit; use a shorter id (e.g. a uuid)`;
   // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it looks for

@@ -13,7 +13,7 @@ import type { BatchOutput, Json, ToolCall, ToolResult } from './types';
 /** Temporal refuses a payload above this. */
 export const PAYLOAD_LIMIT_BYTES = 2 * 1024 * 1024;
 /** What the batch output may reach: the limit less room for the envelope and the codec. */
-export const OUTPUT_TARGET_BYTES = 1536 * 1024;
+const OUTPUT_TARGET_BYTES = 1536 * 1024;
 /** What a batch's history may reach from results: far below the 50 MB limit and 10 MB warning. */
 export const HISTORY_TARGET_BYTES = 8 * 1024 * 1024;
 /**

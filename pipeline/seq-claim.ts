@@ -4,7 +4,7 @@ import type { PreflightReply, WireCallRef } from './stages';
 /** The sink's answer to a batch's claim on a session's seqs from `startSeq` on. */
 export type SeqClaim = { ok: true } | { ok: false; problem: string; nextSeq: number };
 
-export interface SeqClaimRequest {
+interface SeqClaimRequest {
   sessionId: string;
   startSeq: number;
   batchId: string;
@@ -22,7 +22,7 @@ export interface FirstRoundActivities {
   claimThenPreflight(request: FirstRoundRequest): Promise<FirstRound>;
 }
 
-export interface FirstRoundRequest {
+interface FirstRoundRequest {
   claim: SeqClaimRequest;
   /** The first group's calls, preflighted once the claim holds. */
   refs: WireCallRef[];
@@ -35,7 +35,7 @@ export interface FirstRoundRequest {
 }
 
 /** What the first round recorded: its marker's result, read on replay as it was recorded. */
-export interface FirstRound {
+interface FirstRound {
   claim: SeqClaim;
   preflight?: PreflightReply;
   /**

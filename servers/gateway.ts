@@ -413,7 +413,7 @@ async function askInForm(a: Asking, p: PendingApproval, signal: AbortSignal) {
 }
 
 /** The finalized Sluice result as the MCP answer: its content, isError as Sluice decided, the value as structuredContent. */
-export function toMcpResult(out: BatchOutput, workflowId: string): CallToolResult {
+function toMcpResult(out: BatchOutput, workflowId: string): CallToolResult {
   const r = out.results[0];
   if (!r)
     return {
@@ -460,7 +460,7 @@ export async function serveGatewayStdio(gw: GatewayOptions, session: string): Pr
   return closed;
 }
 
-export interface GatewayHttpOptions {
+interface GatewayHttpOptions {
   host: string;
   /** 0 for any free port. */
   port: number;

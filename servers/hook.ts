@@ -31,10 +31,10 @@ export interface HookOptions {
 }
 
 /** A Sluice client for one hook run; `release` closes what was opened for it (nothing for a shared one). */
-export type ClientSource = () => Promise<{ sluice: SluiceClient; release(): void }>;
+type ClientSource = () => Promise<{ sluice: SluiceClient; release(): void }>;
 
 /** A client on a connection of its own, closed after the answer: a command hook's one run. */
-export function ownClient(o: HookOptions): ClientSource {
+function ownClient(o: HookOptions): ClientSource {
   return async () => {
     const c = await connectClient({ address: o.address, namespace: o.namespace });
     return {

