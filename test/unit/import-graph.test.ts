@@ -86,6 +86,18 @@ describe('the import graph', () => {
     expect(sourceFiles()).toEqual(g.files);
   });
 
+  it('docs/architecture.md gives every folder the layer LAYERS gives it', () => {
+    const doc = fs.readFileSync(path.join(ROOT, 'docs', 'architecture.md'), 'utf8');
+    const rows = doc.split('\n').filter((l) => /^\| \d+ \| /.test(l));
+    LAYERS.forEach((layer, i) => {
+      for (const folder of layer.filter((f) => f !== '.'))
+        expect(
+          rows.some((r) => r.startsWith(`| ${i} | `) && r.split('|')[2].includes(`\`${folder}/\``)),
+          `${folder}/ at layer ${i} in docs/architecture.md`,
+        ).toBe(true);
+    });
+  });
+
   it('only workflows/compat.ts imports patched() or deprecatePatch()', () => {
     const importers = g.files.filter((f) => {
       const src = fs.readFileSync(path.join(ROOT, f), 'utf8');
