@@ -6,19 +6,10 @@
 // included. Opening the link only shows the card: a click on the page decides (link previews and
 // scanners fetch URLs).
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-
-/** Where links point and how they are signed (worker config `approvalLinks`, the inbox's `linkKey`). */
-export interface ApprovalLinkSettings {
-  /** The inbox as approvers reach it, e.g. `https://approvals.example.com` (links are `<baseUrl>/link/<token>`). */
-  baseUrl: string;
-  /** The HMAC key, at least 32 characters; default SLUICE_LINK_KEY. The inbox needs the same. */
-  key?: string;
-  /** How long a link lives, at most until the approval's deny timeout. Default: until then. */
-  ttlMs?: number;
-}
+import type { ApprovalLinkSettings } from '../define/config';
 
 /** What a link is for: what the token carries, signed. */
-export interface ApprovalLinkClaims {
+interface ApprovalLinkClaims {
   approvalId: string;
   workflowId: string;
   argsDigest: string;
@@ -28,7 +19,7 @@ export interface ApprovalLinkClaims {
   linkId: string;
 }
 
-export const MIN_LINK_KEY_CHARS = 32;
+const MIN_LINK_KEY_CHARS = 32;
 
 export function linkKeyProblem(key: string | undefined): string | undefined {
   if (!key) return 'approval links need a key: set SLUICE_LINK_KEY (the same on workers and the inbox)';
@@ -70,7 +61,7 @@ export function approvalLink(
   return `${settings.baseUrl.replace(/\/+$/, '')}/link/${token}`;
 }
 
-export type LinkCheck = { ok: true; claims: ApprovalLinkClaims } | { ok: false; code: 'link-forged'; message: string };
+type LinkCheck = { ok: true; claims: ApprovalLinkClaims } | { ok: false; code: 'link-forged'; message: string };
 
 /**
  * Checks a token's signature and shape (not its expiry: the caller says when it is too late, so the

@@ -4,7 +4,7 @@
 import { Context } from '@temporalio/activity';
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import type { AttachActivities } from '../pipeline/batch-input';
+import type { AttachActivities } from '../codec/output';
 import { FailureTypes } from '../pipeline/errors';
 import type { BatchOutputWire } from '../codec/output';
 

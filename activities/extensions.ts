@@ -3,10 +3,10 @@
 import { nameOf } from '../define/config';
 
 /** What a step tells the chain: go on to the next extension, or stop here. */
-export type Step = 'next' | 'stop';
+type Step = 'next' | 'stop';
 
 /** The extension that threw, by its display name, and what it threw. */
-export interface Threw {
+interface Threw {
   who: string;
   error: unknown;
 }

@@ -31,7 +31,7 @@ interface VerifyKeys {
  * Where used one-time tokens are recorded (SluiceStores.claimOnce): shared by every worker of the
  * store, so a token decides once across approvals, batches and workers.
  */
-export type ClaimOnce = (key: string, holder: string) => Promise<string>;
+type ClaimOnce = (key: string, holder: string) => Promise<string>;
 
 export function createIdentityActivities(settings: ApproverSettings | undefined, opts: { claimOnce?: ClaimOnce } = {}) {
   checkMaxTokenAge(settings?.maxTokenAge);

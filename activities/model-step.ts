@@ -5,7 +5,8 @@ import { randomBytes } from 'node:crypto';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { FailureTypes } from '../pipeline/errors';
-import { AttemptPublisher, type LiveWriter } from '../agent/live';
+import { AttemptPublisher } from '../agent/live';
+import type { LiveWriter } from '../pipeline/live';
 import { ModelRefusedError } from '../agent/models';
 import { resolveModel } from '../agent/resolve';
 import { TranscriptStore } from '../agent/transcript-store';
@@ -22,7 +23,7 @@ import type { ResultStore } from '../stores/claim-check';
 import { type SluiceConfig, toolSchemas } from '../define/config';
 
 /** The failure type of a model step that cannot succeed on retry; the session ends the turn with it. */
-export const MODEL_REFUSED = FailureTypes.MODEL_REFUSED;
+const MODEL_REFUSED = FailureTypes.MODEL_REFUSED;
 
 export function createModelActivities(
   config: SluiceConfig,

@@ -9,8 +9,8 @@ import { log } from '@temporalio/activity';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { ApprovalNotice } from '../pipeline/ask';
 import { policyText } from '../pipeline/policy-binding';
-import { type ApprovalLinkSettings, approvalLink, linkKeyProblem } from './approval-links';
-import type { NotifierSettings } from '../define/config';
+import { approvalLink, linkKeyProblem } from './approval-links';
+import type { ApprovalLinkSettings, NotifierSettings } from '../define/config';
 
 /**
  * The body's signature alone, as Sluice 1.0 sent it. It says nothing of when the notice was sent,

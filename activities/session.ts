@@ -1,6 +1,7 @@
 // The batch's claim on its session's seqs, checked by the sink before the batch records an event.
 import { Context } from '@temporalio/activity';
-import type { FirstRoundActivities, SessionActivities } from '../pipeline/seq-claim';
+import type { SessionActivities } from '../pipeline/seq-claim';
+import type { FirstRoundActivities } from '../codec/stages';
 import type { StageActivities } from './stages';
 import type { EventSink } from '../stores/sink';
 

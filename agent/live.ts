@@ -1,76 +1,19 @@
-// The live channel's vocabulary: what a model step publishes while its provider streams (text,
-// tool-call arguments as they form, reasoning), and how a step publishes without ever waiting on
-// a follower. The channel is never the record: the step's answer is recorded whole, once, when
+// A model step's publisher on the live channel: how a step publishes the pieces of its answer
+// while its provider streams, without ever waiting on a follower. The channel is never the record: the step's answer is recorded whole, once, when
 // the step ends (the transcript store and the session's history); live events only let a
 // follower show it sooner. Each carries the step, the attempt and a sequence number, so a
 // follower can void what a failed attempt showed, and the run: a token each execution of a step
 // picks for itself. A local step whose worker is lost runs again on the next worker from attempt 1,
 // under the same (step, attempt, n) as the lost run's pieces; only the run tells them apart.
 //
-// The channels themselves (a file per session, PostgreSQL's LISTEN/NOTIFY) are in stores/live.ts.
-
-/** A piece of a model step's answer as the provider streamed it. */
-export interface LiveDelta {
-  type: 'live/delta';
-  turn: number;
-  step: number;
-  /** The execution that published it (a random token; events written before runs had none). */
-  run?: string;
-  /** The activity's attempt (1, 2, …): a retried step streams again under a new attempt. */
-  attempt: number;
-  /** Order within the attempt, from 0. */
-  n: number;
-  kind: 'text' | 'tool-call' | 'reasoning';
-  text: string;
-  /** For a tool call's arguments: which call (its index in the answer), and its id and name once known. */
-  call?: { index: number; id?: string; name?: string };
-}
-
-/** What an attempt showed is void: it failed (the reason) and may be retried; show none of it. */
-export interface LiveVoid {
-  type: 'live/void';
-  turn: number;
-  step: number;
-  /** The execution that published it (a random token; events written before runs had none). */
-  run?: string;
-  attempt: number;
-  n: number;
-  reason: string;
-}
-
-/**
- * Live events of this step were dropped (a slow channel or follower): what was shown of the
- * attempt is incomplete, and the step's whole answer comes with its record (`model/message`).
- */
-export interface LiveDropped {
-  type: 'live/dropped';
-  turn: number;
-  step: number;
-  /** The execution that published it (a random token; events written before runs had none). */
-  run?: string;
-  attempt: number;
-  n: number;
-  reason: string;
-}
-
-export type LiveEvent = LiveDelta | LiveVoid | LiveDropped;
-
-export function isLiveEvent(e: { type: string }): e is LiveEvent {
-  return e.type === 'live/delta' || e.type === 'live/void' || e.type === 'live/dropped';
-}
-
-/** Where a step publishes: a worker's live channel (stores/live.ts). */
-export interface LiveWriter {
-  /** Appends events for followers; may be slow or fail, the publisher never waits on it mid-step. */
-  write(sessionId: string, events: LiveEvent[]): Promise<void>;
-  /** Called when an attempt starts: a channel may forget the session's older steps (they are recorded). */
-  startStep?(sessionId: string, turn: number, step: number): Promise<void>;
-}
+// The events' shapes are in pipeline/live.ts; the channels themselves (a file per session,
+// PostgreSQL's LISTEN/NOTIFY) are in stores/live.ts.
+import type { LiveDelta, LiveEvent, LiveWriter } from '../pipeline/live';
 
 /** What an adapter is given to stream into (ModelRequest.onDelta). */
 export type DeltaSink = (d: Pick<LiveDelta, 'kind' | 'text' | 'call'>) => void;
 
-export interface PublisherOptions {
+interface PublisherOptions {
   /** Pending bytes beyond which deltas are dropped (a `live/dropped` marker follows). Default 1 MiB. */
   maxPendingBytes?: number;
   /** How long the attempt's end waits for its last events to be written. Default 2 s. */

@@ -19,7 +19,7 @@ interface TranscriptNode {
  * nodes of large results would be gigabytes. Past either bound the least recently used node goes;
  * it is read from the result store again if a session needs it.
  */
-export const TRANSCRIPT_CACHE = { nodes: 20_000, bytes: 64 * 1024 * 1024 };
+const TRANSCRIPT_CACHE = { nodes: 20_000, bytes: 64 * 1024 * 1024 };
 
 export class TranscriptStore {
   /** In recency order, oldest first: a hit moves a node to the end. */

@@ -7,7 +7,7 @@
 import * as fs from 'node:fs';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { SluiceClient } from '../client/client';
-import { gatewayServer } from '../client/gateway';
+import { gatewayServer } from '../servers/gateway';
 import type { ToolSchema } from '../define/config';
 import { connectClient } from '../temporal/connection';
 

@@ -36,7 +36,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { SluiceClient } from '../client/client';
-import { gatewayServer, gatewayStep } from '../client/gateway';
+import { gatewayServer, gatewayStep } from '../servers/gateway';
 import { startInOwnBlock } from '../client/hook/service';
 import type { ToolSchema } from '../define/config';
 import { connectClient } from '../temporal/connection';

@@ -4,7 +4,7 @@
 //
 //   serve          POST to `sluice hook serve` (Claude Code's http hook type): one process, one
 //                  Temporal connection for all requests
-//   command (dist) a command hook as an installed package runs it: `node` + dist/client/hook/command.js,
+//   command (dist) a command hook as an installed package runs it: `node` + dist/cli/hook.js,
 //                  a new process and connection per call (run `npm run build` first; skipped without dist/)
 //   command (tsx)  the same from a checkout: bin/sluice.js through tsx
 //   in-process     answer() with a shared client: the Sluice part alone (batch start → decision)
@@ -16,7 +16,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { answer, sharedClient } from '../client/hook/command';
+import { answer, sharedClient } from '../servers/hook';
 import { freePort } from '../temporal/dev-server';
 import { benchServer, postHook, startBenchWorker, waitForOutput } from './child';
 import { percentile, round } from './stats';
@@ -102,7 +102,7 @@ async function main() {
     } else console.log('[bench] no curl: the forwarding command hook is skipped');
 
     // Command hooks: a process per call, as the harness runs them.
-    const dist = path.join(ROOT, 'dist', 'client', 'hook', 'command.js');
+    const dist = path.join(ROOT, 'dist', 'cli', 'hook.js');
     const forms: [string, string[]][] = [];
     if (fs.existsSync(dist))
       forms.push([

@@ -13,7 +13,7 @@ import * as path from 'node:path';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { temporal } from '@temporalio/proto';
 import { scriptedModel } from '../agent/adapters/scripted';
-import type { LiveEvent } from '../agent/live';
+import type { LiveEvent } from '../pipeline/live';
 import { SluiceClient } from '../client/client';
 import { startSession } from '../client/session';
 import { followSessionEvents, type SessionEventSource } from '../client/session-events';

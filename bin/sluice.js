@@ -16,7 +16,7 @@ const path = require('node:path');
 // `sluice hook` runs once per harness tool call, on the call's critical path: it loads only the
 // hook command (a Temporal client), not the whole CLI with the worker runtime. It loads no config.
 const hook = process.argv[2] === 'hook' && !process.argv.includes('--help') && !process.argv.includes('-h');
-const entry = hook ? path.join('client', 'hook', 'command') : path.join('cli', 'index');
+const entry = hook ? path.join('cli', 'hook') : path.join('cli', 'index');
 const root = fs.realpathSync(path.join(__dirname, '..'));
 const source = path.join(root, `${entry}.ts`);
 const compiled = path.join(root, 'dist', `${entry}.js`);

@@ -47,7 +47,7 @@ async function audit(v: Values<typeof AUDIT_FLAGS>, targets: string[], out: (s: 
  * time is the same event (an attempt lost with its worker wrote it first, the log keeps the first
  * write), nothing to do; a missing or changed event is a log that does not hold what happened.
  */
-export function logLine(l: SessionLogCheck): string {
+function logLine(l: SessionLogCheck): string {
   const head = `session ${l.sessionId} log (${l.store}): ${l.logged} event(s)`;
   const found = [
     l.missing.length &&

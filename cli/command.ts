@@ -5,19 +5,19 @@
 import { parseArgs } from 'node:util';
 import { UsageError } from '../support/errors';
 
-export interface FlagSpec {
+interface FlagSpec {
   type: 'string' | 'boolean';
   multiple?: boolean;
   short?: string;
 }
-export type Flags = Record<string, FlagSpec>;
+type Flags = Record<string, FlagSpec>;
 
 /** The values parseArgs gives for a command's flags. */
 export type Values<F extends Flags> = {
   [K in keyof F]?: F[K] extends { type: 'boolean' } ? boolean : F[K] extends { multiple: true } ? string[] : string;
 };
 
-export interface Context<F extends Flags> {
+interface Context<F extends Flags> {
   values: Values<F>;
   /** The arguments after the command's name. */
   positionals: string[];
@@ -57,7 +57,7 @@ export const isRaw = (c: AnyCommand): c is RawCommand => 'raw' in c;
 const HELP_FLAG = { help: { type: 'boolean', short: 'h' } } as const;
 
 /** `--by, --reason, …`: a command's flags as an error lists them. */
-export function flagList(c: Command<any>): string {
+function flagList(c: Command<any>): string {
   return [...Object.keys(c.flags), 'help'].map((f) => `--${f}`).join(', ');
 }
 

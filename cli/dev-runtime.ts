@@ -3,7 +3,7 @@
 import * as path from 'node:path';
 import { SluiceClient } from '../client/client';
 import { connect } from '../temporal/connection';
-import { startInbox, type Inbox } from '../client/inbox/server';
+import { startInbox, type Inbox } from '../servers/inbox/server';
 import { dataConverterFromEnv } from '../codec/payload';
 import { installRuntime, runWorker } from '../worker/main';
 import { openStores } from '../stores/stores';

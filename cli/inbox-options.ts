@@ -3,7 +3,7 @@
 import * as fs from 'node:fs';
 import { isIP } from 'node:net';
 import { UsageError } from '../support/errors';
-import { DEFAULT_INBOX_HOST, DEFAULT_INBOX_PORT } from '../client/inbox/server';
+import { DEFAULT_INBOX_HOST, DEFAULT_INBOX_PORT } from '../servers/inbox/server';
 import type { Values } from './command';
 
 export const INBOX_FLAGS = {

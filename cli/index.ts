@@ -3,7 +3,7 @@
 // and what to do, and exits non-zero: 2 for usage, 1 for the rest.
 import { describeCopy } from '../support/copy';
 import { UsageError } from '../support/errors';
-import { DEFAULT_INBOX_HOST, DEFAULT_INBOX_PORT } from '../client/inbox/server';
+import { DEFAULT_INBOX_HOST, DEFAULT_INBOX_PORT } from '../servers/inbox/server';
 import { terminalSafe } from '../client/render';
 import { DEFAULT_STATE_DIR } from '../stores/session-log-path';
 import { DEFAULT_TASK_QUEUE } from '../workflows/definitions';

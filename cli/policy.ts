@@ -11,7 +11,7 @@ import type { JsonObject, SessionEvent } from '../pipeline/types';
 import { UsageError } from '../support/errors';
 import type { RawCommand } from './command';
 
-export const POLICY_HELP = `Usage: npx sluice policy explain <tool> <args-json> [--history FILE] [--workspace DIR] [--json]
+const POLICY_HELP = `Usage: npx sluice policy explain <tool> <args-json> [--history FILE] [--workspace DIR] [--json]
        npx sluice policy explain --file calls.json [--history FILE] [--workspace DIR] [--json]
        npx sluice policy check [--tests FILE] [--workspace DIR] [--strict] [--json]
 

@@ -1,5 +1,5 @@
 // `sluice ui`: the approval inbox page for a server, in the foreground.
-import { startInbox } from '../client/inbox/server';
+import { startInbox } from '../servers/inbox/server';
 import { DEFAULT_STATE_DIR } from '../stores/session-log-path';
 import { openStores } from '../stores/stores';
 import { untilStopSignal } from '../support/stop-signal';

@@ -83,7 +83,7 @@ export interface CallAudit {
   reconciliation?: ReconcileAudit;
 }
 
-export interface ReconcileAudit {
+interface ReconcileAudit {
   id: string;
   workflowId: string;
   /** What was lost, as the card said. */

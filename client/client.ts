@@ -1,4 +1,5 @@
 // The client library: run or start a batch, decide approvals, list what waits, read events.
+import { DeprecatedApprovalAliases } from './approval-aliases';
 import { ApprovalsClient, SERVER_DEADLINE_MS } from './approvals';
 import { createHash } from 'node:crypto';
 import {
@@ -22,6 +23,7 @@ import {
 import { sessionWorkflowId } from '../workflows/session-definitions';
 import { hasVersionedWorker } from '../temporal/eager-start';
 import { type BatchOutputWire, expandBatchOutput } from '../codec/output';
+import { SEARCH_ATTRIBUTES } from '../pipeline/search-attributes';
 import type { BatchInput, BatchOutput, BatchState, SessionEvent } from '../pipeline/types';
 import {
   APPROVALS_MEMO,
@@ -29,7 +31,6 @@ import {
   batchWorkflowId,
   DEFAULT_TASK_QUEUE,
   EMPTY_APPROVALS_MEMO,
-  SEARCH_ATTRIBUTES,
   SEQ_CONFLICT,
   SESSION_ID,
   stateQuery,
@@ -93,7 +94,7 @@ function expanding(handle: WorkflowHandle<ToolBatchFn>, eagerlyStarted = false):
 }
 
 /** True for a NativeConnection (@temporalio/worker), the only kind a worker can share for eager start. */
-export function supportsEagerStart(connection: ConnectionLike): boolean {
+function supportsEagerStart(connection: ConnectionLike): boolean {
   const internal = (connection as { [InternalConnectionLikeSymbol]?: { supportsEagerStart?: boolean } })[
     InternalConnectionLikeSymbol
   ];
@@ -112,7 +113,7 @@ export {
   type SignalOutcome,
 } from './approvals';
 
-export class SluiceClient {
+export class SluiceClient extends DeprecatedApprovalAliases {
   readonly temporal: Client;
   readonly taskQueue: string;
   /** Whether batches are started with eager start asked for (SluiceClientOptions.eagerStart). */
@@ -126,6 +127,7 @@ export class SluiceClient {
   readonly approvals: ApprovalsClient;
 
   constructor(opts: SluiceClientOptions) {
+    super();
     const eager = supportsEagerStart(opts.connection);
     if (opts.eagerStart === true && !eager)
       throw new InvalidInputError(
@@ -340,88 +342,6 @@ export class SluiceClient {
     return this.temporal.workflow.getHandle(workflowId).query(stateQuery);
   }
 
-  // The approval protocol's methods as they were before `sluice.approvals`: thin aliases, kept
-  // through 1.x.
-
-  /** @deprecated Use `sluice.approvals.list()`; this alias stays through 1.x. */
-  pendingApprovals(...args: Parameters<ApprovalsClient['list']>): ReturnType<ApprovalsClient['list']> {
-    return this.approvals.list(...args);
-  }
-
-  /** @deprecated Use `sluice.approvals.overview()`; this alias stays through 1.x. */
-  approvalsOverview(...args: Parameters<ApprovalsClient['overview']>): ReturnType<ApprovalsClient['overview']> {
-    return this.approvals.overview(...args);
-  }
-
-  /** @deprecated Use `sluice.approvals.read()`; this alias stays through 1.x. */
-  readApprovals(...args: Parameters<ApprovalsClient['read']>): ReturnType<ApprovalsClient['read']> {
-    return this.approvals.read(...args);
-  }
-
-  /** @deprecated Use `sluice.approvals.find()`; this alias stays through 1.x. */
-  findApproval(...args: Parameters<ApprovalsClient['find']>): ReturnType<ApprovalsClient['find']> {
-    return this.approvals.find(...args);
-  }
-
-  /** @deprecated Use `sluice.approvals.decide()`; this alias stays through 1.x. */
-  decide(...args: Parameters<ApprovalsClient['decide']>): ReturnType<ApprovalsClient['decide']> {
-    return this.approvals.decide(...args);
-  }
-
-  /** @deprecated Use `sluice.approvals.submit()`; this alias stays through 1.x. */
-  submitDecision(...args: Parameters<ApprovalsClient['submit']>): ReturnType<ApprovalsClient['submit']> {
-    return this.approvals.submit(...args);
-  }
-
-  /** @deprecated Use `sluice.approvals.waitFor()`; this alias stays through 1.x. */
-  awaitDecision(...args: Parameters<ApprovalsClient['waitFor']>): ReturnType<ApprovalsClient['waitFor']> {
-    return this.approvals.waitFor(...args);
-  }
-
-  /** @deprecated Use `sluice.approvals.reconcile()`; this alias stays through 1.x. */
-  reconcile(...args: Parameters<ApprovalsClient['reconcile']>): ReturnType<ApprovalsClient['reconcile']> {
-    return this.approvals.reconcile(...args);
-  }
-
-  /** @deprecated Use `sluice.approvals.submitReconcile()`; this alias stays through 1.x. */
-  submitReconcile(
-    ...args: Parameters<ApprovalsClient['submitReconcile']>
-  ): ReturnType<ApprovalsClient['submitReconcile']> {
-    return this.approvals.submitReconcile(...args);
-  }
-
-  /** @deprecated Use `sluice.approvals.waitForReconcile()`; this alias stays through 1.x. */
-  awaitReconcile(
-    ...args: Parameters<ApprovalsClient['waitForReconcile']>
-  ): ReturnType<ApprovalsClient['waitForReconcile']> {
-    return this.approvals.waitForReconcile(...args);
-  }
-
-  /** @deprecated Use `sluice.approvals.reassign()`; this alias stays through 1.x. */
-  reassign(...args: Parameters<ApprovalsClient['reassign']>): ReturnType<ApprovalsClient['reassign']> {
-    return this.approvals.reassign(...args);
-  }
-
-  /** @deprecated Use `sluice.approvals.signal()`; this alias stays through 1.x. */
-  signalDecision(...args: Parameters<ApprovalsClient['signal']>): ReturnType<ApprovalsClient['signal']> {
-    return this.approvals.signal(...args);
-  }
-
-  /** @deprecated Use `sluice.approvals.signalOutcome()`; this alias stays through 1.x. */
-  signalOutcome(...args: Parameters<ApprovalsClient['signalOutcome']>): ReturnType<ApprovalsClient['signalOutcome']> {
-    return this.approvals.signalOutcome(...args);
-  }
-
-  /** @deprecated Use `sluice.approvals.approve()`; this alias stays through 1.x. */
-  approve(...args: Parameters<ApprovalsClient['approve']>): ReturnType<ApprovalsClient['approve']> {
-    return this.approvals.approve(...args);
-  }
-
-  /** @deprecated Use `sluice.approvals.deny()`; this alias stays through 1.x. */
-  deny(...args: Parameters<ApprovalsClient['deny']>): ReturnType<ApprovalsClient['deny']> {
-    return this.approvals.deny(...args);
-  }
-
   /**
    * Where a session's next batch starts, as the server sees it: one past the last seq of its
    * completed batches, and the batches still running (whose events are not all numbered yet).
@@ -461,7 +381,7 @@ export class SluiceClient {
  * namespace (a fresh server or namespace, a worker that never registered them) turned into what to
  * run; any other error as it was.
  */
-export function explainStartFailure(err: unknown, namespace: string): unknown {
+function explainStartFailure(err: unknown, namespace: string): unknown {
   const text = [err, (err as { cause?: unknown })?.cause].map((e) => (e as Error | undefined)?.message ?? '').join(' ');
   const missing = /no mapping defined for search attribute (\w+)/i.exec(text);
   if (!missing) return err;
@@ -474,7 +394,7 @@ export function explainStartFailure(err: unknown, namespace: string): unknown {
 const CALLS_MEMO = 'sluiceCalls';
 
 /** A digest of a batch's calls (ids, names, arguments as sent), to tell a resubmission from another request. */
-export function digestOfCalls(input: Pick<BatchInput, 'calls'>): string {
+function digestOfCalls(input: Pick<BatchInput, 'calls'>): string {
   const calls = input.calls.map((c) => [c.id, c.name, c.arguments]);
   return `sha256:${createHash('sha256').update(JSON.stringify(calls)).digest('hex')}`;
 }

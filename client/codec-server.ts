@@ -9,7 +9,7 @@ import { CODEC_KEYS_ENV, codecFromEnv } from '../codec/payload';
 import { ConfigError, InvalidInputError } from '../support/errors';
 
 /** The dev server's Web UI: `sluice dev` serves it on the frontend port + 1000. */
-export const DEFAULT_UI_ORIGINS = ['http://localhost:8233', 'http://127.0.0.1:8233'];
+const DEFAULT_UI_ORIGINS = ['http://localhost:8233', 'http://127.0.0.1:8233'];
 const MAX_BODY_BYTES = 16 * 1024 * 1024;
 
 interface JsonPayload {
@@ -17,7 +17,7 @@ interface JsonPayload {
   data?: string;
 }
 
-export interface CodecServerOptions {
+interface CodecServerOptions {
   codec: PayloadCodec;
   port?: number;
   host?: string;

@@ -12,7 +12,7 @@ import { RECONCILE_WORKFLOW, type ReconcileInput, reconcileWorkflowId } from '..
 import { batchWorkflowId } from '../workflows/definitions';
 import { SESSION_WORKFLOW, sessionWorkflowId } from '../workflows/session-definitions';
 
-export type History = temporal.api.history.v1.IHistory;
+type History = temporal.api.history.v1.IHistory;
 
 export interface LoadedHistory {
   workflowId: string;
@@ -117,7 +117,7 @@ export function historyToJson(history: History): string {
  * A batch's, session's or reconcile card's id follows from its input; histories themselves do not
  * carry the workflow id.
  */
-export function workflowIdOf(history: History): string | undefined {
+function workflowIdOf(history: History): string | undefined {
   const started = history.events?.[0]?.workflowExecutionStartedEventAttributes;
   const input = decode(started?.input) as Partial<BatchInput> | undefined;
   if (started?.workflowType?.name === SESSION_WORKFLOW)

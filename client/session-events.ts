@@ -4,13 +4,13 @@
 // record (the workflow histories and the stored transcript, docs/sessions.md says which is which);
 // the live pieces are previews of a step that the log records whole when the step ends.
 import { promises as fs } from 'node:fs';
-import type { LiveDropped, LiveEvent, LiveVoid } from '../agent/live';
+import type { LiveDropped, LiveEvent, LiveVoid } from '../pipeline/live';
 import type { SessionEvent } from '../pipeline/types';
 import { parseJsonl } from '../stores/jsonl';
 import { fileLiveChannel, type LiveCursor, type LiveReader } from '../stores/live';
 import { sessionLogPath } from '../stores/session-log-path';
 
-export type { LiveDelta, LiveDropped, LiveEvent, LiveVoid } from '../agent/live';
+export type { LiveDelta, LiveDropped, LiveEvent, LiveVoid } from '../pipeline/live';
 
 /** The log's events; undefined while it does not exist. A torn last line (a crash mid-append) is skipped. */
 async function readLog(stateDir: string, sessionId: string): Promise<SessionEvent[] | undefined> {

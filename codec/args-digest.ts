@@ -10,7 +10,7 @@ import { canonicalJson } from '../pipeline/json';
 import type { JsonObject } from '../pipeline/types';
 import { CODEC_KEYS_ENV } from './payload';
 
-export const DIGEST_KEY_ENV = 'SLUICE_DIGEST_KEY';
+const DIGEST_KEY_ENV = 'SLUICE_DIGEST_KEY';
 /**
  * Used when neither SLUICE_DIGEST_KEY nor SLUICE_CODEC_KEYS is set. It is public, so the digest
  * is then no secret, but neither are the arguments: without the codec they are in clear anyway.

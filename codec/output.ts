@@ -426,3 +426,8 @@ function toolMessages(messages: ModelMessage[]): Map<string, ToolMessage> {
   for (const m of messages) if (m.role === 'tool') byCall.set(m.toolCallId, m);
   return byCall;
 }
+
+/** The activity a child batch uses to wait for a batch another caller started (activities/attach-batch.ts). */
+export interface AttachActivities {
+  sluiceAttachBatch(workflowId: string): Promise<BatchOutputWire>;
+}

@@ -8,6 +8,7 @@ import { batchOfWorkflowId } from '../pipeline/batch-id';
 import { genericCard } from '../pipeline/cards';
 import { isKeyedDigest } from '../pipeline/digest';
 import { renderValue } from '../pipeline/normalize';
+import type { SeqClaim, SeqClaimRequest } from '../pipeline/seq-claim';
 import type { BodyResult, CallRef, Gate, PreflightResult, StagePlan, ToolProfile } from '../pipeline/stages';
 import type { Candidate, Card, ContentBlock, EventDraft, Json, StatePatch, UserMessage } from '../pipeline/types';
 
@@ -268,4 +269,36 @@ export function unpackCandidate(c: PackedCandidate): Candidate {
 
 function sameJson(a: unknown, b: unknown): boolean {
   return JSON.stringify(a) === JSON.stringify(b);
+}
+
+/**
+ * A batch's first worker round: the claim, then (only if it holds) the preflight of the first
+ * group of calls, so the first workflow task waits for one local activity instead of two.
+ */
+export interface FirstRoundActivities {
+  claimThenPreflight(request: FirstRoundRequest): Promise<FirstRound>;
+}
+
+interface FirstRoundRequest {
+  claim: SeqClaimRequest;
+  /** The first group's calls, preflighted once the claim holds. */
+  refs: WireCallRef[];
+  /**
+   * How many calls the whole batch has: the group is all the worker sees otherwise. A local
+   * activity's input is not recorded, so this costs no history; it lets the round say `straight`
+   * only for a batch that can use it.
+   */
+  batchCalls: number;
+}
+
+/** What the first round recorded: its marker's result, read on replay as it was recorded. */
+interface FirstRound {
+  claim: SeqClaim;
+  preflight?: PreflightReply;
+  /**
+   * A batch of one call runs it straight through: admit, body, settle, without the model-order
+   * scheduler (workflows/batch.ts). Set by workers of the build that does so, for a batch of one
+   * call; a round recorded before has none, and its batch replays on the scheduler.
+   */
+  straight?: true;
 }

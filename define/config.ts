@@ -1,7 +1,6 @@
 // The public surface a user writes against in `sluice.config.ts`: tools and extension points.
 import type { ApprovalLifecycle } from '../pipeline/lifecycle';
 import { checkQuorum, type QuorumSettings } from '../pipeline/quorum';
-import type { ApprovalLinkSettings } from '../activities/approval-links';
 import type { StandardSchemaV1 } from '@standard-schema/spec';
 import type { ModelEntry } from '../agent/models';
 import type { ResultStore } from '../stores/claim-check';
@@ -300,6 +299,16 @@ export function isToolOutput(value: unknown): value is ToolOutput {
   if (value === null || typeof value !== 'object') return false;
   const v = value as { [TOOL_OUTPUT_BRAND]?: unknown; fields?: unknown };
   return v[TOOL_OUTPUT_BRAND] === true && v.fields !== null && typeof v.fields === 'object';
+}
+
+/** Where links point and how they are signed (worker config `approvalLinks`, the inbox's `linkKey`). */
+export interface ApprovalLinkSettings {
+  /** The inbox as approvers reach it, e.g. `https://approvals.example.com` (links are `<baseUrl>/link/<token>`). */
+  baseUrl: string;
+  /** The HMAC key, at least 32 characters; default SLUICE_LINK_KEY. The inbox needs the same. */
+  key?: string;
+  /** How long a link lives, at most until the approval's deny timeout. Default: until then. */
+  ttlMs?: number;
 }
 
 export interface SluiceConfig {

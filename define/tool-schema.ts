@@ -23,7 +23,7 @@ export interface JsonSchema {
 /** What `defineTool` accepts as `input`. */
 export type ToolInputSchema = StandardSchemaV1 | JsonSchema;
 
-export type ArgsCheck = { ok: true; value: unknown } | { ok: false; issues: string };
+type ArgsCheck = { ok: true; value: unknown } | { ok: false; issues: string };
 
 interface CompiledSchema {
   check(value: unknown): ArgsCheck;

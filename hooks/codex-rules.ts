@@ -293,7 +293,7 @@ export interface CodexRule extends PolicyRuleRef {
   examples: { match: string[][]; notMatch: string[][]; raw: { match: string[]; notMatch: string[] } };
 }
 
-export interface ParsedRulesFile {
+interface ParsedRulesFile {
   rules: CodexRule[];
   /** host_executable: a bare program name → the absolute paths that count as it. */
   hosts: Map<string, string[]>;
@@ -444,7 +444,7 @@ function ruleText(pattern: string[][], decision: CodexDecision): string {
  * when it runs (`null`): from the first unknown word on, the command could be anything (an
  * unquoted expansion may even become several words).
  */
-export function couldMatchPrefix(
+function couldMatchPrefix(
   rule: CodexRule,
   words: readonly (string | null)[],
   hosts: ReadonlyMap<string, string[]>,
@@ -456,11 +456,7 @@ export function couldMatchPrefix(
   return matchesPrefix(rule, words.slice(0, known) as string[], hosts);
 }
 
-export function matchesPrefix(
-  rule: CodexRule,
-  words: readonly string[],
-  hosts: ReadonlyMap<string, string[]>,
-): boolean {
+function matchesPrefix(rule: CodexRule, words: readonly string[], hosts: ReadonlyMap<string, string[]>): boolean {
   if (words.length < rule.pattern.length) return false;
   return rule.pattern.every((alts, i) => {
     const w = words[i];
@@ -512,7 +508,7 @@ function exampleWords(command: string): string[] {
 
 // ---- config.toml: approval_policy and sandbox_mode ----
 
-export interface CodexConfig {
+interface CodexConfig {
   file?: PolicyFile;
   approvalPolicy?: string;
   sandboxMode?: string;
@@ -663,7 +659,7 @@ export function readPolicyFile(
   };
 }
 
-export interface CodexSource extends PolicySource {
+interface CodexSource extends PolicySource {
   config: CodexConfig;
 }
 
@@ -706,7 +702,7 @@ export function describeFailures(failures: ExampleFailure[]): string {
 
 const EDIT_TOOLS = new Set(['Write', 'Edit', 'MultiEdit', 'NotebookEdit']);
 
-export function codexSource(
+function codexSource(
   files: PolicyFile[],
   rules: CodexRule[],
   hosts: ReadonlyMap<string, string[]>,

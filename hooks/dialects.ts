@@ -7,7 +7,7 @@ import type { Candidate, ContentBlock, Json, JsonObject } from '../pipeline/type
 import type { HookRun } from './run';
 import { BEFORE_EVENTS, type Dialect, type HookEvent } from './settings';
 
-export type HookDecision = 'allow' | 'deny' | 'ask' | 'block' | 'none' | 'error';
+type HookDecision = 'allow' | 'deny' | 'ask' | 'block' | 'none' | 'error';
 
 /** One hook's answer, before it is merged with the answers of the other hooks at the same point. */
 export interface HookVerdict {
@@ -25,7 +25,7 @@ export interface HookVerdict {
   systemMessage?: string;
 }
 
-export interface HookInputFields {
+interface HookInputFields {
   dialect: Dialect;
   event: HookEvent;
   sessionId: string;

@@ -4,18 +4,7 @@
 import * as path from 'node:path';
 
 /** Passed through from the worker when set: what a shell script needs to find its tools. */
-export const DEFAULT_HOOK_ENV = [
-  'PATH',
-  'HOME',
-  'USER',
-  'LOGNAME',
-  'SHELL',
-  'LANG',
-  'LANGUAGE',
-  'TERM',
-  'TZ',
-  'TMPDIR',
-];
+const DEFAULT_HOOK_ENV = ['PATH', 'HOME', 'USER', 'LOGNAME', 'SHELL', 'LANG', 'LANGUAGE', 'TERM', 'TZ', 'TMPDIR'];
 
 export interface HookEnvOptions {
   /** More variable names to pass through from the worker's environment (exact names). */

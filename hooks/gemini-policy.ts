@@ -36,8 +36,8 @@ import { commandText, literal, type Piece, readShell, type ShellReading } from '
 import { hookFacingCall } from './tool-names';
 import { type Wildcard, wildcard } from './wildcard';
 
-export type GeminiTier = 'default' | 'extension' | 'workspace' | 'user' | 'admin';
-export const TIER_BASE: Record<GeminiTier, number> = { default: 1, extension: 2, workspace: 3, user: 4, admin: 5 };
+type GeminiTier = 'default' | 'extension' | 'workspace' | 'user' | 'admin';
+const TIER_BASE: Record<GeminiTier, number> = { default: 1, extension: 2, workspace: 3, user: 4, admin: 5 };
 
 const DECISIONS: Record<string, PolicyDecision> = { allow: 'allow', deny: 'deny', ask_user: 'ask' };
 const SHELL = 'run_shell_command';
@@ -344,7 +344,7 @@ export function geminiPolicy(opts: GeminiPolicyOptions): PolicySource {
 /** What shell.ts says of a line that redirects: Gemini CLI's allowRedirection lets these through. */
 const REDIRECTIONS = new Set(['it redirects to or from a file', 'it has a here-document', 'it has a here-string']);
 
-export function geminiSource(
+function geminiSource(
   files: PolicyFile[],
   rules: GeminiRule[],
   env: { mode: string; interactive: boolean },

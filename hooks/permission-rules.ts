@@ -148,7 +148,7 @@ type Pattern = (string | typeof STAR)[];
  * followed by a space and anything), a pattern with `*` (any text; a lone trailing ` *` may also
  * match nothing, so `ls *` is `ls` too), or an exact command.
  */
-export function bashPatterns(spec: string): Pattern[] {
+function bashPatterns(spec: string): Pattern[] {
   const legacy = /^(.*):\*$/s.exec(spec);
   if (legacy) return [[...legacy[1]], [...legacy[1], ' ', STAR]];
   const parts = spec.split('*');
@@ -164,7 +164,7 @@ const MAX_STATES = 4_000_000;
  * Whether some value of the unknown pieces makes `text` match the pattern: for deny and ask, which
  * must catch whatever the command could turn out to be. Unknown text matches anything.
  */
-export function couldMatch(pattern: Pattern, text: Piece[]): boolean {
+function couldMatch(pattern: Pattern, text: Piece[]): boolean {
   const plain = literal(text);
   if (plain !== undefined) return literalMatch(pattern, plain);
   // The pattern positions the text so far can reach, one character (or unknown piece) at a time:
@@ -292,7 +292,7 @@ export function mustCover(reading: ShellReading): ShellCommand[] | undefined {
  * root, `~/path` from the home folder, `/path` from the project root, `path` or `./path` from the
  * working directory (a pattern without a slash then matches at any depth, as in .gitignore).
  */
-export function pathMatcher(
+function pathMatcher(
   spec: string,
   where: { projectRoot: string; cwd: string; home?: string },
 ): (absolute: string) => boolean {

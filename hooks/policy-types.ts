@@ -10,10 +10,6 @@ export type PolicyDecision = 'allow' | 'ask' | 'deny';
 /** Strictest first: a deny from any source beats an ask, an ask beats an allow. */
 export const STRICTNESS: Record<PolicyDecision, number> = { deny: 3, ask: 2, allow: 1 };
 
-export function stricter(a: PolicyDecision, b: PolicyDecision): boolean {
-  return STRICTNESS[a] > STRICTNESS[b];
-}
-
 /** A policy file as read at start. */
 export interface PolicyFile {
   format: PolicyFormat;

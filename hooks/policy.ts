@@ -61,7 +61,7 @@ export interface PolicyRulesOptions {
   examples?: 'refuse' | 'report';
 }
 
-export interface SourceExplanation {
+interface SourceExplanation {
   format: PolicyFormat;
   files: { label: string; digest: string }[];
   decision: PolicyDecision | 'none';

@@ -15,7 +15,7 @@ export interface HookRun {
   spawnError?: string;
 }
 
-export interface RunOptions {
+interface RunOptions {
   cwd: string;
   env: NodeJS.ProcessEnv;
   stdin: string;

@@ -15,7 +15,7 @@ export const CLAUDE_PERMISSION_KEYS = [
 ] as const;
 
 /** A key found where a known one was expected: what stops the worker. */
-export class MisspeltKeyError extends Error {
+class MisspeltKeyError extends Error {
   constructor(label: string, where: string, key: string, known: readonly string[]) {
     const nearest = nearestKey(key, known);
     super(

@@ -55,7 +55,7 @@ export interface LoadedHooks {
   warnings: string[];
 }
 
-export const DEFAULT_TIMEOUT_SEC = 60;
+const DEFAULT_TIMEOUT_SEC = 60;
 /**
  * Hooks run inside the pre-execute and settle activities, whose start-to-close timeout is two
  * minutes (workflows/look-ahead.ts). A longer hook would time the whole stage out and be re-run
@@ -64,7 +64,7 @@ export const DEFAULT_TIMEOUT_SEC = 60;
 export const MAX_TIMEOUT_SEC = 100;
 
 /** The files read when no sources are given; missing ones are skipped. */
-export const DEFAULT_SOURCES: readonly HookSource[] = [
+const DEFAULT_SOURCES: readonly HookSource[] = [
   { path: '.claude/settings.json', dialect: 'claude' },
   { path: '.claude/settings.local.json', dialect: 'claude' },
   { path: '.codex/hooks.json', dialect: 'codex' },

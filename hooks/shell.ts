@@ -1089,7 +1089,7 @@ const SAFE_REDIRECT_FDS = new Set(['', '1', '2']);
  * the operators `;` `&&` `||` `|` and newlines between commands, and the redirections above.
  * Anything else, including kinds nobody thought of yet, keeps every allow rule from applying.
  */
-export function simpleReasons(root: Node, src: string): string[] {
+function simpleReasons(root: Node, src: string): string[] {
   const why = new Set<string>();
   let budget = MAX_STEPS;
   const visit = (n: Node): void => {

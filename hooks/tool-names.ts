@@ -8,7 +8,7 @@ import type { JsonObject } from '../pipeline/types';
 import type { Dialect } from './settings';
 
 /** Claude Code's built-in tool names, as its hooks and permission rules spell them. */
-export const CLAUDE_BUILTINS = [
+const CLAUDE_BUILTINS = [
   'Bash',
   'Read',
   'Write',
@@ -34,7 +34,7 @@ function fold(name: string): string {
   return name.toLowerCase().replace(/[_-]/g, '');
 }
 
-export interface ResolvedTool {
+interface ResolvedTool {
   readonly name: string;
   readonly aliases: readonly string[];
 }
@@ -54,7 +54,7 @@ export function claudeToolName(tool: ResolvedTool, override?: string): string {
   return tool.name;
 }
 
-export interface HookFacingCall {
+interface HookFacingCall {
   /** `tool_name` on stdin. */
   toolName: string;
   /** `tool_input` on stdin. */

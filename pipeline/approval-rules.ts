@@ -8,7 +8,7 @@ import { definedFields } from './ask';
 import type { ApprovalDecision, DecidedApproval, DecisionRefusal, PendingApproval } from './types';
 
 /** A vote as the tally judges it: who (the verified subject, or the typed name), and what. */
-export interface VoteInput {
+interface VoteInput {
   by: string;
   decision: 'approve' | 'deny';
   scope?: 'once' | 'session';

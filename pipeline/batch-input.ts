@@ -1,12 +1,6 @@
 import { jsonBytes, MAX_ARGUMENT_CHARS, MAX_CALLS_PER_BATCH, MAX_INPUT_BYTES } from './budget';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from './json';
-import type { BatchOutputWire } from '../codec/output';
 import type { BatchInput, Json, ToolCall } from './types';
-
-/** The activity a child batch uses to wait for a batch another caller started (activities/attach-batch.ts). */
-export interface AttachActivities {
-  sluiceAttachBatch(workflowId: string): Promise<BatchOutputWire>;
-}
 
 /** A batch's model-side input: tool calls whose arguments may still be parsed objects. */
 export type BatchRequest = Omit<BatchInput, 'calls'> & {
@@ -83,10 +77,10 @@ export function batchInputProblem(input: unknown): string | undefined {
 }
 
 /** The longest session id, in characters: it is part of workflow ids, search attributes and file names. */
-export const MAX_SESSION_ID_CHARS = 200;
+const MAX_SESSION_ID_CHARS = 200;
 
 /** Why a session id cannot be used; undefined when it can. */
-export function sessionIdProblem(sessionId: string): string | undefined {
+function sessionIdProblem(sessionId: string): string | undefined {
   if (sessionId.length > MAX_SESSION_ID_CHARS)
     return `sessionId is ${sessionId.length} characters, over the ${MAX_SESSION_ID_CHARS}-character limit; use a shorter id (e.g. a uuid)`;
   // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it looks for

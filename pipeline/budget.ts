@@ -7,13 +7,12 @@
 // the structured value at most once more, and each call's arguments once (the tool/call event). Every activity result
 // also lands in history (hard limit 50 MB, warnings from 10 MB). So each result gets a share of
 // what is left, and whatever does not fit inline is stored aside with a note (stores/claim-check.ts).
-import type { BatchOutputWire } from '../codec/output';
 import type { BatchOutput, Json, ToolCall, ToolResult } from './types';
 
 /** Temporal refuses a payload above this. */
 export const PAYLOAD_LIMIT_BYTES = 2 * 1024 * 1024;
 /** What the batch output may reach: the limit less room for the envelope and the codec. */
-export const OUTPUT_TARGET_BYTES = 1536 * 1024;
+const OUTPUT_TARGET_BYTES = 1536 * 1024;
 /** What a batch's history may reach from results: far below the 50 MB limit and 10 MB warning. */
 export const HISTORY_TARGET_BYTES = 8 * 1024 * 1024;
 /**
@@ -138,8 +137,8 @@ export class InlineBudget {
   }
 }
 
-/** Why a batch output cannot be returned as one payload; undefined when it can. */
-export function outputProblem(output: BatchOutput | BatchOutputWire): string | undefined {
+/** Why a batch output (as built, or in its wire form) cannot be returned as one payload; undefined when it can. */
+export function outputProblem(output: BatchOutput | object): string | undefined {
   const bytes = jsonBytes(output as unknown as Json);
   if (bytes <= PAYLOAD_LIMIT_BYTES - 64 * 1024) return undefined;
   return `the batch output is ${bytes} bytes, over Temporal's ${PAYLOAD_LIMIT_BYTES}-byte payload limit, so it cannot be returned; every result is in the session log and this workflow's history. Send fewer calls (or smaller arguments) per batch.`;

@@ -7,6 +7,9 @@ import type { Json, ToolResult } from './types';
 /** The reserved tool that runs a program; a program can call every other tool, never this one. */
 export const RUN_CODE = 'run_code';
 
+/** The batch's update a program's sub-call is (workflows/definitions.ts's codeCallUpdate), by name. */
+export const CODE_CALL_UPDATE = 'sluice.codeCall';
+
 /** Sub-calls one program may make. Each is a workflow update, and Temporal keeps ~2,000 per run. */
 export const MAX_SUBCALLS_PER_PROGRAM = 500;
 /** Sub-calls one batch may hold across all its run_code calls, under Temporal's update limit. */

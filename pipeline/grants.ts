@@ -12,7 +12,7 @@ export type { ArgumentPin, SessionGrant } from './types';
 
 /** The session-state namespace that holds the grants, by id. Bodies cannot write it. */
 export const GRANTS_NAMESPACE = 'sluice.grants';
-export const MAX_PINS = 8;
+const MAX_PINS = 8;
 const MAX_PIN_PATH = 200;
 const MAX_PIN_VALUE_CHARS = 2000;
 
@@ -61,7 +61,7 @@ export function cleanPins(pins: unknown): ArgumentPin[] {
   }));
 }
 
-export function pinMatches(pin: ArgumentPin, args: unknown): boolean {
+function pinMatches(pin: ArgumentPin, args: unknown): boolean {
   const value = valueAt(args, pin.path);
   if (value === undefined) return false;
   if (pin.prefix !== undefined) {
@@ -73,7 +73,7 @@ export function pinMatches(pin: ArgumentPin, args: unknown): boolean {
   return canonical(value) === canonical(pin.equals as Json);
 }
 
-export function describePin(pin: ArgumentPin): string {
+function describePin(pin: ArgumentPin): string {
   return pin.prefix !== undefined
     ? `${pin.path} starts with ${JSON.stringify(pin.prefix)}`
     : `${pin.path} = ${JSON.stringify(pin.equals)}`;

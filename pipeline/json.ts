@@ -19,7 +19,7 @@ export class NotLosslessJsonError extends Error {
 export const MAX_JSON_DEPTH = 256;
 
 /** Thrown when a value nests deeper than MAX_JSON_DEPTH. */
-export class JsonTooDeepError extends Error {
+class JsonTooDeepError extends Error {
   constructor(readonly path: string) {
     super(
       `${path.length > 60 ? `${path.slice(0, 60)}…` : path || 'value'} nests arrays/objects more than ${MAX_JSON_DEPTH} levels deep, the most Sluice accepts; send flatter data`,

@@ -40,7 +40,7 @@ export function errorCandidate(message: string, code?: string, meta?: JsonObject
   return c;
 }
 
-export interface NormalizeOptions {
+interface NormalizeOptions {
   maxResultChars?: number;
   /** The batch's share for this result, in JSON bytes (pipeline/budget.ts). */
   maxResultBytes?: number;
@@ -91,7 +91,7 @@ export function normalizeResult(
   );
 }
 
-export interface FitOptions {
+interface FitOptions {
   maxChars: number;
   maxBytes: number;
   /** Extra meta for a result that did not fit, e.g. where its full copy is stored. */

@@ -45,7 +45,7 @@ export interface QuorumTally {
   rejections: QuorumVote[];
 }
 
-export const MAX_QUORUM = 10;
+const MAX_QUORUM = 10;
 
 /**
  * The settings as a worker records them in a tool's profile: a quorum outside 1..MAX_QUORUM or a
@@ -70,7 +70,7 @@ export function checkQuorum(where: string, q: unknown): QuorumSettings {
  * The group lists a quorum ask names: `groups` (one list, any of its groups) or, once asks were
  * combined, `groupSets` (a group of each list).
  */
-export function groupSetsOf(q?: QuorumSettings): string[][] {
+function groupSetsOf(q?: QuorumSettings): string[][] {
   if (!q) return [];
   if (q.groupSets?.length) return q.groupSets;
   return q.groups?.length ? [q.groups] : [];
@@ -81,7 +81,7 @@ export function groupSetsOf(q?: QuorumSettings): string[][] {
  * that another list's groups all belong to adds nothing (whoever is in the narrower one is in it
  * too) and is dropped; so is a repeat. Each list keeps its groups in the order first named.
  */
-export function combineGroupSets(sets: readonly (readonly string[] | undefined)[]): string[][] {
+function combineGroupSets(sets: readonly (readonly string[] | undefined)[]): string[][] {
   const lists = sets.filter((s): s is readonly string[] => !!s?.length).map((s) => [...new Set(s)]);
   const covers = (wide: string[], narrow: string[]) => narrow.every((g) => wide.includes(g));
   return lists.filter((s, i) => !lists.some((o, j) => j !== i && covers(s, o) && (!covers(o, s) || j < i)));

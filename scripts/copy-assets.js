@@ -4,9 +4,9 @@ const path = require('node:path');
 
 const root = path.join(__dirname, '..');
 for (const file of [
-  'client/inbox/page.html',
-  'client/inbox/session.html',
-  'client/inbox/cards.html',
+  'servers/inbox/page.html',
+  'servers/inbox/session.html',
+  'servers/inbox/cards.html',
   'codec/encrypted-failures.js',
 ]) {
   const to = path.join(root, 'dist', file);

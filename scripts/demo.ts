@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import { Runtime, DefaultLogger } from '@temporalio/worker';
 import { SluiceClient } from '../client/client';
 import { connect } from '../temporal/connection';
-import { DEFAULT_INBOX_PORT, startInbox, type Inbox } from '../client/inbox/server';
+import { DEFAULT_INBOX_PORT, startInbox, type Inbox } from '../servers/inbox/server';
 import { LineInput, runChat, scriptMessages } from '../client/chat';
 import { ensureSearchAttributes } from '../temporal/setup';
 import { portOpen, startDevServer, type DevServer } from '../temporal/dev-server';

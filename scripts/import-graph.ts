@@ -1,29 +1,43 @@
-// The import graph of Sluice's source, by a regex over import lines (no tooling): each file's
+// The import graph of Sluice's code, by a regex over import lines (no tooling): each file's
 // relative imports, the folders and their layers, the imports that run against the layering, and
 // the cycles. test/unit/import-graph.test.ts holds the counts to their targets; run this to see
 // them:
 //
 //   npx tsx scripts/import-graph.ts [--json]
 //
-// The layers are those of docs/architecture.md ("Layers"): a folder may import its own layer and
-// those below it, never one above.
+// The layers are those of docs/architecture.md ("Layers"): a folder imports itself and the layers
+// below its own, never one above, and never a folder beside it in its own layer. Every folder of the
+// checkout that holds code has a layer (tests, build output and installed packages are not code of
+// the house); a folder with code and no layer is an error, so no folder goes unchecked.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
 const ROOT = path.join(__dirname, '..');
 
-/** Folders of the source, lowest layer first; a folder imports only its own layer and lower ones. */
+/**
+ * Folders of the checkout, lowest layer first; '.' is the root's own files (the package's main entry,
+ * the demo config). Folders of one layer do not import each other.
+ */
 export const LAYERS: readonly (readonly string[])[] = [
-  ['pipeline', 'codec', 'support'],
-  ['define', 'stores', 'temporal', 'workflows', 'activities', 'agent', 'hooks', 'tools'],
+  ['pipeline'],
+  ['codec'],
+  ['support'],
+  ['temporal', 'stores'],
+  ['agent'],
+  ['define'],
+  ['tools'],
+  ['hooks', 'activities'],
+  ['workflows'],
   ['worker'],
   ['client'],
+  ['servers'],
   ['cli'],
-  ['scripts', '.'],
+  ['.', 'bin', 'scripts', 'bench', 'examples'],
 ];
 
-const SOURCE_DIRS = LAYERS.flat().filter((d) => d !== '.');
-const SKIP = new Set(['node_modules', 'dist', 'test', 'bench', '.sluice', '.git']);
+/** Not code of the house: tests (they import anything), build output, installed packages, state. */
+const SKIP = new Set(['node_modules', 'dist', 'test', 'docs', '.sluice', '.git', '.ci']);
+const CODE = /\.(ts|mts|cts|js|mjs|cjs)$/;
 
 export interface ImportEdge {
   from: string;
@@ -38,18 +52,19 @@ export interface ImportGraph {
   edges: ImportEdge[];
 }
 
-function sourceFiles(): string[] {
+/** Every code file of the checkout but the skipped folders', each in a folder with a layer. */
+export function sourceFiles(): string[] {
   const out: string[] = [];
   const walk = (dir: string) => {
     for (const e of fs.readdirSync(path.join(ROOT, dir), { withFileTypes: true })) {
       if (SKIP.has(e.name)) continue;
-      const rel = path.posix.join(dir, e.name);
+      const rel = dir === '.' ? e.name : path.posix.join(dir, e.name);
       if (e.isDirectory()) walk(rel);
-      else if (/\.(ts|js)$/.test(e.name) && !e.name.endsWith('.d.ts')) out.push(rel);
+      else if (CODE.test(e.name) && !/\.d\.[mc]?ts$/.test(e.name)) out.push(rel);
     }
   };
-  for (const d of SOURCE_DIRS) walk(d);
-  for (const f of fs.readdirSync(ROOT)) if (/\.ts$/.test(f) && !f.endsWith('.config.ts')) out.push(f);
+  walk('.');
+  for (const f of out) layerOf(folderOf(f));
   return out.sort();
 }
 
@@ -59,7 +74,7 @@ const IMPORT =
 function resolve(from: string, spec: string, known: Set<string>): string | undefined {
   const base = path.posix.normalize(path.posix.join(path.posix.dirname(from), spec));
   const stem = base.replace(/\.js$/, '');
-  for (const c of [base, `${stem}.ts`, `${stem}.js`, `${base}/index.ts`, `${base}/index.js`])
+  for (const c of [base, `${stem}.ts`, `${stem}.js`, `${stem}.mjs`, `${base}/index.ts`, `${base}/index.js`])
     if (known.has(c)) return c;
   return undefined;
 }
@@ -90,13 +105,20 @@ export function folderOf(file: string): string {
 
 export function layerOf(folder: string): number {
   const at = LAYERS.findIndex((l) => l.includes(folder));
-  if (at < 0) throw new Error(`folder ${folder} has no layer: add it to LAYERS in scripts/import-graph.ts`);
+  if (at < 0)
+    throw new Error(
+      `folder ${folder}/ holds code but has no layer: add it to LAYERS in scripts/import-graph.ts (and to docs/architecture.md)`,
+    );
   return at;
 }
 
-/** Imports from a lower layer into a higher one. */
+/** Imports into a higher layer, or into another folder of the importer's own layer. */
 export function againstLayering(g: ImportGraph): ImportEdge[] {
-  return g.edges.filter((e) => layerOf(folderOf(e.from)) < layerOf(folderOf(e.to)));
+  return g.edges.filter((e) => {
+    const from = folderOf(e.from);
+    const to = folderOf(e.to);
+    return from !== to && layerOf(from) <= layerOf(to);
+  });
 }
 
 /** Each cycle of the file graph once, as the files around it (shortest found from its least file). */

@@ -1,27 +1,16 @@
 // Functions over a length limit (80 lines by default), by the TypeScript compiler's own parse: every
 // function declaration, method, accessor, constructor, arrow function and function expression in
-// the source folders, longest first, with the 10 largest files. For the architecture note and
-// for review; the stage path's limit is held by test/unit/import-graph.test.ts.
+// every code file of the checkout (the files scripts/import-graph.ts walks: every folder with a
+// layer, tests aside), longest first, with the 10 largest files. test/unit/import-graph.test.ts
+// holds the limit.
 //
 //   npx tsx scripts/long-functions.ts [--limit 80] [--under workflows] [--json]
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import ts from 'typescript';
+import { sourceFiles as importGraphFiles } from './import-graph';
 
 const ROOT = path.join(__dirname, '..');
-const FOLDERS = [
-  'pipeline',
-  'codec',
-  'workflows',
-  'activities',
-  'agent',
-  'hooks',
-  'tools',
-  'worker',
-  'client',
-  'cli',
-  'scripts',
-];
 
 export interface LongFunction {
   file: string;
@@ -30,19 +19,10 @@ export interface LongFunction {
   lines: number;
 }
 
-function filesUnder(dir: string): string[] {
-  const abs = path.join(ROOT, dir);
-  if (!fs.existsSync(abs)) return [];
-  return fs.readdirSync(abs, { withFileTypes: true }).flatMap((e) => {
-    const rel = path.posix.join(dir, e.name);
-    if (e.isDirectory()) return e.name === 'node_modules' ? [] : filesUnder(rel);
-    return /\.ts$/.test(e.name) && !e.name.endsWith('.d.ts') ? [rel] : [];
-  });
-}
-
-export function sourceFiles(under: string[] = FOLDERS): string[] {
-  const root = under === FOLDERS ? fs.readdirSync(ROOT).filter((f) => /^[\w-]+\.ts$/.test(f)) : [];
-  return [...under.flatMap(filesUnder), ...root].sort();
+/** The checkout's code files, or those under the folders named. */
+export function sourceFiles(under: string[] = []): string[] {
+  const all = importGraphFiles();
+  return under.length ? all.filter((f) => under.some((u) => f === u || f.startsWith(`${u}/`))) : all;
 }
 
 function nameOf(node: ts.Node, sf: ts.SourceFile): string {
@@ -89,7 +69,7 @@ function main(argv: string[]) {
   const at = argv.indexOf('--limit');
   const limit = at >= 0 ? Number(argv[at + 1]) : 80;
   const under = argv.flatMap((a, i) => (argv[i - 1] === '--under' ? [a] : []));
-  const files = sourceFiles(under.length ? under : FOLDERS);
+  const files = sourceFiles(under);
   const long = longFunctions(files, limit);
   const big = largestFiles(files);
   if (argv.includes('--json')) {

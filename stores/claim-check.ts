@@ -103,7 +103,7 @@ export function fileNameFor(key: string): string {
   return `${readable.slice(0, 120)}-${hash}.json`;
 }
 
-export interface Bounds {
+interface Bounds {
   maxChars: number;
   maxBytes: number;
 }

@@ -13,7 +13,7 @@ import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Client, Pool } from 'pg';
-import type { LiveEvent, LiveWriter } from '../agent/live';
+import type { LiveEvent, LiveWriter } from '../pipeline/live';
 import { requireOptional } from '../support/optional';
 import { inFolder, parseJsonl } from './jsonl';
 import { besideLogPath, sessionLogPath } from './session-log-path';
@@ -40,7 +40,7 @@ export interface LiveChannel extends LiveWriter, LiveReader {
 /** A step's pieces are kept while the file is below this; a new step starts a fresh file past it. */
 const FILE_ROTATE_BYTES = 1024 * 1024;
 
-export function liveLogPath(stateDir: string, sessionId: string): string {
+function liveLogPath(stateDir: string, sessionId: string): string {
   return besideLogPath(stateDir, sessionId, 'live');
 }
 
@@ -128,13 +128,8 @@ const PG_CHANNEL = 'sluice_live';
 export const notifyKey = (sessionId: string) =>
   Buffer.byteLength(sessionId) <= 200 ? sessionId : createHash('sha256').update(sessionId).digest('hex');
 
-/**
- * The PostgreSQL channel. Its table is UNLOGGED and created on first use, outside the versioned
- * schema: it holds previews only, and a database without it (or one that lost it in a crash) loses
- * nothing durable.
- */
-export function postgresLiveChannel(url: string, opts: { warn?: (m: string) => void } = {}): LiveChannel {
-  const warn = opts.warn ?? ((m: string) => console.error(`sluice: ${m}`));
+/** The channel's pool, and its table, created on first use. */
+function liveTable(url: string) {
   let pool: Pool | undefined;
   const poolOf = () => {
     if (!pool) {
@@ -171,8 +166,14 @@ export function postgresLiveChannel(url: string, opts: { warn?: (m: string) => v
         }
       }
     })());
+  const end = async () => {
+    await pool?.end().catch(() => undefined);
+  };
+  return { poolOf, ensure, end };
+}
 
-  // One listening connection for every follower of this process, reconnected when it drops.
+/** One listening connection for every follower of this process, reconnected when it drops. */
+function liveListener(url: string) {
   const watchers = new Map<string, Set<() => void>>();
   let listener: Promise<Client> | undefined;
   let closed = false;
@@ -202,7 +203,34 @@ export function postgresLiveChannel(url: string, opts: { warn?: (m: string) => v
     })();
     return listener;
   };
+  return {
+    watch(key: string, changed: () => void): () => void {
+      let set = watchers.get(key);
+      if (!set) watchers.set(key, (set = new Set()));
+      set.add(changed);
+      listen().catch(() => undefined);
+      return () => {
+        set.delete(changed);
+        if (!set.size) watchers.delete(key);
+      };
+    },
+    async close() {
+      closed = true;
+      const c = await listener?.catch(() => undefined);
+      await c?.end().catch(() => undefined);
+    },
+  };
+}
 
+/**
+ * The PostgreSQL channel. Its table is UNLOGGED and created on first use, outside the versioned
+ * schema: it holds previews only, and a database without it (or one that lost it in a crash) loses
+ * nothing durable.
+ */
+export function postgresLiveChannel(url: string, opts: { warn?: (m: string) => void } = {}): LiveChannel {
+  const warn = opts.warn ?? ((m: string) => console.error(`sluice: ${m}`));
+  const { poolOf, ensure, end } = liveTable(url);
+  const listener = liveListener(url);
   return {
     // NOTIFY wakes followers; reading again each second only bounds a notice lost with a connection.
     pollMs: 1_000,
@@ -246,22 +274,10 @@ export function postgresLiveChannel(url: string, opts: { warn?: (m: string) => v
       const last = r.rows.length ? Number(r.rows[r.rows.length - 1].id) : after;
       return { events: r.rows.map((row) => JSON.parse(row.event)), cursor: { kind: 'pg', id: last } };
     },
-    watch(sessionId, changed) {
-      const key = notifyKey(sessionId);
-      let set = watchers.get(key);
-      if (!set) watchers.set(key, (set = new Set()));
-      set.add(changed);
-      listen().catch(() => undefined);
-      return () => {
-        set.delete(changed);
-        if (!set.size) watchers.delete(key);
-      };
-    },
+    watch: (sessionId, changed) => listener.watch(notifyKey(sessionId), changed),
     async close() {
-      closed = true;
-      const c = await listener?.catch(() => undefined);
-      await c?.end().catch(() => undefined);
-      await pool?.end().catch(() => undefined);
+      await listener.close();
+      await end();
     },
   };
 }

@@ -69,7 +69,7 @@ const MIGRATIONS_TABLE = 'sluice_schema_migrations';
 export const PG_RESULT_REF = 'sluice-pg-result:';
 
 /** Errors a restarted or unreachable server gives: worth waiting out, unlike a bad query. */
-export function isTransient(err: unknown): boolean {
+function isTransient(err: unknown): boolean {
   const e = err as { code?: string; message?: string };
   if (
     e?.code &&
@@ -82,7 +82,7 @@ export function isTransient(err: unknown): boolean {
 }
 
 /** Retries `work` while the server is unreachable, up to `forMs`; a non-transient error is thrown at once. */
-export async function withRetry<T>(work: () => Promise<T>, forMs: number): Promise<T> {
+async function withRetry<T>(work: () => Promise<T>, forMs: number): Promise<T> {
   const deadline = Date.now() + forMs;
   for (let delay = 100; ; delay = Math.min(delay * 2, 2_000)) {
     try {
@@ -264,7 +264,7 @@ const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
  * A pg Pool, typed by its shape: sluice/worker's declarations name no pg, an optional peer an app
  * without PostgreSQL does not install.
  */
-export interface PgPool {
+interface PgPool {
   query: (...args: never[]) => unknown;
   connect: (...args: never[]) => unknown;
 }

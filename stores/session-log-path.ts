@@ -17,7 +17,7 @@ const MAX_READABLE_NAME = 120;
 
 /** The files kept beside a session's log, each `<log name>.<kind>.jsonl`; no log name ends in one. */
 export const BESIDE_KINDS = ['live', 'claims', 'writers', 'conflicts'] as const;
-export type BesideKind = (typeof BESIDE_KINDS)[number];
+type BesideKind = (typeof BESIDE_KINDS)[number];
 const ENDS_IN_KIND = new RegExp(`\\.(${BESIDE_KINDS.join('|')})$`, 'i');
 
 /**

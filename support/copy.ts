@@ -6,7 +6,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
-export interface SluiceCopy {
+interface SluiceCopy {
   version: string;
   /** The package's folder (links resolved). */
   root: string;
@@ -17,7 +17,7 @@ export interface SluiceCopy {
 let found: SluiceCopy | undefined;
 
 /** This copy: the nearest package.json named `sluice` above this file. */
-export function sluiceCopy(): SluiceCopy {
+function sluiceCopy(): SluiceCopy {
   if (found) return found;
   let dir = __dirname;
   for (;;) {

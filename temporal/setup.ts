@@ -3,7 +3,7 @@
 import { temporal } from '@temporalio/proto';
 
 type OperatorService = temporal.api.operatorservice.v1.OperatorService;
-import { SEARCH_ATTRIBUTES } from '../workflows/definitions';
+import { SEARCH_ATTRIBUTES } from '../pipeline/search-attributes';
 import { ServerError } from '../support/errors';
 
 const TYPES: Record<string, temporal.api.enums.v1.IndexedValueType> = {

@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { mintLinkToken } from '../activities/approval-links';
-import { type Inbox, startInbox } from '../client/inbox/server';
+import { type Inbox, startInbox } from '../servers/inbox/server';
 import type { PendingApproval } from '../pipeline/types';
 import { defineConfig, defineTool } from '../define/config';
 import { launchBrowser } from './chromium';

@@ -6,7 +6,7 @@ import type { BrowserContext } from 'playwright-core';
 import { describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import { main } from '../cli';
-import type { Inbox } from '../client/inbox/server';
+import type { Inbox } from '../servers/inbox/server';
 import type { PendingApproval } from '../pipeline/types';
 import { defineConfig, defineTool } from '../define/config';
 import { batch, text, type Harness } from './harness';

@@ -8,8 +8,8 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import { startGatewayHttp } from '../client/gateway';
-import type { Inbox } from '../client/inbox/server';
+import { startGatewayHttp } from '../servers/gateway';
+import type { Inbox } from '../servers/inbox/server';
 import { toolSchemas } from '../define/config';
 import type { PendingApproval } from '../pipeline/types';
 import { loadConfig } from '../worker/load-config';

@@ -18,7 +18,7 @@ import {
 } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { SluiceClient } from '../client/client';
-import { startGatewayHttp } from '../client/gateway';
+import { startGatewayHttp } from '../servers/gateway';
 import { type SluiceConfig, toolSchemas } from '../define/config';
 import { loadConfig } from '../worker/load-config';
 import { eventually } from './eventually';

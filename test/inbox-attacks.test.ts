@@ -11,7 +11,7 @@ import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { inboxSettings, main, UsageError } from '../cli';
-import { startInbox, type Inbox } from '../client/inbox/server';
+import { startInbox, type Inbox } from '../servers/inbox/server';
 import { dataConverterFromEnv } from '../codec/payload';
 import { defineConfig, defineTool } from '../define/config';
 import { pendingApproval } from './eventually';

@@ -3,7 +3,7 @@
 // expired, refused). SLUICE_INBOX_SCREENSHOT=docs/inbox.png also saves a picture of the page.
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startInbox, type Inbox } from '../client/inbox/server';
+import { startInbox, type Inbox } from '../servers/inbox/server';
 import demoConfig from '../sluice.config';
 import { launchBrowser } from './chromium';
 import { batch, startHarness, text, type Harness } from './harness';

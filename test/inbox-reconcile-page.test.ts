@@ -5,7 +5,7 @@
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import type { Inbox } from '../client/inbox/server';
+import type { Inbox } from '../servers/inbox/server';
 import { defineConfig, defineTool } from '../define/config';
 import { poll } from './eventually';
 import { batch, type Harness, text } from './harness';

@@ -2,7 +2,7 @@
 // the setup the approval tests that click through the inbox page share.
 import type { BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll } from 'vitest';
-import { startInbox, type Inbox } from '../client/inbox/server';
+import { startInbox, type Inbox } from '../servers/inbox/server';
 import type { SluiceConfig } from '../define/config';
 import { launchBrowser } from './chromium';
 import { startHarness, type Harness } from './harness';

@@ -7,7 +7,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LiveEvent } from '../agent/live';
+import type { LiveEvent } from '../pipeline/live';
 import { startSession } from '../client/session';
 import { followSessionEvents } from '../client/session-events';
 import type { SessionEvent } from '../pipeline/types';

@@ -3,7 +3,7 @@
 // the step ends, a late one the record so far, the step from its start and the tail, and a cut
 // attempt voided. The session log (the record) is the PostgreSQL store's, as before.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LiveEvent } from '../agent/live';
+import type { LiveEvent } from '../pipeline/live';
 import { startSession } from '../client/session';
 import { followSessionEvents } from '../client/session-events';
 import type { SessionEvent } from '../pipeline/types';

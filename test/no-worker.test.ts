@@ -5,7 +5,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import type { Inbox } from '../client/inbox/server';
+import type { Inbox } from '../servers/inbox/server';
 import type { PendingApproval } from '../pipeline/types';
 import { defineConfig } from '../define/config';
 import { batch, spawnWorker, text, type ChildWorker, type Harness } from './harness';

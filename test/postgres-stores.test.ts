@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import { main } from '../cli';
-import { startInbox } from '../client/inbox/server';
+import { startInbox } from '../servers/inbox/server';
 import type { SessionEvent } from '../pipeline/types';
 import { defineConfig, defineTool } from '../define/config';
 import { PostgresStores, SCHEMA_VERSION } from '../stores/postgres';

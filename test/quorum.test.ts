@@ -8,7 +8,7 @@ import { exportJWK, generateKeyPair, type JWK, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import type { DecisionRefusedError } from '../client/client';
-import { startInbox } from '../client/inbox/server';
+import { startInbox } from '../servers/inbox/server';
 import type { PendingApproval } from '../pipeline/types';
 import { defineConfig, defineTool } from '../define/config';
 import { launchBrowser } from './chromium';

@@ -4,7 +4,7 @@ import type { BrowserContext } from 'playwright-core';
 import { describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import { DecisionRefusedError } from '../client/client';
-import type { Inbox } from '../client/inbox/server';
+import type { Inbox } from '../servers/inbox/server';
 import { GRANTS_NAMESPACE, grantsOf } from '../pipeline/grants';
 import type { PendingApproval } from '../pipeline/types';
 import { defineConfig, defineTool } from '../define/config';

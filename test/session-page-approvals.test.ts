@@ -1,4 +1,4 @@
-// The session page's approval cards are the inbox's own (client/inbox/cards.html), in a real
+// The session page's approval cards are the inbox's own (servers/inbox/cards.html), in a real
 // headless Chromium against the real dev server: the same buttons where the inbox offers them
 // (Allow for this session, Reassign), verified approvers when the inbox requires them (a typed
 // name is refused, a signed-in subject decides), a session grant that lets the next call of the

@@ -6,7 +6,7 @@
 import * as http from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startInbox, type Inbox } from '../client/inbox/server';
+import { startInbox, type Inbox } from '../servers/inbox/server';
 import { type SessionHandle, startSession } from '../client/session';
 import { eventually } from './eventually';
 import { useSessionPage } from './session-page-setup';

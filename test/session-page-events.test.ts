@@ -5,8 +5,8 @@
 // Last-Event-ID nothing twice. Then two worker processes serving one session: one stream.
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LiveEvent } from '../agent/live';
-import { startInbox, type Inbox } from '../client/inbox/server';
+import type { LiveEvent } from '../pipeline/live';
+import { startInbox, type Inbox } from '../servers/inbox/server';
 import { sessionHandle, startSession } from '../client/session';
 import { openStores, type SluiceStores } from '../stores/stores';
 import { eventually } from './eventually';

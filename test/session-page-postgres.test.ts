@@ -3,7 +3,7 @@
 // pieces before the step ends, a late page the record and the step from its start, and a cut
 // attempt's pieces voided before the retry's.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LiveEvent } from '../agent/live';
+import type { LiveEvent } from '../pipeline/live';
 import { PostgresStores } from '../stores/postgres';
 import { postgresStores } from '../stores/stores';
 import { eventually } from './eventually';

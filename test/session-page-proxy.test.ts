@@ -12,7 +12,7 @@ import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Page } from 'playwright-core';
 import { afterAll, describe, expect, it } from 'vitest';
-import { PROXY_SECRET_HEADER } from '../client/inbox/server';
+import { PROXY_SECRET_HEADER } from '../servers/inbox/server';
 import type { SessionHandle } from '../client/session';
 import { poll } from './eventually';
 import { useSessionPage } from './session-page-setup';

@@ -5,7 +5,7 @@
 // starts are cancelled and everything closed in reverse order when the file ends.
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll } from 'vitest';
-import { startInbox, type Inbox, type InboxOptions } from '../client/inbox/server';
+import { startInbox, type Inbox, type InboxOptions } from '../servers/inbox/server';
 import { type SessionHandle, type SessionRequest, startSession } from '../client/session';
 import type { SluiceConfig } from '../define/config';
 import { openStores, type SluiceStores } from '../stores/stores';

@@ -1,7 +1,7 @@
 // A session's event stream from the inbox, read as a browser's EventSource reads it, and what a
 // page shows of it: shared by the session page's tests.
 import { expect } from 'vitest';
-import type { LiveEvent } from '../agent/live';
+import type { LiveEvent } from '../pipeline/live';
 import type { SessionEvent } from '../pipeline/types';
 
 export type Followed = SessionEvent | LiveEvent;

@@ -6,7 +6,7 @@
 import * as path from 'node:path';
 import { MockLanguageModelV3 } from 'ai/test';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LiveEvent } from '../agent/live';
+import type { LiveEvent } from '../pipeline/live';
 import { type SessionHandle, sessionHandle, startSession } from '../client/session';
 import type { SessionEvent } from '../pipeline/types';
 import { FileResultStore } from '../stores/claim-check';

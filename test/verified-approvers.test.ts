@@ -6,7 +6,7 @@ import { exportJWK, generateKeyPair, type JWK, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import { main } from '../cli';
-import { startInbox } from '../client/inbox/server';
+import { startInbox } from '../servers/inbox/server';
 import { launchBrowser } from './chromium';
 import type { DecisionRefusedError } from '../client/client';
 import type { PendingApproval } from '../pipeline/types';

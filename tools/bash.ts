@@ -189,7 +189,7 @@ async function runSandboxed(args: () => string[], common: Parameters<typeof runI
   }
 }
 
-export interface GroupRun {
+interface GroupRun {
   /** With `status`: what bwrap wrote on its status descriptor (fd 3). */
   status?: string;
   output: string;
@@ -205,7 +205,7 @@ export interface GroupRun {
  * every process carrying it in its environment is ended too: `setsid` takes a process out of the
  * group, but not out of the environment it inherited.
  */
-export function runInGroup(
+function runInGroup(
   file: string,
   args: string[],
   o: {

@@ -42,7 +42,7 @@ export function execPattern(pieces: readonly (string | typeof ANY_TEXT | typeof 
 }
 
 /** The folders a program is looked for in besides the sandbox's PATH. */
-export const SYSTEM_BIN_DIRS: readonly string[] = [
+const SYSTEM_BIN_DIRS: readonly string[] = [
   '/bin',
   '/usr/bin',
   '/sbin',
@@ -52,7 +52,7 @@ export const SYSTEM_BIN_DIRS: readonly string[] = [
 ];
 
 /** Inside the sandbox: the read-only folder holding the wrappers' interpreter and the programs they pass on to. */
-export const EXEC_DENY_DIR = '/tmp/.sluice-exec';
+const EXEC_DENY_DIR = '/tmp/.sluice-exec';
 
 const registered = new Map<string, ExecDenyRule>();
 
@@ -67,7 +67,7 @@ export function execDenyRules(): ExecDenyRule[] {
 }
 
 /** What bwrap needs to hold the rules: its arguments (after the sandbox's own) and the shell to start. */
-export interface ExecDenyMounts {
+interface ExecDenyMounts {
   args: string[];
   /** The command's shell: its hidden copy when the shell itself is one of the masked files. */
   shell: string;
@@ -239,7 +239,7 @@ export function wrapperScript(
   return `${lines.join('\n')}\n`;
 }
 
-export function denialMessage(r: ExecDenyRule): string {
+function denialMessage(r: ExecDenyRule): string {
   return `sluice: ${r.whole ? r.program : `this run of ${r.program}`} is denied by ${JSON.stringify(r.rule)} (${r.file}), so it did not run`;
 }
 

@@ -88,14 +88,14 @@ function realish(abs: string): string {
 }
 
 /** What a tool tells the check about its arguments: its name, its JSON Schema, its declared path arguments. */
-export interface PathArgsTool {
+interface PathArgsTool {
   name: string;
   /** The input's JSON Schema, searched for `format`s that name paths. */
   jsonSchema?: unknown;
   pathArgs?: readonly string[];
 }
 
-export interface PathArgsCheckOptions {
+interface PathArgsCheckOptions {
   /** Where relative paths start. */
   root: string;
   protect?: ProtectOptions | false;
@@ -136,7 +136,7 @@ export function pathArgsCheck(opts: PathArgsCheckOptions, tool: PathArgsTool): (
 }
 
 /** Whether an argument's name says it holds a path: `path`, `file_path`, `sourcePath`, `output_dir`, ... */
-export function isPathName(name: string): boolean {
+function isPathName(name: string): boolean {
   return PATH_NAME.test(name) || PATH_SUFFIX.test(name) || CAMEL_PATH_SUFFIX.test(name);
 }
 

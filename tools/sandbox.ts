@@ -12,12 +12,12 @@ import { STATE_NAME } from './fs/protect';
 import type { Workspace } from './fs/workspace';
 
 export type SandboxSetting = 'auto' | 'bubblewrap' | 'none';
-export type SandboxMode = 'bubblewrap' | 'process-group';
+type SandboxMode = 'bubblewrap' | 'process-group';
 
 let probe: Promise<string | undefined> | undefined;
 
 /** Why bubblewrap cannot run here, or undefined when it can (tried once per process). */
-export function bubblewrapUnavailable(): Promise<string | undefined> {
+function bubblewrapUnavailable(): Promise<string | undefined> {
   probe ??= new Promise((resolve) => {
     // With the status descriptor every call uses (bash.ts), so a bwrap without it is found here.
     const args = [...BASE_ARGS, '--unshare-net', '--json-status-fd', '1', '--', 'true'];

@@ -7,7 +7,7 @@
 // (SLUICE_WORKER_HEAP=compact).
 import * as v8 from 'node:v8';
 
-export type WorkerHeap = 'default' | 'compact';
+type WorkerHeap = 'default' | 'compact';
 
 /** SLUICE_WORKER_HEAP: `compact` or `default` (unset); anything else is an error a person can fix. */
 export function workerHeap(env: NodeJS.ProcessEnv = process.env): WorkerHeap {

@@ -13,7 +13,7 @@
 import { Context } from '@temporalio/activity';
 
 /** How soon into a run the first beat goes out. */
-export const FIRST_BEAT_MS = 1_000;
+const FIRST_BEAT_MS = 1_000;
 
 /**
  * The worker's maxHeartbeatThrottleInterval when the user sets none: beats sent every third of

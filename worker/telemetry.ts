@@ -68,7 +68,7 @@ const otel = () => modules!.api;
  * telemetry does not install. For the same reason the OpenTelemetry and prom-client objects below
  * are internal: read the metrics with metricsText(), send spans through spanExporter.
  */
-export interface SpanExporterLike {
+interface SpanExporterLike {
   export: (...args: never[]) => unknown;
   shutdown: () => Promise<void>;
 }

@@ -15,7 +15,7 @@ import type { SessionEvent } from '../pipeline/types';
 import type { SessionEventSinks } from '../workflows/event-log';
 import type { EventSink } from '../stores/sink';
 
-export interface SinkRetryOptions {
+interface SinkRetryOptions {
   /** Waits between the attempts a workflow task makes, before it stops waiting. */
   inTaskDelaysMs?: number[];
   /** Waits between background attempts once a session's writes are held; the last one repeats. */

@@ -35,7 +35,8 @@ import type {
   ToolCall,
   ToolResult,
 } from '../pipeline/types';
-import type { FirstRoundActivities, SeqClaim } from '../pipeline/seq-claim';
+import type { SeqClaim } from '../pipeline/seq-claim';
+import type { FirstRoundActivities } from '../codec/stages';
 import { Approvals } from './approvals';
 import type { Admission, Settlement } from './admission';
 import { CallLedger } from './call-ledger';

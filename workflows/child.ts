@@ -4,7 +4,8 @@
 // running or finished, instead of running it again.
 import { ApplicationFailure, WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { proxyActivities, startChild, type ChildWorkflowOptions } from '@temporalio/workflow';
-import { type AttachActivities, type BatchRequest, prepareBatch } from '../pipeline/batch-input';
+import { type BatchRequest, prepareBatch } from '../pipeline/batch-input';
+import type { AttachActivities } from '../codec/output';
 import { FailureTypes } from '../pipeline/errors';
 import { expandBatchOutput } from '../codec/output';
 import type { BatchInput, BatchOutput } from '../pipeline/types';

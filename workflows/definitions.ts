@@ -1,7 +1,7 @@
 // Names a client, a page or the stock `temporal` CLI uses to talk to a running batch.
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { defineQuery, defineSignal, defineUpdate } from './messages';
-import type { CodeCallOutcome, CodeCallRequest } from '../pipeline/code-mode';
+import { CODE_CALL_UPDATE, type CodeCallOutcome, type CodeCallRequest } from '../pipeline/code-mode';
 import { FailureTypes } from '../pipeline/errors';
 import type { ApprovalDecision, ApprovalsMemo, BatchState, DecisionApplied } from '../pipeline/types';
 
@@ -24,7 +24,7 @@ export const DECISION_REFUSED = FailureTypes.DECISION_REFUSED;
 /** A batch refused because another batch of its session claimed its seqs first; it ran nothing. */
 export const SEQ_CONFLICT = FailureTypes.SEQ_CONFLICT;
 /** Code Mode: the run_code body asks its batch to run one sub-call through the whole pipeline. */
-export const codeCallUpdate = defineUpdate<CodeCallOutcome, [CodeCallRequest]>('sluice.codeCall');
+export const codeCallUpdate = defineUpdate<CodeCallOutcome, [CodeCallRequest]>(CODE_CALL_UPDATE);
 export const stateQuery = defineQuery<BatchState>('sluice.state');
 
 /** True while any call of the batch waits for a person. */
@@ -45,12 +45,5 @@ export const EMPTY_APPROVALS_MEMO: ApprovalsMemo = {
   oneWritePerDecision: true,
 };
 export const SESSION_ID = defineSearchAttributeKey('SluiceSessionId', SearchAttributeType.KEYWORD);
-
-/** Registered on the dev server at start, and by `sluice setup` on any other server. */
-export const SEARCH_ATTRIBUTES = {
-  SluiceAwaitingApproval: 'Bool',
-  SluicePendingApprovals: 'KeywordList',
-  SluiceSessionId: 'Keyword',
-} as const;
 
 export { batchWorkflowId } from '../pipeline/batch-id';

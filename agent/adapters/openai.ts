@@ -176,7 +176,7 @@ export function openAIResponsesModel(model: string, opts: OpenAIModelOptions = {
 }
 
 /** A stream that ends without its last event: the answer is incomplete, and the step is retried. */
-export function streamCut(what: string): string {
+function streamCut(what: string): string {
   return `the provider's stream ended before the ${what} was complete (the connection was cut mid-answer); the step is retried`;
 }
 

@@ -25,7 +25,7 @@ export interface DoctorOptions {
 }
 
 /** One finding: `fail` means the hook will not run (or not for the deciding events). */
-export interface Finding {
+interface Finding {
   level: 'ok' | 'warn' | 'fail';
   text: string;
 }

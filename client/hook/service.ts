@@ -32,11 +32,11 @@ import type { HarnessRequest, HookAnswer } from './dialects';
 import { hookCallKey } from './hook-key';
 
 /** Without a tool_use_id, a finished batch this recent is the same call asked again (PermissionRequest after PreToolUse). */
-export const SAME_CALL_MS = 30_000;
+const SAME_CALL_MS = 30_000;
 /** A person's decision that came after the asking hook gave up applies to the same call asked again this soon after. */
-export const LATE_DECISION_MS = 10 * 60_000;
+const LATE_DECISION_MS = 10 * 60_000;
 /** A harness result bigger than this is recorded cut, with its length: it travels as a call's arguments. */
-export const MAX_RECORDED_CHARS = 64 * 1024;
+const MAX_RECORDED_CHARS = 64 * 1024;
 const HARNESS_RESULT_TOOL = 'harness_result';
 /** Occurrences of one call in one session looked at before giving up (a loop that asks the same thing forever). */
 const MAX_OCCURRENCES = 200;
@@ -59,7 +59,7 @@ const MAX_RENUMBERED = 8;
 /** The first seq past every block this process gave out. */
 let seqFloor = 0;
 
-export interface HookServiceOptions {
+interface HookServiceOptions {
   sluice: SluiceClient;
   /** When the harness stops waiting for this hook (epoch ms): the answer must be out before. */
   deadline: number;
@@ -71,7 +71,7 @@ export interface HookServiceOptions {
   callKey?: Buffer;
 }
 
-export interface Decided {
+interface Decided {
   answer: HookAnswer;
   workflowId: string;
   /** Who decided: `policy`, the approver's name, or `deny timeout`. */
@@ -274,7 +274,7 @@ export async function record(
  * arguments (canonical JSON, so key order does not matter), read from the batch's start event,
  * which holds them whatever the batch's status and however long the arguments.
  */
-export async function sameArguments(sluice: SluiceClient, workflowId: string, req: HarnessRequest): Promise<boolean> {
+async function sameArguments(sluice: SluiceClient, workflowId: string, req: HarnessRequest): Promise<boolean> {
   const page = await sluice.temporal.workflowService.getWorkflowExecutionHistory({
     namespace: sluice.temporal.options.namespace,
     execution: { workflowId },
@@ -338,7 +338,7 @@ async function run(
   return { handle, ...(out ? { out } : {}) };
 }
 
-export function isSeqConflict(err: unknown): boolean {
+function isSeqConflict(err: unknown): boolean {
   return err instanceof WorkflowFailedError && (err.cause as { type?: string } | undefined)?.type === SEQ_CONFLICT;
 }
 

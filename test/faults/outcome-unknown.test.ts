@@ -10,7 +10,7 @@ import { NativeConnection } from '@temporalio/worker';
 import type { BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { SluiceClient } from '../../client/client';
-import { startInbox, type Inbox } from '../../client/inbox/server';
+import { startInbox, type Inbox } from '../../servers/inbox/server';
 import type { BatchOutput, PendingApproval } from '../../pipeline/types';
 import { reconcileWorkflowId } from '../../pipeline/reconcile';
 import { launchBrowser } from '../chromium';

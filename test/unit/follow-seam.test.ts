@@ -3,7 +3,7 @@
 // pieces, then the record, as it would have across two reads; only a follower that joins after
 // the step was recorded gets the step whole from its record. A scripted store, read by read.
 import { describe, expect, it } from 'vitest';
-import type { LiveEvent } from '../../agent/live';
+import type { LiveEvent } from '../../pipeline/live';
 import { followSessionEvents } from '../../client/session-events';
 import type { SessionEvent } from '../../pipeline/types';
 import type { LiveCursor, LiveReader } from '../../stores/live';

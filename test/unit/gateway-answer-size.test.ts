@@ -1,7 +1,7 @@
 // The gateway's finished-answers cache weighs each answer without serializing it (answerChars):
 // the weight must not fall below the answer's JSON, or the cache would hold more than its bound.
 import { describe, expect, it } from 'vitest';
-import { answerChars } from '../../client/gateway';
+import { answerChars } from '../../servers/gateway';
 
 const answers = [
   { content: [] },

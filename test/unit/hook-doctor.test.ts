@@ -10,7 +10,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { callInput, parseHookPayload } from '../../client/hook/dialects';
 import type { JsonObject } from '../../pipeline/types';
 import { type DoctorOptions, doctor, renderFindings } from '../../client/hook/doctor';
-import { hookMain } from '../../client/hook/command';
+import { hookMain } from '../../cli/hook';
 
 let o: DoctorOptions;
 

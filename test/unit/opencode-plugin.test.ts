@@ -11,7 +11,7 @@ import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { answerBody, parseHookPayload } from '../../client/hook/dialects';
 import { doctor, renderFindings } from '../../client/hook/doctor';
-import { hookMain } from '../../client/hook/command';
+import { hookMain } from '../../cli/hook';
 import { PLUGIN_MARK, pluginPath, writePlugin } from '../../client/hook/opencode-plugin';
 
 const FIXTURES = path.join(__dirname, '..', 'fixtures', 'hook');

@@ -6,13 +6,19 @@
 import { Context } from '@temporalio/activity';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { z } from 'zod';
-import { codeCallUpdateId, type CodeCallRequest, nonDeterminism, RUN_CODE } from '../../pipeline/code-mode';
+import {
+  CODE_CALL_UPDATE,
+  type CodeCallOutcome,
+  type CodeCallRequest,
+  codeCallUpdateId,
+  nonDeterminism,
+  RUN_CODE,
+} from '../../pipeline/code-mode';
 import { argsDigest } from '../../pipeline/digest';
 import { ErrorCodes } from '../../pipeline/errors';
 import { ToolErrorCodes } from '../errors';
 import type { ToolApproval, ContentBlock, Json } from '../../pipeline/types';
 import { defineTool, toolOutput, type ToolDefinition } from '../../define/config';
-import { codeCallUpdate } from '../../workflows/definitions';
 import { runProgram, type ProgramOutcome, type SandboxLimits } from './sandbox';
 
 export interface CodeModeOptions {
@@ -89,7 +95,7 @@ export function codeModeTool(options: CodeModeOptions = {}): ToolDefinition {
             argsDigest: argsDigest(args),
           };
           try {
-            const out = await batch.executeUpdate(codeCallUpdate, {
+            const out = await batch.executeUpdate<CodeCallOutcome, [CodeCallRequest]>(CODE_CALL_UPDATE, {
               args: [request],
               updateId: codeCallUpdateId(request),
             });

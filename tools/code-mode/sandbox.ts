@@ -29,12 +29,12 @@ export const DEFAULT_LIMITS: SandboxLimits = {
 };
 
 /** How a sub-call ended, for the program: a value, a rejection it may catch, or the end of the run. */
-export type SubCallAnswer =
+type SubCallAnswer =
   | { ok: true; value: Json }
   | { ok: false; message: string }
   | { fatal: string; kind?: 'fatal' | 'cancelled' };
 
-export interface RunProgramOptions {
+interface RunProgramOptions {
   code: string;
   /** The tools the program may call as `tools.<name>(args)`. */
   toolNames: string[];
@@ -118,12 +118,6 @@ let nextRunId = 1;
 /** How the pool stands: warm threads waiting, and threads started since the process began. */
 export function sandboxPoolStats(): { idle: number; started: number } {
   return { idle: idle.length, started: threadsStarted };
-}
-
-/** Stops the threads waiting in the pool (a process exits without this: idle threads never hold it). */
-export async function closeSandboxPool(): Promise<void> {
-  const threads = idle.splice(0);
-  await Promise.all(threads.map((t) => t.worker.terminate()));
 }
 
 async function startThread(memoryBytes: number): Promise<SandboxThread> {

@@ -5,7 +5,7 @@ import { openForReading } from './pinned';
 import type { Workspace } from './workspace';
 
 /** How much of a file's start is inspected to tell text from binary. */
-export const SNIFF_BYTES = 8192;
+const SNIFF_BYTES = 8192;
 
 /** NUL bytes, or many control characters, mean the file is not text a model should read. */
 export function looksBinary(head: Buffer): boolean {
@@ -16,7 +16,7 @@ export function looksBinary(head: Buffer): boolean {
   return sample.length > 0 && control / sample.length > 0.1;
 }
 
-export interface FileNow {
+interface FileNow {
   disk: DiskState;
   /** The bytes, when present. */
   bytes?: Buffer;

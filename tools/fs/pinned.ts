@@ -15,7 +15,7 @@ const { O_RDONLY, O_DIRECTORY, O_NOFOLLOW, O_WRONLY, O_CREAT, O_EXCL } = constan
 /** Without /proc (not Linux), opens go by name after the check: the race is then not closed. */
 const PROC_FD = existsSync('/proc/self/fd');
 
-export interface PinnedDir {
+interface PinnedDir {
   /** A name for the folder that no later change of the path above it can redirect. */
   readonly path: string;
   at(name: string): string;
@@ -30,7 +30,7 @@ function race(rel: string): ToolFailure {
 }
 
 /** The folder at `rel` (workspace-relative, `/`-separated, `.` for the root), created when `create`. */
-export async function pinDir(ws: Workspace, rel: string, create = false): Promise<PinnedDir> {
+async function pinDir(ws: Workspace, rel: string, create = false): Promise<PinnedDir> {
   const parts = rel === '.' || rel === '' ? [] : rel.split('/');
   if (!PROC_FD) {
     const abs = path.join(ws.realRoot, ...parts);
@@ -98,7 +98,7 @@ export async function openForReading(ws: Workspace, rel: string): Promise<fs.Fil
   return handle;
 }
 
-export function hardLinked(rel: string, links: number): ToolFailure {
+function hardLinked(rel: string, links: number): ToolFailure {
   return new ToolFailure(
     `${rel} has ${links} hard links; another name for the same file may lie outside the workspace, so the file tools do not read or change it. Whoever runs Sluice can allow it with fsTools({ hardLinks: 'allow' }).`,
     ToolErrorCodes.FS_HARD_LINK,

@@ -58,7 +58,7 @@ export function protectStateDir(dir: string): void {
   }
 }
 
-export function protectedStateDirs(): string[] {
+function protectedStateDirs(): string[] {
   return [...stateDirs];
 }
 
@@ -68,7 +68,7 @@ export function protectedStateDirs(): string[] {
  * pre-execute handler when it names the file; glob and grep walk folders and name no file, so
  * they consult these checks for every file they would show or search, and skip what one refuses.
  */
-export type ReadRuleCheck = (absolutePaths: string[]) => string | undefined;
+type ReadRuleCheck = (absolutePaths: string[]) => string | undefined;
 
 const readRuleChecks = new Set<ReadRuleCheck>();
 
@@ -144,7 +144,7 @@ function realish(p: string): string {
 }
 
 /** The files inside the root that the hook commands of its settings files name. */
-export function hookScripts(realRoot: string): string[] {
+function hookScripts(realRoot: string): string[] {
   const found = new Set<string>();
   for (const rel of HOOK_SETTINGS) {
     let json: unknown;

@@ -21,7 +21,7 @@ interface Layer {
   rules: Ignore;
 }
 
-export interface WalkResult {
+interface WalkResult {
   entries: AsyncGenerator<WalkEntry>;
   /** Set once the walk gave up after visiting maxEntries entries. */
   readonly stoppedEarly: boolean;

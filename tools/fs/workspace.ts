@@ -17,7 +17,7 @@ export interface Workspace {
   readonly allowHardLinks: boolean;
 }
 
-export interface WorkspaceOptions {
+interface WorkspaceOptions {
   /** Paths no tool may touch; `false` leaves only Sluice's state folder protected. */
   protect?: ProtectOptions | false;
   /** 'refuse' (default): a file with several hard links may have a name outside the workspace. */

@@ -44,7 +44,7 @@ export interface HttpServer {
 
 export type ServerSpec = StdioServer | HttpServer;
 
-export interface CallOptions {
+interface CallOptions {
   signal?: AbortSignal;
   timeoutMs: number;
   onProgress?: () => void;

@@ -47,7 +47,7 @@ export interface McpToolOverride {
 }
 
 /** The protected paths this server's tools are held to (the built-in tools' by default). */
-export type McpProtectOptions = ProtectOptions & {
+type McpProtectOptions = ProtectOptions & {
   /**
    * Where the server resolves relative paths: the protected folders of this root (its hook
    * settings' scripts) are refused. Default: the stdio server's `cwd`, else the worker's.
@@ -244,7 +244,7 @@ function defaultsOf(a: ToolAnnotations | undefined): {
 }
 
 /** `mcp__<server>__<tool>`, with characters tool names cannot hold turned into `_`, at most 64. */
-export function sluiceName(server: string, tool: string): string {
+function sluiceName(server: string, tool: string): string {
   return `mcp__${server}__${tool.replace(/[^A-Za-z0-9_.-]/g, '_')}`.slice(0, 64);
 }
 

@@ -1,15 +1,15 @@
 // The approval inbox: one plain HTML page and a small JSON/SSE API on node:http. It decides
 // through the `sluice.decide` update, so the person sees what the batch did with the decision;
 // while no worker runs the batch, the decision is queued by signal, bound to the digest shown.
-// Each session has its page too (client/inbox/sessions.ts). Every request passes the same gate
+// Each session has its page too (servers/inbox/sessions.ts). Every request passes the same gate
 // first: the Host it was sent to, then, behind a proxy, the proxy's address, secret and approver.
 import * as crypto from 'node:crypto';
 import * as http from 'node:http';
 import { type AddressInfo, isIP } from 'node:net';
 import * as path from 'node:path';
-import type { SluiceClient } from '../client';
+import type { SluiceClient } from '../../client/client';
 import { ConfigError } from '../../support/errors';
-import type { SealKey } from '../identity';
+import type { SealKey } from '../../client/identity';
 import { type DecisionDeps, decisionRoute, identityOf, whoDecides } from './decisions';
 import { InboxFeed, type InboxSnapshot } from './feed';
 import {
@@ -125,7 +125,7 @@ export async function startInbox(opts: InboxOptions): Promise<Inbox> {
     poke: () => stream.poke(),
   };
   const sessions: SessionDeps = { client: opts.client, feed, store: opts.store, streams: new Set() };
-  // One-time approval links (client/inbox/links.ts): behind the same Host and proxy checks as every route.
+  // One-time approval links (servers/inbox/links.ts): behind the same Host and proxy checks as every route.
   const links: LinkDeps = {
     client: opts.client,
     key: opts.linkKey ?? process.env.SLUICE_LINK_KEY,

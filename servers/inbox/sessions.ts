@@ -5,12 +5,12 @@
 // answered as unknown, so the routes tell nothing of other teams' sessions.
 import type * as http from 'node:http';
 import * as path from 'node:path';
-import type { LiveEvent } from '../../agent/live';
+import type { LiveEvent } from '../../pipeline/live';
 import type { SessionEvent } from '../../pipeline/types';
 import type { LiveReader } from '../../stores/live';
-import type { SluiceClient } from '../client';
-import { sessionHandle } from '../session';
-import { followSessionEvents, type SessionEventSource } from '../session-events';
+import type { SluiceClient } from '../../client/client';
+import { sessionHandle } from '../../client/session';
+import { followSessionEvents, type SessionEventSource } from '../../client/session-events';
 import type { InboxFeed } from './feed';
 import { crossSiteProblem, jsonBody, readPage, send, sendPage } from './http';
 
@@ -91,7 +91,7 @@ const HANDLERS: Record<string, Handler> = {
  * SSE id. A browser sends the last one back in Last-Event-ID when it reconnects (or a page gives
  * it as `?after=`).
  */
-export interface Resume {
+interface Resume {
   next: number;
   at?: { turn: number; step: number; attempt: number; n: number; run?: string };
 }

@@ -18,14 +18,14 @@ import { isEvent } from '../../pipeline/events';
 import { APPROVALS_MEMO, BATCH_WORKFLOW, stateQuery } from '../../workflows/definitions';
 import { SESSION_WORKFLOW, sessionWorkflowId } from '../../workflows/session-definitions';
 import type { SluiceStores } from '../../stores/stores';
-import type { SluiceClient } from '../client';
+import type { SluiceClient } from '../../client/client';
 
 /** How long a page refresh waits for a worker to answer a batch's query. */
 const QUERY_DEADLINE_MS = 3_000;
 /** How long a batch that asked stays listed after its last ask was seen. */
 const ASKED_KEPT_MS = 15 * 60_000;
 
-export interface CallView {
+interface CallView {
   callId: string;
   name: string;
   stage?: CallStage;
@@ -35,7 +35,7 @@ export interface CallView {
   result?: { isError: boolean; text: string; card: Card; error?: ToolError };
 }
 
-export interface BatchView {
+interface BatchView {
   workflowId: string;
   runId: string;
   sessionId: string;
@@ -59,7 +59,7 @@ export interface InboxSnapshot {
   batches: BatchView[];
 }
 
-export interface SessionTimeline {
+interface SessionTimeline {
   sessionId: string;
   /** Events of the session's finished batches, in seq order. */
   events: SessionEvent[];
@@ -67,7 +67,7 @@ export interface SessionTimeline {
   running: BatchView[];
 }
 
-export interface SessionListing {
+interface SessionListing {
   sessionId: string;
   /** Temporal's execution status of the session's workflow. */
   status: string;
@@ -280,7 +280,7 @@ function grantViews(grants: SessionGrant[]): NonNullable<BatchView['grants']> {
 }
 
 /** Calls of a finished batch, each with its approval and completed card, from its events. */
-export function viewsFromEvents(events: SessionEvent[]): CallView[] {
+function viewsFromEvents(events: SessionEvent[]): CallView[] {
   const calls = new Map<string, CallView>();
   for (const e of events) {
     if (isEvent(e, 'tool/call')) {
@@ -329,7 +329,7 @@ export function viewsFromEvents(events: SessionEvent[]): CallView[] {
 }
 
 /** Calls of a running batch: where each stands, and how its approvals went so far. */
-export function viewsFromState(state: BatchState): CallView[] {
+function viewsFromState(state: BatchState): CallView[] {
   return state.calls.map((c) => {
     const pending = state.pending.find((p) => p.callId === c.callId);
     const decided = [...state.decided].reverse().find((d) => d.callId === c.callId);

@@ -6,8 +6,8 @@
 import type * as http from 'node:http';
 import { readLinkToken } from '../../activities/approval-links';
 import type { PendingApproval } from '../../pipeline/types';
-import { DecisionRefusedError, SluiceError, type SluiceClient } from '../client';
-import type { DecisionInput } from '../client';
+import { DecisionRefusedError, SluiceError, type SluiceClient } from '../../client/client';
+import type { DecisionInput } from '../../client/client';
 
 export interface LinkDeps {
   client: SluiceClient;

@@ -4,8 +4,8 @@
 // Each is bound to what the page showed (the digest) and names who decided.
 import type * as http from 'node:http';
 import type { ArgumentPin } from '../../pipeline/grants';
-import { DecisionRefusedError, SluiceError, type SluiceClient } from '../client';
-import type { SealKey } from '../identity';
+import { DecisionRefusedError, SluiceError, type SluiceClient } from '../../client/client';
+import type { SealKey } from '../../client/identity';
 import { crossSiteProblem, headerValue, jsonBody, send } from './http';
 
 export interface DecisionDeps {
