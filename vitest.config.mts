@@ -1,5 +1,10 @@
+// The test suite in two groups run one after the other: the fast files first, so a failure there
+// shows in minutes, then the slow end-to-end files (the packed tarball in fresh apps, real
+// harness CLIs, sessions of hundreds of steps, killed workers and servers). Both share one Temporal
+// dev server, one workflow bundle and one packed tarball (test/global-setup.ts).
 import * as path from 'node:path';
-import { defineConfig } from 'vitest/config';
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
+import { configDefaults, defineConfig } from 'vitest/config';
 
 // `import … from 'sluice'` (and its subpaths) inside the checkout means the source, as the
 // tsconfig paths say for tsc and tsx; the exports map points installed copies at dist/.
@@ -14,7 +19,51 @@ const entries: Record<string, string> = {
   'sluice/code-mode': 'tools/code-mode/index.ts',
 };
 
-export default defineConfig({
+/**
+ * The slow end-to-end files, slowest first as a clean clone's CI measured them: they start in
+ * this order, so the longest never starts last and leaves the other workers idle at the end. A
+ * file that grows past half a minute belongs here.
+ */
+const SLOW = [
+  'test/hook.test.ts',
+  'test/readme-blocks.test.ts',
+  'test/session.test.ts',
+  'test/package.test.ts',
+  'test/shell-differential.test.ts',
+  'test/harness-cli.test.ts',
+  'test/install-matrix.test.ts',
+  'test/session-restart.test.ts',
+  'test/gateway.test.ts',
+  'test/faults/outcome-unknown.test.ts',
+  'test/heartbeat-late-start.test.ts',
+  'test/gateway-package.test.ts',
+  'test/chat.test.ts',
+  'test/bench-smoke.test.ts',
+  'test/faults/kill-worker.test.ts',
+  'test/first-hour.test.ts',
+  'test/package-contents.test.ts',
+  'test/dual-copy.test.ts',
+];
+
+/** The slow files in SLOW's order; the fast ones as vitest orders them (its timings, else size). */
+class SlowestFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const sorted = await super.sort(files);
+    const rank = (f: TestSpecification) => {
+      const i = SLOW.indexOf(path.relative(f.project.config.root, f.moduleId));
+      return i < 0 ? SLOW.length : i;
+    };
+    const group = (f: TestSpecification) => f.project.config.sequence.groupOrder;
+    // Stable: ties keep the order vitest chose.
+    return sorted
+      .map((f, i) => ({ f, i }))
+      .sort((a, b) => group(a.f) - group(b.f) || rank(a.f) - rank(b.f) || a.i - b.i)
+      .map(({ f }) => f);
+  }
+}
+
+/** What both groups share; the global set-up is the root's, run once for the whole run. */
+const shared = {
   resolve: {
     alias: Object.entries(entries).map(([name, file]) => ({
       find: new RegExp(`^${name}$`),
@@ -22,13 +71,42 @@ export default defineConfig({
     })),
   },
   test: {
-    include: ['test/**/*.test.ts'],
-    globalSetup: ['test/global-setup.ts'],
     // Each file runs its own worker on its own task queue against the one dev server.
     fileParallelism: true,
-    maxWorkers: 2,
     testTimeout: 60_000,
     hookTimeout: 180_000,
-    pool: 'forks',
+    pool: 'forks' as const,
+    sequence: { sequencer: SlowestFirst },
+  },
+};
+
+export default defineConfig({
+  test: {
+    globalSetup: ['test/global-setup.ts'],
+    sequence: { sequencer: SlowestFirst },
+    projects: [
+      {
+        ...shared,
+        test: {
+          ...shared.test,
+          name: 'fast',
+          include: ['test/**/*.test.ts'],
+          exclude: [...configDefaults.exclude, ...SLOW],
+          maxWorkers: 3,
+          sequence: { ...shared.test.sequence, groupOrder: 0 },
+        },
+      },
+      {
+        ...shared,
+        test: {
+          ...shared.test,
+          name: 'slow',
+          include: SLOW,
+          // These mostly wait: on npm, on child processes, on the server, on a person's answer.
+          maxWorkers: 3,
+          sequence: { ...shared.test.sequence, groupOrder: 1 },
+        },
+      },
+    ],
   },
 });

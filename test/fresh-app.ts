@@ -1,9 +1,9 @@
 // Sluice as a user gets it: the packed tarball installed into a fresh app outside the checkout.
 // Shared by the tests that need it (the package test, the install matrix, the README blocks) and
-// by scripts/install-size.ts. One build and one `npm pack` per test run, whichever file asks first:
-// `npm pack` runs `prepare` (tsc into dist/), and two test files building dist/ at once would
-// read each other's half-written files, so the first caller takes a lock folder and the others
-// wait for its tarball. The app's commands run under $SLUICE_TEST_NODE when it is set (CI runs the
+// by scripts/install-size.ts. One build and one `npm pack` per test run: the global set-up starts
+// it when the run has a file that needs it, and whoever asks first otherwise. `npm pack` runs
+// `prepack` (tsc into dist/), and two builds of dist/ at once would read each other's half-written
+// files, so the first caller takes a lock folder and the others wait for its tarball. The app's commands run under $SLUICE_TEST_NODE when it is set (CI runs the
 // user-side suites again under each supported Node major).
 import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';

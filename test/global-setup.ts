@@ -1,4 +1,6 @@
 // One real Temporal dev server per test run, and one workflow bundle every test worker shares.
+// When the run has a file that installs Sluice as a user gets it, the tarball is built and packed
+// here too, in the background while the fast files run, so the files that need it find it ready.
 // Their run folder (the server's database, the bundle, the packed tarball, the fresh apps: some
 // 200 MB) is removed after a run that passed, and kept, with a line saying where, after one that
 // failed, or with SLUICE_KEEP_TEST_DIR=1.
@@ -9,6 +11,7 @@ import * as path from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { freePort, startDevServer, type DevServer } from '../temporal/dev-server';
 import { preloadSluiceWorkflows, WORKFLOWS_PATH } from '../worker/worker';
+import { packSluice } from './fresh-app';
 import { provisionSystemPackages } from './system-packages';
 
 declare module 'vitest' {
@@ -22,11 +25,19 @@ declare module 'vitest' {
 
 let server: DevServer | undefined;
 let run: { dir: string; project: TestProject } | undefined;
+let packing: Promise<unknown> | undefined;
 
 export async function setup(project: TestProject) {
   const runDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-test-'));
   run = { dir: runDir, project };
   const started = Date.now();
+  // Not awaited: the files that install the tarball wait for it (packSluice's lock), the rest
+  // never do. A failed pack is recorded beside the lock, and each of those files fails with it.
+  if (project.vitest.state.getPaths().some(installsTarball))
+    packing = packSluice(runDir).then(
+      (tarball) => console.log(`test setup: Sluice built and packed (${tarball}) in ${Date.now() - started} ms`),
+      () => undefined,
+    );
   // A fresh machine needs nothing run before `npm test`: what is missing is installed or named.
   provisionSystemPackages((l) => console.log(l));
   server = await startDevServer({
@@ -52,6 +63,7 @@ export async function setup(project: TestProject) {
 }
 
 export async function teardown() {
+  await packing;
   await server?.stop();
   if (!run) return;
   const state = run.project.vitest.state;
@@ -63,6 +75,11 @@ export async function teardown() {
     return;
   }
   await fs.promises.rm(run.dir, { recursive: true, force: true });
+}
+
+/** A test file that installs the packed tarball (test/fresh-app.ts). */
+function installsTarball(file: string): boolean {
+  return fs.readFileSync(file, 'utf8').includes('packSluice(');
 }
 
 const quietLogger = {
