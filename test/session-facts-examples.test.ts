@@ -179,6 +179,7 @@ describe('the looking-back examples across worker kills and a continue-as-new', 
     texts.push(await send([step('bash', { command: 'git push origin main' })], 'g2'));
 
     expect(texts).toEqual(['ok', 'ok error', 'ok', 'error', 'ok error error', 'error ok error', 'ok']);
+    // What ran (the failing test run aside: its attempts are the body's business); nothing denied ran.
     expect(ranLines().filter((l) => !l.startsWith('bash npm test'))).toEqual([
       'refund 300 o-1',
       'refund 200 o-2',
@@ -207,8 +208,7 @@ describe('the looking-back examples across worker kills and a continue-as-new', 
     expect(facts.slice(3, 6).map((f) => f.accountApproved)).toEqual([true, false, false]);
     expect(facts.slice(6).map((f) => f.testsFailedThisTurn)).toEqual([false, true, true, false]);
     expect(decided[2].data).toMatchObject({ source: 'cedar', file: '.cedar/examples.cedar', line: 1 });
-    // Seven turns, four worker starts and several runs of the session on a shared dev server: its own time budget.
-  }, 600_000);
+  }, 600_000); // seven turns, four worker starts and several runs of the session: more than the default budget
 
   it('each batch replays, and its recorded input re-judges every call to the recorded decision and facts', async () => {
     expect(decided.length).toBeGreaterThan(0);
