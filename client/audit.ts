@@ -49,6 +49,8 @@ export interface CallAudit {
   callId: string;
   name: string;
   arguments?: string;
+  /** The policy rule that decided in pre-execute (its policy/decided event), with the session facts it read. */
+  policy?: PolicyAudit;
   /** Pre-execute (and, when nobody is asked, the guards): the gate it returned. */
   preExecute?: StageRun & { gate?: string; message?: string; code?: string };
   approval?: {
@@ -81,6 +83,20 @@ export interface CallAudit {
   result?: { isError: boolean; text: string; error?: { message: string; code?: string }; card?: Card };
   /** An unknown outcome (OUTCOME_UNKNOWN): its reconcile card and how a person settled it. */
   reconciliation?: ReconcileAudit;
+}
+
+export interface PolicyAudit {
+  decision: string;
+  /** The format that decided: cedar, codex, gemini, opencode, claude. */
+  source?: string;
+  file?: string;
+  line?: number;
+  /** Cedar's `@id`. */
+  policyId?: string;
+  /** The rule's reason (Cedar's `@reason`), as the model and the approver read it. */
+  message?: string;
+  /** The session facts the decision read, by name: what a replay reads too. */
+  facts?: Record<string, number | boolean>;
 }
 
 interface ReconcileAudit {
@@ -522,6 +538,8 @@ function applyEvent(audit: BatchAudit, e: SessionEvent, call: (id: string) => Ca
       decidedAt: e.time,
       grantId: d.grantId,
     };
+  } else if (e.type === 'policy/decided') {
+    call(String(e.data.callId)).policy = policyAudit(e.data);
   } else if (isEvent(e, 'tool/result')) {
     const c = call(e.data.callId);
     c.result = resultAudit(e.data, c);
@@ -535,6 +553,23 @@ function applyEvent(audit: BatchAudit, e: SessionEvent, call: (id: string) => Ca
     const d = e.data;
     audit.contexts.push({ ...(d.source ? { source: d.source } : {}), content: String(d.content) });
   }
+}
+
+/** The deciding rule as its policy/decided event records it: what it said, where it is, what it read. */
+function policyAudit(d: SessionEvent['data']): PolicyAudit {
+  const text = (k: string) => (typeof d[k] === 'string' ? { [k]: d[k] as string } : {});
+  const facts = d.facts;
+  return {
+    decision: String(d.decision),
+    ...text('source'),
+    ...text('file'),
+    ...(typeof d.line === 'number' ? { line: d.line } : {}),
+    ...text('policyId'),
+    ...text('message'),
+    ...(facts !== null && typeof facts === 'object' && !Array.isArray(facts)
+      ? { facts: facts as Record<string, number | boolean> }
+      : {}),
+  };
 }
 
 /** A call's result as its outcome event records it; a card seen earlier is kept when it has none. */

@@ -223,14 +223,19 @@ function stage(lines: string[], name: string, run: StageRun, what: string): void
         : `${run.outcome}${run.failures.length ? `: ${clip(run.failures[run.failures.length - 1].message, 140)}` : ''}`,
     ),
   );
-  for (const e of run.emitted) lines.push(row('', emittedText(e)));
+  for (const e of run.emitted) for (const text of emittedText(e).split('\n')) lines.push(row('', text));
 }
 
-/** One emitted event; a policy decision reads as the rule that made it, whole. */
+/**
+ * One emitted event; a policy decision reads as the rule that made it, whole (with Cedar's @id),
+ * and the session facts it read on a line of their own.
+ */
 function emittedText(e: { type: string; data: Record<string, unknown> }): string {
   const d = e.data;
-  if (e.type === 'policy/decided')
-    return `policy ${d.decision} by ${d.file}:${d.line} (${d.source}) \`${clip(String(d.rule), 160)}\`${d.digest ? ` ${String(d.digest).slice(0, 19)}…` : ''}`;
+  if (e.type === 'policy/decided') {
+    const facts = Object.entries((d.facts ?? {}) as Record<string, unknown>);
+    return `policy ${d.decision} by ${d.file}:${d.line} (${d.source}${d.policyId ? ` ${d.policyId}` : ''}) \`${clip(String(d.rule), 160)}\`${d.digest ? ` ${String(d.digest).slice(0, 19)}…` : ''}${facts.length ? `\n  facts read: ${facts.map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(', ')}` : ''}`;
+  }
   if (e.type === 'policy/rechecked') {
     const was = (d.askedUnder as { digest?: string } | undefined)?.digest;
     const now = (d.now as { digest?: string } | undefined)?.digest;
