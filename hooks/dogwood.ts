@@ -6,6 +6,8 @@
 // replay it, so a decision is a pure function of the durable record and replays the same way.
 
 import { spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import type { CallRecord, Json, JsonObject } from '../pipeline/types.js';
 
 /** The pinned reference: the version the tests check against the reference's own examples. */
@@ -224,4 +226,49 @@ export async function decideDogwood(
     );
   }
   return { decision: last.allowed ? 'allow' : 'deny', trace };
+}
+
+function only(dir: string, names: string[], ext: string, required: boolean): string | undefined {
+  const found = names.filter((n) => n.endsWith(ext));
+  if (found.length > 1)
+    throw new DogwoodError(
+      `${dir} holds ${found.length} ${ext} files (${found.join(', ')}); a Dogwood policy set has one: join them into one file.`,
+    );
+  if (required && found.length === 0)
+    throw new DogwoodError(
+      `${dir} has Dogwood policies but no ${ext} file: the reference lowers policies against a Cedar schema, so add one declaring the actions the policies name.`,
+    );
+  return found[0] === undefined ? undefined : readFileSync(join(dir, found[0]), 'utf8');
+}
+
+/**
+ * The policy set in `dir` (every `*.dw`, the one `*.cedarschema`, the optional `*.dwschema`),
+ * validated by the reference: each file on its own first, so an error names the file it is in.
+ */
+export async function loadDogwoodPolicySet(dir: string, workspace = process.cwd()): Promise<DogwoodPolicySet> {
+  const names = readdirSync(dir).sort();
+  const policySchema = only(dir, names, '.cedarschema', true) ?? '';
+  const eventSchema = only(dir, names, '.dwschema', false);
+  const files = names.filter((n) => n.endsWith('.dw'));
+  if (files.length === 0) throw new DogwoodError(`${dir} holds no .dw policy file`);
+  const texts: string[] = [];
+  for (const f of files) {
+    const policy = readFileSync(join(dir, f), 'utf8');
+    const set = {
+      policy,
+      policySchema,
+      source: relative(workspace, join(dir, f)),
+      ...(eventSchema === undefined ? {} : { eventSchema }),
+    };
+    await checkDogwood(set);
+    texts.push(policy);
+  }
+  const set = {
+    policy: texts.join('\n'),
+    policySchema,
+    source: relative(workspace, dir) || '.',
+    ...(eventSchema === undefined ? {} : { eventSchema }),
+  };
+  await checkDogwood(set);
+  return set;
 }

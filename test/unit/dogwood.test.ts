@@ -2,7 +2,8 @@
 // reference's own examples (test/fixtures/dogwood, from the dogwood-py wheel): its CLI trace
 // replays to its expected output, and Sluice's call records rendered as Dogwood events reach the
 // verdicts its shopping-agent README states. Needs `python3 -m pip install dogwood-py==0.0.12`.
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -13,6 +14,7 @@ import {
   type DogwoodScope,
   decideDogwood,
   dogwoodTrace,
+  loadDogwoodPolicySet,
   parseVerdicts,
   replayTrace,
 } from '../../hooks/dogwood';
@@ -153,6 +155,24 @@ describe('the reference examples', () => {
         d[6],
       ]),
     ).toEqual(['deny', 'allow', 'deny', 'allow']);
+  });
+
+  it('loads the shopping policies from their folder, and names the file a policy that does not validate is in', async () => {
+    const set = await loadDogwoodPolicySet(join(FIX, 'shopping'), FIX);
+    expect(set.source).toBe('shopping');
+    // Cedar's rule across the set: any permit allows. Listing products is permitted only after a login or a grant.
+    const list = call('list_products', {}, T0 + 1000);
+    expect((await decideDogwood(set, SHOP, [], list)).decision).toBe('deny');
+    expect((await decideDogwood(set, SHOP, [call('login', {}, T0)], list)).decision).toBe('allow');
+    const dir = mkdtempSync(join(tmpdir(), 'dogwood-'));
+    writeFileSync(join(dir, 'schema.cedarschema'), read('shopping', 'schema.cedarschema'));
+    writeFileSync(join(dir, 'a.dw'), read('shopping', 'approval_gate.dw'));
+    writeFileSync(join(dir, 'b.dw'), '@id("typo")\npermit(principal, action == Agent::Action::"Checkout", resource);');
+    await expect(loadDogwoodPolicySet(dir, dir)).rejects.toThrow(
+      /^b\.dw does not validate: .*unrecognized action/,
+    );
+    writeFileSync(join(dir, 'more.cedarschema'), '');
+    await expect(loadDogwoodPolicySet(dir, dir)).rejects.toThrow(/holds 2 \.cedarschema files/);
   });
 
   it('validates a policy set at load, naming its source and what the reference found', async () => {
