@@ -168,9 +168,7 @@ describe('the reference examples', () => {
     writeFileSync(join(dir, 'schema.cedarschema'), read('shopping', 'schema.cedarschema'));
     writeFileSync(join(dir, 'a.dw'), read('shopping', 'approval_gate.dw'));
     writeFileSync(join(dir, 'b.dw'), '@id("typo")\npermit(principal, action == Agent::Action::"Checkout", resource);');
-    await expect(loadDogwoodPolicySet(dir, dir)).rejects.toThrow(
-      /^b\.dw does not validate: .*unrecognized action/,
-    );
+    await expect(loadDogwoodPolicySet(dir, dir)).rejects.toThrow(/^b\.dw does not validate: .*unrecognized action/);
     writeFileSync(join(dir, 'more.cedarschema'), '');
     await expect(loadDogwoodPolicySet(dir, dir)).rejects.toThrow(/holds 2 \.cedarschema files/);
   });
