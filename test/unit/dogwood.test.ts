@@ -18,6 +18,7 @@ import {
   parseVerdicts,
   replayTrace,
 } from '../../hooks/dogwood';
+import { type FactSpecs, foldFacts } from '../../pipeline/facts';
 import type { CallOutcome, CallRecord, JsonObject } from '../../pipeline/types';
 
 const FIX = join(__dirname, '..', 'fixtures', 'dogwood');
@@ -183,6 +184,51 @@ describe('the reference examples', () => {
     await expect(
       checkDogwood(shopping('approval_gate.dw', 'session_access.dw', 'daily_budget.dw')),
     ).resolves.toBeUndefined();
+  });
+});
+
+// The docs' table maps Dogwood's aggregations onto session facts: the reference and the fold agree
+// on generated sessions (the fact leaves the call being judged out, where Dogwood counts it).
+describe('session facts against the reference', () => {
+  const arb = fc.array(
+    fc.record({
+      gapS: fc.integer({ min: 0, max: 12 * 3600 }),
+      amount: fc.integer({ min: 1, max: 30 }),
+      completed: fc.boolean(),
+    }),
+    { minLength: 1, maxLength: 8 },
+  );
+  const specs: FactSpecs = {
+    spentToday: { total: { tool: 'checkout_cart', arg: 'amount', window: '1d', where: { status: 'completed' } } },
+  };
+
+  it('daily_budget decides as a `total` fact over a day plus the call itself', async () => {
+    const set = shopping('daily_budget.dw');
+    await fc.assert(
+      fc.asyncProperty(arb, async (steps) => {
+        let at = T0;
+        const calls = steps.map((s) => {
+          at += s.gapS * 1000;
+          return call('checkout_cart', { amount: s.amount, status: s.completed ? 'completed' : 'blocked' }, at, 'ok');
+        });
+        const last = calls[calls.length - 1];
+        const earlier = calls.slice(0, -1);
+        // Exactly a day apart is where the two differ (the next test): generated sessions stay off it.
+        fc.pre(earlier.every((c) => last.at - c.at !== 24 * HOUR));
+        const facts = foldFacts(specs, last, earlier, last.at);
+        const own = last.args.status === 'completed' ? (last.args.amount as number) : 0;
+        const viaFacts = (facts.spentToday as number) + own <= 50 ? 'allow' : 'deny';
+        expect((await decideDogwood(set, SHOP, earlier, last)).decision).toBe(viaFacts);
+      }),
+      { numRuns: 15 },
+    );
+  });
+
+  it("differs at the window's edge: Dogwood counts a call exactly a window old, a session fact does not", async () => {
+    const first = call('checkout_cart', { amount: 40, status: 'completed' }, T0);
+    const last = call('checkout_cart', { amount: 20, status: 'completed' }, T0 + 24 * HOUR);
+    expect(foldFacts(specs, last, [first], last.at).spentToday).toBe(0);
+    expect((await decideDogwood(shopping('daily_budget.dw'), SHOP, [first], last)).decision).toBe('deny');
   });
 });
 
