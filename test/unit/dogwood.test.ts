@@ -2,7 +2,7 @@
 // reference's own examples (test/fixtures/dogwood, from the dogwood-py wheel): its CLI trace
 // replays to its expected output, and Sluice's call records rendered as Dogwood events reach the
 // verdicts its shopping-agent README states. Needs `python3 -m pip install dogwood-py==0.0.12`.
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
@@ -172,6 +172,7 @@ describe('the reference examples', () => {
     await expect(loadDogwoodPolicySet(dir, dir)).rejects.toThrow(/^b\.dw does not validate: .*unrecognized action/);
     writeFileSync(join(dir, 'more.cedarschema'), '');
     await expect(loadDogwoodPolicySet(dir, dir)).rejects.toThrow(/holds 2 \.cedarschema files/);
+    rmSync(dir, { recursive: true });
   });
 
   it('validates a policy set at load, naming its source and what the reference found', async () => {
