@@ -12,7 +12,7 @@ import type { TestProject } from 'vitest/node';
 import { freePort, startDevServer, type DevServer } from '../temporal/dev-server';
 import { preloadSluiceWorkflows, WORKFLOWS_PATH } from '../worker/worker';
 import { packSluice } from './fresh-app';
-import { provisionSystemPackages } from './system-packages';
+import { provisionDogwood, provisionSystemPackages } from './system-packages';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -40,6 +40,7 @@ export async function setup(project: TestProject) {
     );
   // A fresh machine needs nothing run before `npm test`: what is missing is installed or named.
   provisionSystemPackages((l) => console.log(l));
+  provisionDogwood((l) => console.log(l));
   server = await startDevServer({
     stateDir: path.resolve('.sluice'),
     port: await freePort(),

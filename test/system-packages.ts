@@ -2,7 +2,9 @@
 // own download is not used), bubblewrap (the bash sandbox's tests), strace (the differential test of
 // the Bash judgment traces what each command executes) and PostgreSQL (the shared stores).
 // On a fresh machine the test setup installs the missing ones with apt-get when it runs as root;
-// otherwise it says in one line which command installs them.
+// otherwise it says in one line which command installs them. From PyPI: Dogwood's reference
+// interpreter (dogwood-py), which the Dogwood tests run in a helper process, kept in
+// .sluice/python beside the Temporal CLI and put on PYTHONPATH for the run.
 import { execFileSync, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -57,4 +59,36 @@ export function provisionSystemPackages(log: (line: string) => void): string[] {
     `test setup: ${missing.join(', ')} missing; the tests that need ${missing.length > 1 ? 'them' : 'it'} will fail. Install with: ${root ? '' : 'sudo '}apt-get install -y ${missing.join(' ')}`,
   );
   return missing;
+}
+
+/** Dogwood's reference interpreter, the version hooks/dogwood.ts is checked against. */
+const DOGWOOD_PY = 'dogwood-py==0.0.12';
+
+/**
+ * Makes `import dogwood` work for the run's helper processes: the copy in .sluice/python (installed
+ * there with pip when neither it nor the system's Python has one), put on PYTHONPATH.
+ */
+export function provisionDogwood(log: (line: string) => void): void {
+  const target = path.resolve('.sluice', 'python');
+  const has = (env: NodeJS.ProcessEnv) =>
+    spawnSync('python3', ['-c', 'import dogwood'], { env, stdio: 'ignore' }).status === 0;
+  const withTarget = {
+    ...process.env,
+    PYTHONPATH: [target, process.env.PYTHONPATH].filter(Boolean).join(path.delimiter),
+  };
+  if (!fs.existsSync(path.join(target, 'dogwood')) && !has(process.env)) {
+    log(`test setup: installing ${DOGWOOD_PY} into .sluice/python (the Dogwood tests' reference interpreter) ...`);
+    const r = spawnSync(
+      'python3',
+      ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--target', target, DOGWOOD_PY],
+      {
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    );
+    if (r.status !== 0 && !has(withTarget))
+      log(
+        `test setup: pip could not install ${DOGWOOD_PY} (${String(r.stderr).trim().split('\n').pop()}); the Dogwood tests will fail. Install with: python3 -m pip install ${DOGWOOD_PY}`,
+      );
+  }
+  if (fs.existsSync(path.join(target, 'dogwood'))) process.env.PYTHONPATH = withTarget.PYTHONPATH;
 }
