@@ -64,13 +64,16 @@ async function main(): Promise<number> {
   const lane = async () => {
     while (Date.now() < until && next < limit) {
       const index = next++;
-      const command = masks.masks && index % 3 === 2 ? opaqueCaseAt(seed, index) : caseAt(seed, index, corpus);
-      const r = await checkCase(judge, command, undefined, masks);
+      // One case in three made for the masks, judged by them alone (the judgment asks for it by design).
+      const opaque = masks.masks && index % 3 === 2;
+      const command = opaque ? opaqueCaseAt(seed, index) : caseAt(seed, index, corpus);
+      const how = { ...masks, masksOnly: opaque };
+      const r = await checkCase(judge, command, undefined, how);
       ran++;
       if (ran % 500 === 0) console.log(`shell-fuzz: ${ran} cases, ${failed} failing, ${families.size} families kept`);
       if (!r.failures.length) continue;
       failed++;
-      await keep(r, `seed ${seed} case ${index}`, { judge, families, shrink: !values['no-minimise'], masks });
+      await keep(r, `seed ${seed} case ${index}`, { judge, families, shrink: !values['no-minimise'], masks: how });
     }
   };
   await Promise.all(Array.from({ length: Number(values.jobs) }, lane));
@@ -86,7 +89,7 @@ async function keep(
     judge: Awaited<ReturnType<typeof makeJudge>>;
     families: Set<string>;
     shrink: boolean;
-    masks: { masks: boolean };
+    masks: { masks: boolean; masksOnly: boolean };
   },
 ): Promise<void> {
   const { judge, families, shrink, masks } = o;

@@ -256,7 +256,17 @@ export async function runMasked(command: string, timeoutMs = 3000): Promise<Mask
   fs.mkdirSync(shim);
   fs.mkdirSync(root);
   fs.writeFileSync(path.join(root, 'victim.txt'), '');
-  const strace = ['-f', '-qq', '--seccomp-bpf', '-e', 'trace=execve,openat', '-e', 'signal=none', '-s', '256'];
+  const strace = [
+    '-f',
+    '-qq',
+    '--seccomp-bpf',
+    '-e',
+    'trace=execve,openat,exit_group',
+    '-e',
+    'signal=none',
+    '-s',
+    '256',
+  ];
   fs.writeFileSync(
     path.join(shim, 'bwrap'),
     `#!/bin/sh\nexec strace ${strace.join(' ')} -o '${trace}' /usr/bin/bwrap "$@"\n`,
@@ -286,23 +296,24 @@ function maskContext() {
 }
 
 /**
- * Which denied programs ran their real file, in an `strace -f -e trace=execve,openat` log. An
+ * Which denied programs ran their real file, in an `strace -f -e trace=execve,openat,exit_group` log. An
  * execve that succeeded started a denied program when its path names one (by basename, or, in the
  * workspace or an absolute path on the host, a link to one: the sandbox sees the host's files
  * read-only, so the link resolves the same). It was the mask when the same process then opened
  * that path to read it: that is bash reading the script bound over the file; the real program
- * never reads its own file.
+ * never reads its own file. A process that never reached exit_group was ended before either could
+ * show (a background job when the sandbox went): it counts as started, not as run.
  */
 export function deniedRuns(log: string, root: string): { realDenied: string[]; started: string[] } {
   const files = deniedFiles();
   const calls = joinedCalls(log);
   const out: string[] = [];
   const started: string[] = [];
-  const current = new Map<string, { file: string; program?: string; read: boolean }>();
+  const current = new Map<string, { file: string; program?: string; read: boolean; exited: boolean }>();
   const finish = (pid: string) => {
     const c = current.get(pid);
     if (c?.program) started.push(c.program);
-    if (c?.program && !c.read) out.push(c.program);
+    if (c?.program && !c.read && c.exited) out.push(c.program);
     current.delete(pid);
   };
   for (const { pid, call } of calls) {
@@ -310,7 +321,12 @@ export function deniedRuns(log: string, root: string): { realDenied: string[]; s
     if (exec) {
       finish(pid);
       const file = straceString(exec[1]);
-      current.set(pid, { file, program: deniedProgram(file, root, files), read: false });
+      current.set(pid, { file, program: deniedProgram(file, root, files), read: false, exited: false });
+      continue;
+    }
+    if (call.startsWith('exit_group(')) {
+      const c = current.get(pid);
+      if (c) c.exited = true;
       continue;
     }
     const open = /^openat\(AT_FDCWD, "((?:[^"\\]|\\.)*)", O_RDONLY\)\s*=\s*\d+/.exec(call);
@@ -409,17 +425,22 @@ export function disagreementOf(j: Judgment): string | undefined {
  * Judges a command, runs it unless every format denied it, and says what went wrong. With
  * `masks`, a command some format lets run (allowed, or asked and answered yes: a person may
  * approve it) also runs through the bash tool's sandbox (runMasked), where a denied program must
- * not execute its real file whatever the judgment said.
+ * not execute its real file whatever the judgment said. `masksOnly`: that run alone, for cases
+ * made to hide their program from the judgment (opaqueCaseAt), which asks for them by design.
  */
 export async function checkCase(
   judge: Judge,
   command: string,
   timeoutMs?: number,
-  o: { masks?: boolean } = {},
+  o: { masks?: boolean; masksOnly?: boolean } = {},
 ): Promise<CaseResult> {
   const judgment = judge.judge(command);
   const threw = Object.entries(judge.errors).map(([f, e]) => `${f}'s judgment threw: ${e}`);
   if (FORMATS.every((f) => judgment[f] === 'deny')) return { command, judgment, failures: [] };
+  if (o.masksOnly) {
+    const masked = await runMasked(command, timeoutMs);
+    return { command, judgment, masked, failures: [...threw, ...maskFailures(masked)] };
+  }
   const run = await runTraced(command, timeoutMs);
   const masked = o.masks ? await runMasked(command, timeoutMs) : undefined;
   return {
@@ -748,10 +769,7 @@ export const HIDES: Record<string, Hide> = {
       `cat <<"EOF"\n$(${c})\nEOF`,
     ]),
   // Another name for the program (SECURITY.md's assignments before a command): PATH set for it or
-  // before it, a link or a copy made at run time, `exec -a`. The masks bind over the real files,
-  // so a link reaches the mask; a copy made in the sandbox copies the mask; a copy of the real
-  // file made where no mask is (runTraced's sandbox) is a new program no deny rule names, and the
-  // judgment must not have allowed the step that made it.
+  // before it, `exec -a`. Links and copies made at run time are MASK_HIDES.
   pathAssign: (c, r) => {
     const v = r.pick(['/tmp/x', '.', '', 'tool', '/usr/bin', '/tmp/x:$PATH', '/nonexistent']);
     return r.pick([`PATH=${v} ${c}`, `env PATH=${v} ${c}`, `env -i PATH=${v} ${c}`, `PATH=${v}; ${c}`]);
@@ -760,6 +778,22 @@ export const HIDES: Record<string, Hide> = {
     const exec = `exec ${r.pick(['-a', '-ca', '-la', '-c -a'])} ${r.pick(['ls', 'echo', 'x', '""'])} ${c}`;
     return r.pick([`(${exec})`, exec, `bash -c ${sq(exec)}`]);
   },
+  longChain: (c, r) => `${Array.from({ length: 55 + r.int(10) }, () => 'true').join(' && ')} && ${c}`,
+};
+const HIDE_NAMES = Object.keys(HIDES);
+
+/**
+ * Hides only the masks can hold (opaqueCaseAt, the second oracle): the judgment cannot read the
+ * program they start, so it asks (a person may say yes), and the first oracle's rule that a
+ * format must deny every command that runs a denied program does not apply. A name made at run
+ * time (a link, or a copy of a shell or wrapper that then runs the payload) and code written to a
+ * file or encoded first.
+ */
+const MASK_HIDES: Record<string, Hide> = {
+  // The masks bind over the real files, so a link reaches the mask, and a copy made in the bash
+  // tool's sandbox copies the mask; a copy of the real file made where no mask is (runTraced's
+  // sandbox) is a new program no deny rule names, and the judgment must not have allowed the
+  // step that made it (it asks: `./x` is a program no rule covers).
   madeName: (c, r) => {
     const [name, ...rest] = c.split(' ');
     const made = r.pick([
@@ -779,9 +813,8 @@ export const HIDES: Record<string, Hide> = {
     `${r.pick(['echo', 'printf "%s\\n"'])} ${sq(c)} > s.sh; ${r.pick(['bash s.sh', 'sh s.sh', '. ./s.sh', 'source s.sh', 'chmod +x s.sh && ./s.sh', 'bash < s.sh'])}`,
   encoded: (c, r) =>
     `echo ${Buffer.from(c).toString('base64')} | base64 -d | ${r.pick(['bash', 'sh', 'xargs -0 bash -c', 'bash /dev/stdin'])}`,
-  longChain: (c, r) => `${Array.from({ length: 55 + r.int(10) }, () => 'true').join(' && ')} && ${c}`,
 };
-const HIDE_NAMES = Object.keys(HIDES);
+const MASK_HIDE_NAMES = Object.keys(MASK_HIDES);
 
 /** The issue's forms, SECURITY.md threat 54's and those of public reports against other harnesses' judgments. */
 export const SEED_CORPUS: readonly string[] = [
@@ -824,13 +857,22 @@ export const SEED_CORPUS: readonly string[] = [
   'touch${IFS}D',
   'x=touch; $x D',
   'find . -maxdepth 0 -exec touch D \\;',
-  // Assignments before a command, and a denied program under another name made at run time.
+  // Assignments before a command; exec -a.
   'PATH=/tmp/x touch f',
   'env PATH=/nonexistent touch f',
+  'env -i PATH=/bin touch f',
+  'exec -a ls touch f',
+];
+
+/** The masks' own corpus (the second oracle): denied programs under names made at run time, and in code written first. */
+export const MASK_CORPUS: readonly string[] = [
   'cp /usr/bin/touch t; ./t f',
   'ln -s /usr/bin/touch l; ./l f',
   'ln /usr/bin/touch h; ./h f',
-  'exec -a ls touch f',
+  'cat /usr/bin/touch > t; chmod +x t; ./t f',
+  'cp /usr/bin/bash x; ./x -c "touch f"',
+  "echo 'touch D' > s.sh; bash s.sh",
+  "echo 'mkdir D' > s.sh; chmod +x s.sh && ./s.sh",
 ];
 
 /**
@@ -973,7 +1015,8 @@ const NAMINGS = [
   'coproc',
   'compound',
 ];
-const OPAQUE = ['scriptFile', 'encoded', 'pipeBash', 'hereString', 'envSplit', 'evalIt', 'shellC'];
+const OPAQUE = ['scriptFile', 'encoded', 'madeName', 'pipeBash', 'hereString', 'envSplit', 'evalIt', 'shellC'];
+const ALL_HIDES: Record<string, Hide> = { ...HIDES, ...MASK_HIDES };
 
 /**
  * Case `index` for the masks (the second oracle): a denied program under another name or way of
@@ -984,8 +1027,8 @@ const OPAQUE = ['scriptFile', 'encoded', 'pipeBash', 'hereString', 'envSplit', '
 export function opaqueCaseAt(seed: number, index: number): string {
   const r = new Rng(caseSeed(seed ^ 0x5eed, index));
   let code = r.pick(['touch D', 'mkdir D', 'touch victim.txt', 'mkdir -p D/E']);
-  for (let i = 0, n = 1 + r.int(2); i < n; i++) code = HIDES[r.pick(NAMINGS)](code, r);
-  code = HIDES[r.chance(0.8) ? r.pick(OPAQUE) : r.pick(HIDE_NAMES)](code, r);
+  for (let i = 0, n = 1 + r.int(2); i < n; i++) code = ALL_HIDES[r.pick(NAMINGS)](code, r);
+  code = ALL_HIDES[r.chance(0.8) ? r.pick(OPAQUE) : r.pick([...HIDE_NAMES, ...MASK_HIDE_NAMES])](code, r);
   return r.chance(0.3) ? `${r.pick(ALLOWED_COMMANDS)}${r.pick(JOINERS)}${code}` : code;
 }
 
