@@ -800,8 +800,10 @@ class Reader {
       for (const a of args) if (literal(a)?.startsWith('--command=')) codeIn([literal(a)!.slice(10)]);
     }
     if (base === 'sg') {
-      const code = sgCommand(args);
-      return code ? codeIn(code) : this.fail('sg without a command runs a shell reading its input');
+      const code = sgCommands(args);
+      if (!code.length) return this.fail('sg without a command runs a shell reading its input');
+      for (const c of code) codeIn(c);
+      return;
     }
     if (base === 'mapfile' || base === 'readarray' || base === 'compgen') codeIn(optionValue(args, '-C'));
     if (base === 'watch') for (let k = 0; k < args.length && this.open(k); k++) codeIn(joinWords(args.slice(k)));
@@ -976,12 +978,16 @@ function optionValue(args: Piece[][], option: string): Piece[] | undefined {
   return i >= 0 ? (args[i + 1] ?? [null]) : undefined;
 }
 
-/** `sg group -c command` or `sg group command`: the command is shell code. */
-function sgCommand(args: Piece[][]): Piece[] | undefined {
+/**
+ * `sg group -c command` or `sg group command`: the command is shell code. sg takes the word after
+ * the group as the command unless that word is `-c`, so both readings are judged: a `-c` later
+ * in the line does not hide the word sg runs (`sg grp touch x -c 'echo'` runs touch).
+ */
+function sgCommands(args: Piece[][]): Piece[][] {
   const c = optionValue(args, '-c');
-  if (c) return c;
   const operands = args.filter((a) => literal(a) !== '-');
-  return operands[1];
+  const after = literal(operands[1]) === '-c' ? undefined : operands[1];
+  return [...(c ? [c] : []), ...(after ? [after] : [])];
 }
 
 /** The strings xargs, parallel and find replace with words only known when they run. */

@@ -7,19 +7,33 @@
 // (test/shell-differential.ts). First every case found before (test/fixtures/shell-fuzz/found.json,
 // appended by the long mode, scripts/shell-fuzz.ts), then a fixed number of seeded cases:
 // SHELL_FUZZ_SEED=<n> reruns another seed, SHELL_FUZZ_CASES=<n> another count.
+// The second oracle runs cases any format lets run through the bash tool itself, in its real
+// sandbox with the deny masks of the same rules (tools/exec-deny.ts): there no denied program may
+// execute its real file, whatever the judgment said. It is slower per case, so `npm test` runs
+// the corpus and a seeded sample (SHELL_FUZZ_MASK_CASES=<n>), and the long mode runs every case.
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
   type CaseResult,
   caseAt,
   checkCase,
+  opaqueCaseAt,
   DEFAULT_SEED,
+  deniedRuns,
   describeCase,
+  FORMATS,
+  kindOf,
   type Judge,
+  MASK_CORPUS,
   makeJudge,
   failuresOf,
+  maskFailures,
   missingTools,
   pool,
   readFound,
+  runMasked,
   runTraced,
   SEED_CORPUS,
 } from './shell-differential';
@@ -35,6 +49,11 @@ const CHUNK = 2500;
 const WIDTH = 3;
 // The sandbox's own time limit per case; a case that outlives it counts by what it executed.
 const CASE_LIMIT_MS = 3000;
+/**
+ * Generated cases the second oracle runs in `npm test`, and twice as many made to reach the masks
+ * (opaqueCaseAt), besides the corpus: 300 took about 13 s on the 2-core test machine at load 27.
+ */
+const MASK_CASES = Number(process.env.SHELL_FUZZ_MASK_CASES ?? 100);
 // No timing is asserted; a chunk on a machine at load 16 can take many times its idle time.
 const CHUNK_TIMEOUT_MS = 30 * 60_000;
 
@@ -119,4 +138,81 @@ describe('the Bash judgment of every policy format against the programs bash exe
       CHUNK_TIMEOUT_MS,
     );
   }
+});
+
+describe('deny rules held where the bash tool runs a command, whatever the judgment said', () => {
+  it('sees a denied program started under other names, and tells its mask from its real file', async () => {
+    const run = await runMasked(
+      'touch D; ln -s /usr/bin/touch x; ./x E; (exec -a ls mkdir F); cp /usr/bin/touch t; ./t G; ls',
+    );
+    // touch, the link to it, mkdir under another argv[0]; `./t` is a copy of the mask bound over
+    // touch (the real file cannot be read there), a script of its own that denies as the mask does.
+    expect(run.started).toEqual(['touch', 'touch', 'mkdir']);
+    expect(run.output).toContain('sluice: touch is denied');
+    expect(run.realDenied).toEqual([]);
+  });
+
+  it('fails a case whose denied program ran its real file: the real program never reads its own file', () => {
+    const log = (readsItself: boolean) =>
+      [
+        '10 execve("/usr/bin/bash", ["bash", "-c", "x"], 0x1 /* 3 vars */) = 0',
+        '11 execve("./x", ["./x", "E"], 0x1 /* 5 vars */ <unfinished ...>',
+        '10 openat(AT_FDCWD, "./x", O_RDONLY) = 3',
+        '11 <... execve resumed>) = 0',
+        ...(readsItself ? ['11 openat(AT_FDCWD, "./x", O_RDONLY) = 3'] : []),
+        '11 exit_group(126) = ?',
+        '12 execve("/usr/bin/mkdir", ["mkdir", "/usr/bin/mkdir"], 0x1 /* 5 vars */) = 0',
+        '13 execve("c", ["c"], 0x1 /* 5 vars */) = 0',
+        '12 openat(AT_FDCWD, "/usr/bin/mkdir", O_RDONLY|O_CLOEXEC) = 3',
+        '12 exit_group(1) = ?',
+        '13 exit_group(0) = ?',
+        // Ended by the sandbox before its first call: neither the mask nor the real program showed.
+        '14 execve("/usr/bin/touch", ["touch", "E"], 0x1 /* 5 vars */) = 0',
+      ].join('\n');
+    // `x` is no denied name; only its link (made in the workspace below) makes it touch.
+    const ws = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-mask-log-'));
+    fs.symlinkSync('/usr/bin/touch', path.join(ws, 'x'));
+    // A copy of the real file, as a command outside the masks could make: the same bytes.
+    fs.copyFileSync('/usr/bin/mkdir', path.join(ws, 'c'));
+    try {
+      expect(deniedRuns(log(true), ws)).toEqual({
+        realDenied: ['mkdir', 'mkdir'],
+        started: ['touch', 'mkdir', 'mkdir', 'touch'],
+      });
+      expect(deniedRuns(log(false), ws).realDenied).toEqual(['touch', 'mkdir', 'mkdir']);
+      expect(maskFailures({ ...deniedRuns(log(false), ws), output: '' })).toHaveLength(2);
+    } finally {
+      fs.rmSync(ws, { recursive: true, force: true });
+    }
+  });
+
+  it(
+    `no denied program runs its real file, for the corpus, the cases found before and ${3 * MASK_CASES} generated cases of seed ${SEED}`,
+    async () => {
+      const lets = (c: string) => FORMATS.some((f) => judge.judge(c)[f] !== 'deny');
+      const sample: string[] = [];
+      for (let i = 0; sample.length < MASK_CASES && i < 50 * MASK_CASES; i++) {
+        const c = caseAt(SEED, i);
+        if (lets(c)) sample.push(c);
+      }
+      // Twice as many made to reach the masks: denied programs in code the judgment cannot read.
+      for (let i = 0; sample.length < 3 * MASK_CASES && i < 50 * MASK_CASES; i++) {
+        const c = opaqueCaseAt(SEED, i);
+        if (lets(c)) sample.push(c);
+      }
+      // The found cases the second oracle found (the first oracle replays all of them, above).
+      const found = readFound().filter((c) => c.found.failures.some((f) => kindOf(f).startsWith('mask ')));
+      const corpus = [...SEED_CORPUS, ...MASK_CORPUS, ...found.map((c) => c.command)];
+      const commands = [...new Set(corpus.filter(lets)), ...sample];
+      const results = await pool(commands, WIDTH, async (c) => ({ c, run: await runMasked(c, CASE_LIMIT_MS) }));
+      const failures = results.flatMap(({ c, run }) =>
+        maskFailures(run).map((f) => `${JSON.stringify(c)}: ${f}\n  ${run.output.slice(0, 400)}`),
+      );
+      // For the record (how many denied programs the sample reached), not asserted.
+      const started = results.reduce((n, { run }) => n + run.started.length, 0);
+      console.log(`the bash tool's sandbox: ${commands.length} cases run, ${started} starts of a denied program seen`);
+      expect(failures, `${failures.length} of ${commands.length} cases ran a denied program`).toEqual([]);
+    },
+    CHUNK_TIMEOUT_MS,
+  );
 });

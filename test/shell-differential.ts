@@ -213,6 +213,164 @@ const straceString = (s: string) =>
     return ({ n: '\n', t: '\t', r: '\r' } as Record<string, string>)[e] ?? e;
   });
 
+// ---- the second oracle: the bash tool's own sandbox, with the deny rules held at exec ----
+
+/**
+ * A case run as Sluice runs it: through `bashTool` in bubblewrap's sandbox with the exec-deny masks
+ * the four formats' files registered (makeJudge registers them, as `policyRules()` does for a
+ * worker). To see what ran, the tool finds a `bwrap` of this harness first on the PATH it spawns
+ * with (Node looks the program up on the child's PATH): that one starts the real bwrap under
+ * strace, which writes its log outside the sandbox's reach. The sandbox's /tmp is its own, so the
+ * harness's folder on that PATH is not there for the command.
+ */
+export interface MaskRun {
+  /** The denied programs whose real file executed (not the mask bound over it), in order. */
+  realDenied: string[];
+  /** The denied programs started at all, masked or not: what the oracle saw. */
+  started: string[];
+  /** The tool's answer, for the failure message. */
+  output: string;
+}
+
+/** The real files the masks must cover: every denied program found in the system folders. */
+function deniedFiles(): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const p of DENIED)
+    for (const d of ['/bin', '/usr/bin', '/sbin', '/usr/sbin', '/usr/local/bin']) {
+      try {
+        out.set(fs.realpathSync(path.join(d, p)), p);
+      } catch {}
+    }
+  return out;
+}
+
+/** Runs a command through the bash tool's sandbox under strace; call makeJudge first (it registers the rules). */
+export async function runMasked(command: string, timeoutMs = 3000): Promise<MaskRun> {
+  const { bashTool } = await import('../tools');
+  const { execDenyRules } = await import('../tools/exec-deny');
+  if (!execDenyRules().length) throw new Error('runMasked: no deny rules are registered; call makeJudge() first');
+  const base = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-shell-mask-')));
+  const shim = path.join(base, 'bin');
+  const root = path.join(base, 'ws');
+  const trace = path.join(base, 'trace');
+  fs.mkdirSync(shim);
+  fs.mkdirSync(root);
+  fs.writeFileSync(path.join(root, 'victim.txt'), '');
+  const strace = [
+    '-f',
+    '-qq',
+    '--seccomp-bpf',
+    '-e',
+    'trace=execve,openat,exit_group',
+    '-e',
+    'signal=none',
+    '-s',
+    '256',
+  ];
+  fs.writeFileSync(
+    path.join(shim, 'bwrap'),
+    `#!/bin/sh\nexec strace ${strace.join(' ')} -o '${trace}' /usr/bin/bwrap "$@"\n`,
+    { mode: 0o755 },
+  );
+  const tool = bashTool({
+    root,
+    sandbox: 'bubblewrap',
+    approval: 'auto',
+    defaultTimeoutMs: timeoutMs,
+    env: { PATH: `${shim}:/usr/local/bin:/usr/bin:/bin`, HOME: root, LANG: 'C.UTF-8' },
+  });
+  try {
+    const out = await tool.execute({ command }, maskContext());
+    const text = JSON.stringify((out as { fields?: unknown }).fields ?? out);
+    return { ...deniedRuns(fs.readFileSync(trace, 'utf8'), root), output: text };
+  } finally {
+    fs.rmSync(base, { recursive: true, force: true });
+  }
+}
+
+/** The little of a tool context the bash tool reads: the cancel signal. */
+function maskContext() {
+  return { signal: new AbortController().signal } as unknown as Parameters<
+    ReturnType<typeof import('../tools').bashTool>['execute']
+  >[1];
+}
+
+/**
+ * Which denied programs ran their real file, in an `strace -f -e trace=execve,openat,exit_group` log. An
+ * execve that succeeded started a denied program when its path names one (by basename, or, in the
+ * workspace or an absolute path on the host, a link to one: the sandbox sees the host's files
+ * read-only, so the link resolves the same). It was the mask when the same process then opened
+ * that path to read it: that is bash reading the script bound over the file; the real program
+ * never reads its own file. A process that never reached exit_group was ended before either could
+ * show (a background job when the sandbox went): it counts as started, not as run.
+ */
+export function deniedRuns(log: string, root: string): { realDenied: string[]; started: string[] } {
+  const files = deniedFiles();
+  const calls = joinedCalls(log);
+  const out: string[] = [];
+  const started: string[] = [];
+  const current = new Map<string, { file: string; program?: string; read: boolean; exited: boolean }>();
+  const finish = (pid: string) => {
+    const c = current.get(pid);
+    if (c?.program) started.push(c.program);
+    if (c?.program && !c.read && c.exited) out.push(c.program);
+    current.delete(pid);
+  };
+  for (const { pid, call } of calls) {
+    const exec = /^execve\("((?:[^"\\]|\\.)*)".*\)\s*=\s*0$/.exec(call);
+    if (exec) {
+      finish(pid);
+      const file = straceString(exec[1]);
+      current.set(pid, { file, program: deniedProgram(file, root, files), read: false, exited: false });
+      continue;
+    }
+    if (call.startsWith('exit_group(')) {
+      const c = current.get(pid);
+      if (c) c.exited = true;
+      continue;
+    }
+    const open = /^openat\(AT_FDCWD, "((?:[^"\\]|\\.)*)", O_RDONLY\)\s*=\s*\d+/.exec(call);
+    const c = current.get(pid);
+    if (open && c && straceString(open[1]) === c.file) c.read = true;
+  }
+  for (const pid of [...current.keys()]) finish(pid);
+  return { realDenied: out, started };
+}
+
+/**
+ * The denied program a started file is: by its name, by the real file a link leads to, or by its
+ * bytes (a copy of the real file, made where it could be read: a new file no mask covers).
+ */
+function deniedProgram(file: string, root: string, files: Map<string, string>): string | undefined {
+  if (DENIED.has(path.basename(file))) return path.basename(file);
+  try {
+    const real = fs.realpathSync(path.resolve(root, file));
+    const named = files.get(real);
+    if (named) return named;
+    const size = fs.statSync(real).size;
+    for (const [denied, program] of files)
+      if (fs.statSync(denied).size === size && fs.readFileSync(denied).equals(fs.readFileSync(real))) return program;
+  } catch {}
+  return undefined;
+}
+
+/** Every call of an strace log with its pid, an `<unfinished ...>` call joined to its resumption. */
+function joinedCalls(log: string): { pid: string; call: string }[] {
+  const pending = new Map<string, string>();
+  const done: { pid: string; call: string }[] = [];
+  for (const line of log.split('\n')) {
+    const m = /^(\d+)\s+(.*)$/.exec(line);
+    if (!m) continue;
+    const [, pid, rest] = m;
+    if (rest.endsWith('<unfinished ...>')) pending.set(pid, rest.slice(0, -'<unfinished ...>'.length));
+    else if (rest.startsWith('<... ')) {
+      done.push({ pid, call: (pending.get(pid) ?? '') + rest.replace(/^<\.\.\. \w+ resumed>/, '') });
+      pending.delete(pid);
+    } else done.push({ pid, call: rest });
+  }
+  return done;
+}
+
 // ---- the verdict ----
 
 export interface CaseResult {
@@ -220,6 +378,8 @@ export interface CaseResult {
   judgment: Judgment;
   /** Undefined when every format denied: nothing could run unasked, so it was not run. */
   run?: Run;
+  /** The run through the bash tool's sandbox with the deny masks, when it was asked for. */
+  masked?: MaskRun;
   /** Why this case is a bypass; empty when it holds. */
   failures: string[];
 }
@@ -261,13 +421,42 @@ export function disagreementOf(j: Judgment): string | undefined {
   return undefined;
 }
 
-/** Judges a command, runs it unless every format denied it, and says what went wrong. */
-export async function checkCase(judge: Judge, command: string, timeoutMs?: number): Promise<CaseResult> {
+/**
+ * Judges a command, runs it unless every format denied it, and says what went wrong. With
+ * `masks`, a command some format lets run (allowed, or asked and answered yes: a person may
+ * approve it) also runs through the bash tool's sandbox (runMasked), where a denied program must
+ * not execute its real file whatever the judgment said. `masksOnly`: that run alone, for cases
+ * made to hide their program from the judgment (opaqueCaseAt), which asks for them by design.
+ */
+export async function checkCase(
+  judge: Judge,
+  command: string,
+  timeoutMs?: number,
+  o: { masks?: boolean; masksOnly?: boolean } = {},
+): Promise<CaseResult> {
   const judgment = judge.judge(command);
   const threw = Object.entries(judge.errors).map(([f, e]) => `${f}'s judgment threw: ${e}`);
   if (FORMATS.every((f) => judgment[f] === 'deny')) return { command, judgment, failures: [] };
+  if (o.masksOnly) {
+    const masked = await runMasked(command, timeoutMs);
+    return { command, judgment, masked, failures: [...threw, ...maskFailures(masked)] };
+  }
   const run = await runTraced(command, timeoutMs);
-  return { command, judgment, run, failures: [...threw, ...failuresOf(judgment, run)] };
+  const masked = o.masks ? await runMasked(command, timeoutMs) : undefined;
+  return {
+    command,
+    judgment,
+    run,
+    ...(masked ? { masked } : {}),
+    failures: [...threw, ...failuresOf(judgment, run), ...maskFailures(masked)],
+  };
+}
+
+/** The second oracle's verdict: every real file of a denied program that ran in the bash tool's sandbox. */
+export function maskFailures(masked: MaskRun | undefined): string[] {
+  return [...new Set(masked?.realDenied ?? [])].map(
+    (p) => `the bash tool's sandbox ran the real ${p}, which a deny rule names: its mask did not hold`,
+  );
 }
 
 /**
@@ -277,6 +466,8 @@ export async function checkCase(judge: Judge, command: string, timeoutMs?: numbe
 export function kindOf(failure: string): string {
   const ran = /^it ran (\S+), which an? (deny|ask) rule names/.exec(failure);
   if (ran) return `${ran[2]} ${ran[1]}`;
+  const mask = /^the bash tool's sandbox ran the real (\S+),/.exec(failure);
+  if (mask) return `mask ${mask[1]}`;
   if (/ allowed it, and it ran /.test(failure)) return 'allowed, ran more';
   const threw = /^(\w+)'s judgment threw/.exec(failure);
   if (threw) return `${threw[1]} threw`;
@@ -291,6 +482,7 @@ export function describeCase(r: CaseResult, seed?: string): string {
     `  judged: ${FORMATS.map((f) => `${f} ${r.judgment[f]}`).join(', ')}`,
     `  reading: ${reading.commands.length} command(s); unknown: ${JSON.stringify(reading.unknown)}; unprovable: ${JSON.stringify(reading.unprovable)}`,
     `  ran: ${r.run ? clipList(r.run.programs).join(' ') || '(nothing)' : '(not run: all denied)'}${r.run?.timedOut ? ' (timed out)' : ''}`,
+    ...(r.masked?.realDenied.length ? [`  in the bash tool's sandbox: ${r.masked.output.slice(0, 400)}`] : []),
     ...r.failures.map((f) => `  FAIL: ${f}`),
   ].join('\n');
 }
@@ -576,9 +768,53 @@ export const HIDES: Record<string, Hide> = {
       `cat <<E\\OF\nx\nEOF\n${c}`,
       `cat <<"EOF"\n$(${c})\nEOF`,
     ]),
+  // Another name for the program (SECURITY.md's assignments before a command): PATH set for it or
+  // before it, `exec -a`. Links and copies made at run time are MASK_HIDES.
+  pathAssign: (c, r) => {
+    const v = r.pick(['/tmp/x', '.', '', 'tool', '/usr/bin', '/tmp/x:$PATH', '/nonexistent']);
+    return r.pick([`PATH=${v} ${c}`, `env PATH=${v} ${c}`, `env -i PATH=${v} ${c}`, `PATH=${v}; ${c}`]);
+  },
+  execA: (c, r) => {
+    const exec = `exec ${r.pick(['-a', '-ca', '-la', '-c -a'])} ${r.pick(['ls', 'echo', 'x', '""'])} ${c}`;
+    return r.pick([`(${exec})`, exec, `bash -c ${sq(exec)}`]);
+  },
   longChain: (c, r) => `${Array.from({ length: 55 + r.int(10) }, () => 'true').join(' && ')} && ${c}`,
 };
 const HIDE_NAMES = Object.keys(HIDES);
+
+/**
+ * Hides only the masks can hold (opaqueCaseAt, the second oracle): the judgment cannot read the
+ * program they start, so it asks (a person may say yes), and the first oracle's rule that a
+ * format must deny every command that runs a denied program does not apply. A name made at run
+ * time (a link, or a copy of a shell or wrapper that then runs the payload) and code written to a
+ * file or encoded first.
+ */
+const MASK_HIDES: Record<string, Hide> = {
+  // The masks bind over the real files, so a link reaches the mask, and a copy made in the bash
+  // tool's sandbox copies the mask; a copy of the real file made where no mask is (runTraced's
+  // sandbox) is a new program no deny rule names, and the judgment must not have allowed the
+  // step that made it (it asks: `./x` is a program no rule covers).
+  madeName: (c, r) => {
+    const [name, ...rest] = c.split(' ');
+    const made = r.pick([
+      `ln -s /usr/bin/${name} x`,
+      `ln -sf "$(command -v ${name})" x`,
+      `ln /usr/bin/${name} x`,
+      `cp -l /usr/bin/${name} x`,
+      `cp /usr/bin/${name} x`,
+      `cat /usr/bin/${name} > x && chmod +x x`,
+      `install /usr/bin/${name} x`,
+    ]);
+    const run = r.pick(['./x', 'PATH=.:$PATH x', '"$PWD/x"', 'exec ./x', 'bash -c ./x', 'env ./x']);
+    return `${made}${r.pick(['; ', ' && ', '\n'])}${[run, ...rest].join(' ')}`;
+  },
+  // Code the judgment cannot read: a script written first, encoded text, a here-document.
+  scriptFile: (c, r) =>
+    `${r.pick(['echo', 'printf "%s\\n"'])} ${sq(c)} > s.sh; ${r.pick(['bash s.sh', 'sh s.sh', '. ./s.sh', 'source s.sh', 'chmod +x s.sh && ./s.sh', 'bash < s.sh'])}`,
+  encoded: (c, r) =>
+    `echo ${Buffer.from(c).toString('base64')} | base64 -d | ${r.pick(['bash', 'sh', 'xargs -0 bash -c', 'bash /dev/stdin'])}`,
+};
+const MASK_HIDE_NAMES = Object.keys(MASK_HIDES);
 
 /** The issue's forms, SECURITY.md threat 54's and those of public reports against other harnesses' judgments. */
 export const SEED_CORPUS: readonly string[] = [
@@ -621,6 +857,22 @@ export const SEED_CORPUS: readonly string[] = [
   'touch${IFS}D',
   'x=touch; $x D',
   'find . -maxdepth 0 -exec touch D \\;',
+  // Assignments before a command; exec -a.
+  'PATH=/tmp/x touch f',
+  'env PATH=/nonexistent touch f',
+  'env -i PATH=/bin touch f',
+  'exec -a ls touch f',
+];
+
+/** The masks' own corpus (the second oracle): denied programs under names made at run time, and in code written first. */
+export const MASK_CORPUS: readonly string[] = [
+  'cp /usr/bin/touch t; ./t f',
+  'ln -s /usr/bin/touch l; ./l f',
+  'ln /usr/bin/touch h; ./h f',
+  'cat /usr/bin/touch > t; chmod +x t; ./t f',
+  'cp /usr/bin/bash x; ./x -c "touch f"',
+  "echo 'touch D' > s.sh; bash s.sh",
+  "echo 'mkdir D' > s.sh; chmod +x s.sh && ./s.sh",
 ];
 
 /**
@@ -749,6 +1001,37 @@ export function caseAt(seed: number, index: number, corpus: readonly string[] = 
   return r.chance(0.35) ? mutate(r, corpus) : generate(r);
 }
 
+/** Hides that change how a program is named or started, for opaqueCaseAt. */
+const NAMINGS = [
+  'pathAssign',
+  'execA',
+  'madeName',
+  'nameSpelling',
+  'wrapper',
+  'hashP',
+  'bashCmds',
+  'xargsArgs',
+  'findExec',
+  'coproc',
+  'compound',
+];
+const OPAQUE = ['scriptFile', 'encoded', 'madeName', 'pipeBash', 'hereString', 'envSplit', 'evalIt', 'shellC'];
+const ALL_HIDES: Record<string, Hide> = { ...HIDES, ...MASK_HIDES };
+
+/**
+ * Case `index` for the masks (the second oracle): a denied program under another name or way of
+ * starting, inside code the judgment of the text cannot read (a script written first, base64), so
+ * a format asks, a person may say yes, and only the masks stand between the command and the
+ * program. The outer form is picked from OPAQUE most of the time; the rest, any hide.
+ */
+export function opaqueCaseAt(seed: number, index: number): string {
+  const r = new Rng(caseSeed(seed ^ 0x5eed, index));
+  let code = r.pick(['touch D', 'mkdir D', 'touch victim.txt', 'mkdir -p D/E']);
+  for (let i = 0, n = 1 + r.int(2); i < n; i++) code = ALL_HIDES[r.pick(NAMINGS)](code, r);
+  code = ALL_HIDES[r.chance(0.8) ? r.pick(OPAQUE) : r.pick([...HIDE_NAMES, ...MASK_HIDE_NAMES])](code, r);
+  return r.chance(0.3) ? `${r.pick(ALLOWED_COMMANDS)}${r.pick(JOINERS)}${code}` : code;
+}
+
 /** The seed `npm test` runs with unless SHELL_FUZZ_SEED says otherwise. */
 export const DEFAULT_SEED = 20260522;
 
@@ -783,6 +1066,8 @@ const CONSTRUCTS: [string, RegExp][] = [
   ['IFS', /\bIFS\b/],
   ['brace', /\{[^}\s]*,[^}]*\}/],
   ['tool', /\btool\b/],
+  ['exec -a', /\bexec\s+-\w*(\s+-)?\w*a\b/],
+  ['made name', /\b(ln|cp|install|cat)\b[^;&|\n]*\/usr\/bin\//],
 ];
 
 /**
