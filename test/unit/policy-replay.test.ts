@@ -1,6 +1,7 @@
-// Shadow mode and policy replay on a recorded history (test/fixtures/policy-replay, recorded by
-// scripts/record-policy-replay-histories.ts): three concurrent 2,000 transfers under the enforced
-// 5,000-an-hour Cedar limit (the third denied), with a 3,000-an-hour candidate in shadow beside it.
+// Shadow mode and policy replay on recorded histories (test/fixtures/policy-replay, recorded by
+// scripts/record-policy-replay-histories.ts): three concurrent 2,000 transfers in one batch, and one
+// 2,000 transfer a turn for three turns of a session that carries its calls, under the enforced
+// 5,000-an-hour Cedar limit (each third denied), with a 3,000-an-hour candidate in shadow beside it.
 // Replay judges every recorded call again with the facts as they stood at that call; the candidate
 // would have denied a transfer that ran, and `--check` fails on it. Diff reads the shadow verdicts.
 import * as fs from 'node:fs';
@@ -60,6 +61,10 @@ describe('policy replay', () => {
   it('the enforced policy replayed reaches every recorded decision with the recorded facts', () => {
     const report = replayPolicy(histories, policyRules({ workspace: ENFORCED }));
     expect(report.calls.map((c) => [c.callId, c.recorded.decision, c.outcome])).toEqual([
+      // The session's turns: the facts of turns 2 and 3 come from the calls its earlier batches carried.
+      ['x1', 'allow', 'ok'],
+      ['x2', 'allow', 'ok'],
+      ['x3', 'deny', 'denied'],
       ['t1', 'allow', 'ok'],
       ['t2', 'allow', 'ok'],
       ['t3', 'deny', 'denied'],
@@ -71,8 +76,15 @@ describe('policy replay', () => {
 
   it('a candidate that would have denied a transfer that ran: the call, both rules and the facts at that call', () => {
     const report = replayPolicy(histories, policyRules({ workspace: CANDIDATE }));
-    expect(report.changed).toHaveLength(1);
+    expect(report.changed.map((c) => c.callId)).toEqual(['x2', 't2']);
+    // A session's earlier turn, carried across batches, is in the facts as it stood.
     expect(report.changed[0]).toMatchObject({
+      workflowId: 'sluice-batch:fixture-policy-replay-session:2:1',
+      outcome: 'ok',
+      recorded: { decision: 'allow', facts: { transfersLastHour: 2000 } },
+      candidate: { decision: 'deny', facts: { transfersLastHour: 2000 } },
+    });
+    expect(report.changed[1]).toMatchObject({
       callId: 't2',
       tool: 'transfer',
       args: { amount: 2000, to: 'acct-2' },
@@ -93,11 +105,14 @@ describe('policy replay', () => {
     fc.assert(
       fc.property(fc.integer({ min: 0, max: 8000 }), (limit) => {
         const report = replayPolicy(histories, policyRules({ workspace: candidateWithLimit(limit) }));
-        // The i-th transfer saw the 2,000 of each one ahead of it in flight.
-        const expected = ['t1', 't2', 't3'].filter((id, i) => {
-          const wouldDeny = 2000 * i + 2000 > limit;
-          return wouldDeny !== (id === 't3');
-        });
+        // The i-th transfer saw the 2,000 of each one before it: the session's earlier turns, the
+        // batch's calls ahead of it in flight.
+        const changes = (ids: string[]) =>
+          ids.filter((id, i) => {
+            const wouldDeny = 2000 * i + 2000 > limit;
+            return wouldDeny !== (i === 2);
+          });
+        const expected = [...changes(['x1', 'x2', 'x3']), ...changes(['t1', 't2', 't3'])];
         expect(report.changed.map((c) => c.callId)).toEqual(expected);
       }),
       { numRuns: 25 },
@@ -107,13 +122,13 @@ describe('policy replay', () => {
   it('sluice policy replay --check exits 1 on a change and prints it; 0 when nothing changes', async () => {
     const changed = await runCli(['policy', 'replay', CANDIDATE, '--histories', HISTORIES, '--check']);
     expect(changed.code).toBe(1);
-    expect(changed.output).toMatch(/1 decision\(s\) would change/);
+    expect(changed.output).toMatch(/2 decision\(s\) would change/);
     expect(changed.output).toMatch(/t2 transfer \{"amount":2000,"to":"acct-2"\}\s+\(it ran\)/);
     expect(changed.output).toMatch(/candidate\s+deny\s+\.cedar\/limits\.cedar:1/);
     expect(changed.output).toMatch(/facts \{"transfersLastHour":2000\}/);
     const same = await runCli(['policy', 'replay', ENFORCED, '--histories', HISTORIES, '--check']);
     expect(same.code).toBe(0);
-    expect(same.output).toMatch(/4 recorded call\(s\) of 1 batch\(es\).*0 decision\(s\) would change/);
+    expect(same.output).toMatch(/7 recorded call\(s\) of 4 batch\(es\).*0 decision\(s\) would change/);
   });
 
   it('bad usage says what to give and exits 2', async () => {
@@ -135,8 +150,8 @@ describe('policy replay', () => {
 describe('shadow mode', () => {
   it('the recorded shadow verdicts: policy diff lists the transfer the candidate would have denied', async () => {
     const { shadowed, differences } = shadowDiff(histories);
-    expect(shadowed).toBe(4);
-    expect(differences).toHaveLength(1);
+    expect(shadowed).toBe(7);
+    expect(differences.map((d) => d.callId)).toEqual(['t2', 'x2']);
     expect(differences[0]).toMatchObject({
       callId: 't2',
       tool: 'transfer',
@@ -145,7 +160,7 @@ describe('shadow mode', () => {
     });
     const cli = await runCli(['policy', 'diff', '--histories', HISTORIES, '--check']);
     expect(cli.code).toBe(1);
-    expect(cli.output).toMatch(/4 call\(s\) judged in shadow, 1 where/);
+    expect(cli.output).toMatch(/7 call\(s\) judged in shadow, 2 where/);
     expect(cli.output).toMatch(/enforced\s+allow/);
   });
 
