@@ -9,7 +9,9 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { auditHistories } from '../../client/audit';
 import { loadHistories, type LoadedHistory } from '../../client/history';
+import { renderAudit } from '../../client/render';
 import { replayPolicy, shadowDiff } from '../../client/policy-replay';
 import { handlerOf, type StageContext } from '../../define/config';
 import { policyRules } from '../../hooks/policy';
@@ -162,6 +164,13 @@ describe('shadow mode', () => {
     expect(cli.code).toBe(1);
     expect(cli.output).toMatch(/7 call\(s\) judged in shadow, 2 where/);
     expect(cli.output).toMatch(/enforced\s+allow/);
+  });
+
+  it('sluice audit shows both verdicts of a shadowed call', () => {
+    const text = renderAudit(auditHistories(histories.filter((h) => h.workflowId.endsWith('policy-replay:1:1'))));
+    expect(text).toContain(
+      'policy shadow: enforced allow by .cedar/limits.cedar:6 facts {"transfersLastHour":2000}, candidate deny by .cedar/limits.cedar:1 facts {"transfersLastHour":2000} — they differ',
+    );
   });
 
   it('records both verdicts and never decides, even where the candidate denies', async () => {
