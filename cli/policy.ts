@@ -10,10 +10,13 @@ import { callRecords, type SessionRecord } from '../pipeline/facts';
 import type { JsonObject, SessionEvent } from '../pipeline/types';
 import { UsageError } from '../support/errors';
 import type { RawCommand } from './command';
+import { diffCommand, replayCommand } from './policy-replay';
 
 const POLICY_HELP = `Usage: npx sluice policy explain <tool> <args-json> [--history FILE] [--workspace DIR] [--json]
        npx sluice policy explain --file calls.json [--history FILE] [--workspace DIR] [--json]
        npx sluice policy check [--tests FILE] [--workspace DIR] [--strict] [--json]
+       npx sluice policy replay <candidate-dir> (--since 7d | --histories DIR) [--check] [--json]
+       npx sluice policy diff (--since 1d | --histories DIR) [--check] [--json]
 
 Reads the workspace's policy files as the worker does — .claude/settings.json and
 .claude/settings.local.json (permissions), .codex/rules/*.rules and .codex/config.toml,
@@ -31,14 +34,23 @@ check     Runs every source's embedded tests (Codex match / not_match examples) 
           exists): {"tests": [{"tool": "bash", "args": {"command": "git push"}, "expect": "ask",
           "source": "claude", "rule": "Bash(git push:*)"}]} (source and rule optional). Lists the
           rules no example and no test matched. --strict fails on those too.
+replay    Judges every recorded call of past batches again under the policy files of
+          <candidate-dir> (read as the worker reads a workspace), with the session facts as they
+          stood at each call, and lists the calls whose decision would change: what was decided,
+          what the candidate says, the rules, the facts. --since 7d reads the batches started on
+          the server within 7 days (--address, --namespace); --histories DIR exported ones
+          (\`npx sluice export\`). --check exits 1 when any decision would change.
+diff      The calls where shadow mode's candidate (shadowPolicy in the worker's preExecute) and
+          the enforced policy decided differently, with both rules and the facts each read.
+          --check exits 1 on any.
 
 Exit codes: 0 all held, 1 a test or example failed (or a file cannot be read), 2 usage.`;
 
 export const policy: RawCommand = {
   name: 'policy',
-  synopsis: 'policy explain|check',
-  summary: `What the workspace's policy files say about a call, which rule wins;
-run their embedded tests (\`npx sluice policy --help\`)`,
+  synopsis: 'policy explain|check|replay|diff',
+  summary: `What the workspace's policy files say about a call, which rule wins; their
+tests; a candidate tried on past calls (\`npx sluice policy --help\`)`,
   help: POLICY_HELP,
   raw: (argv, out) => policyCommand(argv, out),
 };
@@ -55,6 +67,12 @@ async function policyCommand(argv: string[], out: (s: string) => void): Promise<
         tests: { type: 'string' },
         strict: { type: 'boolean' },
         json: { type: 'boolean' },
+        since: { type: 'string' },
+        histories: { type: 'string' },
+        check: { type: 'boolean' },
+        address: { type: 'string' },
+        namespace: { type: 'string' },
+        'task-queue': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
       allowPositionals: true,
@@ -76,7 +94,9 @@ async function policyCommand(argv: string[], out: (s: string) => void): Promise<
   try {
     if (sub === 'explain') return explain(workspace, rest, values, out);
     if (sub === 'check') return check(workspace, values, out);
-    throw new UsageError(`unknown policy command "${sub}"; use explain or check`);
+    if (sub === 'replay') return await replayCommand(rest, values, out);
+    if (sub === 'diff') return await diffCommand(rest, values, out);
+    throw new UsageError(`unknown policy command "${sub}"; use explain, check, replay or diff`);
   } catch (err) {
     out(`sluice policy ${sub}: ${(err as Error).message}`);
     return err instanceof UsageError ? 2 : 1;

@@ -241,7 +241,15 @@ function emittedText(e: { type: string; data: Record<string, unknown> }): string
     const now = (d.now as { digest?: string } | undefined)?.digest;
     return `policy re-checked after the approval: ${d.outcome}${was && now ? ` (${was.slice(0, 19)}… → ${now.slice(0, 19)}…)` : ''} — ${clip(String(d.note ?? ''), 200)}`;
   }
+  if (e.type === 'policy/shadow')
+    return `policy shadow: ${shadowText('enforced', d.enforced)}, ${shadowText('candidate', d.candidate)}${d.differs ? ' — they differ' : ''}`;
   return `${e.type} ${clip(JSON.stringify(d), 140)}`;
+}
+
+/** One side of a shadow verdict (hooks/policy-shadow.ts): its decision and the rule's place. */
+function shadowText(label: string, v: unknown): string {
+  const x = (v ?? {}) as { decision?: string; file?: string; line?: number; facts?: unknown };
+  return `${label} ${x.decision ?? '?'}${x.file ? ` by ${x.file}:${x.line}` : ''}${x.facts ? ` facts ${JSON.stringify(x.facts)}` : ''}`;
 }
 
 function gateText(s: { gate?: string; message?: string; code?: string }): string {

@@ -1,0 +1,197 @@
+// Policies tried against what already happened. `replayPolicy` re-judges every recorded call of
+// past batches under a candidate policy set, with the session facts as they stood at each call
+// (the session's earlier calls the batch was started with, and the batch's calls ahead of it in
+// flight, as workflows/session-facts.ts hands them to the pre-execute stage), and says which
+// decisions would change; `shadowDiff` lists the calls where a shadow candidate's recorded verdict
+// (hooks/policy-shadow.ts) differs from the enforced one. Both read workflow histories, from the
+// server (`recentBatchHistories`) or exported files, and run nothing.
+import type { Client } from '@temporalio/client';
+import type { PolicyRules } from '../hooks/policy';
+import { type RecordedVerdict, verdictRecord } from '../hooks/policy-shadow';
+import { type CallOutcome, type CallRecord, callRecords, type SessionRecord } from '../pipeline/facts';
+import type { BatchInput, JsonObject, SessionEvent, ToolCall } from '../pipeline/types';
+import { BATCH_WORKFLOW } from '../workflows/definitions';
+import { auditHistories } from './audit';
+import { decode, type LoadedHistory } from './history';
+
+/** One recorded call judged again: what was decided then, what the candidate says now. */
+export interface ReplayedCall {
+  workflowId: string;
+  sessionId: string;
+  turn: number;
+  callId: string;
+  tool: string;
+  args: JsonObject;
+  /** What became of the call: `ok` / `failed` (it ran), `denied`, `not-run`, `pending` (no result recorded). */
+  outcome: CallOutcome;
+  /** The rule on record (`policy/decided`), or `none` when no policy rule decided it. */
+  recorded: RecordedVerdict;
+  candidate: RecordedVerdict;
+}
+
+export interface PolicyReplayReport {
+  /** Batches read (completed or not), and the ones skipped because they are not batches. */
+  batches: number;
+  calls: ReplayedCall[];
+  /** The calls whose decision the candidate would change. */
+  changed: ReplayedCall[];
+}
+
+/** Every model call of the batches in `histories`, judged again under `candidate`. */
+export function replayPolicy(histories: readonly LoadedHistory[], candidate: PolicyRules): PolicyReplayReport {
+  const audit = auditHistories([...histories]);
+  const inputs = new Map(histories.map((h) => [h.workflowId, batchInputOf(h)]));
+  const calls: ReplayedCall[] = [];
+  for (const b of audit.batches) {
+    const input = inputs.get(b.workflowId);
+    if (!input) continue;
+    calls.push(...replayBatch(b.workflowId, input, b.events, candidate));
+  }
+  return {
+    batches: audit.batches.length,
+    calls,
+    changed: calls.filter((c) => c.recorded.decision !== c.candidate.decision),
+  };
+}
+
+function batchInputOf(h: LoadedHistory): BatchInput | undefined {
+  const first = h.history.events?.[0]?.workflowExecutionStartedEventAttributes;
+  const input = first ? (decode(first.input) as BatchInput | undefined) : undefined;
+  return input && Array.isArray(input.calls) ? input : undefined;
+}
+
+/** A batch's calls in model order, each judged with the record it was judged with. */
+function replayBatch(
+  workflowId: string,
+  input: BatchInput,
+  events: readonly SessionEvent[],
+  candidate: PolicyRules,
+): ReplayedCall[] {
+  const outcomes = new Map(callRecords(events).map((r) => [r.callId, r]));
+  const decided = new Map<string, JsonObject>();
+  const calledAt = new Map<string, number>();
+  for (const e of events) {
+    const id = e.data.callId;
+    if (typeof id !== 'string') continue;
+    if (e.type === 'policy/decided') decided.set(id, e.data);
+    if (e.type === 'tool/call' && !calledAt.has(id)) calledAt.set(id, Date.parse(e.time));
+  }
+  return input.calls.map((call, i) => {
+    const own = outcomes.get(call.id);
+    const args = own?.args ?? argsOf(call);
+    // The workflow takes a call's facts when its reference is made, as the call is recorded.
+    const now = calledAt.get(call.id) ?? own?.at ?? 0;
+    const record = recordAt(input, i, now);
+    const x = candidate.explain({
+      toolName: call.name,
+      args,
+      session: input.sessionId,
+      callId: call.id,
+      turn: input.turn,
+      ...(record ? { record } : {}),
+    });
+    return {
+      workflowId,
+      sessionId: input.sessionId,
+      turn: input.turn,
+      callId: call.id,
+      tool: call.name,
+      args,
+      outcome: own?.outcome ?? 'pending',
+      recorded: recordedVerdict(decided.get(call.id)),
+      candidate: verdictRecord(x),
+    };
+  });
+}
+
+/** The record the pre-execute stage was handed for the batch's i-th call (workflows/session-facts.ts's recordFor). */
+function recordAt(input: BatchInput, i: number, now: number): SessionRecord | undefined {
+  const siblings: CallRecord[] = input.calls.slice(0, i).map((c) => ({
+    callId: c.id,
+    tool: c.name,
+    args: argsOf(c),
+    at: now,
+    turn: input.turn,
+    outcome: 'pending',
+  }));
+  const calls = [...(input.earlier ?? []), ...siblings];
+  return calls.length ? { calls, now } : undefined;
+}
+
+function argsOf(c: ToolCall): JsonObject {
+  try {
+    const v = JSON.parse(c.arguments);
+    return v !== null && typeof v === 'object' && !Array.isArray(v) ? v : {};
+  } catch {
+    return {};
+  }
+}
+
+/** A `policy/decided` event's rule in the shape a verdict is recorded in. */
+function recordedVerdict(d: JsonObject | undefined): RecordedVerdict {
+  if (!d || typeof d.decision !== 'string') return { decision: 'none' };
+  const keep = ['source', 'file', 'line', 'rule', 'policyId', 'message', 'facts'];
+  const out: RecordedVerdict = { decision: d.decision as RecordedVerdict['decision'] };
+  for (const k of keep) if (d[k] !== undefined) out[k] = d[k];
+  return out;
+}
+
+/** A call where the shadow candidate's recorded verdict differs from the enforced one. */
+export interface ShadowDifference {
+  workflowId: string;
+  sessionId: string;
+  callId: string;
+  tool: string;
+  args: string;
+  time: string;
+  enforced: RecordedVerdict;
+  candidate: RecordedVerdict;
+  candidateDigest: string;
+}
+
+/** The `policy/shadow` events of the batches whose two verdicts differ, oldest first; and how many were read. */
+export function shadowDiff(histories: readonly LoadedHistory[]): { shadowed: number; differences: ShadowDifference[] } {
+  const audit = auditHistories([...histories]);
+  let shadowed = 0;
+  const differences: ShadowDifference[] = [];
+  for (const b of audit.batches) {
+    for (const e of b.events) {
+      if (e.type !== 'policy/shadow') continue;
+      shadowed++;
+      const d = e.data as JsonObject;
+      const enforced = d.enforced as RecordedVerdict;
+      const candidate = d.candidate as RecordedVerdict;
+      if (enforced?.decision === candidate?.decision) continue;
+      const call = b.calls.find((c) => c.callId === d.callId);
+      differences.push({
+        workflowId: b.workflowId,
+        sessionId: b.sessionId,
+        callId: String(d.callId),
+        tool: call?.name ?? '?',
+        args: call?.arguments ?? '',
+        time: e.time,
+        enforced,
+        candidate,
+        candidateDigest: String(d.candidateDigest),
+      });
+    }
+  }
+  return { shadowed, differences: differences.sort((a, b) => a.time.localeCompare(b.time)) };
+}
+
+/** The histories of every batch started since `sinceMs` (ms since the epoch), oldest first. */
+export async function recentBatchHistories(client: Client, sinceMs: number): Promise<LoadedHistory[]> {
+  const runs: { workflowId: string; runId: string; start: number }[] = [];
+  const query = `WorkflowType = '${BATCH_WORKFLOW}' AND StartTime > '${new Date(sinceMs).toISOString()}'`;
+  for await (const wf of client.workflow.list({ query }))
+    runs.push({ workflowId: wf.workflowId, runId: wf.runId, start: wf.startTime.getTime() });
+  runs.sort((a, b) => a.start - b.start);
+  const out: LoadedHistory[] = [];
+  for (const r of runs)
+    out.push({
+      workflowId: r.workflowId,
+      history: await client.workflow.getHandle(r.workflowId, r.runId).fetchHistory(),
+      source: 'server',
+    });
+  return out;
+}
