@@ -25,11 +25,11 @@ export const TIMED_SIGNATURE_HEADER = 'x-sluice-signature-timed';
 /** How far from its clock a receiver should accept a notice's timestamp (docs/approvals.md). */
 export const NOTICE_TOLERANCE_SEC = 300;
 
-export function signBody(secret: string, body: string): string {
+function signBody(secret: string, body: string): string {
   return `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
 }
 
-export function signTimed(secret: string, timestamp: number, body: string): string {
+function signTimed(secret: string, timestamp: number, body: string): string {
   return `v1=${createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex')}`;
 }
 
@@ -72,7 +72,7 @@ export function noticeProblem(
 // are entity-escaped (Slack's own rule; it leaves no `<…>` sequence), `@` is followed by a word
 // joiner (no mention), `](` is split (no Markdown link), and it is cut at `max` characters saying
 // how much was hidden. It is shown quoted, never inside the suggested command.
-export function chatSafe(value: unknown, max = 200): string {
+function chatSafe(value: unknown, max = 200): string {
   let s = String(value ?? '')
     // biome-ignore lint/suspicious/noControlCharactersInRegex: stripping control characters is the point
     .replace(/[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/g, ' ')

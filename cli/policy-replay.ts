@@ -22,7 +22,7 @@ import { UsageError } from '../support/errors';
 import type { Values } from './command';
 import { client, type CONNECTION_FLAGS, withHistories } from './shared';
 
-export interface ReplayValues extends Values<typeof CONNECTION_FLAGS> {
+interface ReplayValues extends Values<typeof CONNECTION_FLAGS> {
   since?: string;
   histories?: string;
   check?: boolean;

@@ -85,7 +85,7 @@ export interface CallAudit {
   reconciliation?: ReconcileAudit;
 }
 
-export interface PolicyAudit {
+interface PolicyAudit {
   decision: string;
   /** The format that decided: cedar, codex, gemini, opencode, claude. */
   source?: string;

@@ -189,7 +189,7 @@ function approvalLines(lines: string[], a: NonNullable<CallAudit['approval']>): 
 /** An unknown outcome's card: opened, waiting or reconciled (by whom, with what evidence), refused attempts. */
 function reconcileLines(lines: string[], r: NonNullable<CallAudit['reconciliation']>): void {
   lines.push(row('reconcile', `opened ${clock(r.openedAt)} (id ${r.id}): ${clip(r.problem, 160)}`));
-  if (r.status === 'waiting') lines.push(row('', 'waiting for a person: npx sluice reconcile ' + r.id));
+  if (r.status === 'waiting') lines.push(row('', `waiting for a person: npx sluice reconcile ${r.id}`));
   else
     lines.push(
       row(

@@ -79,7 +79,7 @@ export interface PackedEvent {
  * tool/call, the arguments as the model sent them) alone: `{"tool/call": id, seq?, time?,
  * arguments}` and `{"tool/result": id, seq?, time?}`.
  */
-export type ShortEvent = { seq?: number; time?: string } & (
+type ShortEvent = { seq?: number; time?: string } & (
   | { 'tool/call': string; arguments: Json }
   | { 'tool/result': string }
 );
@@ -89,7 +89,7 @@ export type ShortEvent = { seq?: number; time?: string } & (
  * seq and the same time, as one: `{"tool/call": [ids], seq?, time?, "arguments":
  * [each call's]}` and `{"tool/result": [ids], seq?, time?}`.
  */
-export type ShortRun = { seq?: number; time?: string } & (
+type ShortRun = { seq?: number; time?: string } & (
   | { 'tool/call': string[]; arguments: Json[] }
   | { 'tool/result': string[] }
 );

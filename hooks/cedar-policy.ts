@@ -50,7 +50,7 @@ export interface CedarPolicyOptions {
 }
 
 /** A Cedar policy as Sluice shows and records it: `@id` when it has one, else file and line. */
-export interface CedarRule extends PolicyRuleRef {
+interface CedarRule extends PolicyRuleRef {
   /** The id the policy set is evaluated under: unique, `<file>:<line>` (and `#n` for a second on a line). */
   setId: string;
   effect: 'permit' | 'forbid';

@@ -11,7 +11,7 @@ import { join, relative } from 'node:path';
 import type { CallRecord, Json, JsonObject } from '../pipeline/types.js';
 
 /** The pinned reference: the version the tests check against the reference's own examples. */
-export const DOGWOOD_PY = 'dogwood-py==0.0.12';
+const DOGWOOD_PY = 'dogwood-py==0.0.12';
 
 /** A Dogwood policy set as the reference takes it: policies, the Cedar action schema, the event schema. */
 export interface DogwoodPolicySet {
@@ -42,12 +42,12 @@ export interface DogwoodScope {
 }
 
 /** One verdict of the reference per decision event, in trace order. */
-export interface DogwoodVerdict {
+interface DogwoodVerdict {
   at: number;
   allowed: boolean;
 }
 
-export class DogwoodError extends Error {
+class DogwoodError extends Error {
   constructor(message: string) {
     super(message);
     this.name = 'DogwoodError';
@@ -79,7 +79,7 @@ function cedarNumber(n: number, path: string): string {
 }
 
 /** A JSON value as a Cedar literal; null members are left out (Cedar has no null). */
-export function cedarValue(v: Json, path = 'input'): string {
+function cedarValue(v: Json, path = 'input'): string {
   if (typeof v === 'string') return cedarString(v);
   if (typeof v === 'number') return cedarNumber(v, path);
   if (typeof v === 'boolean') return String(v);
@@ -97,7 +97,7 @@ function eventInput(call: CallRecord, scope: DogwoodScope): JsonObject {
 }
 
 /** One call as a trace line: a `request` event at the call's recorded second. */
-export function traceLine(call: CallRecord, scope: DogwoodScope): string {
+function traceLine(call: CallRecord, scope: DogwoodScope): string {
   const ns = scope.namespace;
   if (!IDENT.test(ns)) throw new DogwoodError(`the Dogwood namespace ${JSON.stringify(ns)} is not a Cedar identifier`);
   const action = `${ns}::Action::${cedarString(scope.actions?.[call.tool] ?? call.tool)}`;

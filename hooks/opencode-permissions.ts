@@ -55,7 +55,7 @@ export function openCodeWildcard(pattern: string): Wildcard {
   return pattern.endsWith(' *') ? anyOf([wildcard(pattern), wildcard(pattern.slice(0, -2))]) : wildcard(pattern);
 }
 
-export function parseOpenCode(text: string, file: Pick<PolicyFile, 'label' | 'digest'>, home: string): OpenCodeRule[] {
+function parseOpenCode(text: string, file: Pick<PolicyFile, 'label' | 'digest'>, home: string): OpenCodeRule[] {
   const doc = readJsonObject(text, file.label);
   // `"permissions"` (Claude Code's spelling) is a key OpenCode reads past: its rules would not apply.
   refuseNearMisses(file.label, 'the top level', doc, ['permission']);
@@ -204,7 +204,7 @@ export function openCodePermissions(opts: OpenCodeOptions): PolicySource {
   return openCodeSource(files, rules, workspace);
 }
 
-export function openCodeSource(files: PolicyFile[], rules: OpenCodeRule[], workspace: string): PolicySource {
+function openCodeSource(files: PolicyFile[], rules: OpenCodeRule[], workspace: string): PolicySource {
   return {
     format: 'opencode',
     files,

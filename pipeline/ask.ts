@@ -14,7 +14,7 @@ export function definedFields<T extends object>(o: T): T {
 }
 
 /** The fields `keys` names of `o`, the undefined ones left out. */
-export function pick<T extends object, K extends keyof T>(o: T, keys: readonly K[]): Pick<T, K> {
+function pick<T extends object, K extends keyof T>(o: T, keys: readonly K[]): Pick<T, K> {
   const picked: Partial<Pick<T, K>> = {};
   for (const k of keys) if (o[k] !== undefined) picked[k] = o[k];
   return picked as Pick<T, K>;

@@ -28,7 +28,7 @@ export interface SessionRecord {
 }
 
 /** A condition on an earlier call's argument: equal to a value, or a `*` glob for text. */
-export type ArgCondition = Json | { like: string };
+type ArgCondition = Json | { like: string };
 
 interface Selection {
   tool: string;
@@ -44,7 +44,7 @@ interface Selection {
   decidedBy?: 'person' | 'policy';
 }
 
-export type FactSpec = { count: Selection } | { total: Selection & { arg: string } } | { exists: Selection };
+type FactSpec = { count: Selection } | { total: Selection & { arg: string } } | { exists: Selection };
 
 export type FactSpecs = Record<string, FactSpec>;
 

@@ -93,7 +93,7 @@ export interface ToolProfile {
   localBody?: true;
 }
 
-export interface StageOutput {
+interface StageOutput {
   contexts: UserMessage[];
   events: EventDraft[];
 }
@@ -130,7 +130,7 @@ export interface StagePlan {
   settleHooks: boolean;
   maxResultChars?: number;
 }
-export type StageKind = 'local' | 'activity';
+type StageKind = 'local' | 'activity';
 
 export interface GuardsResult extends StageOutput {
   callId: string;
@@ -153,7 +153,7 @@ export interface BodyResult {
 }
 
 /** The guards run inside a body's activity, as their own stage's result says them (GuardsResult). */
-export interface GuardsRun {
+interface GuardsRun {
   gate: Gate;
   contexts: UserMessage[];
   events: EventDraft[];

@@ -13,7 +13,7 @@ import type { Admission, Lineage } from './admission';
 import { approvalDenial, stageFailure } from './failures';
 import type { BatchContext } from './batch-context';
 
-export const DEFAULT_APPROVAL_TIMEOUT_MS = 10 * 60_000;
+const DEFAULT_APPROVAL_TIMEOUT_MS = 10 * 60_000;
 
 export class ApprovalStage {
   /** Asks raised ahead of their call's admission, together with an earlier call's ask. */

@@ -36,12 +36,12 @@ import type { ApprovalsMemo, BatchState, MemoRefusal, PendingApproval } from '..
 import { APPROVALS_MEMO, AWAITING_APPROVAL, PENDING_APPROVALS, stateQuery } from './definitions';
 import { bodyFailure } from './failures';
 
-export const reconcileUpdate = defineUpdate<Reconciliation, [ReconcileDecision]>(RECONCILE_UPDATE);
+const reconcileUpdate = defineUpdate<Reconciliation, [ReconcileDecision]>(RECONCILE_UPDATE);
 /**
  * The same decision by signal: what a client sends when no worker answers (the server holds it
  * until one runs this workflow). Refusals go to the memo under the sender's requestId.
  */
-export const reconcileSignal = defineSignal<[ReconcileDecision & { requestId?: string }]>(RECONCILE_UPDATE);
+const reconcileSignal = defineSignal<[ReconcileDecision & { requestId?: string }]>(RECONCILE_UPDATE);
 
 // Only a decision that carries a signed identity schedules it, so histories without one replay
 // unchanged (the check that one is present is the update's validator, which replay does not run).

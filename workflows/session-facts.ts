@@ -8,7 +8,7 @@ import { type CallRecord, callRecords, type SessionRecord } from '../pipeline/fa
 import type { BatchInput, ToolCall } from '../pipeline/types';
 
 /** How far back a session keeps its calls for facts, and how many at most (the oldest go first). */
-export const RECORD_KEEP_MS = 7 * 86_400_000;
+const RECORD_KEEP_MS = 7 * 86_400_000;
 export const RECORD_KEEP_CALLS = 10_000;
 
 /**

@@ -45,7 +45,7 @@ export function historyFull(input: SessionInput): boolean {
 }
 
 /** What comes after a step: another step of the turn, or the turn's end and why. */
-export type NextStep = { type: 'run-again' } | { type: 'turn-ended'; reason: TurnEndReason; error?: string };
+type NextStep = { type: 'run-again' } | { type: 'turn-ended'; reason: TurnEndReason; error?: string };
 
 /** What the loop's handlers and a step share: where the session stands, and how to stop what runs. */
 export interface SessionControl {

@@ -13,9 +13,9 @@
 import type { Json, JsonObject } from '../../pipeline/types';
 
 export type HarnessDialect = 'claude' | 'codex' | 'gemini' | 'opencode';
-export const HARNESS_DIALECTS: readonly HarnessDialect[] = ['claude', 'codex', 'gemini', 'opencode'];
+const HARNESS_DIALECTS: readonly HarnessDialect[] = ['claude', 'codex', 'gemini', 'opencode'];
 
-export type HarnessEvent =
+type HarnessEvent =
   | 'PreToolUse'
   | 'PermissionRequest'
   | 'PostToolUse'
@@ -193,7 +193,7 @@ export interface HookReply {
  * runs the call, Gemini CLI's BeforeTool knows only allow and deny, and OpenCode's plugin lets a
  * call run unless it throws.
  */
-export function canAsk(dialect: HarnessDialect, event: HarnessEvent): boolean {
+function canAsk(dialect: HarnessDialect, event: HarnessEvent): boolean {
   if (event === 'PermissionRequest') return true; // no answer = the harness shows its own prompt
   return dialect === 'claude' && event === 'PreToolUse';
 }

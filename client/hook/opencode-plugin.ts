@@ -18,7 +18,7 @@ export const PLUGIN_MARK = 'sluice-opencode-plugin v1';
 /** How long an ask may wait for a person by default: OpenCode itself waits for a plugin without end. */
 export const DEFAULT_OPENCODE_TIMEOUT_S = 600;
 
-export interface PluginOptions {
+interface PluginOptions {
   /** `sluice hook opencode` and its options, as argv: the program first. */
   command: string[];
   /** The hook's `--timeout` in seconds: the plugin kills a hook that runs 30 s past it. */

@@ -110,7 +110,7 @@ describe('policy replay', () => {
         // The i-th transfer saw the 2,000 of each one before it: the session's earlier turns, the
         // batch's calls ahead of it in flight.
         const changes = (ids: string[]) =>
-          ids.filter((id, i) => {
+          ids.filter((_id, i) => {
             const wouldDeny = 2000 * i + 2000 > limit;
             return wouldDeny !== (i === 2);
           });

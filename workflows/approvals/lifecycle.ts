@@ -64,7 +64,7 @@ export async function lifecycleWait(
 }
 
 /** A person's `reassign` signal: who the ask goes to, by whom, and why. */
-export interface Reassignment {
+interface Reassignment {
   approvalId: string;
   to: string;
   by?: string;
