@@ -210,6 +210,12 @@ export interface BatchInput {
   options?: BatchOptions;
   /** A session's batch: the session's earlier calls, for session facts (workflows/session-facts.ts). */
   earlier?: CallRecord[];
+  /**
+   * `session`: the batch came from a session that carries its calls (`sessionFacts: true`), sent
+   * even when it has none yet. Absent: the batch carries only its own calls, and a policy that
+   * reads a session fact denies (pipeline/facts.ts beyondReach).
+   */
+  reach?: 'session';
 }
 
 export type ModelMessage =
