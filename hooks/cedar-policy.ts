@@ -108,7 +108,7 @@ export function cedarPolicy(opts: CedarPolicyOptions): PolicySource {
   const setId = digestOf(files.map((f) => `${f.label}\0${f.digest}`).join('\n'));
   preparse(setId, schemaText, rules, schema.file.label);
   const schemaRef = { ...schema.file, text: schema.text };
-  const factsRef = facts && { ...facts.file, text: facts.text, read: factsRead(facts.specs, rules) };
+  const factsRef = facts && { ...facts.file, text: facts.text, read: rules, specs: facts.specs };
   const prepared = { setId, workspace, actions, rules, schema: schemaRef, facts: facts?.specs ?? {}, factsRef };
   const judge = (call: PolicyCall) => judgeCall(prepared, call);
   return sourceOf(files, rules, judge, warnings);
@@ -292,8 +292,8 @@ interface Prepared {
   rules: CedarRule[];
   schema: { label: string; digest: string; text: string };
   facts: FactSpecs;
-  /** The facts file, and the facts some policy reads (by name in its text), for a short record's deny. */
-  factsRef?: PolicyFile & { text: string; read: string[] };
+  /** The facts file and the policies that may read its facts, for a short record's deny. */
+  factsRef?: PolicyFile & { text: string; read: CedarRule[]; specs: FactSpecs };
 }
 
 /** One call through the engine, and its answer as Sluice's allow / ask / deny / none. */
@@ -306,7 +306,8 @@ function judgeCall(p: Prepared, call: PolicyCall): SourceVerdict {
       `${fraction} is a fraction or past 2^53, and Cedar compares whole numbers (Long) only; give the tool a whole-number argument (cents, not dollars)`,
     ]);
   const facts = Object.keys(p.facts).length ? factsOf(p.facts, call) : undefined;
-  const short = p.factsRef && action.context.has('session') ? beyondReach(p.factsRef.read, call.record) : [];
+  const read = p.factsRef && action.context.has('session') ? factsReadFor(p.factsRef, call.toolName) : [];
+  const short = beyondReach(read, call.record);
   if (short.length && p.factsRef) return { ...beyondBatch(p.factsRef, short), ...(facts ? { facts } : {}) };
   const answer = cedar().statefulIsAuthorized({
     principal: { type: 'Sluice::Session', id: call.session ?? '' },
@@ -391,9 +392,21 @@ function beyondBatch(ref: PolicyFile & { text: string }, short: string[]): Sourc
   return { decision: 'deny', rule, matched: [], note: why };
 }
 
-/** The declared facts some policy reads: its name in the policy's text (Cedar reads an attribute by name). */
-function factsRead(specs: FactSpecs, rules: readonly CedarRule[]): string[] {
-  return Object.keys(specs).filter((name) => {
+/**
+ * The declared facts a policy that may apply to `tool` reads: its name in the policy's text (Cedar
+ * reads an attribute by name). A policy scoped to another action (`action == Action::"pay"`)
+ * never applies; any other scope (`action`, `action in [...]`) may, and counts.
+ */
+function factsReadFor(ref: { read: readonly CedarRule[]; specs: FactSpecs }, tool: string): string[] {
+  const rules = ref.read.filter((r) => {
+    // In the scope only (a condition's `action == ...` does not scope the policy); any form not
+    // read here counts, so a miss can only deny more.
+    const only = /\b(?:permit|forbid)\s*\(\s*principal\b[^,]*,\s*action\s*==\s*(?:\w+::)*Action::"([^"\\]*)"\s*,/.exec(
+      r.text,
+    )?.[1];
+    return only === undefined || only === tool;
+  });
+  return Object.keys(ref.specs).filter((name) => {
     const word = new RegExp(`\\b${name}\\b`);
     return rules.some((r) => word.test(r.text));
   });

@@ -249,6 +249,38 @@ describe('Cedar policies: session facts', () => {
     }
   });
 
+  it('on a batch-only record, only the facts a policy that may apply to the action reads deny; its scope, not its condition, says so', () => {
+    const two = `action "refund" appliesTo {
+  principal: Sluice::Session,
+  resource: Sluice::Tool,
+  context: { args: { amount: Long, order: String }, session: { refundedToday: Long, paidToday: Long } }
+};
+action "pay" appliesTo {
+  principal: Sluice::Session,
+  resource: Sluice::Tool,
+  context: { args: { amount: Long, order: String }, session: { refundedToday: Long, paidToday: Long } }
+};
+`;
+    const both = JSON.stringify({
+      refundedToday: { total: { tool: 'refund', arg: 'amount', window: '1d' } },
+      paidToday: { total: { tool: 'pay', arg: 'amount', window: '1d' } },
+    });
+    const scoped = `forbid (principal, action == Action::"pay", resource) when { context.session.paidToday > 900 };
+permit (principal, action, resource);
+`;
+    const c = source({ '.cedar/s.cedarschema': two, '.cedar/p.cedar': scoped, '.cedar/facts.json': both });
+    expect(c.evaluate({ toolName: 'refund', args: { amount: 1, order: 'o' } }).decision).toBe('allow');
+    const pay = c.evaluate({ toolName: 'pay', args: { amount: 1, order: 'o' } });
+    expect(pay).toMatchObject({ decision: 'deny', rule: { file: '.cedar/facts.json', line: 1 } });
+    expect(pay.note).toMatch(/\(fact `paidToday`\)/);
+    // An action named in a condition does not scope the policy: it may apply, and it denies.
+    const inWhen = `forbid (principal, action, resource) when { action == Action::"pay" && context.session.paidToday > 900 };
+permit (principal, action, resource);
+`;
+    const w = source({ '.cedar/s.cedarschema': two, '.cedar/p.cedar': inWhen, '.cedar/facts.json': both });
+    expect(w.evaluate({ toolName: 'refund', args: { amount: 1, order: 'o' } }).note).toMatch(/\(fact `paidToday`\)/);
+  });
+
   // For any declared fact (any kind, any window: a time, `turn`, the session) that a policy reads,
   // and any record that reaches only the batch, whatever calls it holds: the answer is deny.
   const kinds = ['count', 'total', 'exists'] as const;
