@@ -28,7 +28,8 @@ explain   What every source says about a call and which answer wins (deny > ask 
           is [{"name": "bash", "arguments": {...}}] or {"calls": [...]}, arguments as an object
           or a JSON string. --history explains the call as the next one of a recorded
           session: a JSON array of its events or JSON lines (a session log), whose calls the
-          session facts (.cedar/facts.json) fold, at the time of the last event.
+          session facts (.cedar/facts.json) fold, at the time of the last event; without it,
+          the call is explained as the first of a session started with sessionFacts.
 check     Runs every source's embedded tests (Codex match / not_match examples) and the calls of a
           Sluice policy test file (--tests, default policy-tests.json in the workspace when it
           exists): {"tests": [{"tool": "bash", "args": {"command": "git push"}, "expect": "ask",
@@ -113,7 +114,8 @@ function explain(
   v: { file?: string; json?: boolean; history?: string },
   out: (s: string) => void,
 ): number {
-  const history = v.history ? readHistory(v.history) : undefined;
+  // Without --history: the first call of a session that carries its calls (nothing done yet).
+  const history = v.history ? readHistory(v.history) : { record: { calls: [], now: 0, reach: 'session' as const } };
   const calls: { tool: string; args: JsonObject }[] = [];
   if (v.file) {
     if (rest.length) throw new UsageError('give either --file or <tool> <args-json>, not both');
@@ -211,7 +213,8 @@ function readHistory(file: string): { record: SessionRecord; turn: number } {
   const calls = callRecords(events);
   const last = events.at(-1);
   return {
-    record: { calls, now: last ? Date.parse(last.time) : 0 },
+    // The file is the session's record as the person chose to give it: it reaches the session.
+    record: { calls, now: last ? Date.parse(last.time) : 0, reach: 'session' },
     turn: calls.at(-1)?.turn ?? 0,
   };
 }

@@ -10,6 +10,9 @@
 //
 // `session` holds the session facts `.cedar/facts.json` declares (pipeline/facts.ts), folded from
 // the calls the workflow recorded before this one; the facts read go on record with the decision.
+// A record that reaches only the batch (a `runBatch`, a harness hook's call, a session started
+// without `sessionFacts`) cannot answer a fact, whose window always reaches past the batch: a call
+// whose policies read one is denied, saying so, rather than judged on an undercount.
 //
 // Sluice declares `Sluice::Session` and `Sluice::Tool` itself; the workspace schema declares the
 // actions (one per tool a policy is about) with the shape of their arguments. Every policy is
@@ -24,7 +27,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type * as Cedar from '@cedar-policy/cedar-wasm/nodejs';
-import { checkFactSpecs, type Facts, type FactSpecs, foldFacts } from '../pipeline/facts';
+import { beyondReach, checkFactSpecs, type Facts, type FactSpecs, foldFacts } from '../pipeline/facts';
 import { requireOptional } from '../support/optional';
 import { labelOf, readPolicyFile } from './codex-rules';
 import { digestOf } from './pin';
@@ -105,7 +108,8 @@ export function cedarPolicy(opts: CedarPolicyOptions): PolicySource {
   const setId = digestOf(files.map((f) => `${f.label}\0${f.digest}`).join('\n'));
   preparse(setId, schemaText, rules, schema.file.label);
   const schemaRef = { ...schema.file, text: schema.text };
-  const prepared = { setId, workspace, actions, rules, schema: schemaRef, facts: facts?.specs ?? {} };
+  const factsRef = facts && { ...facts.file, text: facts.text, read: rules, specs: facts.specs };
+  const prepared = { setId, workspace, actions, rules, schema: schemaRef, facts: facts?.specs ?? {}, factsRef };
   const judge = (call: PolicyCall) => judgeCall(prepared, call);
   return sourceOf(files, rules, judge, warnings);
 }
@@ -288,6 +292,8 @@ interface Prepared {
   rules: CedarRule[];
   schema: { label: string; digest: string; text: string };
   facts: FactSpecs;
+  /** The facts file and the policies that may read its facts, for a short record's deny. */
+  factsRef?: PolicyFile & { text: string; read: CedarRule[]; specs: FactSpecs };
 }
 
 /** One call through the engine, and its answer as Sluice's allow / ask / deny / none. */
@@ -300,6 +306,9 @@ function judgeCall(p: Prepared, call: PolicyCall): SourceVerdict {
       `${fraction} is a fraction or past 2^53, and Cedar compares whole numbers (Long) only; give the tool a whole-number argument (cents, not dollars)`,
     ]);
   const facts = Object.keys(p.facts).length ? factsOf(p.facts, call) : undefined;
+  const read = p.factsRef && action.context.has('session') ? factsReadFor(p.factsRef, call.toolName) : [];
+  const short = beyondReach(read, call.record);
+  if (short.length && p.factsRef) return { ...beyondBatch(p.factsRef, short), ...(facts ? { facts } : {}) };
   const answer = cedar().statefulIsAuthorized({
     principal: { type: 'Sluice::Session', id: call.session ?? '' },
     action: action.uid,
@@ -360,6 +369,49 @@ function misfit(p: Prepared, call: PolicyCall, errors: string[]): SourceVerdict 
   return { decision: 'deny', rule, matched: [], note: why };
 }
 
+/**
+ * The call's policies read session facts, but its record reaches only its batch: judged on that,
+ * a limit is beaten by splitting calls across batches, so the call is denied, naming the first
+ * fact and pointing at its declaration, with what to do.
+ */
+function beyondBatch(ref: PolicyFile & { text: string }, short: string[]): SourceVerdict {
+  const named = short.map((n) => `\`${n}\``).join(', ');
+  const why = `this policy counts calls across the session (fact ${named}), but this batch carries only its own calls, so a limit could be beaten by splitting calls across batches: start the session with \`sessionFacts: true\` (a runBatch or a harness hook's call carries no session's calls: run such a call in a session that does)`;
+  const at = ref.text.indexOf(JSON.stringify(short[0]));
+  const line = at >= 0 ? lineAt(ref.text, at) : 1;
+  const rule: PolicyRuleRef = {
+    id: `${ref.label}:${line}`,
+    format: 'cedar',
+    file: ref.label,
+    digest: ref.digest,
+    line,
+    text: `fact ${short[0]}`,
+    decision: 'deny',
+    message: why,
+  };
+  return { decision: 'deny', rule, matched: [], note: why };
+}
+
+/**
+ * The declared facts a policy that may apply to `tool` reads: its name in the policy's text (Cedar
+ * reads an attribute by name). A policy scoped to another action (`action == Action::"pay"`)
+ * never applies; any other scope (`action`, `action in [...]`) may, and counts.
+ */
+function factsReadFor(ref: { read: readonly CedarRule[]; specs: FactSpecs }, tool: string): string[] {
+  const rules = ref.read.filter((r) => {
+    // In the scope only (a condition's `action == ...` does not scope the policy); any form not
+    // read here counts, so a miss can only deny more.
+    const only = /\b(?:permit|forbid)\s*\(\s*principal\b[^,]*,\s*action\s*==\s*(?:\w+::)*Action::"([^"\\]*)"\s*,/.exec(
+      r.text,
+    )?.[1];
+    return only === undefined || only === tool;
+  });
+  return Object.keys(ref.specs).filter((name) => {
+    const word = new RegExp(`\\b${name}\\b`);
+    return rules.some((r) => word.test(r.text));
+  });
+}
+
 /** The path of the first number Cedar cannot hold (a fraction, or past 64 bits), if any. */
 function fractionIn(v: unknown, at: string): string | undefined {
   if (typeof v === 'number') return Number.isSafeInteger(v) ? undefined : at;
@@ -378,7 +430,7 @@ function fractionIn(v: unknown, at: string): string | undefined {
 
 /** The declared facts for this call, from the calls recorded before it (none recorded: zero, false). */
 function factsOf(specs: FactSpecs, call: PolicyCall): Facts {
-  const record = call.record ?? { calls: [], now: 0 };
+  const record = call.record ?? { calls: [], now: 0, reach: 'batch' };
   return foldFacts(
     specs,
     { callId: call.callId ?? '', args: call.args, turn: call.turn ?? 0 },
@@ -388,7 +440,11 @@ function factsOf(specs: FactSpecs, call: PolicyCall): Facts {
 }
 
 /** `facts.json`: `{ "<name>": { "count" | "total" | "exists": { "tool", "window", ... } } }`, checked at start. */
-function readFacts(workspace: string, abs: string, named: boolean): { file: PolicyFile; specs: FactSpecs } | undefined {
+function readFacts(
+  workspace: string,
+  abs: string,
+  named: boolean,
+): { file: PolicyFile; specs: FactSpecs; text: string } | undefined {
   if (!named && !fs.existsSync(abs)) return undefined;
   const { file, text } = readPolicyFile(workspace, abs, 'cedar');
   let specs: FactSpecs;
@@ -400,7 +456,7 @@ function readFacts(workspace: string, abs: string, named: boolean): { file: Poli
   } catch (err) {
     throw new PolicyFileError(file.label, 1, `the session facts cannot be read: ${(err as Error).message}`);
   }
-  return { file, specs };
+  return { file, specs, text };
 }
 
 function contextOf(action: ActionShape, call: PolicyCall, workspace: string, facts: Facts | undefined): Cedar.Context {

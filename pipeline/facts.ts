@@ -25,6 +25,14 @@ export interface SessionRecord {
   calls: CallRecord[];
   /** Workflow time, ms since the epoch: the end of every window. */
   now: number;
+  /**
+   * How far back `calls` reaches. `session`: a session that carries its calls (started with
+   * `sessionFacts: true`), said even before it has any, so it is never inferred from an empty
+   * list. `batch`: only the batch's own calls (a `runBatch`, a harness hook's call, a session
+   * started without `sessionFacts`). Every fact's window (a time, `turn`, the session) reaches
+   * past a batch, so a fact folded from a `batch` record would undercount: see `beyondReach`.
+   */
+  reach: 'session' | 'batch';
 }
 
 /** A condition on an earlier call's argument: equal to a value, or a `*` glob for text. */
@@ -62,6 +70,16 @@ export function windowOf(w: string | undefined): number | 'turn' | undefined {
   if (!m || Number(m[1]) <= 0)
     throw new Error(`the fact window ${JSON.stringify(w)} is not understood: write 30m, 1h, 1d, 7d, turn or session`);
   return Number(m[1]) * UNIT_MS[m[2]];
+}
+
+/**
+ * The facts among `names` that `record` cannot answer: all of them unless the record reaches the
+ * whole session (no record at all reaches nothing). Every window reaches past the batch — a time
+ * window, `turn` and the session alike — so there is no fact a batch-only record answers; a limit
+ * folded from one would be beaten by splitting calls across batches.
+ */
+export function beyondReach(names: readonly string[], record: Pick<SessionRecord, 'reach'> | undefined): string[] {
+  return record?.reach === 'session' ? [] : [...names];
 }
 
 /** Checks a team's fact declarations once, at start, so a typo does not wait for the first call. */

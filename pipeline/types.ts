@@ -210,6 +210,14 @@ export interface BatchInput {
   options?: BatchOptions;
   /** A session's batch: the session's earlier calls, for session facts (workflows/session-facts.ts). */
   earlier?: CallRecord[];
+  /**
+   * `session`: the batch came from a session that carries its calls (`sessionFacts: true`), sent
+   * even when it has none yet. Absent: the batch carries only its own calls, and a policy that
+   * reads a session fact denies (pipeline/facts.ts beyondReach). A runBatch caller says `session`
+   * only when it carries the session's calls itself and hands them all in `earlier` (or it has
+   * none yet): the policy then counts what it is given.
+   */
+  reach?: 'session';
 }
 
 export type ModelMessage =

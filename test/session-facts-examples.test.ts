@@ -5,8 +5,8 @@
 // SIGKILL between turns and while a person's approval waits, and continues as new on the way.
 // Then: every batch's history replays, and re-judging each call from what its history holds (the
 // batch's input) reaches the recorded decision with the recorded facts; `sluice audit` shows the
-// policy, its file:line and the facts it read; and a session started without `sessionFacts`
-// carries no calls from one turn to the next.
+// policy, its file:line and the facts it read; and a session started without `sessionFacts`,
+// which carries no calls from one batch to the next, denies a call whose policy reads a fact.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Worker } from '@temporalio/worker';
@@ -266,30 +266,43 @@ describe('the looking-back examples across worker kills and a continue-as-new', 
 });
 
 describe('a session started without sessionFacts', () => {
-  it('carries no calls from one turn to the next: each turn judges its batch alone', async () => {
+  it('carries no calls from one turn to the next, so a call whose policy reads a session fact is denied, saying why', async () => {
     const session = await startSession(s.client, {
       sessionId: `no-facts-${process.pid}-${Date.now()}`,
       model: 'scripted',
     });
     const texts: string[] = [];
-    for (const [i, amount] of [400, 400].entries())
-      texts.push(
-        (await session.send(JSON.stringify([step('refund', { amount, order: `n-${i}` })]), { id: `n${i}` })).text,
-      );
-    // Nor from one step to the next: each step's batch sees only its own calls.
+    // Split across turns, or kept in one: a refund of 400 each time, under a 500-a-day limit.
+    texts.push(
+      (await session.send(JSON.stringify([step('refund', { amount: 400, order: 'n-0' })]), { id: 'n0' })).text,
+    );
     texts.push(
       (
         await session.send(
           JSON.stringify([
+            step('refund', { amount: 400, order: 'n-1' }),
             step('refund', { amount: 400, order: 'n-2' }),
-            step('refund', { amount: 400, order: 'n-3' }),
           ]),
-          { id: 'n2' },
+          { id: 'n1' },
         )
       ).text,
     );
-    expect(texts).toEqual(['ok', 'ok', 'ok ok']);
-    const decided = (await readSessionLog(s.stateDir, session.sessionId)).filter((e) => e.type === 'policy/decided');
-    expect(decided.map((e) => (e.data.facts as Record<string, unknown>).refundedToday)).toEqual([0, 0, 0, 0]);
+    expect(texts).toEqual(['error', 'error error']);
+    const log = await readSessionLog(s.stateDir, session.sessionId);
+    const decided = log.filter((e) => e.type === 'policy/decided');
+    expect(decided).toHaveLength(3);
+    for (const e of decided) {
+      expect(e.data).toMatchObject({ decision: 'deny', source: 'cedar', file: '.cedar/facts.json' });
+      expect(e.data.note).toMatch(
+        /counts calls across the session \(fact `refundedToday`\), but this batch carries only its own calls.*start the session with `sessionFacts: true`/,
+      );
+    }
+    // Nothing ran: every refund's result is a denial.
+    const results = log.filter((e) => e.type === 'tool/result');
+    expect(results.map((e) => (e.data.error as { code?: string } | undefined)?.code)).toEqual([
+      'DENIED',
+      'DENIED',
+      'DENIED',
+    ]);
   });
 });

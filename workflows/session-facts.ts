@@ -14,14 +14,17 @@ export const RECORD_KEEP_CALLS = 10_000;
 /**
  * The calls recorded before `call`: the session's earlier batches, then the batch's calls before
  * it in model order (a sub-call: before its root call), each in flight as far as this batch knows.
- * Undefined when there is none, so a batch with nothing to look back on sends nothing more.
+ * The record says how far back it reaches: the session when the batch came from a session that
+ * carries its calls (`input.reach`), else the batch alone, where a policy reading a fact denies.
+ * Undefined when a batch-only record holds nothing: no record reaches nothing, and fails as closed.
  */
 export function recordFor(input: BatchInput, call: ToolCall, rootCallId?: string): SessionRecord | undefined {
   const now = Date.now();
   const upTo = input.calls.findIndex((c) => c.id === (rootCallId ?? call.id));
   const siblings = input.calls.slice(0, Math.max(0, upTo)).map((c) => inFlight(c, input.turn, now));
   const calls = [...(input.earlier ?? []), ...siblings];
-  return calls.length ? { calls, now } : undefined;
+  const reach = input.reach ?? 'batch';
+  return calls.length || reach === 'session' ? { calls, now, reach } : undefined;
 }
 
 function inFlight(c: ToolCall, turn: number, now: number): CallRecord {

@@ -199,6 +199,8 @@ export class Turn {
       state: c.state,
       ...(input.batch ? { options: input.batch } : {}),
       ...(c.calls?.length ? { earlier: c.calls } : {}),
+      // Said even before the session has a call, so a policy's facts are never judged short.
+      ...(input.sessionFacts ? { reach: 'session' as const } : {}),
     };
     const workflowId = batchWorkflowId(input.sessionId, c.turn, c.step);
     // The batch is started and awaited outside any cancellation: an interrupt cancels it by

@@ -221,7 +221,7 @@ describe('Cedar policies: session facts', () => {
       turn: 1,
       outcome: 'ok' as const,
     });
-    const record = { calls: [earlier(300, 1000), earlier(400, 2 * 86_400_000)], now };
+    const record = { calls: [earlier(300, 1000), earlier(400, 2 * 86_400_000)], now, reach: 'session' as const };
     const call = { toolName: 'refund', callId: 'c', turn: 1, record };
     const fits = c.evaluate({ ...call, args: { amount: 200, order: 'o' } });
     expect(fits).toMatchObject({ decision: 'allow', facts: { refundedToday: 300 } });
@@ -229,8 +229,111 @@ describe('Cedar policies: session facts', () => {
       decision: 'deny',
       rule: { line: 1 },
     });
-    // No record: nothing done yet.
-    expect(c.evaluate({ toolName: 'refund', args: { amount: 500, order: 'o' } }).facts).toEqual({ refundedToday: 0 });
+    // A session that carries its calls and has none yet: nothing done.
+    const first = {
+      toolName: 'refund',
+      args: { amount: 500, order: 'o' },
+      record: { calls: [], now, reach: 'session' as const },
+    };
+    expect(c.evaluate(first)).toMatchObject({ decision: 'allow', facts: { refundedToday: 0 } });
+  });
+
+  it('a record that reaches only its batch (or none at all) denies a call whose policy reads a fact, naming it and what to do', () => {
+    const c = source({ '.cedar/s.cedarschema': schema, '.cedar/p.cedar': policy, '.cedar/facts.json': facts });
+    for (const record of [undefined, { calls: [], now: 0, reach: 'batch' as const }]) {
+      const v = c.evaluate({ toolName: 'refund', args: { amount: 1, order: 'o' }, ...(record ? { record } : {}) });
+      expect(v).toMatchObject({ decision: 'deny', rule: { file: '.cedar/facts.json', line: 1 } });
+      expect(v.note).toMatch(
+        /counts calls across the session \(fact `refundedToday`\), but this batch carries only its own calls.*start the session with `sessionFacts: true`/,
+      );
+    }
+  });
+
+  it('on a batch-only record, only the facts a policy that may apply to the action reads deny; its scope, not its condition, says so', () => {
+    const two = `action "refund" appliesTo {
+  principal: Sluice::Session,
+  resource: Sluice::Tool,
+  context: { args: { amount: Long, order: String }, session: { refundedToday: Long, paidToday: Long } }
+};
+action "pay" appliesTo {
+  principal: Sluice::Session,
+  resource: Sluice::Tool,
+  context: { args: { amount: Long, order: String }, session: { refundedToday: Long, paidToday: Long } }
+};
+`;
+    const both = JSON.stringify({
+      refundedToday: { total: { tool: 'refund', arg: 'amount', window: '1d' } },
+      paidToday: { total: { tool: 'pay', arg: 'amount', window: '1d' } },
+    });
+    const scoped = `forbid (principal, action == Action::"pay", resource) when { context.session.paidToday > 900 };
+permit (principal, action, resource);
+`;
+    const c = source({ '.cedar/s.cedarschema': two, '.cedar/p.cedar': scoped, '.cedar/facts.json': both });
+    expect(c.evaluate({ toolName: 'refund', args: { amount: 1, order: 'o' } }).decision).toBe('allow');
+    const pay = c.evaluate({ toolName: 'pay', args: { amount: 1, order: 'o' } });
+    expect(pay).toMatchObject({ decision: 'deny', rule: { file: '.cedar/facts.json', line: 1 } });
+    expect(pay.note).toMatch(/\(fact `paidToday`\)/);
+    // An action named in a condition does not scope the policy: it may apply, and it denies.
+    const inWhen = `forbid (principal, action, resource) when { action == Action::"pay" && context.session.paidToday > 900 };
+permit (principal, action, resource);
+`;
+    const w = source({ '.cedar/s.cedarschema': two, '.cedar/p.cedar': inWhen, '.cedar/facts.json': both });
+    expect(w.evaluate({ toolName: 'refund', args: { amount: 1, order: 'o' } }).note).toMatch(/\(fact `paidToday`\)/);
+  });
+
+  // For any declared fact (any kind, any window: a time, `turn`, the session) that a policy reads,
+  // and any record that reaches only the batch, whatever calls it holds: the answer is deny.
+  const kinds = ['count', 'total', 'exists'] as const;
+  const windows = fc.oneof(
+    fc.constant<string | undefined>(undefined),
+    fc.constantFrom('turn', 'session'),
+    fc.tuple(fc.integer({ min: 1, max: 999 }), fc.constantFrom('s', 'm', 'h', 'd')).map(([n, u]) => `${n}${u}`),
+  );
+  const heldCalls = fc.array(
+    fc.record({
+      callId: fc.string({ minLength: 1, maxLength: 4 }),
+      tool: fc.constantFrom('refund', 'send_email'),
+      args: fc.record({ amount: fc.integer({ min: 0, max: 900 }), order: fc.constant('o') }),
+      at: fc.integer({ min: 0, max: 10_000 }),
+      turn: fc.nat(3),
+      outcome: fc.constantFrom('ok' as const, 'failed' as const, 'pending' as const),
+    }),
+    { maxLength: 5 },
+  );
+  it('any fact read with any window, on any batch-only record: deny', () => {
+    fc.assert(
+      fc.property(fc.constantFrom(...kinds), windows, heldCalls, fc.boolean(), (kind, window, calls, lacking) => {
+        const sel = { tool: 'refund', ...(window ? { window } : {}) };
+        const spec = { seen: kind === 'total' ? { total: { ...sel, arg: 'amount' } } : { [kind]: sel } };
+        const type = kind === 'exists' ? 'Bool' : 'Long';
+        const read = kind === 'exists' ? 'context.session.seen' : 'context.session.seen > 1000000';
+        const c = source({
+          '.cedar/s.cedarschema': schema.replace('refundedToday: Long', `seen: ${type}`),
+          '.cedar/p.cedar': `forbid (principal, action, resource) when { ${read} };\npermit (principal, action, resource);\n`,
+          '.cedar/facts.json': JSON.stringify(spec),
+        });
+        const record = lacking ? undefined : { calls, now: 10_000, reach: 'batch' as const };
+        const v = c.evaluate({
+          toolName: 'refund',
+          args: { amount: 1, order: 'o' },
+          callId: 'x',
+          turn: 1,
+          ...(record ? { record } : {}),
+        });
+        expect(v.decision).toBe('deny');
+        expect(v.note).toMatch(/fact `seen`/);
+        // The same call on a record that reaches the session is judged by the policy itself.
+        const whole = c.evaluate({
+          toolName: 'refund',
+          args: { amount: 1, order: 'o' },
+          callId: 'x',
+          turn: 1,
+          record: { calls: [], now: 10_000, reach: 'session' },
+        });
+        expect(whole.decision).toBe('allow');
+      }),
+      { numRuns: 40 },
+    );
   });
 
   it('`sluice policy explain --history` explains a call as the next one of a recorded session, with the facts', async () => {
