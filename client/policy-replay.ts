@@ -115,7 +115,8 @@ function recordAt(input: BatchInput, i: number, now: number): SessionRecord | un
     outcome: 'pending',
   }));
   const calls = [...(input.earlier ?? []), ...siblings];
-  return calls.length ? { calls, now } : undefined;
+  const reach = input.reach ?? 'batch';
+  return calls.length || reach === 'session' ? { calls, now, reach } : undefined;
 }
 
 function argsOf(c: ToolCall): JsonObject {

@@ -71,6 +71,8 @@ async function main() {
         { id: 'n1', name: 'note', arguments: JSON.stringify({ text: 'paid the suppliers' }) },
       ],
       options: { approvalChannel: false },
+      // The batch is the session's whole record (nothing before it): said, so its facts are read.
+      reach: 'session',
     });
     const denied = out.results.filter((r) => r.result.isError).map((r) => r.callId);
     if (denied.join() !== 't3') throw new Error(`expected only t3 denied, got ${denied.join() || 'none'}`);

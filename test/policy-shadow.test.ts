@@ -44,7 +44,8 @@ describe('shadow mode on the dev server', () => {
   it('the candidate is recorded on every call and never enforced; diff and replay read it from the server', async () => {
     const req = batch(
       [1, 2, 3].map((i) => ({ id: `t${i}`, name: 'transfer', args: { amount: 2000, to: `acct-${i}` } })),
-      { options: { approvalChannel: false } },
+      // The batch is the session's whole record: said, so the policies' facts are read, not refused.
+      { options: { approvalChannel: false }, reach: 'session' },
     );
     const out = await h.client.runBatch(req);
     const failed = out.results.filter((r) => r.result.isError).map((r) => r.callId);

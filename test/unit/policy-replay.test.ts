@@ -190,7 +190,7 @@ describe('shadow mode', () => {
       workflowId: 'w',
       idempotencyKey: 'w/c1',
       state: {},
-      record: { calls: [], now: 0 },
+      record: { calls: [], now: 0, reach: 'session' },
       addContext() {},
       emit: (type, data) => events.push({ type, data }),
     };
