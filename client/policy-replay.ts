@@ -8,8 +8,8 @@
 import type { Client } from '@temporalio/client';
 import type { PolicyRules } from '../hooks/policy';
 import { type RecordedVerdict, verdictRecord } from '../hooks/policy-shadow';
-import { type CallOutcome, type CallRecord, callRecords, type SessionRecord } from '../pipeline/facts';
-import type { BatchInput, JsonObject, SessionEvent, ToolCall } from '../pipeline/types';
+import { argsObject, type CallOutcome, type CallRecord, callRecords, type SessionRecord } from '../pipeline/facts';
+import type { BatchInput, JsonObject, SessionEvent } from '../pipeline/types';
 import { BATCH_WORKFLOW } from '../workflows/definitions';
 import { auditHistories } from './audit';
 import { decode, type LoadedHistory } from './history';
@@ -78,7 +78,7 @@ function replayBatch(
   }
   return input.calls.map((call, i) => {
     const own = outcomes.get(call.id);
-    const args = own?.args ?? argsOf(call);
+    const args = own?.args ?? argsObject(call.arguments);
     // The workflow takes a call's facts when its reference is made, as the call is recorded.
     const now = calledAt.get(call.id) ?? own?.at ?? 0;
     const record = recordAt(input, i, now);
@@ -109,7 +109,7 @@ function recordAt(input: BatchInput, i: number, now: number): SessionRecord | un
   const siblings: CallRecord[] = input.calls.slice(0, i).map((c) => ({
     callId: c.id,
     tool: c.name,
-    args: argsOf(c),
+    args: argsObject(c.arguments),
     at: now,
     turn: input.turn,
     outcome: 'pending',
@@ -117,15 +117,6 @@ function recordAt(input: BatchInput, i: number, now: number): SessionRecord | un
   const calls = [...(input.earlier ?? []), ...siblings];
   const reach = input.reach ?? 'batch';
   return calls.length || reach === 'session' ? { calls, now, reach } : undefined;
-}
-
-function argsOf(c: ToolCall): JsonObject {
-  try {
-    const v = JSON.parse(c.arguments);
-    return v !== null && typeof v === 'object' && !Array.isArray(v) ? v : {};
-  } catch {
-    return {};
-  }
 }
 
 /** A `policy/decided` event's rule in the shape a verdict is recorded in. */

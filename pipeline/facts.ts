@@ -16,6 +16,7 @@
 //
 // Calls still in flight (recorded, not yet settled) count, as Dogwood counts them: three
 // concurrent 2,000 transfers against a 5,000-an-hour limit, and the third sees 4,000 already.
+import { MAX_JSON_DEPTH, nestsDeeperThan } from './json';
 import type { CallOutcome, CallRecord, Json, JsonObject, SessionEvent } from './types';
 
 export type { CallOutcome, CallRecord };
@@ -184,21 +185,36 @@ export function foldFacts(
   return facts;
 }
 
-const NOT_RUN = new Set(['INVALID_ARGS', 'UNKNOWN_TOOL', 'INVALID_CALL_ID', 'ABORTED_BEFORE_DISPATCH']);
+/** The error codes of a call that never reached its body. A frozen list: workflow modules hold no state. */
+const NOT_RUN: readonly string[] = Object.freeze([
+  'INVALID_ARGS',
+  'UNKNOWN_TOOL',
+  'INVALID_CALL_ID',
+  'ABORTED_BEFORE_DISPATCH',
+]);
 
 /** What a tool/result says became of its call. */
 function outcomeOf(data: JsonObject): CallOutcome {
   if (!data.isError) return 'ok';
   const code = (data.error as JsonObject | undefined)?.code;
   if (code === 'DENIED') return 'denied';
-  return typeof code === 'string' && NOT_RUN.has(code) ? 'not-run' : 'failed';
+  return typeof code === 'string' && NOT_RUN.includes(code) ? 'not-run' : 'failed';
 }
 
 function parsedArgs(text: Json | undefined): JsonObject {
-  if (typeof text !== 'string') return {};
+  return typeof text === 'string' ? argsObject(text) : {};
+}
+
+/**
+ * A call's arguments as the facts read them: the object its JSON text holds, else none. Arguments
+ * that do not parse, are not an object or nest past MAX_JSON_DEPTH never run (INVALID_ARGS): the
+ * call still counts, with no arguments, and its record stays small enough to cross the wire.
+ */
+export function argsObject(text: string): JsonObject {
   try {
     const v = JSON.parse(text) as Json;
-    return v !== null && typeof v === 'object' && !Array.isArray(v) ? v : {};
+    if (v === null || typeof v !== 'object' || Array.isArray(v) || nestsDeeperThan(v, MAX_JSON_DEPTH)) return {};
+    return v;
   } catch {
     return {};
   }

@@ -4,7 +4,7 @@
 // continue-as-new — never from a worker's memory. The record goes to the pre-execute stage in its
 // input, so the activity's recorded input is what a replay and an auditor read.
 import { expandBatchOutput, type BatchOutputWire } from '../codec/output';
-import { type CallRecord, callRecords, type SessionRecord } from '../pipeline/facts';
+import { argsObject, type CallRecord, callRecords, type SessionRecord } from '../pipeline/facts';
 import type { BatchInput, ToolCall } from '../pipeline/types';
 
 /** How far back a session keeps its calls for facts, and how many at most (the oldest go first). */
@@ -28,14 +28,7 @@ export function recordFor(input: BatchInput, call: ToolCall, rootCallId?: string
 }
 
 function inFlight(c: ToolCall, turn: number, now: number): CallRecord {
-  let args: CallRecord['args'] = {};
-  try {
-    const v = JSON.parse(c.arguments);
-    if (v !== null && typeof v === 'object' && !Array.isArray(v)) args = v;
-  } catch {
-    // Arguments that do not parse never run: the call still counts, with none.
-  }
-  return { callId: c.id, tool: c.name, args, at: now, turn, outcome: 'pending' };
+  return { callId: c.id, tool: c.name, args: argsObject(c.arguments), at: now, turn, outcome: 'pending' };
 }
 
 /** The session's carried calls after a batch: its calls appended, the old ones and the overflow dropped. */
