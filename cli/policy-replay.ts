@@ -8,6 +8,7 @@ import * as path from 'node:path';
 import type { LoadedHistory } from '../client/history';
 import {
   type PolicyReplayReport,
+  readableHistories,
   recentBatchHistories,
   replayPolicy,
   type ReplayedCall,
@@ -25,6 +26,7 @@ import { client, type CONNECTION_FLAGS, withHistories } from './shared';
 interface ReplayValues extends Values<typeof CONNECTION_FLAGS> {
   since?: string;
   histories?: string;
+  session?: string;
   check?: boolean;
   json?: boolean;
 }
@@ -39,10 +41,15 @@ async function withBatches<T>(v: ReplayValues, use: (h: LoadedHistory[]) => Prom
   const ms = sinceMs(v.since!);
   const c = await client(v);
   try {
-    const histories = await recentBatchHistories(c.sluice.temporal, Date.now() - ms);
+    const histories = await recentBatchHistories(c.sluice.temporal, Date.now() - ms, v.session);
     const codec = codecFromEnv();
     if (codec) for (const h of histories) await decryptHistory(h.history, codec);
-    return await use(histories);
+    const { readable, unreadable } = readableHistories(histories);
+    for (const u of unreadable)
+      process.stderr.write(
+        `sluice policy: skipped ${u.workflowId}: its history cannot be read (${u.why}); set SLUICE_CODEC_KEYS if it is encrypted\n`,
+      );
+    return await use(readable);
   } finally {
     await c.close();
   }

@@ -15,8 +15,8 @@ import { diffCommand, replayCommand } from './policy-replay';
 const POLICY_HELP = `Usage: npx sluice policy explain <tool> <args-json> [--history FILE] [--workspace DIR] [--json]
        npx sluice policy explain --file calls.json [--history FILE] [--workspace DIR] [--json]
        npx sluice policy check [--tests FILE] [--workspace DIR] [--strict] [--json]
-       npx sluice policy replay <candidate-dir> (--since 7d | --histories DIR) [--check] [--json]
-       npx sluice policy diff (--since 1d | --histories DIR) [--check] [--json]
+       npx sluice policy replay <candidate-dir> (--since 7d [--session ID] | --histories DIR) [--check] [--json]
+       npx sluice policy diff (--since 1d [--session ID] | --histories DIR) [--check] [--json]
 
 Reads the workspace's policy files as the worker does — .claude/settings.json and
 .claude/settings.local.json (permissions), .codex/rules/*.rules and .codex/config.toml,
@@ -39,8 +39,10 @@ replay    Judges every recorded call of past batches again under the policy file
           <candidate-dir> (read as the worker reads a workspace), with the session facts as they
           stood at each call, and lists the calls whose decision would change: what was decided,
           what the candidate says, the rules, the facts. --since 7d reads the batches started on
-          the server within 7 days (--address, --namespace); --histories DIR exported ones
-          (\`npx sluice export\`). --check exits 1 when any decision would change.
+          the server within 7 days (--address, --namespace), --session ID only one session's;
+          --histories DIR exported ones (\`npx sluice export\`). A batch whose history cannot be
+          read (encrypted, and SLUICE_CODEC_KEYS not set) is skipped and named. --check exits 1
+          when any decision would change.
 diff      The calls where shadow mode's candidate (shadowPolicy in the worker's preExecute) and
           the enforced policy decided differently, with both rules and the facts each read.
           --check exits 1 on any.
@@ -70,6 +72,7 @@ async function policyCommand(argv: string[], out: (s: string) => void): Promise<
         json: { type: 'boolean' },
         since: { type: 'string' },
         histories: { type: 'string' },
+        session: { type: 'string' },
         check: { type: 'boolean' },
         address: { type: 'string' },
         namespace: { type: 'string' },

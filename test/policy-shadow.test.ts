@@ -63,13 +63,23 @@ describe('shadow mode on the dev server', () => {
     const workflowId = `sluice-batch:${req.sessionId}:1:1`;
     // Visibility lists a batch a little after it is written: wait until the listing has it.
     const diff = await eventually('policy diff --since 1h lists the batch', async () => {
-      const r = await runCli(['policy', 'diff', '--since', '1h', '--json', '--address', address]);
+      const r = await runCli([
+        'policy',
+        'diff',
+        '--since',
+        '1h',
+        '--session',
+        req.sessionId,
+        '--json',
+        '--address',
+        address,
+      ]);
       const d = JSON.parse(r.output) as { differences: { workflowId: string; callId: string }[] };
       const mine = d.differences.filter((x) => x.workflowId === workflowId);
       return r.code === 0 && mine.length ? mine : undefined;
     });
     expect(diff.map((d) => d.callId)).toEqual(['t2']);
-    const replay = await runCli(['policy', 'replay', CANDIDATE, '--since', '1h', '--json', '--address', address]);
+    const replay = await runCli(['policy', 'replay', CANDIDATE, '--since', '1h', '--session', req.sessionId, '--json', '--address', address]);
     const report = JSON.parse(replay.output) as {
       changed: { workflowId: string; callId: string; outcome: string; candidate: JsonObject }[];
     };
@@ -77,7 +87,7 @@ describe('shadow mode on the dev server', () => {
     expect(changed).toMatchObject([
       { callId: 't2', outcome: 'ok', candidate: { decision: 'deny', facts: { transfersLastHour: 2000 } } },
     ]);
-    const check = await runCli(['policy', 'replay', CANDIDATE, '--since', '1h', '--check', '--address', address]);
+    const check = await runCli(['policy', 'replay', CANDIDATE, '--since', '1h', '--session', req.sessionId, '--check', '--address', address]);
     expect(check.code).toBe(1);
   });
 });
