@@ -79,7 +79,18 @@ describe('shadow mode on the dev server', () => {
       return r.code === 0 && mine.length ? mine : undefined;
     });
     expect(diff.map((d) => d.callId)).toEqual(['t2']);
-    const replay = await runCli(['policy', 'replay', CANDIDATE, '--since', '1h', '--session', req.sessionId, '--json', '--address', address]);
+    const replay = await runCli([
+      'policy',
+      'replay',
+      CANDIDATE,
+      '--since',
+      '1h',
+      '--session',
+      req.sessionId,
+      '--json',
+      '--address',
+      address,
+    ]);
     const report = JSON.parse(replay.output) as {
       changed: { workflowId: string; callId: string; outcome: string; candidate: JsonObject }[];
     };
@@ -87,7 +98,18 @@ describe('shadow mode on the dev server', () => {
     expect(changed).toMatchObject([
       { callId: 't2', outcome: 'ok', candidate: { decision: 'deny', facts: { transfersLastHour: 2000 } } },
     ]);
-    const check = await runCli(['policy', 'replay', CANDIDATE, '--since', '1h', '--session', req.sessionId, '--check', '--address', address]);
+    const check = await runCli([
+      'policy',
+      'replay',
+      CANDIDATE,
+      '--since',
+      '1h',
+      '--session',
+      req.sessionId,
+      '--check',
+      '--address',
+      address,
+    ]);
     expect(check.code).toBe(1);
   });
 });
