@@ -8,9 +8,10 @@
 import type { Client } from '@temporalio/client';
 import type { PolicyRules } from '../hooks/policy';
 import { type RecordedVerdict, verdictRecord } from '../hooks/policy-shadow';
-import { argsObject, type CallOutcome, type CallRecord, callRecords, type SessionRecord } from '../pipeline/facts';
+import { argsObject, type CallOutcome, callRecords } from '../pipeline/facts';
 import type { BatchInput, JsonObject, SessionEvent } from '../pipeline/types';
 import { BATCH_WORKFLOW } from '../workflows/definitions';
+import { recordFor } from '../workflows/session-facts';
 import { auditHistories } from './audit';
 import { decode, type LoadedHistory } from './history';
 
@@ -76,12 +77,13 @@ function replayBatch(
     if (e.type === 'policy/decided') decided.set(id, e.data);
     if (e.type === 'tool/call' && !calledAt.has(id)) calledAt.set(id, Date.parse(e.time));
   }
-  return input.calls.map((call, i) => {
+  return input.calls.map((call) => {
     const own = outcomes.get(call.id);
     const args = own?.args ?? argsObject(call.arguments);
     // The workflow takes a call's facts when its reference is made, as the call is recorded.
     const now = calledAt.get(call.id) ?? own?.at ?? 0;
-    const record = recordAt(input, i, now);
+    // The record the pre-execute stage was handed: the workflow's own rule, at the recorded time.
+    const record = recordFor(input, call, undefined, now);
     const x = candidate.explain({
       toolName: call.name,
       args,
@@ -102,21 +104,6 @@ function replayBatch(
       candidate: verdictRecord(x),
     };
   });
-}
-
-/** The record the pre-execute stage was handed for the batch's i-th call (workflows/session-facts.ts's recordFor). */
-function recordAt(input: BatchInput, i: number, now: number): SessionRecord | undefined {
-  const siblings: CallRecord[] = input.calls.slice(0, i).map((c) => ({
-    callId: c.id,
-    tool: c.name,
-    args: argsObject(c.arguments),
-    at: now,
-    turn: input.turn,
-    outcome: 'pending',
-  }));
-  const calls = [...(input.earlier ?? []), ...siblings];
-  const reach = input.reach ?? 'batch';
-  return calls.length || reach === 'session' ? { calls, now, reach } : undefined;
 }
 
 /** A `policy/decided` event's rule in the shape a verdict is recorded in. */

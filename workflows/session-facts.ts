@@ -17,9 +17,14 @@ export const RECORD_KEEP_CALLS = 10_000;
  * The record says how far back it reaches: the session when the batch came from a session that
  * carries its calls (`input.reach`), else the batch alone, where a policy reading a fact denies.
  * Undefined when a batch-only record holds nothing: no record reaches nothing, and fails as closed.
+ * `now` is the workflow's clock; a replay of a recorded batch passes the time the call was recorded.
  */
-export function recordFor(input: BatchInput, call: ToolCall, rootCallId?: string): SessionRecord | undefined {
-  const now = Date.now();
+export function recordFor(
+  input: BatchInput,
+  call: ToolCall,
+  rootCallId?: string,
+  now = Date.now(),
+): SessionRecord | undefined {
   const upTo = input.calls.findIndex((c) => c.id === (rootCallId ?? call.id));
   const siblings = input.calls.slice(0, Math.max(0, upTo)).map((c) => inFlight(c, input.turn, now));
   const calls = [...(input.earlier ?? []), ...siblings];
