@@ -16,7 +16,7 @@ import { bashTool, fsTools } from '../tools';
 import { codeModeTool } from '../tools/code-mode';
 import { mcpSource, type McpSource } from '../tools/mcp';
 import { defineConfig } from '../define/config';
-import { pendingApproval } from './eventually';
+import { eventually, pendingApproval } from './eventually';
 import { batch, spawnWorker, startHarness, text, type Harness } from './harness';
 
 const bin = (pkg: string) =>
@@ -156,7 +156,14 @@ describe('policy files through the worker', () => {
     expect(p.reason).toContain(
       'asked by .gemini/policies/team.toml: `toolName = "write_file", mcpName = "fs", decision = "ask_user", priority = 100`',
     );
-    // `sluice approvals` prints the same reason on the card.
+    // `sluice approvals` prints the same reason on the card. The listing reads the server's
+    // visibility store, which may lag the batch's own query under load: wait until it lists the ask.
+    await eventually(
+      'the ask in the visibility listing',
+      async () =>
+        (await h.client.approvals.list({ taskQueue: h.taskQueue })).find((m) => m.approvalId === p.approvalId),
+      { timeoutMs: 120_000 },
+    );
     const lines: string[] = [];
     await main(['approvals', '--address', inject('temporalAddress'), '--task-queue', h.taskQueue], (s) =>
       lines.push(s),

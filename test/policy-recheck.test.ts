@@ -81,7 +81,7 @@ describe('an approval waiting while the policy changes', () => {
       const listed = await eventually(
         `${p.approvalId} in the listing`,
         async () =>
-          (await h.client.pendingApprovals({ taskQueue: h.taskQueue })).find((m) => m.approvalId === p.approvalId),
+          (await h.client.approvals.list({ taskQueue: h.taskQueue })).find((m) => m.approvalId === p.approvalId),
         { timeoutMs: 120_000 },
       );
       expect(listed.policy).toEqual(p.policy);
