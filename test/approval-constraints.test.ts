@@ -4,27 +4,25 @@
 // deploy what needs SREs); the outsiders' votes are refused and recorded, and the body does not
 // run. The worker takes each approver token once (approvers.oneTimeTokens): a token that voted in
 // one batch is refused in another.
-import { randomUUID } from 'node:crypto';
-import { exportJWK, generateKeyPair, type JWK, SignJWT } from 'jose';
+import type { JWK } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { DecisionRefusedError } from '../client/client';
 import { defineConfig, defineTool } from '../define/config';
 import type { PendingApproval } from '../pipeline/types';
 import { batch, type Harness, startHarness, text } from './harness';
+import { type TestIdp, testIdp } from './idp';
+import { pendingApproval } from './eventually';
 
 let h: Harness;
-let signingKey: CryptoKey;
+let idp: TestIdp;
 let sealPublic: JWK;
 /** The bodies that ran, by tool and arguments. */
 const ran: string[] = [];
 
 beforeAll(async () => {
-  const signing = await generateKeyPair('ES256', { extractable: true });
-  signingKey = signing.privateKey;
-  const seal = await generateKeyPair('ECDH-ES', { crv: 'P-256', extractable: true });
-  sealPublic = await exportJWK(seal.publicKey);
-  const publicJwk = { ...(await exportJWK(signing.publicKey)), kid: 'constraints-idp', alg: 'ES256' };
+  idp = await testIdp('constraints-idp');
+  sealPublic = idp.sealPublic;
   h = await startHarness(
     'constraints',
     defineConfig({
@@ -67,38 +65,17 @@ beforeAll(async () => {
               : undefined,
         },
       ],
-      approvers: {
-        sealKey: (await exportJWK(seal.privateKey)) as Record<string, unknown>,
-        jwks: { keys: [publicJwk as Record<string, unknown>] },
-        issuer: 'https://idp.test',
-        audience: 'sluice',
-        oneTimeTokens: true,
-      },
+      approvers: { ...idp.approvers, oneTimeTokens: true },
     }),
   );
 });
 afterAll(() => h?.close());
 
 /** A fresh token (its own jti) for `sub` in `groups`. */
-function token(sub: string, groups: string[]) {
-  return new SignJWT({ groups })
-    .setProtectedHeader({ alg: 'ES256', kid: 'constraints-idp' })
-    .setSubject(sub)
-    .setIssuer('https://idp.test')
-    .setAudience('sluice')
-    .setJti(randomUUID())
-    .setIssuedAt()
-    .setExpirationTime('5m')
-    .sign(signingKey);
-}
+const token = (sub: string, groups: string[]) => idp.token(sub, groups, { jti: true });
 
-async function pendingOf(workflowId: string, callId: string): Promise<PendingApproval> {
-  for (;;) {
-    const p = (await h.client.readApprovals(workflowId)).pending.find((x) => x.callId === callId);
-    if (p) return p;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+const pendingOf = (workflowId: string, callId: string) =>
+  pendingApproval(h.client, workflowId, (x) => x.callId === callId);
 
 /** A verified decision on `p`: what the batch answered, or its refusal. */
 function decide(p: PendingApproval, decision: 'approve' | 'deny', identityToken: string) {

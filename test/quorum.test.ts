@@ -4,27 +4,25 @@
 // session's user and for another call's digest; denied at the first rejection (or by majority);
 // expired by the deny timeout; a policy rule's ask may name a quorum too.
 import * as fs from 'node:fs';
-import { exportJWK, generateKeyPair, type JWK, SignJWT } from 'jose';
+import type { JWK } from 'jose';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import type { DecisionRefusedError } from '../client/client';
 import { startInbox } from '../servers/inbox/server';
-import type { PendingApproval } from '../pipeline/types';
 import { defineConfig, defineTool } from '../define/config';
 import { launchBrowser } from './chromium';
 import { batch, type Harness, startHarness, text } from './harness';
+import { type TestIdp, testIdp } from './idp';
+import { pendingApproval } from './eventually';
 import { runCli } from './run-cli';
 
 let h: Harness;
-let signingKey: CryptoKey;
+let idp: TestIdp;
 let sealPublic: JWK;
 
 beforeAll(async () => {
-  const signing = await generateKeyPair('ES256', { extractable: true });
-  signingKey = signing.privateKey;
-  const seal = await generateKeyPair('ECDH-ES', { crv: 'P-256', extractable: true });
-  sealPublic = await exportJWK(seal.publicKey);
-  const publicJwk = { ...(await exportJWK(signing.publicKey)), kid: 'quorum-idp', alg: 'ES256' };
+  idp = await testIdp('quorum-idp');
+  sealPublic = idp.sealPublic;
   h = await startHarness(
     'quorum',
     defineConfig({
@@ -74,35 +72,16 @@ beforeAll(async () => {
               : undefined,
         },
       ],
-      approvers: {
-        sealKey: (await exportJWK(seal.privateKey)) as Record<string, unknown>,
-        jwks: { keys: [publicJwk as Record<string, unknown>] },
-        issuer: 'https://idp.test',
-        audience: 'sluice',
-      },
+      approvers: { ...idp.approvers },
     }),
   );
 });
 afterAll(() => h?.close());
 
-function token(sub: string, groups: string[]) {
-  return new SignJWT({ groups })
-    .setProtectedHeader({ alg: 'ES256', kid: 'quorum-idp' })
-    .setSubject(sub)
-    .setIssuer('https://idp.test')
-    .setAudience('sluice')
-    .setIssuedAt()
-    .setExpirationTime('5m')
-    .sign(signingKey);
-}
+const token = (sub: string, groups: string[]) => idp.token(sub, groups);
 
-async function pendingOf(workflowId: string, callId: string): Promise<PendingApproval> {
-  for (;;) {
-    const p = (await h.client.readApprovals(workflowId)).pending.find((x) => x.callId === callId);
-    if (p) return p;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+const pendingOf = (workflowId: string, callId: string) =>
+  pendingApproval(h.client, workflowId, (x) => x.callId === callId);
 
 const refusal = (p: Promise<unknown>) =>
   p.then(

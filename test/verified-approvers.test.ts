@@ -2,30 +2,28 @@
 // activity opens and verifies it; the verified subject and groups are recorded; per-tool groups;
 // unverified, expired, wrong-key and wrong-group decisions are refused and recorded; the token
 // never reaches history in clear.
-import { exportJWK, generateKeyPair, type JWK, SignJWT } from 'jose';
+import { generateKeyPair, type JWK } from 'jose';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import { main } from '../cli';
 import { startInbox } from '../servers/inbox/server';
 import { launchBrowser } from './chromium';
 import type { DecisionRefusedError } from '../client/client';
-import type { PendingApproval } from '../pipeline/types';
 import { defineConfig, defineTool } from '../define/config';
 import { batch, startHarness, text, type Harness } from './harness';
+import { type TestIdp, type TokenOptions, testIdp } from './idp';
+import { pendingApproval } from './eventually';
 
 const SHARED = 'a-shared-secret-for-hs256-tokens-in-the-test';
 let h: Harness;
-let signingKey: CryptoKey;
+let idp: TestIdp;
 let otherKey: CryptoKey;
 let sealPublic: JWK;
 
 beforeAll(async () => {
-  const signing = await generateKeyPair('ES256', { extractable: true });
-  signingKey = signing.privateKey;
+  idp = await testIdp('test-idp-1');
+  sealPublic = idp.sealPublic;
   otherKey = (await generateKeyPair('ES256')).privateKey;
-  const seal = await generateKeyPair('ECDH-ES', { crv: 'P-256', extractable: true });
-  sealPublic = await exportJWK(seal.publicKey);
-  const publicJwk = { ...(await exportJWK(signing.publicKey)), kid: 'test-idp-1', alg: 'ES256' };
   h = await startHarness(
     'verified',
     defineConfig({
@@ -46,40 +44,16 @@ beforeAll(async () => {
           execute: ({ text }) => `noted ${text}`,
         }),
       ],
-      approvers: {
-        sealKey: (await exportJWK(seal.privateKey)) as Record<string, unknown>,
-        jwks: { keys: [publicJwk as Record<string, unknown>] },
-        sharedKey: SHARED,
-        issuer: 'https://idp.test',
-        audience: 'sluice',
-      },
+      approvers: { ...idp.approvers, sharedKey: SHARED },
     }),
   );
 });
 afterAll(() => h?.close());
 
-function token(
-  sub: string,
-  groups: string[],
-  opts: { key?: CryptoKey | Uint8Array; alg?: string; exp?: string | number } = {},
-) {
-  return new SignJWT({ groups })
-    .setProtectedHeader({ alg: opts.alg ?? 'ES256', kid: 'test-idp-1' })
-    .setSubject(sub)
-    .setIssuer('https://idp.test')
-    .setAudience('sluice')
-    .setIssuedAt()
-    .setExpirationTime(opts.exp ?? '5m')
-    .sign(opts.key ?? signingKey);
-}
+const token = (sub: string, groups: string[], opts?: TokenOptions) => idp.token(sub, groups, opts);
 
-async function pendingOf(workflowId: string, callId: string): Promise<PendingApproval> {
-  for (;;) {
-    const p = (await h.client.readApprovals(workflowId)).pending.find((x) => x.callId === callId);
-    if (p) return p;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+const pendingOf = (workflowId: string, callId: string) =>
+  pendingApproval(h.client, workflowId, (x) => x.callId === callId);
 
 describe('verified approvers', () => {
   it('refuses unverified, expired, wrong-key and wrong-group decisions, records each, and takes a verified one under its subject', async () => {
