@@ -5,10 +5,10 @@
 // server, or exported files under --histories — and run nothing; --check makes a difference fail,
 // so CI can test a policy change against last week's real traffic.
 import * as path from 'node:path';
-import type { LoadedHistory } from '../client/history';
 import {
   type PolicyReplayReport,
-  readableHistories,
+  type ReadBatch,
+  readBatches,
   recentBatchHistories,
   replayPolicy,
   type ReplayedCall,
@@ -32,24 +32,27 @@ interface ReplayValues extends Values<typeof CONNECTION_FLAGS> {
 }
 
 /** The batches to look at: those started within --since on the server, or the files under --histories. */
-async function withBatches<T>(v: ReplayValues, use: (h: LoadedHistory[]) => Promise<T>): Promise<T> {
+async function withBatches<T>(v: ReplayValues, use: (b: ReadBatch[]) => Promise<T>): Promise<T> {
   if (!!v.since === !!v.histories)
     throw new UsageError(
       'give either --since (e.g. --since 7d: the batches started on the server since then) or --histories DIR (exported histories)',
     );
-  if (v.histories) return withHistories(v, [v.histories], use);
+  const read = (histories: Parameters<typeof readBatches>[0]) => {
+    const { batches, unreadable } = readBatches(histories);
+    for (const u of unreadable)
+      process.stderr.write(
+        `sluice policy: skipped ${u.workflowId}: its history cannot be read (${u.why}); set SLUICE_CODEC_KEYS if it is encrypted\n`,
+      );
+    return use(batches);
+  };
+  if (v.histories) return withHistories(v, [v.histories], read);
   const ms = sinceMs(v.since!);
   const c = await client(v);
   try {
     const histories = await recentBatchHistories(c.sluice.temporal, Date.now() - ms, v.session);
     const codec = codecFromEnv();
     if (codec) for (const h of histories) await decryptHistory(h.history, codec);
-    const { readable, unreadable } = readableHistories(histories);
-    for (const u of unreadable)
-      process.stderr.write(
-        `sluice policy: skipped ${u.workflowId}: its history cannot be read (${u.why}); set SLUICE_CODEC_KEYS if it is encrypted\n`,
-      );
-    return await use(readable);
+    return await read(histories);
   } finally {
     await c.close();
   }
@@ -75,8 +78,8 @@ export async function replayCommand(rest: string[], v: ReplayValues, out: (s: st
     );
   const candidate = policyRules({ workspace: path.resolve(candidateDir), examples: 'report' });
   if (!candidate.files.length) throw new UsageError(`${candidateDir} holds no policy files: nothing to replay`);
-  return withBatches(v, async (histories) => {
-    const report = replayPolicy(histories, candidate);
+  return withBatches(v, async (batches) => {
+    const report = replayPolicy(batches, candidate);
     if (v.json) out(JSON.stringify({ policyDigest: candidate.digest, ...report }, null, 2));
     else renderReplay(report, `${candidateDir} (policy ${candidate.digest})`, out);
     return v.check && report.changed.length ? 1 : 0;
@@ -97,8 +100,8 @@ function renderReplay(report: PolicyReplayReport, what: string, out: (s: string)
 /** `policy diff`: the calls where shadow mode's candidate and the enforced policy decided differently. */
 export async function diffCommand(rest: string[], v: ReplayValues, out: (s: string) => void): Promise<number> {
   if (rest.length) throw new UsageError('policy diff takes no arguments: --since 1d or --histories DIR');
-  return withBatches(v, async (histories) => {
-    const { shadowed, differences } = shadowDiff(histories);
+  return withBatches(v, async (batches) => {
+    const { shadowed, differences } = shadowDiff(batches);
     if (v.json) out(JSON.stringify({ shadowed, differences }, null, 2));
     else renderDiff(shadowed, differences, out);
     return v.check && differences.length ? 1 : 0;

@@ -4,7 +4,7 @@
 // flight, as workflows/session-facts.ts hands them to the pre-execute stage), and says which
 // decisions would change; `shadowDiff` lists the calls where a shadow candidate's recorded verdict
 // (hooks/policy-shadow.ts) differs from the enforced one. Both read workflow histories, from the
-// server (`recentBatchHistories`) or exported files, and run nothing.
+// server (`recentBatchHistories`) or exported files, each once (`readBatches`), and run nothing.
 import type { Client } from '@temporalio/client';
 import type { PolicyRules } from '../hooks/policy';
 import { type RecordedVerdict, verdictRecord } from '../hooks/policy-shadow';
@@ -12,7 +12,7 @@ import { argsObject, type CallOutcome, callRecords } from '../pipeline/facts';
 import type { BatchInput, JsonObject, SessionEvent } from '../pipeline/types';
 import { BATCH_WORKFLOW } from '../workflows/definitions';
 import { recordFor } from '../workflows/session-facts';
-import { auditHistories } from './audit';
+import { auditHistories, type BatchAudit } from './audit';
 import { decode, type LoadedHistory } from './history';
 
 /** One recorded call judged again: what was decided then, what the candidate says now. */
@@ -38,18 +38,12 @@ export interface PolicyReplayReport {
   changed: ReplayedCall[];
 }
 
-/** Every model call of the batches in `histories`, judged again under `candidate`. */
-export function replayPolicy(histories: readonly LoadedHistory[], candidate: PolicyRules): PolicyReplayReport {
-  const audit = auditHistories([...histories]);
-  const inputs = new Map(histories.map((h) => [h.workflowId, batchInputOf(h)]));
+/** Every model call of the batches, judged again under `candidate`. */
+export function replayPolicy(batches: readonly ReadBatch[], candidate: PolicyRules): PolicyReplayReport {
   const calls: ReplayedCall[] = [];
-  for (const b of audit.batches) {
-    const input = inputs.get(b.workflowId);
-    if (!input) continue;
-    calls.push(...replayBatch(b.workflowId, input, b.events, candidate));
-  }
+  for (const b of batches) if (b.input) calls.push(...replayBatch(b.workflowId, b.input, b.audit.events, candidate));
   return {
-    batches: audit.batches.length,
+    batches: batches.length,
     calls,
     changed: calls.filter((c) => c.recorded.decision !== c.candidate.decision),
   };
@@ -129,11 +123,10 @@ export interface ShadowDifference {
 }
 
 /** The `policy/shadow` events of the batches whose two verdicts differ, oldest first; and how many were read. */
-export function shadowDiff(histories: readonly LoadedHistory[]): { shadowed: number; differences: ShadowDifference[] } {
-  const audit = auditHistories([...histories]);
+export function shadowDiff(batches: readonly ReadBatch[]): { shadowed: number; differences: ShadowDifference[] } {
   let shadowed = 0;
   const differences: ShadowDifference[] = [];
-  for (const b of audit.batches) {
+  for (const { audit: b } of batches) {
     for (const e of b.events) {
       if (e.type !== 'policy/shadow') continue;
       shadowed++;
@@ -183,24 +176,31 @@ export async function recentBatchHistories(
   return out;
 }
 
+/** A batch's history read once: what its audit found, and the input it was started with. */
+export interface ReadBatch {
+  workflowId: string;
+  audit: BatchAudit;
+  input: BatchInput | undefined;
+}
+
 /**
- * The histories replay and diff can read, and the ones they cannot (a payload encrypted with keys
- * this process does not hold, a history cut short): one unreadable batch must not hide the rest.
+ * The batches of `histories`, each read once, and the histories that cannot be read (a payload
+ * encrypted with keys this process does not hold, a history cut short): one unreadable batch must
+ * not hide the rest. A session's own runs and reconcile runs hold no calls and are left out.
  */
-export function readableHistories(histories: readonly LoadedHistory[]): {
-  readable: LoadedHistory[];
+export function readBatches(histories: readonly LoadedHistory[]): {
+  batches: ReadBatch[];
   unreadable: { workflowId: string; why: string }[];
 } {
-  const readable: LoadedHistory[] = [];
+  const batches: ReadBatch[] = [];
   const unreadable: { workflowId: string; why: string }[] = [];
   for (const h of histories) {
     try {
-      auditHistories([h]);
-      batchInputOf(h);
-      readable.push(h);
+      const [audit] = auditHistories([h]).batches;
+      if (audit) batches.push({ workflowId: h.workflowId, audit, input: batchInputOf(h) });
     } catch (err) {
       unreadable.push({ workflowId: h.workflowId, why: (err as Error).message.split('\n')[0] });
     }
   }
-  return { readable, unreadable };
+  return { batches, unreadable };
 }

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { auditHistories } from '../../client/audit';
 import { loadHistories, type LoadedHistory } from '../../client/history';
 import { renderAudit } from '../../client/render';
-import { replayPolicy, shadowDiff } from '../../client/policy-replay';
+import { type ReadBatch, readBatches, replayPolicy, shadowDiff } from '../../client/policy-replay';
 import { handlerOf, type StageContext } from '../../define/config';
 import { policyRules } from '../../hooks/policy';
 import { shadowPolicy } from '../../hooks/policy-shadow';
@@ -26,10 +26,14 @@ const CANDIDATE = path.join(FIXTURES, 'candidate');
 const ENFORCED = path.join(FIXTURES, 'enforced');
 
 let histories: LoadedHistory[];
+let batches: ReadBatch[];
 const scratch: string[] = [];
 beforeAll(async () => {
   await shellParserReady();
   histories = await loadHistories(HISTORIES);
+  const read = readBatches(histories);
+  expect(read.unreadable).toEqual([]);
+  batches = read.batches;
 });
 afterAll(() => {
   for (const d of scratch) fs.rmSync(d, { recursive: true, force: true });
@@ -61,7 +65,7 @@ permit (principal, action == Action::"transfer", resource);
 
 describe('policy replay', () => {
   it('the enforced policy replayed reaches every recorded decision with the recorded facts', () => {
-    const report = replayPolicy(histories, policyRules({ workspace: ENFORCED }));
+    const report = replayPolicy(batches, policyRules({ workspace: ENFORCED }));
     expect(report.calls.map((c) => [c.callId, c.recorded.decision, c.outcome])).toEqual([
       // The session's turns: the facts of turns 2 and 3 come from the calls its earlier batches carried.
       ['x1', 'allow', 'ok'],
@@ -77,7 +81,7 @@ describe('policy replay', () => {
   });
 
   it('a candidate that would have denied a transfer that ran: the call, both rules and the facts at that call', () => {
-    const report = replayPolicy(histories, policyRules({ workspace: CANDIDATE }));
+    const report = replayPolicy(batches, policyRules({ workspace: CANDIDATE }));
     expect(report.changed.map((c) => c.callId)).toEqual(['x2', 't2']);
     // A session's earlier turn, carried across batches, is in the facts as it stood.
     expect(report.changed[0]).toMatchObject({
@@ -106,7 +110,7 @@ describe('policy replay', () => {
   it('for any limit, exactly the calls whose decision the limit changes are listed', () => {
     fc.assert(
       fc.property(fc.integer({ min: 0, max: 8000 }), (limit) => {
-        const report = replayPolicy(histories, policyRules({ workspace: candidateWithLimit(limit) }));
+        const report = replayPolicy(batches, policyRules({ workspace: candidateWithLimit(limit) }));
         // The i-th transfer saw the 2,000 of each one before it: the session's earlier turns, the
         // batch's calls ahead of it in flight.
         const changes = (ids: string[]) =>
@@ -151,7 +155,7 @@ describe('policy replay', () => {
 
 describe('shadow mode', () => {
   it('the recorded shadow verdicts: policy diff lists the transfer the candidate would have denied', async () => {
-    const { shadowed, differences } = shadowDiff(histories);
+    const { shadowed, differences } = shadowDiff(batches);
     expect(shadowed).toBe(7);
     expect(differences.map((d) => d.callId)).toEqual(['t2', 'x2']);
     expect(differences[0]).toMatchObject({
