@@ -19,7 +19,7 @@ import { LiveText, type StepText } from './live-text';
 export interface ConnectOptions {
   sessionId: string;
   /**
-   * The inbox's address (`sluice inbox`); default this page's own origin. The inbox takes a
+   * The inbox's address (`sluice ui`; ending in `/` when it has a path); default this page's origin. The inbox takes a
    * message or a decision only from a page of its own origin: serve the page behind the same
    * host as the inbox (a proxy in front of both), see docs/browser.md.
    */
@@ -147,6 +147,8 @@ class Connection implements SessionClient {
       throw new TypeError('connectSession needs the sessionId of the session to follow');
     this.sessionId = opts.sessionId;
     this.lastEventId = opts.after ?? '';
+    if (opts.baseUrl === undefined && !globalThis.location)
+      throw new TypeError('connectSession outside a web page needs the inbox address: give baseUrl');
     this.base = new URL(opts.baseUrl ?? '/', globalThis.location?.href).href;
     this.api = this.url(`api/sessions/${encodeURIComponent(opts.sessionId)}`);
     this.follow();
@@ -172,7 +174,10 @@ class Connection implements SessionClient {
 
   async state(): Promise<SessionStateAnswer> {
     const r = await fetch(`${this.api}/state`, { cache: 'no-store' });
-    return (await r.json()) as SessionStateAnswer;
+    const answer = (await r.json()) as SessionStateAnswer & { message?: string };
+    // Refused (an unknown session, one of another team's queue): the inbox says why.
+    if (!r.ok) throw new Error(answer.message ?? `the inbox answered ${r.status}`);
+    return answer;
   }
 
   send(text: string): Promise<SendAnswer> {

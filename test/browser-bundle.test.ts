@@ -70,6 +70,15 @@ describe('the sluice/browser bundle', () => {
     }
   });
 
+  it("is the session page's only way to the session: its own script opens no stream and fetches nothing", () => {
+    const page = fs.readFileSync(path.join(repo, 'servers', 'inbox', 'session.html'), 'utf8');
+    // The bundle goes in at the marker, before the page's script, which connects through it.
+    expect(page.indexOf('<!--sluice:browser-->')).toBeGreaterThan(page.indexOf('<!--sluice:cards-->'));
+    const script = page.slice(page.indexOf('<!--sluice:browser-->'));
+    expect(script).toContain('SluiceBrowser.connectSession(');
+    expect(script).not.toMatch(/\bEventSource\b|\bfetch\(|XMLHttpRequest|\/api\//);
+  });
+
   it('is the package entry sluice/browser, built by npm run build', () => {
     const pkg = JSON.parse(fs.readFileSync(path.join(repo, 'package.json'), 'utf8'));
     expect(pkg.exports['./browser']).toEqual({
