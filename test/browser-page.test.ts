@@ -2,8 +2,9 @@
 // driven in a real headless Chromium against the real dev server: served as a user serves it, by
 // a proxy that puts the page and the inbox under one origin. A message typed in it starts a turn
 // whose text streams; the worker running the step is killed mid-answer and another runs it again,
-// and the page shows the answer once (every text it ever showed is a prefix of the answer); a call
-// that asks is approved from the page, under the name typed there, and the turn ends.
+// and the page shows the answer once (every text it ever showed is a prefix of the answer); its
+// stream, cut and refused once, is opened again after the last event it had; a call that asks is
+// approved from the page, under the name typed there, and the turn ends.
 import * as fs from 'node:fs';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -47,6 +48,10 @@ interface App {
   url: string;
   port: number;
   target?: URL;
+  /** The session event streams asked for, by address (`?after=` when the page opened one again). */
+  streams: string[];
+  /** Ends every open event stream, and refuses the next one asked for (the browser then gives up on it). */
+  cut(): void;
   close(): Promise<void>;
 }
 
@@ -55,11 +60,33 @@ interface App {
  * the inbox with the browser's Host kept (so the page's Origin is the inbox's), streamed unbuffered.
  */
 async function startApp(): Promise<App> {
-  const self: App = { url: '', port: 0, close: async () => undefined };
+  const open = new Set<http.ServerResponse>();
+  let refuse = 0;
+  const self: App = {
+    url: '',
+    port: 0,
+    streams: [],
+    cut() {
+      refuse = 1;
+      for (const res of open) res.destroy();
+    },
+    close: async () => undefined,
+  };
   const server = http.createServer((req, res) => {
-    if (req.method === 'GET' && new URL(req.url ?? '/', 'http://app').pathname === '/') {
+    const { pathname } = new URL(req.url ?? '/', 'http://app');
+    if (req.method === 'GET' && pathname === '/') {
       res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(PAGE);
       return;
+    }
+    if (req.headers.accept === 'text/event-stream' && pathname.endsWith('/events')) {
+      self.streams.push(req.url ?? '');
+      if (refuse > 0) {
+        refuse--;
+        res.writeHead(503, { 'content-type': 'text/plain' }).end('the proxy is restarting');
+        return;
+      }
+      open.add(res);
+      res.on('close', () => open.delete(res));
     }
     const target = self.target as URL;
     const upstream = http.request(
@@ -207,6 +234,32 @@ describe('the example page of docs/browser.md', () => {
     // Everything the box ever showed was the answer so far: never a piece twice, never a lost run's.
     const shown = await page.evaluate(() => (window as unknown as { __shown: string[] }).__shown);
     expect(shown).toContain(ANSWER[0]);
+    expect(shown.filter((t) => !ANSWER.join('').startsWith(t))).toEqual([]);
+    await page.close();
+  });
+
+  it('a stream cut mid-answer and refused once: the page opens it again after the last event it had, nothing twice', {
+    timeout: 240_000,
+  }, async () => {
+    running ??= worker();
+    await running.ready;
+    const model = `gate-browser-cut-${process.pid}`;
+    const s = await start(`openai:${model}`);
+    const page = await openPage(s);
+    await say(page, 'say hello');
+    const step = page.locator('.model[data-step="1:1"]');
+    await until(() => step.locator('.text').textContent()).toBe(ANSWER[0]);
+    const before = app.streams.length;
+    app.cut();
+    // The browser tries again by itself and is refused; the client asks again later, from where it was.
+    await until(() => app.streams.slice(before).some((u) => /[?&]after=/.test(u))).toBe(true);
+    await until(() => page.locator('#status').textContent()).toBe('live');
+    provider.release(model);
+    await until(() => page.locator('.turn-end').allTextContents()).toEqual(['turn 1 ended: done']);
+    expect(await step.locator('.text').textContent()).toBe(ANSWER.join(''));
+    expect(await page.locator('.user').allTextContents()).toEqual(['say hello']);
+    expect(await page.locator('.model').count()).toBe(1);
+    const shown = await page.evaluate(() => (window as unknown as { __shown: string[] }).__shown);
     expect(shown.filter((t) => !ANSWER.join('').startsWith(t))).toEqual([]);
     await page.close();
   });
