@@ -29,7 +29,7 @@ export const LAYERS: readonly (readonly string[])[] = [
   ['hooks', 'activities'],
   ['workflows'],
   ['worker'],
-  ['client'],
+  ['client', 'browser'],
   ['servers'],
   ['cli'],
   ['.', 'bin', 'scripts', 'bench', 'examples'],

@@ -20,6 +20,7 @@ const SHARED_BY_DESIGN: Record<string, string> = {
   'workflows/session-definitions.ts': 'the session workflow’s ids, signals and queries: as the batch’s',
   'codec/output.ts': 'expandBatchOutput: a client and a parent workflow both read a batch’s output',
   'temporal/setup.ts': 'ensureSearchAttributes: sluice/worker re-exports it, a worker registers them before it polls',
+  'pipeline/events.ts': 'isEvent: sluice/client and sluice/browser both narrow the events they read with it',
   'temporal/connection.ts':
     'two different functions: sluice/client’s connect is a client Connection, sluice/worker’s a NativeConnection',
 };

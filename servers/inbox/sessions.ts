@@ -3,6 +3,7 @@
 // two things a person sends it (a message, an interrupt). Every route answers only for a session
 // this inbox may show: with a task queue set, one with a workflow on that queue; any other id is
 // answered as unknown, so the routes tell nothing of other teams' sessions.
+import * as fs from 'node:fs';
 import type * as http from 'node:http';
 import * as path from 'node:path';
 import type { LiveEvent } from '../../pipeline/live';
@@ -15,6 +16,10 @@ import type { InboxFeed } from './feed';
 import { crossSiteProblem, jsonBody, readPage, send, sendPage } from './http';
 
 const PAGE = path.join(__dirname, 'session.html');
+/** Where the session page takes sluice/browser, which the inbox inlines (its policy runs inline scripts only). */
+const BROWSER_MARK = '<!--sluice:browser-->';
+/** sluice/browser as an ES module, for pages of the inbox's origin (docs/browser.md). */
+const BROWSER_ASSET = '/assets/sluice-browser.js';
 /** How long the state route waits for a worker to answer the session's query. */
 const QUERY_DEADLINE_MS = 3_000;
 /** A comment this often keeps proxies from closing a quiet stream, and finds closed ones. */
@@ -44,6 +49,15 @@ export async function sessionRoute(
   res: http.ServerResponse,
   url: URL,
 ): Promise<boolean> {
+  if (req.method === 'GET' && url.pathname === BROWSER_ASSET) {
+    res.writeHead(200, {
+      'content-type': 'text/javascript; charset=utf-8',
+      'cache-control': 'no-cache',
+      'x-content-type-options': 'nosniff',
+    });
+    res.end(await browserBundle('esm'));
+    return true;
+  }
   if (req.method === 'GET' && url.pathname === '/api/sessions') {
     send(res, 200, { sessions: await deps.feed.sessions() });
     return true;
@@ -78,12 +92,45 @@ type Handler = (
 
 const HANDLERS: Record<string, Handler> = {
   // The page reads its session id from its own address: nothing of the request is written into it.
-  'GET page': async (_deps, _req, res) => sendPage(res, readPage(PAGE)),
+  'GET page': async (_deps, _req, res) => {
+    const script = `<script>${await browserBundle('iife')}</script>`;
+    sendPage(
+      res,
+      readPage(PAGE).replace(BROWSER_MARK, () => script),
+    );
+  },
   'GET events': streamEvents,
   'GET state': sessionState,
   'POST message': postMessage,
   'POST interrupt': interrupt,
 };
+
+const bundles = new Map<string, Promise<string>>();
+
+/**
+ * sluice/browser as `npm run build` wrote it beside the compiled inbox (dist/browser), read once.
+ * Run from the sources (tsx, the tests), there is none: it is built then, by the same script.
+ */
+function browserBundle(format: 'esm' | 'iife'): Promise<string> {
+  let code = bundles.get(format);
+  if (!code) {
+    const dir = path.join(__dirname, '..', '..', 'browser');
+    const built = path.join(dir, format === 'esm' ? 'sluice-browser.mjs' : 'sluice-browser.iife.js');
+    code = fs.promises.readFile(built, 'utf8').catch(async (err) => {
+      if (!fs.existsSync(path.join(dir, 'index.ts')))
+        throw new Error(
+          `sluice/browser is missing (${(err as Error).message}): build the package with \`npm run build\``,
+        );
+      // A computed path: the compiled package never reaches here, nor takes the build script in.
+      const script = path.join(__dirname, '..', '..', 'scripts', 'build-browser');
+      const { bundleBrowser } = (await import(script)) as { bundleBrowser(f: string): Promise<string> };
+      return bundleBrowser(format);
+    });
+    code.catch(() => bundles.delete(format));
+    bundles.set(format, code);
+  }
+  return code;
+}
 
 /**
  * Where a stream resumes: the next durable seq, and the last live piece sent of the step under way
