@@ -7,8 +7,9 @@
 // the others wait for their own. In fastpath-settle-here.json nothing worker-side runs at settle,
 // so most calls settle in the workflow (at hand) and one over the result bound waits for the
 // worker's settle. test/replay.test.ts (through `sluice replay test/fixtures/histories`) and
-// test/replay-fastpath.test.ts replay them against the current workflow code, the latter comparing
-// each call's result and the commands' order with what was recorded.
+// test/replay-order.test.ts replay them against the current workflow code, the latter comparing
+// each call's events and their order with what the recording's code replayed (after a recording,
+// its order is written by running that test with SLUICE_REPLAY_ORDER=write).
 //
 //   npx tsx scripts/record-fastpath-history.ts [--release NAME] [--force]
 import * as fs from 'node:fs';

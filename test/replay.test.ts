@@ -98,9 +98,10 @@ describe('replay', () => {
 
     // A timer before pre-execute: the code now issues a command the recorded history never had.
     const broken = workflowCopy('timer-before-preflight', (src) => {
-      const preflight = 'let pre;';
+      const preflight = 'let pre: PreflightResult;';
       expect(src, 'the edit needs the preflight line of call-pipeline.ts').toContain(preflight);
-      const timed = src.replace(preflight, `await sleep('1 ms');\n    ${preflight}`);
+      // Admission is a Stage (stage-runner.ts): it waits with yield*, not await.
+      const timed = src.replace(preflight, `yield* waitFor(sleep('1 ms'));\n    ${preflight}`);
       return `import { sleep } from '@temporalio/workflow';\n${timed}`;
     });
     const failed = await cli(['replay', FIXTURE, '--workflows', broken]);
