@@ -75,7 +75,9 @@ describe('replay', () => {
     for (const release of releases)
       expect(results.some((x: { source: string }) => x.source.includes(`${path.sep}${release}${path.sep}`))).toBe(true);
     expect(results.every((x: { ok: boolean }) => x.ok)).toBe(true);
-  });
+    // The CLI bundles the workflow code from source, then replays twenty histories: over a minute
+    // on a loaded machine.
+  }, 240_000);
 
   it('`sluice export` writes a history that `sluice replay` replays; a non-deterministic change fails with exit 1', async () => {
     const handle = await h.client.startBatch(
