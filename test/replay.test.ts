@@ -75,7 +75,9 @@ describe('replay', () => {
     for (const release of releases)
       expect(results.some((x: { source: string }) => x.source.includes(`${path.sep}${release}${path.sep}`))).toBe(true);
     expect(results.every((x: { ok: boolean }) => x.ok)).toBe(true);
-  });
+    // The CLI bundles the workflow code from source, then replays twenty histories: over a minute
+    // on a loaded machine.
+  }, 240_000);
 
   it('`sluice export` writes a history that `sluice replay` replays; a non-deterministic change fails with exit 1', async () => {
     const handle = await h.client.startBatch(
@@ -98,9 +100,10 @@ describe('replay', () => {
 
     // A timer before pre-execute: the code now issues a command the recorded history never had.
     const broken = workflowCopy('timer-before-preflight', (src) => {
-      const preflight = 'let pre;';
+      const preflight = 'let pre: PreflightResult;';
       expect(src, 'the edit needs the preflight line of call-pipeline.ts').toContain(preflight);
-      const timed = src.replace(preflight, `await sleep('1 ms');\n    ${preflight}`);
+      // Admission is a Stage (stage-runner.ts): it waits with yield*, not await.
+      const timed = src.replace(preflight, `yield* waitFor(sleep('1 ms'));\n    ${preflight}`);
       return `import { sleep } from '@temporalio/workflow';\n${timed}`;
     });
     const failed = await cli(['replay', FIXTURE, '--workflows', broken]);

@@ -4,9 +4,12 @@
 //   settle     9 post-execute · 10 normalization · 11 finalizeContent · 12 tools/result · 13 tool/result
 // (2 and 14, the cards, are drawn by any UI from the events.) The batch workflow (batch.ts)
 // decides WHEN each part runs: ordering, parallelism, cancellation. This file decides WHAT runs.
-// Where the quick stages run, and whether a result at hand is awaited, is the stage runner's
-// business (stage-runner.ts); stage 5, with grants, asks raised together and then the guards, is
-// approval-stage.ts's; what is recorded per call, the call ledger's (call-ledger.ts).
+// Where the quick stages run, and whether a stage's result is at hand or waited for, is the stage
+// runner's business (stage-runner.ts): admission and settle are Stages driven by runStage, and
+// each `yield*` below is a place where the call may wait, with an async function's timing, so
+// concurrent calls' commands come out in the order recorded histories hold. Stage 5, with grants,
+// asks raised together and then the guards, is approval-stage.ts's; what is recorded per call,
+// the call ledger's (call-ledger.ts).
 import {
   ApplicationFailure,
   CancellationScope,
@@ -30,6 +33,7 @@ import {
   type CallRef,
   genericCard,
   genericResultCard,
+  type PreflightResult,
   type ToolProfile,
 } from '../pipeline/stages';
 import { packCallRef, type SettleRequest, unpackBodyResult, withoutOwnDigest } from '../codec/stages';
@@ -51,6 +55,7 @@ import { bodyFailure, stageFailure } from './failures';
 import { APPROVALS_MEMO, AWAITING_APPROVAL, PENDING_APPROVALS, SESSION_ID } from './definitions';
 import { reconcileWorkflowId, type ReconcileInput } from '../pipeline/reconcile';
 import { attemptLost, lostWords, reconcileCall } from './reconcile';
+import { runStage, type Stage, waitFor } from './stage-runner';
 
 export const DEFAULT_MAX_PARALLEL = 10;
 
@@ -78,17 +83,17 @@ export class CallPipeline {
     this.batch.tracker.stage(call.id, 'pre-execute');
     const raised = this.approval.takeRaised(call, lineage);
     if (raised) return this.admitRaised(call, lineage, raised);
-    return this.admitStages(call, lineage);
+    return runStage(this.admitStages(call, lineage));
   }
 
   private async admitRaised(call: ToolCall, lineage: Lineage, raised: RaisedAsk): Promise<Admission> {
-    const adm = await this.admitStages(call, lineage, raised);
+    const adm = await runStage(this.admitStages(call, lineage, raised));
     // An ask raised ahead that admission did not use (the call settled before asking) ends here.
     if (!raised.used) await this.approval.withdraw(raised, 'the call settled before its approval was needed');
     return adm;
   }
 
-  private async admitStages(call: ToolCall, lineage: Lineage, raised?: RaisedAsk): Promise<Admission> {
+  private *admitStages(call: ToolCall, lineage: Lineage, raised?: RaisedAsk): Stage<Admission> {
     // 3. argument snapshot: parsed once, lossless, frozen; every later stage sees this copy
     const snap = snapshotOf(call, lineage);
     if ('problem' in snap)
@@ -100,9 +105,9 @@ export class CallPipeline {
     const ref = callRef(this.batch.input, this.batch.state, call, snap.args, lineage);
 
     // 4. pre-execute waterfall (and 6, the guards, when no person needs to be asked)
-    let pre;
+    let pre: PreflightResult;
     try {
-      pre = this.batch.runner.preflightNow(ref) ?? (await this.batch.runner.preflight(ref));
+      pre = yield* this.batch.runner.preflight(ref);
     } catch (err) {
       return settledAtAdmission(call, lineage, {
         card: genericCard(call.name, snap.args),
@@ -130,11 +135,12 @@ export class CallPipeline {
     // asks: a person's "no" stands; otherwise the ask is withdrawn and pre-execute's verdict holds.
     if (raised && pre.gate.kind !== 'ask') {
       const withdrawn = this.approval.reconsider(raised, pre);
-      if (withdrawn) await withdrawn;
+      if (withdrawn) yield* waitFor(withdrawn);
     }
 
     // 5. approval, only on ask, then 6. the guards
-    const gate = pre.gate.kind === 'ask' ? await this.approval.askThenGuard(admission, pre.gate, raised) : pre.gate;
+    const gate =
+      pre.gate.kind === 'ask' ? yield* waitFor(this.approval.askThenGuard(admission, pre.gate, raised)) : pre.gate;
     if (gate.kind === 'ask')
       throw ApplicationFailure.nonRetryable('internal: ask gate survived approval', FailureTypes.INTERNAL);
     if (gate.kind !== 'dispatch')
@@ -291,7 +297,11 @@ export class CallPipeline {
 
   // ─── settle: stages 9–13 ────────────────────────────────────────────────────────────────────
 
-  async settle(adm: Admission, s: Settlement): Promise<ToolResult> {
+  settle(adm: Admission, s: Settlement): Promise<ToolResult> {
+    return runStage(this.settleStages(adm, s));
+  }
+
+  private *settleStages(adm: Admission, s: Settlement): Stage<ToolResult> {
     let result: ToolResult;
     const share = this.batch.budget.share(workflowInfo().historySize, this.batch.events.bytes);
     let card: Card | undefined;
@@ -301,14 +311,12 @@ export class CallPipeline {
     } else {
       // 9–12, worker-side (or here, when no worker code would run).
       try {
-        // The same request for the same share: settledWithoutWaiting may make it before settle.
+        // The same request for the same share: the runner may make it more than once.
         let made: { at: number; req: SettleRequest } | undefined;
         const request = (at: number) =>
           made?.at === at ? made.req : (made = { at, req: this.settleRequest(adm, s, at) }).req;
         const pending = { admission: adm, profile: adm.profile, request };
-        const settled =
-          this.batch.runner.settleNow(adm.call, pending, share) ??
-          (await this.batch.runner.settle(adm.call, pending, share));
+        const settled = yield* this.batch.runner.settle(adm.call, pending, share);
         this.batch.events.recordAll(settled.events);
         result = settled.result;
         card = settled.card;

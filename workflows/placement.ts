@@ -1,12 +1,14 @@
 // The stage runner (stage-runner.ts): where the quick stages run is the look-ahead's (look-ahead.ts:
-// local or regular activities, groups of calls); a result already at hand (a preflight or settle
-// done ahead) is taken without an await. The SDK captures a stack for every promise a workflow
-// makes, which was half of a batch's workflow CPU (docs/performance.md).
+// local or regular activities, groups of calls). Whether a stage's result is at hand or waited for
+// is decided here and nowhere else: a preflight or settle done ahead with an earlier call, or a
+// settle with nothing worker-side to run, returns without a wait, so without a promise (the SDK
+// captures a stack for each, which was half of a batch's workflow CPU, docs/performance.md) and
+// without the microtask that could reorder concurrent calls' commands (stage-runner.ts).
 import type { CallRef, GuardsResult, PreflightResult, SettleResult } from '../pipeline/stages';
 import type { PreflightReply } from '../codec/stages';
 import type { BatchInput, SessionState, ToolCall } from '../pipeline/types';
 import { LookAhead } from './look-ahead';
-import type { PendingSettle, SettleWith, StageRunner } from './stage-runner';
+import { type PendingSettle, type SettleWith, type Stage, type StageRunner, waitFor } from './stage-runner';
 
 /** Every stage through the one look-ahead; batch.ts also runs the first group. */
 export class Placement implements StageRunner {
@@ -25,12 +27,8 @@ export class Placement implements StageRunner {
     this.ahead.firstGroupPreflighted(group, reply);
   }
 
-  preflightNow(ref: CallRef): PreflightResult | undefined {
-    return this.ahead.preflightedAheadFor(ref);
-  }
-
-  preflight(ref: CallRef): Promise<PreflightResult> {
-    return this.ahead.preflight(ref);
+  *preflight(ref: CallRef): Stage<PreflightResult> {
+    return this.ahead.preflightedAheadFor(ref) ?? (yield* waitFor(this.ahead.preflight(ref)));
   }
 
   asksAfter(call: ToolCall): Promise<{ call: ToolCall; ref: CallRef; result: PreflightResult }[]> {
@@ -45,12 +43,11 @@ export class Placement implements StageRunner {
     this.ahead.readyToSettle(call, pending);
   }
 
-  settleNow(call: ToolCall, pending: SettleWith, share: number): SettleResult | undefined {
-    return this.ahead.settledWithoutWaiting(call, pending, share);
-  }
-
-  settle(call: ToolCall, pending: SettleWith, share: number): Promise<SettleResult> {
-    return this.ahead.settle(call, pending, share);
+  *settle(call: ToolCall, pending: SettleWith, share: number): Stage<SettleResult> {
+    return (
+      this.ahead.settledWithoutWaiting(call, pending, share) ??
+      (yield* waitFor(this.ahead.settle(call, pending, share)))
+    );
   }
 
   stateChanged(): void {
