@@ -270,12 +270,16 @@ async function sameBytes(real: string): Promise<string[]> {
   }
   const candidates = (index.bySize.get(st.size) ?? []).filter((p) => p !== real);
   if (!candidates.length) return [];
-  const want = await hashOf(real, st);
+  // A program the worker cannot read (mode 711) is matched by its paths alone.
+  const want = await hashOf(real, st).catch(() => undefined);
+  if (!want) return [];
   const out: string[] = [];
   for (const p of candidates) {
     // Looked at again: a file removed or rewritten since the walk is skipped, never mounted over.
     const now = await fs.promises.stat(p).catch(() => undefined);
-    if (now?.isFile() && now.size === st.size && (await hashOf(p, now)) === want) out.push(p);
+    // One the worker cannot read, the command (the same user, no capabilities) cannot read either.
+    const hash = now?.isFile() && now.size === st.size ? await hashOf(p, now).catch(() => undefined) : undefined;
+    if (hash === want) out.push(p);
   }
   return out;
 }
