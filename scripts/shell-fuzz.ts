@@ -4,7 +4,9 @@
 // test/fixtures/shell-fuzz/found.json, which `npm test` replays first, always. Run one at a time:
 // each appends to found.json from what it last read. Every case a format lets run also goes
 // through the bash tool's sandbox with the deny masks (the second oracle), and one case in three
-// is made to reach the masks (opaqueCaseAt); --no-masks leaves the second oracle out.
+// is made to reach the masks (opaqueCaseAt); --no-masks leaves the second oracle out. The copies
+// of the denied programs those cases start from a system folder are placed first (SYSTEM_COPIES)
+// and removed at the end.
 //
 //   npx tsx scripts/shell-fuzz.ts --hours 2 [--seed N] [--jobs 3] [--cases N] [--no-minimise] [--no-masks]
 //   npx tsx scripts/shell-fuzz.ts --seed N --case I     one case of a run (as npm test names it), judged and run
@@ -21,6 +23,7 @@ import {
   minimise,
   missingTools,
   opaqueCaseAt,
+  placeSystemCopies,
   readFound,
   SEED_CORPUS,
   familyOf,
@@ -47,6 +50,8 @@ async function main(): Promise<number> {
   const until = Date.now() + Number(values.hours) * 3_600_000;
   const limit = values.cases ? Number(values.cases) : Number.POSITIVE_INFINITY;
   const judge = await makeJudge();
+  // Before the first case: the bash tool indexes the system folders once per process.
+  process.once('exit', placeSystemCopies());
   const masks = { masks: !values['no-masks'] };
   if (values.case !== undefined) {
     // The seed corpus only, as npm test generates: the same case whatever found.json holds.

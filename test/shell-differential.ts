@@ -362,13 +362,77 @@ function joinedCalls(log: string): { pid: string; call: string }[] {
     const m = /^(\d+)\s+(.*)$/.exec(line);
     if (!m) continue;
     const [, pid, rest] = m;
-    if (rest.endsWith('<unfinished ...>')) pending.set(pid, rest.slice(0, -'<unfinished ...>'.length));
+    // strace leaves a space before `<unfinished ...>`: dropped, so the joined call reads as one line would.
+    if (rest.endsWith('<unfinished ...>')) pending.set(pid, rest.slice(0, -'<unfinished ...>'.length).trimEnd());
     else if (rest.startsWith('<... ')) {
       done.push({ pid, call: (pending.get(pid) ?? '') + rest.replace(/^<\.\.\. \w+ resumed>/, '') });
       pending.delete(pid);
     } else done.push({ pid, call: rest });
   }
   return done;
+}
+
+// ---- same-bytes copies of the denied programs elsewhere in the system folders ----
+
+/**
+ * Where the check keeps copies of the denied programs in a system folder, as a distribution has
+ * them (`/usr/lib/git-core/git` holds `/usr/bin/git`'s bytes): under a libexec folder, a versioned
+ * name, a link to one of those, and one not marked executable (a copy of it made executable runs
+ * it). Nothing names them to the masks: they must be found by their bytes. Placed by
+ * placeSystemCopies before the first case runs (the bash tool indexes the system folders once per
+ * process); the sandbox sees them read-only, as it sees the whole host.
+ */
+export const SYSTEM_COPY_ROOT = '/opt/sluice-fuzz-copies';
+export const SYSTEM_COPIES: Readonly<Record<string, readonly string[]>> = {
+  touch: [`${SYSTEM_COPY_ROOT}/libexec/touch`, `${SYSTEM_COPY_ROOT}/lib/coreutils/touch-9`],
+  mkdir: [`${SYSTEM_COPY_ROOT}/bin/mkdir`],
+};
+/** The copy without its executable bits. */
+export const SYSTEM_COPY_DATA = `${SYSTEM_COPY_ROOT}/share/touch.bin`;
+/** A link to the versioned copy, as an alternatives link is. */
+export const SYSTEM_COPY_LINK = `${SYSTEM_COPY_ROOT}/bin/t`;
+
+/**
+ * Makes (or brings up to date) the copies under SYSTEM_COPY_ROOT; the function it returns removes
+ * them again when this call made the folder (another run of the check may be using it otherwise).
+ */
+export function placeSystemCopies(): () => void {
+  const made = !fs.existsSync(SYSTEM_COPY_ROOT);
+  const place = (from: string, to: string, mode: number) => {
+    if (fs.existsSync(to) && fs.readFileSync(to).equals(fs.readFileSync(from))) return;
+    fs.mkdirSync(path.dirname(to), { recursive: true });
+    // Written aside and renamed, so a run of the check beside this one never sees half a file.
+    const aside = `${to}.${process.pid}`;
+    fs.copyFileSync(from, aside);
+    fs.chmodSync(aside, mode);
+    fs.renameSync(aside, to);
+  };
+  for (const [program, copies] of Object.entries(SYSTEM_COPIES))
+    for (const to of copies) place(fs.realpathSync(`/usr/bin/${program}`), to, 0o755);
+  place(fs.realpathSync('/usr/bin/touch'), SYSTEM_COPY_DATA, 0o644);
+  if (!fs.existsSync(SYSTEM_COPY_LINK)) fs.symlinkSync('../lib/coreutils/touch-9', SYSTEM_COPY_LINK);
+  return () => {
+    if (made) fs.rmSync(SYSTEM_COPY_ROOT, { recursive: true, force: true });
+  };
+}
+
+/**
+ * The copies of the denied programs the host itself has in its system folders (none on many
+ * systems), found by size with find(1) and then by bytes: the check's own search, not the masks'.
+ */
+export function hostCopies(): string[] {
+  const roots = ['/usr', '/opt', '/etc', '/snap'].filter((d) => fs.existsSync(d));
+  const out: string[] = [];
+  for (const real of deniedFiles().keys()) {
+    const bytes = fs.readFileSync(real);
+    const found = spawnSync('find', [...roots, '-xdev', '-type', 'f', '-size', `${bytes.length}c`], {
+      encoding: 'utf8',
+      maxBuffer: 64 << 20,
+    });
+    for (const p of found.stdout.split('\n'))
+      if (p && p !== real && !p.startsWith(`${SYSTEM_COPY_ROOT}/`) && fs.readFileSync(p).equals(bytes)) out.push(p);
+  }
+  return out;
 }
 
 // ---- the verdict ----
@@ -808,6 +872,17 @@ const MASK_HIDES: Record<string, Hide> = {
     const run = r.pick(['./x', 'PATH=.:$PATH x', '"$PWD/x"', 'exec ./x', 'bash -c ./x', 'env ./x']);
     return `${made}${r.pick(['; ', ' && ', '\n'])}${[run, ...rest].join(' ')}`;
   },
+  // A same-bytes copy of the program elsewhere in the system folders (SYSTEM_COPIES), by its path,
+  // through env's PATH, under exec -a, or through a link; at the start of a command also the copy
+  // without executable bits, copied and marked.
+  systemCopy: (c, r) =>
+    c.replace(/(^|[^\w/.-])(touch|mkdir)(?![\w/.-])/, (_, before: string, name: string) => {
+      const p = r.pick(SYSTEM_COPIES[name]);
+      const forms = [p, p, `env PATH=${path.dirname(p)} ${path.basename(p)}`, `exec -a ${name} ${p}`];
+      if (name === 'touch') forms.push(SYSTEM_COPY_LINK);
+      if (name === 'touch' && before === '') forms.push(`cp ${SYSTEM_COPY_DATA} y && chmod +x y && ./y`);
+      return before + r.pick(forms);
+    }),
   // Code the judgment cannot read: a script written first, encoded text, a here-document.
   scriptFile: (c, r) =>
     `${r.pick(['echo', 'printf "%s\\n"'])} ${sq(c)} > s.sh; ${r.pick(['bash s.sh', 'sh s.sh', '. ./s.sh', 'source s.sh', 'chmod +x s.sh && ./s.sh', 'bash < s.sh'])}`,
@@ -873,6 +948,15 @@ export const MASK_CORPUS: readonly string[] = [
   'cp /usr/bin/bash x; ./x -c "touch f"',
   "echo 'touch D' > s.sh; bash s.sh",
   "echo 'mkdir D' > s.sh; chmod +x s.sh && ./s.sh",
+  // Copies of the same bytes elsewhere in the system folders (SYSTEM_COPIES).
+  `${SYSTEM_COPIES.touch[0]} f`,
+  `${SYSTEM_COPIES.touch[1]} f`,
+  `${SYSTEM_COPIES.mkdir[0]} D`,
+  `${SYSTEM_COPY_LINK} f`,
+  `PATH=${path.dirname(SYSTEM_COPIES.touch[0])}:$PATH; touch f`,
+  `env PATH=${path.dirname(SYSTEM_COPIES.touch[1])} touch-9 f`,
+  `ln -s ${SYSTEM_COPIES.touch[1]} x; ./x f`,
+  `cp ${SYSTEM_COPY_DATA} x && chmod +x x && ./x f`,
 ];
 
 /**
@@ -1014,6 +1098,7 @@ const NAMINGS = [
   'findExec',
   'coproc',
   'compound',
+  'systemCopy',
 ];
 const OPAQUE = ['scriptFile', 'encoded', 'madeName', 'pipeBash', 'hereString', 'envSplit', 'evalIt', 'shellC'];
 const ALL_HIDES: Record<string, Hide> = { ...HIDES, ...MASK_HIDES };
@@ -1027,6 +1112,8 @@ const ALL_HIDES: Record<string, Hide> = { ...HIDES, ...MASK_HIDES };
 export function opaqueCaseAt(seed: number, index: number): string {
   const r = new Rng(caseSeed(seed ^ 0x5eed, index));
   let code = r.pick(['touch D', 'mkdir D', 'touch victim.txt', 'mkdir -p D/E']);
+  // A copy in the system folders in one case of four, besides its share of the namings below.
+  if (r.chance(0.25)) code = MASK_HIDES.systemCopy(code, r);
   for (let i = 0, n = 1 + r.int(2); i < n; i++) code = ALL_HIDES[r.pick(NAMINGS)](code, r);
   code = ALL_HIDES[r.chance(0.8) ? r.pick(OPAQUE) : r.pick([...HIDE_NAMES, ...MASK_HIDE_NAMES])](code, r);
   return r.chance(0.3) ? `${r.pick(ALLOWED_COMMANDS)}${r.pick(JOINERS)}${code}` : code;

@@ -2,15 +2,17 @@
 // a program in ways no reading of the text shows (`echo 'touch D' | bash -`, `hash -p`, `env -S`,
 // `xargs sh -c`, an interpreter's execv), and a person may approve a line that hides one. Inside
 // bash's bubblewrap sandbox every file a denied program is (found on the sandbox's PATH and in the
-// system folders, followed to the real file, hard links too) has a small script bound over it:
-// it says which rule denies the program, on stderr, and exits 126, so nothing reached by that file
-// runs however it was started. A rule that denies only some arguments (`Bash(git push:*)`, Codex
-// `["git","push"]`) gets a script that checks its arguments and otherwise runs the real program
-// from a read-only folder the sandbox keeps off PATH (a command that names that folder reaches
-// it: docs/tools.md says what this covers and what it cannot).
+// system folders, followed to the real file, hard links too, and every other file in the system
+// trees with the same bytes: `/usr/lib/git-core/git` is `/usr/bin/git`) has a small script bound
+// over it: it says which rule denies the program, on stderr, and exits 126, so nothing reached by
+// that file runs however it was started. A rule that denies only some arguments
+// (`Bash(git push:*)`, Codex `["git","push"]`) gets a script that checks its arguments and
+// otherwise runs the real program from a read-only folder the sandbox keeps off PATH (a command
+// that names that folder reaches it: docs/tools.md says what this covers and what it cannot).
 //
 // The policy readers register their deny rules here (`denyAtExec`), as Read rules are registered
 // with glob and grep (fs/protect.ts); every bash tool of the process holds them.
+import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -51,6 +53,33 @@ const SYSTEM_BIN_DIRS: readonly string[] = [
   '/usr/local/sbin',
 ];
 
+/**
+ * The trees searched for copies of a denied program by their bytes: the system folders the sandbox
+ * shows read-only from the host, where distributions keep second copies (libexec and lib folders,
+ * versioned names, snaps). Not the rest of the host (home folders, /var, /srv, other checkouts):
+ * docs/tools.md says so.
+ */
+const SYSTEM_TREES: readonly string[] = [
+  '/usr',
+  '/bin',
+  '/sbin',
+  '/lib',
+  '/lib32',
+  '/lib64',
+  '/libx32',
+  '/opt',
+  '/etc',
+  '/snap',
+];
+
+/**
+ * A rule's name that links to a file of another name, which this many names or more in the search
+ * folders reach, is one name of a multi-call program (busybox's applets, `unxz` for xz, `vi` for
+ * vim): the program picks what it does by the name it was started as, which the script cannot
+ * pass on faithfully, so a rule on some of its arguments is held as a deny of the whole file.
+ */
+const MULTI_CALL_NAMES = 3;
+
 /** Inside the sandbox: the read-only folder holding the wrappers' interpreter and the programs they pass on to. */
 const EXEC_DENY_DIR = '/tmp/.sluice-exec';
 
@@ -84,7 +113,7 @@ export async function withExecDeny<T>(
 ): Promise<T> {
   if (!rules.length) return run({ args: [], shell: o.shell });
   const dirs = searchDirs(o.pathEnv);
-  const masked = maskedFiles(rules, dirs);
+  const masked = await maskedFiles(rules, dirs);
   if (!masked.size) return run({ args: [], shell: o.shell });
   const bash = firstReal('bash', dirs);
   if (!bash)
@@ -123,64 +152,192 @@ function realFile(p: string): string | undefined {
   }
 }
 
+/** One masked file: the rules that deny it, and the name the program it is goes by. */
+interface Mask {
+  rules: ExecDenyRule[];
+  /** argv[0] for the real program a rule on some arguments passes on to: its file's name where the rule found it. */
+  name: string;
+  /** Set when the file is a multi-call program: every rule on it denies every run (MULTI_CALL_NAMES). */
+  multiCall?: { file: string; names: number };
+}
+
 /**
  * Every real file a rule's program is, with the rules that deny it: the program in every folder
- * (its symlinks followed), and the other names (hard links) of those files in the same folders.
+ * (its symlinks followed), the other names (hard links) of those files in the same folders, and
+ * every file of the system trees with the same bytes (sameBytes).
  */
-function maskedFiles(rules: readonly ExecDenyRule[], dirs: readonly string[]): Map<string, ExecDenyRule[]> {
-  const out = new Map<string, ExecDenyRule[]>();
-  const add = (real: string, r: ExecDenyRule) => {
-    const list = out.get(real) ?? [];
-    if (!list.includes(r)) list.push(r);
-    out.set(real, list);
-  };
-  const linked = hardLinks(dirs);
+async function maskedFiles(rules: readonly ExecDenyRule[], dirs: readonly string[]): Promise<Map<string, Mask>> {
+  const out = new Map<string, Mask>();
+  const names = binNames(dirs);
   for (const r of rules) {
-    const spellings = path.isAbsolute(r.program)
-      ? [r.program]
-      : r.program.includes('/')
-        ? []
-        : dirs.map((d) => path.join(d, r.program));
-    for (const p of spellings) {
-      const real = realFile(p);
-      if (!real) continue;
-      add(real, r);
-      for (const other of linked(real)) add(other, r);
+    for (const real of programFiles(r, dirs)) {
+      // Only a name that links to a file of another name can be one of a multi-call program's.
+      const called = path.basename(real) === r.program ? 1 : names.of(real);
+      const multiCall = called >= MULTI_CALL_NAMES ? { file: real, names: called } : undefined;
+      for (const file of [real, ...names.linked(real), ...(await sameBytes(real))]) {
+        const mask = out.get(file) ?? { rules: [], name: path.basename(real) };
+        if (!mask.rules.includes(r)) mask.rules.push(r);
+        mask.multiCall ??= multiCall;
+        out.set(file, mask);
+      }
     }
   }
   return out;
 }
 
-/** The other real files in the folders that are the same inode as a file with several links. */
-function hardLinks(dirs: readonly string[]): (real: string) => string[] {
-  let byInode: Map<string, Set<string>> | undefined;
-  return (real) => {
-    const st = fs.statSync(real);
-    if (st.nlink < 2) return [];
-    byInode ??= inodes(dirs);
-    return [...(byInode.get(`${st.dev}:${st.ino}`) ?? [])].filter((p) => p !== real);
+/** The real files a rule's program resolves to: its absolute path, or its name in every search folder. */
+function programFiles(r: ExecDenyRule, dirs: readonly string[]): string[] {
+  const spellings = path.isAbsolute(r.program)
+    ? [r.program]
+    : r.program.includes('/')
+      ? []
+      : dirs.map((d) => path.join(d, r.program));
+  return [...new Set(spellings.map(realFile).filter((f): f is string => f !== undefined))];
+}
+
+/**
+ * What the search folders call each real file: how many names lead to it, and the other real
+ * files that are the same inode (hard links). Read on first use, once per command.
+ */
+function binNames(dirs: readonly string[]): { of(real: string): number; linked(real: string): string[] } {
+  let read: { names: Map<string, Set<string>>; byInode: Map<string, Set<string>> } | undefined;
+  const get = () => {
+    read ??= namesIn(dirs);
+    return read;
+  };
+  return {
+    of: (real) => get().names.get(real)?.size ?? 0,
+    linked: (real) => {
+      const st = fs.statSync(real);
+      if (st.nlink < 2) return [];
+      return [...(get().byInode.get(`${st.dev}:${st.ino}`) ?? [])].filter((p) => p !== real);
+    },
   };
 }
 
-function inodes(dirs: readonly string[]): Map<string, Set<string>> {
-  const map = new Map<string, Set<string>>();
+function namesIn(dirs: readonly string[]): { names: Map<string, Set<string>>; byInode: Map<string, Set<string>> } {
+  const names = new Map<string, Set<string>>();
+  const byInode = new Map<string, Set<string>>();
   for (const d of dirs) {
-    let names: string[];
+    let entries: string[];
     try {
-      names = fs.readdirSync(d);
+      entries = fs.readdirSync(d);
     } catch {
       continue;
     }
-    for (const n of names) {
+    for (const n of entries) {
       const real = realFile(path.join(d, n));
       if (!real) continue;
+      names.set(real, (names.get(real) ?? new Set()).add(n));
       const st = fs.statSync(real);
       if (st.nlink < 2) continue;
       const key = `${st.dev}:${st.ino}`;
-      map.set(key, (map.get(key) ?? new Set()).add(real));
+      byInode.set(key, (byInode.get(key) ?? new Set()).add(real));
     }
   }
-  return map;
+  return { names, byInode };
+}
+
+// ---- copies by content ----
+
+/** Every regular file of the system trees by its size, as found when the index was built. */
+interface ContentIndex {
+  /** When the walk began: a program changed after it may have copies the index missed. */
+  since: number;
+  bySize: Map<number, string[]>;
+}
+
+let contentIndex: Promise<ContentIndex> | undefined;
+const hashes = new Map<string, { stamp: string; hash: string }>();
+
+/**
+ * The other files in the system trees whose bytes are the real file's. The index is built once
+ * per process (the first command with deny rules waits for it) and again when the program's file
+ * changed after the walk began (a package upgrade rewrites it and its copies alike). Candidates
+ * are the files of the same size, hashed once each; every regular file counts, executable or not,
+ * since a readable copy can be copied and marked executable, or given to the dynamic loader.
+ */
+async function sameBytes(real: string): Promise<string[]> {
+  const st = await fs.promises.stat(real);
+  // An empty file runs nothing, and every empty file of the trees would be the same bytes.
+  if (!st.size) return [];
+  const walked = (contentIndex ??= buildIndex());
+  let index = await walked;
+  if (index.since <= st.ctimeMs && st.ctimeMs <= Date.now()) {
+    // One walk again for all the commands that find the change at once.
+    if (contentIndex === walked) contentIndex = buildIndex();
+    index = await contentIndex;
+  }
+  const candidates = (index.bySize.get(st.size) ?? []).filter((p) => p !== real);
+  if (!candidates.length) return [];
+  // A program the worker cannot read (mode 711) is matched by its paths alone.
+  const want = await hashOf(real, st).catch(() => undefined);
+  if (!want) return [];
+  const out: string[] = [];
+  for (const p of candidates) {
+    // Looked at again: a file removed or rewritten since the walk is skipped, never mounted over.
+    const now = await fs.promises.stat(p).catch(() => undefined);
+    // One the worker cannot read, the command (the same user, no capabilities) cannot read either.
+    const hash = now?.isFile() && now.size === st.size ? await hashOf(p, now).catch(() => undefined) : undefined;
+    if (hash === want) out.push(p);
+  }
+  return out;
+}
+
+async function hashOf(file: string, st: fs.Stats): Promise<string> {
+  const stamp = `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
+  const known = hashes.get(file);
+  if (known?.stamp === stamp) return known.hash;
+  const hash = createHash('sha256')
+    .update(await fs.promises.readFile(file))
+    .digest('hex');
+  hashes.set(file, { stamp, hash });
+  return hash;
+}
+
+/** Files stat'ed at once while walking: enough to keep the thread pool busy, few enough to leave it room. */
+const WALK_WIDTH = 16;
+
+/**
+ * Walks the system trees (each once, whatever links lead to it; symlinks are not followed: the
+ * file they lead to is found where it is) and notes every regular file by size. Asynchronous, so a
+ * worker keeps answering while it runs; a folder it cannot read is passed over.
+ */
+async function buildIndex(): Promise<ContentIndex> {
+  const since = Date.now();
+  const bySize = new Map<number, string[]>();
+  const trees = [...new Set(SYSTEM_TREES.map((t) => realDir(t)).filter((t): t is string => t !== undefined))];
+  const roots = trees.filter((t) => !trees.some((o) => o !== t && t.startsWith(`${o}/`)));
+  const dirs = [...roots];
+  while (dirs.length) {
+    const dir = dirs.pop()!;
+    const entries = await fs.promises.readdir(dir, { withFileTypes: true }).catch(() => []);
+    const files: string[] = [];
+    for (const e of entries) {
+      if (e.isDirectory()) dirs.push(path.join(dir, e.name));
+      else if (e.isFile()) files.push(path.join(dir, e.name));
+    }
+    for (let i = 0; i < files.length; i += WALK_WIDTH) {
+      const batch = files.slice(i, i + WALK_WIDTH);
+      const stats = await Promise.all(batch.map((f) => fs.promises.stat(f).catch(() => undefined)));
+      stats.forEach((st, k) => {
+        if (!st?.isFile()) return;
+        const same = bySize.get(st.size);
+        if (same) same.push(batch[k]);
+        else bySize.set(st.size, [batch[k]]);
+      });
+    }
+  }
+  return { since, bySize };
+}
+
+function realDir(p: string): string | undefined {
+  try {
+    const real = fs.realpathSync(p);
+    return fs.statSync(real).isDirectory() ? real : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -188,18 +345,18 @@ function inodes(dirs: readonly string[]): Map<string, Set<string>> {
  * only some arguments of are denied, then a wrapper bound over every masked file.
  */
 async function mounts(
-  masked: Map<string, ExecDenyRule[]>,
+  masked: Map<string, Mask>,
   o: { bash: string; shell: string; dirs: string[]; tmp: string },
 ): Promise<ExecDenyMounts> {
   const interpreter = `${EXEC_DENY_DIR}/bash`;
   const hidden = ['--tmpfs', EXEC_DENY_DIR, '--ro-bind', o.bash, interpreter];
   const masks: string[] = [];
   let i = 0;
-  for (const [real, rules] of masked) {
-    const passOn = rules.some((r) => r.whole) ? undefined : `${EXEC_DENY_DIR}/${i}`;
+  for (const [real, { rules, name, multiCall }] of masked) {
+    const passOn = multiCall || rules.some((r) => r.whole) ? undefined : `${EXEC_DENY_DIR}/${i}`;
     if (passOn) hidden.push('--ro-bind', real, passOn);
     const file = path.join(o.tmp, String(i++));
-    const script = wrapperScript(interpreter, rules, passOn ? { passOn, name: path.basename(real) } : undefined);
+    const script = wrapperScript(interpreter, rules, passOn ? { passOn, name } : undefined, multiCall);
     await fs.promises.writeFile(file, script, { mode: 0o755 });
     masks.push('--ro-bind', file, real);
   }
@@ -217,17 +374,19 @@ async function mounts(
 /**
  * The script bound over one masked file. Run with `bash -p`, so no BASH_ENV or exported function
  * from the command's environment runs first. Each rule's patterns are tried against the rule's
- * own name for the program and the arguments; a rule that denies every run denies at once.
+ * own name for the program and the arguments; a rule that denies every run denies at once, and so
+ * does every rule on a multi-call program (the message says why).
  */
 export function wrapperScript(
   interpreter: string,
   rules: readonly ExecDenyRule[],
   passOn: { passOn: string; name: string } | undefined,
+  multiCall?: { file: string; names: number },
 ): string {
   const lines = [`#!${interpreter} -p`, `# Sluice: deny rules held in the sandbox (docs/tools.md).`, `IFS=' '`];
   for (const r of rules) {
-    const deny = `printf '%s\\n' ${shellQuote(denialMessage(r))} >&2; exit 126`;
-    if (r.whole || !r.patterns.length) {
+    const deny = `printf '%s\\n' ${shellQuote(denialMessage(r, multiCall))} >&2; exit 126`;
+    if (r.whole || !r.patterns.length || multiCall) {
       lines.push(deny);
       break;
     }
@@ -239,7 +398,9 @@ export function wrapperScript(
   return `${lines.join('\n')}\n`;
 }
 
-function denialMessage(r: ExecDenyRule): string {
+function denialMessage(r: ExecDenyRule, multiCall?: { file: string; names: number }): string {
+  if (multiCall)
+    return `sluice: ${multiCall.file} is denied by ${JSON.stringify(r.rule)} (${r.file}): ${r.program} is one of the ${multiCall.names} names of this multi-call program, and in the sandbox a rule on one of its names holds for all of them, so it did not run`;
   return `sluice: ${r.whole ? r.program : `this run of ${r.program}`} is denied by ${JSON.stringify(r.rule)} (${r.file}), so it did not run`;
 }
 
