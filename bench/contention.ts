@@ -42,6 +42,8 @@ export interface ContentionDeps {
 /** The busy loops: each a node process spinning, yielding to its event loop every 50 ms to hear its parent go. */
 export interface BusyLoops {
   count: number;
+  /** The loops' process ids: the test that they end with the bench reads them. */
+  pids: number[];
   stop(): Promise<void>;
 }
 
@@ -85,7 +87,7 @@ export async function startBusyLoops(count: number): Promise<BusyLoops> {
     await stop();
     throw err;
   }
-  return { count, stop };
+  return { count, pids: children.map((c) => c.pid!), stop };
 }
 
 /** The busy-loop count BENCH_CONTENTION asks for: unset means one per core. */
