@@ -1,5 +1,6 @@
 // The bench result as markdown tables: what `npm run bench` prints and docs/performance.md quotes.
-import type { BenchResult, Cell, ClientLatencyFigures, ClientSystem } from './result';
+import type { HopFigures } from './hops';
+import type { BenchResult, Cell, ClientLatencyFigures, ClientSystem, ContentionFigures } from './result';
 
 const f = (x: number | undefined, digits = 1) => (x === undefined || !Number.isFinite(x) ? '–' : x.toFixed(digits));
 
@@ -18,6 +19,8 @@ export function markdownReport(r: BenchResult, before?: BenchResult): string {
       `| ${c.batchSize} | ${c.concurrency} | ${c.batches} | ${f(c.sluice.p50Ms)} / ${f(c.sluice.p99Ms)} | ${f(c.bare.p50Ms)} / ${f(c.bare.p99Ms)} | ${f(c.inProcess.p50Ms, 3)} | ${f(c.sluice.batchesPerSec)} | ${f(c.bare.batchesPerSec)} | ${f(c.inProcess.batchesPerSec, 0)} | ${f(c.sluice.eventsPerCall)} / ${f(c.bare.eventsPerCall)} | ${f(c.sluice.historyBytesPerCall, 0)} / ${f(c.bare.historyBytesPerCall, 0)} | ${f(c.sluice.workerCpuMsPerCall, 2)} / ${f(c.bare.workerCpuMsPerCall, 2)} | ${f(c.sluice.workerRssMiB, 0)} (${f(c.sluice.workerPeakRssMiB, 0)}) | ${f(c.ratio.p50, 2)} | ${f(c.ratio.throughput, 2)} | ${f(c.ratio.workerCpuPerCall, 2)} |`,
     );
   }
+  lines.push(...hopsReport('Hops per batch in the grid', r.grid));
+  if (r.contention) lines.push(...contentionReport(r.contention));
   if (r.approval) {
     const a = r.approval;
     lines.push('');
@@ -194,6 +197,67 @@ function bytesReport(r: BenchResult): string[] {
 }
 
 /** The client-latency section: the four systems side by side, then where their time went. */
+/**
+ * The grid under contention (issue 49): per cell, each repetition's Sluice/bare ratios in the order
+ * run, and the worst of them, which is the cell's figure; then the hops of each cell.
+ */
+function contentionReport(c: ContentionFigures): string[] {
+  const list = (xs: number[], digits = 2) => xs.map((x) => f(x, digits)).join(' · ');
+  const lines = [
+    '',
+    `Under contention: the grid with ${c.busyLoops} busy loop(s) beside it (started and stopped by the bench, the same for both systems), ${c.reps} repetition(s), Sluice and bare alternating within each. Each repetition's figure in the order run; the cell's figure is its worst repetition.`,
+    '',
+    '| calls/batch | in flight | batches/rep | load avg | Sluice p50 / p95 ms | bare p50 / p95 ms | worker CPU ms/call Sluice / bare | p50 Sluice/bare | p95 Sluice/bare | throughput Sluice/bare | CPU/call Sluice/bare | worst p50 / throughput / CPU |',
+    '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+  ];
+  for (const cell of c.cells) {
+    const reps = cell.reps;
+    lines.push(
+      `| ${cell.batchSize} | ${cell.concurrency} | ${cell.batches} | ${list(
+        reps.map((x) => x.loadAvg),
+        1,
+      )} | ${reps.map((x) => `${f(x.sluice.p50Ms, 0)} / ${f(x.sluice.p95Ms, 0)}`).join(' · ')} | ${reps.map((x) => `${f(x.bare.p50Ms, 0)} / ${f(x.bare.p95Ms, 0)}`).join(' · ')} | ${reps.map((x) => `${f(x.sluice.workerCpuMsPerCall, 2)} / ${f(x.bare.workerCpuMsPerCall, 2)}`).join(' · ')} | ${list(reps.map((x) => x.ratio.p50))} | ${list(reps.map((x) => x.ratio.p95))} | ${list(reps.map((x) => x.ratio.throughput))} | ${list(reps.map((x) => x.ratio.workerCpuPerCall))} | **${f(cell.worst.p50, 2)}** / **${f(cell.worst.throughput, 2)}** / **${f(cell.worst.workerCpuPerCall, 2)}** |`,
+    );
+  }
+  return [...lines, ...hopsReport('Hops per batch under contention', c.cells)];
+}
+
+/**
+ * Where a batch's time goes, hop by hop, Sluice beside bare, per cell: how many workflow tasks,
+ * activity tasks and local activities it took, and their waits to start and runs summed over the
+ * batch (hops that overlap each count), with the batch's own length for scale.
+ */
+function hopsReport(
+  title: string,
+  cells: {
+    batchSize: number;
+    concurrency: number;
+    sluice?: { hops?: HopFigures };
+    bare?: { hops?: HopFigures };
+    hops?: { sluice: HopFigures; bare: HopFigures };
+  }[],
+): string[] {
+  const rows = cells.flatMap((c) => {
+    const s = c.hops?.sluice ?? c.sluice?.hops;
+    const b = c.hops?.bare ?? c.bare?.hops;
+    return s && b ? [{ c, s, b }] : [];
+  });
+  if (!rows.length) return [];
+  const lines = [
+    '',
+    `${title}, from the sampled histories, Sluice / bare (ms summed over the batch; hops that overlap each count). A hop is a workflow task, an activity task or a local activity: a turn that waits for a core. Local activity time runs inside a workflow task (from the task's start to the activity's completion).`,
+    '',
+    '| calls/batch | in flight | histories | hops | workflow tasks | workflow task wait ms | workflow task run ms | activity tasks | activity wait ms | activity run ms | local activities (ms) | timers / signals / children | batch ms (first → last event) |',
+    '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+  ];
+  const two = (a: number, b: number, digits = 1) => `${f(a, digits)} / ${f(b, digits)}`;
+  for (const { c, s, b } of rows)
+    lines.push(
+      `| ${c.batchSize} | ${c.concurrency} | ${s.histories} / ${b.histories} | ${two(s.hops, b.hops)} | ${two(s.workflowTasks, b.workflowTasks)} | ${two(s.workflowTaskWaitMs, b.workflowTaskWaitMs)} | ${two(s.workflowTaskRunMs, b.workflowTaskRunMs)} | ${two(s.activityTasks, b.activityTasks)} | ${two(s.activityWaitMs, b.activityWaitMs)} | ${two(s.activityRunMs, b.activityRunMs)} | ${f(s.localActivities)} (${f(s.localActivityMs)}) / ${f(b.localActivities)} (${f(b.localActivityMs)}) | ${f(s.timers, 0)}/${f(s.signals, 0)}/${f(s.childWorkflows, 0)} / ${f(b.timers, 0)}/${f(b.signals, 0)}/${f(b.childWorkflows, 0)} | ${two(s.batchMs, b.batchMs, 0)} |`,
+    );
+  return lines;
+}
+
 function clientReport(c: ClientLatencyFigures): string[] {
   const names: [ClientSystem, string][] = [
     ['sluice', 'Sluice `runBatch` (eager start)'],

@@ -1,4 +1,5 @@
 // The shape of a bench result file (bench/results/*.json).
+import type { HopFigures } from './hops';
 
 export interface SystemFigures {
   p50Ms: number;
@@ -24,6 +25,8 @@ export interface SystemFigures {
   payloadBytesPerCall?: Record<string, number>;
   /** The JSON inside the larger payloads, by top-level key (`<payload> .<key>`), in bytes of JSON text per call. */
   payloadKeyBytesPerCall?: Record<string, number>;
+  /** Hops per batch and where their time went, over the sampled histories (issue 49 on). */
+  hops?: HopFigures;
 }
 
 export interface Cell {
@@ -45,6 +48,43 @@ export interface Cell {
   };
   /** The same ratios for each round of the cell alone: their spread is the cell's noise band (round three on). */
   roundRatios?: { p50: number[]; throughput: number[]; workerCpuPerCall: number[] };
+}
+
+/** One system's batches of a cell in one repetition under contention. */
+export interface ContentionRun {
+  p50Ms: number;
+  p95Ms: number;
+  batchesPerSec: number;
+  workerCpuMsPerCall: number;
+}
+
+/** A cell of the grid run with busy loops beside it (issue 49), every repetition on its own. */
+export interface ContentionCell {
+  batchSize: number;
+  concurrency: number;
+  /** Batches per system and repetition. */
+  batches: number;
+  reps: {
+    /** The 1-minute load average as the repetition's cell ended (the busy loops count in it). */
+    loadAvg: number;
+    /** Which system ran first in this repetition. */
+    first: 'sluice' | 'bare';
+    sluice: ContentionRun;
+    bare: ContentionRun;
+    /** Sluice over bare. */
+    ratio: { p50: number; p95: number; throughput: number; workerCpuPerCall: number };
+  }[];
+  /** The worst repetition's ratio of each: the cell's figure (highest p50, p95 and CPU, lowest throughput). */
+  worst: { p50: number; p95: number; throughput: number; workerCpuPerCall: number };
+  /** Hops per batch over the histories sampled in every repetition. */
+  hops?: { sluice: HopFigures; bare: HopFigures };
+}
+
+export interface ContentionFigures {
+  /** Busy loops spinning beside the grid (BENCH_CONTENTION; one per core by default). */
+  busyLoops: number;
+  reps: number;
+  cells: ContentionCell[];
 }
 
 /** A section of a run: how long it took and the 1-minute load average as it started and ended. */
@@ -187,5 +227,7 @@ export interface BenchResult {
   codeMode?: CodeModeFigures;
   localBodies?: LocalBodyFigures;
   clientLatency?: ClientLatencyFigures;
+  /** The grid with busy loops beside it (issue 49). */
+  contention?: ContentionFigures;
   targets: { name: string; value: number; limit: string; met: boolean }[];
 }

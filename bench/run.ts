@@ -22,6 +22,11 @@
 // Temporal server to use instead of starting one (the smoke test's), BENCH_LABEL free text,
 // BENCH_FAIL_IN a section name to fail on purpose (the test that a dying run keeps what it measured),
 // BENCH_HISTORIES a folder to write each cell's last sampled history to, per system (as JSON events).
+// Under contention (issue 49): BENCH_CONTENTION busy loops beside the grid (one per core by
+// default; 0 skips the section), BENCH_CONTENTION_REPS repetitions of the grid with them (3),
+// BENCH_CONTENTION_BATCHES batches per cell, system and repetition (20) capped at
+// BENCH_CONTENTION_MAX_CALLS calls (250) and at least the number in flight; the same sizes and
+// numbers in flight as the grid.
 // As each section finishes, what was measured so far goes to <BENCH_OUT>.partial.json.
 //
 // `npm run bench -- --quick`: the developer's loop (about a minute on a quiet machine): batches of 1
@@ -41,6 +46,9 @@ import { approvalStarter, drainBySignal, startWaiting, waitingMemory } from './a
 import { bareDecisionSignal, bareWaitingQuery } from './bare-workflow';
 import { echo, echoBody, localEcho, serialEcho } from './config';
 import { historyBreakdown } from './breakdown';
+import { fetchEvents } from './history-gaps';
+import { busyLoopCount, runContention } from './contention';
+import { hopsPerBatch } from './hops';
 import { runClientLatency } from './client-latency';
 import { markdownReport } from './report';
 import { plotSvg } from './plot';
@@ -51,6 +59,7 @@ import type {
   Cell,
   ClientLatencyFigures,
   CodeModeFigures,
+  ContentionFigures,
   LocalBodyFigures,
   SectionLoad,
   SystemFigures,
@@ -117,6 +126,12 @@ const settings = {
   address: process.env.BENCH_ADDRESS || '',
   dir: path.resolve(process.env.BENCH_DIR || path.join(__dirname, 'results')),
   label: process.env.BENCH_LABEL || '',
+  contention: {
+    loops: busyLoopCount(process.env.BENCH_CONTENTION ? int('BENCH_CONTENTION', 0) : undefined),
+    reps: Math.max(1, int('BENCH_CONTENTION_REPS', q(3, 2))),
+    batches: int('BENCH_CONTENTION_BATCHES', q(20, 6)),
+    maxCalls: int('BENCH_CONTENTION_MAX_CALLS', q(250, 60)),
+  },
 };
 const MAX_PARALLEL = 10;
 
@@ -162,6 +177,10 @@ async function main(): Promise<void> {
         progress.write();
       }
     }
+    const contention =
+      settings.contention.loops > 0 && settings.contention.batches > 0
+        ? await progress.section('contention', () => runBusyGrid(systems, worker))
+        : undefined;
     const localBodies =
       settings.local > 0 ? await progress.section('localBodies', () => runLocalBodies(systems, worker)) : undefined;
     const codeMode = settings.codeMode > 0 ? await progress.section('codeMode', () => runCodeMode(systems)) : undefined;
@@ -211,8 +230,10 @@ async function main(): Promise<void> {
       ...(codeMode ? { codeMode } : {}),
       ...(localBodies ? { localBodies } : {}),
       ...(clientLatency ? { clientLatency } : {}),
+      ...(contention ? { contention } : {}),
       targets: [
         ...targetsOf(grid, codeMode, localBodies, clientLatency),
+        ...contentionTargets(contention),
         ...approvalSpeedTargets(approval),
         ...waitingTargets(approval),
       ],
@@ -480,15 +501,18 @@ async function histories(
     | 'eventBytesPerCall'
     | 'payloadBytesPerCall'
     | 'payloadKeyBytesPerCall'
+    | 'hops'
   >
 > {
   const sample = ids.slice(-settings.historySamples);
   if (sample.length === 0) return {};
   const events: number[] = [];
   const bytes: number[] = [];
+  const all: temporal.api.history.v1.IHistoryEvent[][] = [];
   let last: temporal.api.history.v1.IHistory | undefined;
   for (const id of sample) {
     const history = await systems.client.temporal.workflow.getHandle(id).fetchHistory();
+    all.push(history.events ?? []);
     events.push((history.events ?? []).length / size);
     bytes.push(temporal.api.history.v1.History.encode(history).finish().length / size);
     last = history;
@@ -503,7 +527,31 @@ async function histories(
     eventsPerCall: round(mean(events), 2),
     historyBytesPerCall: Math.round(mean(bytes)),
     ...historyBreakdown(last!, size),
+    hops: hopsPerBatch(all),
   };
+}
+
+/** The grid again with busy loops beside it (bench/contention.ts): what each extra hop costs when cores are scarce. */
+function runBusyGrid(systems: Systems, worker: WorkerProcess): Promise<ContentionFigures> {
+  return runContention(
+    {
+      ...settings.contention,
+      sizes: settings.sizes,
+      concurrency: settings.concurrency,
+      historySamples: Math.max(1, settings.historySamples),
+    },
+    {
+      run: (system, cell, i, size) => systems[system](cell, i, size),
+      ids: (system) => (system === 'sluice' ? systems.sluiceIds : systems.bareIds),
+      events: (ids) => fetchEvents(systems.client, ids),
+      workerCpuUs: async () => (await worker.memory()).cpuUs,
+      log,
+      measured: (cells) => {
+        progress.measured.contention = { busyLoops: settings.contention.loops, cells };
+        progress.write();
+      },
+    },
+  );
 }
 
 /** A tool declaring a local body, batches of 10 one at a time, alternating with bare Temporal. */
@@ -874,6 +922,51 @@ function waitingTargets(approval?: ApprovalFigures): BenchResult['targets'] {
       met: above <= 100,
     },
   ];
+}
+
+/**
+ * Issue 49's targets under contention, each on the cell's worst repetition: p50 within 1.25× bare
+ * and throughput at least 0.8× in every repetition, and the worker's CPU a call within 1.3×.
+ */
+function contentionTargets(c?: ContentionFigures): BenchResult['targets'] {
+  if (!c) return [];
+  const busy = `${c.busyLoops} busy loop(s), worst of ${c.reps}`;
+  const out: BenchResult['targets'] = [];
+  const each = (
+    name: string,
+    limit: string,
+    pick: (w: ContentionFigures['cells'][number]['worst']) => number,
+    met: (x: number) => boolean,
+  ) => {
+    for (const cell of c.cells) {
+      const value = pick(cell.worst);
+      out.push({
+        name: `${name}, ${cell.batchSize} call(s) × ${cell.concurrency} in flight, ${busy}`,
+        value,
+        limit,
+        met: met(value),
+      });
+    }
+  };
+  each(
+    'busy: p50 Sluice/bare',
+    '≤ 1.25',
+    (w) => w.p50,
+    (x) => x <= 1.25,
+  );
+  each(
+    'busy: throughput Sluice/bare',
+    '≥ 0.8',
+    (w) => w.throughput,
+    (x) => x >= 0.8,
+  );
+  each(
+    'busy: worker CPU per call Sluice/bare',
+    '≤ 1.3',
+    (w) => w.workerCpuPerCall,
+    (x) => x <= 1.3,
+  );
+  return out;
 }
 
 /** Issue 18's targets (round two); the approval path's are in the approval table. */

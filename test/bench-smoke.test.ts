@@ -44,6 +44,10 @@ describe('bench smoke run', () => {
           BENCH_SUB_CALLS: '2',
           BENCH_LOCAL: '2',
           BENCH_CLIENT: '2',
+          // One busy loop (the machine running the tests is busy enough), two repetitions.
+          BENCH_CONTENTION: '1',
+          BENCH_CONTENTION_REPS: '2',
+          BENCH_CONTENTION_BATCHES: '2',
         },
         timeout: RUN_LIMIT_MS,
       });
@@ -70,6 +74,7 @@ describe('bench smoke run', () => {
       expect(result.meta.sections?.map((s) => s.name)).toEqual([
         'warm-up',
         'grid: batch of 2 × 1 in flight',
+        'contention',
         'localBodies',
         'codeMode',
         'clientLatency',
@@ -80,6 +85,7 @@ describe('bench smoke run', () => {
         expect(s.loadAvgEnd).toBeGreaterThanOrEqual(0);
         expect(s.seconds).toBeGreaterThan(0);
       }
+      expectContentionShape(result);
       expect(result.codeMode?.trivialInBody.samples).toBe(2);
       expect(result.localBodies).toMatchObject({ batchSize: 10, batches: 2 });
       // A local body leaves no activity events: fewer events per call than the grid's echo.
@@ -113,11 +119,17 @@ describe('bench smoke run', () => {
           'approval: drain after a bulk approve of 3, batches/s',
           'worker RSS with 3 batches waiting, MiB above idle',
           'worker CPU per call Sluice/bare, 2 call(s) × 1 in flight',
+          'busy: p50 Sluice/bare, 2 call(s) × 1 in flight, 1 busy loop(s), worst of 2',
+          'busy: throughput Sluice/bare, 2 call(s) × 1 in flight, 1 busy loop(s), worst of 2',
+          'busy: worker CPU per call Sluice/bare, 2 call(s) × 1 in flight, 1 busy loop(s), worst of 2',
         ]),
       );
       const md = fs.readFileSync(path.join(dir, 'smoke.md'), 'utf8');
       expect(md).toContain('Where the history bytes go, per call');
       expect(md).toContain('| Code Mode | figure |');
+      expect(md).toContain('Under contention: the grid with 1 busy loop(s) beside it');
+      expect(md).toContain('Hops per batch in the grid');
+      expect(md).toContain('Hops per batch under contention');
       expect(md).toContain('Client latency: one-call batches');
       expect(md).toContain('| section | seconds | load average (1 min) at start → end |');
       // BENCH_BEFORE: the change of every figure the committed run also has, with its noise band.
@@ -135,6 +147,7 @@ describe('bench smoke run', () => {
       expect(partial.done).toEqual([
         'warm-up',
         'grid: batch of 2 × 1 in flight',
+        'contention',
         'localBodies',
         'codeMode',
         'clientLatency',
@@ -142,6 +155,7 @@ describe('bench smoke run', () => {
       ]);
       expect(partial.grid).toEqual(result.grid);
       expect(partial).toMatchObject({
+        contention: result.contention,
         localBodies: result.localBodies,
         codeMode: result.codeMode,
         clientLatency: result.clientLatency,
@@ -151,6 +165,49 @@ describe('bench smoke run', () => {
     TEST_MS,
   );
 });
+
+/**
+ * The contention section's shape (issue 49): every repetition on its own, the worst one as the
+ * cell's figure, and the hops of both systems read from their histories. No figure is judged.
+ */
+function expectContentionShape(result: BenchResult): void {
+  const busy = result.contention!;
+  expect(busy).toMatchObject({ busyLoops: 1, reps: 2 });
+  expect(busy.cells).toHaveLength(1);
+  const [cell] = busy.cells;
+  expect(cell).toMatchObject({ batchSize: 2, concurrency: 1, batches: 2 });
+  expect(cell.reps).toHaveLength(2);
+  // Sluice and bare alternate which goes first.
+  expect(cell.reps.map((r) => r.first).sort()).toEqual(['bare', 'sluice']);
+  for (const rep of cell.reps) {
+    for (const run of [rep.sluice, rep.bare]) {
+      expect(run.p50Ms).toBeGreaterThan(0);
+      expect(run.p95Ms).toBeGreaterThanOrEqual(run.p50Ms);
+      expect(run.batchesPerSec).toBeGreaterThan(0);
+      expect(run.workerCpuMsPerCall).toBeGreaterThan(0);
+    }
+    expect(rep.ratio.p50).toBeGreaterThan(0);
+  }
+  // The cell's figure is its worst repetition, not an average.
+  expect(cell.worst.p50).toBe(Math.max(...cell.reps.map((r) => r.ratio.p50)));
+  expect(cell.worst.throughput).toBe(Math.min(...cell.reps.map((r) => r.ratio.throughput)));
+  expect(cell.worst.workerCpuPerCall).toBe(Math.max(...cell.reps.map((r) => r.ratio.workerCpuPerCall)));
+  // Hops from the histories of both repetitions: one activity task a call for both systems, at
+  // least one workflow task, and Sluice's claim-and-preflight local activity, which bare lacks.
+  const { sluice, bare } = cell.hops!;
+  expect(sluice.histories).toBe(2);
+  expect(bare.histories).toBe(2);
+  for (const h of [sluice, bare]) {
+    expect(h.activityTasks).toBe(2);
+    expect(h.workflowTasks).toBeGreaterThanOrEqual(1);
+    expect(h.hops).toBe(h.workflowTasks + h.activityTasks + h.localActivities);
+    expect(h.batchMs).toBeGreaterThan(0);
+  }
+  expect(sluice.localActivities).toBeGreaterThanOrEqual(1);
+  expect(bare.localActivities).toBe(0);
+  // The quiet grid's cells carry their hops too.
+  expect(result.grid[0].sluice.hops?.activityTasks).toBe(2);
+}
 
 describe('bench run that dies', () => {
   it(
@@ -174,6 +231,7 @@ describe('bench run that dies', () => {
           BENCH_WARMUP: '1',
           BENCH_HISTORY_SAMPLES: '1',
           BENCH_LOCAL: '1',
+          BENCH_CONTENTION: '0',
           BENCH_FAIL_IN: 'codeMode',
         },
         timeout: RUN_LIMIT_MS,
