@@ -8,6 +8,7 @@ import type { WireCallRef } from '../codec/stages';
 import type { Card, JsonObject, PolicyBinding, PreDecision } from '../pipeline/types';
 import { handlerOf, policyRecheckOf, type SluiceConfig, type ToolDefinition } from '../define/config';
 import { runInOrder, threwMessage } from './extensions';
+import { withFactsScope } from './facts-scope';
 import { type Collector, checkCard, parseArgs, profileOf, type StageKit } from './kit';
 
 export function preflightStages(kit: StageKit) {
@@ -19,7 +20,7 @@ export function preflightStages(kit: StageKit) {
         // The digest approvers see and decisions are bound to is keyed here, where the key is
         // (codec/args-digest.ts), whatever the workflow sent. It goes back only for a call the
         // workflow binds to it; every other stage keys the arguments again where it runs.
-        const ref = kit.keyed(unkeyed);
+        const ref = await withFactsScope(kit, kit.keyed(unkeyed));
         const result = await preflightOne(kit, ref);
         results.push(bindsDigest(result) ? { ...result, argsDigest: ref.argsDigest } : result);
         if (!admitsNext(result)) break;
@@ -28,7 +29,7 @@ export function preflightStages(kit: StageKit) {
     },
 
     async guards(sent: WireCallRef) {
-      const ref = kit.keyed(sent);
+      const ref = await withFactsScope(kit, kit.keyed(sent));
       const c = kit.collector(ref, 'guard');
       const changed = ref.askedUnder ? await recheckPolicy(kit.config, c, ref.askedUnder) : undefined;
       const gate = changed ?? (await guardChain(kit.config, c));

@@ -218,6 +218,12 @@ export interface BatchInput {
    * none yet): the policy then counts what it is given.
    */
   reach?: 'session';
+  /**
+   * The facts scope the batch's calls are counted in (a person `user:alice`, a team, a harness's
+   * session): every batch that names it sees the others' calls, read from the fact store every
+   * worker shares (stores/fact-store.ts), and writes its own there.
+   */
+  factsScope?: string;
 }
 
 export type ModelMessage =
