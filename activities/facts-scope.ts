@@ -6,9 +6,8 @@
 //
 // A store that cannot be reached, or no store at all, leaves the record the batch's own and says
 // why: a policy that reads a fact then denies with that reason (hooks/cedar-policy.ts). Never allow.
-import { type CallRecord, factsScopeProblem } from '../pipeline/facts';
+import { type CallRecord, factsScopeProblem, RECORD_KEEP_MS } from '../pipeline/facts';
 import type { CallRef } from '../pipeline/stages';
-import { RECORD_KEEP_MS } from '../workflows/session-facts';
 import type { StageKit } from './kit';
 
 export async function withFactsScope(kit: Pick<StageKit, 'facts'>, ref: CallRef): Promise<CallRef> {

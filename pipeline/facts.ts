@@ -67,6 +67,9 @@ export type FactSpecs = Record<string, FactSpec>;
 /** Facts as a policy reads them: whole numbers and booleans, by name. */
 export type Facts = Record<string, number | boolean>;
 
+/** How far back a session keeps its calls for facts, and a facts scope reads them: 7 days. */
+export const RECORD_KEEP_MS = 7 * 86_400_000;
+
 const UNIT_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 const COUNTED: readonly CallOutcome[] = ['pending', 'ok', 'failed'];
 

@@ -4,11 +4,10 @@
 // continue-as-new — never from a worker's memory. The record goes to the pre-execute stage in its
 // input, so the activity's recorded input is what a replay and an auditor read.
 import { expandBatchOutput, type BatchOutputWire } from '../codec/output';
-import { argsObject, type CallRecord, callRecords, type SessionRecord } from '../pipeline/facts';
+import { argsObject, type CallRecord, callRecords, RECORD_KEEP_MS, type SessionRecord } from '../pipeline/facts';
 import type { BatchInput, ToolCall } from '../pipeline/types';
 
-/** How far back a session keeps its calls for facts, and how many at most (the oldest go first). */
-export const RECORD_KEEP_MS = 7 * 86_400_000;
+/** How many calls a session keeps for facts at most (the oldest go first); how far back: RECORD_KEEP_MS. */
 export const RECORD_KEEP_CALLS = 10_000;
 
 /**
