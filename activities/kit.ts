@@ -17,12 +17,15 @@ import { isKeyedDigest } from '../pipeline/digest';
 import { digestKeyFromEnv, keyedArgsDigest } from '../codec/args-digest';
 import type { ApprovalPolicy, Card, EventDraft, JsonObject, UserMessage } from '../pipeline/types';
 import type { ResultStore } from '../stores/claim-check';
+import type { FactStore } from '../stores/fact-store';
 import type { CallInfo, SluiceConfig, StageContext, ToolDefinition } from '../define/config';
 import { checkToolArgs } from '../define/tool-schema';
 
 export interface StageKit {
   config: SluiceConfig;
   store?: ResultStore;
+  /** Where the calls of a facts scope are kept (stores/fact-store.ts); none: a scope cannot be read. */
+  facts?: FactStore;
   toolNames: readonly string[];
   tool(name: string): ToolDefinition | undefined;
   /**
@@ -46,7 +49,7 @@ export interface Collector {
   withSource(who: string): void;
 }
 
-export function stageKit(config: SluiceConfig, deps: { resultStore?: ResultStore } = {}): StageKit {
+export function stageKit(config: SluiceConfig, deps: { resultStore?: ResultStore; facts?: FactStore } = {}): StageKit {
   const registry = new Map<string, ToolDefinition>();
   for (const t of config.tools) for (const n of [t.name, ...(t.aliases ?? [])]) registry.set(n, t);
   const digestKey = digestKeyFromEnv();
@@ -55,6 +58,7 @@ export function stageKit(config: SluiceConfig, deps: { resultStore?: ResultStore
     keyed: (ref) =>
       isKeyedDigest(ref.argsDigest) ? (ref as CallRef) : { ...ref, argsDigest: keyedArgsDigest(ref.args, digestKey) },
     store: config.resultStore ?? deps.resultStore,
+    ...(deps.facts ? { facts: deps.facts } : {}),
     toolNames: Object.freeze([...new Set(config.tools.map((t) => t.name))]),
     tool: (name) => registry.get(name),
     bounds: (ref) => ({

@@ -1,13 +1,15 @@
 // Stages 4 and 6 worker-side: the pre-execute waterfall (opened by the tool's own approval
 // policy) and the monotonic guards. An extension's throw becomes a `failed` gate here; only a
 // crash of the worker itself makes Temporal retry the stage.
+import { shadowVerdictOf } from '../pipeline/ask';
 import { foldPreDecision, parseGuardAnswer, parsePreDecision } from '../pipeline/fold';
 import { ErrorCodes } from '../pipeline/errors';
 import { type CallRef, type Gate, genericCard, type PreflightResult, type ToolProfile } from '../pipeline/stages';
 import type { WireCallRef } from '../codec/stages';
-import type { Card, JsonObject, PolicyBinding, PreDecision } from '../pipeline/types';
+import type { AskTerms, Card, JsonObject, PolicyBinding, PreDecision, ShadowVerdict } from '../pipeline/types';
 import { handlerOf, policyRecheckOf, type SluiceConfig, type ToolDefinition } from '../define/config';
 import { runInOrder, threwMessage } from './extensions';
+import { withFactsScope } from './facts-scope';
 import { type Collector, checkCard, parseArgs, profileOf, type StageKit } from './kit';
 
 export function preflightStages(kit: StageKit) {
@@ -19,7 +21,7 @@ export function preflightStages(kit: StageKit) {
         // The digest approvers see and decisions are bound to is keyed here, where the key is
         // (codec/args-digest.ts), whatever the workflow sent. It goes back only for a call the
         // workflow binds to it; every other stage keys the arguments again where it runs.
-        const ref = kit.keyed(unkeyed);
+        const ref = await withFactsScope(kit, kit.keyed(unkeyed));
         const result = await preflightOne(kit, ref);
         results.push(bindsDigest(result) ? { ...result, argsDigest: ref.argsDigest } : result);
         if (!admitsNext(result)) break;
@@ -28,7 +30,7 @@ export function preflightStages(kit: StageKit) {
     },
 
     async guards(sent: WireCallRef) {
-      const ref = kit.keyed(sent);
+      const ref = await withFactsScope(kit, kit.keyed(sent));
       const c = kit.collector(ref, 'guard');
       const changed = ref.askedUnder ? await recheckPolicy(kit.config, c, ref.askedUnder) : undefined;
       const gate = changed ?? (await guardChain(kit.config, c));
@@ -104,8 +106,23 @@ async function waterfallGate(
   // The ask whole: its terms (AskTerms: the reason, and the policy that judged the call, which
   // the guards after the decision judge again if the worker that runs it reads different files)
   // and its approvers; this worker's body activity can run the guards after a yes (guardThenExecuteBody).
-  if (decided.kind === 'ask') return { ...decided, guardsInBody: true };
+  // What the policies recorded goes with the ask, unless a handler's own ask said it.
+  if (decided.kind === 'ask') return { ...policySaw(c), ...decided, guardsInBody: true };
   return undefined;
+}
+
+/**
+ * What the policies recorded of the call in this stage, for the person asked: the facts the deciding
+ * policy read (policy/decided) and a shadow candidate's verdict (policy/shadow), the last of each.
+ */
+function policySaw(c: Collector): Pick<AskTerms, 'facts' | 'shadow'> {
+  const mine = c.events.filter((e) => e.data.callId === c.ctx.call.id);
+  const decided = mine.filter((e) => e.type === 'policy/decided' && e.data.facts).at(-1);
+  const shadow = mine.filter((e) => e.type === 'policy/shadow').at(-1)?.data.candidate as ShadowVerdict | undefined;
+  return {
+    ...(decided ? { facts: decided.data.facts as AskTerms['facts'] } : {}),
+    ...(shadow && typeof shadow.decision === 'string' ? { shadow: shadowVerdictOf(shadow) } : {}),
+  };
 }
 
 /** Stage 6: the guards in order, the first to answer with a reason denies the call. */

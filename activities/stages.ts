@@ -13,6 +13,7 @@ import {
   type WireCallRef,
 } from '../codec/stages';
 import type { ResultStore } from '../stores/claim-check';
+import type { FactStore } from '../stores/fact-store';
 import { isLongRunning, type SluiceConfig } from '../define/config';
 import { executeStage } from './execute';
 import { stageKit } from './kit';
@@ -39,7 +40,10 @@ export interface StageActivities {
   settle(reqs: SettleRequest[]): Promise<SettleResult[]>;
 }
 
-export function createStageActivities(config: SluiceConfig, deps: { resultStore?: ResultStore } = {}): StageActivities {
+export function createStageActivities(
+  config: SluiceConfig,
+  deps: { resultStore?: ResultStore; facts?: FactStore } = {},
+): StageActivities {
   const kit = stageKit(config, deps);
   const plan = stagePlan(config);
   const preflight = preflightStages(kit);

@@ -2,6 +2,7 @@
 // Everything shown here was written by a model or a client, so nothing reaches the terminal as a
 // control sequence (ESC[2K\r would erase what is shown and print something else over it), no
 // value can start a line of its own, and every cut says how much it hid.
+import { factsText, shadowVerdictText } from '../pipeline/ask';
 import { policyText } from '../pipeline/policy-binding';
 import { describeGroupSets, type QuorumTally, tallyText } from '../pipeline/quorum';
 import type { Card, PendingApproval, ToolResult } from '../pipeline/types';
@@ -42,6 +43,8 @@ export function renderPendingCard(p: PendingApproval, now = Date.now()): string 
     ...(p.reason ? [`│ why: ${p.reason}`] : []),
     ...(p.quorum ? [`│ quorum ${quorumLine(p.quorum)}`] : []),
     ...(p.policy ? [`│ policy: ${policyText(p.policy)}`] : []),
+    ...(p.facts && Object.keys(p.facts).length ? [`│ the policy saw: ${factsText(p.facts)}`] : []),
+    ...(p.shadow ? [`│ shadow: ${shadowVerdictText(p.shadow)}`] : []),
     `│ denied automatically in ${left}s; args digest ${p.argsDigest}`,
     `└ npx sluice approve ${p.approvalId}    |    npx sluice deny ${p.approvalId} --reason "..."`,
   ];

@@ -1,5 +1,6 @@
 // Sessions from a client: start one (or attach to it), send messages, interrupt, read its state,
 // its pending approvals and its transcript.
+import { factsScopeProblem } from '../pipeline/facts';
 import { WorkflowExecutionAlreadyStartedError, type WorkflowHandle, WorkflowNotFoundError } from '@temporalio/client';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -253,6 +254,8 @@ export class SessionHandle {
 export async function startSession(client: SluiceClient, request: SessionRequest): Promise<SessionHandle> {
   if (!request?.sessionId) throw new InvalidInputError('a session needs a sessionId');
   if (!request.model) throw new InvalidInputError('a session needs a model, e.g. openai:gpt-4.1 or script:./demo.json');
+  const scopeProblem = request.factsScope === undefined ? undefined : factsScopeProblem(request.factsScope);
+  if (scopeProblem) throw new InvalidInputError(scopeProblem);
   await refuseTakenId(client, request.sessionId);
   try {
     await client.startNeedingAttributes(() =>

@@ -10,9 +10,11 @@
 //
 // `session` holds the session facts `.cedar/facts.json` declares (pipeline/facts.ts), folded from
 // the calls the workflow recorded before this one; the facts read go on record with the decision.
-// A record that reaches only the batch (a `runBatch`, a harness hook's call, a session started
+// A record that reaches only the batch (a `runBatch` without a `factsScope`, a session started
 // without `sessionFacts`) cannot answer a fact, whose window always reaches past the batch: a call
-// whose policies read one is denied, saying so, rather than judged on an undercount.
+// whose policies read one is denied, saying so, rather than judged on an undercount. A batch that
+// names a facts scope reads the scope's calls from the fact store (activities/facts-scope.ts); a
+// store it cannot reach leaves the record short, and the call is denied with the store named.
 //
 // Sluice declares `Sluice::Session` and `Sluice::Tool` itself; the workspace schema declares the
 // actions (one per tool a policy is about) with the shape of their arguments. Every policy is
@@ -308,7 +310,8 @@ function judgeCall(p: Prepared, call: PolicyCall): SourceVerdict {
   const facts = Object.keys(p.facts).length ? factsOf(p.facts, call) : undefined;
   const read = p.factsRef && action.context.has('session') ? factsReadFor(p.factsRef, call.toolName) : [];
   const short = beyondReach(read, call.record);
-  if (short.length && p.factsRef) return { ...beyondBatch(p.factsRef, short), ...(facts ? { facts } : {}) };
+  if (short.length && p.factsRef)
+    return { ...beyondBatch(p.factsRef, short, call.record?.unreadable), ...(facts ? { facts } : {}) };
   const answer = cedar().statefulIsAuthorized({
     principal: { type: 'Sluice::Session', id: call.session ?? '' },
     action: action.uid,
@@ -374,9 +377,11 @@ function misfit(p: Prepared, call: PolicyCall, errors: string[]): SourceVerdict 
  * a limit is beaten by splitting calls across batches, so the call is denied, naming the first
  * fact and pointing at its declaration, with what to do.
  */
-function beyondBatch(ref: PolicyFile & { text: string }, short: string[]): SourceVerdict {
+function beyondBatch(ref: PolicyFile & { text: string }, short: string[], unreadable?: string): SourceVerdict {
   const named = short.map((n) => `\`${n}\``).join(', ');
-  const why = `this policy counts calls across the session (fact ${named}), but this batch carries only its own calls, so a limit could be beaten by splitting calls across batches: start the session with \`sessionFacts: true\` (a runBatch or a harness hook's call carries no session's calls: run such a call in a session that does)`;
+  const why = unreadable
+    ? `this policy counts calls across the batch's facts scope (fact ${named}), but ${unreadable}: the call is denied rather than judged on an undercount; it can run once the fact store answers`
+    : `this policy counts calls across the session (fact ${named}), but this batch carries only its own calls, so a limit could be beaten by splitting calls across batches: start the session with \`sessionFacts: true\`, or give the batch a \`factsScope\` (a harness hook's calls have their harness session's)`;
   const at = ref.text.indexOf(JSON.stringify(short[0]));
   const line = at >= 0 ? lineAt(ref.text, at) : 1;
   const rule: PolicyRuleRef = {

@@ -1,4 +1,5 @@
 import { jsonBytes, MAX_ARGUMENT_CHARS, MAX_CALLS_PER_BATCH, MAX_INPUT_BYTES } from './budget';
+import { factsScopeProblem } from './facts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from './json';
 import type { BatchInput, Json, ToolCall } from './types';
 
@@ -58,6 +59,7 @@ export function batchInputProblem(input: unknown): string | undefined {
     return 'state must be an object {namespace: {key: value}}';
   if (b.state !== undefined && nestsDeeperThan(b.state, MAX_JSON_DEPTH))
     return `state nests more than ${MAX_JSON_DEPTH} levels deep; keep session state flatter`;
+  if (b.factsScope !== undefined && factsScopeProblem(b.factsScope)) return factsScopeProblem(b.factsScope);
   if (!Array.isArray(b.calls)) return 'calls must be an array of {id, name, arguments}';
   if (b.calls.length > MAX_CALLS_PER_BATCH)
     return `a batch has at most ${MAX_CALLS_PER_BATCH} calls (this one has ${b.calls.length}): split it into several batches (steps)`;

@@ -32,8 +32,15 @@ export interface SessionRecord {
    * list. `batch`: only the batch's own calls (a `runBatch`, a harness hook's call, a session
    * started without `sessionFacts`). Every fact's window (a time, `turn`, the session) reaches
    * past a batch, so a fact folded from a `batch` record would undercount: see `beyondReach`.
+   * `scope`: the calls of every batch and session that named the same facts scope (`factsScope`),
+   * read from the fact store the deployment's workers share (stores/fact-store.ts), in flight too.
    */
-  reach: 'session' | 'batch';
+  reach: 'session' | 'batch' | 'scope';
+  /**
+   * Why the batch's facts scope could not be read (the fact store unreachable): the record is then
+   * the batch's own, and a policy that reads a fact denies with this reason.
+   */
+  unreadable?: string;
 }
 
 /** A condition on an earlier call's argument: equal to a value, or a `*` glob for text. */
@@ -60,6 +67,9 @@ export type FactSpecs = Record<string, FactSpec>;
 /** Facts as a policy reads them: whole numbers and booleans, by name. */
 export type Facts = Record<string, number | boolean>;
 
+/** How far back a session keeps its calls for facts, and a facts scope reads them: 7 days. */
+export const RECORD_KEEP_MS = 7 * 86_400_000;
+
 const UNIT_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 const COUNTED: readonly CallOutcome[] = ['pending', 'ok', 'failed'];
 
@@ -80,7 +90,17 @@ export function windowOf(w: string | undefined): number | 'turn' | undefined {
  * folded from one would be beaten by splitting calls across batches.
  */
 export function beyondReach(names: readonly string[], record: Pick<SessionRecord, 'reach'> | undefined): string[] {
-  return record?.reach === 'session' ? [] : [...names];
+  return record?.reach === 'session' || record?.reach === 'scope' ? [] : [...names];
+}
+
+/** What is wrong with a facts scope (BatchInput.factsScope), if anything: it is a name a person gives, short and on one line. */
+export function factsScopeProblem(scope: unknown): string | undefined {
+  if (typeof scope !== 'string' || !scope.trim()) return 'factsScope must be a non-empty string, e.g. "user:alice"';
+  // Room for a session id (200 characters at most) and a prefix naming what it is.
+  if (scope.length > 256) return `factsScope is ${scope.length} characters; keep it to 256 or fewer`;
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it refuses
+  if (/[\u0000-\u001f\u007f]/.test(scope)) return 'factsScope holds a control character; keep it to one printable line';
+  return undefined;
 }
 
 /** Checks a team's fact declarations once, at start, so a typo does not wait for the first call. */
@@ -228,29 +248,37 @@ export function argsObject(text: string): JsonObject {
 export function callRecords(events: readonly SessionEvent[]): CallRecord[] {
   const byId = new Map<string, CallRecord>();
   for (const e of events) {
-    const d = e.data;
-    const id = typeof d.callId === 'string' ? d.callId : undefined;
+    const id = typeof e.data.callId === 'string' ? e.data.callId : undefined;
     if (!id) continue;
     if (e.type === 'tool/call' && !byId.has(id))
       byId.set(id, {
         callId: id,
-        tool: String(d.name),
-        args: parsedArgs(d.arguments),
+        tool: String(e.data.name),
+        args: parsedArgs(e.data.arguments),
         at: Date.parse(e.time),
-        turn: Number(d.turn),
+        turn: Number(e.data.turn),
         outcome: 'pending',
       });
     const r = byId.get(id);
-    if (!r) continue;
-    if (e.type === 'policy/decided' && d.decision !== 'ask')
-      r.decider = { kind: 'policy', who: `${String(d.file)}:${String(d.line)}` };
-    else if (e.type === 'approval/decided' && !d.expired) {
-      const verified = (d.verified as JsonObject | undefined)?.subject;
-      r.decider = {
-        kind: 'person',
-        ...(typeof (verified ?? d.by) === 'string' ? { who: String(verified ?? d.by) } : {}),
-      };
-    } else if (e.type === 'tool/result') r.outcome = outcomeOf(d);
+    if (r) Object.assign(r, settledBy(e));
   }
   return [...byId.values()];
+}
+
+/**
+ * What one event says of its call's record: who decided it (policy/decided, approval/decided) or
+ * what became of it (tool/result); nothing for any other event. The fact store applies the same
+ * to the calls it keeps (stores/fact-store.ts), so both read an outcome alike.
+ */
+export function settledBy(e: SessionEvent): Partial<Pick<CallRecord, 'decider' | 'outcome'>> {
+  const d = e.data;
+  if (e.type === 'policy/decided' && d.decision !== 'ask')
+    return { decider: { kind: 'policy', who: `${String(d.file)}:${String(d.line)}` } };
+  if (e.type === 'approval/decided' && !d.expired) {
+    const verified = (d.verified as JsonObject | undefined)?.subject;
+    const who = verified ?? d.by;
+    return { decider: { kind: 'person', ...(typeof who === 'string' ? { who } : {}) } };
+  }
+  if (e.type === 'tool/result') return { outcome: outcomeOf(d) };
+  return {};
 }

@@ -1,5 +1,5 @@
 // Waterfall folding: how the answers of many extensions become one, monotonically.
-import { askTermsOf, definedFields } from './ask';
+import { askTermsOf, definedFields, parseAskSeen } from './ask';
 import { ErrorCodes } from './errors';
 import { snapshotJson } from './json';
 import { assertContentBlocks, errorCandidate, renderValue } from './normalize';
@@ -90,6 +90,7 @@ export function parsePreDecision(value: unknown, who: string): PreDecision | und
         kind: 'ask',
         ...(v.reason ? { reason: v.reason } : {}),
         ...(approvers !== undefined ? { approvers: checkQuorum(`${who}'s ask`, approvers) } : {}),
+        ...parseAskSeen(value as { facts?: unknown; shadow?: unknown }, who),
         ...bound,
       };
     }

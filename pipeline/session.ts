@@ -245,6 +245,11 @@ export interface SessionInput {
    * history larger as the session grows.
    */
   sessionFacts?: boolean;
+  /**
+   * The facts scope every batch of the session names (BatchInput.factsScope): its policies' facts
+   * count the calls of every batch and session of that scope, from the shared fact store.
+   */
+  factsScope?: string;
   modelCall?: ModelCallOptions;
   /** Options for each tool batch (maxParallel, approval timeout, channel). */
   batch?: { maxParallel?: number; approvalTimeoutMs?: number; approvalChannel?: boolean };

@@ -46,6 +46,8 @@ export interface CallRef {
   askedUnder?: PolicyBinding;
   /** The calls recorded before this one, as the workflow holds them: what session facts fold (pipeline/facts.ts). */
   record?: SessionRecord;
+  /** The batch's facts scope (BatchInput.factsScope): the pre-execute stage reads and writes its calls in the fact store. */
+  factsScope?: string;
 }
 
 /** Where a call stands after pre-execute (and guards, when no person has to be asked). */

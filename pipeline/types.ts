@@ -218,6 +218,12 @@ export interface BatchInput {
    * none yet): the policy then counts what it is given.
    */
   reach?: 'session';
+  /**
+   * The facts scope the batch's calls are counted in (a person `user:alice`, a team, a harness's
+   * session): every batch that names it sees the others' calls, read from the fact store every
+   * worker shares (stores/fact-store.ts), and writes its own there.
+   */
+  factsScope?: string;
 }
 
 export type ModelMessage =
@@ -279,6 +285,24 @@ export interface AskTerms {
    * the call again after the decision (`policy/rechecked`). Absent for asks no policy file saw.
    */
   policy?: PolicyBinding;
+  /**
+   * The session facts the deciding policy read for the call (its `policy/decided` event's facts),
+   * so the person who decides sees what the policy saw: `emailsLastHour: 4`.
+   */
+  facts?: Record<string, number | boolean>;
+  /** What a shadow candidate policy would have said of the call (its `policy/shadow` event): never enforced. */
+  shadow?: ShadowVerdict;
+}
+
+/** A shadow candidate's verdict as the ask carries it (hooks/policy-shadow.ts verdictRecord). */
+export interface ShadowVerdict {
+  decision: 'allow' | 'ask' | 'deny' | 'none';
+  file?: string;
+  line?: number;
+  rule?: string;
+  policyId?: string;
+  message?: string;
+  facts?: Record<string, number | boolean>;
 }
 
 /**

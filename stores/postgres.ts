@@ -16,6 +16,7 @@ import type { ResultStore } from './claim-check';
 import { notifyKey } from './live';
 import { requireOptional } from '../support/optional';
 import type { EventSink } from './sink';
+import { type FactStore, postgresFactStore } from './fact-store';
 
 // pg is an optional peer dependency: loaded when PostgreSQL stores are opened.
 const pg = (): typeof import('pg') =>
@@ -60,6 +61,23 @@ export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
         bytes integer NOT NULL,
         stored_at timestamptz NOT NULL DEFAULT now()
       );
+    `,
+  },
+  {
+    version: 2,
+    name: 'calls by facts scope',
+    sql: `
+      CREATE TABLE sluice_fact_calls (
+        workflow_id text NOT NULL,
+        call_id text NOT NULL,
+        scope text NOT NULL,
+        at bigint NOT NULL,
+        call jsonb NOT NULL,
+        outcome text,
+        decider jsonb,
+        PRIMARY KEY (workflow_id, call_id)
+      );
+      CREATE INDEX sluice_fact_calls_scope_at ON sluice_fact_calls (scope, at);
     `,
   },
 ];
@@ -137,6 +155,7 @@ export class PostgresStores {
   private readonly pool: Pool;
   readonly sink: PostgresEventSink;
   readonly results: PostgresResultStore;
+  readonly facts: FactStore;
 
   constructor(
     readonly url: string,
@@ -156,6 +175,7 @@ export class PostgresStores {
     this.pool.on('error', (err) => warn(`PostgreSQL connection lost (${err.message}); the next query reconnects`));
     this.sink = new PostgresEventSink(this.pool, warn);
     this.results = new PostgresResultStore(this.pool);
+    this.facts = postgresFactStore(this.pool, `the sluice_fact_calls table at ${redactUrl(url)}`);
   }
 
   /** Applies the migrations this database lacks; returns the ones applied. */

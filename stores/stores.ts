@@ -6,6 +6,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { SessionEvent } from '../pipeline/types';
 import { FileResultStore, type ResultStore } from './claim-check';
+import { type FactStore, fileFactStore } from './fact-store';
 import { fileLiveChannel, type LiveChannel, postgresLiveChannel } from './live';
 import { PostgresStores, redactUrl } from './postgres';
 import { conflictsPath, type EventSink, JsonlSessionLog, readLastSeq, readSessionLog, sessionLogPath } from './sink';
@@ -19,6 +20,8 @@ export interface SluiceStores {
   readonly results: ResultStore;
   /** Where model steps publish the pieces of an answer as it streams, and followers read them (never the record). */
   readonly live: LiveChannel;
+  /** The calls of each facts scope, for policies that count across batches (stores/fact-store.ts). */
+  readonly facts?: FactStore;
   /** A session's logged events after `afterSeq`, in seq order. */
   events(sessionId: string, afterSeq?: number): Promise<SessionEvent[]>;
   /** Whether the store holds any event of the session. */
@@ -52,6 +55,7 @@ export function fileStores(stateDir: string, warn?: (m: string) => void): Sluice
     sink: new JsonlSessionLog(stateDir, warn),
     results,
     live: fileLiveChannel(stateDir),
+    facts: fileFactStore(stateDir),
     async events(sessionId, afterSeq = -1) {
       return (await readSessionLog(stateDir, sessionId)).filter((e) => e.seq > afterSeq);
     },
@@ -115,6 +119,7 @@ export function postgresStores(url: string, warn?: (m: string) => void): SluiceS
     sink: pg.sink,
     results: pg.results,
     live,
+    facts: pg.facts,
     events: (sessionId, afterSeq) => pg.events(sessionId, afterSeq),
     async hasSession(sessionId) {
       return (await pg.lastSeq(sessionId)) >= 0;

@@ -20,6 +20,8 @@ const terms: Required<AskTerms> = {
     rule: { source: 'claude', file: '.claude/settings.json', line: 7, text: 'Bash(deploy:*)' },
     files: [{ source: 'claude', file: '.claude/settings.json', digest: `sha256:${'cd'.repeat(32)}` }],
   },
+  facts: { deploysToday: 3, testsFailedThisTurn: false },
+  shadow: { decision: 'deny', file: '.cedar-next/deploy.cedar', line: 2, rule: 'forbid (…)', policyId: 'no-friday' },
 };
 
 let h: Harness;

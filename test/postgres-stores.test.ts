@@ -67,7 +67,9 @@ describe('schema', () => {
     await bare.close();
     // A database without the schema: the worker says what to run.
     const empty = new PostgresStores(await pg.createDatabase('sluice_empty'));
-    await expect(empty.checkSchema()).rejects.toThrow(/schema version 0, this Sluice needs 1: run `npx sluice setup`/);
+    await expect(empty.checkSchema()).rejects.toThrow(
+      `schema version 0, this Sluice needs ${SCHEMA_VERSION}: run \`npx sluice setup\``,
+    );
     await empty.close();
   });
 });

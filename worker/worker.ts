@@ -31,6 +31,8 @@ import { HEARTBEAT_THROTTLE, withHeartbeats } from './liveness';
 import { openStores, type SluiceStores } from '../stores/stores';
 import type { SluiceTelemetry } from './telemetry';
 import { sessionEventSinks } from './workflow-sinks';
+import { type FactStore, withFactOutcomes } from '../stores/fact-store';
+import type { EventSink } from '../stores/sink';
 import { protectStateDir } from '../tools/fs/protect';
 
 export { DEFAULT_TASK_QUEUE } from '../workflows/definitions';
@@ -99,9 +101,10 @@ export class SluicePlugin implements WorkerPlugin, BundlerPlugin {
     const t = this.telemetry;
     const store = this.config.resultStore ?? this.stores.results;
     const resultStore = t ? t.countingStore(store) : store;
-    const sink = this.config.sink ?? this.stores.sink;
+    const facts = this.stores.facts;
+    const sink = factsFed(this.config.sink ?? this.stores.sink, facts);
     const stages = withHeartbeats({
-      ...createStageActivities(this.config, { resultStore }),
+      ...createStageActivities(this.config, { resultStore, ...(facts ? { facts } : {}) }),
       ...createModelActivities(this.config, { resultStore, live: this.stores.live }),
     });
     const stageActivities = t ? t.wrapActivities(stages) : stages;
@@ -326,4 +329,9 @@ export async function createSluiceWorker(opts: SluiceWorkerOptions): Promise<Wor
       : {}),
     stickyQueueScheduleToStartTimeout: opts.stickyQueueScheduleToStartTimeoutMs ?? 3_000,
   });
+}
+
+/** The sink with the fact store's outcomes fed from it (stores/fact-store.ts), when there is a fact store. */
+function factsFed(sink: EventSink, facts: FactStore | undefined): EventSink {
+  return facts ? withFactOutcomes(sink, facts, (m) => Runtime.instance().logger.warn(m)) : sink;
 }

@@ -30,6 +30,7 @@ export function callRef(
     ...lineage,
     // The calls before it, in flight too: what its policy's session facts fold.
     ...(record ? { record } : {}),
+    ...(input.factsScope !== undefined ? { factsScope: input.factsScope } : {}),
   };
 }
 

@@ -4,11 +4,10 @@
 // continue-as-new — never from a worker's memory. The record goes to the pre-execute stage in its
 // input, so the activity's recorded input is what a replay and an auditor read.
 import { expandBatchOutput, type BatchOutputWire } from '../codec/output';
-import { argsObject, type CallRecord, callRecords, type SessionRecord } from '../pipeline/facts';
+import { argsObject, type CallRecord, callRecords, RECORD_KEEP_MS, type SessionRecord } from '../pipeline/facts';
 import type { BatchInput, ToolCall } from '../pipeline/types';
 
-/** How far back a session keeps its calls for facts, and how many at most (the oldest go first). */
-const RECORD_KEEP_MS = 7 * 86_400_000;
+/** How many calls a session keeps for facts at most (the oldest go first); how far back: RECORD_KEEP_MS. */
 export const RECORD_KEEP_CALLS = 10_000;
 
 /**
@@ -17,6 +16,7 @@ export const RECORD_KEEP_CALLS = 10_000;
  * The record says how far back it reaches: the session when the batch came from a session that
  * carries its calls (`input.reach`), else the batch alone, where a policy reading a fact denies.
  * Undefined when a batch-only record holds nothing: no record reaches nothing, and fails as closed.
+ * A batch that names a facts scope gets the scope's calls in its pre-execute stage (activities/facts-scope.ts).
  * `now` is the workflow's clock; a replay of a recorded batch passes the time the call was recorded.
  */
 export function recordFor(
@@ -27,9 +27,12 @@ export function recordFor(
 ): SessionRecord | undefined {
   const upTo = input.calls.findIndex((c) => c.id === (rootCallId ?? call.id));
   const siblings = input.calls.slice(0, Math.max(0, upTo)).map((c) => inFlight(c, input.turn, now));
-  const calls = [...(input.earlier ?? []), ...siblings];
+  // A batch of a facts scope reads the earlier calls from the fact store, where the session's earlier
+  // batches wrote theirs too: carried ones as well would count twice.
+  const calls = [...(input.factsScope === undefined ? (input.earlier ?? []) : []), ...siblings];
   const reach = input.reach ?? 'batch';
-  return calls.length || reach === 'session' ? { calls, now, reach } : undefined;
+  // A scope's batch always has a record: its time is what the pre-execute stage reads the scope at.
+  return calls.length || reach === 'session' || input.factsScope !== undefined ? { calls, now, reach } : undefined;
 }
 
 function inFlight(c: ToolCall, turn: number, now: number): CallRecord {

@@ -201,6 +201,7 @@ export class Turn {
       ...(c.calls?.length ? { earlier: c.calls } : {}),
       // Said even before the session has a call, so a policy's facts are never judged short.
       ...(input.sessionFacts ? { reach: 'session' as const } : {}),
+      ...(input.factsScope !== undefined ? { factsScope: input.factsScope } : {}),
     };
     const workflowId = batchWorkflowId(input.sessionId, c.turn, c.step);
     // The batch is started and awaited outside any cancellation: an interrupt cancels it by

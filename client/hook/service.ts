@@ -332,10 +332,17 @@ async function run(
     turn,
     step,
     calls: [call],
+    // Each call is its own batch: the harness's session is the scope its policies' facts count in.
+    factsScope: hookFactsScope(req.sessionId),
     ...(opts.approvalTimeoutMs !== undefined ? { options: { approvalTimeoutMs: opts.approvalTimeoutMs } } : {}),
   };
   const { handle, value: out } = await startInOwnBlock(opts.sluice, request, (h) => resultBy(h, opts));
   return { handle, ...(out ? { out } : {}) };
+}
+
+/** The facts scope of a harness session's hook calls: `harness:<the harness's session id>`. */
+export function hookFactsScope(sessionId: string): string {
+  return `harness:${sessionId}`;
 }
 
 function isSeqConflict(err: unknown): boolean {

@@ -1,0 +1,181 @@
+// The fact store: the calls of every batch and session that named the same facts scope
+// (`factsScope`: a person, a team, a harness's session), shared by every worker of a deployment, so
+// a policy that counts calls ("at most 5 emails an hour") holds across batches that carry no
+// session: a harness hook's calls, each its own batch, and plain runBatch calls.
+//
+// A call is written when its pre-execute stage first runs (activities/preflight.ts), keyed by its
+// batch's workflow id and its call id: a retried activity, a replayed batch or a worker killed
+// between the write and the outcome finds its row and writes nothing more, so nothing counts twice.
+// Its decider and outcome follow from the batch's events as the worker's event sink writes them
+// (`withFactOutcomes`); until then the call is in flight, and counts, as a sibling in the batch does.
+//
+// The write comes before the read, each its own step: of two calls of one scope judged at once,
+// the later read sees the earlier write, so at least one counts the other (both may: a limit may
+// deny one call too many, never allow one too many).
+import { createHash } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { Pool } from 'pg';
+import { type CallRecord, settledBy } from '../pipeline/facts';
+import type { SessionEvent } from '../pipeline/types';
+import { appendLines, inFolder, readJsonlSync } from './jsonl';
+import type { EventSink } from './sink';
+
+/** How many of a scope's calls a read returns at most, the newest kept: what a session carries too. */
+const MAX_READ = 10_000;
+
+export interface FactStore {
+  /** Where, for a person: the folder or the redacted database URL. */
+  readonly where: string;
+  /**
+   * Writes a batch's call into `scope` (once: a second write of the same workflow id and call id
+   * keeps the first) and returns the scope's other batches' calls recorded after `since` (ms since
+   * the epoch), each named `<workflow id>/<call id>` so calls of two batches never share a name.
+   */
+  record(scope: string, workflowId: string, call: CallRecord, since: number): Promise<CallRecord[]>;
+  /** Applies a batch's events to its calls in the store (decider, outcome); a batch that wrote none: nothing. */
+  settle(workflowId: string, events: readonly SessionEvent[]): Promise<void>;
+}
+
+/** The calls a store keeps, folded from its lines or rows: the first write of a key wins, settles merge in. */
+interface Kept {
+  key: string;
+  call: CallRecord;
+}
+
+function named(workflowId: string, call: CallRecord): CallRecord {
+  return { ...call, callId: `${workflowId}/${call.callId}` };
+}
+
+function sha(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+/** What each call-bearing event of a batch changes in its call's record, keyed `<workflow id>/<call id>`. */
+function updatesOf(workflowId: string, events: readonly SessionEvent[]): { key: string; set: Partial<CallRecord> }[] {
+  const out: { key: string; set: Partial<CallRecord> }[] = [];
+  for (const e of events) {
+    const callId = e.data.callId;
+    if (typeof callId !== 'string') continue;
+    const set = settledBy(e);
+    if (Object.keys(set).length) out.push({ key: `${workflowId}/${callId}`, set });
+  }
+  return out;
+}
+
+/**
+ * The file store, for the workers of one machine: one JSON-lines file per scope under `facts/` in
+ * the state folder (named by the scope's sha-256), a line per call written and per settle; and per
+ * batch a file naming its scope, so a settle finds the scope's file, and a batch that named no
+ * scope costs one missing-file check.
+ */
+export function fileFactStore(stateDir: string): FactStore {
+  const dir = path.join(stateDir, 'facts');
+  const scopeFile = (scope: string) => path.join(dir, `${sha(scope)}.jsonl`);
+  const batchFile = (workflowId: string) => path.join(dir, 'batches', sha(workflowId));
+  const read = (file: string): Map<string, Kept> => {
+    const kept = new Map<string, Kept>();
+    const sets: { key: string; set: Partial<CallRecord> }[] = [];
+    for (const line of readJsonlSync(file) as { key?: string; call?: CallRecord; set?: Partial<CallRecord> }[]) {
+      if (typeof line.key !== 'string') continue;
+      if (line.call && !kept.has(line.key)) kept.set(line.key, { key: line.key, call: line.call });
+      else if (line.set) sets.push({ key: line.key, set: line.set });
+    }
+    for (const { key, set } of sets) {
+      const k = kept.get(key);
+      if (k) Object.assign(k.call, set);
+    }
+    return kept;
+  };
+  return {
+    where: dir,
+    async record(scope, workflowId, call, since) {
+      const file = scopeFile(scope);
+      const key = `${workflowId}/${call.callId}`;
+      const batch = batchFile(workflowId);
+      if (!fs.existsSync(batch)) inFolder(batch, () => fs.writeFileSync(batch, scope, { mode: 0o600 }));
+      if (!read(file).has(key)) appendLines(file, `${JSON.stringify({ key, call })}\n`);
+      const prefix = `${workflowId}/`;
+      return [...read(file).values()]
+        .filter((k) => !k.key.startsWith(prefix) && k.call.at > since)
+        .map((k) => ({ ...k.call, callId: k.key }))
+        .slice(-MAX_READ);
+    },
+    async settle(workflowId, events) {
+      let scope: string;
+      try {
+        scope = fs.readFileSync(batchFile(workflowId), 'utf8');
+      } catch {
+        return;
+      }
+      const lines = updatesOf(workflowId, events).map((u) => JSON.stringify(u));
+      if (lines.length) appendLines(scopeFile(scope), `${lines.join('\n')}\n`);
+    },
+  };
+}
+
+/** The PostgreSQL store: the `sluice_fact_calls` table (migration 2, stores/postgres.ts), for workers on many machines. */
+export function postgresFactStore(pool: Pool, where: string): FactStore {
+  return {
+    where,
+    async record(scope, workflowId, call, since) {
+      await pool.query(
+        `INSERT INTO sluice_fact_calls (workflow_id, call_id, scope, at, call)
+         VALUES ($1, $2, $3, $4, $5) ON CONFLICT (workflow_id, call_id) DO NOTHING`,
+        [workflowId, call.callId, scope, call.at, JSON.stringify(call)],
+      );
+      const r = await pool.query(
+        `SELECT workflow_id, call, outcome, decider FROM (
+           SELECT * FROM sluice_fact_calls WHERE scope = $1 AND at > $2 AND workflow_id <> $3
+           ORDER BY at DESC LIMIT ${MAX_READ}) newest ORDER BY at`,
+        [scope, since, workflowId],
+      );
+      return r.rows.map((row) =>
+        named(row.workflow_id, {
+          ...(row.call as CallRecord),
+          ...(row.outcome ? { outcome: row.outcome } : {}),
+          ...(row.decider ? { decider: row.decider } : {}),
+        }),
+      );
+    },
+    async settle(workflowId, events) {
+      const updates = updatesOf(workflowId, events);
+      if (!updates.length) return;
+      const has = await pool.query('SELECT 1 FROM sluice_fact_calls WHERE workflow_id = $1 LIMIT 1', [workflowId]);
+      if (!has.rowCount) return;
+      for (const { key, set } of updates)
+        await pool.query(
+          `UPDATE sluice_fact_calls SET outcome = coalesce($3, outcome), decider = coalesce($4, decider)
+           WHERE workflow_id = $1 AND call_id = $2`,
+          [
+            workflowId,
+            key.slice(workflowId.length + 1),
+            set.outcome ?? null,
+            set.decider ? JSON.stringify(set.decider) : null,
+          ],
+        );
+    },
+  };
+}
+
+/**
+ * The event sink with the fact store fed from it: every chunk a batch's events reach the sink in
+ * (at least once, again on replay) settles its calls in the store too. A settle that fails leaves
+ * the call in flight, where it still counts; it is said, and never stops the events.
+ */
+export function withFactOutcomes(sink: EventSink, facts: FactStore, warn: (m: string) => void): EventSink {
+  return {
+    ...(sink.claim ? { claim: sink.claim.bind(sink) } : {}),
+    async append(sessionId, events, batchId) {
+      await sink.append(sessionId, events, batchId);
+      if (!batchId) return;
+      try {
+        await facts.settle(batchId, events);
+      } catch (err) {
+        warn(
+          `the fact store at ${facts.where} could not take the outcomes of batch ${batchId} (${(err as Error).message}); its calls stay in flight there, and count`,
+        );
+      }
+    },
+  };
+}
