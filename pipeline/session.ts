@@ -1,5 +1,6 @@
 // The vocabulary of a durable agent session (workflows/session.ts), shared by workflow code,
 // model adapters and converters. Pure types and pure functions only.
+import type { ClientBinding } from './client-tools';
 import type { CallRecord } from './facts';
 import { jsonStringBytes, MAX_ARGUMENT_CHARS, MAX_INPUT_BYTES } from './budget';
 import { ErrorCodes } from './errors';
@@ -247,7 +248,7 @@ export interface SessionInput {
   sessionFacts?: boolean;
   modelCall?: ModelCallOptions;
   /** Options for each tool batch (maxParallel, approval timeout, channel). */
-  batch?: { maxParallel?: number; approvalTimeoutMs?: number; approvalChannel?: boolean };
+  batch?: { maxParallel?: number; approvalTimeoutMs?: number; approvalChannel?: boolean; client?: ClientBinding };
   /** Everything a previous run carried over (continue-as-new); never set by a caller. */
   carried?: SessionCarry;
 }

@@ -1,4 +1,5 @@
 // The vocabulary of Sluice, shared by workflow code and worker code. Pure types only.
+import type { ClientBinding } from './client-tools';
 import type { VerifiedApprover } from './identity';
 import type { ApprovalLifecycle } from './lifecycle';
 import type { PolicyBinding } from './policy-binding';
@@ -181,6 +182,8 @@ export interface BatchOptions {
    * all of them. Targets are named, never given here: their URLs and secrets stay in the worker.
    */
   notifiers?: string[];
+  /** The session's client (pipeline/client-tools.ts): where client tools run, and whose key signs their results. */
+  client?: ClientBinding;
 }
 
 /** What became of a call, as far as the record says now. */
@@ -259,6 +262,8 @@ export type CallStage =
   | 'awaiting-approval'
   | 'guards'
   | 'waiting-to-dispatch'
+  /** A client tool's body, scheduled on the session client's task queue: waiting for the user's device, or running there. */
+  | 'on-client'
   | 'executing'
   | 'post-execute'
   | 'done';
