@@ -4,11 +4,17 @@
 // when the key the session recorded at its start signed it, for this batch and this call. Then
 // the outcome is treated as a worker-side body's: checked, stored aside when large, its contexts
 // and events recorded under the tool's name.
-import { createHash, createPublicKey, verify } from 'node:crypto';
+import { createPublicKey, verify } from 'node:crypto';
 import { Context } from '@temporalio/activity';
 import { type PackedBodyResult, type PackedCallRef, packBodyResult, unpackCallRef } from '../codec/stages';
 import { BODY_INLINE_BYTES } from '../pipeline/budget';
-import { type ClientAnswer, type ClientBinding, type ClientOutcome, clientSignedText } from '../pipeline/client-tools';
+import {
+  type ClientAnswer,
+  type ClientBinding,
+  type ClientOutcome,
+  clientKeyId,
+  clientSignedText,
+} from '../pipeline/client-tools';
 import { ErrorCodes } from '../pipeline/errors';
 import { errorCandidate } from '../pipeline/normalize';
 import type { CallRef } from '../pipeline/stages';
@@ -60,11 +66,6 @@ export function signatureProblem(ref: CallRef, binding: ClientBinding, answer: C
     return `its signature could not be checked (${messageOf(err)})`;
   }
   return "its signature is not the session client key's over this call's result";
-}
-
-/** A key's id: the first 32 hex digits of the sha-256 of its public `x` (base64url). */
-export function clientKeyId(x: string): string {
-  return createHash('sha256').update(String(x)).digest('hex').slice(0, 32);
 }
 
 /** The call ends with the refusal: what came back is not recorded as the body's result. */

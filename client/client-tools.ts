@@ -8,9 +8,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { DataConverter } from '@temporalio/common';
-import { NativeConnection, Worker } from '@temporalio/worker';
-import { clientKeyId } from '../activities/client-tool';
-import { toCandidate } from '../activities/execute';
+import type { NativeConnection } from '@temporalio/worker';
 import type { CallInfo, ToolContext, ToolDefinition } from '../define/config';
 import { checkToolArgs } from '../define/tool-schema';
 import {
@@ -18,6 +16,7 @@ import {
   type ClientBinding,
   type ClientCall,
   type ClientOutcome,
+  clientKeyId,
   clientSignedText,
   clientTaskQueue,
 } from '../pipeline/client-tools';
@@ -99,6 +98,9 @@ export async function serveClientTools(
   session: Pick<SessionHandle, 'sessionId' | 'client'>,
   opts: ServeClientToolsOptions,
 ): Promise<ClientToolServer> {
+  // Loaded here, so sluice/client loads no worker runtime until a client serves tools.
+  const { NativeConnection, Worker } = await import('@temporalio/worker');
+  const { toCandidate } = await import('../activities/execute');
   const connection = opts.connection ?? session.client.temporal.connection;
   if (!(connection instanceof NativeConnection))
     throw new InvalidInputError(
@@ -112,7 +114,7 @@ export async function serveClientTools(
     connection,
     namespace: session.client.temporal.options.namespace,
     taskQueue,
-    activities: { runClientTool: clientActivity(session.sessionId, opts) },
+    activities: { runClientTool: clientActivity(session.sessionId, opts, toCandidate) },
     ...(opts.dataConverter ? { dataConverter: opts.dataConverter } : {}),
   });
   const done = worker.run();
@@ -126,7 +128,9 @@ export async function serveClientTools(
   };
 }
 
-function clientActivity(sessionId: string, opts: ServeClientToolsOptions) {
+type ToCandidate = (value: unknown, toolName: string) => Candidate;
+
+function clientActivity(sessionId: string, opts: ServeClientToolsOptions, toCandidate: ToCandidate) {
   const tools = new Map<string, ToolDefinition>();
   for (const t of opts.tools) for (const n of [t.name, ...(t.aliases ?? [])]) tools.set(n, t);
   const privateKey = createPrivateKey({ key: opts.key.privateKey as never, format: 'jwk' });
@@ -139,7 +143,7 @@ function clientActivity(sessionId: string, opts: ServeClientToolsOptions) {
         FailureTypes.TOOL_BODY,
       );
     const outcome: Required<ClientOutcome> = { candidate: {}, contexts: [], events: [] };
-    const candidate = await runBody(tool, call, activity, outcome);
+    const candidate = await runBody(tool, call, activity, outcome, toCandidate);
     outcome.candidate = candidate as unknown as JsonObject;
     const text = JSON.stringify(outcome);
     const workflowId = activity.info.workflowExecution?.workflowId ?? '';
@@ -163,6 +167,7 @@ async function runBody(
   call: ClientCall,
   activity: Context,
   outcome: Required<ClientOutcome>,
+  toCandidate: ToCandidate,
 ): Promise<Candidate> {
   const parsed = checkToolArgs(tool, call.args);
   if (!parsed.ok)

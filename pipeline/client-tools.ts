@@ -2,18 +2,10 @@
 // (`sluice chat`, an app's serveClientTools) instead of on a worker. What the workflow, the worker
 // and the client share: the binding a session records, the task queue the client polls, what the
 // client's activity takes and answers, and the text its key signs. Pure: no Node, no Temporal.
-import type { JsonObject } from './types';
+import { sha256Hex } from './digest';
+import type { ClientBinding, JsonObject } from './types';
 
-/**
- * The client a session belongs to: the public half of a key the client made when the session
- * started (an Ed25519 JWK) and its id. Recorded in the session's input, and handed to each batch
- * in its options: a worker accepts a client tool's result only when this key signed it.
- */
-export interface ClientBinding {
-  /** The key's id: the first 32 hex digits of the sha-256 of its public `x`. Names the task queue. */
-  keyId: string;
-  publicKey: { kty: 'OKP'; crv: 'Ed25519'; x: string };
-}
+export type { ClientBinding };
 
 /** What the body of a client tool is given (the client's activity input). */
 export interface ClientCall {
@@ -65,10 +57,18 @@ export function clientTaskQueue(sessionId: string, keyId: string): string {
   return `sluice-client/${sessionId}/${keyId}`;
 }
 
-/** The text a client signs: a signature for one call of one batch is worthless for any other. */
+/**
+ * The text a client signs: a signature for one call of one batch is worthless for any other. A
+ * JSON array, so no id's characters can move the line between its parts.
+ */
 export function clientSignedText(workflowId: string, callId: string, outcome: string): string {
-  return `sluice client tool result v1\n${workflowId}\n${callId}\n${outcome}`;
+  return JSON.stringify(['sluice client tool result v1', workflowId, callId, outcome]);
 }
 
 /** Ten minutes for a client to take a call, as long as an approval waits by default. */
 export const DEFAULT_CLIENT_TIMEOUT_MS = 10 * 60_000;
+
+/** A key's id: the first 32 hex digits of the sha-256 of its public `x` (base64url). */
+export function clientKeyId(x: string): string {
+  return sha256Hex(String(x)).slice(0, 32);
+}

@@ -1,10 +1,9 @@
 // The vocabulary of a durable agent session (workflows/session.ts), shared by workflow code,
 // model adapters and converters. Pure types and pure functions only.
-import type { ClientBinding } from './client-tools';
 import type { CallRecord } from './facts';
 import { jsonStringBytes, MAX_ARGUMENT_CHARS, MAX_INPUT_BYTES } from './budget';
 import { ErrorCodes } from './errors';
-import type { ContentBlock, Json, ModelMessage, SessionState, ToolCall, ToolError } from './types';
+import type { ClientBinding, ContentBlock, Json, ModelMessage, SessionState, ToolCall, ToolError } from './types';
 
 /** What the session's user (a person, a script, an integration) says. */
 export interface UserTurnMessage {

@@ -1,5 +1,4 @@
 // The vocabulary of Sluice, shared by workflow code and worker code. Pure types only.
-import type { ClientBinding } from './client-tools';
 import type { VerifiedApprover } from './identity';
 import type { ApprovalLifecycle } from './lifecycle';
 import type { PolicyBinding } from './policy-binding';
@@ -161,6 +160,17 @@ export interface RetryPolicyInput {
   maximumIntervalMs?: number;
   maximumAttempts?: number;
   nonRetryableErrorTypes?: string[];
+}
+
+/**
+ * The client a session belongs to: the public half of a key the client made when the session
+ * started (an Ed25519 JWK) and its id. Recorded in the session's input, and handed to each batch
+ * in its options: a worker accepts a client tool's result only when this key signed it.
+ */
+export interface ClientBinding {
+  /** The key's id: the first 32 hex digits of the sha-256 of its public `x`. Names the task queue. */
+  keyId: string;
+  publicKey: { kty: 'OKP'; crv: 'Ed25519'; x: string };
 }
 
 export interface BatchOptions {

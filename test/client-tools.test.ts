@@ -12,6 +12,9 @@ import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { type ClientKey, createClientKey, saveClientKey, serveClientTools } from '../client/client-tools';
 import { sessionHandle } from '../client/session';
+import { FileResultStore } from '../stores/claim-check';
+import { defineConfig } from '../define/config';
+import { codeModeTool } from '../tools/code-mode';
 import { clientSignedText, clientTaskQueue } from '../pipeline/client-tools';
 import type { BatchState } from '../pipeline/types';
 import { stateQuery } from '../workflows/definitions';
@@ -24,7 +27,8 @@ let h: Harness;
 const children: ChildProcess[] = [];
 
 beforeAll(async () => {
-  h = await startHarness('client-tools', clientConfig);
+  // Code Mode too: a program's sub-calls reach client tools through the same pipeline.
+  h = await startHarness('client-tools', defineConfig({ tools: [...clientConfig.tools, codeModeTool()] }));
   process.env.SLUICE_TEST_DIR = h.stateDir;
 });
 
@@ -166,6 +170,63 @@ describe('client tools', () => {
     } finally {
       rogue.shutdown();
       await running;
+    }
+  });
+
+  it('`sluice chat --client-tools` is the session client: it serves the note, and keeps its key for --resume', async () => {
+    const sessionId = `chat-client-${process.pid}-${Date.now()}`;
+    const chat = spawn(
+      process.execPath,
+      [
+        path.join(__dirname, '..', 'bin', 'sluice.js'),
+        'chat',
+        '--script',
+        path.join(__dirname, 'fixtures', 'client-tools-chat.json'),
+        '--play',
+        '--session',
+        sessionId,
+        '--client-tools',
+        path.join(__dirname, 'fixtures', 'client-tools.config.ts'),
+        '--address',
+        inject('temporalAddress'),
+        '--task-queue',
+        h.taskQueue,
+        '--state-dir',
+        h.stateDir,
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, SLUICE_TEST_DIR: h.stateDir } },
+    );
+    children.push(chat);
+    let out = '';
+    chat.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    chat.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+    const code = await new Promise<number | null>((resolve) => chat.once('exit', resolve));
+    expect(out, out).toContain('Client tools served here: note, quick, sync, pay.');
+    expect(out).toContain('from the chat');
+    expect(code, out).toBe(0);
+    const store = new FileResultStore(path.join(h.stateDir, 'results'));
+    const transcript = JSON.stringify(await sessionHandle(h.client, sessionId).transcript(store));
+    expect(transcript).toContain('"saw":"from the chat"');
+    // Only the chat's own key could have answered; it is kept for `sluice chat --resume`.
+    const keyFile = path.join(h.stateDir, 'client-keys', `${sessionId}.json`);
+    expect(fs.statSync(keyFile).mode & 0o077).toBe(0);
+  });
+
+  it('a Code Mode program calls a client tool: the sub-call runs on the client', async () => {
+    const key = createClientKey();
+    const code = "const r = await tools.note({ text: 'from code' });\nreturn r.saw;";
+    const req = clientBatch(key, [{ id: 'rc', name: 'run_code', args: { code, description: 'calls a client tool' } }]);
+    const server = await serveClientTools(sessionHandle(h.client, req.sessionId), { tools: clientTools, key });
+    try {
+      const out = await h.client.runBatch(req);
+      const r = out.results[0].result;
+      expect(r.isError, text(r)).toBe(false);
+      expect(text(r)).toContain('from code');
+      const sub = out.events.find((e) => e.type === 'tool/code-dispatch');
+      expect(sub?.data).toMatchObject({ subCallId: 'rc:code:0', isError: false });
+      expect(out.events.find((e) => e.type === 'client/waiting')?.data.callId).toBe('rc:code:0');
+    } finally {
+      await server.stop();
     }
   });
 
