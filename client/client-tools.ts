@@ -23,7 +23,7 @@ import {
 import { ErrorCodes, FailureTypes } from '../pipeline/errors';
 import { errorCandidate } from '../pipeline/normalize';
 import type { Candidate, JsonObject } from '../pipeline/types';
-import { toolError, ToolFailure } from '../tools/errors';
+import { ToolFailure } from '../define/tool-failure';
 import { InvalidInputError } from '../support/errors';
 import type { SessionHandle } from './session';
 
@@ -177,8 +177,7 @@ async function runBody(
   try {
     return toCandidate(await tool.execute(parsed.value, toolContext(call, activity, outcome)), tool.name);
   } catch (err) {
-    if (err instanceof ToolFailure)
-      return toCandidate(toolError(err.message, err.code ?? ErrorCodes.TOOL_FAILED), tool.name);
+    if (err instanceof ToolFailure) return errorCandidate(err.message, err.code ?? ErrorCodes.TOOL_FAILED);
     if (activity.cancellationSignal.aborted) throw err;
     throw ApplicationFailure.create({
       message: `${tool.name} failed on the client: ${(err as Error)?.message ?? String(err)}`,

@@ -48,7 +48,7 @@ async function childClient(sessionId: string, key: ClientKey): Promise<ChildProc
   saveClientKey(keyFile, key);
   const child = spawn(
     process.execPath,
-    ['--require', 'tsx/cjs', path.join(__dirname, 'fixtures', 'client-tools-client.ts')],
+    ['--import', 'tsx', path.join(__dirname, 'fixtures', 'client-tools-client.ts')],
     {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: {

@@ -8,6 +8,7 @@ import { signatureProblem } from '../../activities/client-tool';
 import { type ClientKey, createClientKey } from '../../client/client-tools';
 import { type ClientAnswer, clientSignedText } from '../../pipeline/client-tools';
 import type { CallRef } from '../../pipeline/stages';
+import { defineTool } from '../../define/config';
 
 const owner = createClientKey();
 const stranger = createClientKey();
@@ -65,5 +66,17 @@ describe('client tool answers', () => {
     expect(signatureProblem(ref('w', 'c'), owner.binding, { ...signed, signature: undefined } as never)).toMatch(
       /not a signed answer/,
     );
+  });
+});
+
+describe('defineTool runsOn', () => {
+  const base = { name: 't', description: 'a tool', input: { type: 'object' }, execute: () => 'x' } as const;
+
+  it('takes a client tool, and refuses settings that cannot hold for one', () => {
+    expect(defineTool({ ...base, runsOn: 'client', clientTimeoutMs: 1000 }).runsOn).toBe('client');
+    expect(() => defineTool({ ...base, runsOn: 'client', localBody: true })).toThrow(/never inside the worker/);
+    expect(() => defineTool({ ...base, clientTimeoutMs: 1000 })).toThrow(/add runsOn: 'client'/);
+    expect(() => defineTool({ ...base, runsOn: 'client', clientTimeoutMs: 0 })).toThrow(/whole number/);
+    expect(() => defineTool({ ...base, runsOn: 'browser' as never })).toThrow(/use 'worker'/);
   });
 });
