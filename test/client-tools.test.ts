@@ -11,7 +11,7 @@ import * as path from 'node:path';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { type ClientKey, createClientKey, saveClientKey, serveClientTools } from '../client/client-tools';
-import { sessionHandle } from '../client/session';
+import { sessionHandle, startSession } from '../client/session';
 import { FileResultStore } from '../stores/claim-check';
 import { defineConfig } from '../define/config';
 import { codeModeTool } from '../tools/code-mode';
@@ -210,6 +210,30 @@ describe('client tools', () => {
     // Only the chat's own key could have answered; it is kept for `sluice chat --resume`.
     const keyFile = path.join(h.stateDir, 'client-keys', `${sessionId}.json`);
     expect(fs.statSync(keyFile).mode & 0o077).toBe(0);
+  });
+
+  it('a durable session lists the call waiting on its client, and its turn ends once a client runs it', async () => {
+    const key = createClientKey();
+    const sessionId = `session-client-${process.pid}-${Date.now()}`;
+    const session = await startSession(h.client, {
+      sessionId,
+      model: `script:${path.join(__dirname, 'fixtures', 'client-tools-chat.json')}`,
+      batch: { client: key.binding },
+    });
+    const turn = session.send('show the note');
+    const waiting = await eventually('the session to list its call waiting on the client', async () => {
+      const calls = await session.clientCalls();
+      return calls.length > 0 && calls;
+    });
+    expect(waiting).toEqual([{ callId: 'c1', name: 'note' }]);
+    const server = await serveClientTools(session, { tools: clientTools, key });
+    try {
+      expect((await turn).reason).toBe('done');
+      expect(await session.clientCalls()).toEqual([]);
+    } finally {
+      await server.stop();
+      await session.cancel();
+    }
   });
 
   it('a Code Mode program calls a client tool: the sub-call runs on the client', async () => {
