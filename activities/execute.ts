@@ -197,7 +197,7 @@ async function runWaterfall(
   }
 }
 
-function toCandidate(value: unknown, toolName: string): Candidate {
+export function toCandidate(value: unknown, toolName: string): Candidate {
   try {
     if (isToolOutput(value)) {
       const f = value.fields;
@@ -236,7 +236,7 @@ function ranButUnrecorded(toolName: string, why: string): Candidate {
   };
 }
 
-function checkCandidate(out: unknown, who: string): Candidate {
+export function checkCandidate(out: unknown, who: string): Candidate {
   const c = snapshotJson(out, who) as unknown as Candidate;
   if (!c || typeof c !== 'object' || !Array.isArray(c.content) || typeof c.isError !== 'boolean') {
     throw new Error(`${who} must return a candidate {content, isError, ...}, e.g. what next() returned`);

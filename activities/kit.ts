@@ -20,6 +20,7 @@ import type { ResultStore } from '../stores/claim-check';
 import type { FactStore } from '../stores/fact-store';
 import type { CallInfo, SluiceConfig, StageContext, ToolDefinition } from '../define/config';
 import { checkToolArgs } from '../define/tool-schema';
+import { DEFAULT_CLIENT_TIMEOUT_MS } from '../pipeline/client-tools';
 
 export interface StageKit {
   config: SluiceConfig;
@@ -177,6 +178,9 @@ export async function profileOf(
     finalizes: !!(tool.finalizeContent || tool.presentResult),
     ...(tool.atMostOnce === true ? { atMostOnce: true as const } : {}),
     ...(tool.localBody === true ? { localBody: true as const } : {}),
+    ...(tool.runsOn === 'client'
+      ? { runsOn: 'client' as const, clientTimeoutMs: tool.clientTimeoutMs ?? DEFAULT_CLIENT_TIMEOUT_MS }
+      : {}),
   };
 }
 

@@ -15,12 +15,13 @@ import {
 import type { ResultStore } from '../stores/claim-check';
 import type { FactStore } from '../stores/fact-store';
 import { isLongRunning, type SluiceConfig } from '../define/config';
+import { clientBodyActivities, type ClientBodyActivities } from './client-tool';
 import { executeStage } from './execute';
 import { stageKit } from './kit';
 import { preflightStages } from './preflight';
 import { settleStage } from './settle';
 
-export interface StageActivities {
+export interface StageActivities extends ClientBodyActivities {
   /**
    * Pre-execute (and guards) for calls in model order, one at a time, stopping after any call
    * that the next must wait for. As a local activity it answers `deferred`, running nothing,
@@ -56,6 +57,7 @@ export function createStageActivities(
     runGuards: (ref) => preflight.guards(ref),
     executeBody: executeStage(kit),
     guardThenExecuteBody: executeStage(kit, preflight.guards),
+    ...clientBodyActivities(kit),
     async settle(reqs) {
       const results: SettleResult[] = [];
       for (const req of reqs) results.push(await settleOne(req));

@@ -1,6 +1,8 @@
 // `sluice chat`: talk to a durable agent session from a terminal (client/chat.ts runs the talk).
 import * as path from 'node:path';
 import { LineInput, newChatSessionId, runChat, scriptMessages } from '../client/chat';
+import { type SessionRequest, sessionHandle } from '../client/session';
+import { chatClientTools } from './chat-client-tools';
 import { UsageError } from '../support/errors';
 import { readModelScript } from '../agent/adapters/scripted';
 import { DEFAULT_STATE_DIR } from '../stores/session-log-path';
@@ -23,6 +25,7 @@ export const chat = defineCommand({
     'token-budget': { type: 'string' },
     'approval-timeout': { type: 'string' },
     by: { type: 'string' },
+    'client-tools': { type: 'string' },
     ...STORE_FLAGS,
     ...CONNECTION_FLAGS,
   },
@@ -50,6 +53,9 @@ Options:
   --token-budget N        End the session once N tokens (input + output) were used
   --approval-timeout S    Deny an unanswered approval after S seconds (default 600)
   --by NAME               Who approves (default: SLUICE_APPROVER, then USER)
+  --client-tools FILE     Run the bodies of FILE's client tools (runsOn: 'client'; FILE is a config
+                          module, the worker's own will do) here: this chat is the session's client.
+                          Its key is kept in the state folder, for --resume from the same folder
   --state-dir DIR         The worker's state folder, where the session log is (default ${DEFAULT_STATE_DIR})
   --database-url URL      The workers' database instead, where the session log is (default: SLUICE_DATABASE_URL)
 ${CONNECTION_OPTIONS}
@@ -81,7 +87,7 @@ Exit codes: 0 the session ended or you left it (it waits), 1 it could not start 
     const approvalTimeout = positiveInt(v['approval-timeout'], '--approval-timeout');
     const maxTurns = positiveInt(v['max-turns'], '--max-turns');
     const tokenBudget = positiveInt(v['token-budget'], '--token-budget');
-    const request = model
+    const request: SessionRequest | undefined = model
       ? {
           sessionId: v.session ?? newChatSessionId(),
           model,
@@ -91,10 +97,16 @@ Exit codes: 0 the session ended or you left it (it waits), 1 it could not start 
           batch: { approvalTimeoutMs: (approvalTimeout ?? 600) * 1000 },
         }
       : undefined;
+    const sessionId = request?.sessionId ?? v.resume!;
+    const clientTools = v['client-tools']
+      ? await chatClientTools(v['client-tools'], v['state-dir'] ?? DEFAULT_STATE_DIR, sessionId, !!request)
+      : undefined;
+    if (request && clientTools) request.batch = { ...request.batch, client: clientTools.key.binding };
     const { sluice, close } = await client(v);
     const input = new LineInput(process.stdin);
+    const served = await clientTools?.serve(sessionHandle(sluice, sessionId));
     try {
-      const sessionId = request?.sessionId ?? v.resume!;
+      if (clientTools) out(`Client tools served here: ${clientTools.tools.map((t) => t.name).join(', ')}.`);
       if (request)
         out(
           `Session ${sessionId} (${v.script ? `script ${v.script}` : request.model}). Type a message; /quit leaves it waiting, /end ends it.`,
@@ -115,6 +127,7 @@ Exit codes: 0 the session ended or you left it (it waits), 1 it could not start 
       );
       return 0;
     } finally {
+      await served?.stop();
       input.close();
       await close();
     }

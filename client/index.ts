@@ -29,6 +29,16 @@ export {
   stateQuery,
 } from '../workflows/definitions';
 export { startSession, sessionHandle, SessionHandle, type SessionRequest } from './session';
+// Client tools: the session's key, and the bodies of its runsOn: 'client' tools served here (docs/sessions.md).
+export {
+  createClientKey,
+  loadClientKey,
+  saveClientKey,
+  serveClientTools,
+  type ClientKey,
+  type ClientToolServer,
+  type ServeClientToolsOptions,
+} from './client-tools';
 export { followSessionEvents, type SessionEventSource } from './session-events';
 export {
   cancelSessionSignal,

@@ -116,6 +116,23 @@ export class SessionHandle {
   }
 
   /**
+   * The calls of the session's running batch that wait for the user's device or run on it: its
+   * client tools (`runsOn: 'client'`) handed to the session's client (none between batches).
+   */
+  async clientCalls(view?: SessionView): Promise<{ callId: string; name: string; parentCallId?: string }[]> {
+    const v = view ?? (await this.state());
+    if (!v.activeBatch) return [];
+    try {
+      const s = (await this.client.temporal.workflow.getHandle(v.activeBatch).query(stateQuery)) as BatchState;
+      return s.calls
+        .filter((c) => c.stage === 'on-client')
+        .map(({ callId, name, parentCallId }) => ({ callId, name, ...(parentCallId ? { parentCallId } : {}) }));
+    } catch {
+      return []; // finished between the two queries
+    }
+  }
+
+  /**
    * The session's events as they happen (model text, tool calls and results, approvals asked and
    * decided, injected contexts, turn ends), from `fromSeq` on, read from the session log the
    * workers write: `source` is their state folder or their store (`openStores` from sluice/worker,

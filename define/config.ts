@@ -135,6 +135,18 @@ export interface ToolDefinition<Args = any> {
    * default 10 s, is what notices a hang). See docs/tools.md, "Local bodies".
    */
   localBody?: boolean;
+  /**
+   * `'client'`: the body runs in a process attached to the session (`sluice chat --client-tools`,
+   * an app's `serveClientTools`), on the person's own machine; every other stage runs on the
+   * worker as for any tool. The worker's config lists the tool (its schema, approval, timeouts);
+   * its `execute` there is never called. See docs/sessions.md, "Client tools".
+   */
+  runsOn?: 'worker' | 'client';
+  /**
+   * A client tool: how long a call waits for the session's client to take it (each attempt),
+   * before it ends CLIENT_UNAVAILABLE without running. Default 10 minutes.
+   */
+  clientTimeoutMs?: number;
   /** Body timeout per attempt. */
   timeoutMs?: number;
   heartbeatTimeoutMs?: number;
@@ -242,10 +254,31 @@ export function defineTool(def: ToolDefinitionInput<unknown, ToolInputSchema>): 
     throw new Error(
       `tool ${def.name} has both localBody and atMostOnce: a local body runs again when its worker dies before the result is recorded, so a body that must not run twice cannot be local; drop localBody`,
     );
+  checkRunsOn(def);
   checkApproval(def.name, def.approval);
   if (def.approvers !== undefined) checkQuorum(`tool ${def.name}`, def.approvers);
   compileToolSchema(def.name, def.input, def.inputSchema);
   return Object.freeze({ ...def }) as ToolDefinition;
+}
+
+/** A client tool's own settings: where its body runs decides which other settings fit. */
+function checkRunsOn(def: ToolDefinitionInput<unknown, ToolInputSchema>): void {
+  if (def.runsOn !== undefined && def.runsOn !== 'worker' && def.runsOn !== 'client')
+    throw new Error(
+      `tool ${def.name} has runsOn: ${JSON.stringify(def.runsOn)}: use 'worker' (the default) or 'client'`,
+    );
+  if (def.runsOn === 'client' && def.localBody)
+    throw new Error(
+      `tool ${def.name} has runsOn: 'client' and localBody: a client tool's body runs on the session's client, never inside the worker; drop localBody`,
+    );
+  if (def.clientTimeoutMs !== undefined && def.runsOn !== 'client')
+    throw new Error(
+      `tool ${def.name} has clientTimeoutMs but its body runs on the worker: add runsOn: 'client' or drop it`,
+    );
+  if (def.clientTimeoutMs !== undefined && !(Number.isInteger(def.clientTimeoutMs) && def.clientTimeoutMs > 0))
+    throw new Error(
+      `tool ${def.name} has clientTimeoutMs ${JSON.stringify(def.clientTimeoutMs)}: give a whole number of milliseconds above 0`,
+    );
 }
 
 /**

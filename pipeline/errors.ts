@@ -28,6 +28,13 @@ export const ErrorCodes = {
    * may or may not have done its work. Not run again; an operator reconciles it.
    */
   OUTCOME_UNKNOWN: 'OUTCOME_UNKNOWN',
+  /**
+   * A client tool (`runsOn: 'client'`) that no client of the session took within its
+   * `clientTimeoutMs`, or whose session has no client: its body did not run.
+   */
+  CLIENT_UNAVAILABLE: 'CLIENT_UNAVAILABLE',
+  /** A client tool's result not signed by the session's client key: refused, not recorded as the body's. */
+  CLIENT_UNVERIFIED: 'CLIENT_UNVERIFIED',
 } as const;
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
 

@@ -132,6 +132,8 @@ export type EventPayloads = {
   };
   /** The model call failed for good. */
   'model/failed': { turn: number; step: number; message: string };
+  /** A client tool's body was handed to the session's client: waiting for the user's device until it takes it. */
+  'client/waiting': { callId: string; name: string; clientTimeoutMs: number };
   /** A model's tool call refused before its batch (no id, or an id used twice): it did not run. */
   'tool/rejected': { turn: number; step: number; callId: string; name: string; message: string };
   'session/turn-ended': TurnOutcome;

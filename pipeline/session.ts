@@ -3,7 +3,7 @@
 import type { CallRecord } from './facts';
 import { jsonStringBytes, MAX_ARGUMENT_CHARS, MAX_INPUT_BYTES } from './budget';
 import { ErrorCodes } from './errors';
-import type { ContentBlock, Json, ModelMessage, SessionState, ToolCall, ToolError } from './types';
+import type { ClientBinding, ContentBlock, Json, ModelMessage, SessionState, ToolCall, ToolError } from './types';
 
 /** What the session's user (a person, a script, an integration) says. */
 export interface UserTurnMessage {
@@ -252,7 +252,7 @@ export interface SessionInput {
   factsScope?: string;
   modelCall?: ModelCallOptions;
   /** Options for each tool batch (maxParallel, approval timeout, channel). */
-  batch?: { maxParallel?: number; approvalTimeoutMs?: number; approvalChannel?: boolean };
+  batch?: { maxParallel?: number; approvalTimeoutMs?: number; approvalChannel?: boolean; client?: ClientBinding };
   /** Everything a previous run carried over (continue-as-new); never set by a caller. */
   carried?: SessionCarry;
 }

@@ -93,6 +93,9 @@ export interface ToolProfile {
    * replay schedules the body the same way whatever the worker's config says now.
    */
   localBody?: true;
+  /** The body runs on the session's client (pipeline/client-tools.ts), which must take it within clientTimeoutMs. */
+  runsOn?: 'client';
+  clientTimeoutMs?: number;
 }
 
 interface StageOutput {

@@ -162,6 +162,17 @@ export interface RetryPolicyInput {
   nonRetryableErrorTypes?: string[];
 }
 
+/**
+ * The client a session belongs to: the public half of a key the client made when the session
+ * started (an Ed25519 JWK) and its id. Recorded in the session's input, and handed to each batch
+ * in its options: a worker accepts a client tool's result only when this key signed it.
+ */
+export interface ClientBinding {
+  /** The key's id: the first 32 hex digits of the sha-256 of its public `x`. Names the task queue. */
+  keyId: string;
+  publicKey: { kty: 'OKP'; crv: 'Ed25519'; x: string };
+}
+
 export interface BatchOptions {
   /** At most this many concurrency-safe bodies at once. Default 10. */
   maxParallel?: number;
@@ -181,6 +192,8 @@ export interface BatchOptions {
    * all of them. Targets are named, never given here: their URLs and secrets stay in the worker.
    */
   notifiers?: string[];
+  /** The session's client (pipeline/client-tools.ts): where client tools run, and whose key signs their results. */
+  client?: ClientBinding;
 }
 
 /** What became of a call, as far as the record says now. */
@@ -265,6 +278,8 @@ export type CallStage =
   | 'awaiting-approval'
   | 'guards'
   | 'waiting-to-dispatch'
+  /** A client tool's body, scheduled on the session client's task queue: waiting for the user's device, or running there. */
+  | 'on-client'
   | 'executing'
   | 'post-execute'
   | 'done';

@@ -36,7 +36,13 @@ import {
   type PreflightResult,
   type ToolProfile,
 } from '../pipeline/stages';
-import { packCallRef, type SettleRequest, unpackBodyResult, withoutOwnDigest } from '../codec/stages';
+import {
+  type PackedCallRef,
+  packCallRef,
+  type SettleRequest,
+  unpackBodyResult,
+  withoutOwnDigest,
+} from '../codec/stages';
 import type {
   Candidate,
   Card,
@@ -49,6 +55,7 @@ import type {
 } from '../pipeline/types';
 import { type Admission, type Lineage, type Settlement, settledAtAdmission } from './admission';
 import { callRef } from './call-ref';
+import { runClientBody } from './client-body';
 import { ApprovalStage, type RaisedAsk } from './approval-stage';
 import type { BatchContext } from './batch-context';
 import { bodyFailure, stageFailure } from './failures';
@@ -220,7 +227,12 @@ export class CallPipeline {
     try {
       // Input and result packed (UNMARKED_CHANGES.bodyRefFromWorkflowId, .shortStageResults).
       // After a person's yes, the guards first, in the same activity (ApprovalStage.guard).
-      const run = adm.guardsFirst ? body.guardThenExecuteBody : body.executeBody;
+      const run =
+        p.runsOn === 'client'
+          ? (packed: PackedCallRef) => runClientBody(this.batch, ref, packed, p, !!adm.guardsFirst)
+          : adm.guardsFirst
+            ? body.guardThenExecuteBody
+            : body.executeBody;
       const out = unpackBodyResult(await scope.run(() => run(packCallRef(ref))));
       if (out.guards) {
         this.batch.events.recordAll(out.guards.events);
