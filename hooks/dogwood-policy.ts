@@ -112,7 +112,7 @@ export function dogwoodPolicy(opts: DogwoodPolicyOptions): {
   const label = relative(workspace, dir) || '.';
   let loading: Promise<{ set: DogwoodPolicySet; rules: DogwoodRule[]; digest: string }> | undefined;
   const load = () => {
-    loading ??= loadDogwoodPolicySet(dir, workspace)
+    loading ??= loadDogwoodPolicySet(dir, workspace, opts.timeoutMs)
       .then((set) => ({ set, rules: rulesOf(dir, workspace), digest: setDigest(dir) }))
       .catch((e) => {
         loading = undefined; // a fixed install or file is read at the next call

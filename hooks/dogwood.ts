@@ -219,8 +219,8 @@ export function parseVerdicts(lines: string): DogwoodVerdict[] {
  * Validates a policy set against its schemas, as the reference does before lowering to Cedar: a
  * set that does not validate throws, naming its source and each of the reference's errors.
  */
-export async function checkDogwood(set: DogwoodPolicySet): Promise<void> {
-  const answer = await bridge({ op: 'validate', ...set });
+export async function checkDogwood(set: DogwoodPolicySet, timeoutMs?: number): Promise<void> {
+  const answer = await bridge({ op: 'validate', ...set }, timeoutMs);
   if (answer.error !== undefined) throw new DogwoodError(`${set.source}: ${answer.error}`);
   if (answer.passed) return;
   throw new DogwoodError(`${set.source} does not validate: ${(answer.errors ?? []).join('; ')}`);
@@ -267,7 +267,11 @@ function only(dir: string, names: string[], ext: string, required: boolean): str
  * The policy set in `dir` (every `*.dw`, the one `*.cedarschema`, the optional `*.dwschema`),
  * validated by the reference: each file on its own first, so an error names the file it is in.
  */
-export async function loadDogwoodPolicySet(dir: string, workspace = process.cwd()): Promise<DogwoodPolicySet> {
+export async function loadDogwoodPolicySet(
+  dir: string,
+  workspace = process.cwd(),
+  timeoutMs?: number,
+): Promise<DogwoodPolicySet> {
   const names = readdirSync(dir).sort();
   const policySchema = only(dir, names, '.cedarschema', true) ?? '';
   const eventSchema = only(dir, names, '.dwschema', false);
@@ -282,7 +286,7 @@ export async function loadDogwoodPolicySet(dir: string, workspace = process.cwd(
       source: relative(workspace, join(dir, f)),
       ...(eventSchema === undefined ? {} : { eventSchema }),
     };
-    await checkDogwood(set);
+    await checkDogwood(set, timeoutMs);
     texts.push(policy);
   }
   const set = {
@@ -291,6 +295,6 @@ export async function loadDogwoodPolicySet(dir: string, workspace = process.cwd(
     source: relative(workspace, dir) || '.',
     ...(eventSchema === undefined ? {} : { eventSchema }),
   };
-  await checkDogwood(set);
+  await checkDogwood(set, timeoutMs);
   return set;
 }

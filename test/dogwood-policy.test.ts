@@ -128,33 +128,62 @@ describe('a Dogwood policy enforced', () => {
   });
 });
 
+/** Judges one call with `python` as the reference's Python; what it answered and what it recorded. */
+async function judgeWith(python: string, timeoutMs?: number) {
+  const { handler } = dogwoodPolicy({
+    dir: '.dogwood',
+    workspace: ws,
+    scope: SCOPE,
+    ...(timeoutMs ? { timeoutMs } : {}),
+  });
+  const saved = process.env.SLUICE_PYTHON;
+  const events: { type: string; data: Record<string, unknown> }[] = [];
+  process.env.SLUICE_PYTHON = python;
+  try {
+    const answer = await handler({
+      call: { id: 'x1', name: 'send_email', args: { to: 'z' }, argsDigest: '' },
+      tool: { name: 'send_email', description: '', aliases: [] },
+      sessionId: 's',
+      turn: 1,
+      step: 1,
+      workflowId: 'w',
+      idempotencyKey: 'k',
+      state: {},
+      record: { calls: [], now: Date.now(), reach: 'session' },
+      addContext: () => {},
+      emit: (type, data) => events.push({ type, data }),
+    });
+    return { answer, events };
+  } finally {
+    if (saved === undefined) delete process.env.SLUICE_PYTHON;
+    else process.env.SLUICE_PYTHON = saved;
+  }
+}
+
+/** A stand-in for python3: a shell script with `body`. */
+function fakePython(name: string, body: string): string {
+  const file = path.join(ws, name);
+  fs.writeFileSync(file, `#!/bin/sh\n${body}\n`, { mode: 0o755 });
+  return file;
+}
+
 describe('Dogwood fails closed', () => {
   it('no Python to run the reference denies the call, saying what to install', async () => {
-    const handler = dogwoodPolicy({ dir: '.dogwood', workspace: ws, scope: SCOPE }).handler;
-    const saved = process.env.SLUICE_PYTHON;
-    const events: { type: string; data: Record<string, unknown> }[] = [];
-    process.env.SLUICE_PYTHON = path.join(ws, 'no-python-here');
-    try {
-      const answer = await handler({
-        call: { id: 'x1', name: 'send_email', args: { to: 'z' }, argsDigest: '' },
-        tool: { name: 'send_email', description: '', aliases: [] },
-        sessionId: 's',
-        turn: 1,
-        step: 1,
-        workflowId: 'w',
-        idempotencyKey: 'k',
-        state: {},
-        record: { calls: [], now: Date.now(), reach: 'session' },
-        addContext: () => {},
-        emit: (type, data) => events.push({ type, data }),
-      });
-      expect(answer).toMatchObject({ kind: 'deny', reason: expect.stringMatching(/pip install dogwood-py==0\.0\.12/) });
-      expect(events).toEqual([
-        { type: 'policy/decided', data: expect.objectContaining({ decision: 'deny', source: 'dogwood' }) },
-      ]);
-    } finally {
-      if (saved === undefined) delete process.env.SLUICE_PYTHON;
-      else process.env.SLUICE_PYTHON = saved;
-    }
+    const { answer, events } = await judgeWith(path.join(ws, 'no-python-here'));
+    expect(answer).toMatchObject({ kind: 'deny', reason: expect.stringMatching(/pip install dogwood-py==0\.0\.12/) });
+    expect(events).toEqual([
+      { type: 'policy/decided', data: expect.objectContaining({ decision: 'deny', source: 'dogwood' }) },
+    ]);
+  });
+
+  it('a reference that crashes denies the call with its exit and what it wrote', async () => {
+    const { answer } = await judgeWith(fakePython('crashes', 'echo "Segmentation fault" >&2; exit 139'));
+    expect(answer).toMatchObject({ kind: 'deny', reason: expect.stringMatching(/exited 139: Segmentation fault/) });
+  });
+
+  it('a reference that never answers is stopped and the call denied, saying how to give it longer', async () => {
+    // It never answers at all, so whatever the timeout, it passes first.
+    const { answer } = await judgeWith(fakePython('hangs', 'exec sleep 100000'), 500);
+    expect(answer).toMatchObject({ kind: 'deny', reason: expect.stringMatching(/no answer within 500 ms.*timeoutMs/) });
   });
 });
