@@ -150,8 +150,16 @@ function missing(detail: string): DogwoodError {
   );
 }
 
-async function bridge(request: Record<string, unknown>): Promise<BridgeAnswer> {
+/** How long the reference may take over one answer before it is given up on (and the call denied). */
+const DEFAULT_TIMEOUT_MS = 60_000;
+
+async function bridge(request: Record<string, unknown>, timeoutMs = DEFAULT_TIMEOUT_MS): Promise<BridgeAnswer> {
   const child = spawn(python(), ['-c', BRIDGE], { stdio: ['pipe', 'pipe', 'pipe'] });
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    child.kill('SIGKILL');
+  }, timeoutMs);
   let out = '';
   let err = '';
   child.stdout.on('data', (d) => {
@@ -166,18 +174,31 @@ async function bridge(request: Record<string, unknown>): Promise<BridgeAnswer> {
   });
   child.stdin.on('error', () => {}); // a Python that is not there closes the pipe; 'error' above says why
   child.stdin.end(JSON.stringify(request));
-  const code = await done.catch((e: NodeJS.ErrnoException) => {
-    throw e.code === 'ENOENT' ? missing(`${python()} was not found`) : e;
-  });
+  const code = await done
+    .catch((e: NodeJS.ErrnoException) => {
+      throw e.code === 'ENOENT' ? missing(`${python()} was not found`) : e;
+    })
+    .finally(() => clearTimeout(timer));
+  if (timedOut)
+    throw new DogwoodError(
+      `the Dogwood reference (${python()}) gave no answer within ${timeoutMs} ms and was stopped; a long session makes a long trace: raise \`timeoutMs\`, or see why ${python()} is slow to start`,
+    );
   if (code !== 0) throw new DogwoodError(`the Dogwood helper process (${python()}) exited ${code}: ${err.trim()}`);
-  const answer = JSON.parse(out) as BridgeAnswer;
+  let answer: BridgeAnswer;
+  try {
+    answer = JSON.parse(out) as BridgeAnswer;
+  } catch {
+    throw new DogwoodError(
+      `the Dogwood helper process (${python()}) answered something that is not JSON: ${JSON.stringify(out.slice(0, 200))} ${err.trim()}`,
+    );
+  }
   if (answer.missing !== undefined) throw missing(answer.missing);
   return answer;
 }
 
 /** The reference's verdict lines (`@<t> (time point <i>): true|false`) for a trace. */
-export async function replayTrace(set: DogwoodPolicySet, trace: string): Promise<string> {
-  const answer = await bridge({ op: 'replay', ...set, trace });
+export async function replayTrace(set: DogwoodPolicySet, trace: string, timeoutMs?: number): Promise<string> {
+  const answer = await bridge({ op: 'replay', ...set, trace }, timeoutMs);
   if (answer.error !== undefined) throw new DogwoodError(`${set.source}: ${answer.error}`);
   return answer.replay ?? '';
 }
@@ -198,8 +219,8 @@ export function parseVerdicts(lines: string): DogwoodVerdict[] {
  * Validates a policy set against its schemas, as the reference does before lowering to Cedar: a
  * set that does not validate throws, naming its source and each of the reference's errors.
  */
-export async function checkDogwood(set: DogwoodPolicySet): Promise<void> {
-  const answer = await bridge({ op: 'validate', ...set });
+export async function checkDogwood(set: DogwoodPolicySet, timeoutMs?: number): Promise<void> {
+  const answer = await bridge({ op: 'validate', ...set }, timeoutMs);
   if (answer.error !== undefined) throw new DogwoodError(`${set.source}: ${answer.error}`);
   if (answer.passed) return;
   throw new DogwoodError(`${set.source} does not validate: ${(answer.errors ?? []).join('; ')}`);
@@ -216,9 +237,10 @@ export async function decideDogwood(
   scope: DogwoodScope,
   earlier: readonly CallRecord[],
   call: CallRecord,
+  timeoutMs?: number,
 ): Promise<{ decision: 'allow' | 'deny'; trace: string }> {
   const trace = dogwoodTrace([...earlier, call], scope);
-  const verdicts = parseVerdicts(await replayTrace(set, trace));
+  const verdicts = parseVerdicts(await replayTrace(set, trace, timeoutMs));
   const last = verdicts.at(-1);
   if (verdicts.length !== earlier.length + 1 || last === undefined) {
     throw new DogwoodError(
@@ -245,7 +267,11 @@ function only(dir: string, names: string[], ext: string, required: boolean): str
  * The policy set in `dir` (every `*.dw`, the one `*.cedarschema`, the optional `*.dwschema`),
  * validated by the reference: each file on its own first, so an error names the file it is in.
  */
-export async function loadDogwoodPolicySet(dir: string, workspace = process.cwd()): Promise<DogwoodPolicySet> {
+export async function loadDogwoodPolicySet(
+  dir: string,
+  workspace = process.cwd(),
+  timeoutMs?: number,
+): Promise<DogwoodPolicySet> {
   const names = readdirSync(dir).sort();
   const policySchema = only(dir, names, '.cedarschema', true) ?? '';
   const eventSchema = only(dir, names, '.dwschema', false);
@@ -260,7 +286,7 @@ export async function loadDogwoodPolicySet(dir: string, workspace = process.cwd(
       source: relative(workspace, join(dir, f)),
       ...(eventSchema === undefined ? {} : { eventSchema }),
     };
-    await checkDogwood(set);
+    await checkDogwood(set, timeoutMs);
     texts.push(policy);
   }
   const set = {
@@ -269,6 +295,6 @@ export async function loadDogwoodPolicySet(dir: string, workspace = process.cwd(
     source: relative(workspace, dir) || '.',
     ...(eventSchema === undefined ? {} : { eventSchema }),
   };
-  await checkDogwood(set);
+  await checkDogwood(set, timeoutMs);
   return set;
 }

@@ -305,6 +305,7 @@ export { codexRules } from './codex-rules';
 export { geminiPolicy } from './gemini-policy';
 export { openCodePermissions } from './opencode-permissions';
 export { cedarPolicy, SLUICE_CEDAR_SCHEMA } from './cedar-policy';
+export { dogwoodPolicy, type DogwoodPolicyOptions, type DogwoodScope } from './dogwood-policy';
 export { shadowPolicy, type RecordedVerdict } from './policy-shadow';
 export type { CedarPolicyOptions } from './cedar-policy';
 export { PolicyFileError } from './policy-types';
