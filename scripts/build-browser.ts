@@ -60,7 +60,10 @@ async function main(): Promise<void> {
     const code = await bundleBrowser(format);
     fs.writeFileSync(path.join(OUT_DIR, FILES[format]), code);
     const { minified, gzipped } = sizes(code);
-    console.log(`sluice/browser: dist/browser/${FILES[format]} ${minified} bytes minified, ${gzipped} gzipped`);
+    // stderr: `npm pack --json` runs this build and reads its stdout as the pack's JSON.
+    process.stderr.write(
+      `sluice/browser: dist/browser/${FILES[format]} ${minified} bytes minified, ${gzipped} gzipped\n`,
+    );
   }
 }
 
