@@ -552,7 +552,7 @@ export function installingLines(): void {
   });
 }
 
-/** The compiled file of a step's TypeScript block under build/ (see beforeAll for the names). */
+/** The compiled file of a step's TypeScript block under build/ (appFiles names them). */
 function compiled(step: Step): string {
   const b = claimed(step)[0];
   const file = b.file ?? `block-${blocks.filter((x) => x.lang === 'ts').indexOf(b) + 1}.ts`;
