@@ -72,11 +72,12 @@ class SlowestFirst extends BaseSequencer {
 }
 
 /**
- * Files at once. Most of a file's time is spent waiting (on the dev server, on npm, on child
- * processes, on a person's answer), so on 2 cores four keep the CPU busy where three left it idle.
- * Both projects share one pool, which vitest allows only when their maxWorkers agree.
+ * Files at once, on 2 cores. Four were tried: with the machine at load 30-45 beside them, the
+ * slowest files (sessions of hundreds of steps, real harness CLIs) ran past their tests' time
+ * limits, so three it stays. Both projects share one pool, which vitest allows only when their
+ * maxWorkers agree.
  */
-const WORKERS = 4;
+const WORKERS = 3;
 
 /** What both groups share; the global set-up is the root's, run once for the whole run. */
 const shared = {
