@@ -61,8 +61,13 @@ export function installedVersion(name: string): string {
 /**
  * Builds and packs the checkout once for everything sharing `shareDir` (a test run's runDir), and
  * returns the tarball's path. Callers that arrive while the first builds wait for its tarball.
+ * $SLUICE_TEST_PACK_DIR, when set, is shared instead: CI packs once for the suite and its re-runs
+ * under other Node majors, as nothing changes the checkout between them (it empties the folder
+ * first; a tarball found there is used as it is).
  */
-export async function packSluice(shareDir: string, timeoutMs = 600_000): Promise<string> {
+export async function packSluice(runDir: string, timeoutMs = 600_000): Promise<string> {
+  const shareDir = process.env.SLUICE_TEST_PACK_DIR ? path.resolve(process.env.SLUICE_TEST_PACK_DIR) : runDir;
+  fs.mkdirSync(shareDir, { recursive: true });
   const lock = path.join(shareDir, 'sluice-pack.lock');
   const done = path.join(lock, 'tarball');
   const failed = path.join(lock, 'failed');

@@ -35,7 +35,7 @@ export async function setup(project: TestProject) {
   // never do. A failed pack is recorded beside the lock, and each of those files fails with it.
   if (project.vitest.state.getPaths().some(installsTarball))
     packing = packSluice(runDir).then(
-      (tarball) => console.log(`test setup: Sluice built and packed (${tarball}) in ${Date.now() - started} ms`),
+      (tarball) => console.log(`test setup: the packed tarball ready (${tarball}) in ${Date.now() - started} ms`),
       () => undefined,
     );
   // A fresh machine needs nothing run before `npm test`: what is missing is installed or named.
