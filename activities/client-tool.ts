@@ -23,7 +23,7 @@ import { checkCandidate } from './execute';
 import { messageOf } from './extensions';
 import type { StageKit } from './kit';
 
-export interface AcceptClientBodyRequest {
+interface AcceptClientBodyRequest {
   ref: PackedCallRef;
   binding: ClientBinding;
   answer: ClientAnswer;

@@ -18,14 +18,14 @@ import type { ToolDefinition } from '../define/config';
 import { UsageError } from '../support/errors';
 import { loadConfig } from '../worker/load-config';
 
-export interface ChatClientTools {
+interface ChatClientTools {
   key: ClientKey;
   tools: ToolDefinition[];
   serve(session: SessionHandle): Promise<ClientToolServer>;
 }
 
 /** Where a session's client key is kept: `<state folder>/client-keys/<session>.json`, readable by this user only. */
-export function clientKeyFile(stateDir: string, sessionId: string): string {
+function clientKeyFile(stateDir: string, sessionId: string): string {
   return path.join(stateDir, 'client-keys', `${encodeURIComponent(sessionId)}.json`);
 }
 

@@ -15,6 +15,7 @@ import type { DecisionInput, DecisionSubmitted } from './deciding';
 import * as listing from './listing';
 import type { ApprovalsOverview, ApprovalsScope, BatchApprovals } from './listing';
 import * as reconciling from './reconcile';
+import type { ReconcileSubmission, ReconcileSubmitted } from './reconcile';
 import { type SignalOutcome, signalOutcome } from './signal-outcome';
 
 export { type DecisionInput, type DecisionSubmitted, decideUpdateId } from './deciding';
@@ -151,18 +152,7 @@ export class ApprovalsClient {
    * within `probeMs` (the reconciliation is returned), else queued by signal (the server holds it;
    * the workflow applies or refuses it when a worker is back). `awaitReconcile` waits for which.
    */
-  submitReconcile(
-    decision: ReconcileDecision & {
-      workflowId?: string;
-      identityToken?: string;
-      sealKey?: SealKey;
-      requestId?: string;
-    },
-    opts: { probeMs?: number } = {},
-  ): Promise<
-    | ({ status: 'applied' } & Reconciliation)
-    | { status: 'queued'; workflowId: string; reconcileId: string; requestId: string; message: string }
-  > {
+  submitReconcile(decision: ReconcileSubmission, opts: { probeMs?: number } = {}): Promise<ReconcileSubmitted> {
     return reconciling.submitReconcile(this.temporal, decision, opts);
   }
 

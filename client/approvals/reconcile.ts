@@ -17,6 +17,19 @@ import { DEFAULT_PROBE_MS, find, readBatch, SERVER_DEADLINE_MS } from './listing
 /** How many recently closed reconcile cards a decision for a card no longer waiting looks through. */
 const RECONCILED_SCAN = 200;
 
+/** A reconcile decision as `submitReconcile` takes it: the card's workflow may be named or found. */
+export type ReconcileSubmission = ReconcileDecision & {
+  workflowId?: string;
+  identityToken?: string;
+  sealKey?: SealKey;
+  requestId?: string;
+};
+
+/** Applied by a worker that answered, or queued on the server until one runs the card's workflow. */
+export type ReconcileSubmitted =
+  | ({ status: 'applied' } & Reconciliation)
+  | { status: 'queued'; workflowId: string; reconcileId: string; requestId: string; message: string };
+
 /**
  * Reconciles an unknown outcome (a reconcile card from `approvals`): done, with the evidence
  * that it ran; not done; or run again (the body runs once more and its result is returned).
@@ -48,17 +61,9 @@ export async function reconcile(
  */
 export async function submitReconcile(
   temporal: Client,
-  decision: ReconcileDecision & {
-    workflowId?: string;
-    identityToken?: string;
-    sealKey?: SealKey;
-    requestId?: string;
-  },
+  decision: ReconcileSubmission,
   opts: { probeMs?: number } = {},
-): Promise<
-  | ({ status: 'applied' } & Reconciliation)
-  | { status: 'queued'; workflowId: string; reconcileId: string; requestId: string; message: string }
-> {
+): Promise<ReconcileSubmitted> {
   const workflowId = decision.workflowId ?? (await findReconcile(temporal, decision.reconcileId));
   const probeMs = opts.probeMs ?? DEFAULT_PROBE_MS;
   const handle = temporal.workflow.getHandle(workflowId);

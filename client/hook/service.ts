@@ -341,7 +341,7 @@ async function run(
 }
 
 /** The facts scope of a harness session's hook calls: `harness:<the harness's session id>`. */
-export function hookFactsScope(sessionId: string): string {
+function hookFactsScope(sessionId: string): string {
   return `harness:${sessionId}`;
 }
 
