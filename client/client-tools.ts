@@ -3,27 +3,12 @@
 // (an app, `sluice chat --client-tools`). It polls the session's client task queue with a Temporal
 // worker that registers only the client activity, runs the body, and signs what the body returned
 // with the key, so the session's worker accepts it as this client's and nobody else's.
-import { generateKeyPairSync, createPrivateKey, sign } from 'node:crypto';
+import { generateKeyPairSync } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { DataConverter } from '@temporalio/common';
-import type { NativeConnection } from '@temporalio/worker';
-import type { CallInfo, ToolContext, ToolDefinition } from '../define/config';
-import { checkToolArgs } from '../define/tool-schema';
-import {
-  type ClientAnswer,
-  type ClientBinding,
-  type ClientCall,
-  type ClientOutcome,
-  clientKeyId,
-  clientSignedText,
-  clientTaskQueue,
-} from '../pipeline/client-tools';
-import { ErrorCodes, FailureTypes } from '../pipeline/errors';
-import { errorCandidate } from '../pipeline/normalize';
-import type { Candidate, JsonObject } from '../pipeline/types';
-import { ToolFailure } from '../define/tool-failure';
+import type { ToolDefinition } from '../define/config';
+import { type ClientBinding, clientKeyId, clientTaskQueue } from '../pipeline/client-tools';
 import { InvalidInputError } from '../support/errors';
 import type { SessionHandle } from './session';
 
@@ -69,6 +54,14 @@ export function loadClientKey(file: string): ClientKey {
   return key;
 }
 
+/**
+ * A NativeConnection from @temporalio/worker, typed by its shape: sluice/client's declarations name
+ * no worker package, which a client-only app does not install.
+ */
+export interface WorkerConnection {
+  close(): Promise<void>;
+}
+
 export interface ServeClientToolsOptions {
   /** The bodies to run: tools with `runsOn: 'client'`, the same definitions as the worker's config. */
   tools: ToolDefinition[];
@@ -77,7 +70,7 @@ export interface ServeClientToolsOptions {
    * A worker connection (NativeConnection from @temporalio/worker); default the session's client's
    * own connection when it is one.
    */
-  connection?: NativeConnection;
+  connection?: WorkerConnection;
   /** The data converter the workers use (their payload codec), when they use one. */
   dataConverter?: DataConverter;
 }
@@ -101,6 +94,7 @@ export async function serveClientTools(
   // Loaded here, so sluice/client loads no worker runtime until a client serves tools.
   const { NativeConnection, Worker } = await import('@temporalio/worker');
   const { toCandidate } = await import('../activities/execute');
+  const { clientActivity } = await import('./client-tool-body');
   const connection = opts.connection ?? session.client.temporal.connection;
   if (!(connection instanceof NativeConnection))
     throw new InvalidInputError(
@@ -124,97 +118,6 @@ export async function serveClientTools(
     async stop() {
       if (worker.getState() === 'RUNNING') worker.shutdown();
       await done;
-    },
-  };
-}
-
-type ToCandidate = (value: unknown, toolName: string) => Candidate;
-
-function clientActivity(sessionId: string, opts: ServeClientToolsOptions, toCandidate: ToCandidate) {
-  const tools = new Map<string, ToolDefinition>();
-  for (const t of opts.tools) for (const n of [t.name, ...(t.aliases ?? [])]) tools.set(n, t);
-  const privateKey = createPrivateKey({ key: opts.key.privateKey as never, format: 'jwk' });
-  return async function runClientTool(call: ClientCall): Promise<ClientAnswer> {
-    const activity = Context.current();
-    const tool = tools.get(call.name);
-    if (call.sessionId !== sessionId || !tool)
-      throw ApplicationFailure.nonRetryable(
-        `this client serves session ${sessionId} with ${[...tools.keys()].join(', ') || 'no tools'}; it cannot run ${call.name} of session ${call.sessionId}: serve the tool from the session's client`,
-        FailureTypes.TOOL_BODY,
-      );
-    const outcome: Required<ClientOutcome> = { candidate: {}, contexts: [], events: [] };
-    const candidate = await runBody(tool, call, activity, outcome, toCandidate);
-    outcome.candidate = candidate as unknown as JsonObject;
-    const text = JSON.stringify(outcome);
-    const workflowId = activity.info.workflowExecution?.workflowId ?? '';
-    return {
-      keyId: opts.key.binding.keyId,
-      outcome: text,
-      signature: sign(null, Buffer.from(clientSignedText(workflowId, call.callId, text)), privateKey).toString(
-        'base64url',
-      ),
-    };
-  };
-}
-
-/**
- * The body, as a worker runs it: its schema's parse, a ToolFailure as its error result, any other
- * throw failing the attempt (retried by the tool's policy), and a heartbeat while it runs so a
- * killed client is noticed.
- */
-async function runBody(
-  tool: ToolDefinition,
-  call: ClientCall,
-  activity: Context,
-  outcome: Required<ClientOutcome>,
-  toCandidate: ToCandidate,
-): Promise<Candidate> {
-  const parsed = checkToolArgs(tool, call.args);
-  if (!parsed.ok)
-    return errorCandidate(`invalid arguments for ${tool.name}: ${parsed.issues}`, ErrorCodes.INVALID_ARGS);
-  const every = Math.max(200, Math.floor((activity.info.heartbeatTimeoutMs ?? 30_000) / 3));
-  const beat = setInterval(() => activity.heartbeat(), every);
-  try {
-    return toCandidate(await tool.execute(parsed.value, toolContext(call, activity, outcome)), tool.name);
-  } catch (err) {
-    if (err instanceof ToolFailure) return errorCandidate(err.message, err.code ?? ErrorCodes.TOOL_FAILED);
-    if (activity.cancellationSignal.aborted) throw err;
-    throw ApplicationFailure.create({
-      message: `${tool.name} failed on the client: ${(err as Error)?.message ?? String(err)}`,
-      type: FailureTypes.TOOL_BODY,
-      nonRetryable: (err as { nonRetryable?: boolean })?.nonRetryable === true,
-    });
-  } finally {
-    clearInterval(beat);
-  }
-}
-
-function toolContext(call: ClientCall, activity: Context, outcome: Required<ClientOutcome>): ToolContext {
-  const info: CallInfo = Object.freeze({
-    id: call.callId,
-    name: call.name,
-    args: call.args,
-    argsDigest: '',
-    ...(call.parentCallId ? { parentCallId: call.parentCallId } : {}),
-  });
-  return {
-    call: info,
-    sessionId: call.sessionId,
-    turn: call.turn,
-    step: call.step,
-    workflowId: activity.info.workflowExecution?.workflowId ?? '',
-    idempotencyKey: call.idempotencyKey,
-    state: Object.freeze({}),
-    attempt: activity.info.attempt,
-    toolNames: Object.freeze([call.name]),
-    signal: activity.cancellationSignal,
-    heartbeat: (d?: unknown) => activity.heartbeat(d),
-    addContext: (text) => outcome.contexts.push(String(text)),
-    emit: (type, data) => outcome.events.push({ type: String(type), data }),
-    setState() {
-      throw new Error(
-        "a client tool's body cannot write session state: the session's state lives on the worker; return what it found as the tool's result instead",
-      );
     },
   };
 }

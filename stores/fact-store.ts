@@ -114,8 +114,17 @@ export function fileFactStore(stateDir: string): FactStore {
   };
 }
 
+/**
+ * A pg Pool, typed by its shape: sluice/worker's declarations name no pg, an optional peer an app
+ * without PostgreSQL does not install.
+ */
+interface PgPool {
+  query: (...args: never[]) => unknown;
+}
+
 /** The PostgreSQL store: the `sluice_fact_calls` table (migration 2, stores/postgres.ts), for workers on many machines. */
-export function postgresFactStore(pool: Pool, where: string): FactStore {
+export function postgresFactStore(pgPool: PgPool, where: string): FactStore {
+  const pool = pgPool as Pool;
   return {
     where,
     async record(scope, workflowId, call, since) {
