@@ -7,18 +7,24 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { CallInfo, ToolContext, ToolDefinition } from '../define/config';
 import { ToolFailure } from '../define/tool-failure';
 import { checkToolArgs } from '../define/tool-schema';
-import { type ClientAnswer, type ClientCall, type ClientOutcome, clientSignedText } from '../pipeline/client-tools';
+import {
+  type ClientAnswer,
+  type ClientBinding,
+  type ClientCall,
+  type ClientOutcome,
+  clientSignedText,
+} from '../pipeline/client-tools';
 import { ErrorCodes, FailureTypes } from '../pipeline/errors';
 import { errorCandidate } from '../pipeline/normalize';
 import type { Candidate, JsonObject } from '../pipeline/types';
-import type { ClientKey } from './client-tools';
 
 type ToCandidate = (value: unknown, toolName: string) => Candidate;
 
 /** The `runClientTool` activity for one session's client: its tools, signed with its key. */
 export function clientActivity(
   sessionId: string,
-  opts: { tools: ToolDefinition[]; key: ClientKey },
+  // The key as client-tools.ts's ClientKey holds it (named by shape: that file loads this one).
+  opts: { tools: ToolDefinition[]; key: { binding: ClientBinding; privateKey: JsonWebKey } },
   toCandidate: ToCandidate,
 ) {
   const tools = new Map<string, ToolDefinition>();
