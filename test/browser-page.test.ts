@@ -6,8 +6,7 @@
 // stream, cut and refused once, is opened again after the last event it had; a call that asks is
 // approved from the page, under the name typed there, and the turn ends.
 import * as fs from 'node:fs';
-import * as http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type * as http from 'node:http';
 import * as path from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,6 +15,7 @@ import { type Inbox, startInbox } from '../servers/inbox/server';
 import { openStores, type SluiceStores } from '../stores/stores';
 import { launchBrowser } from './chromium';
 import { eventually, poll } from './eventually';
+import { type ForwardingProxy, startForwardingProxy } from './forwarding-proxy';
 import { type ChildWorker, type Harness, spawnWorker, startHarness } from './harness';
 import { ANSWER, type StreamProvider, startStreamProvider } from './stream-provider';
 
@@ -44,15 +44,11 @@ const sessions: SessionHandle[] = [];
 // Conditions, not times: generous bounds for a loaded machine.
 const until = <T>(fn: () => Promise<T> | T) => poll(fn, { timeoutMs: 120_000, intervalMs: 250 });
 
-interface App {
-  url: string;
-  port: number;
-  target?: URL;
+interface App extends ForwardingProxy {
   /** The session event streams asked for, by address (`?after=` when the page opened one again). */
   streams: string[];
   /** Ends every open event stream, and refuses the next one asked for (the browser then gives up on it). */
   cut(): void;
-  close(): Promise<void>;
 }
 
 /**
@@ -61,54 +57,34 @@ interface App {
  */
 async function startApp(): Promise<App> {
   const open = new Set<http.ServerResponse>();
+  const streams: string[] = [];
   let refuse = 0;
-  const self: App = {
-    url: '',
-    port: 0,
-    streams: [],
+  const proxy = await startForwardingProxy({
+    serve(req, res) {
+      const { pathname } = new URL(req.url ?? '/', 'http://app');
+      if (req.method === 'GET' && pathname === '/') {
+        res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(PAGE);
+        return true;
+      }
+      if (req.headers.accept !== 'text/event-stream' || !pathname.endsWith('/events')) return false;
+      streams.push(req.url ?? '');
+      if (refuse > 0) {
+        refuse--;
+        res.writeHead(503, { 'content-type': 'text/plain' }).end('the proxy is restarting');
+        return true;
+      }
+      open.add(res);
+      res.on('close', () => open.delete(res));
+      return false;
+    },
+  });
+  return Object.assign(proxy, {
+    streams,
     cut() {
       refuse = 1;
       for (const res of open) res.destroy();
     },
-    close: async () => undefined,
-  };
-  const server = http.createServer((req, res) => {
-    const { pathname } = new URL(req.url ?? '/', 'http://app');
-    if (req.method === 'GET' && pathname === '/') {
-      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(PAGE);
-      return;
-    }
-    if (req.headers.accept === 'text/event-stream' && pathname.endsWith('/events')) {
-      self.streams.push(req.url ?? '');
-      if (refuse > 0) {
-        refuse--;
-        res.writeHead(503, { 'content-type': 'text/plain' }).end('the proxy is restarting');
-        return;
-      }
-      open.add(res);
-      res.on('close', () => open.delete(res));
-    }
-    const target = self.target as URL;
-    const upstream = http.request(
-      { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers },
-      (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        res.flushHeaders();
-        answer.pipe(res);
-      },
-    );
-    upstream.on('error', () => (res.headersSent ? res.destroy() : res.writeHead(502).end()));
-    res.on('close', () => upstream.destroy());
-    req.pipe(upstream);
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  self.port = (server.address() as AddressInfo).port;
-  self.url = `http://127.0.0.1:${self.port}/`;
-  self.close = async () => {
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  };
-  return self;
 }
 
 function worker(): ChildWorker {

@@ -8,13 +8,12 @@
 // call stays asked. "Allow for this session" narrowed by a pin, given through the proxy, lets a
 // later call the pin covers run unasked, and one it does not cover asks again.
 import { randomBytes } from 'node:crypto';
-import * as http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Page } from 'playwright-core';
 import { afterAll, describe, expect, it } from 'vitest';
 import { PROXY_SECRET_HEADER } from '../servers/inbox/server';
 import type { SessionHandle } from '../client/session';
 import { poll } from './eventually';
+import { type ForwardingProxy, startForwardingProxy } from './forwarding-proxy';
 import { useSessionPage } from './session-page-setup';
 
 const USER_HEADER = 'X-Forwarded-User';
@@ -22,61 +21,26 @@ const PROXY_SECRET = randomBytes(24).toString('base64');
 /** Whom the proxy signed in: every request through it carries this name. */
 const PROXY_USER = 'carol@example.com';
 
-let proxy: SignInProxy;
+let proxy: ForwardingProxy;
 
 // Conditions, not times: generous bounds for a machine at load 16.
 const eventually = <T>(fn: () => Promise<T> | T) => poll(fn, { timeoutMs: 90_000, intervalMs: 250 });
 
-interface SignInProxy {
-  url: string;
-  port: number;
-  /** Where requests go; set once the inbox listens (it must allow the proxy's Host first). */
-  target?: URL;
-  close(): Promise<void>;
-}
-
 /**
- * A reverse proxy as docs/approvals.md asks for one: it keeps the browser's Host (so the page's
- * Origin still matches it), replaces the approver and secret headers whatever the browser sent,
- * and streams answers through unbuffered (the page's event streams are server-sent events).
+ * A sign-in proxy as docs/approvals.md asks for one: it replaces the approver and secret headers
+ * whatever the browser sent.
  */
-async function startProxy(user: string, secret: string): Promise<SignInProxy> {
-  const self: SignInProxy = { url: '', port: 0, close: async () => undefined };
-  const server = http.createServer((req, res) => {
-    const target = self.target;
-    if (!target) {
-      res.writeHead(503).end('the inbox behind this proxy is not up yet');
-      return;
-    }
-    const headers = { ...req.headers };
-    delete headers[USER_HEADER.toLowerCase()];
-    delete headers[PROXY_SECRET_HEADER.toLowerCase()];
-    headers[USER_HEADER.toLowerCase()] = user;
-    headers[PROXY_SECRET_HEADER.toLowerCase()] = secret;
-    const upstream = http.request(
-      { host: target.hostname, port: target.port, method: req.method, path: req.url, headers },
-      (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        res.flushHeaders();
-        answer.pipe(res);
-      },
-    );
-    upstream.on('error', (err) => {
-      if (!res.headersSent) res.writeHead(502).end(`the inbox did not answer the proxy: ${err.message}`);
-      else res.destroy();
-    });
-    // The browser went away (a page closed, an event stream dropped): so does the upstream request.
-    res.on('close', () => upstream.destroy());
-    req.pipe(upstream);
+function startProxy(user: string, secret: string): Promise<ForwardingProxy> {
+  return startForwardingProxy({
+    headers(incoming) {
+      const headers = { ...incoming };
+      delete headers[USER_HEADER.toLowerCase()];
+      delete headers[PROXY_SECRET_HEADER.toLowerCase()];
+      headers[USER_HEADER.toLowerCase()] = user;
+      headers[PROXY_SECRET_HEADER.toLowerCase()] = secret;
+      return headers;
+    },
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  self.port = (server.address() as AddressInfo).port;
-  self.url = `http://127.0.0.1:${self.port}/`;
-  self.close = async () => {
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  };
-  return self;
 }
 
 // The proxy first: the inbox must allow the Host the browser reaches it under.
