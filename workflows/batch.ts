@@ -4,10 +4,16 @@
 //     → post-execute → normalize → finalizeContent → tools/result → tool/result
 //   … every call of the batch settled → additionalContexts injected as user/message
 //
-// Admission (tool/call to guards) goes one call at a time in model order; the first ask also
-// raises the asks of later calls, so a person decides them together (call-pipeline.ts). Bodies of
-// concurrency-safe calls overlap up to maxParallel; any other call is a barrier. Results commit
-// in model order. A cancel stops new calls, drains started ones, and aborts the rest.
+// The walk, top to bottom, as toolBatch reads: validate the input → open the batch (its parts and
+// handlers) and claim its seqs → admit each call in model order → wait for every call to settle →
+// inject the additionalContexts → the output. Admission (tool/call to guards) goes one call at a
+// time in model order; the first ask also raises the asks of later calls, so a person decides them
+// together (call-pipeline.ts). Each call leaves admission one of three ways (admitCall): aborted
+// before it started, settled at admission, or run. Bodies of concurrency-safe calls overlap up to
+// maxParallel; any other call is a barrier (BodySlots). Results commit in model order. A cancel
+// stops new calls, drains started ones, and aborts the rest. The waits are Stages
+// (stage-runner.ts), so the walk has an async function's microtask timing exactly and a batch
+// issues its commands in the order recorded histories hold.
 import {
   allHandlersFinished,
   ApplicationFailure,
@@ -44,6 +50,7 @@ import { CallPipeline, DEFAULT_MAX_PARALLEL } from './call-pipeline';
 import { CodeCalls } from './code-calls';
 import { SEQ_CONFLICT, SESSION_ID, stateQuery } from './definitions';
 import { EventLog } from './event-log';
+import { runStage, type Stage, waitFor } from './stage-runner';
 import { Placement } from './placement';
 import { batchFeatures, type MemoFeatures } from './compat';
 
@@ -88,56 +95,48 @@ function refuseOnConflict(claim: SeqClaim): void {
 }
 
 export async function toolBatch(input: BatchInput): Promise<BatchOutputWire> {
+  // 1. Validate: a bad batch fails before it records anything.
   const problem = batchInputProblem(input);
   if (problem) throw ApplicationFailure.nonRetryable(problem, FailureTypes.INVALID_BATCH);
-  // Which release recorded this history (workflows/compat.ts): first, where 1.0.0 read its patch.
-  const features = batchFeatures();
-  // Findable by session however it was started (client, parent workflow, stock CLI); a batch the
-  // client started has it already, so its history gains no command.
-  if (workflowInfo().typedSearchAttributes.get(SESSION_ID) !== input.sessionId)
-    upsertSearchAttributes([{ key: SESSION_ID, value: input.sessionId }]);
-  const batch = openBatch(input, features);
 
-  // Before the first event.
+  // 2. Open the batch: which release recorded this history (workflows/compat.ts, read first, where
+  // 1.0.0 read its patch), its search attribute, its parts and handlers; then, before the first
+  // event, the claim of its seqs (a conflict fails here) and the first group's preflight.
+  const features = batchFeatures();
+  findableBySession(input);
+  const batch = openBatch(input, features);
   const straight = await claimThenFirstPreflight(input, batch.runner);
 
-  // Everything below drains to the end even when the batch is cancelled: cancel is a flag the
-  // stages look at, so every started call still commits exactly one tool/result. One call has no
-  // order to keep and nothing beside it: it runs straight when its first round says so. The
-  // count is checked here too: workers of the first build to write `straight` wrote it for a first
-  // group of one call, whatever the batch's size, and those batches replay on the scheduler.
+  // 3–4. Admit each call and wait for the batch to settle. Everything here drains to the end even
+  // when the batch is cancelled: cancel is a flag the stages look at, so every started call still
+  // commits exactly one tool/result. One call has no order to keep and nothing beside it: it runs
+  // straight when its first round says so. The count is checked here too: workers of the first
+  // build to write `straight` wrote it for a first group of one call, whatever the batch's size,
+  // and those batches replay on the scheduler.
   const results = await CancellationScope.nonCancellable(() =>
     straight && input.calls.length === 1 ? runOneCall(input.calls[0], batch) : runInModelOrder(input, batch),
   );
 
-  // The batch has settled: only now do the queued contexts follow the tool results, FIFO.
-  const messages = modelMessages(input, results, batch.events);
+  // 5. The batch has settled: only now do the queued contexts follow the tool results, FIFO.
+  const messages = [...toolMessages(input, results), ...injectContexts(input, results, batch.events)];
   batch.settled = true;
-
   batch.events.close();
   // Usually no handler is still running here. Entering a scope and a condition that is already
   // true issues no command, but made 18 of a one-call batch's 116 promises, each with a stack
   // trace from the SDK's hook (docs/performance.md, "Worker CPU per call: where it goes").
   if (!allHandlersFinished()) await CancellationScope.nonCancellable(() => condition(allHandlersFinished));
-  const output: BatchOutput = {
-    sessionId: input.sessionId,
-    turn: input.turn,
-    step: input.step,
-    messages,
-    results: input.calls.map((call, i) => ({ callId: call.id, name: call.name, result: results[i] })),
-    events: batch.events.events,
-    nextSeq: batch.events.nextSeq,
-    concludesTurn: results.some((r) => r.concludesTurn === true),
-    cancelled: batch.cancelRequested,
-    state: batch.state,
-  };
-  // Last line of defence: an output over Temporal's payload limit would fail the workflow task
-  // forever. The results are in the session log and this history either way.
-  // Packed: data only, no marker (compat.ts, UNMARKED_CHANGES.packedOutput).
-  const returned = batchOutputWire(output);
-  const tooBig = outputProblem(returned);
-  if (tooBig) throw ApplicationFailure.nonRetryable(tooBig, FailureTypes.OUTPUT_TOO_LARGE);
-  return returned;
+
+  // 6. The output.
+  return batchOutput(input, batch, results, messages);
+}
+
+/**
+ * Findable by session however it was started (client, parent workflow, stock CLI); a batch the
+ * client started has it already, so its history gains no command.
+ */
+function findableBySession(input: BatchInput): void {
+  if (workflowInfo().typedSearchAttributes.get(SESSION_ID) !== input.sessionId)
+    upsertSearchAttributes([{ key: SESSION_ID, value: input.sessionId }]);
 }
 
 /** A batch under way: what its handlers, its scheduler and its output share. */
@@ -214,78 +213,113 @@ function openBatch(input: BatchInput, features: MemoFeatures): OpenBatch {
   return batch;
 }
 
+/** A call out of admission: what admission made of it, and its settlement on the way. */
+interface Admitted {
+  adm: Admission;
+  outcome: Promise<Settlement>;
+  /** A body that runs alone: the next call's admission waits for it. */
+  exclusive?: boolean;
+}
+
 /**
- * The scheduler: admission one call at a time in model order, bodies of concurrency-safe calls
- * side by side up to maxParallel (any other call is a barrier), results settled in model order.
+ * Admits one call, in one of three endings: aborted before it started (the batch was cancelled),
+ * settled at admission (bad arguments, a denial, a failed stage), or run (its body started once a
+ * slot is free). A Stage, so the scheduler's loop keeps an async function's timing.
+ */
+function* admitCall(call: ToolCall, batch: OpenBatch, slots: BodySlots): Stage<Admitted> {
+  const { pipeline } = batch;
+  if (batch.cancelRequested) {
+    const adm = pipeline.abortUnstarted(call);
+    return { adm, outcome: pipeline.skipBody(adm) };
+  }
+  const adm = yield* waitFor(pipeline.admit(call));
+  if (adm.verdict.kind !== 'run') return { adm, outcome: pipeline.skipBody(adm) };
+  const exclusive = adm.profile?.concurrencySafe !== true;
+  const wait = slots.wait(exclusive);
+  if (wait) yield* waitFor(wait);
+  return { adm, outcome: slots.start(pipeline.runBody(adm), exclusive), exclusive };
+}
+
+/**
+ * Where bodies wait to start: an exclusive body (any call not concurrency-safe) is a barrier, so
+ * nothing runs beside it; concurrency-safe bodies run side by side, at most maxParallel at once.
+ */
+class BodySlots {
+  private readonly running = new Set<Promise<Settlement>>();
+  constructor(private readonly maxParallel: number) {}
+
+  /**
+   * What a body waits for before it starts, if anything: one wait at most, since once the bodies
+   * running before a barrier have ended, none is left.
+   */
+  wait(exclusive: boolean): Promise<unknown> | undefined {
+    if (exclusive && this.running.size > 0) return Promise.all(this.running);
+    if (this.running.size >= this.maxParallel) return condition(() => this.running.size < this.maxParallel);
+    return undefined;
+  }
+
+  /** A body started: a concurrency-safe one holds its slot until it ends. */
+  start(body: Promise<Settlement>, exclusive: boolean): Promise<Settlement> {
+    if (!exclusive) {
+      this.running.add(body);
+      const done = () => void this.running.delete(body);
+      body.then(done, done);
+    }
+    return body;
+  }
+}
+
+/**
+ * The scheduler: each call admitted in model order (the next once an exclusive body has ended),
+ * and beside that, the results settled in model order as each call's settlement comes.
  */
 async function runInModelOrder(input: BatchInput, batch: OpenBatch): Promise<ToolResult[]> {
-  const { pipeline } = batch;
-  const n = input.calls.length;
-  const admissions: Admission[] = [];
-  const outcomes: Promise<Settlement>[] = [];
-  const maxParallel = Math.max(1, input.options?.maxParallel ?? DEFAULT_MAX_PARALLEL);
-  const running = new Set<Promise<Settlement>>();
+  const admitted: Admitted[] = [];
+  const slots = new BodySlots(Math.max(1, input.options?.maxParallel ?? DEFAULT_MAX_PARALLEL));
 
-  const admitInModelOrder = async () => {
-    for (const [i, call] of input.calls.entries()) {
-      if (batch.cancelRequested) {
-        admissions[i] = pipeline.abortUnstarted(call);
-        outcomes[i] = pipeline.skipBody(admissions[i]);
-        continue;
-      }
-      const adm = await pipeline.admit(call);
-      admissions[i] = adm;
-      if (adm.verdict.kind !== 'run') {
-        outcomes[i] = pipeline.skipBody(adm);
-        continue;
-      }
-      const exclusive = adm.profile?.concurrencySafe !== true;
-      // a barrier: nothing runs beside it
-      if (exclusive && running.size > 0) await Promise.all(running);
-      if (running.size >= maxParallel) await condition(() => running.size < maxParallel);
-      const body = pipeline.runBody(adm);
-      outcomes[i] = body;
-      if (exclusive) {
-        await body;
-      } else {
-        running.add(body);
-        const done = () => void running.delete(body);
-        body.then(done, done);
-      }
+  function* admitEach(): Stage<void> {
+    for (const call of input.calls) {
+      const a = yield* admitCall(call, batch, slots);
+      admitted.push(a);
+      if (a.exclusive) yield* waitFor(a.outcome);
     }
-  };
+  }
 
-  const commitInModelOrder = async () => {
+  const settleEach = async () => {
     const out: ToolResult[] = [];
-    for (let i = 0; i < n; i++) {
-      if (outcomes[i] === undefined) await condition(() => outcomes[i] !== undefined);
-      out.push(await pipeline.settle(admissions[i], await outcomes[i]));
+    for (let i = 0; i < input.calls.length; i++) {
+      if (admitted[i] === undefined) await condition(() => admitted[i] !== undefined);
+      out.push(await batch.pipeline.settle(admitted[i].adm, await admitted[i].outcome));
     }
     return out;
   };
 
-  const [, committed] = await Promise.all([admitInModelOrder(), commitInModelOrder()]);
-  return committed;
+  const [, settled] = await Promise.all([runStage(admitEach()), settleEach()]);
+  return settled;
 }
 
 /**
- * A batch of one call, straight through: the scheduler's steps for one call, without its two
- * loops, their Promise.all and the wait for the outcome, which made about a fifth of such a
- * batch's workflow promises, each with a stack trace from the SDK's hook (docs/performance.md,
- * "A one-call batch's extra CPU, whole"). The same stages in the same order, so the same
- * commands; a batch recorded before the first round said `straight` replays on the scheduler
- * (compat.ts, UNMARKED_CHANGES.oneCallStraight).
+ * A batch of one call, straight through: the scheduler's steps for one call (admitCall, then its
+ * settle), without its two loops, their Promise.all and the wait for the outcome, which made about
+ * a fifth of such a batch's workflow promises, each with a stack trace from the SDK's hook
+ * (docs/performance.md, "A one-call batch's extra CPU, whole"). The same stages in the same order,
+ * so the same commands; a batch recorded before the first round said `straight` replays on the
+ * scheduler (compat.ts, UNMARKED_CHANGES.oneCallStraight). Nothing runs beside the one body, so
+ * no slot waits.
  */
-async function runOneCall(call: ToolCall, batch: OpenBatch): Promise<ToolResult[]> {
-  const { pipeline } = batch;
-  const adm = batch.cancelRequested ? pipeline.abortUnstarted(call) : await pipeline.admit(call);
-  const outcome = adm.verdict.kind === 'run' ? pipeline.runBody(adm) : pipeline.skipBody(adm);
-  return [await pipeline.settle(adm, await outcome)];
+function runOneCall(call: ToolCall, batch: OpenBatch): Promise<ToolResult[]> {
+  return runStage(
+    (function* () {
+      const { adm, outcome } = yield* admitCall(call, batch, new BodySlots(1));
+      const settlement = yield* waitFor(outcome);
+      return [yield* waitFor(batch.pipeline.settle(adm, settlement))];
+    })(),
+  );
 }
 
-/** The tool messages in model order, then each result's additionalContexts as user messages (recorded). */
-function modelMessages(input: BatchInput, results: ToolResult[], events: EventLog) {
-  const messages: ModelMessage[] = input.calls.map((call, i) => ({
+/** The tool messages, in model order. */
+function toolMessages(input: BatchInput, results: ToolResult[]): ModelMessage[] {
+  return input.calls.map((call, i) => ({
     role: 'tool',
     toolCallId: call.id,
     toolName: call.name,
@@ -294,17 +328,45 @@ function modelMessages(input: BatchInput, results: ToolResult[], events: EventLo
     ...(results[i].error ? { error: results[i].error } : {}),
     ...(results[i].value !== undefined ? { value: results[i].value } : {}),
   }));
-  input.calls.forEach((call, i) => {
-    (results[i].additionalContexts ?? []).forEach((ctx, k) => {
-      const id = `${call.id}:context:${k}`;
-      events.record('user/message', {
-        id,
-        role: 'user',
-        content: ctx.content,
-        source: ctx.source ?? `tool:${call.name}`,
-      });
-      messages.push({ role: 'user', content: ctx.content, source: ctx.source ?? `tool:${call.name}` });
-    });
-  });
-  return messages;
+}
+
+/** Each result's additionalContexts, FIFO, as user messages, each recorded as a user/message event. */
+function injectContexts(input: BatchInput, results: ToolResult[], events: EventLog): ModelMessage[] {
+  return input.calls.flatMap((call, i) =>
+    (results[i].additionalContexts ?? []).map((ctx, k): ModelMessage => {
+      const source = ctx.source ?? `tool:${call.name}`;
+      events.record('user/message', { id: `${call.id}:context:${k}`, role: 'user', content: ctx.content, source });
+      return { role: 'user', content: ctx.content, source };
+    }),
+  );
+}
+
+/**
+ * The batch's output, packed: data only, no marker (compat.ts, UNMARKED_CHANGES.packedOutput).
+ * Last line of defence: an output over Temporal's payload limit would fail the workflow task
+ * forever, so it fails the batch instead; the results are in the session log and this history
+ * either way.
+ */
+function batchOutput(
+  input: BatchInput,
+  batch: OpenBatch,
+  results: ToolResult[],
+  messages: ModelMessage[],
+): BatchOutputWire {
+  const output: BatchOutput = {
+    sessionId: input.sessionId,
+    turn: input.turn,
+    step: input.step,
+    messages,
+    results: input.calls.map((call, i) => ({ callId: call.id, name: call.name, result: results[i] })),
+    events: batch.events.events,
+    nextSeq: batch.events.nextSeq,
+    concludesTurn: results.some((r) => r.concludesTurn === true),
+    cancelled: batch.cancelRequested,
+    state: batch.state,
+  };
+  const returned = batchOutputWire(output);
+  const tooBig = outputProblem(returned);
+  if (tooBig) throw ApplicationFailure.nonRetryable(tooBig, FailureTypes.OUTPUT_TOO_LARGE);
+  return returned;
 }
