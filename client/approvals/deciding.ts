@@ -73,7 +73,7 @@ export async function submit(
 ): Promise<DecisionSubmitted> {
   const workflowId = decision.workflowId ?? (await find(temporal, decision.approvalId));
   const { workflowId: _omit, identityToken, sealKey, ...payload } = decision;
-  payload.requestId ??= `req-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
+  const requestId = (payload.requestId ??= `req-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`);
   let read: BatchApprovals | undefined;
   try {
     read = await readBatch(temporal, workflowId);
@@ -103,27 +103,28 @@ export async function submit(
       return { status: 'applied', workflowId, ...applied };
     } catch (err) {
       if (err instanceof SluiceError) throw err;
-      return {
-        status: 'queued',
-        workflowId,
-        approvalId: decision.approvalId,
-        requestId: payload.requestId,
-        ...(payload.argsDigest ? { argsDigest: payload.argsDigest } : {}),
-        ...(pending ? { pending } : {}),
-        message: `the batch did not confirm within ${CONFIRM_DEADLINE_MS / 1000}s (${(err as Error).message}); its worker may have stopped. The server holds the decision and the batch applies it when a worker runs it; check with \`npx sluice approvals\``,
-      };
+      return queued(
+        `the batch did not confirm within ${CONFIRM_DEADLINE_MS / 1000}s (${(err as Error).message}); its worker may have stopped. The server holds the decision and the batch applies it when a worker runs it; check with \`npx sluice approvals\``,
+      );
     }
   }
   await handle.signal(decideSignal, payload);
-  return {
-    status: 'queued',
-    workflowId,
-    approvalId: decision.approvalId,
-    requestId: payload.requestId,
-    ...(payload.argsDigest ? { argsDigest: payload.argsDigest } : {}),
-    ...(pending ? { pending } : {}),
-    message: `no worker answered batch ${workflowId} within ${probeMs / 1000}s: the decision is queued on the server${payload.argsDigest ? `, bound to digest ${payload.argsDigest},` : ''} and the batch applies or refuses it when a worker runs it${pending ? ` (before the deny timeout at ${pending.expiresAt}, or it is refused as expired)` : ''}`,
-  };
+  return queued(
+    `no worker answered batch ${workflowId} within ${probeMs / 1000}s: the decision is queued on the server${payload.argsDigest ? `, bound to digest ${payload.argsDigest},` : ''} and the batch applies or refuses it when a worker runs it${pending ? ` (before the deny timeout at ${pending.expiresAt}, or it is refused as expired)` : ''}`,
+  );
+
+  /** The decision left with the server, and why it is not applied yet. */
+  function queued(message: string): DecisionSubmitted {
+    return {
+      status: 'queued',
+      workflowId,
+      approvalId: decision.approvalId,
+      requestId,
+      ...(payload.argsDigest ? { argsDigest: payload.argsDigest } : {}),
+      ...(pending ? { pending } : {}),
+      message,
+    };
+  }
 }
 
 /**
