@@ -21,6 +21,7 @@ import { shadowPolicy } from '../hooks/policy-shadow';
 import { shellParserReady } from '../hooks/shell';
 import { batchWorkflowId } from '../pipeline/batch-id';
 import type { SluiceClient } from '../client/client';
+import { transferTool } from '../test/fixtures/transfer-tool';
 import { withRecordingWorker, writeFixture } from './recording';
 
 export const POLICY_REPLAY = path.join(__dirname, '..', 'test', 'fixtures', 'policy-replay');
@@ -33,13 +34,7 @@ async function main() {
   const candidate = policyRules({ workspace: path.join(POLICY_REPLAY, 'candidate') });
   const config = defineConfig({
     tools: [
-      defineTool({
-        name: 'transfer',
-        description: 'moves money',
-        input: z.object({ amount: z.number().int(), to: z.string() }),
-        isConcurrencySafe: () => true,
-        execute: async ({ amount, to }) => `sent ${amount} to ${to}`,
-      }),
+      transferTool(),
       defineTool({
         name: 'note',
         description: 'keeps a note',

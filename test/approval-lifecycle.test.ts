@@ -12,6 +12,7 @@ import { reassignSignal } from '../workflows/definitions';
 import type { PendingApproval } from '../pipeline/types';
 import { defineConfig, defineTool } from '../define/config';
 import { batch, startHarness, text, type Harness } from './harness';
+import { deployTool } from './fixtures/deploy-tool';
 
 const SECRET = 'webhook-secret-for-the-test';
 let h: Harness;
@@ -40,14 +41,9 @@ beforeAll(async () => {
     'lifecycle',
     defineConfig({
       tools: [
-        defineTool({
-          name: 'deploy',
-          description: 'deploys',
-          input: z.object({ env: z.string() }),
-          approval: 'ask',
+        deployTool({
           approvalTimeoutMs: 8_000,
           approvalLifecycle: { assignee: 'ops', escalateAfterMs: 1_500, escalateTo: 'leads', remindBeforeMs: 3_000 },
-          execute: ({ env }) => `deployed ${env}`,
         }),
         // Its card title is built from the model's arguments, as most presentCall functions are.
         defineTool({

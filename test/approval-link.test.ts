@@ -14,6 +14,7 @@ import { defineConfig, defineTool } from '../define/config';
 import { launchBrowser } from './chromium';
 import { eventually } from './eventually';
 import { batch, type Harness, startHarness, text } from './harness';
+import { deployTool } from './fixtures/deploy-tool';
 
 const KEY = 'a-link-key-of-at-least-thirty-two-characters';
 let h: Harness;
@@ -44,13 +45,7 @@ beforeAll(async () => {
     'approval-link',
     defineConfig({
       tools: [
-        defineTool({
-          name: 'deploy',
-          description: 'deploys',
-          input: z.object({ env: z.string() }),
-          approval: 'ask',
-          execute: ({ env }) => `deployed ${env}`,
-        }),
+        deployTool(),
         defineTool({
           name: 'hold',
           description: 'waits for its own approval, keeping the batch running',

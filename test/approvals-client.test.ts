@@ -2,26 +2,18 @@
 // client.workflow), and the methods of 1.0 kept as its aliases: both reach the same batches and
 // the same decisions.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import { ApprovalsClient, DecisionRefusedError } from '../client/client';
-import { defineConfig, defineTool } from '../define/config';
+import { defineConfig } from '../define/config';
 import { eventually, pendingApproval } from './eventually';
 import { batch, startHarness, type Harness } from './harness';
+import { deployTool } from './fixtures/deploy-tool';
 
 let h: Harness;
 beforeAll(async () => {
   h = await startHarness(
     'approvals-client',
     defineConfig({
-      tools: [
-        defineTool({
-          name: 'deploy',
-          description: 'deploys',
-          input: z.object({ env: z.string() }),
-          approval: 'ask',
-          execute: ({ env }) => `deployed ${env}`,
-        }),
-      ],
+      tools: [deployTool()],
     }),
   );
 });

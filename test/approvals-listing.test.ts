@@ -5,24 +5,15 @@
 // default. Two workers on the shared test server: one encrypting, one plain.
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import { SluiceClient } from '../client/client';
 import { EncryptionCodec, encryptingDataConverter, parseCodecKeys } from '../codec/payload';
-import { defineConfig, defineTool } from '../define/config';
+import { defineConfig } from '../define/config';
 import { eventually, pendingApproval } from './eventually';
 import { batch, startHarness, type Harness } from './harness';
+import { deployTool } from './fixtures/deploy-tool';
 
 const asks = defineConfig({
-  tools: [
-    defineTool({
-      name: 'deploy',
-      description: 'deploys',
-      input: z.object({ env: z.string() }),
-      approval: 'ask',
-      approvalTimeoutMs: 5 * 60_000,
-      execute: ({ env }) => `deployed ${env}`,
-    }),
-  ],
+  tools: [deployTool({ approvalTimeoutMs: 5 * 60_000 })],
 });
 
 let other: Harness; // another team: its memos are encrypted with its own key

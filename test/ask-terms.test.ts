@@ -5,11 +5,11 @@
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import { ASK_TERMS, type ApprovalNotice } from '../pipeline/ask';
 import type { AskTerms, PendingApproval } from '../pipeline/types';
-import { defineConfig, defineTool } from '../define/config';
+import { defineConfig } from '../define/config';
 import { batch, startHarness, type Harness } from './harness';
+import { deployTool } from './fixtures/deploy-tool';
 
 /** Every term, set: the compiler asks for a value here when AskTerms gains a field. */
 const terms: Required<AskTerms> = {
@@ -41,15 +41,7 @@ beforeAll(async () => {
   h = await startHarness(
     'ask-terms',
     defineConfig({
-      tools: [
-        defineTool({
-          name: 'deploy',
-          description: 'deploys',
-          input: z.object({ env: z.string() }),
-          approvalTimeoutMs: 120_000,
-          execute: ({ env }) => `deployed ${env}`,
-        }),
-      ],
+      tools: [deployTool({ approval: undefined, approvalTimeoutMs: 120_000 })],
       preExecute: [{ name: 'deploys ask', handler: () => ({ kind: 'ask' as const, ...terms }) }],
       notifiers: [{ kind: 'webhook', url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook` }],
     }),

@@ -4,14 +4,14 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { z } from 'zod';
 import { COMMAND_HELP } from '../cli';
 import type { PendingApproval } from '../pipeline/types';
-import { defineConfig, defineTool } from '../define/config';
+import { defineConfig } from '../define/config';
 import { readSessionLog } from '../stores/sink';
 import { batch, startHarness, type Harness } from './harness';
 import { pendingApproval } from './eventually';
 import { runCli as cli, spawnCli } from './run-cli';
+import { deployTool } from './fixtures/deploy-tool';
 
 const ROOT = path.join(__dirname, '..');
 const FIXTURE = path.join(__dirname, 'fixtures', 'histories', '1.0.0', 'mixed-batch.json');
@@ -22,15 +22,7 @@ beforeAll(async () => {
   h = await startHarness(
     'cli',
     defineConfig({
-      tools: [
-        defineTool({
-          name: 'deploy',
-          description: 'deploys',
-          input: z.object({ env: z.string() }),
-          approval: 'ask',
-          execute: ({ env }) => `deployed ${env}`,
-        }),
-      ],
+      tools: [deployTool()],
     }),
   );
   scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-cli-'));

@@ -4,13 +4,13 @@
 // worker up moves the card's assignee once one runs and is recorded in the batch.
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import type { Inbox } from '../servers/inbox/server';
-import { defineConfig, defineTool } from '../define/config';
+import { defineConfig } from '../define/config';
 import { poll } from './eventually';
 import { batch, type Harness, text } from './harness';
 import { type InboxSetup, startInboxSetup } from './inbox-setup';
 import { openReconcileCard } from './reconcile-card';
+import { deployTool } from './fixtures/deploy-tool';
 
 let setup: InboxSetup | undefined;
 let h: Harness;
@@ -21,16 +21,7 @@ beforeAll(async () => {
   setup = await startInboxSetup(
     'inbox-reconcile-page',
     defineConfig({
-      tools: [
-        defineTool({
-          name: 'deploy',
-          description: 'deploys',
-          input: z.object({ env: z.string() }),
-          approval: 'ask',
-          approvalLifecycle: { assignee: 'ops' },
-          execute: ({ env }) => `deployed ${env}`,
-        }),
-      ],
+      tools: [deployTool({ approvalLifecycle: { assignee: 'ops' } })],
     }),
   );
   ({ h, inbox, browser } = setup);

@@ -3,10 +3,10 @@
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import { defineConfig, defineTool } from '../define/config';
+import { defineConfig } from '../define/config';
 import { eventually } from './eventually';
 import { batch, type Harness, startHarness } from './harness';
+import { deployTool } from './fixtures/deploy-tool';
 
 let h: Harness;
 let server: http.Server;
@@ -26,15 +26,7 @@ beforeAll(async () => {
   h = await startHarness(
     'notifier-targets',
     defineConfig({
-      tools: [
-        defineTool({
-          name: 'deploy',
-          description: 'deploys',
-          input: z.object({ env: z.string() }),
-          approval: 'ask',
-          execute: ({ env }) => `deployed ${env}`,
-        }),
-      ],
+      tools: [deployTool()],
       notifiers: [
         { kind: 'chat', name: 'sre', url: `${base}/sre` },
         { kind: 'chat', name: 'dba', url: `${base}/dba` },

@@ -3,13 +3,13 @@
 // taken is refused in the memo under its requestId; a reassignment by `sluice reassign` with no
 // worker up is recorded when the batch runs again.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { z } from 'zod';
 import { RECONCILE_UPDATE } from '../pipeline/reconcile';
-import { defineConfig, defineTool } from '../define/config';
+import { defineConfig } from '../define/config';
 import { eventually } from './eventually';
 import { batch, type Harness, startHarness } from './harness';
 import { openReconcileCard } from './reconcile-card';
 import { runCli } from './run-cli';
+import { deployTool } from './fixtures/deploy-tool';
 
 let h: Harness;
 
@@ -17,16 +17,7 @@ beforeAll(async () => {
   h = await startHarness(
     'reconcile-queued',
     defineConfig({
-      tools: [
-        defineTool({
-          name: 'deploy',
-          description: 'deploys',
-          input: z.object({ env: z.string() }),
-          approval: 'ask',
-          approvalLifecycle: { assignee: 'ops' },
-          execute: ({ env }) => `deployed ${env}`,
-        }),
-      ],
+      tools: [deployTool({ approvalLifecycle: { assignee: 'ops' } })],
     }),
   );
 });

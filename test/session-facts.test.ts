@@ -7,12 +7,12 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { z } from 'zod';
 import { policyRules } from '../hooks';
-import { defineConfig, defineTool } from '../define/config';
+import { defineConfig } from '../define/config';
 import { startSession } from '../client/session';
 import { readSessionLog } from '../stores/sink';
 import { eventually } from './eventually';
+import { transferTool } from './fixtures/transfer-tool';
 import { batch, type ChildWorker, spawnWorker, startHarness, type Harness } from './harness';
 
 const SCHEMA = `action "transfer" appliesTo {
@@ -49,16 +49,9 @@ beforeAll(async () => {
     'session-facts',
     defineConfig({
       tools: [
-        defineTool({
-          name: 'transfer',
-          description: 'moves money',
-          input: z.object({ amount: z.number().int(), to: z.string() }),
-          isConcurrencySafe: () => true,
-          execute: async ({ amount, to }) => {
-            await judged;
-            ran.push(`${amount} to ${to}`);
-            return `sent ${amount} to ${to}`;
-          },
+        transferTool(async ({ amount, to }) => {
+          await judged;
+          ran.push(`${amount} to ${to}`);
         }),
       ],
       preExecute: [
