@@ -22,19 +22,14 @@ import { historyToJson } from '../client/history';
 import { defineConfig, defineTool, type SluiceConfig } from '../define/config';
 import { codeModeTool } from '../tools/code-mode';
 import { fixtureFile, withRecordingWorker, writeFixture } from './recording';
+import { echoTool, readFileTool } from '../test/fixtures/quick-tools';
 
 const files = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-fastpath-'));
 fs.writeFileSync(path.join(files, 'a.txt'), '1');
 fs.writeFileSync(path.join(files, 'b.txt'), '2');
 
 const tools = [
-  defineTool({
-    name: 'echo',
-    description: 'Returns its text.',
-    input: z.object({ text: z.string() }),
-    isConcurrencySafe: () => true,
-    execute: ({ text }) => text,
-  }),
+  echoTool,
   defineTool({
     name: 'mark',
     description: 'Marks the session state with its call id.',
@@ -48,12 +43,7 @@ const tools = [
     input: z.object({ text: z.string() }),
     execute: ({ text }) => `wrote ${text}`,
   }),
-  defineTool({
-    name: 'read_file',
-    description: 'Reads a text file.',
-    input: z.object({ path: z.string() }),
-    execute: ({ path: p }) => fs.readFileSync(path.join(files, path.basename(p)), 'utf8'),
-  }),
+  readFileTool(files),
   codeModeTool({ limits: { cpuMs: 1_000 }, heartbeatTimeoutMs: 3_000 }),
 ];
 

@@ -15,6 +15,7 @@ import { defineConfig, defineTool } from '../define/config';
 import { codeModeTool } from '../tools/code-mode';
 import { eventually, pendingApproval } from './eventually';
 import { batch, startHarness, text, type Harness } from './harness';
+import { echoTool, readFileTool } from './fixtures/quick-tools';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-one-call-'));
 fs.writeFileSync(path.join(dir, 'a.txt'), '1');
@@ -25,19 +26,8 @@ const started = new Set<string>();
 
 const config = defineConfig({
   tools: [
-    defineTool({
-      name: 'echo',
-      description: 'Returns its text.',
-      input: z.object({ text: z.string() }),
-      isConcurrencySafe: () => true,
-      execute: ({ text }) => text,
-    }),
-    defineTool({
-      name: 'read_file',
-      description: 'Reads a text file.',
-      input: z.object({ path: z.string() }),
-      execute: ({ path: p }) => fs.readFileSync(path.join(dir, p), 'utf8'),
-    }),
+    echoTool,
+    readFileTool(dir),
     defineTool({
       name: 'guarded',
       description: 'Returns its text, once a person approves.',
