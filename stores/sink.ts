@@ -1,5 +1,6 @@
 // Session events leave the workflow through a sink. The default writes one append-only JSONL
 // file per session, so a person can `tail -f` it.
+import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import type { SeqClaim } from '../pipeline/seq-claim';
 import type { SessionEvent } from '../pipeline/types';
@@ -52,6 +53,8 @@ export class JsonlSessionLog implements EventSink {
    * writes the line, which is harmless, and the set is cleared when it grows large.
    */
   private readonly claimedHere = new Set<string>();
+  /** Batches replayed into a log that holds part of them (`session|batch`): see renumbered(). */
+  private readonly replaying = new Map<string, Replaying>();
 
   constructor(
     private readonly stateDir: string,
@@ -140,7 +143,7 @@ export class JsonlSessionLog implements EventSink {
       return this.keepAside(sessionId, events, batchId);
     // Held chunks written late may repeat a seq: one event per seq.
     const bySeq = new Map(events.filter((e) => e.seq > last!).map((e) => [e.seq, e]));
-    const fresh = [...bySeq.values()].sort((a, b) => a.seq - b.seq);
+    let fresh = [...bySeq.values()].sort((a, b) => a.seq - b.seq);
     const seen = events.filter((e) => e.seq <= last!);
     if (seen.length && (await this.keepConflicts(sessionId, seen, batchId))) {
       // The rest of this chunk goes aside with its clash, as the batch's later chunks will: written
@@ -148,6 +151,8 @@ export class JsonlSessionLog implements EventSink {
       if (fresh.length) this.keepAside(sessionId, fresh, batchId);
       return;
     }
+    if (batchId && (seen.length || this.replaying.has(`${sessionId}|${batchId}`)))
+      fresh = await this.renumbered(sessionId, batchId, events, fresh, last);
     if (fresh.length === 0) return;
     // The writer's line goes first: a crash between the two leaves a line for seqs this writer
     // writes again when its task is retried; a later line for the same seqs is the one that wrote them.
@@ -159,6 +164,60 @@ export class JsonlSessionLog implements EventSink {
       );
     appendLines(file, `${fresh.map((e) => JSON.stringify(e)).join('\n')}\n`);
     this.rememberLastSeq(sessionId, fresh[fresh.length - 1].seq);
+  }
+
+  /**
+   * A batch replayed need not number its events as the run that wrote them did: a local activity's
+   * result can come in another activation on replay, so around the place where a lost run stopped
+   * writing, an event the log holds can come again under a seq past the log's end, and one the log
+   * lacks under a seq it holds (its own seq, so skipped). Written as they come, the log would show
+   * the first twice and the second never. So once a batch's first event comes again (a replay
+   * starts there), its events are counted as they come: a copy the log holds already among the
+   * batch's own events is not written again, and in its place, under its seq, goes the first event
+   * the log lacks. Once the replay is past the log's end with nothing lacking, the count ends.
+   * Returns what to write of `fresh`, the append's events past the log's end.
+   */
+  private async renumbered(
+    sessionId: string,
+    batchId: string,
+    events: SessionEvent[],
+    fresh: SessionEvent[],
+    last: number,
+  ): Promise<SessionEvent[]> {
+    const key = `${sessionId}|${batchId}`;
+    const claims = readClaims(claimsPath(this.stateDir, sessionId));
+    const writers = readWriters(writersPath(this.stateDir, sessionId));
+    const own = (seq: number) => claimOwner(claims, seq) === batchId || writerOf(writers, seq) === batchId;
+    const logged = (await readSessionLog(this.stateDir, sessionId)).filter((e) => own(e.seq));
+    let r = this.replaying.get(key);
+    if (logged.length && events.some((e) => e.seq === logged[0].seq)) {
+      if (this.replaying.size >= 10_000) this.replaying.clear();
+      r = { handed: new Map(), lacking: [] };
+      this.replaying.set(key, r);
+    }
+    if (!r) return fresh;
+    const inLog = new Map<string, number>();
+    for (const e of logged) inLog.set(eventIdentity(e), (inLog.get(eventIdentity(e)) ?? 0) + 1);
+    const bySeq = new Map(logged.map((e) => [e.seq, e]));
+    const out: SessionEvent[] = [];
+    let repeats = 0;
+    for (const e of [...new Map(events.map((e) => [e.seq, e])).values()].sort((a, b) => a.seq - b.seq)) {
+      const id = eventIdentity(e);
+      const copy = (r.handed.get(id) ?? 0) + 1;
+      r.handed.set(id, copy);
+      const held = copy <= (inLog.get(id) ?? 0);
+      const had = bySeq.get(e.seq);
+      if (e.seq <= last) {
+        if (!held && (!had || eventIdentity(had) !== id)) r.lacking.push(e);
+      } else if (!held) out.push(e);
+      else {
+        repeats++;
+        const lacking = r.lacking.shift();
+        if (lacking) out.push({ ...lacking, seq: e.seq });
+      }
+    }
+    if (repeats === 0 && r.lacking.length === 0 && fresh.length) this.replaying.delete(key);
+    return out;
   }
 
   /**
@@ -212,6 +271,28 @@ export class JsonlSessionLog implements EventSink {
       `batch ${batch} numbered ${fresh.length} event(s) of session ${sessionId} at seqs the log already holds (${fresh[0].seq}..${fresh[fresh.length - 1].seq}); they are kept in ${file}, not in the log. Start each batch at the previous batch's nextSeq.`,
     );
   }
+}
+
+/** A batch replaying into a log that holds part of it: what its replay handed over, and what the log lacks. */
+interface Replaying {
+  /** Copies handed over so far, by eventIdentity. */
+  handed: Map<string, number>;
+  /** Events handed over under seqs the log holds with other events, which the log holds nowhere. */
+  lacking: SessionEvent[];
+}
+
+/** An ISO time: workflow time, which a replay may place in another activation. */
+const ISO_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/;
+
+/**
+ * An event as a replay repeats it: its type and its payload, without its place, its times (an
+ * approval's expiry is workflow time) or what a replay may change; hashed, as it is kept per batch.
+ */
+function eventIdentity(e: SessionEvent): string {
+  const payload = JSON.stringify(replayStableData(e.data), (_k, v) =>
+    typeof v === 'string' && ISO_TIME.test(v) ? '' : v,
+  );
+  return createHash('sha256').update(`${e.type}\n${payload}`).digest('base64');
 }
 
 interface Claim {
