@@ -350,41 +350,65 @@ function only(dir: string, names: string[], ext: string, required: boolean): str
     throw new DogwoodError(
       `${dir} has Dogwood policies but no ${ext} file: the reference lowers policies against a Cedar schema, so add one declaring the actions the policies name.`,
     );
-  return found[0] === undefined ? undefined : readFileSync(join(dir, found[0]), 'utf8');
+  return found[0];
+}
+
+/** One file of a set as read: its name in the folder, its label (relative to the workspace), its path and text. */
+export interface DogwoodFile {
+  name: string;
+  label: string;
+  path: string;
+  text: string;
+}
+
+/** A set read from its folder, not yet validated: the set, and every file it was read from (what a digest is over). */
+export interface DogwoodRead {
+  set: DogwoodPolicySet;
+  /** The `.dw` files, by name. */
+  policies: DogwoodFile[];
+  /** The `.dw` files, then the schemas. */
+  files: DogwoodFile[];
 }
 
 /**
- * The policy set in `dir` (every `*.dw`, the one `*.cedarschema`, the optional `*.dwschema`),
- * validated by the reference: each file on its own first, so an error names the file it is in.
+ * Reads the policy set in `dir` (every `*.dw`, the one `*.cedarschema`, the optional `*.dwschema`)
+ * once: what is validated, judged by and bound to is this one reading, so a file edited between
+ * them cannot be judged under one text and recorded under another.
  */
+export function readDogwoodPolicySet(dir: string, workspace = process.cwd()): DogwoodRead {
+  const names = readdirSync(dir).sort();
+  const file = (name: string): DogwoodFile => {
+    const path = join(dir, name);
+    return { name, label: relative(workspace, path), path, text: readFileSync(path, 'utf8') };
+  };
+  const schemaName = only(dir, names, '.cedarschema', true) ?? '';
+  const eventName = only(dir, names, '.dwschema', false);
+  const policies = names.filter((n) => n.endsWith('.dw')).map(file);
+  if (policies.length === 0) throw new DogwoodError(`${dir} holds no .dw policy file`);
+  const schema = file(schemaName);
+  const event = eventName === undefined ? undefined : file(eventName);
+  const set = {
+    policy: policies.map((p) => p.text).join('\n'),
+    policySchema: schema.text,
+    source: relative(workspace, dir) || '.',
+    ...(event === undefined ? {} : { eventSchema: event.text }),
+  };
+  return { set, policies, files: [...policies, schema, ...(event ? [event] : [])] };
+}
+
+/** Validates a read set with the reference: each `.dw` file on its own first, so an error names the file it is in. */
+export async function validateDogwoodPolicySet(read: DogwoodRead, timeoutMs?: number): Promise<void> {
+  for (const f of read.policies) await checkDogwood({ ...read.set, policy: f.text, source: f.label }, timeoutMs);
+  await checkDogwood(read.set, timeoutMs);
+}
+
+/** The policy set in `dir`, read and validated by the reference. */
 export async function loadDogwoodPolicySet(
   dir: string,
   workspace = process.cwd(),
   timeoutMs?: number,
 ): Promise<DogwoodPolicySet> {
-  const names = readdirSync(dir).sort();
-  const policySchema = only(dir, names, '.cedarschema', true) ?? '';
-  const eventSchema = only(dir, names, '.dwschema', false);
-  const files = names.filter((n) => n.endsWith('.dw'));
-  if (files.length === 0) throw new DogwoodError(`${dir} holds no .dw policy file`);
-  const texts: string[] = [];
-  for (const f of files) {
-    const policy = readFileSync(join(dir, f), 'utf8');
-    const set = {
-      policy,
-      policySchema,
-      source: relative(workspace, join(dir, f)),
-      ...(eventSchema === undefined ? {} : { eventSchema }),
-    };
-    await checkDogwood(set, timeoutMs);
-    texts.push(policy);
-  }
-  const set = {
-    policy: texts.join('\n'),
-    policySchema,
-    source: relative(workspace, dir) || '.',
-    ...(eventSchema === undefined ? {} : { eventSchema }),
-  };
-  await checkDogwood(set, timeoutMs);
-  return set;
+  const read = readDogwoodPolicySet(dir, workspace);
+  await validateDogwoodPolicySet(read, timeoutMs);
+  return read.set;
 }
