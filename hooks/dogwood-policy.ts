@@ -54,6 +54,8 @@ interface DogwoodRule {
   text: string;
   /** The policy's own words for the person or the model: its `@hint` (the reference's examples) or `@reason`. */
   message?: string;
+  /** Annotated `@ask`: a call it lets through asks a person first. */
+  ask: boolean;
 }
 
 /** The `@id` policies of the set's `.dw` files, with the line each starts on and the actions it is about. */
@@ -67,6 +69,7 @@ function rulesOf(policies: readonly DogwoodFile[]): DogwoodRule[] {
       const message = /@(?:hint|reason)\("((?:[^"\\]|\\.)*)"\)/.exec(head)?.[1];
       rules.push({
         ...(message === undefined ? {} : { message }),
+        ask: /@ask\b/.test(head),
         policyId: m[1],
         file: label,
         line: lineAt(text, m.index ?? 0),
@@ -81,9 +84,13 @@ function rulesOf(policies: readonly DogwoodFile[]): DogwoodRule[] {
   return rules;
 }
 
-/** The set's policies about `action`: the deciding one when there is one, else all of them by id. */
-function attribution(rules: readonly DogwoodRule[], action: string, source: string): JsonObject {
-  const about = rules.filter((r) => r.actions.length === 0 || r.actions.includes(action));
+/** The set's policies about `action`. */
+function aboutAction(rules: readonly DogwoodRule[], action: string): DogwoodRule[] {
+  return rules.filter((r) => r.actions.length === 0 || r.actions.includes(action));
+}
+
+/** The policies a verdict is attributed to: the deciding one when there is one, else all of them by id. */
+function attribution(about: readonly DogwoodRule[], source: string): JsonObject {
   if (about.length === 1) {
     const r = about[0];
     return {
@@ -104,7 +111,7 @@ function attribution(rules: readonly DogwoodRule[], action: string, source: stri
 
 /** What the set said of a call, as `policy/decided` records it. */
 export interface DogwoodVerdict {
-  decision: 'allow' | 'deny';
+  decision: 'allow' | 'ask' | 'deny';
   /** Why it denied without the reference's verdict (it could not judge, or the record is too short). */
   note?: string;
   /** The file, line, rule and policy id(s) the verdict is attributed to. */
@@ -193,13 +200,18 @@ export function dogwoodJudge(opts: DogwoodPolicyOptions, eager = false): Dogwood
   const decide = async (call: DogwoodCall): Promise<DogwoodVerdict> => {
     try {
       const { read: r, rules, digest } = await load();
-      const at = attribution(rules, opts.scope.actions?.[call.tool] ?? call.tool, label);
+      const about = aboutAction(rules, opts.scope.actions?.[call.tool] ?? call.tool);
+      const at = attribution(about, label);
       if (/\btemporal\b/.test(r.set.policy) && call.record?.reach !== 'session') {
         const note = `the Dogwood set ${label} has temporal conditions, which reach past this batch, and the call's record holds only the batch: start the session with \`sessionFacts: true\` (or give runBatch the session's calls with \`reach: 'session'\`)`;
         return { decision: 'deny', note, at, digest };
       }
       const earlier = (call.record?.calls ?? []).filter((c) => judges(c.tool) && c.callId !== call.callId);
       const { decision } = await decideDogwood(r.set, opts.scope, earlier, inFlight(call), opts.timeoutMs);
+      // The reference says allow, not which policy permitted: when an `@ask` policy may have, a
+      // person is asked (an ask where a plain permit was the one satisfied, never an allow where an ask was).
+      const asking = about.filter((x) => x.ask);
+      if (decision === 'allow' && asking.length) return { decision: 'ask', at: attribution(asking, label), digest };
       return { decision, at, digest };
     } catch (e) {
       // Fails closed: no verdict from the reference is never an allow.
@@ -279,7 +291,7 @@ export function dogwoodPolicy(opts: DogwoodPolicyOptions): {
 export function recordDogwood(
   ctx: StageContext,
   d: DogwoodVerdict,
-): { kind: 'allow' } | { kind: 'deny'; reason: string } {
+): { kind: 'allow' } | { kind: 'ask' | 'deny'; reason: string } {
   ctx.emit('policy/decided', {
     turn: ctx.turn,
     callId: ctx.call.id,
@@ -290,12 +302,13 @@ export function recordDogwood(
     ...(d.note ? { note: d.note } : {}),
   });
   if (d.decision === 'allow') return { kind: 'allow' };
-  return { kind: 'deny', reason: dogwoodDenial(d) };
+  return { kind: d.decision, reason: dogwoodReason(d) };
 }
 
-/** Why a Dogwood verdict denied, for the model and the card. */
-export function dogwoodDenial(d: DogwoodVerdict): string {
+/** Why a Dogwood verdict denied or asks, for the model and the card, in the policy's own words when it has them. */
+export function dogwoodReason(d: DogwoodVerdict): string {
   const by = typeof d.at.policyId === 'string' ? ` (${d.at.policyId})` : '';
   const hint = typeof d.at.message === 'string' ? ` — ${d.at.message}` : '';
-  return d.note ?? `denied by ${String(d.at.file)}${by}: \`${String(d.at.rule)}\`${hint}`;
+  const verb = d.decision === 'ask' ? 'asked' : 'denied';
+  return d.note ?? `${verb} by ${String(d.at.file)}${by}: \`${String(d.at.rule)}\`${hint}`;
 }

@@ -30,7 +30,7 @@ import {
   type DogwoodPolicyOptions,
   type DogwoodVerdict,
   dogwoodCallOf,
-  dogwoodDenial,
+  dogwoodReason,
   dogwoodJudge,
   recordDogwood,
   workspaceDogwood,
@@ -308,13 +308,32 @@ function bindingWith(digest: string, files: readonly PolicyFile[]): (x: PolicyEx
 
 /** The pre-execute handler: records the deciding rule (and what the other sources said), then decides. */
 function policyHandler(judge: Judge): PreExecuteHandler {
-  const { digest, ready, explain, bindingOf } = judge;
+  const answer = filesAnswer(judge);
   return async (ctx) => {
     if (!ctx.tool) return undefined;
-    await ready;
-    const x = explain(policyCallOf(ctx, ctx.tool));
+    await judge.ready;
+    const x = judge.explain(policyCallOf(ctx, ctx.tool));
     const dw = await dogwoodVerdict(judge, ctx, x);
-    if (dw && recordDogwood(ctx, dw).kind === 'deny') return { kind: 'deny', reason: dogwoodDenial(dw) };
+    const said = dw ? recordDogwood(ctx, dw) : undefined;
+    if (said?.kind === 'deny') return said;
+    const files = answer(ctx, x);
+    if (said?.kind !== 'ask' || files.kind === 'deny') return files;
+    // The Dogwood set asks: the card says why, beside what the files asked, bound to the same digest.
+    const reasons = [
+      files.kind === 'ask' ? files.reason : undefined,
+      `${said.reason} (policy ${shortDigest(judge.digest)})`,
+    ];
+    return {
+      kind: 'ask',
+      reason: reasons.filter(Boolean).join('; '),
+      ...(files.policy ? { policy: files.policy } : {}),
+    };
+  };
+}
+
+/** What the files decided, on record when a rule decided, with the binding an ask carries. */
+function filesAnswer({ digest, bindingOf }: Judge): (ctx: StageContext, x: PolicyExplanation) => PreDecision {
+  return (ctx, x) => {
     const w = x.winner;
     // No rule: no opinion, but an ask the tool's own approval raises is still bound to this policy
     // (a later policy that denies or asks by a rule judges the call again).
@@ -357,7 +376,7 @@ function policyRecheck(judge: Judge): PolicyRecheck {
     const change = `the policy changed while this call waited for approval (${shortDigest(askedUnder.digest)} → ${shortDigest(digest)})`;
     const dw = await dogwoodVerdict(judge, ctx, x);
     if (dw?.decision === 'deny') {
-      const denial = `${change}: it is now ${dogwoodDenial(dw)}; the approval given under the old policy does not hold`;
+      const denial = `${change}: it is now ${dogwoodReason(dw)}; the approval given under the old policy does not hold`;
       ctx.emit('policy/rechecked', {
         turn: ctx.turn,
         callId: ctx.call.id,

@@ -227,4 +227,49 @@ describe('a Dogwood set among the policy files', () => {
     expect(policyRules({ workspace: shop }).digest).not.toBe(p.digest);
     expect(p.files.map((f) => f.label)).toContain('.dogwood/scope.json');
   });
+
+  it('an @ask policy that lets the call through asks a person, its hint on the card, bound to the set', async () => {
+    const review = fs.realpathSync(fs.mkdtempSync(path.join(inject('runDir'), 'dogwood-ask-')));
+    fs.mkdirSync(path.join(review, '.dogwood'));
+    fs.writeFileSync(path.join(review, '.dogwood', 'schema.cedarschema'), SCHEMA);
+    fs.writeFileSync(path.join(review, '.dogwood', 'scope.json'), JSON.stringify(SCOPE));
+    fs.writeFileSync(
+      path.join(review, '.dogwood', 'review.dw'),
+      limit(1).replace('@id("email_limit")', '@id("email_review")\n@ask\n@hint("a person reads each email first")'),
+    );
+    const p = policyRules({ workspace: review }).preExecute[0];
+    const first = stage('r1');
+    const asked = (await p.handler(first.ctx)) as { kind: string; reason: string; policy: PolicyBinding };
+    expect(asked).toMatchObject({
+      kind: 'ask',
+      reason: expect.stringMatching(
+        /^asked by \.dogwood\/review\.dw \(email_review\): `.*` — a person reads each email first \(policy sha256:\w{12}\)$/,
+      ),
+    });
+    expect(asked.policy.files).toEqual(
+      expect.arrayContaining([
+        { source: 'dogwood', file: '.dogwood/review.dw', digest: expect.stringMatching(/^sha256:/) },
+      ]),
+    );
+    expect(first.events[0].data).toMatchObject({ decision: 'ask', source: 'dogwood', policyId: 'email_review' });
+    // Past the limit the set denies: nothing permits it, so there is nothing to ask about.
+    const second = stage('r2');
+    const record = {
+      ...second.ctx.record!,
+      calls: [
+        {
+          callId: 'r1',
+          tool: 'send_email',
+          args: { to: 'z' },
+          at: second.ctx.record!.now,
+          turn: 1,
+          outcome: 'ok' as const,
+        },
+      ],
+    };
+    expect(await p.handler({ ...second.ctx, record })).toMatchObject({
+      kind: 'deny',
+      reason: expect.stringMatching(/^denied by/),
+    });
+  });
 });
