@@ -10,6 +10,7 @@ import { callRecords, type SessionRecord } from '../pipeline/facts';
 import type { JsonObject, SessionEvent } from '../pipeline/types';
 import { UsageError } from '../support/errors';
 import type { RawCommand } from './command';
+import { checkWorkspaceDogwood, explainWithDogwood, workspaceJudge } from './policy-dogwood';
 import { diffCommand, replayCommand } from './policy-replay';
 
 const POLICY_HELP = `Usage: npx sluice policy explain <tool> <args-json> [--history FILE] [--workspace DIR] [--json]
@@ -21,7 +22,8 @@ const POLICY_HELP = `Usage: npx sluice policy explain <tool> <args-json> [--hist
 Reads the workspace's policy files as the worker does — .claude/settings.json and
 .claude/settings.local.json (permissions), .codex/rules/*.rules and .codex/config.toml,
 .gemini/policies/*.toml, opencode.json, .cedar/*.cedar with .cedar/*.cedarschema (Cedar,
-validated against the schema) — and runs nothing.
+validated against the schema), .dogwood/*.dw with .dogwood/scope.json (Dogwood, judged by its
+reference interpreter, as the worker judges it) — and runs no tool.
 
 explain   What every source says about a call and which answer wins (deny > ask > allow across
           sources). <tool> is the Sluice tool name (bash, write, mcp__server__tool); a calls file
@@ -34,7 +36,8 @@ check     Runs every source's embedded tests (Codex match / not_match examples) 
           Sluice policy test file (--tests, default policy-tests.json in the workspace when it
           exists): {"tests": [{"tool": "bash", "args": {"command": "git push"}, "expect": "ask",
           "source": "claude", "rule": "Bash(git push:*)"}]} (source and rule optional). Lists the
-          rules no example and no test matched. --strict fails on those too.
+          rules no example and no test matched. --strict fails on those too. A Dogwood set is
+          validated by the reference; tests with "source": "dogwood" are judged by it alone.
 replay    Judges every recorded call of past batches again under the policy files of
           <candidate-dir> (read as the worker reads a workspace), with the session facts as they
           stood at each call, and lists the calls whose decision would change: what was decided,
@@ -96,8 +99,8 @@ async function policyCommand(argv: string[], out: (s: string) => void): Promise<
   // Claude Code's Bash rules read commands with the shell parser; answer only once it has loaded.
   await shellParserReady();
   try {
-    if (sub === 'explain') return explain(workspace, rest, values, out);
-    if (sub === 'check') return check(workspace, values, out);
+    if (sub === 'explain') return await explain(workspace, rest, values, out);
+    if (sub === 'check') return await check(workspace, values, out);
     if (sub === 'replay') return await replayCommand(rest, values, out);
     if (sub === 'diff') return await diffCommand(rest, values, out);
     throw new UsageError(`unknown policy command "${sub}"; use explain, check, replay or diff`);
@@ -111,12 +114,12 @@ function load(workspace: string, examples: 'refuse' | 'report'): PolicyRules {
   return policyRules({ workspace, examples });
 }
 
-function explain(
+async function explain(
   workspace: string,
   rest: string[],
   v: { file?: string; json?: boolean; history?: string },
   out: (s: string) => void,
-): number {
+): Promise<number> {
   // Without --history: the first call of a session that carries its calls (nothing done yet).
   const history = v.history ? readHistory(v.history) : { record: { calls: [], now: 0, reach: 'session' as const } };
   const calls: { tool: string; args: JsonObject }[] = [];
@@ -133,6 +136,11 @@ function explain(
     ...c,
     explanation: policy.explain({ toolName: c.tool, args: c.args, ...history }),
   }));
+  // The Dogwood set answers from its reference, after the files, as in the worker.
+  const dogwood = workspaceJudge(workspace);
+  if (dogwood)
+    for (const [index, r] of results.entries())
+      r.explanation = await explainWithDogwood(dogwood, r.explanation, { ...r, index }, history);
   if (v.json) {
     out(JSON.stringify({ files: policy.files, policyDigest: policy.digest, calls: results }, null, 2));
     return 0;
@@ -164,18 +172,21 @@ function renderExplanation(tool: string, args: JsonObject, x: PolicyExplanation)
   return lines.join('\n');
 }
 
-function check(
+async function check(
   workspace: string,
   v: { tests?: string; strict?: boolean; json?: boolean },
   out: (s: string) => void,
-): number {
+): Promise<number> {
   const policy = load(workspace, 'report');
   const testsFile = v.tests ? path.resolve(v.tests) : path.join(workspace, 'policy-tests.json');
   const tests = v.tests || fs.existsSync(testsFile) ? readPolicyTests(testsFile) : [];
-  const report = policy.check(tests);
-  const ok = report.ok && !(v.strict && report.unmatched.length);
+  const report = policy.check(tests.filter((t) => t.source !== 'dogwood'));
+  const judge = workspaceJudge(workspace);
+  const dogwood = judge ? await checkWorkspaceDogwood(workspace, judge, tests) : undefined;
+  const dogwoodOk = !dogwood || (!dogwood.invalid && !dogwood.failures.length);
+  const ok = report.ok && dogwoodOk && !(v.strict && report.unmatched.length);
   if (v.json) {
-    out(JSON.stringify({ ...report, ok }, null, 2));
+    out(JSON.stringify({ ...report, ...(dogwood ? { dogwood } : {}), ok }, null, 2));
     return ok ? 0 : 1;
   }
   out(`${policy.files.length} policy file(s), ${policy.rules.length} rule(s), policy ${policy.digest}`);
@@ -186,6 +197,13 @@ function check(
     `policy tests: ${report.tests.ran} run, ${report.tests.failures.length} failed${tests.length ? ` (${path.relative(process.cwd(), testsFile) || testsFile})` : ''}`,
   );
   for (const f of report.tests.failures)
+    out(`  FAIL tests[${f.index}] ${f.test.tool} ${JSON.stringify(f.test.args ?? {})}: ${f.why}`);
+  if (dogwood?.invalid) out(`dogwood: FAIL ${dogwood.invalid}`);
+  else if (dogwood)
+    out(
+      `dogwood: ${judge?.label} validated by the reference; ${dogwood.ran} test(s) run, ${dogwood.failures.length} failed`,
+    );
+  for (const f of dogwood?.failures ?? [])
     out(`  FAIL tests[${f.index}] ${f.test.tool} ${JSON.stringify(f.test.args ?? {})}: ${f.why}`);
   if (report.unmatched.length) {
     out(`rules no example or test matched (${report.unmatched.length}):`);

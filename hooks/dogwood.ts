@@ -5,8 +5,9 @@
 // still in flight included, as Dogwood counts them) as a Dogwood trace and asks the reference to
 // replay it, so a decision is a pure function of the durable record and replays the same way.
 
-import { spawn } from 'node:child_process';
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
+import type { Socket } from 'node:net';
 import { join, relative } from 'node:path';
 import type { CallRecord, Json, JsonObject } from '../pipeline/types.js';
 
@@ -118,24 +119,38 @@ export function dogwoodTrace(calls: readonly CallRecord[], scope: DogwoodScope):
   return calls.map((c) => traceLine(c, scope)).join('\n');
 }
 
-// The helper process: reads one request as JSON on stdin, answers one JSON line. Kept here (not a
-// file beside this one) so the built package carries it without a copy step.
+// The reference's process: one per Python for the life of the worker, so a decision costs the
+// replay, not Python's start and the reference's import (about half a second each). A frame is one
+// JSON line each way (JSON escapes every newline inside it): a request {id, op, ...} answered by
+// {id, ...}, in order. Anything the reference itself prints goes to stderr, never into a frame.
+// Kept here (not a file beside this one) so the built package carries it without a copy step.
 const BRIDGE = `
-import json, sys
-req = json.load(sys.stdin)
+import json, os, sys
+frames = os.fdopen(os.dup(1), "w")
+os.dup2(2, 1)
 try:
     from dogwood import native
     native.require_available()
+    missing = None
 except Exception as e:
-    print(json.dumps({"missing": str(e)})); sys.exit(0)
-try:
-    if req["op"] == "validate":
-        out = native.validate_policy(req["policy"], req["policySchema"], req.get("eventSchema"))
-        print(json.dumps({"passed": out["passed"], "errors": list(out["errors"])}))
-    else:
-        print(json.dumps({"replay": native.replay(req["policy"], req["policySchema"], req["trace"], req.get("eventSchema"))}))
-except Exception as e:
-    print(json.dumps({"error": str(e)}))
+    missing = str(e)
+def answer(req):
+    if missing is not None:
+        return {"missing": missing}
+    try:
+        if req["op"] == "validate":
+            out = native.validate_policy(req["policy"], req["policySchema"], req.get("eventSchema"))
+            return {"passed": out["passed"], "errors": list(out["errors"])}
+        return {"replay": native.replay(req["policy"], req["policySchema"], req["trace"], req.get("eventSchema"))}
+    except Exception as e:
+        return {"error": str(e)}
+while True:
+    line = sys.stdin.buffer.readline()
+    if not line:
+        break
+    req = json.loads(line)
+    frames.write(json.dumps(dict(answer(req), id=req["id"])) + "\\n")
+    frames.flush()
 `;
 
 type BridgeAnswer = { missing?: string; error?: string; replay?: string; passed?: boolean; errors?: string[] };
@@ -144,56 +159,131 @@ function python(): string {
   return process.env.SLUICE_PYTHON ?? 'python3';
 }
 
-function missing(detail: string): DogwoodError {
+function missing(python: string, detail: string): DogwoodError {
   return new DogwoodError(
-    `Dogwood policies are evaluated by the reference interpreter, which is not installed for ${python()} (${detail}): run \`${python()} -m pip install ${DOGWOOD_PY}\`, or point SLUICE_PYTHON at a Python that has it.`,
+    `Dogwood policies are evaluated by the reference interpreter, which is not installed for ${python} (${detail}): run \`${python} -m pip install ${DOGWOOD_PY}\`, or point SLUICE_PYTHON at a Python that has it.`,
   );
 }
 
 /** How long the reference may take over one answer before it is given up on (and the call denied). */
 const DEFAULT_TIMEOUT_MS = 60_000;
 
-async function bridge(request: Record<string, unknown>, timeoutMs = DEFAULT_TIMEOUT_MS): Promise<BridgeAnswer> {
-  const child = spawn(python(), ['-c', BRIDGE], { stdio: ['pipe', 'pipe', 'pipe'] });
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    child.kill('SIGKILL');
-  }, timeoutMs);
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (d) => {
-    out += d;
-  });
-  child.stderr.on('data', (d) => {
-    err += d;
-  });
-  const done = new Promise<number>((resolve, reject) => {
-    child.on('error', reject);
-    child.on('close', (code) => resolve(code ?? -1));
-  });
-  child.stdin.on('error', () => {}); // a Python that is not there closes the pipe; 'error' above says why
-  child.stdin.end(JSON.stringify(request));
-  const code = await done
-    .catch((e: NodeJS.ErrnoException) => {
-      throw e.code === 'ENOENT' ? missing(`${python()} was not found`) : e;
-    })
-    .finally(() => clearTimeout(timer));
-  if (timedOut)
-    throw new DogwoodError(
-      `the Dogwood reference (${python()}) gave no answer within ${timeoutMs} ms and was stopped; a long session makes a long trace: raise \`timeoutMs\`, or see why ${python()} is slow to start`,
+/** The last of what the reference wrote on stderr that an error quotes. */
+const STDERR_KEPT = 4000;
+
+interface Asked {
+  resolve: (a: BridgeAnswer) => void;
+  reject: (e: Error) => void;
+  timer: NodeJS.Timeout;
+}
+
+/**
+ * One running reference. Every request it was asked and has not answered fails (the call is
+ * denied) when it exits, crashes or overruns a request's timeout (then it is stopped: the requests
+ * behind the stuck one would wait as long); the next request starts a new one.
+ */
+class ReferenceProcess {
+  private readonly child: ChildProcessWithoutNullStreams;
+  private readonly asked = new Map<number, Asked>();
+  private nextId = 1;
+  private partial = '';
+  private stderr = '';
+  /** Set once it may not be asked again: it exited, failed to start, or was stopped. */
+  ended = false;
+  /** Why it was stopped, when Sluice stopped it: what its unanswered requests fail with. */
+  private stopped?: string;
+
+  constructor(readonly python: string) {
+    this.child = spawn(python, ['-c', BRIDGE], { stdio: ['pipe', 'pipe', 'pipe'] });
+    // An idle reference does not keep the worker's process alive; a request's timer does while it waits.
+    this.child.unref();
+    for (const s of [this.child.stdin, this.child.stdout, this.child.stderr]) (s as unknown as Socket).unref?.();
+    this.child.stdout.setEncoding('utf8').on('data', (d: string) => this.read(d));
+    this.child.stderr.setEncoding('utf8').on('data', (d: string) => {
+      this.stderr = (this.stderr + d).slice(-STDERR_KEPT);
+    });
+    this.child.stdin.on('error', () => {}); // a process that died closes the pipe; 'close' says why
+    this.child.on('error', (e: NodeJS.ErrnoException) =>
+      this.end(e.code === 'ENOENT' ? missing(python, `${python} was not found`) : e),
     );
-  if (code !== 0) throw new DogwoodError(`the Dogwood helper process (${python()}) exited ${code}: ${err.trim()}`);
-  let answer: BridgeAnswer;
-  try {
-    answer = JSON.parse(out) as BridgeAnswer;
-  } catch {
-    throw new DogwoodError(
-      `the Dogwood helper process (${python()}) answered something that is not JSON: ${JSON.stringify(out.slice(0, 200))} ${err.trim()}`,
-    );
+    this.child.on('close', (code, signal) => {
+      const how = signal ? `was killed by ${signal}` : `exited ${code}`;
+      this.end(
+        new DogwoodError(this.stopped ?? `the Dogwood helper process (${python}) ${how}: ${this.stderr.trim()}`),
+      );
+    });
   }
-  if (answer.missing !== undefined) throw missing(answer.missing);
-  return answer;
+
+  ask(request: Record<string, unknown>, timeoutMs: number): Promise<BridgeAnswer> {
+    const id = this.nextId++;
+    return new Promise<BridgeAnswer>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.stop(
+          `the Dogwood reference (${this.python}) gave no answer within ${timeoutMs} ms and was stopped; a long session makes a long trace: raise \`timeoutMs\`, or see why ${this.python} is slow to start`,
+        );
+      }, timeoutMs);
+      this.asked.set(id, { resolve, reject, timer });
+      this.child.stdin.write(`${JSON.stringify({ ...request, id })}\n`);
+    });
+  }
+
+  /** Stops it: every request it holds fails with `why`. */
+  stop(why: string): void {
+    this.stopped ??= why;
+    this.ended = true;
+    this.child.kill('SIGKILL');
+    this.end(new DogwoodError(why));
+  }
+
+  private read(data: string): void {
+    const lines = (this.partial + data).split('\n');
+    this.partial = lines.pop() ?? '';
+    for (const line of lines) {
+      let answer: BridgeAnswer & { id?: number };
+      try {
+        answer = JSON.parse(line);
+      } catch {
+        this.stop(
+          `the Dogwood helper process (${this.python}) answered something that is not JSON: ${JSON.stringify(line.slice(0, 200))}`,
+        );
+        return;
+      }
+      const asked = answer.id === undefined ? undefined : this.asked.get(answer.id);
+      if (!asked) continue;
+      this.asked.delete(answer.id!);
+      clearTimeout(asked.timer);
+      if (answer.missing !== undefined) asked.reject(missing(this.python, answer.missing));
+      else asked.resolve(answer);
+    }
+  }
+
+  private end(err: Error): void {
+    this.ended = true;
+    for (const a of this.asked.values()) {
+      clearTimeout(a.timer);
+      a.reject(err);
+    }
+    this.asked.clear();
+  }
+}
+
+/** The running reference per Python (SLUICE_PYTHON is read at each request). */
+const running = new Map<string, ReferenceProcess>();
+
+async function bridge(request: Record<string, unknown>, timeoutMs = DEFAULT_TIMEOUT_MS): Promise<BridgeAnswer> {
+  const py = python();
+  let reference = running.get(py);
+  if (!reference || reference.ended) {
+    reference = new ReferenceProcess(py);
+    running.set(py, reference);
+  }
+  return reference.ask(request, timeoutMs);
+}
+
+/** Stops the running references (a worker that shuts down, a bench that measures a cold start); the next decision starts one. */
+export function stopDogwood(): void {
+  for (const r of running.values()) r.stop('the Dogwood reference was stopped (stopDogwood)');
+  running.clear();
 }
 
 /** The reference's verdict lines (`@<t> (time point <i>): true|false`) for a trace. */
@@ -260,41 +350,65 @@ function only(dir: string, names: string[], ext: string, required: boolean): str
     throw new DogwoodError(
       `${dir} has Dogwood policies but no ${ext} file: the reference lowers policies against a Cedar schema, so add one declaring the actions the policies name.`,
     );
-  return found[0] === undefined ? undefined : readFileSync(join(dir, found[0]), 'utf8');
+  return found[0];
+}
+
+/** One file of a set as read: its name in the folder, its label (relative to the workspace), its path and text. */
+export interface DogwoodFile {
+  name: string;
+  label: string;
+  path: string;
+  text: string;
+}
+
+/** A set read from its folder, not yet validated: the set, and every file it was read from (what a digest is over). */
+export interface DogwoodRead {
+  set: DogwoodPolicySet;
+  /** The `.dw` files, by name. */
+  policies: DogwoodFile[];
+  /** The `.dw` files, then the schemas. */
+  files: DogwoodFile[];
 }
 
 /**
- * The policy set in `dir` (every `*.dw`, the one `*.cedarschema`, the optional `*.dwschema`),
- * validated by the reference: each file on its own first, so an error names the file it is in.
+ * Reads the policy set in `dir` (every `*.dw`, the one `*.cedarschema`, the optional `*.dwschema`)
+ * once: what is validated, judged by and bound to is this one reading, so a file edited between
+ * them cannot be judged under one text and recorded under another.
  */
+export function readDogwoodPolicySet(dir: string, workspace = process.cwd()): DogwoodRead {
+  const names = readdirSync(dir).sort();
+  const file = (name: string): DogwoodFile => {
+    const path = join(dir, name);
+    return { name, label: relative(workspace, path), path, text: readFileSync(path, 'utf8') };
+  };
+  const schemaName = only(dir, names, '.cedarschema', true) ?? '';
+  const eventName = only(dir, names, '.dwschema', false);
+  const policies = names.filter((n) => n.endsWith('.dw')).map(file);
+  if (policies.length === 0) throw new DogwoodError(`${dir} holds no .dw policy file`);
+  const schema = file(schemaName);
+  const event = eventName === undefined ? undefined : file(eventName);
+  const set = {
+    policy: policies.map((p) => p.text).join('\n'),
+    policySchema: schema.text,
+    source: relative(workspace, dir) || '.',
+    ...(event === undefined ? {} : { eventSchema: event.text }),
+  };
+  return { set, policies, files: [...policies, schema, ...(event ? [event] : [])] };
+}
+
+/** Validates a read set with the reference: each `.dw` file on its own first, so an error names the file it is in. */
+export async function validateDogwoodPolicySet(read: DogwoodRead, timeoutMs?: number): Promise<void> {
+  for (const f of read.policies) await checkDogwood({ ...read.set, policy: f.text, source: f.label }, timeoutMs);
+  await checkDogwood(read.set, timeoutMs);
+}
+
+/** The policy set in `dir`, read and validated by the reference. */
 export async function loadDogwoodPolicySet(
   dir: string,
   workspace = process.cwd(),
   timeoutMs?: number,
 ): Promise<DogwoodPolicySet> {
-  const names = readdirSync(dir).sort();
-  const policySchema = only(dir, names, '.cedarschema', true) ?? '';
-  const eventSchema = only(dir, names, '.dwschema', false);
-  const files = names.filter((n) => n.endsWith('.dw'));
-  if (files.length === 0) throw new DogwoodError(`${dir} holds no .dw policy file`);
-  const texts: string[] = [];
-  for (const f of files) {
-    const policy = readFileSync(join(dir, f), 'utf8');
-    const set = {
-      policy,
-      policySchema,
-      source: relative(workspace, join(dir, f)),
-      ...(eventSchema === undefined ? {} : { eventSchema }),
-    };
-    await checkDogwood(set, timeoutMs);
-    texts.push(policy);
-  }
-  const set = {
-    policy: texts.join('\n'),
-    policySchema,
-    source: relative(workspace, dir) || '.',
-    ...(eventSchema === undefined ? {} : { eventSchema }),
-  };
-  await checkDogwood(set, timeoutMs);
-  return set;
+  const read = readDogwoodPolicySet(dir, workspace);
+  await validateDogwoodPolicySet(read, timeoutMs);
+  return read.set;
 }

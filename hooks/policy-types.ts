@@ -4,7 +4,7 @@
 import type { Facts, SessionRecord } from '../pipeline/facts';
 import type { JsonObject } from '../pipeline/types';
 
-export type PolicyFormat = 'claude' | 'codex' | 'gemini' | 'opencode' | 'cedar';
+export type PolicyFormat = 'claude' | 'codex' | 'gemini' | 'opencode' | 'cedar' | 'dogwood';
 export type PolicyDecision = 'allow' | 'ask' | 'deny';
 
 /** Strictest first: a deny from any source beats an ask, an ask beats an allow. */

@@ -25,6 +25,16 @@ import type { Facts } from '../pipeline/facts';
 import { denyAtExec } from '../tools/exec-deny';
 import { cedarPolicy, type CedarPolicyOptions } from './cedar-policy';
 import { codexRules, type CodexRulesOptions, describeFailures } from './codex-rules';
+import {
+  type DogwoodJudge,
+  type DogwoodPolicyOptions,
+  type DogwoodVerdict,
+  dogwoodCallOf,
+  dogwoodReason,
+  dogwoodJudge,
+  recordDogwood,
+  workspaceDogwood,
+} from './dogwood-policy';
 import { policyExecDenies } from './exec-deny-rules';
 import { geminiPolicy, type GeminiPolicyOptions } from './gemini-policy';
 import { openCodePermissions, type OpenCodeOptions } from './opencode-permissions';
@@ -54,6 +64,11 @@ export interface PolicyRulesOptions {
   gemini?: Omit<GeminiPolicyOptions, 'workspace'> | false;
   opencode?: Omit<OpenCodeOptions, 'workspace'> | false;
   cedar?: Omit<CedarPolicyOptions, 'workspace'> | false;
+  /**
+   * A Dogwood set judged after the files (hooks/dogwood-policy.ts), its files in the digest asks
+   * are bound to; default the workspace's `.dogwood` folder when it holds a `scope.json`.
+   */
+  dogwood?: Omit<DogwoodPolicyOptions, 'workspace'> | false;
   /**
    * `refuse` (default): a failing embedded example (a Codex `match` that does not match) stops the
    * worker. `report`: load anyway and let `check()` report it (what `sluice policy check` uses).
@@ -165,14 +180,15 @@ export function policyRules(opts: PolicyRulesOptions): PolicyRules {
   const sources = readSources(workspace, opts);
   // Claude Code's rules registered themselves (permissionRules); these are the other formats'.
   denyAtExec(sources.flatMap(policyExecDenies));
-  const files = sources.flatMap((s) => s.files);
+  const dogwood = dogwoodOf(workspace, opts);
+  const files = [...sources.flatMap((s) => s.files), ...(dogwood?.files() ?? [])];
   const rules = sources.flatMap((s) => s.rules);
   const warnings = sources.flatMap((s) => s.warnings.map((w) => `${s.format}: ${w}`));
   const digest = digestOf(files.map((f) => `${f.label}\0${f.digest}`).join('\n'));
   const explain = (call: PolicyCall) => explainCall(sources, call);
   // Claude Code's Bash rules read commands with the shell parser, which loads asynchronously.
   const ready = shellParserReady();
-  const judge: Judge = { digest, ready, explain, bindingOf: bindingWith(digest, files) };
+  const judge: Judge = { digest, ready, explain, bindingOf: bindingWith(digest, files), dogwood };
   return {
     sources,
     files,
@@ -186,6 +202,8 @@ export function policyRules(opts: PolicyRulesOptions): PolicyRules {
         name: 'policy files (Claude Code, Codex, Gemini CLI, OpenCode)',
         handler: policyHandler(judge),
         recheck: policyRecheck(judge),
+        // The Dogwood reference answers from another process.
+        ...(dogwood ? { longRunning: true } : {}),
       },
     ],
     explain,
@@ -207,6 +225,26 @@ interface Judge {
   ready: Promise<void>;
   explain: (call: PolicyCall) => PolicyExplanation;
   bindingOf: (x: PolicyExplanation) => PolicyBinding;
+  /** The Dogwood set, judged after the files. */
+  dogwood?: DogwoodJudge;
+}
+
+/** The Dogwood set the options name, or the workspace's; read now, so a worker does not start with one it cannot read. */
+function dogwoodOf(workspace: string, opts: PolicyRulesOptions): DogwoodJudge | undefined {
+  if (opts.dogwood === false) return undefined;
+  const o = opts.dogwood ? { ...opts.dogwood, workspace } : workspaceDogwood(workspace);
+  return o ? dogwoodJudge(o, true) : undefined;
+}
+
+/** The Dogwood set's verdict on a call the files did not deny (none when no set judges the tool). */
+async function dogwoodVerdict(
+  judge: Judge,
+  ctx: StageContext,
+  x: PolicyExplanation,
+): Promise<DogwoodVerdict | undefined> {
+  const dw = judge.dogwood;
+  if (!dw || x.decision === 'deny' || !ctx.tool || !dw.judges(ctx.tool.name)) return undefined;
+  return dw.decide(dogwoodCallOf(ctx));
 }
 
 /** A stage's call as the policy sources see it, with the calls recorded before it for session facts. */
@@ -269,11 +307,33 @@ function bindingWith(digest: string, files: readonly PolicyFile[]): (x: PolicyEx
 }
 
 /** The pre-execute handler: records the deciding rule (and what the other sources said), then decides. */
-function policyHandler({ digest, ready, explain, bindingOf }: Judge): PreExecuteHandler {
+function policyHandler(judge: Judge): PreExecuteHandler {
+  const answer = filesAnswer(judge);
   return async (ctx) => {
     if (!ctx.tool) return undefined;
-    await ready;
-    const x = explain(policyCallOf(ctx, ctx.tool));
+    await judge.ready;
+    const x = judge.explain(policyCallOf(ctx, ctx.tool));
+    const dw = await dogwoodVerdict(judge, ctx, x);
+    const said = dw ? recordDogwood(ctx, dw) : undefined;
+    if (said?.kind === 'deny') return said;
+    const files = answer(ctx, x);
+    if (said?.kind !== 'ask' || files.kind === 'deny') return files;
+    // The Dogwood set asks: the card says why, beside what the files asked, bound to the same digest.
+    const reasons = [
+      files.kind === 'ask' ? files.reason : undefined,
+      `${said.reason} (policy ${shortDigest(judge.digest)})`,
+    ];
+    return {
+      kind: 'ask',
+      reason: reasons.filter(Boolean).join('; '),
+      ...(files.policy ? { policy: files.policy } : {}),
+    };
+  };
+}
+
+/** What the files decided, on record when a rule decided, with the binding an ask carries. */
+function filesAnswer({ digest, bindingOf }: Judge): (ctx: StageContext, x: PolicyExplanation) => PreDecision {
+  return (ctx, x) => {
     const w = x.winner;
     // No rule: no opinion, but an ask the tool's own approval raises is still bound to this policy
     // (a later policy that denies or asks by a rule judges the call again).
@@ -306,13 +366,28 @@ function policyHandler({ digest, ready, explain, bindingOf }: Judge): PreExecute
  * Same digest: nothing changed, the approval holds. Otherwise a deny denies; an allow, or no rule,
  * lets it run on the approval; an ask holds the approval only when the same rule asks.
  */
-function policyRecheck({ digest, ready, explain, bindingOf }: Judge): PolicyRecheck {
+function policyRecheck(judge: Judge): PolicyRecheck {
+  const { digest, ready, explain, bindingOf } = judge;
   return async (ctx, askedUnder) => {
     if (askedUnder.digest === digest || !ctx.tool) return undefined;
     await ready;
     const x = explain(policyCallOf(ctx, ctx.tool));
     const now = bindingOf(x);
     const change = `the policy changed while this call waited for approval (${shortDigest(askedUnder.digest)} → ${shortDigest(digest)})`;
+    const dw = await dogwoodVerdict(judge, ctx, x);
+    if (dw?.decision === 'deny') {
+      const denial = `${change}: it is now ${dogwoodReason(dw)}; the approval given under the old policy does not hold`;
+      ctx.emit('policy/rechecked', {
+        turn: ctx.turn,
+        callId: ctx.call.id,
+        outcome: 'denied',
+        askedUnder: askedUnder as unknown as JsonObject,
+        now: now as unknown as JsonObject,
+        dogwood: dw.at,
+        note: denial,
+      });
+      return denial;
+    }
     const was = askedUnder.rule ? `${askedUnder.rule.file}: \`${askedUnder.rule.text}\`` : 'no rule';
     let outcome: 'denied' | 'allowed' | 'same-rule' | 'other-rule' | 'no-rule';
     let denial: string | undefined;
