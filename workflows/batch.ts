@@ -44,6 +44,7 @@ import { CallPipeline, DEFAULT_MAX_PARALLEL } from './call-pipeline';
 import { CodeCalls } from './code-calls';
 import { SEQ_CONFLICT, SESSION_ID, stateQuery } from './definitions';
 import { EventLog } from './event-log';
+import { LeanScope } from './lean-scope';
 import { Placement } from './placement';
 import { batchFeatures, type MemoFeatures } from './compat';
 
@@ -106,7 +107,7 @@ export async function toolBatch(input: BatchInput): Promise<BatchOutputWire> {
   // order to keep and nothing beside it: it runs straight when its first round says so. The
   // count is checked here too: workers of the first build to write `straight` wrote it for a first
   // group of one call, whatever the batch's size, and those batches replay on the scheduler.
-  const results = await CancellationScope.nonCancellable(() =>
+  const results = await LeanScope.nonCancellable(() =>
     straight && input.calls.length === 1 ? runOneCall(input.calls[0], batch) : runInModelOrder(input, batch),
   );
 
