@@ -63,7 +63,9 @@ export function executeStage(kit: StageKit, guards?: (ref: WireCallRef) => Promi
     }
     const ref = kit.keyed(sent);
     const { tool, args } = resolveTool(kit, ref);
-    const wrapperSide = kit.collector(ref, 'execute wrapper');
+    // The wrappers' own collector only when there are wrappers: a collector copies and freezes the
+    // arguments and the session state for its context, which nothing would read.
+    const wrapperSide = kit.config.execute?.length ? kit.collector(ref, 'execute wrapper') : undefined;
     const bodySide = kit.collector(ref, `tool:${tool.name}`);
     const patch: StatePatch = {};
     const toolCtx = (side: Collector) => toolContext(kit, activity, side, patch);
@@ -80,7 +82,7 @@ export function executeStage(kit: StageKit, guards?: (ref: WireCallRef) => Promi
       }
       return toCandidate(value, tool.name);
     };
-    const layers = executeLayers(kit, wrapperSide, toolCtx);
+    const layers = wrapperSide ? executeLayers(kit, wrapperSide, toolCtx) : [];
     const { candidate, outcome } = await runWaterfall(activity, tool, layers, body);
 
     const out = packBodyResult({
@@ -93,8 +95,8 @@ export function executeStage(kit: StageKit, guards?: (ref: WireCallRef) => Promi
         Math.min(ref.inlineBytes ?? BODY_INLINE_BYTES, BODY_INLINE_BYTES),
       ),
       bodyContexts: bodySide.contexts,
-      wrapperContexts: wrapperSide.contexts,
-      events: [...wrapperSide.events, ...bodySide.events],
+      wrapperContexts: wrapperSide?.contexts ?? [],
+      events: [...(wrapperSide?.events ?? []), ...bodySide.events],
       ...(Object.keys(patch).length ? { statePatch: patch } : {}),
       ...(guardsRun ? { guards: guardsRun } : {}),
     });

@@ -70,7 +70,9 @@ export function stageKit(config: SluiceConfig, deps: { resultStore?: ResultStore
       const contexts: UserMessage[] = [];
       const events: EventDraft[] = [];
       const tool = registry.get(ref.name);
-      const ctx: StageContext = {
+      // Made when first read: it copies and freezes the arguments and the session state, and a
+      // stage with no extension to run (no pre-execute handler, guard or post-execute) never reads it.
+      const makeCtx = (): StageContext => ({
         call: callInfo(ref),
         tool: tool
           ? Object.freeze({
@@ -92,9 +94,13 @@ export function stageKit(config: SluiceConfig, deps: { resultStore?: ResultStore
         emit(type, data) {
           events.push({ type: String(type), data: snapshotJson(data, `${type} event`) as JsonObject });
         },
-      };
+      });
+      let ctx: StageContext | undefined;
       return {
-        ctx,
+        get ctx() {
+          ctx ??= makeCtx();
+          return ctx;
+        },
         contexts,
         events,
         withSource(who) {

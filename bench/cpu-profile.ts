@@ -68,10 +68,15 @@ function runOnce(batchCount: number, measure: 'profile' | 'promises'): Run {
     BENCH_WARMUP: '6',
     BENCH_HISTORY_SAMPLES: '1',
     ...Object.fromEntries(
-      ['BENCH_PENDING', 'BENCH_APPROVAL_SAMPLES', 'BENCH_CODE_MODE', 'BENCH_LOCAL', 'BENCH_CLIENT'].map((k) => [
-        k,
-        '0',
-      ]),
+      // The contention section (on by default) would run its own grid, in both runs and under the profiler.
+      [
+        'BENCH_PENDING',
+        'BENCH_APPROVAL_SAMPLES',
+        'BENCH_CODE_MODE',
+        'BENCH_LOCAL',
+        'BENCH_CLIENT',
+        'BENCH_CONTENTION',
+      ].map((k) => [k, '0']),
     ),
     BENCH_WORKER_NODE_OPTIONS:
       measure === 'profile'

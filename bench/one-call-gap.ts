@@ -7,9 +7,9 @@
 //
 //   bare                 bench/bare-workflow.ts's one-call batch: one activity, the tool body
 //   + promises           the same, making as many more workflow promises as a Sluice one-call
-//                        batch did before it ran straight (98 against bare's 12 at 8340778,
-//                        `cpu-profile.ts 1 8 80 --promises`; 76 since); the SDK captures a stack
-//                        trace for each
+//                        batch does (36 against bare's 13, `cpu-profile.ts 1 8 80 --promises`;
+//                        the 86 this took before came from counts that counted Sluice's promises
+//                        twice, docs/performance.md); the SDK captures a stack trace for each
 //   + local activity     the same, with one local activity before the body (Sluice's claim and
 //                        preflight; its reply a short list)
 //   + both
@@ -18,7 +18,7 @@
 //                        before runs (a second Sluice worker whose first round's result loses
 //                        `straight`, pipeline/seq-claim.ts FirstRound)
 //
-//   npx tsx bench/one-call-gap.ts [rounds = 5] [workflows a round = 60] [in flight = 8] [promises = 86]
+//   npx tsx bench/one-call-gap.ts [rounds = 5] [workflows a round = 60] [in flight = 8] [promises = 23]
 //
 // Writes bench/results/one-call-gap.{json,md}. About four minutes on a quiet machine with the
 // defaults; the committed result took 9 rounds of 100 (about eight).
@@ -107,7 +107,7 @@ async function client(address: string): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const [rounds = 5, workflows = 60, inFlight = 8, promises = 86] = process.argv.slice(2).map(Number);
+  const [rounds = 5, workflows = 60, inFlight = 8, promises = 23] = process.argv.slice(2).map(Number);
   if (![rounds, workflows, inFlight].every((x) => Number.isInteger(x) && x > 0) || !(promises >= 0))
     throw new Error('usage: npx tsx bench/one-call-gap.ts [rounds] [workflows a round] [in flight] [promises]');
   Runtime.install({ logger: new DefaultLogger('WARN') });

@@ -37,6 +37,10 @@ if (dir && !isMainThread) {
         .join(' < ') || '(outside the bundle)'
     );
   };
+  // Each promise once: the SDK's hook is not the only one. A workflow that enters a cancellation
+  // scope's `run` enables the SDK's AsyncLocalStorage, and with it Node's async_hooks installs a
+  // promise hook of its own in that thread, which this wrapper would count again.
+  const counted = new WeakSet<object>();
   const createHook = v8.promiseHooks.createHook.bind(v8.promiseHooks);
   v8.promiseHooks.createHook = (hooks) => {
     const init = hooks.init;
@@ -44,7 +48,8 @@ if (dir && !isMainThread) {
       ...hooks,
       init(promise, parent) {
         init?.(promise, parent);
-        if ((promise as { runId?: string }).runId === undefined) return;
+        if ((promise as { runId?: string }).runId === undefined || counted.has(promise)) return;
+        counted.add(promise);
         const site = siteOf();
         bySite.set(site, (bySite.get(site) ?? 0) + 1);
       },

@@ -50,6 +50,7 @@ import { CallPipeline, DEFAULT_MAX_PARALLEL } from './call-pipeline';
 import { CodeCalls } from './code-calls';
 import { SEQ_CONFLICT, SESSION_ID, stateQuery } from './definitions';
 import { EventLog } from './event-log';
+import { LeanScope } from './lean-scope';
 import { runStage, type Stage, waitFor } from './stage-runner';
 import { Placement } from './placement';
 import { batchFeatures, type MemoFeatures } from './compat';
@@ -113,7 +114,7 @@ export async function toolBatch(input: BatchInput): Promise<BatchOutputWire> {
   // straight when its first round says so. The count is checked here too: workers of the first
   // build to write `straight` wrote it for a first group of one call, whatever the batch's size,
   // and those batches replay on the scheduler.
-  const results = await CancellationScope.nonCancellable(() =>
+  const results = await LeanScope.nonCancellable(() =>
     straight && input.calls.length === 1 ? runOneCall(input.calls[0], batch) : runInModelOrder(input, batch),
   );
 

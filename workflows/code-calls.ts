@@ -3,7 +3,7 @@
 // retried body, post-execute), in this batch's history. The outcome of every sub-call is kept per
 // index, so a program re-run after a crash gets its earlier sub-calls' outcomes instead of running
 // them again, and a re-run that asks for something else at an index is refused as non-deterministic.
-import { CancellationScope, setHandler, workflowInfo } from '@temporalio/workflow';
+import { setHandler, workflowInfo } from '@temporalio/workflow';
 import { jsonStringBytes, MAX_ARGUMENT_CHARS } from '../pipeline/budget';
 import {
   MAX_SUBCALL_ARGUMENT_BYTES_PER_BATCH,
@@ -23,6 +23,7 @@ import { ErrorCodes } from '../pipeline/errors';
 import type { BatchInput } from '../pipeline/types';
 import type { CallPipeline } from './call-pipeline';
 import { codeCallUpdate } from './definitions';
+import { LeanScope } from './lean-scope';
 
 interface SubCallRecord {
   name: string;
@@ -109,7 +110,7 @@ export class CodeCalls {
     const record: SubCallRecord = {
       name: req.name,
       argsDigest: req.argsDigest,
-      outcome: CancellationScope.nonCancellable(() => this.execute(req)),
+      outcome: LeanScope.nonCancellable(() => this.execute(req)),
     };
     seen.push(record);
     this.total++;
