@@ -2,7 +2,8 @@
 // the page makes the session's client key (WebCrypto Ed25519, kept in IndexedDB), the session is
 // started with its public half, and the inbox relays the session's client calls to the page while
 // it is attached. A tool reads a value only the page has and the model's next step sees it; a call
-// waits while no page is attached and the page that opens later runs it; a page closed mid-body
+// waits while no page is attached (the inbox's session page says "waiting for the user's device"
+// until its result) and the page that opens later runs it; a page closed mid-body
 // ends as a killed client (an idempotent call runs again on the next page, an at-most-once one ends
 // OUTCOME_UNKNOWN); another key's page takes nothing, and a process that knows the session (even
 // its public key) can neither attach nor answer.
@@ -105,7 +106,7 @@ beforeAll(async () => {
     refreshMs: 300,
     taskQueue: h.taskQueue,
     store: stores,
-    allowedHosts: [new URL(app.url).host],
+    allowedHosts: [new URL(app.url).host, `localhost:${new URL(app.url).port}`],
   });
   inboxUrl = new URL(inbox.url);
   browser = await launchBrowser();
@@ -170,6 +171,13 @@ describe('client tools served from a page', () => {
     const s = await start(await bindingOf(key));
     const turn = s.send('use:secret');
     await waitingCall(s, 'secret');
+    // The inbox's session page shows the wait, and its end. Opened under another name of the app:
+    // a browser keeps six connections per host, and the pages here hold two streams each.
+    const sessionPage = await browser.browser.newPage();
+    await sessionPage.goto(`${app.url.replace('127.0.0.1', 'localhost')}sessions/${encodeURIComponent(s.sessionId)}`);
+    const card = sessionPage.locator('article.call[data-call-id="c"]');
+    await until(() => card.locator('.stage').textContent()).toBe("waiting for the user's device");
+    await until(() => sessionPage.locator('#state strong').textContent()).toBe("waiting for the user's device");
     // Another key's page of the same session is attached first, and is handed nothing.
     const stranger = await openPage(`stranger-${Date.now()}`, s);
     const secret = `only-the-page-knows-${Math.random().toString(36).slice(2)}`;
@@ -178,6 +186,9 @@ describe('client tools served from a page', () => {
     expect(outcome.text).toContain(secret);
     expect(await started(page)).toEqual(['secret:1']);
     expect(await started(stranger)).toEqual([]);
+    await until(() => card.getAttribute('data-state')).toBe('done');
+    expect(await card.locator('.result').textContent()).toContain(secret);
+    await sessionPage.close();
     await stranger.close();
     await page.close();
   });
