@@ -20,7 +20,7 @@ import { attachSignedText } from '../servers/inbox/client-relay';
 import { type Inbox, startInbox } from '../servers/inbox/server';
 import { openStores, type SluiceStores } from '../stores/stores';
 import { launchBrowser } from './chromium';
-import { poll } from './eventually';
+import { eventually, poll } from './eventually';
 import config from './fixtures/browser-client.config';
 import { type Harness, startHarness } from './harness';
 
@@ -55,6 +55,15 @@ const PAGE = `<!doctype html>
   document.getElementById('status').textContent = 'ready';
 </script>`;
 
+/** docs/browser.md's complete page: its one html block. */
+const DOC_PAGE = (() => {
+  const doc = fs.readFileSync(path.join(__dirname, '..', 'docs', 'browser.md'), 'utf8');
+  const blocks = [...doc.matchAll(/^```html\n([\s\S]*?)^```$/gm)].map((m) => m[1]);
+  if (blocks.length !== 1)
+    throw new Error(`docs/browser.md has ${blocks.length} html blocks; the test serves its one page`);
+  return blocks[0];
+})();
+
 let h: Harness;
 let stores: SluiceStores;
 let inbox: Inbox;
@@ -67,8 +76,9 @@ const until = <T>(fn: () => Promise<T> | T) => poll(fn, { timeoutMs: 120_000, in
 /** The page at `/`, everything else forwarded to the inbox with the browser's Host kept (one origin). */
 async function startApp(target: () => URL): Promise<typeof app> {
   const server = http.createServer((req, res) => {
-    if (req.method === 'GET' && new URL(req.url ?? '/', 'http://app').pathname === '/') {
-      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(PAGE);
+    const pathname = new URL(req.url ?? '/', 'http://app').pathname;
+    if (req.method === 'GET' && (pathname === '/' || pathname === '/doc')) {
+      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(pathname === '/' ? PAGE : DOC_PAGE);
       return;
     }
     const t = target();
@@ -156,6 +166,21 @@ async function start(binding: ClientBinding): Promise<SessionHandle> {
   return s;
 }
 
+/** In the page: the binding of the key openClientKey keeps under `name`, once it is stored. */
+function storedBinding(name: string): Promise<ClientBinding | undefined> {
+  return new Promise((resolve) => {
+    const open = indexedDB.open('sluice-client-keys');
+    open.onerror = () => resolve(undefined);
+    open.onsuccess = () => {
+      const db = open.result;
+      if (!db.objectStoreNames.contains('keys')) return resolve(undefined);
+      const r = db.transaction('keys').objectStore('keys').get(name);
+      r.onsuccess = () => resolve((r.result as { binding?: ClientBinding } | undefined)?.binding);
+      r.onerror = () => resolve(undefined);
+    };
+  });
+}
+
 const started = (page: Page) => page.evaluate(() => (window as unknown as { __started: string[] }).__started);
 
 /** Waits until the session's call is handed to its client: it waits for the user's device. */
@@ -221,6 +246,28 @@ describe('client tools served from a page', () => {
     expect(outcome.text).toBe('saw error OUTCOME_UNKNOWN');
     expect(await started(second)).toEqual([]);
     await second.close();
+  });
+
+  it("docs/browser.md's complete page serves its client tool for a session started with its key", {
+    timeout: 240_000,
+  }, async () => {
+    const sessionId = `browser-client-doc-${process.pid}-${Date.now()}`;
+    const page = await browser.browser.newPage();
+    await page.goto(`${app.url}doc?session=${encodeURIComponent(sessionId)}`);
+    // The page made its key on opening; its binding is what the app's server starts the session with.
+    const binding = await eventually('the key the page made', () => page.evaluate(storedBinding, sessionId), {
+      timeoutMs: 120_000,
+      intervalMs: 250,
+    });
+    const s = await startSession(h.client, { sessionId, model: 'scripted', batch: { client: binding } });
+    sessions.push(s);
+    // It attaches once the session exists (it asks again while the inbox does not know it).
+    await until(() => page.locator('#device').textContent()).toBe(" · this page is the user's device");
+    const outcome = await s.send('use:local_time');
+    const zone = await page.evaluate(() => Intl.DateTimeFormat().resolvedOptions().timeZone);
+    expect(outcome.text).toContain(`"timeZone": "${zone}"`);
+    await until(() => page.locator('.result').allTextContents()).toContain("local_time: waiting for the user's device");
+    await page.close();
   });
 
   it('a process that knows the session and its public key cannot attach, nor answer a call it was not handed', {
