@@ -20,6 +20,8 @@ import { send } from './http';
 
 /** How long a challenge may wait for the page's signature. */
 const CHALLENGE_MS = 60_000;
+/** Challenges outstanding at most: a flood of asks cannot grow the inbox's memory without end. */
+const MAX_CHALLENGES = 10_000;
 /** A comment this often keeps proxies from closing a page's quiet stream. */
 const BEAT_MS = 15_000;
 
@@ -56,10 +58,11 @@ export class ClientRelays {
 
   constructor(private readonly client: SluiceClient) {}
 
-  /** A one-time challenge for a page of `sessionId` to sign with its key. */
-  challenge(sessionId: string): string {
+  /** A one-time challenge for a page of `sessionId` to sign with its key; undefined while too many wait. */
+  challenge(sessionId: string): string | undefined {
     const now = Date.now();
     for (const [c, v] of this.challenges) if (v.expires < now) this.challenges.delete(c);
+    if (this.challenges.size >= MAX_CHALLENGES) return undefined;
     const challenge = randomBytes(24).toString('base64url');
     this.challenges.set(challenge, { sessionId, expires: now + CHALLENGE_MS });
     return challenge;

@@ -1,6 +1,7 @@
 // A session in the inbox: its page (`/sessions/<id>`), its events as server-sent events (the
 // durable log so far, then the live tail with the model's text as it streams), its state, and the
-// two things a person sends it (a message, an interrupt). Every route answers only for a session
+// two things a person sends it (a message, an interrupt), and the relay of its client tools' calls
+// to a page that serves them (client-relay.ts). Every route answers only for a session
 // this inbox may show: with a task queue set, one with a workflow on that queue; any other id is
 // answered as unknown, so the routes tell nothing of other teams' sessions.
 import * as fs from 'node:fs';
@@ -110,8 +111,11 @@ const HANDLERS: Record<string, Handler> = {
   'POST message': postMessage,
   'POST interrupt': interrupt,
   // Client tools served from a page (client-relay.ts): a challenge to sign, the calls, an answer.
-  'GET client/challenge': async (deps, _req, res, sessionId) =>
-    send(res, 200, { challenge: deps.relays.challenge(sessionId) }),
+  'GET client/challenge': async (deps, _req, res, sessionId) => {
+    const challenge = deps.relays.challenge(sessionId);
+    if (challenge) send(res, 200, { challenge });
+    else send(res, 429, { status: 'busy', message: 'too many pages are attaching right now: try again in a minute' });
+  },
   'GET client/calls': (deps, req, res, sessionId, url) => deps.relays.attach(sessionId, url, req, res),
   'POST client/answer': async (deps, req, res, sessionId) => {
     const body = await jsonBody(req, res);
