@@ -14,6 +14,8 @@ import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { Connection } from '@temporalio/client';
+import { SluiceClient } from '../client/client';
 import { type SessionHandle, startSession } from '../client/session';
 import { type ClientBinding, clientKeyId } from '../pipeline/client-tools';
 import { attachSignedText } from '../servers/inbox/client-relay';
@@ -67,6 +69,7 @@ const DOC_PAGE = (() => {
 let h: Harness;
 let stores: SluiceStores;
 let inbox: Inbox;
+let inboxConnection: Connection;
 let app: { url: string; close(): Promise<void> };
 let browser: { browser: BrowserContext; close(): Promise<void> };
 const sessions: SessionHandle[] = [];
@@ -110,8 +113,11 @@ beforeAll(async () => {
   h = await startHarness('browser-client', config, { stores, stateDir });
   let inboxUrl: URL | undefined;
   app = await startApp(() => inboxUrl as URL);
+  // The inbox on a plain client connection, as `sluice ui` runs it: it makes its own worker
+  // connection to poll for the pages.
+  inboxConnection = await Connection.connect({ address: inject('temporalAddress') });
   inbox = await startInbox({
-    client: h.client,
+    client: new SluiceClient({ connection: inboxConnection, taskQueue: h.taskQueue }),
     port: 0,
     refreshMs: 300,
     taskQueue: h.taskQueue,
@@ -131,6 +137,7 @@ afterAll(async () => {
   for (const close of [() => browser?.close(), () => inbox?.close(), () => app?.close()])
     await close()?.catch(() => undefined);
   await h?.close();
+  await inboxConnection?.close();
   await stores?.close();
 });
 

@@ -79,7 +79,8 @@ export class ClientRelays {
     if (problem) return send(res, 403, { status: 'forbidden', message: problem });
     const queue = clientTaskQueue(sessionId, clientKeyId(x));
     let relay = this.queues.get(queue);
-    if (!relay) this.queues.set(queue, (relay = new QueueRelay(this, sessionId, queue)));
+    if (!relay)
+      this.queues.set(queue, (relay = new QueueRelay(this, sessionId, queue, (mod) => this.workerConnection(mod))));
     res.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-store',
@@ -137,7 +138,7 @@ export class ClientRelays {
   }
 
   /** The worker connection the relays poll with: the inbox client's own when it is a worker's. */
-  async workerConnection(worker: WorkerModule): Promise<{ close(): Promise<void> }> {
+  private async workerConnection(worker: WorkerModule): Promise<{ close(): Promise<void> }> {
     const c = this.client.temporal.connection;
     if (c instanceof worker.NativeConnection) return c;
     const o = (
@@ -198,6 +199,7 @@ class QueueRelay {
     private readonly relays: ClientRelays,
     private readonly sessionId: string,
     private readonly queue: string,
+    private readonly connection: (mod: WorkerModule) => Promise<{ close(): Promise<void> }>,
   ) {}
 
   attach(page: AttachedPage): void {
@@ -226,7 +228,7 @@ class QueueRelay {
     const mod: WorkerModule = await import('@temporalio/worker');
     const converter = this.relays.dataConverter;
     const worker = await mod.Worker.create({
-      connection: (await this.relays.workerConnection(mod)) as WorkerModule['NativeConnection']['prototype'],
+      connection: (await this.connection(mod)) as WorkerModule['NativeConnection']['prototype'],
       namespace: this.relays.namespace,
       taskQueue: this.queue,
       activities: { runClientTool: (call: ClientCall) => this.relay(call) },
