@@ -7,6 +7,13 @@ export type { EventPayloads, EventType, TypedEvent } from '../pipeline/events';
 export { isEvent } from '../pipeline/events';
 export type { LiveDelta, LiveDropped, LiveEvent, LiveVoid } from '../pipeline/live';
 export type { ApprovalOutcome, ArgumentPin, Card, PendingApproval, SessionEvent } from '../pipeline/types';
+export {
+  type BrowserClientKey,
+  type ClientToolBody,
+  type ClientToolContext,
+  forgetClientKey,
+  openClientKey,
+} from './client-tools';
 export { LiveText, type StepPiece, type StepText } from './live-text';
 export {
   type ApprovalSnapshot,

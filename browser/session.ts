@@ -10,10 +10,12 @@ import type {
   ApprovalOutcome,
   ArgumentPin,
   DecisionRefusal,
+  JsonObject,
   PendingApproval,
   RefusalCode,
   SessionEvent,
 } from '../pipeline/types';
+import { type BrowserClientKey, type ClientToolBody, PageClientTools } from './client-tools';
 import { LiveText, type StepText } from './live-text';
 
 export interface ConnectOptions {
@@ -28,6 +30,11 @@ export interface ConnectOptions {
   after?: string;
   /** Follow the inbox's pending approvals of this session (default true). */
   approvals?: boolean;
+  /**
+   * The session's client key (openClientKey), for a page that serves the session's client tools
+   * (`clientTools.serve`): the key whose binding the session was started with.
+   */
+  clientKey?: BrowserClientKey;
 }
 
 /** The session's state as the inbox reads it from its workflow (the answer of its state route). */
@@ -88,6 +95,8 @@ export interface SessionClientEvents {
   approvals: PendingApproval[];
   /** The inbox's whole approvals snapshot (the inbox's own cards read it). */
   snapshot: ApprovalSnapshot;
+  /** Whether this page is attached as the session's client (it serves client tools and the inbox relays). */
+  client: boolean;
 }
 
 export type SessionClientEvent = {
@@ -115,6 +124,13 @@ export interface SessionClient {
   send(text: string): Promise<SendAnswer>;
   /** Ends the turn under way: a model call in flight is cancelled, unstarted calls do not run. */
   interrupt(): Promise<SendAnswer>;
+  readonly clientTools: {
+    /**
+     * Runs the session's client tool `name` in this page (needs `clientKey`): calls that wait for
+     * the user's device come here while the page is open. Returns what stops serving it.
+     */
+    serve<Args extends JsonObject = JsonObject>(name: string, body: ClientToolBody<Args>): () => void;
+  };
   readonly approvals: {
     /** This session's pending asks, as the inbox last listed them. */
     list(): PendingApproval[];
@@ -153,7 +169,21 @@ class Connection implements SessionClient {
     this.api = this.url(`api/sessions/${encodeURIComponent(opts.sessionId)}`);
     this.follow();
     if (opts.approvals !== false) this.watchApprovals();
+    this.tools = new PageClientTools(
+      this.api,
+      this.sessionId,
+      opts.clientKey,
+      (m) => this.emit('problem', m),
+      (on) => this.emit('client', on),
+    );
   }
+
+  private readonly tools: PageClientTools;
+
+  readonly clientTools = {
+    serve: <Args extends JsonObject = JsonObject>(name: string, body: ClientToolBody<Args>) =>
+      this.tools.serve(name, body),
+  };
 
   readonly approvals = {
     list: (): PendingApproval[] => [...this.pending],
@@ -193,6 +223,7 @@ class Connection implements SessionClient {
     clearTimeout(this.reopen);
     this.events?.close();
     this.snapshots?.close();
+    this.tools.close();
     this.emit('connection', 'closed');
   }
 
@@ -315,6 +346,7 @@ function iterate(client: Connection): AsyncIterator<SessionClientEvent> {
     'problem',
     'approvals',
     'snapshot',
+    'client',
   ];
   const stops = kinds.map((kind) =>
     client.on(kind, (value: SessionClientEvents[typeof kind]) => {

@@ -10,6 +10,7 @@ import * as path from 'node:path';
 import type { SluiceClient } from '../../client/client';
 import { ConfigError } from '../../support/errors';
 import type { SealKey } from '../../client/identity';
+import { ClientRelays } from './client-relay';
 import { type DecisionDeps, decisionRoute, identityOf, whoDecides } from './decisions';
 import { InboxFeed, type InboxSnapshot } from './feed';
 import {
@@ -124,7 +125,13 @@ export async function startInbox(opts: InboxOptions): Promise<Inbox> {
     ...(opts.sealKey ? { sealKey: opts.sealKey } : {}),
     poke: () => stream.poke(),
   };
-  const sessions: SessionDeps = { client: opts.client, feed, store: opts.store, streams: new Set() };
+  const sessions: SessionDeps = {
+    client: opts.client,
+    feed,
+    store: opts.store,
+    streams: new Set(),
+    relays: new ClientRelays(opts.client),
+  };
   // One-time approval links (servers/inbox/links.ts): behind the same Host and proxy checks as every route.
   const links: LinkDeps = {
     client: opts.client,
@@ -163,6 +170,7 @@ export async function startInbox(opts: InboxOptions): Promise<Inbox> {
       for (const s of sessions.streams) s.abort();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      await sessions.relays.close();
     },
   };
 }

@@ -1,6 +1,7 @@
 // A session in the inbox: its page (`/sessions/<id>`), its events as server-sent events (the
 // durable log so far, then the live tail with the model's text as it streams), its state, and the
-// two things a person sends it (a message, an interrupt). Every route answers only for a session
+// two things a person sends it (a message, an interrupt), and the relay of its client tools' calls
+// to a page that serves them (client-relay.ts). Every route answers only for a session
 // this inbox may show: with a task queue set, one with a workflow on that queue; any other id is
 // answered as unknown, so the routes tell nothing of other teams' sessions.
 import * as fs from 'node:fs';
@@ -12,6 +13,7 @@ import type { LiveReader } from '../../stores/live';
 import type { SluiceClient } from '../../client/client';
 import { sessionHandle } from '../../client/session';
 import { followSessionEvents, type SessionEventSource } from '../../client/session-events';
+import type { ClientRelays } from './client-relay';
 import type { InboxFeed } from './feed';
 import { crossSiteProblem, jsonBody, readPage, send, sendPage } from './http';
 
@@ -40,6 +42,8 @@ export interface SessionDeps {
   store?: SessionSource;
   /** Open event streams, ended when the inbox closes. */
   streams: Set<AbortController>;
+  /** The session clients' queues polled for pages that serve client tools. */
+  relays: ClientRelays;
 }
 
 /** Handles the session routes; false when the request is not one of them. */
@@ -62,7 +66,10 @@ export async function sessionRoute(
     send(res, 200, { sessions: await deps.feed.sessions() });
     return true;
   }
-  const m = /^\/(api\/)?sessions\/([^/]+)(?:\/(events|state|message|interrupt))?$/.exec(url.pathname);
+  const m =
+    /^\/(api\/)?sessions\/([^/]+)(?:\/(events|state|message|interrupt|client\/(?:challenge|calls|answer)))?$/.exec(
+      url.pathname,
+    );
   if (!m || (m[1] ? !m[3] : m[3])) return false;
   const sessionId = decodeURIComponent(m[2]);
   const action = m[1] ? `${req.method} ${m[3]}` : `${req.method} page`;
@@ -103,6 +110,17 @@ const HANDLERS: Record<string, Handler> = {
   'GET state': sessionState,
   'POST message': postMessage,
   'POST interrupt': interrupt,
+  // Client tools served from a page (client-relay.ts): a challenge to sign, the calls, an answer.
+  'GET client/challenge': async (deps, _req, res, sessionId) => {
+    const challenge = deps.relays.challenge(sessionId);
+    if (challenge) send(res, 200, { challenge });
+    else send(res, 429, { status: 'busy', message: 'too many pages are attaching right now: try again in a minute' });
+  },
+  'GET client/calls': (deps, req, res, sessionId, url) => deps.relays.attach(sessionId, url, req, res),
+  'POST client/answer': async (deps, req, res, sessionId) => {
+    const body = await jsonBody(req, res);
+    if (body !== undefined) deps.relays.answer(sessionId, body, res);
+  },
 };
 
 const bundles = new Map<string, Promise<string>>();
