@@ -11,8 +11,8 @@ export const approvals = defineCommand({
   flags: { session: { type: 'string' }, json: { type: 'boolean' }, ...CONNECTION_FLAGS },
   help: `Usage: npx sluice approvals [options]
 
-Lists the calls waiting for a person (and the unknown outcomes waiting to be reconciled), from the
-server alone: no worker needs to run. A batch whose approvals cannot be read is named, with why,
+Lists the calls waiting for a person (and the unknown outcomes waiting to be reconciled), and the
+client tools' calls waiting for the user's device, from the server alone: no worker needs to run. A batch whose approvals cannot be read is named, with why,
 and the exit code is 1: it may be waiting.
 
 Options:
@@ -23,15 +23,27 @@ ${CONNECTION_OPTIONS}`,
   async run({ values: v, out }) {
     const { sluice, close } = await client(v);
     try {
-      const { pending, unreadable } = await sluice.approvals.overview({
+      const scope = {
         ...(v['task-queue'] ? { taskQueue: v['task-queue'] } : {}),
         ...(v.session ? { sessionId: v.session } : {}),
-      });
-      if (v.json) out(JSON.stringify(unreadable.length ? { pending, unreadable } : pending, null, 2));
-      else {
+      };
+      const [{ pending, unreadable }, clientWaits] = await Promise.all([
+        sluice.approvals.overview(scope),
+        sluice.approvals.clientWaits(scope),
+      ]);
+      if (v.json) {
+        // The plain array stays the answer when only approvals wait, as before client tools.
+        const more = unreadable.length || clientWaits.length;
+        out(JSON.stringify(more ? { pending, clientWaits, unreadable } : pending, null, 2));
+      } else {
         for (const p of pending) out(`${renderPendingCard(p)}\n`);
+        for (const w of clientWaits)
+          out(
+            `waiting for the user's device: ${w.name} (call ${w.callId}, session ${w.sessionId}, batch ${w.workflowId}) since ${w.since}; a client of the session runs it, else it ends CLIENT_UNAVAILABLE at ${w.expiresAt}\n`,
+          );
         for (const u of unreadable) out(`cannot tell whether batch ${u.workflowId} waits for approval: ${u.problem}`);
-        if (pending.length === 0 && unreadable.length === 0) out('no calls are waiting for approval');
+        if (pending.length === 0 && unreadable.length === 0 && clientWaits.length === 0)
+          out('no calls are waiting for approval');
       }
       // A batch that could not be read may be waiting: never report "nothing" with a clean exit then.
       return unreadable.length ? 1 : 0;

@@ -20,6 +20,20 @@ export interface ClientCall {
 }
 
 /**
+ * A call waiting for the user's device, as the batch's memo lists it so `sluice approvals` shows
+ * it from the server alone: not an approval (nobody decides it), a wait that ends when the
+ * session's client takes the call or `expiresAt` passes (then CLIENT_UNAVAILABLE).
+ */
+export interface ClientWait {
+  callId: string;
+  name: string;
+  sessionId: string;
+  workflowId: string;
+  since: string;
+  expiresAt: string;
+}
+
+/**
  * What the client answers: the body's outcome as JSON text, and its key's signature over that
  * text bound to the batch and the call (clientSignedText). The worker parses the text only after
  * the signature holds.

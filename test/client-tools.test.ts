@@ -15,7 +15,8 @@ import { sessionHandle, startSession } from '../client/session';
 import { FileResultStore } from '../stores/claim-check';
 import { defineConfig } from '../define/config';
 import { codeModeTool } from '../tools/code-mode';
-import { clientSignedText, clientTaskQueue } from '../pipeline/client-tools';
+import { type ClientWait, clientSignedText, clientTaskQueue } from '../pipeline/client-tools';
+import { main } from '../cli';
 import type { BatchState } from '../pipeline/types';
 import { stateQuery } from '../workflows/definitions';
 import clientConfig from './fixtures/client-tools.config';
@@ -91,6 +92,25 @@ describe('client tools', () => {
       return s.calls.find((c) => c.callId === 'n1' && c.stage === 'on-client') && s;
     });
     expect(state.status).toBe('running');
+    // `sluice approvals` lists the wait from the server alone, as a wait for the device and not a
+    // card anyone can decide; the listing may lag the batch a moment (visibility).
+    const listing = async () => {
+      const lines: string[] = [];
+      const args = ['approvals', '--json', '--address', inject('temporalAddress'), '--session', req.sessionId];
+      expect(await main(args, (s) => lines.push(s))).toBe(0);
+      return JSON.parse(lines.join('\n')) as { pending: unknown[]; clientWaits: ClientWait[] } | unknown[];
+    };
+    const listed = await eventually('sluice approvals listing the client wait', async () => {
+      const l = await listing();
+      return !Array.isArray(l) && l.clientWaits.length > 0 && l;
+    });
+    expect(listed.pending).toEqual([]);
+    expect(listed.clientWaits).toEqual([
+      expect.objectContaining({ callId: 'n1', name: 'note', sessionId: req.sessionId, workflowId: handle.workflowId }),
+    ]);
+    const text: string[] = [];
+    await main(['approvals', '--address', inject('temporalAddress'), '--session', req.sessionId], (s) => text.push(s));
+    expect(text.join('\n')).toContain(`waiting for the user's device: note (call n1, session ${req.sessionId}`);
     const server = await serveClientTools(sessionHandle(h.client, req.sessionId), { tools: clientTools, key });
     try {
       const out = await handle.result();
@@ -100,6 +120,10 @@ describe('client tools', () => {
       expect(out.events.map((e) => e.type)).toContain('client/waiting');
       // What the body added with addContext follows the batch, as a worker-side body's does.
       expect(JSON.stringify(out.messages)).toContain("the user's device showed hello");
+      // Taken, then ended: the listing comes to show no wait (visibility may lag the batch).
+      await eventually('the client wait gone from the listing', async () =>
+        (await h.client.approvals.clientWaits({ sessionId: req.sessionId })).length === 0 ? true : undefined,
+      );
     } finally {
       await server.stop();
     }

@@ -9,7 +9,7 @@
 // a client killed mid-body, which then retries (idempotent tools) or ends OUTCOME_UNKNOWN
 // (at-most-once) exactly as a worker killed mid-body does. An update has no heartbeat, so a dead
 // client would hold the call until the body's whole timeout.
-import { ActivityFailure, proxyActivities, TimeoutFailure } from '@temporalio/workflow';
+import { ActivityFailure, proxyActivities, TimeoutFailure, upsertMemo, workflowInfo } from '@temporalio/workflow';
 import type { StageActivities } from '../activities/stages';
 import {
   type PackedBodyResult,
@@ -23,12 +23,14 @@ import {
   type ClientBinding,
   type ClientCall,
   type ClientToolActivities,
+  type ClientWait,
   clientTaskQueue,
 } from '../pipeline/client-tools';
 import { ErrorCodes } from '../pipeline/errors';
 import { errorCandidate } from '../pipeline/normalize';
 import type { CallRef, GuardsResult, ToolProfile } from '../pipeline/stages';
 import type { BatchContext } from './batch-context';
+import { CLIENT_WAITS_MEMO } from './definitions';
 
 /** The worker's activities around a client body: the guards after a yes, and the answer's check. */
 const worker = proxyActivities<Pick<StageActivities, 'runGuards' | 'acceptClientBody'>>({
@@ -68,6 +70,7 @@ export async function runClientBody(
   batch.tracker.stage(ref.callId, 'on-client');
   batch.events.record('client/waiting', { callId: ref.callId, name: ref.name, clientTimeoutMs: timeoutMs });
   let answer: Awaited<ReturnType<ClientToolActivities['runClientTool']>>;
+  const wait = waitListed(batch, ref, timeoutMs);
   try {
     answer = await clientActivity(ref.sessionId, binding, p)(clientCall(ref));
   } catch (err) {
@@ -77,9 +80,41 @@ export async function runClientBody(
       ErrorCodes.CLIENT_UNAVAILABLE,
       guards,
     );
+  } finally {
+    wait.end();
   }
   const out = await worker.acceptClientBody({ ref: packed, binding, answer });
   return guards ? packBodyResult({ ...unpackBodyResult(out), guards }) : out;
+}
+
+/** Each batch's calls waiting for the user's device, as its memo lists them. */
+const listed = new WeakMap<BatchContext, ClientWait[]>();
+
+/**
+ * Lists the call in the batch's memo while it waits for the user's device, so `sluice approvals`
+ * finds it from the server alone (the state query and `client/waiting` need a worker or the
+ * history). Client tools came after 1.0.0, so no recorded history meets this memo's writes.
+ */
+function waitListed(batch: BatchContext, ref: CallRef, timeoutMs: number): { end(): void } {
+  const waits = listed.get(batch) ?? [];
+  listed.set(batch, waits);
+  const now = Date.now();
+  const wait: ClientWait = {
+    callId: ref.callId,
+    name: ref.name,
+    sessionId: ref.sessionId,
+    workflowId: workflowInfo().workflowId,
+    since: new Date(now).toISOString(),
+    expiresAt: new Date(now + timeoutMs).toISOString(),
+  };
+  waits.push(wait);
+  upsertMemo({ [CLIENT_WAITS_MEMO]: waits });
+  return {
+    end() {
+      waits.splice(waits.indexOf(wait), 1);
+      upsertMemo({ [CLIENT_WAITS_MEMO]: waits });
+    },
+  };
 }
 
 function clientActivity(sessionId: string, binding: ClientBinding, p: ToolProfile) {

@@ -33,6 +33,8 @@ export const AWAITING_APPROVAL = defineSearchAttributeKey('SluiceAwaitingApprova
 export const PENDING_APPROVALS = defineSearchAttributeKey('SluicePendingApprovals', SearchAttributeType.KEYWORD_LIST);
 /** Memo key of the batch's ApprovalsMemo: pending asks and recent outcomes, readable with no worker. */
 export const APPROVALS_MEMO = 'sluiceApprovals';
+/** The batch's calls waiting for the user's device (pipeline/client-tools.ts ClientWait[]). */
+export const CLIENT_WAITS_MEMO = 'sluiceClientWaits';
 /**
  * The memo a batch starts with; its presence at start is what turns the memo (and asks together)
  * on, and `oneWritePerDecision` one memo write per decision by signal (workflows/approvals.ts).

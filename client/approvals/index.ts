@@ -7,6 +7,7 @@
 // queue, hand over), signal-outcome.ts (what became of a signal), reconcile.ts (unknown
 // outcomes), identity.ts (a verified approver's sealed identity).
 import type { Client } from '@temporalio/client';
+import type { ClientWait } from '../../pipeline/client-tools';
 import type { ReconcileDecision, Reconciliation } from '../../pipeline/reconcile';
 import type { ApprovalDecision, DecisionApplied, PendingApproval } from '../../pipeline/types';
 import type { SealKey } from '../identity';
@@ -57,6 +58,15 @@ export class ApprovalsClient {
    */
   overview(scope: ApprovalsScope = {}): Promise<ApprovalsOverview> {
     return listing.overview(this.temporal, scope);
+  }
+
+  /**
+   * The calls waiting for the user's device (client tools no client of their session has taken
+   * yet), from the running batches' memos: no worker needed. Nobody decides them; each ends when
+   * the session's client takes it, or CLIENT_UNAVAILABLE at its `expiresAt`.
+   */
+  clientWaits(scope: ApprovalsScope = {}): Promise<ClientWait[]> {
+    return listing.clientWaits(this.temporal, scope);
   }
 
   /**

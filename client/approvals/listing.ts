@@ -4,8 +4,9 @@
 import type { Client } from '@temporalio/client';
 import { decodeMapFromPayloads } from '@temporalio/common/lib/internal-non-workflow';
 import { endedRefusal } from '../../pipeline/approval-rules';
+import type { ClientWait } from '../../pipeline/client-tools';
 import type { ApprovalsMemo, PendingApproval } from '../../pipeline/types';
-import { APPROVALS_MEMO, BATCH_WORKFLOW, stateQuery } from '../../workflows/definitions';
+import { APPROVALS_MEMO, BATCH_WORKFLOW, CLIENT_WAITS_MEMO, stateQuery } from '../../workflows/definitions';
 import { DecisionRefusedError, NotFoundError, SluiceError } from '../../support/errors';
 
 /** How long a read that needs no worker may take before the client says it cannot tell. */
@@ -37,7 +38,6 @@ export type BatchApprovals = { running: boolean; pending: PendingApproval[]; mem
  */
 export async function overview(temporal: Client, scope: ApprovalsScope = {}): Promise<ApprovalsOverview> {
   const listed: string[] = [];
-  const quote = (v: string) => `'${v.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
   const query = [
     'SluiceAwaitingApproval = true',
     "ExecutionStatus = 'Running'",
@@ -84,6 +84,53 @@ export async function overview(temporal: Client, scope: ApprovalsScope = {}): Pr
   );
   out.pending.sort((a, b) => a.expiresAt.localeCompare(b.expiresAt));
   return out;
+}
+
+/**
+ * The calls waiting for the user's device (client tools no client of the session has taken yet),
+ * from the server alone: the running batches' memos list them. Nobody decides these; they end when
+ * the session's client takes the call, or as CLIENT_UNAVAILABLE at `expiresAt`. A memo this client
+ * cannot decode is skipped here: the approvals overview names such batches.
+ */
+export async function clientWaits(temporal: Client, scope: ApprovalsScope = {}): Promise<ClientWait[]> {
+  const query = [
+    `WorkflowType = '${BATCH_WORKFLOW}'`,
+    "ExecutionStatus = 'Running'",
+    ...(scope.taskQueue ? [`TaskQueue = ${quote(scope.taskQueue)}`] : []),
+    ...(scope.sessionId ? [`SluiceSessionId = ${quote(scope.sessionId)}`] : []),
+  ].join(' AND ');
+  const waits: ClientWait[] = [];
+  try {
+    await temporal.withDeadline(Date.now() + SERVER_DEADLINE_MS, async () => {
+      let nextPageToken: Uint8Array | undefined;
+      do {
+        const page = await temporal.workflowService.listWorkflowExecutions({
+          namespace: temporal.options.namespace,
+          query,
+          ...(nextPageToken?.length ? { nextPageToken } : {}),
+        });
+        for (const e of page.executions ?? []) {
+          const field = e.memo?.fields?.[CLIENT_WAITS_MEMO];
+          if (!field) continue;
+          const memo = await decodeMapFromPayloads(temporal.options.loadedDataConverter, {
+            [CLIENT_WAITS_MEMO]: field,
+          }).catch(() => undefined);
+          waits.push(...((memo?.[CLIENT_WAITS_MEMO] as ClientWait[] | undefined) ?? []));
+        }
+        nextPageToken = page.nextPageToken ?? undefined;
+      } while (nextPageToken?.length);
+    });
+  } catch (err) {
+    throw new SluiceError(
+      `cannot tell whether any call waits for the user's device: listing the running batches failed (${(err as Error).message}). Check the connection to Temporal (--address, TEMPORAL_ADDRESS).`,
+    );
+  }
+  return waits.sort((a, b) => a.expiresAt.localeCompare(b.expiresAt));
+}
+
+/** A visibility query's string literal. */
+function quote(v: string): string {
+  return `'${v.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
 }
 
 /**
