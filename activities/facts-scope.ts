@@ -19,7 +19,10 @@ export async function withFactsScope(kit: Pick<StageKit, 'facts'>, ref: CallRef)
   const bad = factsScopeProblem(scope);
   if (bad) return short(bad);
   const store = kit.facts;
-  if (!store) return short(`this worker has no fact store to read the facts scope ${JSON.stringify(scope)} from`);
+  if (!store)
+    return short(
+      `this worker has no fact store to read the facts scope ${JSON.stringify(scope)} from; give the worker a state folder or a PostgreSQL store`,
+    );
   const call: CallRecord = {
     callId: ref.callId,
     tool: ref.name,
@@ -33,7 +36,7 @@ export async function withFactsScope(kit: Pick<StageKit, 'facts'>, ref: CallRef)
     return { ...ref, record: { calls: [...others, ...own], now, reach: 'scope' } };
   } catch (err) {
     return short(
-      `the fact store at ${store.where} could not be reached for the facts scope ${JSON.stringify(scope)} (${(err as Error)?.message ?? String(err)})`,
+      `the fact store at ${store.where} could not be reached for the facts scope ${JSON.stringify(scope)} (${(err as Error)?.message ?? String(err)}); it can run once the fact store answers`,
     );
   }
 }

@@ -29,7 +29,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type * as Cedar from '@cedar-policy/cedar-wasm/nodejs';
-import { beyondReach, checkFactSpecs, type Facts, type FactSpecs, foldFacts } from '../pipeline/facts';
+import { beyondReach, checkFactSpecs, type Facts, type FactSpecs, factsFor } from '../pipeline/facts';
 import { requireOptional } from '../support/optional';
 import { labelOf, readPolicyFile } from './codex-rules';
 import { digestOf } from './pin';
@@ -380,7 +380,7 @@ function misfit(p: Prepared, call: PolicyCall, errors: string[]): SourceVerdict 
 function beyondBatch(ref: PolicyFile & { text: string }, short: string[], unreadable?: string): SourceVerdict {
   const named = short.map((n) => `\`${n}\``).join(', ');
   const why = unreadable
-    ? `this policy counts calls across the batch's facts scope (fact ${named}), but ${unreadable}: the call is denied rather than judged on an undercount; it can run once the fact store answers`
+    ? `this policy counts calls across the batch's facts scope (fact ${named}), but ${unreadable}: the call is denied rather than judged on an undercount`
     : `this policy counts calls across the session (fact ${named}), but this batch carries only its own calls, so a limit could be beaten by splitting calls across batches: start the session with \`sessionFacts: true\`, or give the batch a \`factsScope\` (a harness hook's calls have their harness session's)`;
   const at = ref.text.indexOf(JSON.stringify(short[0]));
   const line = at >= 0 ? lineAt(ref.text, at) : 1;
@@ -435,13 +435,7 @@ function fractionIn(v: unknown, at: string): string | undefined {
 
 /** The declared facts for this call, from the calls recorded before it (none recorded: zero, false). */
 function factsOf(specs: FactSpecs, call: PolicyCall): Facts {
-  const record = call.record ?? { calls: [], now: 0, reach: 'batch' };
-  return foldFacts(
-    specs,
-    { callId: call.callId ?? '', args: call.args, turn: call.turn ?? 0 },
-    record.calls,
-    record.now,
-  );
+  return factsFor(specs, { callId: call.callId ?? '', args: call.args, turn: call.turn ?? 0 }, call.record);
 }
 
 /** `facts.json`: `{ "<name>": { "count" | "total" | "exists": { "tool", "window", ... } } }`, checked at start. */
