@@ -6,11 +6,19 @@
 //
 // A store that cannot be reached, or no store at all, leaves the record the batch's own and says
 // why: a policy that reads a fact then denies with that reason (hooks/cedar-policy.ts). Never allow.
+// The scope is read only when an extension that may judge the call reads facts (each says so,
+// `readsFacts`; one that does not say may): the call is written all the same, and counts.
 import { type CallRecord, factsScopeProblem, RECORD_KEEP_MS } from '../pipeline/facts';
 import type { CallRef } from '../pipeline/stages';
 import type { StageKit } from './kit';
 
-export async function withFactsScope(kit: Pick<StageKit, 'facts'>, ref: CallRef): Promise<CallRef> {
+/**
+ * The call written to its batch's facts scope, and, when `reads` (an extension that may judge the
+ * call reads facts: `mayReadFacts`), its record the scope's calls: one write and at most one read
+ * per stage. Unread, the record stays the batch's own and says so (`unreadable`), so a fact folded
+ * from it is never taken for the scope's.
+ */
+export async function withFactsScope(kit: Pick<StageKit, 'facts'>, ref: CallRef, reads: boolean): Promise<CallRef> {
   const scope = ref.factsScope;
   if (scope === undefined) return ref;
   const own = ref.record?.calls ?? [];
@@ -32,7 +40,9 @@ export async function withFactsScope(kit: Pick<StageKit, 'facts'>, ref: CallRef)
     outcome: 'pending',
   };
   try {
-    const others = await store.record(scope, ref.workflowId, call, now - RECORD_KEEP_MS);
+    await store.write(scope, ref.workflowId, call);
+    if (!reads) return short(`no extension that judges ${ref.name} reads facts, so the scope was not read`);
+    const others = await store.read(scope, ref.workflowId, now - RECORD_KEEP_MS);
     return { ...ref, record: { calls: [...others, ...own], now, reach: 'scope' } };
   } catch (err) {
     return short(

@@ -113,7 +113,7 @@ export function cedarPolicy(opts: CedarPolicyOptions): PolicySource {
   const factsRef = facts && { ...facts.file, text: facts.text, read: rules, specs: facts.specs };
   const prepared = { setId, workspace, actions, rules, schema: schemaRef, facts: facts?.specs ?? {}, factsRef };
   const judge = (call: PolicyCall) => judgeCall(prepared, call);
-  return sourceOf(files, rules, judge, warnings);
+  return { ...sourceOf(files, rules, judge, warnings), readsFacts: (tool) => factsReadBy(prepared, tool).length > 0 };
 }
 
 function sourceOf(
@@ -130,6 +130,12 @@ function sourceOf(
     evaluate,
     examples: () => ({ ran: 0, failures: [], matched: new Set<string>() }),
   };
+}
+
+/** The declared facts a policy that may apply to a call of `tool` reads: none when its action has no `session`. */
+function factsReadBy(p: Prepared, tool: string): string[] {
+  const action = p.actions.get(tool);
+  return p.factsRef && action?.context.has('session') ? factsReadFor(p.factsRef, tool) : [];
 }
 
 /** The `*.cedar` files named (folders read in name order) and the schema beside them. */
@@ -307,9 +313,10 @@ function judgeCall(p: Prepared, call: PolicyCall): SourceVerdict {
     return misfit(p, call, [
       `${fraction} is a fraction or past 2^53, and Cedar compares whole numbers (Long) only; give the tool a whole-number argument (cents, not dollars)`,
     ]);
-  const facts = Object.keys(p.facts).length ? factsOf(p.facts, call) : undefined;
-  const read = p.factsRef && action.context.has('session') ? factsReadFor(p.factsRef, call.toolName) : [];
-  const short = beyondReach(read, call.record);
+  // Folded from a record its scope could not fill (unreadable), the facts would be the batch's own
+  // undercount: not reported, so neither the record nor a replay takes them for the scope's.
+  const facts = Object.keys(p.facts).length && !call.record?.unreadable ? factsOf(p.facts, call) : undefined;
+  const short = beyondReach(factsReadBy(p, call.toolName), call.record);
   if (short.length && p.factsRef)
     return { ...beyondBatch(p.factsRef, short, call.record?.unreadable), ...(facts ? { facts } : {}) };
   const answer = cedar().statefulIsAuthorized({

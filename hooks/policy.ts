@@ -107,6 +107,8 @@ export interface PolicyRules {
   /** The pre-execute extension, with its re-check of asks raised under another policy. */
   preExecute: PolicyPreExecute[];
   explain(call: PolicyCall): PolicyExplanation;
+  /** Whether a rule of any source that may apply to a call of `toolName` reads session facts. */
+  readsFacts(toolName: string): boolean;
   /**
    * The approval policy that does what an allow rule does in the harness: `auto` when the sources
    * together allow the call, `otherwise` (default `ask`) when they do not. Sluice never lets an
@@ -173,6 +175,7 @@ export function policyRules(opts: PolicyRulesOptions): PolicyRules {
   // Claude Code's Bash rules read commands with the shell parser, which loads asynchronously.
   const ready = shellParserReady();
   const judge: Judge = { digest, ready, explain, bindingOf: bindingWith(digest, files) };
+  const readsFacts = (toolName: string) => sources.some((s) => s.readsFacts?.(toolName) === true);
   return {
     sources,
     files,
@@ -186,9 +189,12 @@ export function policyRules(opts: PolicyRulesOptions): PolicyRules {
         name: 'policy files (Claude Code, Codex, Gemini CLI, OpenCode)',
         handler: policyHandler(judge),
         recheck: policyRecheck(judge),
+        // The recheck judges again only under other files than the ask's.
+        readsFacts: (toolName, askedUnder) => askedUnder?.digest !== digest && readsFacts(toolName),
       },
     ],
     explain,
+    readsFacts,
     approval(toolName, otherwise = 'ask') {
       return async (args) => {
         await ready;

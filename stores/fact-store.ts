@@ -11,7 +11,9 @@
 //
 // The write comes before the read, each its own step: of two calls of one scope judged at once,
 // the later read sees the earlier write, so at least one counts the other (both may: a limit may
-// deny one call too many, never allow one too many).
+// deny one call too many, never allow one too many). A call is always written, so it counts for
+// the scope's other batches; the scope is read only for a call a policy that reads facts may judge
+// (activities/facts-scope.ts).
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -27,12 +29,13 @@ const MAX_READ = 10_000;
 export interface FactStore {
   /** Where, for a person: the folder or the redacted database URL. */
   readonly where: string;
+  /** Writes a batch's call into `scope`, once: a second write of the same workflow id and call id keeps the first. */
+  write(scope: string, workflowId: string, call: CallRecord): Promise<void>;
   /**
-   * Writes a batch's call into `scope` (once: a second write of the same workflow id and call id
-   * keeps the first) and returns the scope's other batches' calls recorded after `since` (ms since
-   * the epoch), each named `<workflow id>/<call id>` so calls of two batches never share a name.
+   * The scope's calls of other batches than `workflowId` recorded after `since` (ms since the
+   * epoch), each named `<workflow id>/<call id>` so calls of two batches never share a name.
    */
-  record(scope: string, workflowId: string, call: CallRecord, since: number): Promise<CallRecord[]>;
+  read(scope: string, workflowId: string, since: number): Promise<CallRecord[]>;
   /** Applies a batch's events to its calls in the store (decider, outcome); a batch that wrote none: nothing. */
   settle(workflowId: string, events: readonly SessionEvent[]): Promise<void>;
 }
@@ -89,14 +92,16 @@ export function fileFactStore(stateDir: string): FactStore {
   };
   return {
     where: dir,
-    async record(scope, workflowId, call, since) {
-      const file = scopeFile(scope);
-      const key = `${workflowId}/${call.callId}`;
+    async write(scope, workflowId, call) {
       const batch = batchFile(workflowId);
       if (!fs.existsSync(batch)) inFolder(batch, () => fs.writeFileSync(batch, scope, { mode: 0o600 }));
-      if (!read(file).has(key)) appendLines(file, `${JSON.stringify({ key, call })}\n`);
+      // Appended without reading the file first: a second line of the same key (a retried stage, the
+      // guards after an ask) is dropped where the file is read, the first kept.
+      appendLines(scopeFile(scope), `${JSON.stringify({ key: `${workflowId}/${call.callId}`, call })}\n`);
+    },
+    async read(scope, workflowId, since) {
       const prefix = `${workflowId}/`;
-      return [...read(file).values()]
+      return [...read(scopeFile(scope)).values()]
         .filter((k) => !k.key.startsWith(prefix) && k.call.at > since)
         .map((k) => ({ ...k.call, callId: k.key }))
         .slice(-MAX_READ);
@@ -127,12 +132,14 @@ export function postgresFactStore(pgPool: PgPool, where: string): FactStore {
   const pool = pgPool as Pool;
   return {
     where,
-    async record(scope, workflowId, call, since) {
+    async write(scope, workflowId, call) {
       await pool.query(
         `INSERT INTO sluice_fact_calls (workflow_id, call_id, scope, at, call)
          VALUES ($1, $2, $3, $4, $5) ON CONFLICT (workflow_id, call_id) DO NOTHING`,
         [workflowId, call.callId, scope, call.at, JSON.stringify(call)],
       );
+    },
+    async read(scope, workflowId, since) {
       const r = await pool.query(
         `SELECT workflow_id, call, outcome, decider FROM (
            SELECT * FROM sluice_fact_calls WHERE scope = $1 AND at > $2 AND workflow_id <> $3
