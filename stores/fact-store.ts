@@ -8,6 +8,8 @@
 // between the write and the outcome finds its row and writes nothing more, so nothing counts twice.
 // Its decider and outcome follow from the batch's events as the worker's event sink writes them
 // (`withFactOutcomes`); until then the call is in flight, and counts, as a sibling in the batch does.
+// A harness hook's decision batch runs nothing: its result says only that the call was let through,
+// so what the harness then reports (a `harness_result` batch) is the call's outcome (`ran`).
 //
 // The write comes before the read, each its own step: of two calls of one scope judged at once,
 // the later read sees the earlier write, so at least one counts the other (both may: a limit may
@@ -18,7 +20,8 @@ import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Pool } from 'pg';
-import { type CallRecord, settledBy } from '../pipeline/facts';
+import { batchOfWorkflowId } from '../pipeline/batch-id';
+import { argsObject, type CallOutcome, type CallRecord, settledBy } from '../pipeline/facts';
 import type { SessionEvent } from '../pipeline/types';
 import { appendLines, inFolder, readJsonlSync } from './jsonl';
 import type { EventSink } from './sink';
@@ -38,6 +41,21 @@ export interface FactStore {
   read(scope: string, workflowId: string, since: number): Promise<CallRecord[]>;
   /** Applies a batch's events to its calls in the store (decider, outcome); a batch that wrote none: nothing. */
   settle(workflowId: string, events: readonly SessionEvent[]): Promise<void>;
+  /**
+   * What a harness says became of the call of a hook's decision batch `workflowId` (it ran, or ran
+   * and failed): the call's outcome from then on, whatever the decision batch's own result said,
+   * which is only that it was let through.
+   */
+  ran(workflowId: string, outcome: 'ok' | 'failed'): Promise<void>;
+}
+
+/** A line of a scope's file: a call written, a settle, or a harness's report of a decision batch's call. */
+interface FileLine {
+  key?: string;
+  call?: CallRecord;
+  set?: Partial<CallRecord>;
+  batch?: string;
+  ran?: CallOutcome;
 }
 
 /** The calls a store keeps, folded from its lines or rows: the first write of a key wins, settles merge in. */
@@ -79,7 +97,9 @@ export function fileFactStore(stateDir: string): FactStore {
   const read = (file: string): Map<string, Kept> => {
     const kept = new Map<string, Kept>();
     const sets: { key: string; set: Partial<CallRecord> }[] = [];
-    for (const line of readJsonlSync(file) as { key?: string; call?: CallRecord; set?: Partial<CallRecord> }[]) {
+    const ran = new Map<string, CallOutcome>();
+    for (const line of readJsonlSync(file) as FileLine[]) {
+      if (typeof line.ran === 'string' && typeof line.batch === 'string') ran.set(`${line.batch}/`, line.ran);
       if (typeof line.key !== 'string') continue;
       if (line.call && !kept.has(line.key)) kept.set(line.key, { key: line.key, call: line.call });
       else if (line.set) sets.push({ key: line.key, set: line.set });
@@ -88,7 +108,18 @@ export function fileFactStore(stateDir: string): FactStore {
       const k = kept.get(key);
       if (k) Object.assign(k.call, set);
     }
+    // What the harness reported wins over the decision batch's result, whichever line came last
+    // (a batch's events reach the sink again on replay).
+    for (const [prefix, outcome] of ran)
+      for (const k of kept.values()) if (k.key.startsWith(prefix)) k.call.outcome = outcome;
     return kept;
+  };
+  const scopeOf = (workflowId: string): string | undefined => {
+    try {
+      return fs.readFileSync(batchFile(workflowId), 'utf8');
+    } catch {
+      return undefined;
+    }
   };
   return {
     where: dir,
@@ -107,14 +138,15 @@ export function fileFactStore(stateDir: string): FactStore {
         .slice(-MAX_READ);
     },
     async settle(workflowId, events) {
-      let scope: string;
-      try {
-        scope = fs.readFileSync(batchFile(workflowId), 'utf8');
-      } catch {
-        return;
-      }
       const lines = updatesOf(workflowId, events).map((u) => JSON.stringify(u));
-      if (lines.length) appendLines(scopeFile(scope), `${lines.join('\n')}\n`);
+      if (!lines.length) return;
+      const scope = scopeOf(workflowId);
+      if (scope !== undefined) appendLines(scopeFile(scope), `${lines.join('\n')}\n`);
+    },
+    async ran(workflowId, outcome) {
+      const scope = scopeOf(workflowId);
+      if (scope !== undefined)
+        appendLines(scopeFile(scope), `${JSON.stringify({ batch: workflowId, ran: outcome })}\n`);
     },
   };
 }
@@ -146,13 +178,16 @@ export function postgresFactStore(pgPool: PgPool, where: string): FactStore {
            ORDER BY at DESC LIMIT ${MAX_READ}) newest ORDER BY at`,
         [scope, since, workflowId],
       );
-      return r.rows.map((row) =>
-        named(row.workflow_id, {
-          ...(row.call as CallRecord),
+      return r.rows.map((row) => {
+        // `ran`: what a harness reported (FactStore.ran), over the batch's own outcome.
+        const { ran, ...call } = row.call as CallRecord & { ran?: CallOutcome };
+        return named(row.workflow_id, {
+          ...call,
           ...(row.outcome ? { outcome: row.outcome } : {}),
+          ...(ran ? { outcome: ran } : {}),
           ...(row.decider ? { decider: row.decider } : {}),
-        }),
-      );
+        });
+      });
     },
     async settle(workflowId, events) {
       const updates = updatesOf(workflowId, events);
@@ -171,7 +206,34 @@ export function postgresFactStore(pgPool: PgPool, where: string): FactStore {
           ],
         );
     },
+    async ran(workflowId, outcome) {
+      await pool.query(
+        `UPDATE sluice_fact_calls SET call = call || jsonb_build_object('ran', $2::text) WHERE workflow_id = $1`,
+        [workflowId, outcome],
+      );
+    },
   };
+}
+
+/**
+ * The harness's reports among a batch's events: each `harness_result` call (hooks/harness-tools.ts:
+ * PostToolUse, PostToolUseFailure, AfterTool, tool.execute.after) names its decision batch, and
+ * says whether the tool failed. Only a decision batch of the same session: a result batch does not
+ * speak for another session's calls.
+ */
+export function harnessReports(
+  sessionId: string,
+  events: readonly SessionEvent[],
+): { decisionBatch: string; outcome: 'ok' | 'failed' }[] {
+  const out: { decisionBatch: string; outcome: 'ok' | 'failed' }[] = [];
+  for (const e of events) {
+    if (e.type !== 'tool/call' || e.data.name !== 'harness_result' || typeof e.data.arguments !== 'string') continue;
+    const args = argsObject(e.data.arguments);
+    const batch = args.decision_batch;
+    if (typeof batch !== 'string' || batchOfWorkflowId(batch)?.sessionId !== sessionId) continue;
+    out.push({ decisionBatch: batch, outcome: args.error === undefined ? 'ok' : 'failed' });
+  }
+  return out;
 }
 
 /**
@@ -187,6 +249,7 @@ export function withFactOutcomes(sink: EventSink, facts: FactStore, warn: (m: st
       if (!batchId) return;
       try {
         await facts.settle(batchId, events);
+        for (const r of harnessReports(sessionId, events)) await facts.ran(r.decisionBatch, r.outcome);
       } catch (err) {
         warn(
           `the fact store at ${facts.where} could not take the outcomes of batch ${batchId} (${(err as Error).message}); its calls stay in flight there, and count`,

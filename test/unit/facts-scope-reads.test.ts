@@ -102,6 +102,7 @@ function counting(down = false) {
     write: down ? fail : (...a) => (n.writes++, inner.write(...a)),
     read: down ? fail : (...a) => (n.reads++, inner.read(...a)),
     settle: inner.settle,
+    ran: inner.ran,
   };
   return { store, n, inner };
 }

@@ -117,6 +117,7 @@ describe('a call of a batch with a facts scope', () => {
       },
       read: async () => [],
       settle: async () => undefined,
+      ran: async () => undefined,
     };
     const thrown = await withFactsScope({ facts: down }, ref(), true);
     expect(thrown.record).toMatchObject({ reach: 'batch' });
