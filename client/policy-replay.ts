@@ -122,7 +122,7 @@ function recordOf(
         calls: record.calls,
         now,
         reach: 'batch',
-        unreadable: `the call's recorded decision read no facts (no policy rule decided it), and a replay of a facts-scope batch has only the facts its decisions recorded`,
+        unreadable: `the call's recorded decision carries no facts (no policy rule decided it, or none that read a fact judged it), and a replay of a facts-scope batch has only the facts its decisions recorded`,
       };
 }
 
