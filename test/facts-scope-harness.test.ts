@@ -3,12 +3,14 @@
 // that the call was let through; the `harness_result` batch PostToolUse (PostToolUseFailure,
 // AfterTool, tool.execute.after) records is what counts, and stays so when the decision batch's
 // events reach the sink again (a replay). A result batch of another session speaks for nothing.
+// And pruning in both stores: a call past PRUNE_AFTER_MS goes, a younger one stays.
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RECORD_KEEP_MS } from '../pipeline/facts';
 import type { SessionEvent } from '../pipeline/types';
-import { type FactStore, fileFactStore, withFactOutcomes } from '../stores/fact-store';
+import { type FactStore, fileFactStore, PRUNE_AFTER_MS, withFactOutcomes } from '../stores/fact-store';
 import { PostgresStores } from '../stores/postgres';
 import type { EventSink } from '../stores/sink';
 import { startPostgres, type TestPostgres } from './postgres';
@@ -87,6 +89,26 @@ describe.each(['files', 'postgresql'] as const)("a harness call's outcome in the
       await withFactOutcomes(quiet, store, () => undefined).append(session, d.events, d.workflowId);
     expect(await outcomes(session)).toEqual({ a: 'failed', b: 'ok', c: 'ok' });
     expect(c.workflowId).toMatch(/:3$/);
+  });
+
+  it('a prune removes the calls past PRUNE_AFTER_MS and keeps the rest', async () => {
+    const scope = `prune-${kind}-${run}`;
+    const call = (callId: string, at: number) => ({
+      callId,
+      tool: 'Bash',
+      args: {},
+      at,
+      turn: 1,
+      outcome: 'pending' as const,
+    });
+    await store.write(scope, 'sluice-batch:p:1:1', call('old', NOW - PRUNE_AFTER_MS - 2 * 86_400_000));
+    await store.write(scope, 'sluice-batch:p:1:2', call('young', NOW - RECORD_KEEP_MS));
+    expect((await store.read(scope, 'a reader', 0)).map((c) => c.callId)).toEqual([
+      'sluice-batch:p:1:1/old',
+      'sluice-batch:p:1:2/young',
+    ]);
+    await store.prune(scope, NOW);
+    expect((await store.read(scope, 'a reader', 0)).map((c) => c.callId)).toEqual(['sluice-batch:p:1:2/young']);
   });
 
   it("a result batch of another session does not speak for this session's calls", async () => {

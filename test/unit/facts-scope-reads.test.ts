@@ -1,7 +1,8 @@
 // How often a facts-scope call reads the fact store (activities/facts-scope.ts, activities/preflight.ts),
 // counted through the real stages with a Cedar policy: a call is always written, the scope read once
 // per stage and only when an extension that may judge the call reads facts, and the file store reads
-// the scope's file once per read. A store that is down still denies a call a fact-reading policy judges.
+// each of the scope's files once per read. A store that is down still denies a call a fact-reading policy judges.
+import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -16,18 +17,20 @@ import { policyRules } from '../../hooks/policy';
 import { shellParserReady } from '../../hooks/shell';
 import { type FactStore, fileFactStore } from '../../stores/fact-store';
 
+// Every scope file the fact store reads, as its text is parsed.
 const counted = vi.hoisted(() => ({ files: [] as string[] }));
 vi.mock('../../stores/jsonl', async (importOriginal) => {
   const real = await importOriginal<typeof import('../../stores/jsonl')>();
   return {
     ...real,
-    readJsonlSync: (file: string) => {
-      counted.files.push(file);
-      return real.readJsonlSync(file);
+    parseJsonl: (text: string) => {
+      counted.files.push(text);
+      return real.parseJsonl(text);
     },
   };
 });
 
+const sha = (text: string) => createHash('sha256').update(text).digest('hex');
 const scratch: string[] = [];
 afterAll(() => {
   for (const d of scratch) fs.rmSync(d, { recursive: true, force: true });
@@ -103,6 +106,7 @@ function counting(down = false) {
     read: down ? fail : (...a) => (n.reads++, inner.read(...a)),
     settle: inner.settle,
     ran: inner.ran,
+    prune: inner.prune,
   };
   return { store, n, inner };
 }
@@ -130,17 +134,20 @@ beforeEach(async () => {
 });
 
 describe('reading a facts scope', () => {
-  it('a call a fact-reading policy judges: one write, one read, one read of the scope file; the third over the limit', async () => {
+  it("a call a fact-reading policy judges: one write, one read, each of the scope's files read once; the third over the limit", async () => {
     const { store, n } = counting();
     const stages = preflightStages(stageKit(defineConfig({ tools, preExecute: policy.preExecute }), { facts: store }));
     const gates = [];
     for (const b of [1, 2, 3]) {
+      const before = counted.files.length;
       const [r] = await stages.preflightInOrder([call(b, 'send_email', { to: `x${b}` })]);
       gates.push(r.gate.kind);
+      // Each of the scope's files read once: one a day on disk.
+      const days = fs.readdirSync(path.join(store.where, sha('user:alice')));
+      expect(counted.files.length - before).toBe(days.length);
     }
     expect(gates).toEqual(['dispatch', 'dispatch', 'denied']);
     expect(n).toEqual({ writes: 3, reads: 3 });
-    expect(counted.files.filter((f) => f.endsWith('.jsonl'))).toHaveLength(3);
   });
 
   it('a call no fact-reading policy judges is written, and counts for others, but the scope is not read', async () => {

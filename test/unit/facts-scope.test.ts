@@ -8,10 +8,17 @@ import * as path from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { withFactsScope } from '../../activities/facts-scope';
-import { beyondReach, type CallRecord, factsScopeProblem } from '../../pipeline/facts';
+import {
+  beyondReach,
+  type CallRecord,
+  type FactSpecs,
+  factsScopeProblem,
+  foldFacts,
+  RECORD_KEEP_MS,
+} from '../../pipeline/facts';
 import type { CallRef } from '../../pipeline/stages';
 import type { SessionEvent } from '../../pipeline/types';
-import { type FactStore, fileFactStore } from '../../stores/fact-store';
+import { type FactStore, fileFactStore, PRUNE_AFTER_MS } from '../../stores/fact-store';
 
 const NOW = Date.parse('2026-12-01T10:00:00Z');
 
@@ -94,6 +101,46 @@ describe('the file fact store', () => {
   });
 });
 
+describe('pruning the file store', () => {
+  it('for any declared windows and calls of any age, a prune at any time changes no fact a read then folds, and removes the old', async () => {
+    const windows = fc.constantFrom('1m', '30m', '1h', '1d', '7d', 'turn', undefined);
+    const calls = fc.array(fc.tuple(fc.integer({ min: 0, max: 25 * 86_400_000 }), fc.integer({ min: 1, max: 3 })), {
+      maxLength: 25,
+    });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(windows, { minLength: 1, maxLength: 4 }),
+        calls,
+        fc.nat(10 * 86_400_000),
+        async (ws, cs, later) => {
+          const now = Date.now();
+          const store = tmpStore();
+          for (const [i, [age, turn]] of cs.entries())
+            await store.write('team:x', `wf-${i}`, { ...rec(`c${i}`, now - age), turn });
+          const specs: FactSpecs = Object.fromEntries(
+            ws.map((window, i) => [`f${i}`, { count: { tool: 'send_email', ...(window ? { window } : {}) } }]),
+          );
+          const at = now + later;
+          const facts = async () =>
+            foldFacts(
+              specs,
+              { callId: 'r', args: {}, turn: 2 },
+              await store.read('team:x', 'wf-r', at - RECORD_KEEP_MS),
+              at,
+            );
+          const before = await facts();
+          await store.prune('team:x', at);
+          expect(await facts()).toEqual(before);
+          // What is left is younger than the prune's age and the day it ends in.
+          for (const c of await store.read('team:x', 'wf-r', 0))
+            expect(c.at).toBeGreaterThan(at - PRUNE_AFTER_MS - 86_400_000);
+        },
+      ),
+      { numRuns: 40 },
+    );
+  });
+});
+
 describe('a call of a batch with a facts scope', () => {
   it("reads the scope's calls before the batch's own, and reaches the scope", async () => {
     const store = tmpStore();
@@ -118,6 +165,7 @@ describe('a call of a batch with a facts scope', () => {
       read: async () => [],
       settle: async () => undefined,
       ran: async () => undefined,
+      prune: async () => undefined,
     };
     const thrown = await withFactsScope({ facts: down }, ref(), true);
     expect(thrown.record).toMatchObject({ reach: 'batch' });
