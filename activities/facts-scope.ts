@@ -6,11 +6,19 @@
 //
 // A store that cannot be reached, or no store at all, leaves the record the batch's own and says
 // why: a policy that reads a fact then denies with that reason (hooks/cedar-policy.ts). Never allow.
+// The scope is read only when an extension that may judge the call reads facts (each says so,
+// `readsFacts`; one that does not say may): the call is written all the same, and counts.
 import { type CallRecord, factsScopeProblem, RECORD_KEEP_MS } from '../pipeline/facts';
 import type { CallRef } from '../pipeline/stages';
 import type { StageKit } from './kit';
 
-export async function withFactsScope(kit: Pick<StageKit, 'facts'>, ref: CallRef): Promise<CallRef> {
+/**
+ * The call written to its batch's facts scope, and, when `reads` (an extension that may judge the
+ * call reads facts: `mayReadFacts`), its record the scope's calls: one write and at most one read
+ * per stage. Unread, the record stays the batch's own and says so (`unreadable`), so a fact folded
+ * from it is never taken for the scope's.
+ */
+export async function withFactsScope(kit: Pick<StageKit, 'facts'>, ref: CallRef, reads: boolean): Promise<CallRef> {
   const scope = ref.factsScope;
   if (scope === undefined) return ref;
   const own = ref.record?.calls ?? [];
@@ -19,7 +27,10 @@ export async function withFactsScope(kit: Pick<StageKit, 'facts'>, ref: CallRef)
   const bad = factsScopeProblem(scope);
   if (bad) return short(bad);
   const store = kit.facts;
-  if (!store) return short(`this worker has no fact store to read the facts scope ${JSON.stringify(scope)} from`);
+  if (!store)
+    return short(
+      `this worker has no fact store to read the facts scope ${JSON.stringify(scope)} from; give the worker a state folder or a PostgreSQL store`,
+    );
   const call: CallRecord = {
     callId: ref.callId,
     tool: ref.name,
@@ -29,11 +40,13 @@ export async function withFactsScope(kit: Pick<StageKit, 'facts'>, ref: CallRef)
     outcome: 'pending',
   };
   try {
-    const others = await store.record(scope, ref.workflowId, call, now - RECORD_KEEP_MS);
+    await store.write(scope, ref.workflowId, call);
+    if (!reads) return short(`no extension that judges ${ref.name} reads facts, so the scope was not read`);
+    const others = await store.read(scope, ref.workflowId, now - RECORD_KEEP_MS);
     return { ...ref, record: { calls: [...others, ...own], now, reach: 'scope' } };
   } catch (err) {
     return short(
-      `the fact store at ${store.where} could not be reached for the facts scope ${JSON.stringify(scope)} (${(err as Error)?.message ?? String(err)})`,
+      `the fact store at ${store.where} could not be reached for the facts scope ${JSON.stringify(scope)} (${(err as Error)?.message ?? String(err)}); it can run once the fact store answers`,
     );
   }
 }

@@ -7,7 +7,14 @@ import { ErrorCodes } from '../pipeline/errors';
 import { type CallRef, type Gate, genericCard, type PreflightResult, type ToolProfile } from '../pipeline/stages';
 import type { WireCallRef } from '../codec/stages';
 import type { AskTerms, Card, JsonObject, PolicyBinding, PreDecision, ShadowVerdict } from '../pipeline/types';
-import { handlerOf, policyRecheckOf, type SluiceConfig, type ToolDefinition } from '../define/config';
+import {
+  handlerOf,
+  mayReadFacts,
+  policyOf,
+  policyRecheckOf,
+  type SluiceConfig,
+  type ToolDefinition,
+} from '../define/config';
 import { runInOrder, threwMessage } from './extensions';
 import { withFactsScope } from './facts-scope';
 import { type Collector, checkCard, parseArgs, profileOf, type StageKit } from './kit';
@@ -21,7 +28,11 @@ export function preflightStages(kit: StageKit) {
         // The digest approvers see and decisions are bound to is keyed here, where the key is
         // (codec/args-digest.ts), whatever the workflow sent. It goes back only for a call the
         // workflow binds to it; every other stage keys the arguments again where it runs.
-        const ref = await withFactsScope(kit, kit.keyed(unkeyed));
+        const ref = await withFactsScope(
+          kit,
+          kit.keyed(unkeyed),
+          readsFactsBefore(kit.config, toolNameOf(kit, unkeyed.name)),
+        );
         const result = await preflightOne(kit, ref);
         results.push(bindsDigest(result) ? { ...result, argsDigest: ref.argsDigest } : result);
         if (!admitsNext(result)) break;
@@ -30,13 +41,33 @@ export function preflightStages(kit: StageKit) {
     },
 
     async guards(sent: WireCallRef) {
-      const ref = await withFactsScope(kit, kit.keyed(sent));
+      const ref = await withFactsScope(
+        kit,
+        kit.keyed(sent),
+        readsFactsInGuards(kit.config, toolNameOf(kit, sent.name), sent),
+      );
       const c = kit.collector(ref, 'guard');
       const changed = ref.askedUnder ? await recheckPolicy(kit.config, c, ref.askedUnder) : undefined;
       const gate = changed ?? (await guardChain(kit.config, c));
       return { callId: ref.callId, gate, contexts: c.contexts, events: c.events };
     },
   };
+}
+
+/** Whether an extension of stage 4 (the waterfall, then the guards) may read the call's facts. */
+function readsFactsBefore(config: SluiceConfig, toolName: string): boolean {
+  return mayReadFacts(config.preExecute, toolName) || mayReadFacts(config.guards, toolName);
+}
+
+/** Whether stage 6 may read the call's facts: a guard, or the policy judging an approved call again under other files. */
+function readsFactsInGuards(config: SluiceConfig, toolName: string, ref: WireCallRef): boolean {
+  const policy = ref.askedUnder ? policyOf(config.preExecute) : undefined;
+  return mayReadFacts(config.guards, toolName) || (policy?.readsFacts(toolName, ref.askedUnder) ?? false);
+}
+
+/** The tool's own name (a policy judges by it), for a call that names it or an alias of it. */
+function toolNameOf(kit: StageKit, called: string): string {
+  return kit.tool(called)?.name ?? called;
 }
 
 /** One call's stage 4: its tool and arguments, its card and profile, the waterfall, then (when nobody is asked) the guards. */

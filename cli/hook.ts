@@ -17,6 +17,7 @@ import {
 } from '../client/hook/dialects';
 import { doctor, doctorDefaults, renderFindings } from '../client/hook/doctor';
 import { DEFAULT_OPENCODE_TIMEOUT_S, pluginPath, sluiceBin, writePlugin } from '../client/hook/opencode-plugin';
+import { factsScopeProblem } from '../pipeline/facts';
 import { answer, type HookOptions, serveHooks } from '../servers/hook';
 import type { RawCommand } from './command';
 
@@ -43,6 +44,9 @@ Options:
   --address host:port     Temporal frontend (default: TEMPORAL_ADDRESS, then localhost:7233)
   --namespace NAME        Temporal namespace (default: TEMPORAL_NAMESPACE, then "default")
   --task-queue NAME       Task queue of the Sluice worker that serves harness calls
+  --facts-scope ID        The facts scope the calls count in (default harness:<session id>, the
+                          harness's session): name one, e.g. user:alice, to count a person's
+                          calls across sessions and harnesses (docs/policies.md)
 
 Exit codes (command hooks): 0 the answer is on stdout; 2 blocked, the reason on stderr (bad input,
 no decision possible); 1 a result could not be recorded (the tool already ran; nothing to block).`;
@@ -130,6 +134,7 @@ function runInstall(
   if (o.address) command.push('--address', o.address);
   if (o.namespace) command.push('--namespace', o.namespace);
   if (o.taskQueue) command.push('--task-queue', o.taskQueue);
+  if (o.factsScope !== undefined) command.push('--facts-scope', o.factsScope);
   try {
     writePlugin(file, { command, timeoutS });
   } catch (err) {
@@ -155,6 +160,7 @@ function parseOptions(argv: string[]) {
       address: { type: 'string' },
       namespace: { type: 'string' },
       'task-queue': { type: 'string' },
+      'facts-scope': { type: 'string' },
       project: { type: 'string' },
       global: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
@@ -171,6 +177,9 @@ function parseOptions(argv: string[]) {
   if (!Number.isInteger(port) || port < 0 || port > 65535)
     throw new HookInputError(`--port must be a port number, not ${values.port}`);
   const approvalTimeoutMs = seconds(values['approval-timeout'], '--approval-timeout');
+  const factsScope = values['facts-scope'];
+  const badScope = factsScope === undefined ? undefined : factsScopeProblem(factsScope);
+  if (badScope) throw new HookInputError(`--facts-scope: ${badScope.replace(/^factsScope /, 'the scope ')}`);
   return {
     help: values.help === true,
     target: positionals[0],
@@ -186,6 +195,7 @@ function parseOptions(argv: string[]) {
       ...(values.address ? { address: values.address } : {}),
       ...(values.namespace ? { namespace: values.namespace } : {}),
       ...(values['task-queue'] ? { taskQueue: values['task-queue'] } : {}),
+      ...(factsScope !== undefined ? { factsScope } : {}),
     } satisfies HookOptions,
   };
 }

@@ -1,15 +1,16 @@
 // Policies tried against what already happened. `replayPolicy` re-judges every recorded call of
 // past batches under a candidate policy set, with the session facts as they stood at each call
 // (the session's earlier calls the batch was started with, and the batch's calls ahead of it in
-// flight, as workflows/session-facts.ts hands them to the pre-execute stage), and says which
+// flight, as workflows/session-facts.ts hands them to the pre-execute stage; for a batch of a
+// facts scope, the facts its decision recorded from the fact store), and says which
 // decisions would change; `shadowDiff` lists the calls where a shadow candidate's recorded verdict
 // (hooks/policy-shadow.ts) differs from the enforced one. Both read workflow histories, from the
 // server (`recentBatchHistories`) or exported files, each once (`readBatches`), and run nothing.
 import type { Client } from '@temporalio/client';
 import type { PolicyRules } from '../hooks/policy';
 import { type RecordedVerdict, verdictRecord } from '../hooks/policy-shadow';
-import { argsObject, type CallOutcome, callRecords } from '../pipeline/facts';
-import type { BatchInput, JsonObject, SessionEvent } from '../pipeline/types';
+import { argsObject, type CallOutcome, callRecords, type Facts, type SessionRecord } from '../pipeline/facts';
+import type { BatchInput, Json, JsonObject, SessionEvent, ToolCall } from '../pipeline/types';
 import { BATCH_WORKFLOW } from '../workflows/definitions';
 import { recordFor } from '../workflows/session-facts';
 import { auditHistories, type BatchAudit } from './audit';
@@ -76,8 +77,7 @@ function replayBatch(
     const args = own?.args ?? argsObject(call.arguments);
     // The workflow takes a call's facts when its reference is made, as the call is recorded.
     const now = calledAt.get(call.id) ?? own?.at ?? 0;
-    // The record the pre-execute stage was handed: the workflow's own rule, at the recorded time.
-    const record = recordFor(input, call, undefined, now);
+    const record = recordOf(input, call, now, decided.get(call.id));
     const x = candidate.explain({
       toolName: call.name,
       args,
@@ -98,6 +98,41 @@ function replayBatch(
       candidate: verdictRecord(x),
     };
   });
+}
+
+/**
+ * The record a call was judged with. A batch without a facts scope: the one the pre-execute stage
+ * was handed, by the workflow's own rule, at the recorded time. A facts-scope batch's stage read the
+ * scope's other calls from the fact store, which its history does not hold (and the store has moved
+ * on since): its decision's recorded facts stand in for them, and a fact it did not record is beyond
+ * the replay's reach, so a candidate reading it denies, saying so, rather than judging an undercount.
+ */
+function recordOf(
+  input: BatchInput,
+  call: ToolCall,
+  now: number,
+  decided: JsonObject | undefined,
+): SessionRecord | undefined {
+  const record = recordFor(input, call, undefined, now);
+  if (input.factsScope === undefined || !record) return record;
+  const facts = factsOnRecord(decided?.facts);
+  return facts
+    ? { calls: record.calls, now, reach: 'scope', facts }
+    : {
+        calls: record.calls,
+        now,
+        reach: 'batch',
+        unreadable: `the call's recorded decision carries no facts (no policy rule decided it, or none that read a fact judged it), and a replay of a facts-scope batch has only the facts its decisions recorded`,
+      };
+}
+
+/** A recorded decision's facts, when they are facts: names to whole numbers and booleans. */
+function factsOnRecord(v: Json | undefined): Facts | undefined {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) return undefined;
+  const facts: Facts = {};
+  for (const [name, value] of Object.entries(v))
+    if (typeof value === 'number' || typeof value === 'boolean') facts[name] = value;
+  return facts;
 }
 
 /** A `policy/decided` event's rule in the shape a verdict is recorded in. */

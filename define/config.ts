@@ -91,7 +91,19 @@ export type ResultObserver = (notice: ResultNotice) => void;
  * one that may take more than a few seconds (a command hook, a remote policy service): the stage
  * it belongs to then runs as a regular activity instead of a local one.
  */
-export type Named<F> = F | { name: string; handler: F; longRunning?: boolean };
+export type Named<F> =
+  | F
+  | {
+      name: string;
+      handler: F;
+      longRunning?: boolean;
+      /**
+       * Whether the handler reads `ctx.record` for a call of this tool (session facts). When every
+       * extension that judges a call of a facts-scope batch says no, the scope is not read for it
+       * (the call is still written there, and counts). Unsaid: it may, and the scope is read.
+       */
+      readsFacts?: boolean | ((toolName: string) => boolean);
+    };
 
 /**
  * Judges a call again after a person decided, under the policy this worker reads now: the ask was
@@ -106,6 +118,8 @@ export interface PolicyPreExecute {
   handler: PreExecuteHandler;
   longRunning?: boolean;
   recheck: PolicyRecheck;
+  /** Whether a policy that may apply to the tool reads facts; with `askedUnder`, whether the recheck would. */
+  readsFacts: (toolName: string, askedUnder?: PolicyBinding) => boolean;
 }
 
 export interface ToolDefinition<Args = any> {
@@ -488,12 +502,25 @@ export function isLongRunning(ext: Named<unknown>): boolean {
   return typeof ext === 'object' && ext !== null && (ext as { longRunning?: boolean }).longRunning === true;
 }
 
-/** The policy re-check among the pre-execute extensions, if one is configured. */
-export function policyRecheckOf(exts: readonly Named<PreExecuteHandler>[] = []): PolicyRecheck | undefined {
+/** The policy extension (policyRules) among the pre-execute extensions, found by its `recheck`, if one is configured. */
+export function policyOf(exts: readonly Named<PreExecuteHandler>[] = []): PolicyPreExecute | undefined {
   for (const e of exts)
     if (typeof e === 'object' && e !== null && typeof (e as PolicyPreExecute).recheck === 'function')
-      return (e as PolicyPreExecute).recheck;
+      return e as PolicyPreExecute;
   return undefined;
+}
+
+/** The policy re-check among the pre-execute extensions, if one is configured. */
+export function policyRecheckOf(exts: readonly Named<PreExecuteHandler>[] = []): PolicyRecheck | undefined {
+  return policyOf(exts)?.recheck;
+}
+
+/** Whether any of `exts` may read facts for a call of `toolName`: one that does not say, may. */
+export function mayReadFacts(exts: readonly Named<unknown>[] = [], toolName: string): boolean {
+  return exts.some((e) => {
+    const says = typeof e === 'object' && e !== null ? (e as { readsFacts?: unknown }).readsFacts : undefined;
+    return typeof says === 'function' ? says(toolName) !== false : says !== false;
+  });
 }
 
 export function handlerOf<F>(ext: Named<F>): F {

@@ -29,7 +29,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type * as Cedar from '@cedar-policy/cedar-wasm/nodejs';
-import { beyondReach, checkFactSpecs, type Facts, type FactSpecs, foldFacts } from '../pipeline/facts';
+import { beyondReach, checkFactSpecs, type Facts, type FactSpecs, factsFor } from '../pipeline/facts';
 import { requireOptional } from '../support/optional';
 import { labelOf, readPolicyFile } from './codex-rules';
 import { digestOf } from './pin';
@@ -113,7 +113,7 @@ export function cedarPolicy(opts: CedarPolicyOptions): PolicySource {
   const factsRef = facts && { ...facts.file, text: facts.text, read: rules, specs: facts.specs };
   const prepared = { setId, workspace, actions, rules, schema: schemaRef, facts: facts?.specs ?? {}, factsRef };
   const judge = (call: PolicyCall) => judgeCall(prepared, call);
-  return sourceOf(files, rules, judge, warnings);
+  return { ...sourceOf(files, rules, judge, warnings), readsFacts: (tool) => factsReadBy(prepared, tool).length > 0 };
 }
 
 function sourceOf(
@@ -130,6 +130,12 @@ function sourceOf(
     evaluate,
     examples: () => ({ ran: 0, failures: [], matched: new Set<string>() }),
   };
+}
+
+/** The declared facts a policy that may apply to a call of `tool` reads: none when its action has no `session`. */
+function factsReadBy(p: Prepared, tool: string): string[] {
+  const action = p.actions.get(tool);
+  return p.factsRef && action?.context.has('session') ? factsReadFor(p.factsRef, tool) : [];
 }
 
 /** The `*.cedar` files named (folders read in name order) and the schema beside them. */
@@ -307,9 +313,10 @@ function judgeCall(p: Prepared, call: PolicyCall): SourceVerdict {
     return misfit(p, call, [
       `${fraction} is a fraction or past 2^53, and Cedar compares whole numbers (Long) only; give the tool a whole-number argument (cents, not dollars)`,
     ]);
-  const facts = Object.keys(p.facts).length ? factsOf(p.facts, call) : undefined;
-  const read = p.factsRef && action.context.has('session') ? factsReadFor(p.factsRef, call.toolName) : [];
-  const short = beyondReach(read, call.record);
+  // Folded from a record its scope could not fill (unreadable), the facts would be the batch's own
+  // undercount: not reported, so neither the record nor a replay takes them for the scope's.
+  const facts = Object.keys(p.facts).length && !call.record?.unreadable ? factsOf(p.facts, call) : undefined;
+  const short = beyondReach(factsReadBy(p, call.toolName), call.record);
   if (short.length && p.factsRef)
     return { ...beyondBatch(p.factsRef, short, call.record?.unreadable), ...(facts ? { facts } : {}) };
   const answer = cedar().statefulIsAuthorized({
@@ -380,7 +387,7 @@ function misfit(p: Prepared, call: PolicyCall, errors: string[]): SourceVerdict 
 function beyondBatch(ref: PolicyFile & { text: string }, short: string[], unreadable?: string): SourceVerdict {
   const named = short.map((n) => `\`${n}\``).join(', ');
   const why = unreadable
-    ? `this policy counts calls across the batch's facts scope (fact ${named}), but ${unreadable}: the call is denied rather than judged on an undercount; it can run once the fact store answers`
+    ? `this policy counts calls across the batch's facts scope (fact ${named}), but ${unreadable}: the call is denied rather than judged on an undercount`
     : `this policy counts calls across the session (fact ${named}), but this batch carries only its own calls, so a limit could be beaten by splitting calls across batches: start the session with \`sessionFacts: true\`, or give the batch a \`factsScope\` (a harness hook's calls have their harness session's)`;
   const at = ref.text.indexOf(JSON.stringify(short[0]));
   const line = at >= 0 ? lineAt(ref.text, at) : 1;
@@ -435,13 +442,7 @@ function fractionIn(v: unknown, at: string): string | undefined {
 
 /** The declared facts for this call, from the calls recorded before it (none recorded: zero, false). */
 function factsOf(specs: FactSpecs, call: PolicyCall): Facts {
-  const record = call.record ?? { calls: [], now: 0, reach: 'batch' };
-  return foldFacts(
-    specs,
-    { callId: call.callId ?? '', args: call.args, turn: call.turn ?? 0 },
-    record.calls,
-    record.now,
-  );
+  return factsFor(specs, { callId: call.callId ?? '', args: call.args, turn: call.turn ?? 0 }, call.record);
 }
 
 /** `facts.json`: `{ "<name>": { "count" | "total" | "exists": { "tool", "window", ... } } }`, checked at start. */

@@ -46,6 +46,7 @@ export function shadowPolicy({
 }): Named<PreExecuteHandler> {
   return {
     name: 'policy shadow',
+    readsFacts: (toolName) => enforced.readsFacts(toolName) || candidate.readsFacts(toolName),
     handler: async (ctx) => {
       if (!ctx.tool) return undefined;
       await shellParserReady();

@@ -79,6 +79,8 @@ export interface PolicySource {
   /** What the files hold that Sluice reads past; worth logging at start. */
   warnings: readonly string[];
   evaluate(call: PolicyCall): SourceVerdict;
+  /** Whether a rule that may apply to a call of `toolName` reads session facts; absent: none does. */
+  readsFacts?(toolName: string): boolean;
   /** Runs the examples the files carry (Codex `match` / `not_match`); none for formats without. */
   examples(): { ran: number; failures: ExampleFailure[]; matched: Set<string> };
 }

@@ -122,6 +122,8 @@ export interface PolicyRules {
   /** The pre-execute extension, with its re-check of asks raised under another policy. */
   preExecute: PolicyPreExecute[];
   explain(call: PolicyCall): PolicyExplanation;
+  /** Whether a rule of any source that may apply to a call of `toolName` reads session facts. */
+  readsFacts(toolName: string): boolean;
   /**
    * The approval policy that does what an allow rule does in the harness: `auto` when the sources
    * together allow the call, `otherwise` (default `ask`) when they do not. Sluice never lets an
@@ -189,6 +191,9 @@ export function policyRules(opts: PolicyRulesOptions): PolicyRules {
   // Claude Code's Bash rules read commands with the shell parser, which loads asynchronously.
   const ready = shellParserReady();
   const judge: Judge = { digest, ready, explain, bindingOf: bindingWith(digest, files), dogwood };
+  // A Dogwood set reads the session's calls (its trace) for every tool it judges.
+  const readsFacts = (toolName: string) =>
+    dogwood !== undefined || sources.some((s) => s.readsFacts?.(toolName) === true);
   return {
     sources,
     files,
@@ -204,9 +209,12 @@ export function policyRules(opts: PolicyRulesOptions): PolicyRules {
         recheck: policyRecheck(judge),
         // The Dogwood reference answers from another process.
         ...(dogwood ? { longRunning: true } : {}),
+        // The recheck judges again only under other files than the ask's.
+        readsFacts: (toolName, askedUnder) => askedUnder?.digest !== digest && readsFacts(toolName),
       },
     ],
     explain,
+    readsFacts,
     approval(toolName, otherwise = 'ask') {
       return async (args) => {
         await ready;

@@ -41,6 +41,12 @@ export interface SessionRecord {
    * the batch's own, and a policy that reads a fact denies with this reason.
    */
   unreadable?: string;
+  /**
+   * The facts as the decision on record read them (its `policy/decided` event's facts): a replay of
+   * a facts-scope batch (`sluice policy replay`) holds only the batch's calls, not the scope's,
+   * so it judges with these, by name, and a fact they lack is beyond its reach.
+   */
+  facts?: Facts;
 }
 
 /** A condition on an earlier call's argument: equal to a value, or a `*` glob for text. */
@@ -89,8 +95,29 @@ export function windowOf(w: string | undefined): number | 'turn' | undefined {
  * window, `turn` and the session alike — so there is no fact a batch-only record answers; a limit
  * folded from one would be beaten by splitting calls across batches.
  */
-export function beyondReach(names: readonly string[], record: Pick<SessionRecord, 'reach'> | undefined): string[] {
+export function beyondReach(
+  names: readonly string[],
+  record: Pick<SessionRecord, 'reach' | 'facts'> | undefined,
+): string[] {
+  const recorded = record?.facts;
+  if (recorded) return names.filter((n) => !Object.hasOwn(recorded, n));
   return record?.reach === 'session' || record?.reach === 'scope' ? [] : [...names];
+}
+
+/**
+ * Every declared fact for a call: folded from its record's calls, or, where the record carries the
+ * facts a decision recorded (a replay of a facts-scope batch), those by name; none recorded: zero, false.
+ */
+export function factsFor(
+  specs: FactSpecs,
+  call: { callId: string; args: JsonObject; turn: number },
+  record: SessionRecord | undefined,
+): Facts {
+  const folded = foldFacts(specs, call, record?.calls ?? [], record?.now ?? 0);
+  const recorded = record?.facts;
+  if (!recorded) return folded;
+  for (const name of Object.keys(folded)) if (Object.hasOwn(recorded, name)) folded[name] = recorded[name];
+  return folded;
 }
 
 /** What is wrong with a facts scope (BatchInput.factsScope), if anything: it is a name a person gives, short and on one line. */

@@ -9,6 +9,12 @@
 // batch records of a policy decision changes:
 //
 //   npx tsx scripts/record-policy-replay-histories.ts
+//
+// With `scope`, it records only scope-histories/scope-transfers-<n>.json: three batches of one
+// 2,000 transfer each under one facts scope (`factsScope`), each its own batch with no session, the
+// facts read from the worker's fact store (the third denied by the first two):
+//
+//   npx tsx scripts/record-policy-replay-histories.ts scope
 import * as path from 'node:path';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { z } from 'zod';
@@ -52,6 +58,7 @@ async function main() {
     },
   });
   await withRecordingWorker(config, async ({ client }) => {
+    if (process.argv[2] === 'scope') return recordScope(client);
     const workflowId = batchWorkflowId('fixture-policy-replay', 1, 1);
     const out = await client.runBatch({
       sessionId: 'fixture-policy-replay',
@@ -88,6 +95,31 @@ async function recordSession(client: SluiceClient): Promise<void> {
     const history = await client.temporal.workflow.getHandle(batchWorkflowId(sessionId, turn, 1)).fetchHistory();
     writeFixture(
       path.join(POLICY_REPLAY, 'histories', `session-transfers-${turn}.json`),
+      JSON.parse(historyToJson(history)),
+      {
+        tmp: true,
+      },
+    );
+  }
+}
+
+/** Three batches of one facts scope, one transfer each: nothing carries the calls but the fact store. */
+async function recordScope(client: SluiceClient): Promise<void> {
+  for (let n = 1; n <= 3; n++) {
+    // A session each, as a plain runBatch caller's: the scope is all they share.
+    const sessionId = `fixture-policy-replay-scope-${n}`;
+    const out = await client.runBatch({
+      sessionId,
+      turn: 1,
+      step: 1,
+      calls: [{ id: `s${n}`, name: 'transfer', arguments: JSON.stringify({ amount: 2000, to: `acct-${n}` }) }],
+      options: { approvalChannel: false },
+      factsScope: 'user:fixture',
+    });
+    if (out.results[0].result.isError !== (n === 3)) throw new Error(`transfer s${n}: ${JSON.stringify(out.results)}`);
+    const history = await client.temporal.workflow.getHandle(batchWorkflowId(sessionId, 1, 1)).fetchHistory();
+    writeFixture(
+      path.join(POLICY_REPLAY, 'scope-histories', `scope-transfers-${n}.json`),
       JSON.parse(historyToJson(history)),
       {
         tmp: true,

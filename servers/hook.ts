@@ -28,6 +28,8 @@ export interface HookOptions {
   address?: string;
   namespace?: string;
   taskQueue?: string;
+  /** The facts scope of the calls (`--facts-scope`); default `harness:<the harness's session id>`. */
+  factsScope?: string;
 }
 
 /** A Sluice client for one hook run; `release` closes what was opened for it (nothing for a shared one). */
@@ -123,6 +125,7 @@ async function hookOnce(
     deadline: answerBy,
     budgetMs: o.timeoutMs,
     ...(o.approvalTimeoutMs !== undefined ? { approvalTimeoutMs: o.approvalTimeoutMs } : {}),
+    ...(o.factsScope !== undefined ? { factsScope: o.factsScope } : {}),
   };
   if (req.kind === 'record') {
     try {

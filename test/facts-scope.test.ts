@@ -161,7 +161,7 @@ describe.each(['files', 'postgresql'] as const)('facts scope in the %s store', (
   it('a fact store that cannot be read denies the call, naming the store', async () => {
     const request = scoped(emails(['e1'], 'e'), 'dave');
     if (pg) await pg.kill();
-    // The file store's file for the scope is a folder: it can be neither read nor written.
+    // The scope's file as an earlier Sluice wrote it is a folder: the store cannot read it.
     else
       fs.mkdirSync(
         path.join(h.stateDir, 'facts', `${createHash('sha256').update(request.factsScope!).digest('hex')}.jsonl`),

@@ -69,6 +69,8 @@ interface HookServiceOptions {
   approvalTimeoutMs?: number;
   /** The key of callStep's MAC; hookCallKey() (the environment's, else this user's key file) when absent. */
   callKey?: Buffer;
+  /** The facts scope the calls count in (`--facts-scope`); default the harness session's. */
+  factsScope?: string;
 }
 
 interface Decided {
@@ -332,8 +334,9 @@ async function run(
     turn,
     step,
     calls: [call],
-    // Each call is its own batch: the harness's session is the scope its policies' facts count in.
-    factsScope: hookFactsScope(req.sessionId),
+    // Each call is its own batch: the harness's session is the scope its policies' facts count in,
+    // unless the hook names one (a person's calls across sessions, `--facts-scope user:alice`).
+    factsScope: opts.factsScope ?? hookFactsScope(req.sessionId),
     ...(opts.approvalTimeoutMs !== undefined ? { options: { approvalTimeoutMs: opts.approvalTimeoutMs } } : {}),
   };
   const { handle, value: out } = await startInOwnBlock(opts.sluice, request, (h) => resultBy(h, opts));
