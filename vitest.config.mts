@@ -114,7 +114,10 @@ const shared = {
   test: {
     // Each file runs its own worker on its own task queue against the one dev server.
     fileParallelism: true,
-    testTimeout: 60_000,
+    // Limits for a test that hangs, not margins: at load 35 on 2 cores, tests that take seconds
+    // on a quiet machine (a coproc run in the bash sandbox, a stage plan, a copy found by the deny
+    // masks' index) ran past a minute.
+    testTimeout: 180_000,
     hookTimeout: 180_000,
     pool: 'forks' as const,
     sequence: { sequencer: SlowSpread },
