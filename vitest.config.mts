@@ -97,9 +97,10 @@ function spread<T>(few: T[], many: T[]): T[] {
 
 /**
  * Files at once, on 2 cores. Most of a file's time is waiting (on the dev server, on workers and
- * CLIs in processes of their own, on sandboxes); measured whole-suite runs chose the count
- * (docs/getting-started.md). Both projects share one pool, which vitest allows only when their
- * maxWorkers agree.
+ * CLIs in processes of their own, on sandboxes), yet each file adds its processes to two cores:
+ * four kept every worker busy to the end of a whole run at load 30, but no run at three under the
+ * same load has shown four faster, so three it stays (SLUICE_TEST_WORKERS=<n> for another count).
+ * Both projects share one pool, which vitest allows only when their maxWorkers agree.
  */
 const WORKERS = Number(process.env.SLUICE_TEST_WORKERS ?? 3);
 
