@@ -1,8 +1,9 @@
-// The test suite in two projects that share one queue of test files: the fast files first, so a
-// failure there shows in minutes, then the slow end-to-end files (the packed tarball in fresh
-// apps, real harness CLIs, sessions of hundreds of steps, killed workers and servers), each
-// starting as soon as a worker frees up, with no wait for the last fast file. All share one
-// Temporal dev server, one workflow bundle and one packed tarball (test/global-setup.ts).
+// The test suite in two projects that share one queue of test files and one pool of workers: the
+// fast files, and the slow end-to-end files (the packed tarball in fresh apps, real harness CLIs,
+// sessions of hundreds of steps, killed workers and servers) spread among them, slowest first, so
+// a fast file's failure shows in minutes and no long file is left to run alone at the end
+// (`npm run test:fast` runs the fast ones alone). All share one Temporal dev server, one workflow
+// bundle and one packed tarball (test/global-setup.ts).
 import * as path from 'node:path';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 import { configDefaults, defineConfig } from 'vitest/config';
@@ -21,26 +22,35 @@ const entries: Record<string, string> = {
 };
 
 /**
- * The slow end-to-end files, slowest first as a clean clone's CI measured them: they start in
- * this order, so the longest never starts last and leaves the other workers idle at the end. A
- * file that grows past half a minute belongs here; one that grows past a few minutes is split
- * (the README blocks run a file per install cell), since the run is never shorter than its
- * longest file.
+ * The slow end-to-end files, slowest first as a clean clone's CI measured them. A file that grows
+ * past half a minute belongs here; one that grows past a minute or two is split (the README blocks
+ * run a file per install cell, the harness CLIs a file per CLI, the Bash differential a file per
+ * part of its cases), since the run is never shorter than its longest file. The files that
+ * install the packed tarball come after the others of their length: the tarball is packed in the
+ * background while the first files run (test/global-setup.ts), and a file that starts before it
+ * is ready holds a worker while it waits.
  */
 const SLOW = [
-  'test/harness-cli.test.ts',
-  'test/shell-differential.test.ts',
   'test/session.test.ts',
-  'test/install-matrix.test.ts',
   'test/hook.test.ts',
+  'test/shell-differential.test.ts',
+  'test/shell-differential-generated-1.test.ts',
+  'test/shell-differential-generated-2.test.ts',
+  'test/shell-differential-generated-3.test.ts',
+  'test/harness-cli-killed.test.ts',
+  'test/harness-cli-claude.test.ts',
+  'test/harness-cli-codex.test.ts',
+  'test/harness-cli-gemini.test.ts',
+  'test/harness-cli-opencode.test.ts',
+  'test/session-restart.test.ts',
+  'test/gateway.test.ts',
+  'test/install-matrix.test.ts',
   'test/readme-blocks-ai-sdk-temporal-1.24.test.ts',
   'test/readme-blocks-ai-sdk-temporal-1.23.test.ts',
   'test/readme-blocks-temporal-1.24.test.ts',
   'test/readme-blocks-temporal-1.23.test.ts',
   'test/package.test.ts',
   'test/readme-blocks.test.ts',
-  'test/session-restart.test.ts',
-  'test/gateway.test.ts',
   'test/faults/outcome-unknown.test.ts',
   'test/heartbeat-late-start.test.ts',
   'test/gateway-package.test.ts',
@@ -53,31 +63,46 @@ const SLOW = [
 ];
 
 /**
- * The fast files first, as vitest orders them (its timings, else size), then the slow ones in
- * SLOW's order. The workers take files from this one queue as they free up.
+ * The order the workers take files in, from one queue (vitest 4 gives projects of one
+ * `sequence.groupOrder` and one maxWorkers a single pool, first in first out, in this order). The
+ * slow files, slowest first, spread evenly among the fast ones (vitest's order: failed last time
+ * first, then longest): the slowest starts at once, the other workers go through fast files, so
+ * a fast file's failure shows in minutes; the slow files never wait for the last fast one, and the
+ * run ends on short files, with no worker idle while one long file finishes. (Fast first, then
+ * slow, made the run the sum of the two groups: a slow file could start only once the last fast
+ * one had.)
  */
-class SlowestFirst extends BaseSequencer {
+class SlowSpread extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
     const sorted = await super.sort(files);
-    const rank = (f: TestSpecification) => {
-      const i = SLOW.indexOf(path.relative(f.project.config.root, f.moduleId));
-      return i < 0 ? -1 : i;
-    };
-    // Stable: ties (the fast files) keep the order vitest chose.
-    return sorted
-      .map((f, i) => ({ f, i }))
-      .sort((a, b) => rank(a.f) - rank(b.f) || a.i - b.i)
-      .map(({ f }) => f);
+    const rank = (f: TestSpecification) => SLOW.indexOf(path.relative(f.project.config.root, f.moduleId));
+    const slow = sorted.filter((f) => rank(f) >= 0).sort((a, b) => rank(a) - rank(b));
+    const fast = sorted.filter((f) => rank(f) < 0);
+    return spread(slow, fast);
   }
 }
 
+/** `few` spread evenly through `many`, the first of `few` first: a, x, x, b, x, x, c, x. */
+function spread<T>(few: T[], many: T[]): T[] {
+  const out: T[] = [];
+  const every = (many.length + few.length) / Math.max(1, few.length);
+  let f = 0;
+  let m = 0;
+  for (let i = 0; f < few.length || m < many.length; i++) {
+    const dueFew = f < few.length && (m >= many.length || i >= f * every);
+    out.push(dueFew ? few[f++] : many[m++]);
+  }
+  return out;
+}
+
 /**
- * Files at once, on 2 cores. Four were tried: with the machine at load 30-45 beside them, the
- * slowest files (sessions of hundreds of steps, real harness CLIs) ran past their tests' time
- * limits, so three it stays. Both projects share one pool, which vitest allows only when their
- * maxWorkers agree.
+ * Files at once, on 2 cores. Most of a file's time is waiting (on the dev server, on workers and
+ * CLIs in processes of their own, on sandboxes), yet each file adds its processes to two cores:
+ * four kept every worker busy to the end of a whole run at load 30, but no run at three under the
+ * same load has shown four faster, so three it stays (SLUICE_TEST_WORKERS=<n> for another count).
+ * Both projects share one pool, which vitest allows only when their maxWorkers agree.
  */
-const WORKERS = 3;
+const WORKERS = Number(process.env.SLUICE_TEST_WORKERS ?? 3);
 
 /** What both groups share; the global set-up is the root's, run once for the whole run. */
 const shared = {
@@ -90,17 +115,20 @@ const shared = {
   test: {
     // Each file runs its own worker on its own task queue against the one dev server.
     fileParallelism: true,
-    testTimeout: 60_000,
+    // Limits for a test that hangs, not margins: at load 35 on 2 cores, tests that take seconds
+    // on a quiet machine (a coproc run in the bash sandbox, a stage plan, a copy found by the deny
+    // masks' index) ran past a minute.
+    testTimeout: 180_000,
     hookTimeout: 180_000,
     pool: 'forks' as const,
-    sequence: { sequencer: SlowestFirst },
+    sequence: { sequencer: SlowSpread },
   },
 };
 
 export default defineConfig({
   test: {
     globalSetup: ['test/global-setup.ts'],
-    sequence: { sequencer: SlowestFirst },
+    sequence: { sequencer: SlowSpread },
     projects: [
       {
         ...shared,

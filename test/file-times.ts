@@ -1,7 +1,7 @@
 // A vitest reporter for CI (`--reporter=./test/file-times.ts`): after the run, each test file's
 // time, slowest first, and each group's (fast, slow) time from its first file queued to its last
-// done, and the whole run's (the groups share the workers and overlap), so a run that grew slower
-// says where. A file's time is its import, its set-up hooks and its tests (the JSON reporter's
+// done, all files', and the whole run's from its start (the global set-up included; the groups
+// share the workers and overlap), so a run that grew slower says where. A file's time is its import, its set-up hooks and its tests (the JSON reporter's
 // start and end times span its tests alone, which leaves out a beforeAll that builds and installs
 // the tarball); its import alone is shown beside it, and summed, since every file pays it.
 import * as path from 'node:path';
@@ -9,6 +9,11 @@ import type { Reporter, TestModule } from 'vitest/node';
 
 export default class FileTimes implements Reporter {
   private readonly spans = new Map<string, { first: number; last: number; files: number }>();
+  private started = Date.now();
+
+  onInit(): void {
+    this.started = Date.now();
+  }
 
   onTestModuleQueued(module: TestModule): void {
     const group = module.project.name;
@@ -50,6 +55,7 @@ export default class FileTimes implements Reporter {
       groups.push(`all ${rows.length} files in ${Math.round((last - first) / 1000)} s`);
       lines.push(`time per group, first file queued to last done: ${groups.join('; ')}`);
     }
+    lines.push(`the whole run, its set-up included: ${Math.round((Date.now() - this.started) / 1000)} s`);
     console.log(lines.join('\n'));
   }
 }

@@ -78,9 +78,10 @@ export async function teardown() {
   await fs.promises.rm(run.dir, { recursive: true, force: true });
 }
 
-/** A test file that installs the packed tarball (test/fresh-app.ts). */
+/** A test file that installs the packed tarball (test/fresh-app.ts), itself or as a README cell. */
 function installsTarball(file: string): boolean {
-  return fs.readFileSync(file, 'utf8').includes('packSluice(');
+  const text = fs.readFileSync(file, 'utf8');
+  return text.includes('packSluice(') || text.includes('readmeCell(');
 }
 
 const quietLogger = {

@@ -1,5 +1,5 @@
 // A program run to its end with its output kept: the hook processes of test/hook.test.ts, the
-// harness CLIs and `sluice` commands of test/harness-cli.test.ts.
+// harness CLIs and `sluice` commands of test/harness-cli-*.test.ts.
 import { spawn } from 'node:child_process';
 
 export interface Ran {

@@ -1,89 +1,38 @@
-// The Bash judgment against what bash really runs (the security issue's section 3): every case
-// is judged by the four policy formats under one rule set (allow echo, ls, cat, printf, true; deny
-// touch, mkdir; ask rm) and, unless all four deny it, run in a throwaway bwrap sandbox under
-// `strace -f -e trace=execve`. A case fails when a format allowed it and it executed a program no
-// allow rule covers, when a denied program ran and a format did not deny, when an asked program
-// ran and a format neither asked nor denied, or when the formats disagree about allowing it
-// (test/shell-differential.ts). First every case found before (test/fixtures/shell-fuzz/found.json,
-// appended by the long mode, scripts/shell-fuzz.ts), then a fixed number of seeded cases:
-// SHELL_FUZZ_SEED=<n> reruns another seed, SHELL_FUZZ_CASES=<n> another count.
-// The second oracle runs cases any format lets run through the bash tool itself, in its real
-// sandbox with the deny masks of the same rules (tools/exec-deny.ts): there no denied program may
-// execute its real file, whatever the judgment said. It is slower per case, so `npm test` runs
-// the corpus and a seeded sample (SHELL_FUZZ_MASK_CASES=<n>), and the long mode runs every case.
-// Its cases also start denied programs by the path of a same-bytes copy elsewhere in the system
-// folders: copies the host has, and copies the test places under /opt first (SYSTEM_COPIES).
+// The Bash judgment's differential test, its fixed part: the sandbox and the trace it relies on,
+// every case found before and the seed corpus, and the second oracle (the bash tool's own sandbox
+// with its deny masks). test/shell-differential-suite.ts says what a case checks; the seeded
+// generated cases run in test/shell-differential-generated-*.test.ts, beside this file.
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
-  type CaseResult,
   caseAt,
-  checkCase,
-  opaqueCaseAt,
-  DEFAULT_SEED,
   deniedRuns,
-  describeCase,
   FORMATS,
+  failuresOf,
   hostCopies,
   kindOf,
-  type Judge,
   MASK_CORPUS,
-  makeJudge,
-  failuresOf,
   maskFailures,
-  missingTools,
-  placeSystemCopies,
+  opaqueCaseAt,
   pool,
   readFound,
   runMasked,
   runTraced,
   SEED_CORPUS,
 } from './shell-differential';
+import {
+  CASE_LIMIT_MS,
+  CHUNK_TIMEOUT_MS,
+  failing,
+  MASK_CASES,
+  SEED,
+  useJudge,
+  WIDTH,
+} from './shell-differential-suite';
 
-const SEED = Number(process.env.SHELL_FUZZ_SEED ?? DEFAULT_SEED);
-/**
- * About three minutes on this project's 2-core test machine at load 16-20: 20,000 took 115 s there
- * (about one case in six runs in the sandbox, the rest all four formats deny).
- */
-const CASES = Number(process.env.SHELL_FUZZ_CASES ?? 30_000);
-const CHUNK = 2500;
-/** Cases run at once: strace and bwrap are mostly waiting on the kernel. */
-const WIDTH = 3;
-// The sandbox's own time limit per case; a case that outlives it counts by what it executed.
-const CASE_LIMIT_MS = 3000;
-/**
- * Generated cases the second oracle runs in `npm test`, and twice as many made to reach the masks
- * (opaqueCaseAt), besides the corpus: 300 took about 13 s on the 2-core test machine at load 27.
- */
-const MASK_CASES = Number(process.env.SHELL_FUZZ_MASK_CASES ?? 100);
-// No timing is asserted; a chunk on a machine at load 16 can take many times its idle time.
-const CHUNK_TIMEOUT_MS = 30 * 60_000;
-
-let judge: Judge;
-let removeCopies: (() => void) | undefined;
-beforeAll(async () => {
-  const missing = missingTools();
-  if (missing.length)
-    throw new Error(
-      `the differential test of the Bash judgment runs each command under strace in a bwrap sandbox; missing: ${missing.join(', ')}. Install with: apt-get install -y ${missing.join(' ')}`,
-    );
-  judge = await makeJudge();
-  // Before any case runs: the bash tool indexes the system folders once per process.
-  removeCopies = placeSystemCopies();
-});
-afterAll(() => removeCopies?.());
-
-async function failing(what: string, commands: readonly string[], origin: (i: number) => string): Promise<string[]> {
-  const results: CaseResult[] = await pool(commands, WIDTH, (c) => checkCase(judge, c, CASE_LIMIT_MS));
-  const run = results.filter((r) => r.run);
-  // For the record (how much of the budget the sandbox took), not asserted.
-  console.log(
-    `${what}: ${results.length} judged, ${run.length} run in the sandbox (the rest denied by all four), ${run.filter((r) => r.run?.timedOut).length} stopped at the time limit`,
-  );
-  return results.flatMap((r, i) => (r.failures.length ? [describeCase(r, origin(i))] : []));
-}
+const judge = useJudge();
 
 describe('the sandbox and the trace the check relies on', () => {
   it('sees every program a command executes, in substitutions and in the background, and none of its own', async () => {
@@ -122,30 +71,13 @@ describe('the Bash judgment of every policy format against the programs bash exe
     async () => {
       const found = readFound();
       const commands = [...found.map((c) => c.command), ...SEED_CORPUS];
-      const failures = await failing('found and corpus', commands, (i) =>
+      const failures = await failing(judge(), 'found and corpus', commands, (i) =>
         i < found.length ? `found.json case ${i}, ${found[i].origin}` : `seed corpus entry ${i - found.length}`,
       );
       expect(failures, `${failures.length} of ${commands.length} cases are bypasses`).toEqual([]);
     },
     CHUNK_TIMEOUT_MS,
   );
-
-  for (let from = 0; from < CASES; from += CHUNK) {
-    const to = Math.min(CASES, from + CHUNK);
-    it(
-      `holds for generated cases ${from}–${to - 1} of seed ${SEED}`,
-      async () => {
-        const commands = Array.from({ length: to - from }, (_, k) => caseAt(SEED, from + k));
-        const failures = await failing(
-          `cases ${from}–${to - 1}`,
-          commands,
-          (k) => `SHELL_FUZZ_SEED=${SEED}, case ${from + k}`,
-        );
-        expect(failures, `${failures.length} of ${commands.length} cases are bypasses`).toEqual([]);
-      },
-      CHUNK_TIMEOUT_MS,
-    );
-  }
 });
 
 describe('deny rules held where the bash tool runs a command, whatever the judgment said', () => {
@@ -204,7 +136,7 @@ describe('deny rules held where the bash tool runs a command, whatever the judgm
   it(
     `no denied program runs its real file, for the corpus, the cases found before and ${3 * MASK_CASES} generated cases of seed ${SEED}`,
     async () => {
-      const lets = (c: string) => FORMATS.some((f) => judge.judge(c)[f] !== 'deny');
+      const lets = (c: string) => FORMATS.some((f) => judge().judge(c)[f] !== 'deny');
       const sample: string[] = [];
       for (let i = 0; sample.length < MASK_CASES && i < 50 * MASK_CASES; i++) {
         const c = caseAt(SEED, i);

@@ -4,7 +4,7 @@
 // format allows ran a program no allow rule covers, when a denied program ran and a format did not
 // deny, when an asked program ran and a format neither asked nor denied, or when the formats
 // disagree about allowing it. Shared by the budgeted run in `npm test`
-// (test/shell-differential.test.ts) and the long mode (scripts/shell-fuzz.ts), with the seeded
+// (test/shell-differential*.test.ts) and the long mode (scripts/shell-fuzz.ts), with the seeded
 // generator that feeds both (a grammar of bash constructs and mutations of a corpus, below).
 import { spawn, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -392,28 +392,87 @@ export const SYSTEM_COPY_DATA = `${SYSTEM_COPY_ROOT}/share/touch.bin`;
 /** A link to the versioned copy, as an alternatives link is. */
 export const SYSTEM_COPY_LINK = `${SYSTEM_COPY_ROOT}/bin/t`;
 
+/** This process's calls of placeSystemCopies, each a user of the copies of its own. */
+let placements = 0;
+
 /**
  * Makes (or brings up to date) the copies under SYSTEM_COPY_ROOT; the function it returns removes
- * them again when this call made the folder (another run of the check may be using it otherwise).
+ * them again once the last run of the check using them is done, when a run of the check made the
+ * folder. Several runs use them at once (`npm test` runs the check's files in parallel): each
+ * names itself in a users folder beside the copies, and placing, leaving and removing happen under
+ * a lock, so no run removes the copies another still uses.
  */
 export function placeSystemCopies(): () => void {
-  const made = !fs.existsSync(SYSTEM_COPY_ROOT);
-  const place = (from: string, to: string, mode: number) => {
-    if (fs.existsSync(to) && fs.readFileSync(to).equals(fs.readFileSync(from))) return;
-    fs.mkdirSync(path.dirname(to), { recursive: true });
-    // Written aside and renamed, so a run of the check beside this one never sees half a file.
-    const aside = `${to}.${process.pid}`;
-    fs.copyFileSync(from, aside);
-    fs.chmodSync(aside, mode);
-    fs.renameSync(aside, to);
-  };
-  for (const [program, copies] of Object.entries(SYSTEM_COPIES))
-    for (const to of copies) place(fs.realpathSync(`/usr/bin/${program}`), to, 0o755);
-  place(fs.realpathSync('/usr/bin/touch'), SYSTEM_COPY_DATA, 0o644);
-  if (!fs.existsSync(SYSTEM_COPY_LINK)) fs.symlinkSync('../lib/coreutils/touch-9', SYSTEM_COPY_LINK);
+  const users = `${SYSTEM_COPY_ROOT}.users`;
+  const me = path.join(users, `${process.pid}.${++placements}`);
+  withCopiesLock(() => {
+    fs.mkdirSync(users, { recursive: true });
+    // The folder made by a run of the check (not found on the host): removed after the last one.
+    if (!fs.existsSync(SYSTEM_COPY_ROOT)) fs.writeFileSync(path.join(users, 'made'), '');
+    fs.writeFileSync(me, '');
+    const place = (from: string, to: string, mode: number) => {
+      if (fs.existsSync(to) && fs.readFileSync(to).equals(fs.readFileSync(from))) return;
+      fs.mkdirSync(path.dirname(to), { recursive: true });
+      // Written aside and renamed, so a run of the check beside this one never sees half a file.
+      const aside = `${to}.${process.pid}`;
+      fs.copyFileSync(from, aside);
+      fs.chmodSync(aside, mode);
+      fs.renameSync(aside, to);
+    };
+    for (const [program, copies] of Object.entries(SYSTEM_COPIES))
+      for (const to of copies) place(fs.realpathSync(`/usr/bin/${program}`), to, 0o755);
+    place(fs.realpathSync('/usr/bin/touch'), SYSTEM_COPY_DATA, 0o644);
+    if (!fs.existsSync(SYSTEM_COPY_LINK)) fs.symlinkSync('../lib/coreutils/touch-9', SYSTEM_COPY_LINK);
+  });
+  let left = false;
   return () => {
-    if (made) fs.rmSync(SYSTEM_COPY_ROOT, { recursive: true, force: true });
+    if (left) return;
+    left = true;
+    withCopiesLock(() => {
+      fs.rmSync(me, { force: true });
+      // A run that died without leaving still names itself; it uses nothing.
+      const others = fs.readdirSync(users).filter((f) => /^\d+\.\d+$/.test(f) && alive(Number.parseInt(f, 10)));
+      if (others.length > 0) return;
+      // Copies the host had before any run of the check stay.
+      if (fs.existsSync(path.join(users, 'made'))) fs.rmSync(SYSTEM_COPY_ROOT, { recursive: true, force: true });
+      fs.rmSync(users, { recursive: true, force: true });
+    });
   };
+}
+
+/** Runs `work` holding the copies' lock folder (taken over from a holder that is gone). */
+function withCopiesLock(work: () => void): void {
+  const lock = `${SYSTEM_COPY_ROOT}.lock`;
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    try {
+      fs.mkdirSync(lock);
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+    const holder = Number(fs.readFileSync(path.join(lock, 'pid'), { encoding: 'utf8', flag: 'a+' }));
+    if (holder && !alive(holder)) fs.rmSync(lock, { recursive: true, force: true });
+    else if (Date.now() > deadline) throw new Error(`${lock} held for a minute by process ${holder || 'unknown'}`);
+    // Placing takes milliseconds: wait a little, synchronously (the callers are synchronous).
+    else Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
+  }
+  try {
+    fs.writeFileSync(path.join(lock, 'pid'), String(process.pid));
+    work();
+  } finally {
+    fs.rmSync(lock, { recursive: true, force: true });
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    // EPERM: the process is there, another user's.
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 /**

@@ -1,4 +1,4 @@
-// The real harness CLIs for test/harness-cli.test.ts: installed from the npm registry at pinned
+// The real harness CLIs for test/harness-cli-*.test.ts: installed from the npm registry at pinned
 // versions into the git-ignored .sluice/harness-clis/, and run headless against the scripted model
 // (fake-model.ts) with their tool hooks wired to `sluice hook <dialect>` (OpenCode's through the
 // plugin `sluice hook install opencode` writes). Each run has a home of
@@ -22,14 +22,63 @@ const ROOT = path.join(__dirname, '..', '..');
 const CACHE = path.join(ROOT, '.sluice', 'harness-clis');
 const BIN = path.join(ROOT, 'bin', 'sluice.js');
 
-/** Installs the pinned CLIs once (a stamp file names what is there); throws saying what failed. */
+/**
+ * Installs the pinned CLIs once (a stamp file names what is there); throws saying what failed.
+ * The test files of the CLIs run at once: the first takes a lock folder and installs, the others
+ * wait for it to go (a lock whose process is gone is taken over).
+ */
 export async function installHarnessClis(): Promise<void> {
   const want = Object.values(HARNESS_CLIS).map((c) => `${c.pkg}@${c.version}`);
+  fs.mkdirSync(CACHE, { recursive: true });
+  const lock = path.join(CACHE, 'installing.lock');
+  const deadline = Date.now() + 15 * 60_000;
+  while (!installed(want)) {
+    if (takeLock(lock)) {
+      try {
+        if (!installed(want)) await install(want);
+      } finally {
+        fs.rmSync(lock, { recursive: true, force: true });
+      }
+      return;
+    }
+    if (Date.now() > deadline)
+      throw new Error(`the harness CLIs are still being installed into ${CACHE} after 15 minutes (${lock} is held)`);
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+}
+
+function installed(want: string[]): boolean {
   const stamp = path.join(CACHE, 'installed.json');
   const bins = Object.values(HARNESS_CLIS).map((c) => path.join(CACHE, 'node_modules', '.bin', c.bin));
-  if (fs.existsSync(stamp) && fs.readFileSync(stamp, 'utf8') === JSON.stringify(want) && bins.every(fs.existsSync))
-    return;
-  fs.mkdirSync(CACHE, { recursive: true });
+  return fs.existsSync(stamp) && fs.readFileSync(stamp, 'utf8') === JSON.stringify(want) && bins.every(fs.existsSync);
+}
+
+/** Takes the lock folder (its `pid` file names the holder), or takes it over from a dead holder. */
+function takeLock(lock: string): boolean {
+  try {
+    fs.mkdirSync(lock);
+    fs.writeFileSync(path.join(lock, 'pid'), String(process.pid));
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+  const holder = Number(fs.readFileSync(path.join(lock, 'pid'), { encoding: 'utf8', flag: 'a+' }));
+  // No pid yet: the holder is between its mkdir and its write; wait for it.
+  if (!holder || alive(holder)) return false;
+  fs.rmSync(lock, { recursive: true, force: true });
+  return takeLock(lock);
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function install(want: string[]): Promise<void> {
   if (!fs.existsSync(path.join(CACHE, 'package.json')))
     fs.writeFileSync(path.join(CACHE, 'package.json'), '{"private": true}\n');
   // No install scripts (Gemini CLI's dependencies would build native modules it does not need
@@ -40,7 +89,7 @@ export async function installHarnessClis(): Promise<void> {
   const modules = path.join(CACHE, 'node_modules');
   await run(process.execPath, ['install.cjs'], path.join(modules, '@anthropic-ai', 'claude-code'), want);
   await run(process.execPath, ['postinstall.mjs'], path.join(modules, 'opencode-ai'), want);
-  fs.writeFileSync(stamp, JSON.stringify(want));
+  fs.writeFileSync(path.join(CACHE, 'installed.json'), JSON.stringify(want));
 }
 
 function run(file: string, args: string[], cwd: string, want: string[]): Promise<void> {

@@ -1,4 +1,4 @@
-// A scripted model on 127.0.0.1 for the real harness CLIs (test/harness-cli.test.ts): it speaks
+// A scripted model on 127.0.0.1 for the real harness CLIs (test/harness-cli-*.test.ts): it speaks
 // Anthropic Messages (Claude Code), OpenAI Responses (Codex) and Gemini's streamGenerateContent
 // (Gemini CLI), each streamed as the real service streams it, so the real CLI parses it.
 //
