@@ -55,7 +55,7 @@ export async function explainWithDogwood(
     : { ...x, sources: [...x.sources, source] };
 }
 
-export interface DogwoodCheck {
+interface DogwoodCheck {
   /** The reference's errors when the set does not validate. */
   invalid?: string;
   ran: number;

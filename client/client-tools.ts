@@ -58,7 +58,7 @@ export function loadClientKey(file: string): ClientKey {
  * A NativeConnection from @temporalio/worker, typed by its shape: sluice/client's declarations name
  * no worker package, which a client-only app does not install.
  */
-export interface WorkerConnection {
+interface WorkerConnection {
   close(): Promise<void>;
 }
 

@@ -121,7 +121,7 @@ export interface DogwoodVerdict {
 }
 
 /** The call to judge, as the stage or `sluice policy explain` has it. */
-export interface DogwoodCall {
+interface DogwoodCall {
   tool: string;
   callId: string;
   args: JsonObject;

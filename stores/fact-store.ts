@@ -306,7 +306,7 @@ export function postgresFactStore(pgPool: PgPool, where: string): FactStore {
  * says whether the tool failed. Only a decision batch of the same session: a result batch does not
  * speak for another session's calls.
  */
-export function harnessReports(
+function harnessReports(
   sessionId: string,
   events: readonly SessionEvent[],
 ): { decisionBatch: string; outcome: 'ok' | 'failed' }[] {
