@@ -38,33 +38,12 @@ export type BatchApprovals = { running: boolean; pending: PendingApproval[]; mem
  */
 export async function overview(temporal: Client, scope: ApprovalsScope = {}): Promise<ApprovalsOverview> {
   const listed: string[] = [];
-  const query = [
-    'SluiceAwaitingApproval = true',
-    "ExecutionStatus = 'Running'",
-    ...(scope.taskQueue ? [`TaskQueue = ${quote(scope.taskQueue)}`] : []),
-    ...(scope.sessionId ? [`SluiceSessionId = ${quote(scope.sessionId)}`] : []),
-  ].join(' AND ');
-  try {
-    // The raw listing, not workflow.list(): that one decodes every batch's memo on the way, so a
-    // single memo this client cannot decode (another team's key) failed the whole listing.
-    // Each batch's memo is read below, on its own.
-    await temporal.withDeadline(Date.now() + SERVER_DEADLINE_MS, async () => {
-      let nextPageToken: Uint8Array | undefined;
-      do {
-        const page = await temporal.workflowService.listWorkflowExecutions({
-          namespace: temporal.options.namespace,
-          query,
-          ...(nextPageToken?.length ? { nextPageToken } : {}),
-        });
-        for (const e of page.executions ?? []) if (e.execution?.workflowId) listed.push(e.execution.workflowId);
-        nextPageToken = page.nextPageToken ?? undefined;
-      } while (nextPageToken?.length);
-    });
-  } catch (err) {
-    throw new SluiceError(
-      `cannot tell whether any call waits for approval: listing the waiting batches failed (${(err as Error).message}). Check the connection to Temporal (--address, TEMPORAL_ADDRESS).`,
-    );
-  }
+  // The raw listing, not workflow.list(): that one decodes every batch's memo on the way, so a
+  // single memo this client cannot decode (another team's key) failed the whole listing.
+  // Each batch's memo is read below, on its own.
+  await listRunning(temporal, ['SluiceAwaitingApproval = true'], scope, 'for approval', 'the waiting batches', (e) => {
+    if (e.execution?.workflowId) listed.push(e.execution.workflowId);
+  });
   const out: ApprovalsOverview = { pending: [], unreadable: [] };
   await Promise.all(
     listed.map(async (workflowId) => {
@@ -93,13 +72,41 @@ export async function overview(temporal: Client, scope: ApprovalsScope = {}): Pr
  * cannot decode is skipped here: the approvals overview names such batches.
  */
 export async function clientWaits(temporal: Client, scope: ApprovalsScope = {}): Promise<ClientWait[]> {
+  const waits: ClientWait[] = [];
+  const type = [`WorkflowType = '${BATCH_WORKFLOW}'`];
+  await listRunning(temporal, type, scope, "for the user's device", 'the running batches', async (e) => {
+    const field = e.memo?.fields?.[CLIENT_WAITS_MEMO];
+    if (!field) return;
+    const memo = await decodeMapFromPayloads(temporal.options.loadedDataConverter, {
+      [CLIENT_WAITS_MEMO]: field,
+    }).catch(() => undefined);
+    waits.push(...((memo?.[CLIENT_WAITS_MEMO] as ClientWait[] | undefined) ?? []));
+  });
+  return waits.sort((a, b) => a.expiresAt.localeCompare(b.expiresAt));
+}
+
+type Execution = NonNullable<
+  Awaited<ReturnType<Client['workflowService']['listWorkflowExecutions']>>['executions']
+>[number];
+
+/**
+ * Every running execution the conditions and scope select, page by page, within the server
+ * deadline; a listing that fails says what could not be told (`waitsFor`) and what to check.
+ */
+async function listRunning(
+  temporal: Client,
+  conditions: string[],
+  scope: ApprovalsScope,
+  waitsFor: string,
+  what: string,
+  each: (e: Execution) => void | Promise<void>,
+): Promise<void> {
   const query = [
-    `WorkflowType = '${BATCH_WORKFLOW}'`,
+    ...conditions,
     "ExecutionStatus = 'Running'",
     ...(scope.taskQueue ? [`TaskQueue = ${quote(scope.taskQueue)}`] : []),
     ...(scope.sessionId ? [`SluiceSessionId = ${quote(scope.sessionId)}`] : []),
   ].join(' AND ');
-  const waits: ClientWait[] = [];
   try {
     await temporal.withDeadline(Date.now() + SERVER_DEADLINE_MS, async () => {
       let nextPageToken: Uint8Array | undefined;
@@ -109,23 +116,15 @@ export async function clientWaits(temporal: Client, scope: ApprovalsScope = {}):
           query,
           ...(nextPageToken?.length ? { nextPageToken } : {}),
         });
-        for (const e of page.executions ?? []) {
-          const field = e.memo?.fields?.[CLIENT_WAITS_MEMO];
-          if (!field) continue;
-          const memo = await decodeMapFromPayloads(temporal.options.loadedDataConverter, {
-            [CLIENT_WAITS_MEMO]: field,
-          }).catch(() => undefined);
-          waits.push(...((memo?.[CLIENT_WAITS_MEMO] as ClientWait[] | undefined) ?? []));
-        }
+        for (const e of page.executions ?? []) await each(e);
         nextPageToken = page.nextPageToken ?? undefined;
       } while (nextPageToken?.length);
     });
   } catch (err) {
     throw new SluiceError(
-      `cannot tell whether any call waits for the user's device: listing the running batches failed (${(err as Error).message}). Check the connection to Temporal (--address, TEMPORAL_ADDRESS).`,
+      `cannot tell whether any call waits ${waitsFor}: listing ${what} failed (${(err as Error).message}). Check the connection to Temporal (--address, TEMPORAL_ADDRESS).`,
     );
   }
-  return waits.sort((a, b) => a.expiresAt.localeCompare(b.expiresAt));
 }
 
 /** A visibility query's string literal. */
