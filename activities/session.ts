@@ -1,12 +1,26 @@
-// The batch's claim on its session's seqs, checked by the sink before the batch records an event.
+// The batch's claim on its session's seqs, checked by the sink before the batch records an event;
+// and the activity that starts a session step's batch and waits for its output.
 import { Context } from '@temporalio/activity';
+import { WorkflowFailedError } from '@temporalio/client';
+import { ApplicationFailure, WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
+import type { BatchOutputWire } from '../codec/output';
+import { FailureTypes } from '../pipeline/errors';
+import type { BatchInput } from '../pipeline/types';
+import { hasVersionedWorker } from '../temporal/eager-start';
+import { APPROVALS_MEMO, BATCH_WORKFLOW, EMPTY_APPROVALS_MEMO, SESSION_ID } from '../workflows/definitions';
+import {
+  SESSION_STEP_MEMO,
+  type SessionBatchActivities,
+  type SessionStepOwner,
+} from '../workflows/session-definitions';
 import type { SessionActivities } from '../pipeline/seq-claim';
 import type { FirstRoundActivities } from '../codec/stages';
 import type { StageActivities } from './stages';
 import type { EventSink } from '../stores/sink';
 
-export function createSessionActivities(sink: EventSink): SessionActivities {
+export function createSessionActivities(sink: EventSink): SessionActivities & SessionBatchActivities {
   return {
+    ...createSessionBatchActivities(),
     async claimSessionSeq({ sessionId, startSeq, batchId }) {
       if (!sink.claim) return { ok: true };
       try {
@@ -37,6 +51,65 @@ export function createFirstRoundActivities(
       const preflight = await stages.preflight(refs);
       // A batch of one call has a first group of that call alone (the group is not empty here).
       return batchCalls === 1 ? { claim, preflight, straight: true } : { claim, preflight };
+    },
+  };
+}
+
+/**
+ * A session step's batch, started and awaited by an activity of the session rather than as its
+ * child: started eagerly on this worker (its first workflow task comes back with the start, no
+ * trip through the server's queues), and its end read by a long poll on its history (no
+ * child-completion report through the server). Two hops of the six a child batch takes remain:
+ * the batch's own last task, and this activity's completion (docs/performance.md, "Sessions: the
+ * batch started by an activity").
+ */
+export function createSessionBatchActivities(): SessionBatchActivities {
+  return {
+    async sluiceSessionBatch({ input, workflowId, staticSummary, takenMessage }) {
+      const ctx = Context.current();
+      const { client } = ctx;
+      const session = ctx.info.workflowExecution;
+      const owner: SessionStepOwner = { workflowId: session?.workflowId ?? '', runId: session?.runId ?? '' };
+      const every = Math.max(500, Math.floor((ctx.info.heartbeatTimeoutMs ?? 30_000) / 3));
+      const beat = setInterval(() => ctx.heartbeat(), every);
+      const handle = client.workflow.getHandle<(i: BatchInput) => Promise<BatchOutputWire>>(workflowId);
+      try {
+        try {
+          await client.workflow.start(BATCH_WORKFLOW, {
+            taskQueue: ctx.info.taskQueue,
+            workflowId,
+            args: [input],
+            workflowIdConflictPolicy: 'FAIL',
+            workflowIdReusePolicy: 'REJECT_DUPLICATE',
+            // As SluiceClient.startBatch: approvals readable with no worker, findable by session.
+            memo: { [APPROVALS_MEMO]: EMPTY_APPROVALS_MEMO, [SESSION_STEP_MEMO]: owner },
+            typedSearchAttributes: [{ key: SESSION_ID, value: input.sessionId }],
+            staticSummary,
+            // Never beside a versioned worker of this process: it would pin the batch to its version.
+            ...(hasVersionedWorker(client.options.namespace, ctx.info.taskQueue) ? {} : { requestEagerStart: true }),
+          });
+        } catch (err) {
+          if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+          // This run's batch (an earlier attempt of this activity started it): wait for it. Any
+          // other is not this step's, and waiting could answer the model with another's results.
+          const memo = (await handle.describe()).memo?.[SESSION_STEP_MEMO] as SessionStepOwner | undefined;
+          if (memo?.workflowId !== owner.workflowId || memo.runId !== owner.runId)
+            throw ApplicationFailure.nonRetryable(takenMessage, FailureTypes.BATCH_FAILED);
+        }
+        return await Promise.race([handle.result(), ctx.cancelled]);
+      } catch (err) {
+        // The session is gone (terminated, or timed out) while its batch runs: the batch drains,
+        // as a child's parent-close policy asked of it.
+        if (ctx.cancellationSignal.aborted) await handle.cancel().catch(() => undefined);
+        if (err instanceof WorkflowFailedError)
+          throw ApplicationFailure.nonRetryable(
+            `batch ${workflowId} ended without an output: ${err.cause?.message ?? err.message}`,
+            FailureTypes.BATCH_FAILED,
+          );
+        throw err;
+      } finally {
+        clearInterval(beat);
+      }
     },
   };
 }

@@ -8,6 +8,9 @@
 //
 // With --local: the same session with its model steps local activities (modelCall.local), into
 // agent-session-local.json, which `sluice replay test/fixtures/histories` replays beside the rest.
+// With --into <folder> <file>: into test/fixtures/histories/<folder>/<file> instead (a recording of
+// the release in the making beside the ones already there, e.g. `--into unreleased
+// agent-session-batch-activity.json`).
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { scriptedModel } from '../agent/adapters/scripted';
 import { historyToJson } from '../client/history';
@@ -17,6 +20,7 @@ import { demoConfig, fixtureFile, RELEASE, withRecordingWorker, writeFixture } f
 export const SESSION_FIXTURE = fixtureFile(RELEASE, 'agent-session.json');
 export const SESSION_FIXTURE_ID = 'fixture-session';
 const LOCAL = process.argv.includes('--local');
+const INTO = process.argv.indexOf('--into');
 
 async function main() {
   Runtime.install({ logger: new DefaultLogger(process.env.SLUICE_VERBOSE ? 'WARN' : 'ERROR') });
@@ -56,7 +60,13 @@ async function main() {
     const json = JSON.parse(historyToJson(history));
     const last = json.events[json.events.length - 1].eventType;
     if (last !== 'EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW') throw new Error(`the first run ended with ${last}`);
-    writeFixture(LOCAL ? fixtureFile(RELEASE, 'agent-session-local.json') : SESSION_FIXTURE, json, { tmp: true });
+    const file =
+      INTO >= 0
+        ? fixtureFile(process.argv[INTO + 1], process.argv[INTO + 2])
+        : LOCAL
+          ? fixtureFile(RELEASE, 'agent-session-local.json')
+          : SESSION_FIXTURE;
+    writeFixture(file, json, { tmp: true });
   });
 }
 

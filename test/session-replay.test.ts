@@ -14,6 +14,16 @@ const fixtures = fs
   .readdirSync(HISTORIES, { withFileTypes: true })
   .filter((d) => d.isDirectory() && fs.existsSync(path.join(HISTORIES, d.name, 'agent-session.json')))
   .map((d) => path.join(HISTORIES, d.name, 'agent-session.json'));
+/** Sessions whose step batches the session's activity started (workflows/compat.ts sessionBatchActivity). */
+const byActivity = fs
+  .readdirSync(HISTORIES, { withFileTypes: true })
+  .filter((d) => d.isDirectory())
+  .flatMap((d) =>
+    fs
+      .readdirSync(path.join(HISTORIES, d.name))
+      .filter((f) => /^agent-session.*batch-activity\.json$/.test(f))
+      .map((f) => path.join(HISTORIES, d.name, f)),
+  );
 const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-session-replay-'));
 afterAll(() => fs.rmSync(scratch, { recursive: true, force: true }));
 
@@ -41,6 +51,24 @@ describe('recorded agent sessions replay', () => {
     const results = await replayHistories(histories, { workflowBundlePath: inject('workflowBundlePath') });
     expect(results.filter((r) => !r.ok)).toEqual([]);
     expect(results).toHaveLength(fixtures.length);
+  });
+
+  it('recorded sessions whose batches an activity started (model step an activity, and local) replay', async () => {
+    expect(byActivity.length).toBeGreaterThanOrEqual(2);
+    const histories = byActivity.map(readHistoryFile);
+    for (const h of histories) {
+      const events = h.history.events as Record<string, { activityType?: { name?: string } } | undefined>[];
+      const has = (attributes: string) => events.some((e) => e[attributes]);
+      // The batch went through the activity, never a child start; the run reached continue-as-new.
+      expect(
+        events.some((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'sluiceSessionBatch'),
+      ).toBe(true);
+      expect(has('startChildWorkflowExecutionInitiatedEventAttributes')).toBe(false);
+      expect(has('workflowExecutionContinuedAsNewEventAttributes')).toBe(true);
+    }
+    const results = await replayHistories(histories, { workflowBundlePath: inject('workflowBundlePath') });
+    expect(results.filter((r) => !r.ok)).toEqual([]);
+    expect(results).toHaveLength(byActivity.length);
   });
 
   it('a session workflow that issues a command the recording never had fails replay', async () => {

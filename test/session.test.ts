@@ -10,6 +10,7 @@ import { FileResultStore } from '../stores/claim-check';
 import type { SessionEvent } from '../pipeline/types';
 import { conflictsPath, readSessionLog } from '../stores/sink';
 import { batchWorkflowId, SESSION_ID } from '../workflows/definitions';
+import { owningSession, SESSION_STEP_MEMO, sessionWorkflowId } from '../workflows/session-definitions';
 import config from './fixtures/session.config';
 import { eventually, within } from './eventually';
 import { startHarness, type Harness } from './harness';
@@ -106,6 +107,32 @@ describe('agentSession', () => {
     expect(upserted).not.toContain(SESSION_ID.name);
     await s.cancel();
     expect((await s.result()).endReason).toBe('cancelled');
+  });
+
+  it("a step's batch is started by the session's activity, not as its child, and names the run that owns it", async () => {
+    const s = await start();
+    expect((await s.send('chat', { id: 'msg-owned' })).reason).toBe('done');
+    const session = await s.workflow.describe();
+    const history = (await s.workflow.fetchHistory()).events ?? [];
+    // No child start, no child completion report: the two steps with tool calls each ran the
+    // batch activity, and the run asked for the patch that marks it.
+    expect(history.filter((e) => e.startChildWorkflowExecutionInitiatedEventAttributes)).toEqual([]);
+    const activities = history.flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []);
+    expect(activities.filter((name) => name === 'sluiceSessionBatch')).toHaveLength(2);
+    const patches = history.flatMap((e) =>
+      (e.markerRecordedEventAttributes?.details?.['patch-data']?.payloads ?? []).map((p) =>
+        Buffer.from(p.data ?? []).toString(),
+      ),
+    );
+    expect(patches.some((p) => p.includes('sluice-session-batch-activity'))).toBe(true);
+    for (const step of [1, 2]) {
+      const batch = await h.client.temporal.workflow.getHandle(batchWorkflowId(s.sessionId, 1, step)).describe();
+      expect(batch.parentExecution).toBeUndefined();
+      expect(batch.memo?.[SESSION_STEP_MEMO]).toEqual({ workflowId: session.workflowId, runId: session.runId });
+      expect(owningSession(batch)).toBe(sessionWorkflowId(s.sessionId));
+      expect(batch.typedSearchAttributes.get(SESSION_ID)).toBe(s.sessionId);
+    }
+    await s.cancel();
   });
 
   it('ends at maxTurns and at the token budget, with the reason recorded', async () => {
@@ -241,7 +268,12 @@ describe('agentSession', () => {
     // workflow task of its own.
     const history = await s.workflow.fetchHistory();
     const attrs = (key: string) => history.events!.filter((e) => (e as Record<string, unknown>)[key]);
-    expect(attrs('activityTaskScheduledEventAttributes')).toHaveLength(0);
+    // The only activity tasks are the batches' (the session's activity starts each one).
+    const scheduled = attrs('activityTaskScheduledEventAttributes').map(
+      (e) => e.activityTaskScheduledEventAttributes?.activityType?.name,
+    );
+    expect(scheduled.filter((name) => name !== 'sluiceSessionBatch')).toEqual([]);
+    expect(scheduled).toHaveLength(2);
     expect(attrs('markerRecordedEventAttributes').length).toBeGreaterThanOrEqual(3);
     await within('the cancel of an idle local-step session', 30_000, s.cancel());
   }, 120_000);

@@ -1,6 +1,8 @@
 // Names a client, the terminal chat or the stock `temporal` CLI uses to talk to a session.
 import { defineQuery, defineSignal, defineUpdate } from './messages';
+import type { BatchOutputWire } from '../codec/output';
 import type { QueuedMessage, SessionView, TurnOutcome } from '../pipeline/session';
+import type { BatchInput } from '../pipeline/types';
 
 export const SESSION_WORKFLOW = 'agentSession';
 
@@ -16,4 +18,44 @@ export const sessionQuery = defineQuery<SessionView>('sluice.session.state');
 
 export function sessionWorkflowId(sessionId: string): string {
   return `sluice-session:${sessionId}`;
+}
+
+/**
+ * The memo a session's batch is started with when the session's activity starts it (not a child):
+ * the session run that owns it. A retry of that activity attaches to the batch it finds under this
+ * run; a batch under another run's (or no) memo is someone else's, and the step fails as before.
+ */
+export const SESSION_STEP_MEMO = 'sluiceSessionStep';
+
+export interface SessionStepOwner {
+  /** The session's workflow id (sessionWorkflowId). */
+  workflowId: string;
+  /** The session run that started the batch. */
+  runId: string;
+}
+
+/** What the session's batch activity is given: the batch, and what its start says about it. */
+export interface SessionBatchRequest {
+  input: BatchInput;
+  workflowId: string;
+  staticSummary: string;
+  /** Said when the batch's id is taken by a batch this session run did not start. */
+  takenMessage: string;
+}
+
+export interface SessionBatchActivities {
+  /** Starts a session step's batch (eagerly on this worker where it can) and returns its output. */
+  sluiceSessionBatch(request: SessionBatchRequest): Promise<BatchOutputWire>;
+}
+
+/**
+ * The workflow id of the session a batch is a step of, from its description or listing: its parent
+ * (a batch started as the session's child) or its step memo (started by the session's activity).
+ */
+export function owningSession(batch: {
+  parentExecution?: { workflowId?: string | null };
+  memo?: Record<string, unknown>;
+}): string | undefined {
+  const memo = batch.memo?.[SESSION_STEP_MEMO] as Partial<SessionStepOwner> | undefined;
+  return batch.parentExecution?.workflowId ?? (typeof memo?.workflowId === 'string' ? memo.workflowId : undefined);
 }
