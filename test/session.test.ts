@@ -163,6 +163,25 @@ describe('agentSession', () => {
     await s.cancel();
   });
 
+  it('a session terminated while its batch runs: the batch is asked to cancel and drains, as a child batch was', async () => {
+    const s = await start({ modelCall: { heartbeatTimeoutMs: 2_000 } });
+    s.send('slow-tool:6000', { id: 'slow-gone' }).catch(() => undefined);
+    await until('the slow body', () => lines('started.log').some((l) => l.includes(s.sessionId)));
+    await s.workflow.terminate('the session goes away while its batch runs');
+    // The batch activity's next beat finds the session gone; it cancels the batch by id.
+    const batch = h.client.temporal.workflow.getHandle(batchWorkflowId(s.sessionId, 1, 1));
+    await eventually(
+      'the batch asked to cancel',
+      async () =>
+        ((await batch.fetchHistory()).events ?? []).some((e) => e.workflowExecutionCancelRequestedEventAttributes),
+      { timeoutMs: 60_000 },
+    );
+    // It drains: the started call still ends with its result, and the batch closes.
+    await eventually('the batch closed', async () => (await batch.describe()).status.name !== 'RUNNING', {
+      timeoutMs: 60_000,
+    });
+  }, 150_000);
+
   it('cancel during a model call, and a Temporal cancel during a batch, end the session with reason cancelled', async () => {
     const a = await start();
     const turn = a.send('slow-model:20000', { id: 'slow' });
