@@ -86,7 +86,7 @@ export const PATCHES = {
     state: 'live',
     removeAfter: 'never while sessions may ask for it: it marks the runs whose model steps are local activities',
     read: 'at-start',
-    why: "a session started with modelCall.local runs its model step as a local activity (a marker) instead of an activity task and the workflow task its completion needs. Read at the first line of a run, and only when the input asks for it, so a history without the option never meets the marker. A run that carries it asks for no other patch, and decides to continue-as-new from the value its last step recorded: the workflow task a local step's result reaches can differ between the recording and a replay, so a patch or the history's length read there could differ too. (A first try, sluice-session-local-model-step, read the history's length beside its local steps and failed to replay; it was never released)",
+    why: "a session started with modelCall.local runs its model step as a local activity (a marker) instead of an activity task and the workflow task its completion needs. Read at the first line of a run, and only when the input asks for it, so a history without the option never meets the marker. A run that carries it asks for no other patch but sessionBatchActivity (beside it, at the same first line), and decides to continue-as-new from the value its last step recorded: the workflow task a local step's result reaches can differ between the recording and a replay, so a patch or the history's length read there could differ too. (A first try, sluice-session-local-model-step, read the history's length beside its local steps and failed to replay; it was never released)",
   },
   sessionBatchActivity: {
     id: 'sluice-session-batch-activity',
@@ -216,7 +216,9 @@ export interface SessionFeatures {
 
 /**
  * A session's features, read at its first line. A run that asks for local model steps reads their
- * patch now; a run that has it asked for no other patch in 1.0.0 and asks for none now. A run
+ * patch now; a run that has it asked for no other patch in 1.0.0 and asks only for the batch
+ * activity's now, beside it (never after a local step's result). Every run reads the batch
+ * activity's patch there: a run recorded before it has no marker and starts child batches. A run
  * whose steps are activities asks for the deprecated patches where 1.0.0 read them, so the
  * markers its history carries meet their commands.
  */
