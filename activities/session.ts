@@ -63,7 +63,7 @@ export function createFirstRoundActivities(
  * the batch's own last task, and this activity's completion (docs/performance.md, "Sessions: the
  * batch started by an activity").
  */
-export function createSessionBatchActivities(): SessionBatchActivities {
+function createSessionBatchActivities(): SessionBatchActivities {
   return {
     async sluiceSessionBatch({ input, workflowId, staticSummary, takenMessage }) {
       const ctx = Context.current();

@@ -35,7 +35,7 @@ export interface SessionStepOwner {
 }
 
 /** What the session's batch activity is given: the batch, and what its start says about it. */
-export interface SessionBatchRequest {
+interface SessionBatchRequest {
   input: BatchInput;
   workflowId: string;
   staticSummary: string;
