@@ -1,7 +1,7 @@
 // The batch's claim on its session's seqs, checked by the sink before the batch records an event;
 // and the activity that starts a session step's batch and waits for its output.
 import { Context } from '@temporalio/activity';
-import { WorkflowFailedError } from '@temporalio/client';
+import { type Client, ServiceError, type WorkflowHandle, WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure, WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { BatchOutputWire } from '../codec/output';
 import { FailureTypes } from '../pipeline/errors';
@@ -9,6 +9,7 @@ import type { BatchInput } from '../pipeline/types';
 import { hasVersionedWorker } from '../temporal/eager-start';
 import { APPROVALS_MEMO, BATCH_WORKFLOW, EMPTY_APPROVALS_MEMO, SESSION_ID } from '../workflows/definitions';
 import {
+  type BatchStillRunning,
   SESSION_STEP_MEMO,
   type SessionBatchActivities,
   type SessionStepOwner,
@@ -61,7 +62,8 @@ export function createFirstRoundActivities(
  * trip through the server's queues), and its end read by a long poll on its history (no
  * child-completion report through the server). Two hops of the six a child batch takes remain:
  * the batch's own last task, and this activity's completion (docs/performance.md, "Sessions: the
- * batch started by an activity").
+ * batch started by an activity"). It waits a few seconds only: a batch still running then waits on
+ * a person or a device, and the activity hands its slot back (BatchStillRunning).
  */
 function createSessionBatchActivities(): SessionBatchActivities {
   return {
@@ -96,7 +98,7 @@ function createSessionBatchActivities(): SessionBatchActivities {
           if (memo?.workflowId !== owner.workflowId || memo.runId !== owner.runId)
             throw ApplicationFailure.nonRetryable(takenMessage, FailureTypes.BATCH_FAILED);
         }
-        return await Promise.race([handle.result(), ctx.cancelled]);
+        return await waitBounded(client, handle, ctx);
       } catch (err) {
         // The session is gone (terminated, or timed out) while its batch runs: the batch drains,
         // as a child's parent-close policy asked of it.
@@ -113,3 +115,37 @@ function createSessionBatchActivities(): SessionBatchActivities {
     },
   };
 }
+
+/**
+ * How long the activity waits for its batch before it leaves its worker slot. A batch of machine
+ * calls ends well within it, even on a loaded worker, and pays nothing more; one that waits on a
+ * person or a device (hours, maybe) would otherwise hold one of the worker's activity slots for all
+ * of that time, and a hundred such sessions would leave no slot for a model call or a tool body.
+ */
+export const SESSION_BATCH_WAIT_MS = 5_000;
+
+/**
+ * The batch's output, or BatchStillRunning once SESSION_BATCH_WAIT_MS has passed. The long poll
+ * carries that deadline, so it ends with the wait and holds no request open after it (a worker's
+ * connection honours a deadline, not an abort signal).
+ */
+async function waitBounded(
+  client: Client,
+  handle: WorkflowHandle<(i: BatchInput) => Promise<BatchOutputWire>>,
+  ctx: Context,
+): Promise<BatchOutputWire | BatchStillRunning> {
+  const deadline = Date.now() + SESSION_BATCH_WAIT_MS;
+  try {
+    return await Promise.race([client.withDeadline(deadline, () => handle.result()), ctx.cancelled]);
+  } catch (err) {
+    // Only the poll's deadline: a batch that failed, or this activity cancelled, is said as before.
+    const pollTimedOut =
+      err instanceof ServiceError &&
+      ((err.cause as { code?: number } | undefined)?.code === DEADLINE_EXCEEDED || Date.now() >= deadline);
+    if (pollTimedOut && !ctx.cancellationSignal.aborted) return { stillRunning: true };
+    throw err;
+  }
+}
+
+/** gRPC's status code for a call past its deadline. */
+const DEADLINE_EXCEEDED = 4;

@@ -24,6 +24,10 @@ const byActivity = fs
       .filter((f) => /^agent-session.*batch-activity\.json$/.test(f))
       .map((f) => path.join(HISTORIES, d.name, f)),
   );
+/** Sessions whose first batch waited on a person past the batch activity's wait, and those batches. */
+const PARKED = ['session-batch-parked.json', 'session-batch-parked-local.json'].map((f) =>
+  path.join(HISTORIES, 'unreleased', f),
+);
 const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-session-replay-'));
 afterAll(() => fs.rmSync(scratch, { recursive: true, force: true }));
 
@@ -69,6 +73,44 @@ describe('recorded agent sessions replay', () => {
     const results = await replayHistories(histories, { workflowBundlePath: inject('workflowBundlePath') });
     expect(results.filter((r) => !r.ok)).toEqual([]);
     expect(results).toHaveLength(byActivity.length);
+  });
+
+  it('recorded sessions whose step waited on its batch with no activity (a watch child) replay, and their batches', async () => {
+    const sessions = PARKED.map(readHistoryFile);
+    for (const h of sessions) {
+      const events = h.history.events as Record<
+        string,
+        { activityType?: { name?: string }; workflowType?: { name?: string } } | undefined
+      >[];
+      // The batch activity ran again after the watch ended, and the run reached continue-as-new.
+      const watches = events.filter(
+        (e) => e.startChildWorkflowExecutionInitiatedEventAttributes?.workflowType?.name === 'sluiceSessionBatchWatch',
+      );
+      const looks = events.filter(
+        (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'sluiceSessionBatch',
+      );
+      expect(watches).toHaveLength(1);
+      expect(looks.length).toBeGreaterThanOrEqual(2);
+      expect(events.some((e) => e.workflowExecutionContinuedAsNewEventAttributes)).toBe(true);
+    }
+    const batches = PARKED.map((f) => readHistoryFile(f.replace(/\.json$/, '-batch.json')));
+    for (const h of batches) {
+      const events = h.history.events as Record<string, { signalName?: string } | undefined>[];
+      // Asked by the watch, it signalled the watch at its end.
+      expect(
+        events.some((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'sluice.batch.endWanted'),
+      ).toBe(true);
+      expect(
+        events.some(
+          (e) => e.signalExternalWorkflowExecutionInitiatedEventAttributes?.signalName === 'sluice.session.batchEnded',
+        ),
+      ).toBe(true);
+    }
+    const results = await replayHistories([...sessions, ...batches], {
+      workflowBundlePath: inject('workflowBundlePath'),
+    });
+    expect(results.filter((r) => !r.ok)).toEqual([]);
+    expect(results).toHaveLength(4);
   });
 
   it('a session workflow that issues a command the recording never had fails replay', async () => {

@@ -46,6 +46,7 @@ import { SEQ_CONFLICT, SESSION_ID, stateQuery } from './definitions';
 import { EventLog } from './event-log';
 import { Placement } from './placement';
 import { batchFeatures, type MemoFeatures } from './compat';
+import { batchEndWatch } from './session-batch-watch';
 
 const { claimThenPreflight } = proxyLocalActivities<FirstRoundActivities>({
   startToCloseTimeout: '30s',
@@ -88,6 +89,16 @@ function refuseOnConflict(claim: SeqClaim): void {
 }
 
 export async function toolBatch(input: BatchInput): Promise<BatchOutputWire> {
+  // A session step waiting on this batch without a worker slot hears of its end (session-batch-watch.ts).
+  const endWatch = batchEndWatch();
+  try {
+    return await runToolBatch(input);
+  } finally {
+    await endWatch.tell();
+  }
+}
+
+async function runToolBatch(input: BatchInput): Promise<BatchOutputWire> {
   const problem = batchInputProblem(input);
   if (problem) throw ApplicationFailure.nonRetryable(problem, FailureTypes.INVALID_BATCH);
   // Which release recorded this history (workflows/compat.ts): first, where 1.0.0 read its patch.

@@ -96,7 +96,7 @@ export const PATCHES = {
     removeAfter:
       'every session run started before it has ended (the old path is a child start, which such a run replays)',
     read: 'at-start',
-    why: "a session step's batch is started and awaited by an activity of the session (sluiceSessionBatch: eager start on the worker, the output read by a long poll) instead of as a child workflow: four hops through the server fewer a step. Read at the first line of every run, the local-step patch first where asked, so no read follows a local step's result; a run recorded before replays its child starts",
+    why: "a session step's batch is started and awaited by an activity of the session (sluiceSessionBatch: eager start on the worker, the output read by a long poll) instead of as a child workflow: four hops through the server fewer a step. Read at the first line of every run, the local-step patch first where asked, so no read follows a local step's result; a run recorded before replays its child starts. A batch still running after the activity's few seconds (on a person, on a device) is waited on by a watch child (sluiceSessionBatchWatch) and the activity runs again once it ends: that path issues commands only after the activity answered that the batch still runs, an answer no run before this patch could get, so it needs no patch of its own (and the batch's end signal is sent only when a watch asked for it: a batch history without the ask issues nothing new)",
   },
 } as const satisfies Record<string, Patch>;
 

@@ -1,4 +1,5 @@
-// Names a client, the terminal chat or the stock `temporal` CLI uses to talk to a session.
+// Names a client, the terminal chat or the stock `temporal` CLI uses to talk to a session; and the
+// names a session, its batch activity and its batches use among themselves.
 import { defineQuery, defineSignal, defineUpdate } from './messages';
 import type { BatchOutputWire } from '../codec/output';
 import type { QueuedMessage, SessionView, TurnOutcome } from '../pipeline/session';
@@ -43,10 +44,36 @@ interface SessionBatchRequest {
   takenMessage: string;
 }
 
-export interface SessionBatchActivities {
-  /** Starts a session step's batch (eagerly on this worker where it can) and returns its output. */
-  sluiceSessionBatch(request: SessionBatchRequest): Promise<BatchOutputWire>;
+/**
+ * The batch activity's answer when the batch had not ended within the activity's bounded wait
+ * (it waits on a person or a device): the activity leaves its worker slot, and the step waits on
+ * the batch's end without one (workflows/session-batch-watch.ts).
+ */
+export interface BatchStillRunning {
+  stillRunning: true;
 }
+
+export interface SessionBatchActivities {
+  /**
+   * Starts a session step's batch (eagerly on this worker where it can), or attaches to the one
+   * this session run started, and returns its output; or, when it has not ended within a few
+   * seconds, that it still runs.
+   */
+  sluiceSessionBatch(request: SessionBatchRequest): Promise<BatchOutputWire | BatchStillRunning>;
+}
+
+/** The workflow a step waits on while its batch runs past the batch activity's wait. */
+export const SESSION_BATCH_WATCH_WORKFLOW = 'sluiceSessionBatchWatch';
+
+/**
+ * Sent by the watch to a session's batch: signal this workflow (the watch) when you end. Asked
+ * only once a batch has run past the activity's wait, so a batch that ends within it signals
+ * nobody and its step pays no hop for it.
+ */
+export const batchEndWantedSignal = defineSignal<[{ workflowId: string }]>('sluice.batch.endWanted');
+
+/** Sent by a batch, at its end, to the watch that asked (batchEndWantedSignal). */
+export const batchEndedSignal = defineSignal<[{ batchId: string }]>('sluice.session.batchEnded');
 
 /**
  * The workflow id of the session a batch is a step of, from its description or listing: its parent

@@ -6,6 +6,7 @@ import {
   ActivityFailure,
   CancellationScope,
   ChildWorkflowFailure,
+  executeChild,
   isCancellation,
   ParentClosePolicy,
   proxyActivities,
@@ -28,7 +29,7 @@ import type { BatchInput, ToolCall } from '../pipeline/types';
 import { APPROVALS_MEMO, BATCH_WORKFLOW, batchWorkflowId, EMPTY_APPROVALS_MEMO, SESSION_ID } from './definitions';
 import type { SessionFeatures } from './compat';
 import type { Carry } from './session-carry';
-import type { SessionBatchActivities } from './session-definitions';
+import { SESSION_BATCH_WATCH_WORKFLOW, type SessionBatchActivities } from './session-definitions';
 
 const DEFAULT_MAX_STEPS = 50;
 const DEFAULT_CAN_EVENTS = 5_000;
@@ -230,7 +231,11 @@ export class Turn {
       return CancellationScope.nonCancellable(async () => {
         control.activeBatch = workflowId;
         try {
-          return await run({ input: batchInput, workflowId, staticSummary, takenMessage });
+          for (let look = 1; ; look++) {
+            const got = await run({ input: batchInput, workflowId, staticSummary, takenMessage });
+            if (!('stillRunning' in got)) return got;
+            await watchBatchEnd(workflowId, look);
+          }
         } finally {
           control.activeBatch = undefined;
         }
@@ -265,6 +270,21 @@ export class Turn {
       }
     });
   }
+}
+
+/**
+ * Waits, holding no worker slot, for a batch the batch activity left running: a child of the
+ * session (session-batch-watch.ts) that ends when the batch does, and asks it to cancel if the
+ * session closes first. Its id is the batch's and the look's: unique in the session, the same on
+ * replay.
+ */
+async function watchBatchEnd(batchId: string, look: number): Promise<void> {
+  await executeChild(SESSION_BATCH_WATCH_WORKFLOW, {
+    workflowId: `${batchId}:watch-${look}`,
+    args: [{ batchId }],
+    parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
+    staticSummary: `Waits for ${batchId} to end`,
+  });
 }
 
 /** Why a turn's batch could not start: its workflow id is another batch's. As SessionIdConflictError says it. */

@@ -1,7 +1,8 @@
 // A durable agent session: the whole loop (ask the model, run its tool calls as a batch, ask
 // again) as one workflow that owns the transcript, the seq, the session state and the counters.
 //
-//   user message → model step (activity) → tool calls? → toolBatch child → results, contexts
+//   user message → model step (activity) → tool calls? → toolBatch (started by the session's activity;
+//     a watch child while it waits on a person) → results, contexts
 //     → model step → ... → no calls / concludesTurn / step limit → the turn ends
 //
 // The transcript lives in the result store (agent/transcript-store.ts); this workflow carries only
