@@ -14,8 +14,10 @@
 // With --park: the first batch also sends an email, which waits on a person's approval; the
 // approval is given only once the step has left its batch activity and waits on the batch's
 // end (a watch child), so the recording holds that path (e.g. `--park --into unreleased
-// session-batch-parked.json`), and that batch's own history beside it (…-batch.json: the ask it
-// received, the signal it sent at its end).
+// session-batch-parked.json`), and that batch's own history into
+// test/fixtures/session-parked-batches/ (…-batch.json: the ask it received, the signal it sent at
+// its end; not among the histories, whose batches replay-order.test.ts numbers from seq 0).
+import * as path from 'node:path';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { scriptedModel } from '../agent/adapters/scripted';
 import { historyToJson } from '../client/history';
@@ -82,7 +84,10 @@ async function main() {
     // The parked batch too: it was asked to signal the watch at its end, and did (its last command).
     if (PARK) {
       const batch = await client.temporal.workflow.getHandle(batchWorkflowId(session.sessionId, 1, 1)).fetchHistory();
-      writeFixture(file.replace(/\.json$/, '-batch.json'), JSON.parse(historyToJson(batch)), { tmp: true });
+      const beside = path.join(__dirname, '..', 'test', 'fixtures', 'session-parked-batches');
+      writeFixture(path.join(beside, `${path.basename(file, '.json')}-batch.json`), JSON.parse(historyToJson(batch)), {
+        tmp: true,
+      });
     }
   });
 }

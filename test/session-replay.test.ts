@@ -93,7 +93,11 @@ describe('recorded agent sessions replay', () => {
       expect(looks.length).toBeGreaterThanOrEqual(2);
       expect(events.some((e) => e.workflowExecutionContinuedAsNewEventAttributes)).toBe(true);
     }
-    const batches = PARKED.map((f) => readHistoryFile(f.replace(/\.json$/, '-batch.json')));
+    const batches = PARKED.map((f) =>
+      readHistoryFile(
+        path.join(__dirname, 'fixtures', 'session-parked-batches', `${path.basename(f, '.json')}-batch.json`),
+      ),
+    );
     for (const h of batches) {
       const events = h.history.events as Record<string, { signalName?: string } | undefined>[];
       // Asked by the watch, it signalled the watch at its end.
