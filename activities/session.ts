@@ -98,7 +98,11 @@ function createSessionBatchActivities(): SessionBatchActivities {
           if (memo?.workflowId !== owner.workflowId || memo.runId !== owner.runId)
             throw ApplicationFailure.nonRetryable(takenMessage, FailureTypes.BATCH_FAILED);
         }
-        return await waitBounded(client, handle, ctx);
+        const got = await waitBounded(client, handle, ctx);
+        // Closed within the wait (terminated), the session never starts the watch whose
+        // parent-close policy would cancel the batch: the batch drains now instead.
+        if ('stillRunning' in got && !(await stillRuns(client, owner))) await handle.cancel().catch(() => undefined);
+        return got;
       } catch (err) {
         // The session is gone (terminated, or timed out) while its batch runs: the batch drains,
         // as a child's parent-close policy asked of it.
@@ -149,3 +153,12 @@ async function waitBounded(
 
 /** gRPC's status code for a call past its deadline. */
 const DEADLINE_EXCEEDED = 4;
+
+/** Whether the session run is still open; when that cannot be read, taken as open (no cancel on a doubt). */
+async function stillRuns(client: Client, owner: SessionStepOwner): Promise<boolean> {
+  try {
+    return (await client.workflow.getHandle(owner.workflowId, owner.runId).describe()).status.name === 'RUNNING';
+  } catch {
+    return true;
+  }
+}
