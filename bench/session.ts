@@ -17,6 +17,8 @@
 //
 // Each round runs the session twice: its model step an activity (the default), and a local
 // activity (`modelCall: { local: true }`); the breakdown and the timeline are printed for both.
+// Either way a step's batch is started and awaited by the session's activity (sluiceSessionBatch),
+// so the session's history shows that activity where it once showed a child.
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import type { scriptedModel } from '../agent/adapters/scripted';
@@ -30,6 +32,8 @@ import { FAST_QUEUE, startSessionBench } from './session-bench';
 import { batchWorkflowId } from '../workflows/definitions';
 import { sessionWorkflowId } from '../workflows/session-definitions';
 
+/** The session's activity that starts and awaits a step's batch (activities/session.ts). */
+const BATCH_ACTIVITY = 'sluiceSessionBatch';
 const STEPS = Number(process.argv[2] ?? 50);
 const LONG = Number(process.argv[3] ?? 300);
 const ROUNDS = 3;
@@ -137,8 +141,22 @@ async function timeline(client: SluiceClient, sessionId: string, step: number) {
   const session = (await client.temporal.workflow.getHandle(sessionWorkflowId(sessionId)).fetchHistory()).events ?? [];
   const batch =
     (await client.temporal.workflow.getHandle(batchWorkflowId(sessionId, 1, step)).fetchHistory()).events ?? [];
-  const scheduled = session.filter((e) => eventType(e) === 'activity_task_scheduled');
-  const ended = session.filter((e) => eventType(e) === 'child_workflow_execution_completed');
+  // The model steps' activities, and each batch's end: a child's completion (a run recorded before
+  // the batch activity), or the completion of the activity that started and awaited it.
+  const activity = new Map(
+    session
+      .filter((e) => eventType(e) === 'activity_task_scheduled')
+      .map((e) => [String(e.eventId), e.activityTaskScheduledEventAttributes?.activityType?.name]),
+  );
+  const scheduled = session.filter(
+    (e) => eventType(e) === 'activity_task_scheduled' && activity.get(String(e.eventId)) !== BATCH_ACTIVITY,
+  );
+  const ended = session.filter(
+    (e) =>
+      eventType(e) === 'child_workflow_execution_completed' ||
+      (eventType(e) === 'activity_task_completed' &&
+        activity.get(String(e.activityTaskCompletedEventAttributes?.scheduledEventId)) === BATCH_ACTIVITY),
+  );
   const from = eventMs(scheduled.length ? scheduled[step - 1] : ended[step - 2]);
   const to = eventMs(scheduled.length ? scheduled[step] : ended[step - 1]);
   const rows = [
@@ -165,10 +183,10 @@ async function breakdown(client: SluiceClient, handId: string, sessionId: string
   const children = await fetchEvents(client, batches(sessionId));
   const hand = await fetchEvents(client, batches(handId));
   console.log(`\nper step: the session workflow ${counts(session, steps + 1)}`);
-  console.log(`  its batch (child workflow) ${counts(children, steps)}`);
+  console.log(`  its batch ${counts(children, steps)}`);
   console.log(`  the hand loop's batch (client.runBatch) ${counts(hand, steps)}`);
   table('the session workflow, between consecutive events', gaps(session, steps + 1));
-  table("the session's batches (child workflows)", gaps(children, steps));
+  table("the session's batches", gaps(children, steps));
   table("the hand loop's batches (client.runBatch)", gaps(hand, steps));
 }
 

@@ -20,7 +20,7 @@ import {
   ServerError,
   SessionIdConflictError,
 } from '../support/errors';
-import { sessionWorkflowId } from '../workflows/session-definitions';
+import { owningSession, sessionWorkflowId } from '../workflows/session-definitions';
 import { hasVersionedWorker } from '../temporal/eager-start';
 import { type BatchOutputWire, expandBatchOutput } from '../codec/output';
 import { SEARCH_ATTRIBUTES } from '../pipeline/search-attributes';
@@ -259,10 +259,10 @@ export class SluiceClient extends DeprecatedApprovalAliases {
       }
       // A step of a durable session (its child): the session numbers that id's events and would
       // never see this caller's calls; its own batches carry no calls digest to compare.
-      if (desc.parentExecution?.workflowId === sessionWorkflowId(input.sessionId))
+      if (owningSession(desc) === sessionWorkflowId(input.sessionId))
         throw new SessionIdConflictError(
           input.sessionId,
-          `batch ${workflowId} is a step of the durable session ${input.sessionId} (workflow ${desc.parentExecution.workflowId}, started with startSession): runBatch cannot add batches under a durable session's id, and attaching would answer these calls with the session's. Give runBatch calls a sessionId no durable session uses, and send the session its messages with session.send().`,
+          `batch ${workflowId} is a step of the durable session ${input.sessionId} (workflow ${sessionWorkflowId(input.sessionId)}, started with startSession): runBatch cannot add batches under a durable session's id, and attaching would answer these calls with the session's. Give runBatch calls a sessionId no durable session uses, and send the session its messages with session.send().`,
         );
       // The same (session, turn, step) with other calls is another request under a taken id:
       // answering it with the first batch's outcome would give the model results for calls it

@@ -33,7 +33,12 @@ export interface ReplayOptions {
  * two agree). A history of any other type replayed against Sluice's bundle would fail as
  * "non-determinism", which sends the user looking for a change they never made.
  */
-export const SLUICE_WORKFLOW_TYPES: readonly string[] = ['toolBatch', 'agentSession', 'reconcileCall'];
+export const SLUICE_WORKFLOW_TYPES: readonly string[] = [
+  'toolBatch',
+  'agentSession',
+  'sluiceSessionBatchWatch',
+  'reconcileCall',
+];
 
 export function historyWorkflowType(h: LoadedHistory): string | undefined {
   return h.history.events?.[0]?.workflowExecutionStartedEventAttributes?.workflowType?.name ?? undefined;

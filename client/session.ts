@@ -13,6 +13,7 @@ import {
   cancelSessionSignal,
   interruptSignal,
   messageSignal,
+  owningSession,
   SESSION_WORKFLOW,
   sendMessageUpdate,
   sessionQuery,
@@ -314,7 +315,7 @@ async function refuseTakenId(client: SluiceClient, sessionId: string): Promise<v
   let taken: string | undefined;
   try {
     for await (const wf of client.temporal.workflow.list({ query, pageSize: 10 })) {
-      if (wf.parentExecution?.workflowId === workflowId) continue; // the session's own, from a run visibility still lists
+      if (owningSession(wf) === workflowId) continue; // the session's own, from a run visibility still lists
       taken = wf.workflowId;
       break;
     }

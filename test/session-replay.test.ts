@@ -14,6 +14,20 @@ const fixtures = fs
   .readdirSync(HISTORIES, { withFileTypes: true })
   .filter((d) => d.isDirectory() && fs.existsSync(path.join(HISTORIES, d.name, 'agent-session.json')))
   .map((d) => path.join(HISTORIES, d.name, 'agent-session.json'));
+/** Sessions whose step batches the session's activity started (workflows/compat.ts sessionBatchActivity). */
+const byActivity = fs
+  .readdirSync(HISTORIES, { withFileTypes: true })
+  .filter((d) => d.isDirectory())
+  .flatMap((d) =>
+    fs
+      .readdirSync(path.join(HISTORIES, d.name))
+      .filter((f) => /^agent-session.*batch-activity\.json$/.test(f))
+      .map((f) => path.join(HISTORIES, d.name, f)),
+  );
+/** Sessions whose first batch waited on a person past the batch activity's wait, and those batches. */
+const PARKED = ['session-batch-parked.json', 'session-batch-parked-local.json'].map((f) =>
+  path.join(HISTORIES, 'unreleased', f),
+);
 const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-session-replay-'));
 afterAll(() => fs.rmSync(scratch, { recursive: true, force: true }));
 
@@ -41,6 +55,66 @@ describe('recorded agent sessions replay', () => {
     const results = await replayHistories(histories, { workflowBundlePath: inject('workflowBundlePath') });
     expect(results.filter((r) => !r.ok)).toEqual([]);
     expect(results).toHaveLength(fixtures.length);
+  });
+
+  it('recorded sessions whose batches an activity started (model step an activity, and local) replay', async () => {
+    expect(byActivity.length).toBeGreaterThanOrEqual(2);
+    const histories = byActivity.map(readHistoryFile);
+    for (const h of histories) {
+      const events = h.history.events as Record<string, { activityType?: { name?: string } } | undefined>[];
+      const has = (attributes: string) => events.some((e) => e[attributes]);
+      // The batch went through the activity, never a child start; the run reached continue-as-new.
+      expect(
+        events.some((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'sluiceSessionBatch'),
+      ).toBe(true);
+      expect(has('startChildWorkflowExecutionInitiatedEventAttributes')).toBe(false);
+      expect(has('workflowExecutionContinuedAsNewEventAttributes')).toBe(true);
+    }
+    const results = await replayHistories(histories, { workflowBundlePath: inject('workflowBundlePath') });
+    expect(results.filter((r) => !r.ok)).toEqual([]);
+    expect(results).toHaveLength(byActivity.length);
+  });
+
+  it('recorded sessions whose step waited on its batch with no activity (a watch child) replay, and their batches', async () => {
+    const sessions = PARKED.map(readHistoryFile);
+    for (const h of sessions) {
+      const events = h.history.events as Record<
+        string,
+        { activityType?: { name?: string }; workflowType?: { name?: string } } | undefined
+      >[];
+      // The batch activity ran again after the watch ended, and the run reached continue-as-new.
+      const watches = events.filter(
+        (e) => e.startChildWorkflowExecutionInitiatedEventAttributes?.workflowType?.name === 'sluiceSessionBatchWatch',
+      );
+      const looks = events.filter(
+        (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'sluiceSessionBatch',
+      );
+      expect(watches).toHaveLength(1);
+      expect(looks.length).toBeGreaterThanOrEqual(2);
+      expect(events.some((e) => e.workflowExecutionContinuedAsNewEventAttributes)).toBe(true);
+    }
+    const batches = PARKED.map((f) =>
+      readHistoryFile(
+        path.join(__dirname, 'fixtures', 'session-parked-batches', `${path.basename(f, '.json')}-batch.json`),
+      ),
+    );
+    for (const h of batches) {
+      const events = h.history.events as Record<string, { signalName?: string } | undefined>[];
+      // Asked by the watch, it signalled the watch at its end.
+      expect(
+        events.some((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'sluice.batch.endWanted'),
+      ).toBe(true);
+      expect(
+        events.some(
+          (e) => e.signalExternalWorkflowExecutionInitiatedEventAttributes?.signalName === 'sluice.session.batchEnded',
+        ),
+      ).toBe(true);
+    }
+    const results = await replayHistories([...sessions, ...batches], {
+      workflowBundlePath: inject('workflowBundlePath'),
+    });
+    expect(results.filter((r) => !r.ok)).toEqual([]);
+    expect(results).toHaveLength(4);
   });
 
   it('a session workflow that issues a command the recording never had fails replay', async () => {

@@ -10,6 +10,12 @@ import { FileResultStore } from '../stores/claim-check';
 import type { SessionEvent } from '../pipeline/types';
 import { conflictsPath, readSessionLog } from '../stores/sink';
 import { batchWorkflowId, SESSION_ID } from '../workflows/definitions';
+import {
+  owningSession,
+  SESSION_BATCH_WATCH_WORKFLOW,
+  SESSION_STEP_MEMO,
+  sessionWorkflowId,
+} from '../workflows/session-definitions';
 import config from './fixtures/session.config';
 import { eventually, within } from './eventually';
 import { startHarness, type Harness } from './harness';
@@ -108,6 +114,36 @@ describe('agentSession', () => {
     expect((await s.result()).endReason).toBe('cancelled');
   });
 
+  it("a step's batch is started by the session's activity, not as its child, and names the run that owns it", async () => {
+    const s = await start();
+    expect((await s.send('chat', { id: 'msg-owned' })).reason).toBe('done');
+    const session = await s.workflow.describe();
+    const history = (await s.workflow.fetchHistory()).events ?? [];
+    // No batch started as a child: the two steps with tool calls each ran the batch activity, and
+    // the run asked for the patch that marks it. (A batch still running after the activity's wait,
+    // on a loaded machine, has a watch child and one activity run more: session-parked.test.ts.)
+    const children = history.flatMap(
+      (e) => e.startChildWorkflowExecutionInitiatedEventAttributes?.workflowType?.name ?? [],
+    );
+    expect(children.filter((name) => name !== SESSION_BATCH_WATCH_WORKFLOW)).toEqual([]);
+    const activities = history.flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []);
+    expect(activities.filter((name) => name === 'sluiceSessionBatch')).toHaveLength(2 + children.length);
+    const patches = history.flatMap((e) =>
+      (e.markerRecordedEventAttributes?.details?.['patch-data']?.payloads ?? []).map((p) =>
+        Buffer.from(p.data ?? []).toString(),
+      ),
+    );
+    expect(patches.some((p) => p.includes('sluice-session-batch-activity'))).toBe(true);
+    for (const step of [1, 2]) {
+      const batch = await h.client.temporal.workflow.getHandle(batchWorkflowId(s.sessionId, 1, step)).describe();
+      expect(batch.parentExecution).toBeUndefined();
+      expect(batch.memo?.[SESSION_STEP_MEMO]).toEqual({ workflowId: session.workflowId, runId: session.runId });
+      expect(owningSession(batch)).toBe(sessionWorkflowId(s.sessionId));
+      expect(batch.typedSearchAttributes.get(SESSION_ID)).toBe(s.sessionId);
+    }
+    await s.cancel();
+  });
+
   it('ends at maxTurns and at the token budget, with the reason recorded', async () => {
     const a = await start({ maxTurns: 1 });
     await a.send('hello');
@@ -135,6 +171,25 @@ describe('agentSession', () => {
     expect((await s.send('hi')).text).toBe('echo hi');
     await s.cancel();
   });
+
+  it('a session terminated while its batch runs: the batch is asked to cancel and drains, as a child batch was', async () => {
+    const s = await start({ modelCall: { heartbeatTimeoutMs: 2_000 } });
+    s.send('slow-tool:6000', { id: 'slow-gone' }).catch(() => undefined);
+    await until('the slow body', () => lines('started.log').some((l) => l.includes(s.sessionId)));
+    await s.workflow.terminate('the session goes away while its batch runs');
+    // The batch activity's next beat finds the session gone; it cancels the batch by id.
+    const batch = h.client.temporal.workflow.getHandle(batchWorkflowId(s.sessionId, 1, 1));
+    await eventually(
+      'the batch asked to cancel',
+      async () =>
+        ((await batch.fetchHistory()).events ?? []).some((e) => e.workflowExecutionCancelRequestedEventAttributes),
+      { timeoutMs: 60_000 },
+    );
+    // It drains: the started call still ends with its result, and the batch closes.
+    await eventually('the batch closed', async () => (await batch.describe()).status.name !== 'RUNNING', {
+      timeoutMs: 60_000,
+    });
+  }, 150_000);
 
   it('cancel during a model call, and a Temporal cancel during a batch, end the session with reason cancelled', async () => {
     const a = await start();
@@ -241,7 +296,13 @@ describe('agentSession', () => {
     // workflow task of its own.
     const history = await s.workflow.fetchHistory();
     const attrs = (key: string) => history.events!.filter((e) => (e as Record<string, unknown>)[key]);
-    expect(attrs('activityTaskScheduledEventAttributes')).toHaveLength(0);
+    // The only activity tasks are the batches' (the session's activity starts each one).
+    const scheduled = attrs('activityTaskScheduledEventAttributes').map(
+      (e) => e.activityTaskScheduledEventAttributes?.activityType?.name,
+    );
+    expect(scheduled.filter((name) => name !== 'sluiceSessionBatch')).toEqual([]);
+    // Two batches, and one look more for each that ran past the activity's wait (a watch child).
+    expect(scheduled).toHaveLength(2 + attrs('startChildWorkflowExecutionInitiatedEventAttributes').length);
     expect(attrs('markerRecordedEventAttributes').length).toBeGreaterThanOrEqual(3);
     await within('the cancel of an idle local-step session', 30_000, s.cancel());
   }, 120_000);

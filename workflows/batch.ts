@@ -54,6 +54,7 @@ import { LeanScope } from './lean-scope';
 import { runStage, type Stage, waitFor } from './stage-runner';
 import { Placement } from './placement';
 import { batchFeatures, type MemoFeatures } from './compat';
+import { batchEndWatch } from './session-batch-watch';
 
 const { claimThenPreflight } = proxyLocalActivities<FirstRoundActivities>({
   startToCloseTimeout: '30s',
@@ -96,6 +97,16 @@ function refuseOnConflict(claim: SeqClaim): void {
 }
 
 export async function toolBatch(input: BatchInput): Promise<BatchOutputWire> {
+  // A session step waiting on this batch without a worker slot hears of its end (session-batch-watch.ts).
+  const endWatch = batchEndWatch();
+  try {
+    return await runToolBatch(input);
+  } finally {
+    await endWatch.tell();
+  }
+}
+
+async function runToolBatch(input: BatchInput): Promise<BatchOutputWire> {
   // 1. Validate: a bad batch fails before it records anything.
   const problem = batchInputProblem(input);
   if (problem) throw ApplicationFailure.nonRetryable(problem, FailureTypes.INVALID_BATCH);

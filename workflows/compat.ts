@@ -86,7 +86,17 @@ export const PATCHES = {
     state: 'live',
     removeAfter: 'never while sessions may ask for it: it marks the runs whose model steps are local activities',
     read: 'at-start',
-    why: "a session started with modelCall.local runs its model step as a local activity (a marker) instead of an activity task and the workflow task its completion needs. Read at the first line of a run, and only when the input asks for it, so a history without the option never meets the marker. A run that carries it asks for no other patch, and decides to continue-as-new from the value its last step recorded: the workflow task a local step's result reaches can differ between the recording and a replay, so a patch or the history's length read there could differ too. (A first try, sluice-session-local-model-step, read the history's length beside its local steps and failed to replay; it was never released)",
+    why: "a session started with modelCall.local runs its model step as a local activity (a marker) instead of an activity task and the workflow task its completion needs. Read at the first line of a run, and only when the input asks for it, so a history without the option never meets the marker. A run that carries it asks for no other patch but sessionBatchActivity (beside it, at the same first line), and decides to continue-as-new from the value its last step recorded: the workflow task a local step's result reaches can differ between the recording and a replay, so a patch or the history's length read there could differ too. (A first try, sluice-session-local-model-step, read the history's length beside its local steps and failed to replay; it was never released)",
+  },
+  sessionBatchActivity: {
+    id: 'sluice-session-batch-activity',
+    workflow: 'agentSession',
+    since: '1.1.0',
+    state: 'live',
+    removeAfter:
+      'every session run started before it has ended (the old path is a child start, which such a run replays)',
+    read: 'at-start',
+    why: "a session step's batch is started and awaited by an activity of the session (sluiceSessionBatch: eager start on the worker, the output read by a long poll) instead of as a child workflow: four hops through the server fewer a step. Read at the first line of every run, the local-step patch first where asked, so no read follows a local step's result; a run recorded before replays its child starts. A batch still running after the activity's few seconds (on a person, on a device) is waited on by a watch child (sluiceSessionBatchWatch) and the activity runs again once it ends: that path issues commands only after the activity answered that the batch still runs, an answer no run before this patch could get, so it needs no patch of its own (and the batch's end signal is sent only when a watch asked for it: a batch history without the ask issues nothing new)",
   },
 } as const satisfies Record<string, Patch>;
 
@@ -196,6 +206,8 @@ export function batchFeatures(): MemoFeatures {
 export interface SessionFeatures {
   /** Read at the first line of a run, only when its input asks for local model steps (PATCHES.sessionLocalModelStep). */
   readonly localModelStep: boolean;
+  /** Read at the first line of a run: a step's batch is started by an activity, not as a child (PATCHES.sessionBatchActivity). */
+  readonly batchByActivity: boolean;
   /** A Temporal cancel is handled: where a 1.0.0 run asked for PATCHES.sessionTemporalCancel. */
   temporalCancelHandled(): void;
   /** The session waits idle: where a 1.0.0 run asked for PATCHES.sessionIdleContinueAsNew. */
@@ -204,15 +216,23 @@ export interface SessionFeatures {
 
 /**
  * A session's features, read at its first line. A run that asks for local model steps reads their
- * patch now; a run that has it asked for no other patch in 1.0.0 and asks for none now. A run
+ * patch now; a run that has it asked for no other patch in 1.0.0 and asks only for the batch
+ * activity's now, beside it (never after a local step's result). Every run reads the batch
+ * activity's patch there: a run recorded before it has no marker and starts child batches. A run
  * whose steps are activities asks for the deprecated patches where 1.0.0 read them, so the
  * markers its history carries meet their commands.
  */
 export function sessionFeatures(wantsLocalModelStep: boolean): SessionFeatures {
   if (wantsLocalModelStep && patched(PATCHES.sessionLocalModelStep.id))
-    return Object.freeze({ localModelStep: true, temporalCancelHandled() {}, idleWait() {} });
+    return Object.freeze({
+      localModelStep: true,
+      batchByActivity: patched(PATCHES.sessionBatchActivity.id),
+      temporalCancelHandled() {},
+      idleWait() {},
+    });
   return Object.freeze({
     localModelStep: false,
+    batchByActivity: patched(PATCHES.sessionBatchActivity.id),
     temporalCancelHandled: () => deprecatePatch(PATCHES.sessionTemporalCancel.id),
     idleWait: () => deprecatePatch(PATCHES.sessionIdleContinueAsNew.id),
   });

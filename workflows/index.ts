@@ -1,4 +1,5 @@
 // The workflow bundle's entry: every workflow type a Sluice worker registers.
 export { toolBatch } from './batch';
 export { agentSession } from './session';
+export { sluiceSessionBatchWatch } from './session-batch-watch';
 export { reconcileCall } from './reconcile';

@@ -6,6 +6,7 @@ import {
   ActivityFailure,
   CancellationScope,
   ChildWorkflowFailure,
+  executeChild,
   isCancellation,
   ParentClosePolicy,
   proxyActivities,
@@ -28,6 +29,7 @@ import type { BatchInput, ToolCall } from '../pipeline/types';
 import { APPROVALS_MEMO, BATCH_WORKFLOW, batchWorkflowId, EMPTY_APPROVALS_MEMO, SESSION_ID } from './definitions';
 import type { SessionFeatures } from './compat';
 import type { Carry } from './session-carry';
+import { SESSION_BATCH_WATCH_WORKFLOW, type SessionBatchActivities } from './session-definitions';
 
 const DEFAULT_MAX_STEPS = 50;
 const DEFAULT_CAN_EVENTS = 5_000;
@@ -67,8 +69,13 @@ export interface SessionControl {
   stopCurrent(): void;
 }
 
+/** How long a step's batch may run, a person's approvals included: as long as an attached child batch waits. */
+const BATCH_TIMEOUT_MS = 30 * 24 * 3_600_000;
+
 export class Turn {
   private readonly modelStep: ModelActivities['modelStep'];
+  /** The activity that starts and awaits a step's batch, where the run starts batches so (features.batchByActivity). */
+  private readonly sessionBatch?: SessionBatchActivities['sluiceSessionBatch'];
   /** Whether this run's model steps are local activities (modelCall.local, under its patch). */
   readonly local: boolean;
 
@@ -97,6 +104,14 @@ export class Turn {
           heartbeatTimeout: input.modelCall?.heartbeatTimeoutMs ?? 30_000,
           retry,
         }).modelStep;
+    if (features.batchByActivity)
+      this.sessionBatch = proxyActivities<SessionBatchActivities>({
+        startToCloseTimeout: BATCH_TIMEOUT_MS,
+        // The session's liveness setting: a lost worker's wait is taken up by another worker
+        // (which attaches to the batch) this long after its last beat.
+        heartbeatTimeout: input.modelCall?.heartbeatTimeoutMs ?? 30_000,
+        retry: { initialInterval: 1_000, maximumInterval: 30_000 },
+      }).sluiceSessionBatch;
   }
 
   /** One model step and its batch. */
@@ -176,7 +191,9 @@ export class Turn {
         output = await this.runBatch(intake.calls);
       } catch (err) {
         const message =
-          err instanceof ChildWorkflowFailure ? (err.cause?.message ?? err.message) : (err as Error).message;
+          err instanceof ChildWorkflowFailure || err instanceof ActivityFailure
+            ? (err.cause?.message ?? err.message)
+            : (err as Error).message;
         return ended('batch-failed', message);
       }
       carry.batchDone(output);
@@ -204,9 +221,26 @@ export class Turn {
       ...(input.factsScope !== undefined ? { factsScope: input.factsScope } : {}),
     };
     const workflowId = batchWorkflowId(input.sessionId, c.turn, c.step);
+    const staticSummary = `Tool batch: session ${input.sessionId}, turn ${c.turn}, step ${c.step}, ${calls.length} call(s)`;
     // The batch is started and awaited outside any cancellation: an interrupt cancels it by
     // request (getExternalWorkflowHandle), so it drains, aborts what has not started, and still
     // hands back every result.
+    if (this.sessionBatch) {
+      const run = this.sessionBatch;
+      const takenMessage = takenBatchIdMessage(input.sessionId, c.turn, c.step, workflowId);
+      return CancellationScope.nonCancellable(async () => {
+        control.activeBatch = workflowId;
+        try {
+          for (let look = 1; ; look++) {
+            const got = await run({ input: batchInput, workflowId, staticSummary, takenMessage });
+            if (!('stillRunning' in got)) return got;
+            await watchBatchEnd(workflowId, look);
+          }
+        } finally {
+          control.activeBatch = undefined;
+        }
+      });
+    }
     return CancellationScope.nonCancellable(async () => {
       const handle = await startChild<(i: BatchInput) => Promise<BatchOutputWire>>(BATCH_WORKFLOW, {
         workflowId,
@@ -219,7 +253,7 @@ export class Turn {
         // the attribute in its first workflow task (one history event and one server write fewer
         // a step). Data on the same command: a replay compares the child's id and type only.
         typedSearchAttributes: [{ key: SESSION_ID, value: input.sessionId }],
-        staticSummary: `Tool batch: session ${input.sessionId}, turn ${c.turn}, step ${c.step}, ${calls.length} call(s)`,
+        staticSummary,
       }).catch((err: unknown): never => {
         // REJECT_DUPLICATE: the id is taken (a runBatch under this session id, or an earlier run of
         // the session). The turn ends batch-failed as before; the message says why and what to do.
@@ -236,6 +270,21 @@ export class Turn {
       }
     });
   }
+}
+
+/**
+ * Waits, holding no worker slot, for a batch the batch activity left running: a child of the
+ * session (session-batch-watch.ts) that ends when the batch does, and asks it to cancel if the
+ * session closes first. Its id is the batch's and the look's: unique in the session, the same on
+ * replay.
+ */
+async function watchBatchEnd(batchId: string, look: number): Promise<void> {
+  await executeChild(SESSION_BATCH_WATCH_WORKFLOW, {
+    workflowId: `${batchId}:watch-${look}`,
+    args: [{ batchId }],
+    parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
+    staticSummary: `Waits for ${batchId} to end`,
+  });
 }
 
 /** Why a turn's batch could not start: its workflow id is another batch's. As SessionIdConflictError says it. */

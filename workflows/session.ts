@@ -1,7 +1,8 @@
 // A durable agent session: the whole loop (ask the model, run its tool calls as a batch, ask
 // again) as one workflow that owns the transcript, the seq, the session state and the counters.
 //
-//   user message → model step (activity) → tool calls? → toolBatch child → results, contexts
+//   user message → model step (activity) → tool calls? → toolBatch (started by the session's activity;
+//     a watch child while it waits on a person) → results, contexts
 //     → model step → ... → no calls / concludesTurn / step limit → the turn ends
 //
 // The transcript lives in the result store (agent/transcript-store.ts); this workflow carries only
@@ -15,6 +16,7 @@ import {
   continueAsNew,
   getExternalWorkflowHandle,
   setHandler,
+  sleep,
 } from '@temporalio/workflow';
 import {
   carryOf,
@@ -34,6 +36,9 @@ import {
   sessionQuery,
 } from './session-definitions';
 import { historyFull, type SessionControl, Turn } from './session-turn';
+
+/** How often an interrupt asks again to cancel a batch an activity has not started yet. */
+const CANCEL_RETRY_MS = 1_000;
 
 export async function agentSession(input: SessionInput): Promise<SessionOutput> {
   const problem = sessionInputProblem(input);
@@ -72,10 +77,19 @@ function sessionControl(features: SessionFeatures): SessionControl {
       control.modelScope?.cancel();
       if (!control.activeBatch) return;
       const id = control.activeBatch;
-      const cancelBatch = () =>
-        getExternalWorkflowHandle(id)
-          .cancel()
-          .catch(() => undefined);
+      const cancelBatch = async () => {
+        for (;;) {
+          try {
+            return await getExternalWorkflowHandle(id).cancel();
+          } catch {
+            // Started by an activity, the batch may not exist yet when the interrupt comes: asked
+            // again while the step still waits on it. A child batch is asked once, as recorded.
+            if (!features.batchByActivity || control.activeBatch !== id) return;
+            await sleep(CANCEL_RETRY_MS);
+            if (control.activeBatch !== id) return;
+          }
+        }
+      };
       // From a Temporal cancel the current scope is the cancelled root, where a cancel request is
       // silently never sent: the batch ran on to its end. Sent from outside that scope now.
       if (!CancellationScope.current().consideredCancelled) void cancelBatch();
