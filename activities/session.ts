@@ -1,27 +1,12 @@
-// The batch's claim on its session's seqs, checked by the sink before the batch records an event;
-// and the activity that starts a session step's batch and waits for its output.
+// The batch's claim on its session's seqs, checked by the sink before the batch records an event.
 import { Context } from '@temporalio/activity';
-import { type Client, ServiceError, type WorkflowHandle, WorkflowFailedError } from '@temporalio/client';
-import { ApplicationFailure, WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
-import type { BatchOutputWire } from '../codec/output';
-import { FailureTypes } from '../pipeline/errors';
-import type { BatchInput } from '../pipeline/types';
-import { hasVersionedWorker } from '../temporal/eager-start';
-import { APPROVALS_MEMO, BATCH_WORKFLOW, EMPTY_APPROVALS_MEMO, SESSION_ID } from '../workflows/definitions';
-import {
-  type BatchStillRunning,
-  SESSION_STEP_MEMO,
-  type SessionBatchActivities,
-  type SessionStepOwner,
-} from '../workflows/session-definitions';
 import type { SessionActivities } from '../pipeline/seq-claim';
 import type { FirstRoundActivities } from '../codec/stages';
 import type { StageActivities } from './stages';
 import type { EventSink } from '../stores/sink';
 
-export function createSessionActivities(sink: EventSink): SessionActivities & SessionBatchActivities {
+export function createSessionActivities(sink: EventSink): SessionActivities {
   return {
-    ...createSessionBatchActivities(),
     async claimSessionSeq({ sessionId, startSeq, batchId }) {
       if (!sink.claim) return { ok: true };
       try {
@@ -54,111 +39,4 @@ export function createFirstRoundActivities(
       return batchCalls === 1 ? { claim, preflight, straight: true } : { claim, preflight };
     },
   };
-}
-
-/**
- * A session step's batch, started and awaited by an activity of the session rather than as its
- * child: started eagerly on this worker (its first workflow task comes back with the start, no
- * trip through the server's queues), and its end read by a long poll on its history (no
- * child-completion report through the server). Two hops of the six a child batch takes remain:
- * the batch's own last task, and this activity's completion (docs/performance.md, "Sessions: the
- * batch started by an activity"). It waits a few seconds only: a batch still running then waits on
- * a person or a device, and the activity hands its slot back (BatchStillRunning).
- */
-function createSessionBatchActivities(): SessionBatchActivities {
-  return {
-    async sluiceSessionBatch({ input, workflowId, staticSummary, takenMessage }) {
-      const ctx = Context.current();
-      const { client } = ctx;
-      const session = ctx.info.workflowExecution;
-      const owner: SessionStepOwner = { workflowId: session?.workflowId ?? '', runId: session?.runId ?? '' };
-      const every = Math.max(500, Math.floor((ctx.info.heartbeatTimeoutMs ?? 30_000) / 3));
-      const beat = setInterval(() => ctx.heartbeat(), every);
-      const handle = client.workflow.getHandle<(i: BatchInput) => Promise<BatchOutputWire>>(workflowId);
-      try {
-        try {
-          await client.workflow.start(BATCH_WORKFLOW, {
-            taskQueue: ctx.info.taskQueue,
-            workflowId,
-            args: [input],
-            workflowIdConflictPolicy: 'FAIL',
-            workflowIdReusePolicy: 'REJECT_DUPLICATE',
-            // As SluiceClient.startBatch: approvals readable with no worker, findable by session.
-            memo: { [APPROVALS_MEMO]: EMPTY_APPROVALS_MEMO, [SESSION_STEP_MEMO]: owner },
-            typedSearchAttributes: [{ key: SESSION_ID, value: input.sessionId }],
-            staticSummary,
-            // Never beside a versioned worker of this process: it would pin the batch to its version.
-            ...(hasVersionedWorker(client.options.namespace, ctx.info.taskQueue) ? {} : { requestEagerStart: true }),
-          });
-        } catch (err) {
-          if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-          // This run's batch (an earlier attempt of this activity started it): wait for it. Any
-          // other is not this step's, and waiting could answer the model with another's results.
-          const memo = (await handle.describe()).memo?.[SESSION_STEP_MEMO] as SessionStepOwner | undefined;
-          if (memo?.workflowId !== owner.workflowId || memo.runId !== owner.runId)
-            throw ApplicationFailure.nonRetryable(takenMessage, FailureTypes.BATCH_FAILED);
-        }
-        const got = await waitBounded(client, handle, ctx);
-        // Closed within the wait (terminated), the session never starts the watch whose
-        // parent-close policy would cancel the batch: the batch drains now instead.
-        if ('stillRunning' in got && !(await stillRuns(client, owner))) await handle.cancel().catch(() => undefined);
-        return got;
-      } catch (err) {
-        // The session is gone (terminated, or timed out) while its batch runs: the batch drains,
-        // as a child's parent-close policy asked of it.
-        if (ctx.cancellationSignal.aborted) await handle.cancel().catch(() => undefined);
-        if (err instanceof WorkflowFailedError)
-          throw ApplicationFailure.nonRetryable(
-            `batch ${workflowId} ended without an output: ${err.cause?.message ?? err.message}`,
-            FailureTypes.BATCH_FAILED,
-          );
-        throw err;
-      } finally {
-        clearInterval(beat);
-      }
-    },
-  };
-}
-
-/**
- * How long the activity waits for its batch before it leaves its worker slot. A batch of machine
- * calls ends well within it, even on a loaded worker, and pays nothing more; one that waits on a
- * person or a device (hours, maybe) would otherwise hold one of the worker's activity slots for all
- * of that time, and a hundred such sessions would leave no slot for a model call or a tool body.
- */
-export const SESSION_BATCH_WAIT_MS = 5_000;
-
-/**
- * The batch's output, or BatchStillRunning once SESSION_BATCH_WAIT_MS has passed. The long poll
- * carries that deadline, so it ends with the wait and holds no request open after it (a worker's
- * connection honours a deadline, not an abort signal).
- */
-async function waitBounded(
-  client: Client,
-  handle: WorkflowHandle<(i: BatchInput) => Promise<BatchOutputWire>>,
-  ctx: Context,
-): Promise<BatchOutputWire | BatchStillRunning> {
-  const deadline = Date.now() + SESSION_BATCH_WAIT_MS;
-  try {
-    return await Promise.race([client.withDeadline(deadline, () => handle.result()), ctx.cancelled]);
-  } catch (err) {
-    // Only the poll's deadline: a batch that failed, or this activity cancelled, is said as before.
-    const pollTimedOut =
-      err instanceof ServiceError &&
-      ((err.cause as { code?: number } | undefined)?.code === DEADLINE_EXCEEDED || Date.now() >= deadline);
-    if (pollTimedOut && !ctx.cancellationSignal.aborted) return { stillRunning: true };
-    throw err;
-  }
-}
-
-/** gRPC's status code for a call past its deadline. */
-const DEADLINE_EXCEEDED = 4;
-
-/** Whether the session run is still open; when that cannot be read, taken as open (no cancel on a doubt). */
-async function stillRuns(client: Client, owner: SessionStepOwner): Promise<boolean> {
-  try {
-    return (await client.workflow.getHandle(owner.workflowId, owner.runId).describe()).status.name === 'RUNNING';
-  } catch {
-    return true;
-  }
 }

@@ -32,7 +32,7 @@ import { FAST_QUEUE, startSessionBench } from './session-bench';
 import { batchWorkflowId } from '../workflows/definitions';
 import { sessionWorkflowId } from '../workflows/session-definitions';
 
-/** The session's activity that starts and awaits a step's batch (activities/session.ts). */
+/** The session's activity that starts and awaits a step's batch (worker/session-batch.ts). */
 const BATCH_ACTIVITY = 'sluiceSessionBatch';
 const STEPS = Number(process.argv[2] ?? 50);
 const LONG = Number(process.argv[3] ?? 300);

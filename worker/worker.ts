@@ -22,6 +22,7 @@ import * as path from 'node:path';
 import { createAttachActivities } from '../activities/attach-batch';
 import { createModelActivities } from '../activities/model-step';
 import { createFirstRoundActivities, createSessionActivities } from '../activities/session';
+import { createSessionBatchActivities } from './session-batch';
 import { createIdentityActivities } from '../activities/identity';
 import { createNotifyActivities } from '../activities/notify';
 import { createStageActivities } from '../activities/stages';
@@ -112,6 +113,7 @@ export class SluicePlugin implements WorkerPlugin, BundlerPlugin {
     const sluice: Record<string, unknown> = {
       ...stageActivities,
       ...session,
+      ...createSessionBatchActivities(),
       ...createFirstRoundActivities(session, stageActivities),
       ...createIdentityActivities(
         this.config.approvers,

@@ -1,6 +1,6 @@
 // A session step whose batch runs long (it waits on a person's approval or on a user's device)
 // waits for the batch's end here, holding no worker slot: the batch activity waits a few seconds
-// only, then leaves its slot (activities/session.ts). The watch asks the batch to signal it when
+// only, then leaves its slot (worker/session-batch.ts). The watch asks the batch to signal it when
 // it ends, and ends then; the step runs the batch activity again, which attaches to the ended batch
 // and hands back its output. The output only ever comes from that activity, so however the races
 // fall (the batch ends while the activity returns, before the ask, after it) the step gets it once.
