@@ -2,6 +2,7 @@
 // to the call pipeline and the approval stage as one object, as openai-agents-js hands its tools
 // one `deps`, instead of the same parts passed one by one down each constructor.
 import type { InlineBudget } from '../pipeline/budget';
+import type { ClientWait } from '../pipeline/client-tools';
 import type { BatchInput, GrantUse, SessionState } from '../pipeline/types';
 import type { CallTracker } from './admission';
 import type { Approvals } from './approvals';
@@ -29,4 +30,6 @@ export interface BatchContext {
   readonly ledger: CallLedger;
   /** The calls a session grant allowed, shown in the state and the memo. */
   readonly grantUses: GrantUse[];
+  /** The calls waiting for the user's device, listed in the batch's memo while they wait. */
+  readonly clientWaits: ClientWait[];
 }

@@ -195,6 +195,7 @@ function openBatch(input: BatchInput, features: MemoFeatures): OpenBatch {
     runner: batch.runner,
     ledger: new CallLedger(input, events),
     grantUses,
+    clientWaits: [],
   });
   new CodeCalls(input, batch.pipeline, cancelled, (callId, name, parentCallId) =>
     stages.set(callId, { callId, name, stage: 'queued', parentCallId }),

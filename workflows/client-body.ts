@@ -87,17 +87,13 @@ export async function runClientBody(
   return guards ? packBodyResult({ ...unpackBodyResult(out), guards }) : out;
 }
 
-/** Each batch's calls waiting for the user's device, as its memo lists them. */
-const listed = new WeakMap<BatchContext, ClientWait[]>();
-
 /**
  * Lists the call in the batch's memo while it waits for the user's device, so `sluice approvals`
  * finds it from the server alone (the state query and `client/waiting` need a worker or the
  * history). Client tools came after 1.0.0, so no recorded history meets this memo's writes.
  */
 function waitListed(batch: BatchContext, ref: CallRef, timeoutMs: number): { end(): void } {
-  const waits = listed.get(batch) ?? [];
-  listed.set(batch, waits);
+  const waits = batch.clientWaits;
   const now = Date.now();
   const wait: ClientWait = {
     callId: ref.callId,
