@@ -4,6 +4,7 @@
 // origin's IndexedDB, so a reloaded page (or the next one) serves the same session, and neither
 // the inbox nor the page's own scripts can read it out. The page proves it holds the key to attach,
 // and signs every answer with it, so the worker takes an answer only from this page's key.
+import type { ClientCall } from '../pipeline/client-tools';
 import type { ClientBinding, JsonObject } from '../pipeline/types';
 
 /** A session client key held by this browser. `binding` goes into the session's start. */
@@ -116,15 +117,8 @@ interface HandedCall {
   token: string;
   workflowId: string;
   attempt: number;
-  call: {
-    callId: string;
-    name: string;
-    args: JsonObject;
-    sessionId: string;
-    turn: number;
-    step: number;
-    idempotencyKey: string;
-  };
+  /** What the client's activity was given (the relay hands it on as it came). */
+  call: ClientCall;
 }
 
 /** How long a refused or lost attachment waits before it asks again. */

@@ -8,8 +8,6 @@
 // recording, write their order with SLUICE_REPLAY_ORDER=write on that test).
 //
 //   npx tsx scripts/record-client-tool-history.ts [--release NAME] [--force]
-import * as fs from 'node:fs';
-import * as path from 'node:path';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import type { BatchRequest, SluiceClient } from '../client/client';
 import { createClientKey, serveClientTools } from '../client/client-tools';
@@ -20,7 +18,7 @@ import type { BatchState } from '../pipeline/types';
 import { stateQuery } from '../workflows/definitions';
 import { clientTools } from '../test/fixtures/client-tools.config';
 import { echoTool } from '../test/fixtures/quick-tools';
-import { fixtureFile, withRecordingWorker, writeFixture } from './recording';
+import { freshFixtureFile, releaseArg, withRecordingWorker, writeFixture } from './recording';
 
 const tools = [echoTool, ...clientTools];
 const call = (id: string, name: string, args: Record<string, unknown>) => ({ id, name, arguments: args });
@@ -56,16 +54,10 @@ async function waitingOnClient(client: SluiceClient, workflowId: string, callIds
 }
 
 async function main(argv: string[]) {
-  const at = argv.indexOf('--release');
-  const release = at >= 0 ? argv[at + 1] : 'unreleased';
-  if (!release || !/^[\w.-]+$/.test(release)) throw new Error('--release takes a release name such as 1.1.0');
+  const release = releaseArg(argv);
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   for (const b of batches) {
-    const file = fixtureFile(release, b.file);
-    if (fs.existsSync(file) && !argv.includes('--force'))
-      throw new Error(
-        `${path.relative(process.cwd(), file)} exists: pass --force if this release's workflow code really changed before it shipped`,
-      );
+    const file = freshFixtureFile(release, b.file, argv);
     await withRecordingWorker(defineConfig({ tools }), async ({ client }) => {
       const key = createClientKey();
       const handle = await client.startBatch({ ...b.request, options: { client: key.binding } });

@@ -21,7 +21,7 @@ import type { BatchRequest } from '../client/client';
 import { historyToJson } from '../client/history';
 import { defineConfig, defineTool, type SluiceConfig } from '../define/config';
 import { codeModeTool } from '../tools/code-mode';
-import { fixtureFile, withRecordingWorker, writeFixture } from './recording';
+import { freshFixtureFile, releaseArg, withRecordingWorker, writeFixture } from './recording';
 import { echoTool, readFileTool } from '../test/fixtures/quick-tools';
 
 const files = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-fastpath-'));
@@ -107,16 +107,10 @@ const batches: { file: string; config: SluiceConfig; request: BatchRequest }[] =
 ];
 
 async function main(argv: string[]) {
-  const at = argv.indexOf('--release');
-  const release = at >= 0 ? argv[at + 1] : 'unreleased';
-  if (!release || !/^[\w.-]+$/.test(release)) throw new Error('--release takes a release name such as 1.1.0');
+  const release = releaseArg(argv);
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   for (const b of batches) {
-    const file = fixtureFile(release, b.file);
-    if (fs.existsSync(file) && !argv.includes('--force'))
-      throw new Error(
-        `${path.relative(process.cwd(), file)} exists: pass --force if this release's workflow code really changed before it shipped`,
-      );
+    const file = freshFixtureFile(release, b.file, argv);
     await withRecordingWorker(b.config, async ({ client }) => {
       const handle = await client.startBatch(b.request);
       await handle.result();

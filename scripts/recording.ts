@@ -21,6 +21,27 @@ export function fixtureFile(release: string, name: string): string {
   return path.join(FIXTURES, release, name);
 }
 
+/** The release a recording script writes for: `--release NAME`, else `unreleased`. */
+export function releaseArg(argv: string[]): string {
+  const at = argv.indexOf('--release');
+  const release = at >= 0 ? argv[at + 1] : 'unreleased';
+  if (!release || !/^[\w.-]+$/.test(release)) throw new Error('--release takes a release name such as 1.1.0');
+  return release;
+}
+
+/**
+ * The fixture file to record, refused when it exists without `--force`: a shipped release's
+ * histories are what later code must replay, so they are not overwritten by accident.
+ */
+export function freshFixtureFile(release: string, name: string, argv: string[]): string {
+  const file = fixtureFile(release, name);
+  if (fs.existsSync(file) && !argv.includes('--force'))
+    throw new Error(
+      `${path.relative(process.cwd(), file)} exists: pass --force if this release's workflow code really changed before it shipped`,
+    );
+  return file;
+}
+
 /** The demo config (sluice.config.ts) that the recordings run. */
 export function demoConfig(): Promise<SluiceConfig> {
   return loadConfig(path.join(__dirname, '..', 'sluice.config.ts'));
