@@ -1,7 +1,10 @@
 // `sluice hook`: each harness's documented hook payload (test/fixtures/hook/, with the pages they
-// come from) fed to the real `bin/sluice.js hook <dialect>` process, against the run's dev server
-// and a worker whose config is harnessTools() + Claude Code permission rules from a project's
-// .claude/settings.json. Asserts what the harness would read back: stdout JSON, stderr, exit code.
+// come from) fed to `sluice hook <dialect>`, against the run's dev server and a worker whose config
+// is harnessTools() + Claude Code permission rules from a project's .claude/settings.json. Asserts
+// what the harness would read back: stdout JSON, stderr, exit code. The command's own function
+// (hookMain, with this file's stdin and stdout) answers most payloads; the real `bin/sluice.js
+// hook` process answers where the process is what is tested (an answer, the exit code of bad
+// input, `hook serve`), since each process is a Node start that loads TypeScript through tsx.
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as http from 'node:http';
@@ -24,11 +27,12 @@ import { batchWorkflowId } from '../workflows/definitions';
 import { defineConfig } from '../define/config';
 import { eventually, pendingApprovals } from './eventually';
 import { type Harness, startHarness } from './harness';
-import { type Ran, runProcess } from './run-process';
+import { runCli } from './run-cli';
+import { runHook as inProcess, spawnHook as inOwnProcess } from './run-hook';
 
-// Every test starts real processes (a hook, the CLI) that load TypeScript through tsx: at a load of
-// 16 and more each takes many seconds, so the file's tests get minutes, not vitest's one. They run
-// one at a time: that time is CPU (tsx compiling in each process), which tests run at once share.
+// A test that waits on a deny timeout or a hook's own timeout, or starts a real hook process
+// (a Node start that loads TypeScript through tsx), takes many seconds at a load of 16 and more:
+// the file's tests get minutes, not vitest's one.
 vi.setConfig({ testTimeout: 300_000 });
 
 const BIN = path.join(__dirname, '..', 'bin', 'sluice.js');
@@ -44,6 +48,8 @@ let callKey: Buffer;
 beforeAll(async () => {
   workspace = fs.mkdtempSync(path.join(inject('runDir'), 'hook-project-'));
   hookEnv = { ...process.env, XDG_CONFIG_HOME: path.join(workspace, 'config') };
+  // The hooks run in this process read the same config folder as the hook processes.
+  process.env.XDG_CONFIG_HOME = hookEnv.XDG_CONFIG_HOME;
   callKey = hookCallKey(hookEnv);
   fs.mkdirSync(path.join(workspace, '.claude'));
   fs.writeFileSync(
@@ -84,24 +90,25 @@ function payload(file: string, patch: { command?: string; toolUseId?: string | n
   return doc;
 }
 
-interface HookRan extends Ran {
-  json?: any;
-}
+const hookArgs = (dialect: string, args: string[]) => [
+  dialect,
+  '--address',
+  inject('temporalAddress'),
+  '--task-queue',
+  h.taskQueue,
+  '--timeout',
+  '120',
+  ...args,
+];
+const stdin = (input: unknown) => (typeof input === 'string' ? input : JSON.stringify(input));
 
-async function runHook(dialect: string, input: unknown, args: string[] = []): Promise<HookRan> {
-  const hookArgs = ['hook', dialect, '--address', inject('temporalAddress'), '--task-queue', h.taskQueue];
-  const r = await runProcess(process.execPath, [BIN, ...hookArgs, '--timeout', '120', ...args], {
-    env: hookEnv,
-    input: typeof input === 'string' ? input : JSON.stringify(input),
-  });
-  let json: unknown;
-  try {
-    json = r.stdout.trim() ? JSON.parse(r.stdout) : undefined;
-  } catch {
-    json = undefined;
-  }
-  return { ...r, json };
-}
+/** `sluice hook <dialect>` answered by the command's function in this process. */
+const runHook = (dialect: string, input: unknown, args: string[] = []) =>
+  inProcess(hookArgs(dialect, args), stdin(input));
+
+/** The real `bin/sluice.js hook <dialect>` process, as a harness runs it. */
+const spawnHook = (dialect: string, input: unknown, args: string[] = []) =>
+  inOwnProcess(hookArgs(dialect, args), stdin(input), hookEnv);
 
 /** The batch a decide event starts for its call (occurrence n); Codex's Bash without its `description`. */
 function decisionBatch(
@@ -147,9 +154,9 @@ async function exists(workflowId: string): Promise<boolean> {
 }
 
 describe('Claude Code', () => {
-  it('PreToolUse: an allow rule answers allow; the worker skipped its own `sluice hook` line', async () => {
+  it('PreToolUse (the real hook process): an allow rule answers allow; the worker skipped its own `sluice hook` line', async () => {
     expect(hookWarnings.some((w) => w.includes('sluice hook'))).toBe(true);
-    const r = await runHook('claude', payload('claude-pre-tool-use.json'));
+    const r = await spawnHook('claude', payload('claude-pre-tool-use.json'));
     expect(r.code).toBe(0);
     expect(r.json).toEqual({
       hookSpecificOutput: {
@@ -202,9 +209,9 @@ describe('Claude Code', () => {
     const rec = await runHook('claude', post);
     expect(rec.code).toBe(0);
     expect(rec.stdout).toBe('');
-    const audit = await runCli(['audit', doc.session_id, '--json', '--address', inject('temporalAddress')]);
+    const audit = await runCli(['audit', doc.session_id, '--json'], { address: inject('temporalAddress') });
     expect(audit.code).toBe(0);
-    const a = JSON.parse(audit.stdout);
+    const a = JSON.parse(audit.output);
     const calls = a.batches.flatMap((b: any) => b.calls);
     const decided = calls.find((c: any) => c.name === 'Bash');
     expect(decided.approval.outcome).toBe('allowed-once');
@@ -489,7 +496,8 @@ describe('Gemini CLI', () => {
 
 describe('bad input never allows', () => {
   it('malformed JSON, missing fields, an unknown dialect or event: exit 2 with the reason on stderr', async () => {
-    const notJson = await runHook('claude', '{"session_id": ');
+    // The real process: the exit code is what the harness reads.
+    const notJson = await spawnHook('claude', '{"session_id": ');
     expect(notJson.code).toBe(2);
     expect(notJson.stdout).toBe('');
     expect(notJson.stderr).toMatch(/not JSON/);
@@ -616,8 +624,4 @@ function post(
     req.on('error', reject);
     req.end(body);
   });
-}
-
-function runCli(args: string[]): Promise<Ran> {
-  return runProcess(process.execPath, [BIN, ...args]);
 }
