@@ -3,7 +3,8 @@
 // store their workers share — the file store of one machine, and PostgreSQL (a throw-away server);
 // a worker killed after the store has a call does not make it count twice; a store that cannot
 // be read denies, naming it. And a limit holds across two `sluice hook claude` calls of one
-// harness session, each its own batch.
+// harness session, each its own batch (the hook's function in this process; test/hook.test.ts
+// runs its process).
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -17,10 +18,10 @@ import { openStores } from '../stores/stores';
 import { eventually } from './eventually';
 import { batch, type ChildWorker, type Harness, spawnWorker, startHarness } from './harness';
 import { startPostgres, type TestPostgres } from './postgres';
-import { runProcess } from './run-process';
+import { runHook } from './run-hook';
 
-// Child workers and hook processes load TypeScript through tsx: at a load of 16 each takes many
-// seconds, so the tests get minutes.
+// Child workers load TypeScript through tsx: at a load of 16 each takes many seconds, so the tests
+// get minutes.
 vi.setConfig({ testTimeout: 300_000, hookTimeout: 300_000 });
 
 const CONFIG = path.join(__dirname, 'fixtures', 'facts-scope.config.ts');
@@ -182,9 +183,7 @@ describe.each(['files', 'postgresql'] as const)('facts scope in the %s store', (
 });
 
 describe('facts scope of a harness session: `sluice hook claude`', () => {
-  const BIN = path.join(__dirname, '..', 'bin', 'sluice.js');
   let h: Harness;
-  let hookEnv: NodeJS.ProcessEnv;
 
   beforeAll(async () => {
     const dir = fs.mkdtempSync(path.join(inject('runDir'), 'facts-hook-'));
@@ -204,7 +203,8 @@ permit (principal, action == Action::"Bash", resource);
 `,
       { pushesLastHour: { count: { tool: 'Bash', window: '1h', where: { command: { like: 'git push*' } } } } },
     );
-    hookEnv = { ...process.env, XDG_CONFIG_HOME: path.join(dir, 'config') };
+    // The hooks run in this process (test/run-hook.ts): their call key is kept in this run's folder.
+    process.env.XDG_CONFIG_HOME = path.join(dir, 'config');
     h = await startHarness(
       'facts-hook',
       defineConfig({ tools: harnessTools(), preExecute: [...policyRules({ workspace: ws }).preExecute] }),
@@ -227,11 +227,8 @@ permit (principal, action == Action::"Bash", resource);
       tool_input: { command, description: 'push' },
       tool_use_id: `toolu_${process.pid}_${counter}`,
     };
-    const args = ['hook', 'claude', '--address', inject('temporalAddress'), '--task-queue', h.taskQueue];
-    const r = await runProcess(process.execPath, [BIN, ...args, '--timeout', '120'], {
-      env: hookEnv,
-      input: JSON.stringify(doc),
-    });
+    const args = ['claude', '--address', inject('temporalAddress'), '--task-queue', h.taskQueue, '--timeout', '120'];
+    const r = await runHook(args, JSON.stringify(doc));
     expect(r.code).toBe(0);
     const out = JSON.parse(r.stdout).hookSpecificOutput;
     return { decision: out.permissionDecision, reason: out.permissionDecisionReason };
