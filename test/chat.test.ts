@@ -12,6 +12,7 @@ import { sessionHandle } from '../client/session';
 import { FileResultStore } from '../stores/claim-check';
 import { readSessionLog } from '../stores/sink';
 import { eventually } from './eventually';
+import { runCli } from './run-cli';
 import { spawnWorker, startHarness, type ChildWorker, type Harness } from './harness';
 import { asStream } from './stream-provider';
 
@@ -21,16 +22,30 @@ const SCRIPT = path.join(__dirname, '..', 'examples', 'chat-script.json');
 let h: Harness;
 let worker: ChildWorker | undefined;
 
+/** The OpenAI key the workers' environment holds (--model openai:…); it must reach no history. */
+const SECRET = 'sk-chat-test-secret';
+/** What the local OpenAI server was asked, with the key it was sent. */
+const requests: { auth: string; body: { messages: { role: string; content: unknown }[] } }[] = [];
+let openai: http.Server;
+
 beforeAll(async () => {
   h = await startHarness('chat', { tools: [] }, { autoStart: false });
+  openai = await startOpenAi();
 });
 afterAll(async () => {
   await worker?.kill();
   await h?.close();
+  openai?.close();
 });
 
+// Every worker has the OpenAI key and address in its environment (a worker start is a Node start
+// that loads TypeScript: one for each the tests need, none for the key).
 const startWorker = async () => {
-  worker = spawnWorker(CONFIG, h.taskQueue, h.stateDir, { SLUICE_TEST_DIR: h.stateDir });
+  worker = spawnWorker(CONFIG, h.taskQueue, h.stateDir, {
+    SLUICE_TEST_DIR: h.stateDir,
+    OPENAI_API_KEY: SECRET,
+    OPENAI_BASE_URL: `http://127.0.0.1:${(openai.address() as AddressInfo).port}/v1`,
+  });
   await worker.ready;
 };
 const lines = (file: string) =>
@@ -179,83 +194,41 @@ describe('sluice chat', () => {
   }, 360_000);
 
   it('--model openai:<model>: the real openai client in the worker, key from its environment only', async () => {
-    // a local server speaking OpenAI's chat completions: a tool call first, then the answer
-    const requests: { auth: string; body: { messages: { role: string; content: unknown }[] } }[] = [];
-    const server = http.createServer((req, res) => {
-      let raw = '';
-      req.on('data', (d) => (raw += d));
-      req.on('end', () => {
-        const body = JSON.parse(raw);
-        requests.push({ auth: String(req.headers.authorization), body });
-        const tool = body.messages.find((m: { role: string }) => m.role === 'tool');
-        const message = tool
-          ? { role: 'assistant', content: `Published: ${tool.content}`, refusal: null }
-          : {
-              role: 'assistant',
-              content: 'I will publish the plan.',
-              refusal: null,
-              tool_calls: [
-                { id: 'call_1', type: 'function', function: { name: 'publish', arguments: '{"what":"the plan"}' } },
-              ],
-            };
-        const answer = {
-          id: 'chatcmpl-1',
-          object: 'chat.completion',
-          created: 1,
-          model: body.model,
-          choices: [{ index: 0, message, finish_reason: tool ? 'stop' : 'tool_calls', logprobs: null }],
-          usage: { prompt_tokens: 11, completion_tokens: 5, total_tokens: 16 },
-        };
-        // The adapter streams: the same answer in SSE.
-        res.setHeader('content-type', body.stream ? 'text/event-stream' : 'application/json');
-        res.end(body.stream ? asStream('/v1/chat/completions', answer) : JSON.stringify(answer));
-      });
-    });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-    const secret = 'sk-chat-test-secret';
-    try {
-      await worker?.kill();
-      worker = spawnWorker(CONFIG, h.taskQueue, h.stateDir, {
-        SLUICE_TEST_DIR: h.stateDir,
-        OPENAI_API_KEY: secret,
-        OPENAI_BASE_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
-      });
-      await worker.ready;
-      const sessionId = `openai-${process.pid}`;
-      const c = chat(['--model', 'openai:gpt-test', '--session', sessionId]);
-      c.type('publish the plan');
-      await shows(c, 'Approve this call? [y/N]');
-      c.type('y');
-      await shows(c, 'model: Published: published the plan');
-      c.type('/end');
-      expect(await c.exit, c.output()).toBe(0);
-      expect(c.output()).toContain('model: I will publish the plan.');
-      expect(c.output()).toContain('✓ publish (call_1): published the plan');
-      expect(requests).toHaveLength(2);
-      expect(requests.every((r) => r.auth === `Bearer ${secret}`)).toBe(true);
-      expect(requests[1].body.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool']);
-      // every payload of the session's history as text: the key is in none of them
-      const history = payloadText(await sessionHandle(h.client, sessionId).workflow.fetchHistory());
-      expect(history).toContain('publish the plan'); // the decoding works: the user's message is there
-      expect(history).not.toContain(secret);
-      expect(c.output()).not.toContain(secret);
-    } finally {
-      server.close();
-    }
+    if (!worker) await startWorker(); // this test run alone
+    const sessionId = `openai-${process.pid}`;
+    const c = chat(['--model', 'openai:gpt-test', '--session', sessionId]);
+    c.type('publish the plan');
+    await shows(c, 'Approve this call? [y/N]');
+    c.type('y');
+    await shows(c, 'model: Published: published the plan');
+    c.type('/end');
+    expect(await c.exit, c.output()).toBe(0);
+    expect(c.output()).toContain('model: I will publish the plan.');
+    expect(c.output()).toContain('✓ publish (call_1): published the plan');
+    expect(requests).toHaveLength(2);
+    expect(requests.every((r) => r.auth === `Bearer ${SECRET}`)).toBe(true);
+    expect(requests[1].body.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool']);
+    // every payload of the session's history as text: the key is in none of them
+    const history = payloadText(await sessionHandle(h.client, sessionId).workflow.fetchHistory());
+    expect(history).toContain('publish the plan'); // the decoding works: the user's message is there
+    expect(history).not.toContain(SECRET);
+    expect(c.output()).not.toContain(SECRET);
   }, 240_000);
 
   it('usage problems and a session that does not exist are told plainly', async () => {
-    const none = chat([]);
-    expect(await none.exit).toBe(2);
-    expect(none.output()).toContain('chat needs one of --script FILE');
+    // The usage problems through the CLI's function in this process (they are found before it
+    // reads a line); the missing session through the process, whose exit status is what a script reads.
+    const none = await runCli(['chat']);
+    expect(none.code).toBe(2);
+    expect(none.output).toContain('chat needs one of --script FILE');
     const missing = chat(['--resume', 'no-such-session']);
     expect(await missing.exit).toBe(1);
     expect(missing.output()).toContain('there is no session no-such-session on this server');
-    const bad = chat(['--script', path.join(__dirname, 'fixtures', 'no-such-script.json')]);
-    expect(await bad.exit).toBe(2);
-    expect(bad.output()).toMatch(/no-such-script\.json is not readable JSON \(ENOENT\)/);
-    // Three CLI processes, each loading the CLI from a cold start: a minute each is not too long
-    // on a machine at load 16 (a clean-clone run there timed out at 60 s).
+    const bad = await runCli(['chat', '--script', path.join(__dirname, 'fixtures', 'no-such-script.json')]);
+    expect(bad.code).toBe(2);
+    expect(bad.output).toMatch(/no-such-script\.json is not readable JSON \(ENOENT\)/);
+    // A CLI process loads the CLI from a cold start: a minute is not too long on a machine at
+    // load 16 (a clean-clone run there timed out at 60 s).
   }, 180_000);
 });
 
@@ -265,4 +238,40 @@ function payloadText(value: unknown): string {
   if (Array.isArray(value)) return value.map(payloadText).join('\n');
   if (value && typeof value === 'object') return Object.values(value).map(payloadText).join('\n');
   return typeof value === 'string' ? value : '';
+}
+
+/** A local server speaking OpenAI's chat completions: a tool call first, then the answer. */
+async function startOpenAi(): Promise<http.Server> {
+  const server = http.createServer((req, res) => {
+    let raw = '';
+    req.on('data', (d) => (raw += d));
+    req.on('end', () => {
+      const body = JSON.parse(raw);
+      requests.push({ auth: String(req.headers.authorization), body });
+      const tool = body.messages.find((m: { role: string }) => m.role === 'tool');
+      const message = tool
+        ? { role: 'assistant', content: `Published: ${tool.content}`, refusal: null }
+        : {
+            role: 'assistant',
+            content: 'I will publish the plan.',
+            refusal: null,
+            tool_calls: [
+              { id: 'call_1', type: 'function', function: { name: 'publish', arguments: '{"what":"the plan"}' } },
+            ],
+          };
+      const answer = {
+        id: 'chatcmpl-1',
+        object: 'chat.completion',
+        created: 1,
+        model: body.model,
+        choices: [{ index: 0, message, finish_reason: tool ? 'stop' : 'tool_calls', logprobs: null }],
+        usage: { prompt_tokens: 11, completion_tokens: 5, total_tokens: 16 },
+      };
+      // The adapter streams: the same answer in SSE.
+      res.setHeader('content-type', body.stream ? 'text/event-stream' : 'application/json');
+      res.end(body.stream ? asStream('/v1/chat/completions', answer) : JSON.stringify(answer));
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  return server;
 }
