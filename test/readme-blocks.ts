@@ -11,7 +11,11 @@
 // a person approves, the session, the manifest reader, the Code Mode program). A block the tests do
 // not know, or one that fails or hangs, fails; `text` blocks and `<!-- not run: why -->` ones are
 // skipped (TypeScript ones still typecheck). The README's worker.ts also runs in a CommonJS folder
-// of each app (issue 23 item 3). installing.md's install lines run in apps of their own (the
+// of each app (issue 23 item 3), and runs a batch there. The cells' apps are the install matrix's
+// worker apps too (install-matrix.test.ts has its client-only app): one install per cell and run
+// serves both, and the matrix's checks run on it (one copy of each @temporalio package, the
+// consumers of test/consumer.ts typechecked with skipLibCheck false under CommonJS node16, a
+// batch through a worker hosting Sluice from CommonJS). installing.md's install lines run in apps of their own (the
 // registry name `sluice` stands for the packed tarball), against the suite's dev server
 // (readme-blocks.test.ts, with the check that every block is claimed by a step).
 //
@@ -28,6 +32,7 @@ import { type DocBlock, docBlocks, RUN_LANGS, type Proc, startProcess, stopProce
 import { eventually } from './eventually';
 import { text } from './harness';
 import { freePort, startDevServer, type DevServer } from '../temporal/dev-server';
+import { CONSUMER, STRICT_COMMONJS, temporalPackages, WORKER_CONSUMER } from './consumer';
 import { copiesOf, type FreshApp, freshApp, installedVersion, packSluice, REPO, sh } from './fresh-app';
 import { startStreamProvider, type StreamProvider } from './stream-provider';
 
@@ -121,6 +126,14 @@ const TEMPORAL_PACKAGES = ['client', 'common', 'proto', 'workflow', 'activity', 
  */
 function expectCellTemporal(cell: Cell): void {
   const mixed = cell.aiSdk !== undefined && cell.aiSdk !== cell.temporal;
+  // Every @temporalio package the install placed, not only the SDK's own: one copy each, at the
+  // cell's version (ai-sdk at its own).
+  if (!mixed)
+    for (const name of temporalPackages(app.dir)) {
+      const copies = app.copies(name);
+      expect(copies, name).toHaveLength(1);
+      if (name !== '@temporalio/ai-sdk') expect(copies[0], name).toBe(`node_modules/${name}@${cell.temporal}`);
+    }
   for (const name of TEMPORAL_PACKAGES) {
     const copies = app.copies(name);
     if (!mixed) expect(copies).toEqual([`node_modules/${name}@${cell.temporal}`]);
@@ -245,6 +258,8 @@ async function installCell(cell: Cell): Promise<FreshApp> {
       `@jitl/quickjs-wasmfile-release-sync@${installedVersion('@jitl/quickjs-wasmfile-release-sync')}`,
       `typescript@${installedVersion('typescript')}`,
       `@types/node@${installedVersion('@types/node')}`,
+      // The install matrix's consumers compile with skipLibCheck false (test/consumer.ts).
+      '@types/ms@2',
     ],
     files: appFiles(),
   });
@@ -273,6 +288,61 @@ export function everyBlockClaimed(): void {
       }
     });
   });
+}
+
+/**
+ * A client of the README's worker, in CommonJS with the app's sluice/client (the install matrix's
+ * batch through a worker): one call a person approves, one the config's preExecute denies.
+ */
+const CJS_BATCH = `
+const { connect, SluiceClient } = require('sluice/client');
+const email = (id, to) => ({ id, name: 'send_email', arguments: JSON.stringify({ to, subject: 'Minutes', body: 'Attached.' }) });
+async function main() {
+  const { connection } = await connect();
+  const sluice = new SluiceClient({ connection, taskQueue: '${TASK_QUEUE}' });
+  const out = await sluice.runBatch({
+    sessionId: process.env.SESSION, turn: 1, step: 1,
+    calls: [email('cjs-1', 'cjs@example.com'), email('cjs-2', 'cjs@rival.com')],
+  });
+  console.log(JSON.stringify(out.results.map((r) => ({ isError: r.result.isError, text: r.result.content.map((b) => b.text).join('') }))));
+  await connection.close();
+}
+main().then(() => process.exit(0), (err) => { console.error(err); process.exit(1); });
+`;
+
+let commonJs: Promise<{ cjs: string; errors: string[] }> | undefined;
+/**
+ * The app's CommonJS folder, compiled once by the app's tsc with every check on: the README's
+ * worker.ts (emitted, to run) and the install matrix's consumers (test/consumer.ts). Its errors, one
+ * per line, for the tests to share out by file.
+ */
+function compileCommonJs(): Promise<{ cjs: string; errors: string[] }> {
+  commonJs ??= (async () => {
+    const cjs = path.join(app.dir, 'cjs');
+    fs.mkdirSync(cjs, { recursive: true });
+    fs.writeFileSync(path.join(cjs, 'package.json'), JSON.stringify({ type: 'commonjs' }));
+    for (const step of ['worker', 'config', 'workflows'] as const)
+      fs.writeFileSync(path.join(cjs, claimed(step)[0].file!), code(step));
+    fs.writeFileSync(path.join(cjs, 'consumer.ts'), CONSUMER);
+    fs.writeFileSync(path.join(cjs, 'worker-consumer.ts'), WORKER_CONSUMER);
+    fs.writeFileSync(path.join(cjs, 'batch.js'), CJS_BATCH);
+    fs.writeFileSync(
+      path.join(cjs, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: { ...STRICT_COMMONJS, outDir: 'build' },
+        files: ['worker.ts', 'consumer.ts', 'worker-consumer.ts', path.join('..', 'given.d.ts')],
+      }),
+    );
+    const tsc = [path.join('..', 'node_modules', 'typescript', 'bin', 'tsc'), '-p', '.'];
+    const failed = await sh('node', tsc, cjs, { timeoutMs: 300_000 }).then(
+      () => '',
+      (err: Error) => err.message,
+    );
+    const errors = failed.split('\n').filter((l) => /error TS\d+/.test(l));
+    // A failure with no error line (tsc crashed, or timed out) is every test's.
+    return { cjs, errors: failed && errors.length === 0 ? [failed] : errors };
+  })();
+  return commonJs;
 }
 
 /** README's and getting-started's blocks in one cell's fresh app, on a dev server of the cell's own. */
@@ -346,28 +416,44 @@ export function readmeCell(cell: Cell): void {
       expect(fs.existsSync(path.join(app.dir, 'build', 'worker.js'))).toBe(true);
     }, 600_000);
 
-    it('worker.ts runs as written in a CommonJS folder too, until it polls its queue', async () => {
-      const cjs = path.join(app.dir, 'cjs');
-      fs.mkdirSync(cjs, { recursive: true });
-      fs.writeFileSync(path.join(cjs, 'package.json'), JSON.stringify({ type: 'commonjs' }));
-      for (const step of ['worker', 'config', 'workflows'] as const)
-        fs.writeFileSync(path.join(cjs, claimed(step)[0].file!), code(step));
-      fs.writeFileSync(
-        path.join(cjs, 'tsconfig.json'),
-        JSON.stringify({
-          compilerOptions: { target: 'ES2022', module: 'node16', strict: true, skipLibCheck: true, outDir: 'build' },
-          files: ['worker.ts', path.join('..', 'given.d.ts')],
-        }),
+    it('the install matrix’s consumers of every entry typecheck with skipLibCheck false (CommonJS, node16 resolution)', async () => {
+      const { errors } = await compileCommonJs();
+      // The errors outside the README's worker.ts (that one is the next test's).
+      expect(errors.filter((e) => !e.startsWith('worker.ts(')).join('\n')).toBe('');
+    }, 600_000);
+
+    it('worker.ts runs as written in a CommonJS folder too, and a batch runs through it from the app’s sluice/client', async () => {
+      const { cjs, errors } = await compileCommonJs();
+      expect(errors.filter((e) => e.startsWith('worker.ts(')).join('\n')).toBe('');
+      const log = path.join(cjs, 'given.log');
+      const cjsWorker = startProcess(
+        'the CommonJS worker.ts',
+        process.execPath,
+        ['--require', path.join(app.dir, 'given.cjs'), path.join('build', 'worker.js')],
+        { cwd: cjs, env: { ...env(), GIVEN_LOG: log } },
       );
-      await sh('node', [path.join('..', 'node_modules', 'typescript', 'bin', 'tsc'), '-p', '.'], cjs, {
-        timeoutMs: 300_000,
-      });
-      const cjsWorker = startProcess('the CommonJS worker.ts', process.execPath, [path.join('build', 'worker.js')], {
-        cwd: cjs,
-        env: env(),
-      });
       await cjsWorker.waitFor('the worker polls its task queue', /Worker state changed.*state: 'RUNNING'/);
+      const sessionId = `cjs-${stamp}`;
+      const batch = sh('node', ['batch.js'], cjs, { env: { ...env(), SESSION: sessionId }, timeoutMs: 280_000 });
+      const sluice = new SluiceClient({ connection, taskQueue: TASK_QUEUE });
+      const pending = await eventually(
+        'the send_email call waits for a person',
+        async () => (await sluice.pendingApprovals()).find((p) => p.sessionId === sessionId),
+        { timeoutMs: 240_000, intervalMs: 500 },
+      );
+      await sluice.approve(pending.approvalId, { by: 'alice' });
+      const results = JSON.parse((await batch).stdout.trim().split('\n').pop()!);
+      expect(results[0]).toEqual({ isError: false, text: expect.stringContaining('queued for cjs@example.com') });
+      expect(results[1]).toEqual({ isError: true, text: expect.stringContaining('no mail to rivals') });
       await cjsWorker.stop();
+      // The approved body ran once, in the CommonJS worker; the rival's never.
+      const mailed = fs
+        .readFileSync(log, 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l))
+        .filter((e) => e.mailer);
+      expect(mailed).toEqual([expect.objectContaining({ mailer: 'cjs@example.com', pid: cjsWorker.child.pid })]);
     }, 600_000);
 
     it('worker.ts, with the README’s sluice.config.ts and getting-started’s workflows.ts, polls its queue', async () => {
