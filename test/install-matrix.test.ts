@@ -2,11 +2,10 @@
 // flag) into a fresh app outside the checkout, with no Temporal package of its own: one copy of
 // every @temporalio package the client brings, no worker runtime and no optional part, a consumer
 // typechecked with skipLibCheck false under CommonJS node16 resolution, and the CLI's client
-// commands. The matrix's worker apps (Temporal 1.23 and 1.24, alone and beside
-// @temporalio/ai-sdk) are the README cells' apps (readme-blocks.ts): each cell's app is installed
-// once per run, and the same checks (one copy of each @temporalio package, the consumer and a
-// worker app's consumer typechecked with skipLibCheck false under CommonJS node16, a batch
-// through a worker) run there. The registry is needed for what the npm cache lacks.
+// commands. The matrix's worker apps (Temporal 1.24, 1.23, and 1.23 beside @temporalio/ai-sdk)
+// are the README cells' apps (readme-blocks.ts): each cell's app is installed once per run, and
+// the same checks (one copy of each @temporalio package, the consumer and a worker app's consumer
+// typechecked with skipLibCheck false under CommonJS node16, a batch through a worker) run there. The registry is needed for what the npm cache lacks.
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
