@@ -219,17 +219,6 @@ function appFiles(): Record<string, string> {
     'given.cjs': fs.readFileSync(path.join(given, 'given.cjs'), 'utf8'),
     'given.d.ts': fs.readFileSync(path.join(given, 'given.d.ts'), 'utf8'),
     'code-mode.config.ts': CODE_MODE_CONFIG,
-    'tsconfig.json': JSON.stringify({
-      compilerOptions: {
-        target: 'ES2022',
-        module: 'node16',
-        strict: true,
-        skipLibCheck: true,
-        outDir: 'build',
-        types: ['node'],
-      },
-      include: ['*.ts'],
-    }),
   };
   blocks
     .filter((b) => b.lang === 'ts')
@@ -313,41 +302,50 @@ async function main() {
 main().then(() => process.exit(0), (err) => { console.error(err); process.exit(1); });
 `;
 
-let commonJs: Promise<{ cjs: string; errors: string[] }> | undefined;
+type Compiled = { cjs: string; errors: string[] };
+let compiledApp: Promise<Compiled> | undefined;
 /**
- * The app's CommonJS folder, compiled once by the app's tsc: the README's worker.ts (emitted, to
- * run) and, in the install matrix's cells (one Temporal), the matrix's consumers (test/consumer.ts)
- * with every check on. Its errors, one per line, for the tests to share out by file.
+ * The app compiled once by its tsc (module node16: each file ESM or CommonJS by its folder's
+ * package.json): every TypeScript block in the app's folder (ESM, to build/), the README's worker.ts
+ * in a CommonJS folder (to build/cjs/, to run) and, in the install matrix's cells (one Temporal),
+ * the matrix's consumers (test/consumer.ts) there, with every check on (skipLibCheck false). One
+ * program: the declarations it reads are read and checked once. Its errors, one per line
+ * (`file(line,col): error TS…`, relative to the app), for the tests to share out by file.
  */
-function compileCommonJs(cell: Cell): Promise<{ cjs: string; errors: string[] }> {
-  const consumers = isMixed(cell) ? [] : ['consumer.ts', 'worker-consumer.ts'];
-  commonJs ??= (async () => {
+function compileApp(cell: Cell): Promise<Compiled> {
+  const consumers = isMixed(cell) ? [] : ['cjs/consumer.ts', 'cjs/worker-consumer.ts'];
+  compiledApp ??= (async () => {
     const cjs = path.join(app.dir, 'cjs');
-    fs.mkdirSync(cjs, { recursive: true });
-    fs.writeFileSync(path.join(cjs, 'package.json'), JSON.stringify({ type: 'commonjs' }));
-    for (const step of ['worker', 'config', 'workflows'] as const)
-      fs.writeFileSync(path.join(cjs, claimed(step)[0].file!), code(step));
-    fs.writeFileSync(path.join(cjs, 'consumer.ts'), CONSUMER);
-    fs.writeFileSync(path.join(cjs, 'worker-consumer.ts'), WORKER_CONSUMER);
-    fs.writeFileSync(path.join(cjs, 'batch.js'), CJS_BATCH);
-    fs.writeFileSync(
-      path.join(cjs, 'tsconfig.json'),
-      JSON.stringify({
+    app.write({
+      'cjs/package.json': JSON.stringify({ type: 'commonjs' }),
+      'build/cjs/package.json': JSON.stringify({ type: 'commonjs' }),
+      'cjs/batch.js': CJS_BATCH,
+      'cjs/consumer.ts': CONSUMER,
+      'cjs/worker-consumer.ts': WORKER_CONSUMER,
+      'tsconfig.json': JSON.stringify({
         compilerOptions: { ...STRICT_COMMONJS, skipLibCheck: consumers.length === 0, outDir: 'build' },
-        files: ['worker.ts', ...consumers, path.join('..', 'given.d.ts')],
+        include: ['*.ts'],
+        files: ['cjs/worker.ts', ...consumers],
       }),
-    );
-    const tsc = [path.join('..', 'node_modules', 'typescript', 'bin', 'tsc'), '-p', '.'];
-    const failed = await sh('node', tsc, cjs, { timeoutMs: 300_000 }).then(
-      () => '',
-      (err: Error) => err.message,
-    );
+    });
+    for (const step of ['worker', 'config', 'workflows'] as const)
+      app.write({ [`cjs/${claimed(step)[0].file}`]: code(step) });
+    const failed = await app
+      .sh('node', [path.join('node_modules', 'typescript', 'bin', 'tsc'), '-p', '.'], { timeoutMs: 300_000 })
+      .then(
+        () => '',
+        (err: Error) => err.message,
+      );
     const errors = failed.split('\n').filter((l) => /error TS\d+/.test(l));
     // A failure with no error line (tsc crashed, or timed out) is every test's.
     return { cjs, errors: failed && errors.length === 0 ? [failed] : errors };
   })();
-  return commonJs;
+  return compiledApp;
 }
+/** An error in a file of the app's own folder (a block), in the CommonJS worker.ts, or elsewhere. */
+const inBlock = (e: string) => /^[^/\\(]+\.ts\(/.test(e);
+const inCjsWorker = (e: string) => /^cjs[/\\]worker\.ts\(/.test(e);
+const lines = (errors: string[]) => errors.join('\n');
 
 /** README's and getting-started's blocks in one cell's fresh app, on a dev server of the cell's own. */
 export function readmeCell(cell: Cell): void {
@@ -416,26 +414,28 @@ export function readmeCell(cell: Cell): void {
     }, 600_000);
 
     it('every TypeScript block compiles with the app’s tsc (module node16, ESM)', async () => {
-      await app.sh('node', [path.join('node_modules', 'typescript', 'bin', 'tsc'), '-p', '.'], { timeoutMs: 300_000 });
+      const { errors } = await compileApp(cell);
+      expect(lines(errors.filter((e) => inBlock(e) || !/error TS/.test(e)))).toBe('');
       expect(fs.existsSync(path.join(app.dir, 'build', 'worker.js'))).toBe(true);
     }, 600_000);
 
     // As the install matrix has them: its cells have one Temporal.
     if (!isMixed(cell))
       it('the install matrix’s consumers of every entry typecheck with skipLibCheck false (CommonJS, node16 resolution)', async () => {
-        const { errors } = await compileCommonJs(cell);
-        // The errors outside the README's worker.ts (that one is the next test's).
-        expect(errors.filter((e) => !e.startsWith('worker.ts(')).join('\n')).toBe('');
+        const { errors } = await compileApp(cell);
+        // The consumers' errors and the declarations' (the blocks' and the CommonJS worker.ts's are
+        // the other tests').
+        expect(lines(errors.filter((e) => !inBlock(e) && !inCjsWorker(e)))).toBe('');
       }, 600_000);
 
     it('worker.ts runs as written in a CommonJS folder too, and a batch runs through it from the app’s sluice/client', async () => {
-      const { cjs, errors } = await compileCommonJs(cell);
-      expect(errors.filter((e) => e.startsWith('worker.ts(')).join('\n')).toBe('');
+      const { cjs, errors } = await compileApp(cell);
+      expect(lines(errors.filter((e) => inCjsWorker(e) || !/error TS/.test(e)))).toBe('');
       const log = path.join(cjs, 'given.log');
       const cjsWorker = startProcess(
         'the CommonJS worker.ts',
         process.execPath,
-        ['--require', path.join(app.dir, 'given.cjs'), path.join('build', 'worker.js')],
+        ['--require', path.join(app.dir, 'given.cjs'), path.join('..', 'build', 'cjs', 'worker.js')],
         { cwd: cjs, env: { ...env(), GIVEN_LOG: log } },
       );
       // Stopped however the batch ends: left polling, it would take the next tests' calls.
