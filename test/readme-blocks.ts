@@ -11,7 +11,11 @@
 // a person approves, the session, the manifest reader, the Code Mode program). A block the tests do
 // not know, or one that fails or hangs, fails; `text` blocks and `<!-- not run: why -->` ones are
 // skipped (TypeScript ones still typecheck). The README's worker.ts also runs in a CommonJS folder
-// of each app (issue 23 item 3). installing.md's install lines run in apps of their own (the
+// of each app (issue 23 item 3), and runs a batch there from CommonJS. The cells with one Temporal
+// are the install matrix's worker apps too (install-matrix.test.ts has its client-only app): one
+// install per cell and run serves both, and the matrix's checks run on it (one copy of each
+// @temporalio package, the consumers of test/consumer.ts typechecked with skipLibCheck false under
+// CommonJS node16, the batch through a worker hosting Sluice). installing.md's install lines run in apps of their own (the
 // registry name `sluice` stands for the packed tarball), against the suite's dev server
 // (readme-blocks.test.ts, with the check that every block is claimed by a step).
 //
@@ -28,6 +32,7 @@ import { type DocBlock, docBlocks, RUN_LANGS, type Proc, startProcess, stopProce
 import { eventually } from './eventually';
 import { text } from './harness';
 import { freePort, startDevServer, type DevServer } from '../temporal/dev-server';
+import { CONSUMER, STRICT_COMMONJS, temporalPackages, WORKER_CONSUMER } from './consumer';
 import { copiesOf, type FreshApp, freshApp, installedVersion, packSluice, REPO, sh } from './fresh-app';
 import { startStreamProvider, type StreamProvider } from './stream-provider';
 
@@ -119,8 +124,19 @@ const TEMPORAL_PACKAGES = ['client', 'common', 'proto', 'workflow', 'activity', 
  * its pinned copies are there too: the app's own client and worker are the cell's version, and
  * every copy is the app's version or ai-sdk's.
  */
+/** Two Temporals: ai-sdk's pinned copies beside the app's own of another version. */
+const isMixed = (cell: Cell) => cell.aiSdk !== undefined && cell.aiSdk !== cell.temporal;
+
 function expectCellTemporal(cell: Cell): void {
-  const mixed = cell.aiSdk !== undefined && cell.aiSdk !== cell.temporal;
+  const mixed = isMixed(cell);
+  // Every @temporalio package the install placed, not only the SDK's own: one copy each, at the
+  // cell's version (ai-sdk at its own).
+  if (!mixed)
+    for (const name of temporalPackages(app.dir)) {
+      const copies = app.copies(name);
+      expect(copies, name).toHaveLength(1);
+      if (name !== '@temporalio/ai-sdk') expect(copies[0], name).toBe(`node_modules/${name}@${cell.temporal}`);
+    }
   for (const name of TEMPORAL_PACKAGES) {
     const copies = app.copies(name);
     if (!mixed) expect(copies).toEqual([`node_modules/${name}@${cell.temporal}`]);
@@ -203,17 +219,6 @@ function appFiles(): Record<string, string> {
     'given.cjs': fs.readFileSync(path.join(given, 'given.cjs'), 'utf8'),
     'given.d.ts': fs.readFileSync(path.join(given, 'given.d.ts'), 'utf8'),
     'code-mode.config.ts': CODE_MODE_CONFIG,
-    'tsconfig.json': JSON.stringify({
-      compilerOptions: {
-        target: 'ES2022',
-        module: 'node16',
-        strict: true,
-        skipLibCheck: true,
-        outDir: 'build',
-        types: ['node'],
-      },
-      include: ['*.ts'],
-    }),
   };
   blocks
     .filter((b) => b.lang === 'ts')
@@ -245,6 +250,8 @@ async function installCell(cell: Cell): Promise<FreshApp> {
       `@jitl/quickjs-wasmfile-release-sync@${installedVersion('@jitl/quickjs-wasmfile-release-sync')}`,
       `typescript@${installedVersion('typescript')}`,
       `@types/node@${installedVersion('@types/node')}`,
+      // The install matrix's consumers compile with skipLibCheck false (test/consumer.ts).
+      '@types/ms@2',
     ],
     files: appFiles(),
   });
@@ -274,6 +281,71 @@ export function everyBlockClaimed(): void {
     });
   });
 }
+
+/**
+ * A client of the README's worker, in CommonJS with the app's sluice/client (the install matrix's
+ * batch through a worker): one call a person approves, one the config's preExecute denies.
+ */
+const CJS_BATCH = `
+const { connect, SluiceClient } = require('sluice/client');
+const email = (id, to) => ({ id, name: 'send_email', arguments: JSON.stringify({ to, subject: 'Minutes', body: 'Attached.' }) });
+async function main() {
+  const { connection } = await connect();
+  const sluice = new SluiceClient({ connection, taskQueue: '${TASK_QUEUE}' });
+  const out = await sluice.runBatch({
+    sessionId: process.env.SESSION, turn: 1, step: 1,
+    calls: [email('cjs-1', 'cjs@example.com'), email('cjs-2', 'cjs@rival.com')],
+  });
+  console.log(JSON.stringify(out.results.map((r) => ({ isError: r.result.isError, text: r.result.content.map((b) => b.text).join('') }))));
+  await connection.close();
+}
+main().then(() => process.exit(0), (err) => { console.error(err); process.exit(1); });
+`;
+
+type Compiled = { cjs: string; errors: string[] };
+let compiledApp: Promise<Compiled> | undefined;
+/**
+ * The app compiled once by its tsc (module node16: each file ESM or CommonJS by its folder's
+ * package.json): every TypeScript block in the app's folder (ESM, to build/), the README's worker.ts
+ * in a CommonJS folder (to build/cjs/, to run) and, in the install matrix's cells (one Temporal),
+ * the matrix's consumers (test/consumer.ts) there, with every check on (skipLibCheck false). One
+ * program: the declarations it reads are read and checked once. Its errors, one per line
+ * (`file(line,col): error TS…`, relative to the app), for the tests to share out by file.
+ */
+function compileApp(cell: Cell): Promise<Compiled> {
+  const consumers = isMixed(cell) ? [] : ['cjs/consumer.ts', 'cjs/worker-consumer.ts'];
+  compiledApp ??= (async () => {
+    const cjs = path.join(app.dir, 'cjs');
+    app.write({
+      'cjs/package.json': JSON.stringify({ type: 'commonjs' }),
+      'build/cjs/package.json': JSON.stringify({ type: 'commonjs' }),
+      'cjs/batch.js': CJS_BATCH,
+      'cjs/consumer.ts': CONSUMER,
+      'cjs/worker-consumer.ts': WORKER_CONSUMER,
+      'tsconfig.json': JSON.stringify({
+        compilerOptions: { ...STRICT_COMMONJS, skipLibCheck: consumers.length === 0, outDir: 'build' },
+        include: ['*.ts'],
+        files: ['cjs/worker.ts', ...consumers],
+      }),
+    });
+    for (const step of ['worker', 'config', 'workflows'] as const)
+      app.write({ [`cjs/${claimed(step)[0].file}`]: code(step) });
+    const failed = await app
+      .sh('node', [path.join('node_modules', 'typescript', 'bin', 'tsc'), '-p', '.'], { timeoutMs: 300_000 })
+      .then(
+        () => '',
+        (err: Error) => err.message,
+      );
+    const errors = failed.split('\n').filter((l) => /error TS\d+/.test(l));
+    // A failure with no error line (tsc crashed, or timed out) is every test's.
+    return { cjs, errors: failed && errors.length === 0 ? [failed] : errors };
+  })();
+  return compiledApp;
+}
+/** An error in a file of the app's own folder (a block), in the CommonJS worker.ts, or elsewhere. */
+const inBlock = (e: string) => /^[^/\\(]+\.ts\(/.test(e);
+const inCjsWorker = (e: string) => /^cjs[/\\]worker\.ts\(/.test(e);
+const lines = (errors: string[]) => errors.join('\n');
 
 /** README's and getting-started's blocks in one cell's fresh app, on a dev server of the cell's own. */
 export function readmeCell(cell: Cell): void {
@@ -342,32 +414,57 @@ export function readmeCell(cell: Cell): void {
     }, 600_000);
 
     it('every TypeScript block compiles with the app’s tsc (module node16, ESM)', async () => {
-      await app.sh('node', [path.join('node_modules', 'typescript', 'bin', 'tsc'), '-p', '.'], { timeoutMs: 300_000 });
+      const { errors } = await compileApp(cell);
+      expect(lines(errors.filter((e) => inBlock(e) || !/error TS/.test(e)))).toBe('');
       expect(fs.existsSync(path.join(app.dir, 'build', 'worker.js'))).toBe(true);
     }, 600_000);
 
-    it('worker.ts runs as written in a CommonJS folder too, until it polls its queue', async () => {
-      const cjs = path.join(app.dir, 'cjs');
-      fs.mkdirSync(cjs, { recursive: true });
-      fs.writeFileSync(path.join(cjs, 'package.json'), JSON.stringify({ type: 'commonjs' }));
-      for (const step of ['worker', 'config', 'workflows'] as const)
-        fs.writeFileSync(path.join(cjs, claimed(step)[0].file!), code(step));
-      fs.writeFileSync(
-        path.join(cjs, 'tsconfig.json'),
-        JSON.stringify({
-          compilerOptions: { target: 'ES2022', module: 'node16', strict: true, skipLibCheck: true, outDir: 'build' },
-          files: ['worker.ts', path.join('..', 'given.d.ts')],
-        }),
+    // As the install matrix has them: its cells have one Temporal.
+    if (!isMixed(cell))
+      it('the install matrix’s consumers of every entry typecheck with skipLibCheck false (CommonJS, node16 resolution)', async () => {
+        const { errors } = await compileApp(cell);
+        // The consumers' errors and the declarations' (the blocks' and the CommonJS worker.ts's are
+        // the other tests').
+        expect(lines(errors.filter((e) => !inBlock(e) && !inCjsWorker(e)))).toBe('');
+      }, 600_000);
+
+    it('worker.ts runs as written in a CommonJS folder too, and a batch runs through it from the app’s sluice/client', async () => {
+      const { cjs, errors } = await compileApp(cell);
+      expect(lines(errors.filter((e) => inCjsWorker(e) || !/error TS/.test(e)))).toBe('');
+      const log = path.join(cjs, 'given.log');
+      const cjsWorker = startProcess(
+        'the CommonJS worker.ts',
+        process.execPath,
+        ['--require', path.join(app.dir, 'given.cjs'), path.join('..', 'build', 'cjs', 'worker.js')],
+        { cwd: cjs, env: { ...env(), GIVEN_LOG: log } },
       );
-      await sh('node', [path.join('..', 'node_modules', 'typescript', 'bin', 'tsc'), '-p', '.'], cjs, {
-        timeoutMs: 300_000,
-      });
-      const cjsWorker = startProcess('the CommonJS worker.ts', process.execPath, [path.join('build', 'worker.js')], {
-        cwd: cjs,
-        env: env(),
-      });
-      await cjsWorker.waitFor('the worker polls its task queue', /Worker state changed.*state: 'RUNNING'/);
-      await cjsWorker.stop();
+      // Stopped however the batch ends: left polling, it would take the next tests' calls.
+      try {
+        await cjsWorker.waitFor('the worker polls its task queue', /Worker state changed.*state: 'RUNNING'/);
+        const sessionId = `cjs-${stamp}`;
+        const batch = sh('node', ['batch.js'], cjs, { env: { ...env(), SESSION: sessionId }, timeoutMs: 280_000 });
+        batch.catch(() => undefined); // awaited below, once its call is approved; its failure reported there
+        const sluice = new SluiceClient({ connection, taskQueue: TASK_QUEUE });
+        const pending = await eventually(
+          'the send_email call waits for a person',
+          async () => (await sluice.pendingApprovals()).find((p) => p.sessionId === sessionId),
+          { timeoutMs: 240_000, intervalMs: 500 },
+        );
+        await sluice.approve(pending.approvalId, { by: 'alice' });
+        const results = JSON.parse((await batch).stdout.trim().split('\n').pop()!);
+        expect(results[0]).toEqual({ isError: false, text: expect.stringContaining('queued for cjs@example.com') });
+        expect(results[1]).toEqual({ isError: true, text: expect.stringContaining('no mail to rivals') });
+      } finally {
+        await cjsWorker.stop();
+      }
+      // The approved body ran once, in the CommonJS worker; the rival's never.
+      const mailed = fs
+        .readFileSync(log, 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l))
+        .filter((e) => e.mailer);
+      expect(mailed).toEqual([expect.objectContaining({ mailer: 'cjs@example.com', pid: cjsWorker.child.pid })]);
     }, 600_000);
 
     it('worker.ts, with the README’s sluice.config.ts and getting-started’s workflows.ts, polls its queue', async () => {
