@@ -2,10 +2,10 @@
 // JavaScript, with a TypeScript project in a folder of it sharing its one install), run with plain
 // node against the test server: a worker hosting the user's workflow and activity beside Sluice
 // (SluicePlugin), a batch through sluice/client, a child batch that asks for approval and is
-// approved, a second parent that attaches (the body ran once), and the bin's --help. (The README's
-// TypeScript blocks compile against the packed tarball in the README cells, readme-blocks.ts.) The
-// install prints no engine warning; CI runs this file again under each supported Node major
-// (SLUICE_TEST_NODE, test/fresh-app.ts).
+// approved, a second parent that attaches (the body ran once), and the bin's --help. Every
+// TypeScript block in the README typechecks against the built package. The install prints no
+// engine warning; CI runs this file again under each supported Node major (SLUICE_TEST_NODE,
+// test/fresh-app.ts).
 import { execFileSync, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -218,4 +218,30 @@ describe('the packed tarball in fresh projects, with plain node', () => {
     const { stdout } = await sh('node', ['-e', probe], jsApp);
     expect(JSON.parse(stdout)).toEqual({ root: [], client: [] });
   });
+
+  it('every TypeScript block in the README typechecks against the built package', async () => {
+    const readme = fs.readFileSync(path.join(repo, 'README.md'), 'utf8');
+    const blocks = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]);
+    expect(blocks.length).toBeGreaterThanOrEqual(4);
+    const dir = path.join(tsApp, 'readme');
+    fs.mkdirSync(dir);
+    blocks.forEach((code, i) => fs.writeFileSync(path.join(dir, `block-${i + 1}.ts`), `${code}\nexport {};\n`));
+    fs.copyFileSync(path.join(fixtures, 'readme-globals.d.ts'), path.join(dir, 'globals.d.ts'));
+    fs.writeFileSync(
+      path.join(dir, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          target: 'ES2022',
+          module: 'ESNext',
+          moduleResolution: 'Bundler',
+          strict: true,
+          skipLibCheck: true,
+          noEmit: true,
+          types: ['node'],
+        },
+        include: ['*.ts'],
+      }),
+    );
+    await sh('node', [tsc(), '-p', '.'], dir);
+  }, 300_000);
 });
