@@ -3,9 +3,10 @@
 // (`gemini -p`) and OpenCode (`opencode run`), installed from npm at pinned versions (clis.ts),
 // each driven by a scripted model on 127.0.0.1 (fake-model.ts) that asks its shell tool to run a
 // command, with the harness's hooks (OpenCode's: the plugin `sluice hook install opencode` writes)
-// running the real `bin/sluice.js hook <dialect>` against the run's dev server and a worker in its
-// own process (worker.config.ts). A file per CLI, so the four run on workers of their own; each
-// file has its own harness, model and worker.
+// running the real `bin/sluice.js hook <dialect>` against the run's dev server and a worker on
+// worker.config.ts: in the test's process, or in a process of its own for the file that kills it
+// (a worker's process is TypeScript through tsx, seconds of CPU). A file per CLI, so the four run
+// on workers of their own; each file has its own harness, model and worker.
 //
 // The commands are `./mark <name>`, a script in the harness's project that appends a line to
 // runs/<name>: what ran, and how often, is read from there, not from what anyone reports. The
@@ -17,6 +18,7 @@ import type { PendingApproval } from '../../pipeline/types';
 import { eventually } from '../eventually';
 import { type ChildWorker, type Harness, spawnWorker, startHarness } from '../harness';
 import { runProcess } from '../run-process';
+import { loadConfig } from '../../worker/load-config';
 import { HARNESS_CLIS, type HarnessCli, installHarnessClis, type Ran, runHarness } from './clis';
 import { type FakeModel, startFakeModel } from './fake-model';
 
@@ -32,8 +34,11 @@ let model: FakeModel;
 let worker: ChildWorker | undefined;
 let dir: string;
 
-/** The file's harness, scripted model and worker, started before its tests and stopped after. */
-export function useHarnessClis(name: string): void {
+/**
+ * The file's harness, scripted model and worker, started before its tests and stopped after;
+ * `ownProcess`: the worker in a process of its own, which a test can kill (killWorker).
+ */
+export function useHarnessClis(name: string, { ownProcess = false } = {}): void {
   // Real CLIs and a hook process per tool call, each loading TypeScript, on a loaded machine.
   vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
   beforeAll(async () => {
@@ -50,15 +55,17 @@ export function useHarnessClis(name: string): void {
         },
       }),
     );
+    // worker.config.ts reads it when it loads.
+    process.env.SLUICE_TEST_POLICY_WS = policy;
+    const config = ownProcess ? { tools: [] } : await loadConfig(WORKER_CONFIG);
     const [harness, fake] = await Promise.all([
-      startHarness(name, { tools: [] }, { autoStart: false }),
+      startHarness(name, config, { autoStart: !ownProcess }),
       startFakeModel(),
       installHarnessClis(),
     ]);
     h = harness;
     model = fake;
-    process.env.SLUICE_TEST_POLICY_WS = policy;
-    await startWorker();
+    if (ownProcess) await startWorker();
   });
 
   afterAll(async () => {
@@ -68,6 +75,7 @@ export function useHarnessClis(name: string): void {
   });
 }
 
+/** Starts the file's worker in a process of its own (`ownProcess`); resolves once it polls. */
 export async function startWorker() {
   worker = spawnWorker(WORKER_CONFIG, h.taskQueue, h.stateDir, {
     SLUICE_TEST_POLICY_WS: path.join(dir, 'policy'),
