@@ -1,9 +1,10 @@
-// The test suite in two projects that share one queue of test files and one pool of workers: the
-// fast files, and the slow end-to-end files (the packed tarball in fresh apps, real harness CLIs,
-// sessions of hundreds of steps, killed workers and servers) spread among them, slowest first, so
-// a fast file's failure shows in minutes and no long file is left to run alone at the end
-// (`npm run test:fast` runs the fast ones alone). All share one Temporal dev server, one workflow
-// bundle and one packed tarball (test/global-setup.ts).
+// The test suite in three projects that share one queue of test files and one pool of workers: the
+// unit files that share a process (`unit`), the other fast files, and the slow end-to-end files
+// (the packed tarball in fresh apps, real harness CLIs, sessions of hundreds of steps, killed
+// workers and servers) spread among them, slowest first, so a fast file's failure shows in minutes
+// and no long file is left to run alone at the end (`npm run test:fast` runs the fast ones and the
+// unit ones alone). All share one Temporal dev server, one workflow bundle and one packed tarball
+// (test/global-setup.ts).
 import * as path from 'node:path';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 import { configDefaults, defineConfig } from 'vitest/config';
@@ -63,6 +64,62 @@ const SLOW = [
 ];
 
 /**
+ * The unit files that run in the process of the unit files before them (vitest's isolate off):
+ * each file's imports (the project's modules through vite's transform, zod, fast-check) load once
+ * per process rather than once per file, which was 40 % of the unit files' CPU. Only these, pure
+ * code that leaves nothing behind in a module; every other unit file stays isolated, among the
+ * fast files: one that registers rules for the whole process (policyRules, permissionRules,
+ * denyAtExec, protectStateDir), runs the bash tool (which holds the exec deny rules registered so
+ * far), mocks a module or resets the registry, patches AsyncLocalStorage, or sets the environment
+ * or counts the process's signal listeners (a policy cached by a module made exec-deny-formats
+ * fail after other files, and stop-signal failed after them in reverse order). A new unit
+ * file comes here only once it passes after the others in one process, in more than one order.
+ */
+const UNIT_SHARED = [
+  'approval-aliases',
+  'approval-properties',
+  'approver-token',
+  'ask-views',
+  'batch-output',
+  'bench-compare',
+  'bench-hops',
+  'browser-live-text',
+  'claim-check',
+  'cli-commands',
+  'client-tools',
+  'compose',
+  'doc-links',
+  'docs-models',
+  'facts-scope',
+  'facts',
+  'first-round',
+  'follow-check',
+  'follow-seam',
+  'gateway-answer-size',
+  'hook-dialects',
+  'hook-doctor',
+  'import-graph',
+  'live-runs',
+  'matcher',
+  'notify-signature',
+  'pipeline',
+  'policy-binding',
+  'policy-gemini',
+  'policy-opencode',
+  'quorum',
+  'session-bounds',
+  'stage-activities',
+  'stage-driver',
+  'todo',
+  'tool-failure',
+  'tools-fs',
+  'transcript-store',
+  'waterfall',
+  'wire-forms',
+  'workflow-sinks',
+].map((name) => `test/unit/${name}.test.ts`);
+
+/**
  * The order the workers take files in, from one queue (vitest 4 gives projects of one
  * `sequence.groupOrder` and one maxWorkers a single pool, first in first out, in this order). The
  * slow files, slowest first, spread evenly among the fast ones (vitest's order: failed last time
@@ -70,15 +127,19 @@ const SLOW = [
  * a fast file's failure shows in minutes; the slow files never wait for the last fast one, and the
  * run ends on short files, with no worker idle while one long file finishes. (Fast first, then
  * slow, made the run the sum of the two groups: a slow file could start only once the last fast
- * one had.)
+ * one had.) The unit files that share a process come in one block right after the slowest file:
+ * vitest hands a process on to the next file only when that file is of the same project and
+ * isolate is off too, so the block keeps two or three processes for all of them, and their
+ * failures show first.
  */
 class SlowSpread extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
     const sorted = await super.sort(files);
     const rank = (f: TestSpecification) => SLOW.indexOf(path.relative(f.project.config.root, f.moduleId));
     const slow = sorted.filter((f) => rank(f) >= 0).sort((a, b) => rank(a) - rank(b));
-    const fast = sorted.filter((f) => rank(f) < 0);
-    return spread(slow, fast);
+    const unit = sorted.filter((f) => f.project.name === 'unit');
+    const fast = sorted.filter((f) => rank(f) < 0 && f.project.name !== 'unit');
+    return [...slow.slice(0, 1), ...unit, ...spread(slow.slice(1), fast)];
   }
 }
 
@@ -136,7 +197,17 @@ export default defineConfig({
           ...shared.test,
           name: 'fast',
           include: ['test/**/*.test.ts'],
-          exclude: [...configDefaults.exclude, ...SLOW],
+          exclude: [...configDefaults.exclude, ...SLOW, ...UNIT_SHARED],
+          maxWorkers: WORKERS,
+        },
+      },
+      {
+        ...shared,
+        test: {
+          ...shared.test,
+          name: 'unit',
+          include: UNIT_SHARED,
+          isolate: false,
           maxWorkers: WORKERS,
         },
       },

@@ -2,14 +2,24 @@
 // fail the test, naming what was awaited, when it does not within the timeout. Nothing here ever
 // gives up silently or waits forever. `poll` is the same thing in matcher form (vitest's
 // expect.poll with this file's timeout, not vitest's one second).
-import { expect, vi } from 'vitest';
+import { expect } from 'vitest';
 import type { SluiceClient } from '../client/client';
 import type { PendingApproval } from '../pipeline/types';
 
 export interface EventuallyOptions {
   timeoutMs?: number;
+  /**
+   * The pause between probes. Given, it holds for the whole wait; left out, the pause starts at
+   * 50 ms and grows by half each probe up to half a second: what comes at once is seen at once,
+   * and a wait of minutes (a harness CLI starting at load 16, a worker's restart) costs a probe
+   * every half second, not twenty a second, each a query the dev server and the worker answer
+   * on the two cores the suite shares.
+   */
   intervalMs?: number;
 }
+
+const FIRST_PAUSE_MS = 50;
+const LONGEST_PAUSE_MS = 500;
 
 /**
  * Resolves to the probe's first truthy answer. A probe that throws counts as "not yet" (a query
@@ -18,34 +28,37 @@ export interface EventuallyOptions {
 export async function eventually<T>(
   what: string,
   probe: () => T | undefined | null | false | Promise<T | undefined | null | false>,
-  { timeoutMs = 30_000, intervalMs = 50 }: EventuallyOptions = {},
+  { timeoutMs = 30_000, intervalMs }: EventuallyOptions = {},
 ): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let pause = intervalMs ?? FIRST_PAUSE_MS;
   let last: unknown;
-  try {
-    return await vi.waitFor(
-      async () => {
-        let v: T | undefined | null | false;
-        try {
-          v = await probe();
-          last = undefined;
-        } catch (err) {
-          last = err;
-          throw err;
-        }
-        if (!v) throw new Error('not yet');
-        return v;
+  for (;;) {
+    // A probe that hangs fails the wait at the deadline like one that keeps answering "not yet".
+    const answer = await within(what, Math.max(deadline - Date.now(), 0), Promise.resolve().then(probe)).then(
+      (v) => {
+        last = undefined;
+        return { v };
       },
-      { timeout: timeoutMs, interval: intervalMs },
+      (err: unknown) => {
+        last = err;
+        return undefined;
+      },
     );
-  } catch {
-    const why = last instanceof Error ? ` (last probe threw: ${last.message})` : '';
-    throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${why}`);
+    if (answer?.v) return answer.v;
+    const rest = deadline - Date.now();
+    if (rest <= 0) break;
+    await new Promise((r) => setTimeout(r, Math.min(pause, rest)));
+    if (intervalMs === undefined) pause = Math.min(Math.round(pause * 1.5), LONGEST_PAUSE_MS);
   }
+  const why =
+    last instanceof Error && !/did not settle within/.test(last.message) ? ` (last probe threw: ${last.message})` : '';
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${why}`);
 }
 
 /**
  * A value that changes, asserted by matcher once it matches: `await poll(() => x()).toBe(3)`.
- * The failure shows the last value seen.
+ * The failure shows the last value seen. Its pause is fixed (expect.poll's), 50 ms unless given.
  */
 export function poll<T>(probe: () => T | Promise<T>, { timeoutMs = 30_000, intervalMs = 50 }: EventuallyOptions = {}) {
   return expect.poll(probe, { timeout: timeoutMs, interval: intervalMs });

@@ -27,6 +27,7 @@ import { eventually, within } from './eventually';
 import {
   BIN,
   GATEWAY_CONFIG,
+  GATEWAY_TOKEN,
   gatewayArgs as argsFor,
   gatewayMarks,
   gatewayProcesses,
@@ -40,6 +41,12 @@ import { type Harness, startHarness } from './harness';
 
 // Real processes that load TypeScript through tsx (the gateway, the CLI): minutes at a load of 16.
 vi.setConfig({ testTimeout: 300_000, hookTimeout: 300_000 });
+
+/**
+ * The first request to a stdio gateway (initialize) waits for the process to start: TypeScript
+ * through tsx, seconds on a quiet machine, past the SDK's one minute at a load of 30.
+ */
+const STARTING = { timeout: 290_000 };
 
 let h: Harness;
 let marks: string;
@@ -72,7 +79,7 @@ beforeAll(async () => {
   });
   transport.stderr?.on('data', (d: Buffer) => (stdioStderr += d.toString()));
   stdio = new Client({ name: 'gateway-test', version: '1' });
-  await stdio.connect(transport);
+  await stdio.connect(transport, STARTING);
 });
 
 afterAll(async () => {
@@ -258,7 +265,7 @@ async function elicitingClient(
   client.setNotificationHandler(ElicitationCompleteNotificationSchema, async (n) => {
     completed.push(n.params.elicitationId);
   });
-  await client.connect(transport);
+  await client.connect(transport, STARTING);
   // What the gateway withdrew (notifications/cancelled), as it reached the client's transport: the
   // SDK's client drops a cancellation of request id 0 (a falsy-id check) before its handler hears
   // it, and the gateway's first request to a client has id 0.
@@ -281,68 +288,73 @@ async function startHttpGateway(extra: string[] = [], env: Record<string, string
 
 describe('MCP elicitation while a call waits for approval', () => {
   const longCall = { timeout: 290_000 };
+  /**
+   * The form tests' gateway (--elicitation-decides) and client, shared: a gateway is seconds of
+   * CPU to start. How the client answers the next form is each test's `answerForm`.
+   */
+  let forms: Awaited<ReturnType<typeof elicitingClient>>;
+  let answerForm: (params: ElicitRequest['params'], signal: AbortSignal) => Promise<ElicitResult>;
+  beforeAll(async () => {
+    forms = await elicitingClient({ form: {} }, (params, signal) => answerForm(params, signal), [
+      '--elicitation-decides',
+    ]);
+  });
+  afterAll(() => forms?.client.close());
 
   it('form mode, where the operator let it decide: the answer in the client approves, bound to the digest shown, recorded as the unverified client; the call runs once', async () => {
-    const { client, asked } = await elicitingClient(
-      { form: {} },
-      async () => ({ action: 'accept', content: { decision: 'approve', reason: 'looks right' } }),
-      ['--elicitation-decides'],
-    );
-    try {
-      const r = (await client.callTool(
-        { name: 'mcp__up__write_note', arguments: { name: 'e1', text: 'via form' } },
-        undefined,
-        longCall,
-      )) as CallToolResult;
-      expect(r.isError, textOf(r)).toBeFalsy();
-      expect(textOf(r)).toBe('wrote e1');
-      expect(asked).toHaveLength(1);
-      expect(asked[0].mode).toBe('form');
-      expect(asked[0].message).toContain('mcp__up__write_note');
-      const batch = String(r._meta?.['sluice/batch']);
-      const { memo } = await h.client.readApprovals(batch);
-      const decided = memo?.decided[0];
-      expect(asked[0].message).toContain(decided?.approvalId);
-      expect(decided).toMatchObject({ outcome: 'allowed-once', reason: 'looks right' });
-      expect(decided?.by).toBe('MCP client "eliciting-client" (unverified elicitation answer)');
-      expect(upstreamCalls().filter((c) => c.tool === 'write_note' && c.args.name === 'e1')).toHaveLength(1);
-    } finally {
-      await client.close();
-    }
+    answerForm = async () => ({ action: 'accept', content: { decision: 'approve', reason: 'looks right' } });
+    const { client } = forms;
+    const before = forms.asked.length;
+    const r = (await client.callTool(
+      { name: 'mcp__up__write_note', arguments: { name: 'e1', text: 'via form' } },
+      undefined,
+      longCall,
+    )) as CallToolResult;
+    expect(r.isError, textOf(r)).toBeFalsy();
+    expect(textOf(r)).toBe('wrote e1');
+    const asked = forms.asked.slice(before);
+    expect(asked).toHaveLength(1);
+    expect(asked[0].mode).toBe('form');
+    expect(asked[0].message).toContain('mcp__up__write_note');
+    const batch = String(r._meta?.['sluice/batch']);
+    const { memo } = await h.client.readApprovals(batch);
+    const decided = memo?.decided[0];
+    expect(asked[0].message).toContain(decided?.approvalId);
+    expect(decided).toMatchObject({ outcome: 'allowed-once', reason: 'looks right' });
+    expect(decided?.by).toBe('MCP client "eliciting-client" (unverified elicitation answer)');
+    expect(upstreamCalls().filter((c) => c.tool === 'write_note' && c.args.name === 'e1')).toHaveLength(1);
   });
 
   it('form mode: a person who decides in Sluice first wins; the open form is withdrawn and its answer taken nowhere', async () => {
-    const { client, asked, withdrawn } = await elicitingClient(
-      { form: {} },
-      // The person at the client never answers: the form stays open until the gateway withdraws it.
-      (_params, signal) =>
-        new Promise((resolve) => signal.addEventListener('abort', () => resolve({ action: 'cancel' }))),
-      ['--elicitation-decides'],
+    // The person at the client never answers: the form stays open until the gateway withdraws it.
+    answerForm = (_params, signal) =>
+      new Promise((resolve) => signal.addEventListener('abort', () => resolve({ action: 'cancel' })));
+    const { client, asked, withdrawn } = forms;
+    const askedBefore = asked.length;
+    const withdrawnBefore = withdrawn.length;
+    const call = client.callTool(
+      { name: 'mcp__up__write_note', arguments: { name: 'e2', text: 'inbox first' } },
+      undefined,
+      longCall,
     );
-    try {
-      const call = client.callTool(
-        { name: 'mcp__up__write_note', arguments: { name: 'e2', text: 'inbox first' } },
-        undefined,
-        longCall,
-      );
-      const pending = await approvalFor('mcp__up__write_note', 'e2');
-      await eventually('the form asked in the client', () => asked.length === 1);
-      await h.client.decide({
-        approvalId: pending.approvalId,
-        decision: 'deny',
-        by: 'carol',
-        reason: 'decided in the inbox',
-        argsDigest: pending.argsDigest,
-        workflowId: pending.workflowId,
-      });
-      const r = (await call) as CallToolResult;
-      expect(r.isError).toBe(true);
-      expect(textOf(r)).toContain('decided in the inbox');
-      await eventually('the open form withdrawn (notifications/cancelled)', () => withdrawn.length === 1);
-      expect(upstreamCalls().some((c) => c.tool === 'write_note' && c.args.name === 'e2')).toBe(false);
-    } finally {
-      await client.close();
-    }
+    const pending = await approvalFor('mcp__up__write_note', 'e2');
+    await eventually('the form asked in the client', () => asked.length === askedBefore + 1);
+    await h.client.decide({
+      approvalId: pending.approvalId,
+      decision: 'deny',
+      by: 'carol',
+      reason: 'decided in the inbox',
+      argsDigest: pending.argsDigest,
+      workflowId: pending.workflowId,
+    });
+    const r = (await call) as CallToolResult;
+    expect(r.isError).toBe(true);
+    expect(textOf(r)).toContain('decided in the inbox');
+    await eventually(
+      'the open form withdrawn (notifications/cancelled)',
+      () => withdrawn.length === withdrawnBefore + 1,
+    );
+    expect(upstreamCalls().some((c) => c.tool === 'write_note' && c.args.name === 'e2')).toBe(false);
   });
 
   it('URL mode: the client is sent a one-time link to the inbox card of that approval, and told when it is complete', async () => {
@@ -421,6 +433,9 @@ describe('sluice gateway over Streamable HTTP', () => {
   beforeAll(async () => {
     url = await startHttpGateway();
   });
+  /** The one `--elicitation-decides` HTTP gateway, started by the first test that needs it. */
+  let optedIn: Promise<string> | undefined;
+  const optedInGateway = () => (optedIn ??= startHttpGateway(['--elicitation-decides']));
 
   it('the SDK client lists and calls tools; a denied call is isError and never reaches the upstream', async () => {
     const client = new Client({ name: 'gateway-http-test', version: '1' });
@@ -562,10 +577,10 @@ describe('sluice gateway over Streamable HTTP', () => {
   };
 
   it('with --token-env every request needs the bearer token; off the loopback it will not start without one', async () => {
-    const tokenUrl = await startHttpGateway(['--token-env', 'GW_TOKEN'], { GW_TOKEN: 'sesame-1234567890' });
-    expect((await post(tokenUrl, init, { authorization: '' })).status).toBe(401);
-    expect((await post(tokenUrl, init, { authorization: 'Bearer wrong-1234' })).status).toBe(401);
-    expect((await post(tokenUrl, init, { authorization: 'Bearer sesame-1234567890' })).status).toBe(200);
+    // The file's gateway: started with --token-env SLUICE_TEST_GATEWAY_TOKEN (test/gateway-fixture.ts).
+    expect((await post(url, init, { authorization: '' })).status).toBe(401);
+    expect((await post(url, init, { authorization: 'Bearer wrong-1234' })).status).toBe(401);
+    expect((await post(url, init, { authorization: `Bearer ${GATEWAY_TOKEN}` })).status).toBe(200);
     await expect(startHttpGateway(['--host', '0.0.0.0', '--no-token'])).rejects.toThrow(
       /not a loopback address.*never --no-token/s,
     );
@@ -592,8 +607,11 @@ describe('sluice gateway over Streamable HTTP', () => {
     expect((await post(open, init, { authorization: '' })).status).toBe(200);
   });
   it('a caller that answers its own form: not offered one for a two-person ask (opted in or not), and such an answer is refused, never counted; the body does not run', async () => {
-    const optedIn = await startHttpGateway(['--elicitation-decides']);
-    const { client, asked, call, heardOf } = await httpFormClient(optedIn, 'self-approving-client', 'approve');
+    const { client, asked, call, heardOf } = await httpFormClient(
+      await optedInGateway(),
+      'self-approving-client',
+      'approve',
+    );
     try {
       const marker = `two-people-${Date.now()}`;
       const waiting = call('mcp__up__echo', { text: marker });
@@ -658,8 +676,11 @@ describe('sluice gateway over Streamable HTTP', () => {
   });
 
   it("with --elicitation-decides the form decides a plain ask, recorded as the client's unverified answer under the name the client gave", async () => {
-    const optedIn = await startHttpGateway(['--elicitation-decides']);
-    const { client, asked, call } = await httpFormClient(optedIn, 'root (alice via the inbox)', 'approve');
+    const { client, asked, call } = await httpFormClient(
+      await optedInGateway(),
+      'root (alice via the inbox)',
+      'approve',
+    );
     try {
       const r = await call('mcp__up__write_note', { name: 'h-opted', text: 'form decides' });
       expect(r.isError, textOf(r)).toBeFalsy();

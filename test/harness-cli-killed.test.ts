@@ -14,7 +14,7 @@ import {
   useHarnessClis,
 } from './harness-cli/suite';
 
-useHarnessClis('harness-cli-killed');
+useHarnessClis('harness-cli-killed', { ownProcess: true });
 
 describe('the worker is killed while approvals wait', () => {
   it('every harness: the hook keeps waiting, a new worker takes over, the approval arrives and the command runs once', async () => {

@@ -29,24 +29,45 @@ let worker: ChildWorker;
 let inbox: Inbox;
 let browser: BrowserContext;
 let closeBrowser: (() => Promise<void>) | undefined;
+/** alpha and beta, reconciled done; gamma, run again. */
+let killed: Record<string, Killed>;
 
 const ws = (f: string) => path.join(dir, 'ws', f);
 const linesOf = (f: string) => (fs.existsSync(ws(f)) ? fs.readFileSync(ws(f), 'utf8').split('\n').filter(Boolean) : []);
 
 const cli = (args: string[]) => runCli(args, { address: inject('temporalAddress'), taskQueue });
 
-/** A bash call that marks its start in the workspace, then runs long enough to be killed in. */
-async function killedMidCommand(tag: string): Promise<{ handle: WorkflowHandle; sessionId: string; out: BatchOutput }> {
-  const req = batch([
-    { id: 'cmd', name: 'bash', args: { command: `echo ${tag} >> started.log; sleep 8; echo ${tag} >> finished.log` } },
-  ]);
-  const handle = await client.startBatch(req);
-  await waitFor(`${tag} to start`, () => linesOf('started.log').includes(tag));
+type Killed = { handle: WorkflowHandle; sessionId: string; out: BatchOutput };
+
+/**
+ * Bash calls that mark their start in the workspace, then wait for a `release` file: once all
+ * have started, one SIGKILL of their worker, a fresh worker, and each call's outcome. One kill
+ * serves every call (a worker's start is seconds of CPU), and the calls wait on a file rather
+ * than a sleep, so no call can finish before the kill however slow the machine.
+ */
+async function killedMidCommand(tags: string[]): Promise<Record<string, Killed>> {
+  const reqs = tags.map((tag) =>
+    batch([
+      {
+        id: 'cmd',
+        name: 'bash',
+        args: {
+          command: `echo ${tag} >> started.log; until [ -e release ]; do sleep 0.5; done; echo ${tag} >> finished.log`,
+        },
+      },
+    ]),
+  );
+  const handles = await Promise.all(reqs.map((req) => client.startBatch(req)));
+  await waitFor(`${tags.join(', ')} to start`, () => tags.every((tag) => linesOf('started.log').includes(tag)));
   await worker.kill('SIGKILL');
   worker = spawnWorker(FIXTURE, taskQueue, dir, { SLUICE_TEST_DIR: dir });
   await worker.ready;
-  const out = (await handle.result()) as BatchOutput;
-  return { handle, sessionId: req.sessionId, out };
+  const outs = (await Promise.all(handles.map((handle) => handle.result()))) as BatchOutput[];
+  // What runs from now on (the call run again) finishes.
+  fs.writeFileSync(ws('release'), '');
+  return Object.fromEntries(
+    tags.map((tag, i) => [tag, { handle: handles[i], sessionId: reqs[i].sessionId, out: outs[i] }]),
+  );
 }
 
 async function cardFor(workflowId: string): Promise<PendingApproval> {
@@ -66,6 +87,7 @@ beforeAll(async () => {
   await worker.ready;
   inbox = await startInbox({ client, port: 0, refreshMs: 300, taskQueue });
   ({ browser, close: closeBrowser } = await launchBrowser());
+  killed = await killedMidCommand(['alpha', 'beta', 'gamma']);
 });
 
 afterAll(async () => {
@@ -79,8 +101,7 @@ describe('unknown outcomes', () => {
   it('a bash call whose worker is killed mid-command ends OUTCOME_UNKNOWN; reconciled done in the inbox and from the CLI; the audit shows who and why', {
     timeout: 240_000,
   }, async () => {
-    const a = await killedMidCommand('alpha');
-    const b = await killedMidCommand('beta');
+    const { alpha: a, beta: b } = killed;
     for (const x of [a, b]) {
       const r = x.out.results[0].result;
       expect(r.isError).toBe(true);
@@ -93,7 +114,7 @@ describe('unknown outcomes', () => {
       expect(check).toEqual({ lost: 0, extraResults: 0, workflowTaskFailures: 0, logProblems: [] });
     }
     // Never run twice: each command started once.
-    expect(linesOf('started.log').sort()).toEqual(['alpha', 'beta']);
+    expect(linesOf('started.log').sort()).toEqual(['alpha', 'beta', 'gamma']);
 
     const cardA = await cardFor(a.handle.workflowId);
     const cardB = await cardFor(b.handle.workflowId);
@@ -190,7 +211,7 @@ describe('unknown outcomes', () => {
   });
 
   it('run again runs the body once more and returns its result', { timeout: 120_000 }, async () => {
-    const c = await killedMidCommand('gamma');
+    const c = killed.gamma;
     expect(c.out.results[0].result.error?.code).toBe('OUTCOME_UNKNOWN');
     const card = await cardFor(c.handle.workflowId);
     const r = await cli([

@@ -2,10 +2,12 @@
 // Anthropic Messages (Claude Code), OpenAI Responses (Codex) and Gemini's streamGenerateContent
 // (Gemini CLI), each streamed as the real service streams it, so the real CLI parses it.
 //
-// The script is in the prompt: `RUN: <command>` asks the harness's shell tool to run <command>.
-// After a tool result the model runs it again when the result tells it to (Sluice's reason for
-// an ask the hook gave up on says "run the same call again"), or when the prompt says
-// `TIMES: <n>` (a model repeating itself); otherwise it ends with `FINISHED:` and the last result.
+// The script is in the prompt: `RUN: <command>` asks the harness's shell tool to run <command>;
+// several `RUN:` lines run their commands one after another, a tool call each, so one run of a
+// harness (seconds of CPU to start) answers for several commands. After the last one the model
+// runs it again when its result tells it to (Sluice's reason for an ask the hook gave up on says
+// "run the same call again"), or when the prompt says `TIMES: <n>` (a model repeating itself);
+// otherwise it ends with `FINISHED:` and the last result.
 // `UNESCALATED`: Codex's command stays inside its sandbox (no approval asked).
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -26,13 +28,16 @@ type Turn = { command: string } | { text: string };
 
 /** The script's next turn, from the prompt and the tool results so far. */
 export function nextTurn(prompt: string, results: string[]): Turn {
-  const command = /RUN: (.+)/.exec(prompt)?.[1]?.trim();
+  const commands = [...prompt.matchAll(/RUN: (.+)/g)].map((m) => m[1].trim());
+  const command = commands.at(-1);
   if (!command) return { text: 'ok' };
+  if (results.length < commands.length - 1) return { command: commands[results.length] };
   const times = Number(/TIMES: (\d+)/.exec(prompt)?.[1] ?? '1');
+  const ofLast = results.length - (commands.length - 1);
   const last = results.at(-1);
-  if (results.length === 0) return { command };
-  if (results.length < Math.min(times, MAX_CALLS)) return { command };
-  if (last && /run the same call again/i.test(last) && results.length < MAX_CALLS) return { command };
+  if (ofLast === 0) return { command };
+  if (ofLast < Math.min(times, MAX_CALLS)) return { command };
+  if (last && /run the same call again/i.test(last) && ofLast < MAX_CALLS) return { command };
   return { text: `FINISHED: ${last ?? ''}` };
 }
 

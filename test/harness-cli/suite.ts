@@ -3,9 +3,10 @@
 // (`gemini -p`) and OpenCode (`opencode run`), installed from npm at pinned versions (clis.ts),
 // each driven by a scripted model on 127.0.0.1 (fake-model.ts) that asks its shell tool to run a
 // command, with the harness's hooks (OpenCode's: the plugin `sluice hook install opencode` writes)
-// running the real `bin/sluice.js hook <dialect>` against the run's dev server and a worker in its
-// own process (worker.config.ts). A file per CLI, so the four run on workers of their own; each
-// file has its own harness, model and worker.
+// running the real `bin/sluice.js hook <dialect>` against the run's dev server and a worker on
+// worker.config.ts: in the test's process, or in a process of its own for the file that kills it
+// (a worker's process is TypeScript through tsx, seconds of CPU). A file per CLI, so the four run
+// on workers of their own; each file has its own harness, model and worker.
 //
 // The commands are `./mark <name>`, a script in the harness's project that appends a line to
 // runs/<name>: what ran, and how often, is read from there, not from what anyone reports. The
@@ -17,6 +18,7 @@ import type { PendingApproval } from '../../pipeline/types';
 import { eventually } from '../eventually';
 import { type ChildWorker, type Harness, spawnWorker, startHarness } from '../harness';
 import { runProcess } from '../run-process';
+import { loadConfig } from '../../worker/load-config';
 import { HARNESS_CLIS, type HarnessCli, installHarnessClis, type Ran, runHarness } from './clis';
 import { type FakeModel, startFakeModel } from './fake-model';
 
@@ -32,8 +34,11 @@ let model: FakeModel;
 let worker: ChildWorker | undefined;
 let dir: string;
 
-/** The file's harness, scripted model and worker, started before its tests and stopped after. */
-export function useHarnessClis(name: string): void {
+/**
+ * The file's harness, scripted model and worker, started before its tests and stopped after;
+ * `ownProcess`: the worker in a process of its own, which a test can kill (killWorker).
+ */
+export function useHarnessClis(name: string, { ownProcess = false } = {}): void {
   // Real CLIs and a hook process per tool call, each loading TypeScript, on a loaded machine.
   vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
   beforeAll(async () => {
@@ -50,15 +55,17 @@ export function useHarnessClis(name: string): void {
         },
       }),
     );
+    // worker.config.ts reads it when it loads.
+    process.env.SLUICE_TEST_POLICY_WS = policy;
+    const config = ownProcess ? { tools: [] } : await loadConfig(WORKER_CONFIG);
     const [harness, fake] = await Promise.all([
-      startHarness(name, { tools: [] }, { autoStart: false }),
+      startHarness(name, config, { autoStart: !ownProcess }),
       startFakeModel(),
       installHarnessClis(),
     ]);
     h = harness;
     model = fake;
-    process.env.SLUICE_TEST_POLICY_WS = policy;
-    await startWorker();
+    if (ownProcess) await startWorker();
   });
 
   afterAll(async () => {
@@ -68,6 +75,7 @@ export function useHarnessClis(name: string): void {
   });
 }
 
+/** Starts the file's worker in a process of its own (`ownProcess`); resolves once it polls. */
 export async function startWorker() {
   worker = spawnWorker(WORKER_CONFIG, h.taskQueue, h.stateDir, {
     SLUICE_TEST_POLICY_WS: path.join(dir, 'policy'),
@@ -161,32 +169,34 @@ export async function decided(verb: 'approve' | 'deny', p: PendingApproval, extr
 /** What the harness printed, for an assertion's message. */
 export const shown = (r: Ran) => `exit ${r.code}\nstdout: ${r.stdout.slice(-3000)}\nstderr: ${r.stderr.slice(-3000)}`;
 
-/** The two tests every harness CLI has: allow and deny, then ask with `sluice approve` and `deny`. */
+/**
+ * The two tests every harness CLI has: allow and deny, then ask with `sluice approve` and `deny`;
+ * each one run of the harness whose model calls the shell twice (a harness's start is seconds of
+ * CPU, and the second call shows the harness carries on after Sluice's answer to the first).
+ */
 export function decidedBySluice(cli: HarnessCli): void {
   it(`${cli} ${HARNESS_CLIS[cli].version}: an allowed command runs; a denied one never runs and the harness shows Sluice's reason`, async () => {
     const p = project(`${cli}-allow-deny`);
-    const allowed = await harness(cli, p, `RUN: ./mark allowed-1-${cli}`);
-    expect(runs(p, `allowed-1-${cli}`), shown(allowed)).toBe(1);
-    const denied = await harness(cli, p, `RUN: ./mark denied-1-${cli}`);
-    expect(runs(p, `denied-1-${cli}`), shown(denied)).toBe(0);
+    const r = await harness(cli, p, `RUN: ./mark allowed-1-${cli}\nRUN: ./mark denied-1-${cli}`);
+    expect(runs(p, `allowed-1-${cli}`), shown(r)).toBe(1);
+    expect(runs(p, `denied-1-${cli}`), shown(r)).toBe(0);
     // The model read Sluice's reason as the tool's result and ended with it (FINISHED: <result>).
-    expect(denied.stdout, shown(denied)).toMatch(/FINISHED:[^]*Sluice/);
-    expect(denied.stdout, shown(denied)).toContain('./mark denied-*');
+    expect(r.stdout, shown(r)).toMatch(/FINISHED:[^]*Sluice/);
+    expect(r.stdout, shown(r)).toContain('./mark denied-*');
   });
 
   it(`${cli}: an asked command runs once after \`sluice approve\`, and never after \`sluice deny\``, async () => {
     const p = project(`${cli}-ask`);
-    const approving = harness(cli, p, `RUN: ./mark asked-yes-${cli}`);
+    const running = harness(cli, p, `RUN: ./mark asked-yes-${cli}\nRUN: ./mark asked-no-${cli}`);
     const yes = await approvalFor(`asked-yes-${cli}`);
     await decided('approve', yes);
-    const approved = await approving;
-    expect(runs(p, `asked-yes-${cli}`), shown(approved)).toBe(1);
-
-    const denying = harness(cli, p, `RUN: ./mark asked-no-${cli}`);
     const no = await approvalFor(`asked-no-${cli}`);
+    // The model makes its second call once the first one's result is in: the approved command ran.
+    expect(runs(p, `asked-yes-${cli}`)).toBe(1);
     await decided('deny', no, ['--reason', 'not on a Saturday']);
-    const denied = await denying;
-    expect(runs(p, `asked-no-${cli}`), shown(denied)).toBe(0);
-    expect(denied.stdout, shown(denied)).toContain('not on a Saturday');
+    const r = await running;
+    expect(runs(p, `asked-yes-${cli}`), shown(r)).toBe(1);
+    expect(runs(p, `asked-no-${cli}`), shown(r)).toBe(0);
+    expect(r.stdout, shown(r)).toContain('not on a Saturday');
   });
 }
