@@ -18,8 +18,9 @@
 // Each round runs the session twice: its model step an activity (the default), and a local
 // activity (`modelCall: { local: true }`); the breakdown and the timeline are printed for both.
 // Either way a step's batch is started and awaited by the session's activity (sluiceSessionBatch),
-// run first as a local activity: the session's history shows its marker where it once showed a
-// child (and the activity's three events when the batch ran past the local wait).
+// with the model step an activity run first as a local activity: the session's history shows its
+// marker where it once showed a child (and the activity's three events when the batch ran past the
+// local wait).
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import type { temporal } from '@temporalio/proto';

@@ -73,9 +73,15 @@ describe('recorded agent sessions replay', () => {
     for (const h of histories) {
       const events = h.history.events as Record<string, { activityType?: { name?: string } } | undefined>[];
       const has = (attributes: string) => events.some((e) => e[attributes]);
-      // The batch went through the activity (run locally first: its marker), never a child start;
-      // the run reached continue-as-new.
-      expect(events.some(batchActivityMarker)).toBe(true);
+      // The batch went through the activity (with model steps as activities, run locally first:
+      // its marker), never a child start; the run reached continue-as-new.
+      expect(
+        events.some(
+          (e) =>
+            batchActivityMarker(e) ||
+            e.activityTaskScheduledEventAttributes?.activityType?.name === 'sluiceSessionBatch',
+        ),
+      ).toBe(true);
       expect(has('startChildWorkflowExecutionInitiatedEventAttributes')).toBe(false);
       expect(has('workflowExecutionContinuedAsNewEventAttributes')).toBe(true);
     }

@@ -24,10 +24,11 @@ import {
  * batch started by an activity"). It waits a few seconds only: a batch still running then waits on
  * a person or a device, and the activity hands its slot back (BatchStillRunning).
  *
- * The step runs it first as a local activity, in the workflow task that has the model's reply:
- * then its completion is no trip at all, and it waits SESSION_BATCH_LOCAL_WAIT_MS only. Run again
- * (a worker lost mid-wait replays the step and runs it anew, or the step falls back to the
- * activity), it finds the batch its session run started and waits on that one.
+ * With model steps as activities, the step runs it first as a local activity, in the workflow task
+ * that has the model's reply: then its completion is no trip at all, and it waits
+ * SESSION_BATCH_LOCAL_WAIT_MS only. Run again (a worker lost mid-wait replays the step and runs it
+ * anew, or the step falls back to the activity), it finds the batch its session run started and
+ * waits on that one.
  */
 export function createSessionBatchActivities(): SessionBatchActivities {
   return {
@@ -101,7 +102,7 @@ const SESSION_BATCH_WAIT_MS = 5_000;
  * few ms to a few hundred on a loaded worker); past it, the step falls back to the activity above.
  * Well under the workflow task timeout's heartbeat (80 % of 10 s), so one wait never needs one.
  */
-export const SESSION_BATCH_LOCAL_WAIT_MS = 1_500;
+const SESSION_BATCH_LOCAL_WAIT_MS = 1_500;
 
 /**
  * The batch's output, or BatchStillRunning once SESSION_BATCH_WAIT_MS has passed. The long poll

@@ -89,7 +89,7 @@ export class Turn {
   private readonly modelStep: ModelActivities['modelStep'];
   /** The activity that starts and awaits a step's batch, where the run starts batches so (features.batchByActivity). */
   private readonly sessionBatch?: SessionBatchActivities['sluiceSessionBatch'];
-  /** The same, as a local activity: the step's first try, its wait short (worker/session-batch.ts). */
+  /** The same, as a local activity: the step's first try, its wait short (worker/session-batch.ts); model steps as activities only. */
   private readonly sessionBatchHere?: SessionBatchActivities['sluiceSessionBatch'];
   /** Whether this run's model steps are local activities (modelCall.local, under its patch). */
   readonly local: boolean;
@@ -120,11 +120,17 @@ export class Turn {
           retry,
         }).modelStep;
     if (features.batchByActivity) {
-      this.sessionBatchHere = proxyLocalActivities<SessionBatchActivities>({
-        startToCloseTimeout: LOCAL_BATCH_TIMEOUT_MS,
-        // One try: whatever goes wrong, the activity below takes over and retries.
-        retry: { maximumAttempts: 1 },
-      }).sluiceSessionBatch;
+      // Not with local model steps: the next step's local activity would follow this one's in the
+      // same workflow task, so a turn of quick steps would be one workflow task, signals and
+      // queries would wait for the worker's heartbeat of it (8 s), and a task lost on a loaded
+      // worker would take all its steps with it (docs/performance.md, "Sessions: the batch
+      // awaited by a local activity first").
+      if (!this.local)
+        this.sessionBatchHere = proxyLocalActivities<SessionBatchActivities>({
+          startToCloseTimeout: LOCAL_BATCH_TIMEOUT_MS,
+          // One try: whatever goes wrong, the activity below takes over and retries.
+          retry: { maximumAttempts: 1 },
+        }).sluiceSessionBatch;
       this.sessionBatch = proxyActivities<SessionBatchActivities>({
         startToCloseTimeout: BATCH_TIMEOUT_MS,
         // The session's liveness setting: a lost worker's wait is taken up by another worker
@@ -247,7 +253,7 @@ export class Turn {
     // The batch is started and awaited outside any cancellation: an interrupt cancels it by
     // request (getExternalWorkflowHandle), so it drains, aborts what has not started, and still
     // hands back every result.
-    if (this.sessionBatch && this.sessionBatchHere) {
+    if (this.sessionBatch) {
       const [run, here] = [this.sessionBatch, this.sessionBatchHere];
       const request = {
         input: batchInput,
@@ -255,11 +261,11 @@ export class Turn {
         staticSummary,
         takenMessage: takenBatchIdMessage(input.sessionId, c.turn, c.step, workflowId),
       };
-      if (!this.local) control.fullAtBatch = historyFull(input);
+      if (here) control.fullAtBatch = historyFull(input);
       return CancellationScope.nonCancellable(async () => {
         control.activeBatch = workflowId;
         try {
-          const near = await batchHere(here, request);
+          const near = here && (await batchHere(here, request));
           if (near && !('stillRunning' in near)) return near;
           for (let look = 1; ; look++) {
             const got = await run(request);
