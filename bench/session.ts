@@ -18,9 +18,12 @@
 // Each round runs the session twice: its model step an activity (the default), and a local
 // activity (`modelCall: { local: true }`); the breakdown and the timeline are printed for both.
 // Either way a step's batch is started and awaited by the session's activity (sluiceSessionBatch),
-// so the session's history shows that activity where it once showed a child.
+// with the model step an activity run first as a local activity: the session's history shows its
+// marker where it once showed a child (and the activity's three events when the batch ran past the
+// local wait).
 import * as fs from 'node:fs';
 import * as os from 'node:os';
+import type { temporal } from '@temporalio/proto';
 import type { scriptedModel } from '../agent/adapters/scripted';
 import type { SluiceClient } from '../client/client';
 import { startSession } from '../client/session';
@@ -154,6 +157,7 @@ async function timeline(client: SluiceClient, sessionId: string, step: number) {
   const ended = session.filter(
     (e) =>
       eventType(e) === 'child_workflow_execution_completed' ||
+      localBatchEnd(e) ||
       (eventType(e) === 'activity_task_completed' &&
         activity.get(String(e.activityTaskCompletedEventAttributes?.scheduledEventId)) === BATCH_ACTIVITY),
   );
@@ -173,6 +177,14 @@ async function timeline(client: SluiceClient, sessionId: string, step: number) {
     );
     last = r.ms;
   }
+}
+
+/** The marker of the batch activity run as a local activity, with the batch's output (not that it still runs). */
+function localBatchEnd(e: temporal.api.history.v1.IHistoryEvent): boolean {
+  const marker = e.markerRecordedEventAttributes;
+  if (marker?.markerName !== 'core_local_activity') return false;
+  const text = (k: string) => Buffer.from(marker.details?.[k]?.payloads?.[0]?.data ?? []).toString();
+  return text('data').includes(`"activity_type":"${BATCH_ACTIVITY}"`) && !text('result').includes('"stillRunning"');
 }
 
 /** Where a step's time goes: the session's history, its batches, and the hand loop's batches. */

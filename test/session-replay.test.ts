@@ -28,6 +28,16 @@ const byActivity = fs
 const PARKED = ['session-batch-parked.json', 'session-batch-parked-local.json'].map((f) =>
   path.join(HISTORIES, 'unreleased', f),
 );
+/** A local activity's marker of the session's batch activity (worker/session-batch.ts). */
+function batchActivityMarker(e: object): boolean {
+  const marker = (e as { markerRecordedEventAttributes?: { markerName?: string; details?: Record<string, unknown> } })
+    .markerRecordedEventAttributes;
+  if (marker?.markerName !== 'core_local_activity') return false;
+  const data = (marker.details?.data as { payloads?: { data?: Uint8Array | string }[] } | undefined)?.payloads?.[0]
+    ?.data;
+  const text = typeof data === 'string' ? Buffer.from(data, 'base64').toString() : Buffer.from(data ?? []).toString();
+  return text.includes('"activity_type":"sluiceSessionBatch"');
+}
 const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-session-replay-'));
 afterAll(() => fs.rmSync(scratch, { recursive: true, force: true }));
 
@@ -63,9 +73,14 @@ describe('recorded agent sessions replay', () => {
     for (const h of histories) {
       const events = h.history.events as Record<string, { activityType?: { name?: string } } | undefined>[];
       const has = (attributes: string) => events.some((e) => e[attributes]);
-      // The batch went through the activity, never a child start; the run reached continue-as-new.
+      // The batch went through the activity (with model steps as activities, run locally first:
+      // its marker), never a child start; the run reached continue-as-new.
       expect(
-        events.some((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'sluiceSessionBatch'),
+        events.some(
+          (e) =>
+            batchActivityMarker(e) ||
+            e.activityTaskScheduledEventAttributes?.activityType?.name === 'sluiceSessionBatch',
+        ),
       ).toBe(true);
       expect(has('startChildWorkflowExecutionInitiatedEventAttributes')).toBe(false);
       expect(has('workflowExecutionContinuedAsNewEventAttributes')).toBe(true);

@@ -121,15 +121,24 @@ describe('agentSession', () => {
     expect((await s.send('chat', { id: 'msg-owned' })).reason).toBe('done');
     const session = await s.workflow.describe();
     const history = (await s.workflow.fetchHistory()).events ?? [];
-    // No batch started as a child: the two steps with tool calls each ran the batch activity, and
-    // the run asked for the patch that marks it. (A batch still running after the activity's wait,
-    // on a loaded machine, has a watch child and one activity run more: session-parked.test.ts.)
+    // No batch started as a child: the two steps with tool calls each ran the batch activity, first
+    // as a local activity (its marker), and the run asked for the patch that marks it. (A batch
+    // still running after the local wait has one activity run more, and after the activity's wait a
+    // watch child and one more again: session-parked.test.ts.)
     const children = history.flatMap(
       (e) => e.startChildWorkflowExecutionInitiatedEventAttributes?.workflowType?.name ?? [],
     );
     expect(children.filter((name) => name !== SESSION_BATCH_WATCH_WORKFLOW)).toEqual([]);
+    const local = history.flatMap((e) => {
+      const details = e.markerRecordedEventAttributes?.details;
+      const text = (k: string) => Buffer.from(details?.[k]?.payloads?.[0]?.data ?? []).toString();
+      return text('data').includes('"activity_type":"sluiceSessionBatch"') ? [text('result')] : [];
+    });
+    expect(local).toHaveLength(2);
     const activities = history.flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []);
-    expect(activities.filter((name) => name === 'sluiceSessionBatch')).toHaveLength(2 + children.length);
+    expect(activities.filter((name) => name === 'sluiceSessionBatch')).toHaveLength(
+      local.filter((r) => r.includes('"stillRunning"')).length + children.length,
+    );
     const patches = history.flatMap((e) =>
       (e.markerRecordedEventAttributes?.details?.['patch-data']?.payloads ?? []).map((p) =>
         Buffer.from(p.data ?? []).toString(),

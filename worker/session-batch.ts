@@ -23,6 +23,12 @@ import {
  * the batch's own last task, and this activity's completion (docs/performance.md, "Sessions: the
  * batch started by an activity"). It waits a few seconds only: a batch still running then waits on
  * a person or a device, and the activity hands its slot back (BatchStillRunning).
+ *
+ * With model steps as activities, the step runs it first as a local activity, in the workflow task
+ * that has the model's reply: then its completion is no trip at all, and it waits
+ * SESSION_BATCH_LOCAL_WAIT_MS only. Run again (a worker lost mid-wait replays the step and runs it
+ * anew, or the step falls back to the activity), it finds the batch its session run started and
+ * waits on that one.
  */
 export function createSessionBatchActivities(): SessionBatchActivities {
   return {
@@ -32,7 +38,8 @@ export function createSessionBatchActivities(): SessionBatchActivities {
       const session = ctx.info.workflowExecution;
       const owner: SessionStepOwner = { workflowId: session?.workflowId ?? '', runId: session?.runId ?? '' };
       const every = Math.max(500, Math.floor((ctx.info.heartbeatTimeoutMs ?? 30_000) / 3));
-      const beat = setInterval(() => ctx.heartbeat(), every);
+      // A local activity has no heartbeat: the session's open workflow task is its liveness.
+      const beat = ctx.info.isLocal ? undefined : setInterval(() => ctx.heartbeat(), every);
       const handle = client.workflow.getHandle<(i: BatchInput) => Promise<BatchOutputWire>>(workflowId);
       try {
         try {
@@ -73,7 +80,7 @@ export function createSessionBatchActivities(): SessionBatchActivities {
           );
         throw err;
       } finally {
-        clearInterval(beat);
+        if (beat) clearInterval(beat);
       }
     },
   };
@@ -88,6 +95,16 @@ export function createSessionBatchActivities(): SessionBatchActivities {
 const SESSION_BATCH_WAIT_MS = 5_000;
 
 /**
+ * How long the same wait lasts as a local activity (the step's first try: its answer reaches the
+ * session in the workflow task that asked, no trip through the server). While it waits, the
+ * session's workflow task stays open and a signal (an interrupt, a cancel, a message) reaches the
+ * session only after it: this bounds that delay. A batch of machine calls ends well within it (a
+ * few ms to a few hundred on a loaded worker); past it, the step falls back to the activity above.
+ * Well under the workflow task timeout's heartbeat (80 % of 10 s), so one wait never needs one.
+ */
+const SESSION_BATCH_LOCAL_WAIT_MS = 1_500;
+
+/**
  * The batch's output, or BatchStillRunning once SESSION_BATCH_WAIT_MS has passed. The long poll
  * carries that deadline, so it ends with the wait and holds no request open after it (a worker's
  * connection honours a deadline, not an abort signal).
@@ -97,7 +114,7 @@ async function waitBounded(
   handle: WorkflowHandle<(i: BatchInput) => Promise<BatchOutputWire>>,
   ctx: Context,
 ): Promise<BatchOutputWire | BatchStillRunning> {
-  const deadline = Date.now() + SESSION_BATCH_WAIT_MS;
+  const deadline = Date.now() + (ctx.info.isLocal ? SESSION_BATCH_LOCAL_WAIT_MS : SESSION_BATCH_WAIT_MS);
   try {
     return await Promise.race([client.withDeadline(deadline, () => handle.result()), ctx.cancelled]);
   } catch (err) {

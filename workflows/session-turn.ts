@@ -4,6 +4,7 @@
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import {
   ActivityFailure,
+  ApplicationFailure,
   CancellationScope,
   ChildWorkflowFailure,
   executeChild,
@@ -65,17 +66,31 @@ export interface SessionControl {
    * read near a local step could see another length on replay and take another branch.
    */
   fullAtLastStep: boolean;
+  /**
+   * Model steps as activities, batches by activity: whether the history was full when the step's
+   * batch was asked for, read before its local activity ran. The loop decides from this, not from
+   * the history's length, until the next model step is scheduled: a read after a local activity's
+   * result could see another length on replay (as fullAtLastStep says).
+   */
+  fullAtBatch?: boolean;
   /** Cancels the model step or the batch under way (an interrupt, a cancel). */
   stopCurrent(): void;
 }
 
 /** How long a step's batch may run, a person's approvals included: as long as an attached child batch waits. */
 const BATCH_TIMEOUT_MS = 30 * 24 * 3_600_000;
+/**
+ * The local try's bound: its wait (1.5 s) and the batch's start on a loaded server. Past it the
+ * activity takes over; the session's workflow task is heartbeated by the worker meanwhile.
+ */
+const LOCAL_BATCH_TIMEOUT_MS = 10_000;
 
 export class Turn {
   private readonly modelStep: ModelActivities['modelStep'];
   /** The activity that starts and awaits a step's batch, where the run starts batches so (features.batchByActivity). */
   private readonly sessionBatch?: SessionBatchActivities['sluiceSessionBatch'];
+  /** The same, as a local activity: the step's first try, its wait short (worker/session-batch.ts); model steps as activities only. */
+  private readonly sessionBatchHere?: SessionBatchActivities['sluiceSessionBatch'];
   /** Whether this run's model steps are local activities (modelCall.local, under its patch). */
   readonly local: boolean;
 
@@ -104,7 +119,18 @@ export class Turn {
           heartbeatTimeout: input.modelCall?.heartbeatTimeoutMs ?? 30_000,
           retry,
         }).modelStep;
-    if (features.batchByActivity)
+    if (features.batchByActivity) {
+      // Not with local model steps: the next step's local activity would follow this one's in the
+      // same workflow task, so a turn of quick steps would be one workflow task, signals and
+      // queries would wait for the worker's heartbeat of it (8 s), and a task lost on a loaded
+      // worker would take all its steps with it (docs/performance.md, "Sessions: the batch
+      // awaited by a local activity first").
+      if (!this.local)
+        this.sessionBatchHere = proxyLocalActivities<SessionBatchActivities>({
+          startToCloseTimeout: LOCAL_BATCH_TIMEOUT_MS,
+          // One try: whatever goes wrong, the activity below takes over and retries.
+          retry: { maximumAttempts: 1 },
+        }).sluiceSessionBatch;
       this.sessionBatch = proxyActivities<SessionBatchActivities>({
         startToCloseTimeout: BATCH_TIMEOUT_MS,
         // The session's liveness setting: a lost worker's wait is taken up by another worker
@@ -112,6 +138,7 @@ export class Turn {
         heartbeatTimeout: input.modelCall?.heartbeatTimeoutMs ?? 30_000,
         retry: { initialInterval: 1_000, maximumInterval: 30_000 },
       }).sluiceSessionBatch;
+    }
   }
 
   /** One model step and its batch. */
@@ -123,6 +150,7 @@ export class Turn {
     if (c.step >= (this.input.maxStepsPerTurn ?? DEFAULT_MAX_STEPS)) return ended('max-steps');
     c.step++;
     control.status = 'model';
+    control.fullAtBatch = undefined;
     let reply: ModelStepOutput;
     try {
       control.modelScope = new CancellationScope();
@@ -226,13 +254,21 @@ export class Turn {
     // request (getExternalWorkflowHandle), so it drains, aborts what has not started, and still
     // hands back every result.
     if (this.sessionBatch) {
-      const run = this.sessionBatch;
-      const takenMessage = takenBatchIdMessage(input.sessionId, c.turn, c.step, workflowId);
+      const [run, here] = [this.sessionBatch, this.sessionBatchHere];
+      const request = {
+        input: batchInput,
+        workflowId,
+        staticSummary,
+        takenMessage: takenBatchIdMessage(input.sessionId, c.turn, c.step, workflowId),
+      };
+      if (here) control.fullAtBatch = historyFull(input);
       return CancellationScope.nonCancellable(async () => {
         control.activeBatch = workflowId;
         try {
+          const near = here && (await batchHere(here, request));
+          if (near && !('stillRunning' in near)) return near;
           for (let look = 1; ; look++) {
-            const got = await run({ input: batchInput, workflowId, staticSummary, takenMessage });
+            const got = await run(request);
             if (!('stillRunning' in got)) return got;
             await watchBatchEnd(workflowId, look);
           }
@@ -269,6 +305,27 @@ export class Turn {
         control.activeBatch = undefined;
       }
     });
+  }
+}
+
+/**
+ * The step's first try at its batch: the batch activity run as a local activity, in the workflow
+ * task that has the model's reply, waiting SESSION_BATCH_LOCAL_WAIT_MS at most. Its answer (the
+ * output, or that the batch still runs) reaches the step with no trip through the server. Any
+ * failure but the batch's own (its id taken, or it ended without an output) is answered undefined:
+ * the activity takes over, and attaches to the batch if this try started it.
+ */
+async function batchHere(
+  here: SessionBatchActivities['sluiceSessionBatch'],
+  request: Parameters<SessionBatchActivities['sluiceSessionBatch']>[0],
+): Promise<Awaited<ReturnType<SessionBatchActivities['sluiceSessionBatch']>> | undefined> {
+  try {
+    return await here(request);
+  } catch (err) {
+    if (err instanceof ActivityFailure && err.cause instanceof ApplicationFailure) {
+      if (err.cause.type === FailureTypes.BATCH_FAILED) throw err;
+    }
+    return undefined;
   }
 }
 

@@ -168,8 +168,9 @@ async function loop(
 ): Promise<SessionOutput | 'continue-as-new'> {
   const c = carry.c;
   // With local model steps, from the value the last step recorded (SessionControl.fullAtLastStep),
-  // the same on replay; a run whose steps are activities reads its history as it always did.
-  const fullNow = () => (turn.local ? control.fullAtLastStep : historyFull(input));
+  // the same on replay; a run whose steps are activities reads its history as it always did, but
+  // after a batch's local activity from the value read before it (SessionControl.fullAtBatch).
+  const fullNow = () => (turn.local ? control.fullAtLastStep : (control.fullAtBatch ?? historyFull(input)));
   const finish = (reason: Parameters<Carry['finish']>[0]) => {
     control.status = 'ended';
     return carry.finish(reason);
