@@ -3,7 +3,7 @@ import type { DataConverter } from '@temporalio/common';
 import { NativeConnection, Runtime, type Worker } from '@temporalio/worker';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { inject } from 'vitest';
+import { afterAll, beforeAll, inject } from 'vitest';
 import { SluiceClient, type BatchRequest } from '../client/client';
 import type { SluiceConfig } from '../define/config';
 import type { SluiceStores } from '../stores/stores';
@@ -169,4 +169,36 @@ export function spawnWorker(
       await exited;
     },
   };
+}
+
+/**
+ * A file's harness whose worker is a child process the tests kill and start again (a session across
+ * its worker's death): started before the file's tests, its worker killed and the harness closed
+ * after them. `lines` reads a log the config's tools write in the harness's state folder.
+ */
+export function killableWorker(name: string, configFile: string) {
+  const k = {
+    h: undefined as unknown as Harness,
+    worker: undefined as ChildWorker | undefined,
+    async start(): Promise<void> {
+      k.worker = spawnWorker(configFile, k.h.taskQueue, k.h.stateDir, { SLUICE_TEST_DIR: k.h.stateDir });
+      await k.worker.ready;
+    },
+    async kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+      await k.worker?.kill(signal);
+      k.worker = undefined;
+    },
+    lines(file: string): string[] {
+      const at = path.join(k.h.stateDir, file);
+      return fs.existsSync(at) ? fs.readFileSync(at, 'utf8').trim().split('\n').filter(Boolean) : [];
+    },
+  };
+  beforeAll(async () => {
+    k.h = await startHarness(name, { tools: [] }, { autoStart: false });
+  });
+  afterAll(async () => {
+    await k.kill();
+    await k.h?.close();
+  });
+  return k;
 }

@@ -1,49 +1,28 @@
 // A session survives its worker: killed with SIGKILL during a model call, during a batch and
 // between turns, the session goes on with no turn lost or repeated, each tool body completing
 // once, and a transcript identical to a run that was never interrupted.
-import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { startSession, type SessionHandle } from '../client/session';
 import type { AgentMessage, TurnOutcome } from '../pipeline/session';
 import { FileResultStore } from '../stores/claim-check';
 import { readSessionLog } from '../stores/sink';
-import { spawnWorker, startHarness, type ChildWorker, type Harness } from './harness';
+import { killableWorker } from './harness';
 import { eventually } from './eventually';
 
 const CONFIG = path.join(__dirname, 'fixtures', 'session.config.ts');
-let h: Harness;
-let worker: ChildWorker | undefined;
-
-beforeAll(async () => {
-  h = await startHarness('session-restart', { tools: [] }, { autoStart: false });
-});
-afterAll(async () => {
-  await worker?.kill();
-  await h?.close();
-});
-
-const lines = (file: string) =>
-  fs.existsSync(path.join(h.stateDir, file))
-    ? fs.readFileSync(path.join(h.stateDir, file), 'utf8').trim().split('\n').filter(Boolean)
-    : [];
+const k = killableWorker('session-restart', CONFIG);
+const { lines, start: startWorker } = k;
 const until = (what: string, fn: () => boolean | Promise<boolean>) => eventually(what, fn);
-const startWorker = async () => {
-  worker = spawnWorker(CONFIG, h.taskQueue, h.stateDir, { SLUICE_TEST_DIR: h.stateDir });
-  await worker.ready;
-};
-const kill = async () => {
-  await worker!.kill('SIGKILL');
-  worker = undefined;
-};
+const kill = () => k.kill();
 const MESSAGES = ['slow-model:3000', 'slow-tool:3000', 'chat'];
 const open = (sessionId: string) =>
-  startSession(h.client, {
+  startSession(k.h.client, {
     sessionId,
     model: 'scripted',
     modelCall: { heartbeatTimeoutMs: 2_000, initialIntervalMs: 200 },
   });
-const transcriptOf = (s: SessionHandle) => s.transcript(new FileResultStore(path.join(h.stateDir, 'results')));
+const transcriptOf = (s: SessionHandle) => s.transcript(new FileResultStore(path.join(k.h.stateDir, 'results')));
 
 describe('a session across worker crashes', () => {
   it('SIGKILL during a model call, during a batch and between turns: nothing lost, nothing twice', async () => {
@@ -95,7 +74,7 @@ describe('a session across worker crashes', () => {
     expect(done).toHaveLength(lines('bodies.log').filter((l) => l.includes(ref.sessionId)).length);
     expect(lines('started.log').filter(mine).length).toBe(done.length + 1);
     // the session log has every event once, seq continuous, one session/user per turn
-    const events = await readSessionLog(h.stateDir, s.sessionId);
+    const events = await readSessionLog(k.h.stateDir, s.sessionId);
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i));
     expect(events.filter((e) => e.type === 'session/user')).toHaveLength(3);
     expect(events.filter((e) => e.type === 'session/turn-ended')).toHaveLength(3);
