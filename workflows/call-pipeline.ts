@@ -204,8 +204,14 @@ export class CallPipeline {
     }
     // The worker bounds a body's result by BODY_INLINE_BYTES; the share goes along when smaller.
     const share = this.batch.budget.share(workflowInfo().historySize, this.batch.events.bytes);
+    // The call's record (the calls before it, for session facts) goes to the body's activity only
+    // when the guards run there: the body and its wrappers never read it, and the record grows with
+    // each call before this one, so carrying it in every body's recorded input made a batch's
+    // history grow with the square of its calls (a batch of 50: 2,973 bytes a call, 5.4× bare).
+    const { record, ...withoutRecord } = adm.ref!;
     const ref = {
-      ...adm.ref!,
+      ...withoutRecord,
+      ...(record && adm.guardsFirst ? { record } : {}),
       state: this.batch.state,
       ...(share < BODY_INLINE_BYTES ? { inlineBytes: share } : {}),
       ...(adm.guardsFirst?.askedUnder ? { askedUnder: adm.guardsFirst.askedUnder } : {}),
