@@ -158,12 +158,14 @@ function spread<T>(few: T[], many: T[]): T[] {
 
 /**
  * Files at once, on 2 cores. Most of a file's time is waiting (on the dev server, on workers and
- * CLIs in processes of their own, on sandboxes), yet each file adds its processes to two cores:
- * four kept every worker busy to the end of a whole run at load 30, but no run at three under the
- * same load has shown four faster, so three it stays (SLUICE_TEST_WORKERS=<n> for another count).
- * Both projects share one pool, which vitest allows only when their maxWorkers agree.
+ * CLIs in processes of their own, on sandboxes, on a killed worker's timeouts), yet each file adds
+ * its processes to two cores. On a quiet machine three left the cores idle 12.5 % of a whole run
+ * (751 s) and four 6 % (709 s), the idle mostly in the first minute, when the slowest files, which
+ * wait more than they compute, start together; at load 30 four kept every worker busy to the end
+ * without a faster run. Four it is (SLUICE_TEST_WORKERS=<n> for another count). All projects share
+ * one pool, which vitest allows only when their maxWorkers agree.
  */
-const WORKERS = Number(process.env.SLUICE_TEST_WORKERS ?? 3);
+const WORKERS = Number(process.env.SLUICE_TEST_WORKERS ?? 4);
 
 /** What both groups share; the global set-up is the root's, run once for the whole run. */
 const shared = {

@@ -136,6 +136,9 @@ describe('the looking-back examples across worker kills and a continue-as-new', 
       model: 'scripted',
       continueAsNewAfterEvents: 20,
       sessionFacts: true,
+      // A worker killed while the step's batch activity waits on the ask: the next worker takes the
+      // wait up once a beat is missed, 5 s later rather than the default 30 (the test kills three).
+      modelCall: { heartbeatTimeoutMs: 5_000 },
     });
     const send = async (steps: object[], id: string) => (await session.send(JSON.stringify(steps), { id })).text;
     const texts: string[] = [];
