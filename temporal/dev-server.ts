@@ -124,7 +124,20 @@ export interface DevServerOptions {
    * are JSON: a number or boolean as is, a string quoted.
    */
   dynamicConfig?: Record<string, number | boolean | string>;
+  /**
+   * SQLite settings of the server's database (`--sqlite-pragma NAME=VALUE`), e.g. THROWAWAY_DB
+   * below for a server whose database is thrown away with its run.
+   */
+  sqlitePragmas?: Record<string, string>;
 }
+
+/**
+ * For a test run's server: a write-ahead log, and no wait for the disk after each commit. The
+ * database survives the server's exit (a failed run's folder keeps it to read), though not the
+ * machine's crash; the server spent about a fifth less CPU (its sync writes) and the run's calls
+ * waited less on the disk.
+ */
+export const THROWAWAY_DB = { journal_mode: 'WAL', synchronous: 'OFF' } as const;
 
 /**
  * The history service hands every transfer task (a workflow task to dispatch, a child workflow to
@@ -140,6 +153,13 @@ export const TRANSFER_QUEUE_FAST = { 'history.transferProcessorMaxPollRPS': 1000
 
 function dynamicConfigArgs(config: DevServerOptions['dynamicConfig']): string[] {
   return Object.entries(config ?? {}).flatMap(([k, v]) => ['--dynamic-config-value', `${k}=${JSON.stringify(v)}`]);
+}
+
+function serverArgs(opts: DevServerOptions): string[] {
+  return [
+    ...dynamicConfigArgs(opts.dynamicConfig),
+    ...Object.entries(opts.sqlitePragmas ?? {}).flatMap(([k, v]) => ['--sqlite-pragma', `${k}=${v}`]),
+  ];
 }
 
 export interface DevServer {
@@ -178,7 +198,7 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
     'warn',
     '--ui-disable-news-fetch',
     ...saArgs,
-    ...dynamicConfigArgs(opts.dynamicConfig),
+    ...serverArgs(opts),
   ];
   if (dbFile !== ':memory:') args.push('--db-filename', dbFile);
   if (opts.headless) args.push('--headless');
@@ -286,7 +306,7 @@ async function startWithSdkDownload(
       ...(opts.dbFile !== ':memory:' ? { dbFilename: opts.dbFile } : {}),
       ui: !opts.headless,
       ...(opts.headless ? {} : { uiPort: opts.uiPort }),
-      ...(opts.dynamicConfig ? { extraArgs: dynamicConfigArgs(opts.dynamicConfig) } : {}),
+      ...(serverArgs(opts).length ? { extraArgs: serverArgs(opts) } : {}),
       searchAttributes: Object.entries(SEARCH_ATTRIBUTES).map(([name, type]) => ({
         name,
         type: type.toUpperCase().replace('KEYWORDLIST', 'KEYWORD_LIST') as never,

@@ -9,7 +9,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { TestProject } from 'vitest/node';
-import { freePort, startDevServer, type DevServer } from '../temporal/dev-server';
+import { freePort, startDevServer, THROWAWAY_DB, type DevServer } from '../temporal/dev-server';
 import { preloadSluiceWorkflows, WORKFLOWS_PATH } from '../worker/worker';
 import { packSluice } from './fresh-app';
 import { provisionDogwood, provisionSystemPackages } from './system-packages';
@@ -46,6 +46,7 @@ export async function setup(project: TestProject) {
     port: await freePort(),
     headless: true,
     dbFile: path.join(runDir, 'temporal.db'),
+    sqlitePragmas: THROWAWAY_DB,
     log: (l) => console.log(l),
   });
   // Built as a worker with SluicePlugin builds its own: Sluice's workflow modules preloaded.
