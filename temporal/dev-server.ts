@@ -293,6 +293,7 @@ async function startWithSdkDownload(
   log: (l: string) => void,
 ): Promise<DevServer> {
   log('No Temporal CLI found and none could be installed with pip; trying the Temporal SDK download ...');
+  const extraArgs = serverArgs(opts);
   const { TestWorkflowEnvironment } = await importOptional(
     '@temporalio/testing',
     'the dev server without a Temporal CLI (no `temporal` on PATH or TEMPORAL_CLI)',
@@ -306,7 +307,7 @@ async function startWithSdkDownload(
       ...(opts.dbFile !== ':memory:' ? { dbFilename: opts.dbFile } : {}),
       ui: !opts.headless,
       ...(opts.headless ? {} : { uiPort: opts.uiPort }),
-      ...(serverArgs(opts).length ? { extraArgs: serverArgs(opts) } : {}),
+      ...(extraArgs.length ? { extraArgs } : {}),
       searchAttributes: Object.entries(SEARCH_ATTRIBUTES).map(([name, type]) => ({
         name,
         type: type.toUpperCase().replace('KEYWORDLIST', 'KEYWORD_LIST') as never,
