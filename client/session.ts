@@ -23,6 +23,7 @@ import { type SluiceClient, SluiceError } from './client';
 import { type FollowOptions, followSessionEvents, type LiveEvent, type SessionEventSource } from './session-events';
 import { InvalidInputError, NotFoundError, SessionIdConflictError } from '../support/errors';
 import { sessionConflictsPath, sessionLogPath } from '../stores/session-log-path';
+import { executeUpdate } from '../temporal/update';
 
 export type SessionRequest = Omit<SessionInput, 'carried'>;
 
@@ -63,7 +64,7 @@ export class SessionHandle {
     const id = opts.id ?? freshId();
     try {
       return await this.client.watchForWorker(
-        this.workflow.executeUpdate(sendMessageUpdate, { args: [{ id, content }], updateId: `send:${id}` }),
+        executeUpdate(this.workflow, sendMessageUpdate, { args: [{ id, content }], updateId: `send:${id}` }),
         `the message to session ${this.sessionId}`,
       );
     } catch (err) {

@@ -19,6 +19,7 @@ import type {
 } from '../../pipeline/types';
 import { DECISION_REFUSED, decideSignal, decideUpdate, reassignSignal, stateQuery } from '../../workflows/definitions';
 import { DecisionRefusedError, SluiceError } from '../../support/errors';
+import { executeUpdate } from '../../temporal/update';
 import type { SealKey } from '../identity';
 import { sealInto } from './identity';
 import { DEFAULT_PROBE_MS, find, readBatch, type BatchApprovals } from './listing';
@@ -205,10 +206,7 @@ async function applyByUpdate(
   const handle = temporal.workflow.getHandle(workflowId);
   const decision = payload;
   try {
-    return await handle.executeUpdate(decideUpdate, {
-      args: [payload],
-      updateId: decideUpdateId(payload),
-    });
+    return await executeUpdate(handle, decideUpdate, { args: [payload], updateId: decideUpdateId(payload) });
   } catch (err) {
     if (err instanceof WorkflowUpdateFailedError) {
       const cause = err.cause;

@@ -10,6 +10,7 @@ import {
 } from '../../pipeline/reconcile';
 import { stateQuery } from '../../workflows/definitions';
 import { NotFoundError, SluiceError } from '../../support/errors';
+import { executeUpdate } from '../../temporal/update';
 import type { SealKey } from '../identity';
 import { sealReconcileIdentity } from './identity';
 import { DEFAULT_PROBE_MS, find, readBatch, SERVER_DEADLINE_MS } from './listing';
@@ -44,7 +45,7 @@ export async function reconcile(
   await sealReconcileIdentity(temporal, workflowId, payload, identityToken, sealKey);
   const handle = temporal.workflow.getHandle(workflowId);
   try {
-    return await handle.executeUpdate<Reconciliation, [ReconcileDecision]>(RECONCILE_UPDATE, { args: [payload] });
+    return await executeUpdate<Reconciliation, [ReconcileDecision]>(handle, RECONCILE_UPDATE, { args: [payload] });
   } catch (err) {
     if (err instanceof WorkflowUpdateFailedError)
       throw new SluiceError(`not reconciled: ${err.cause?.message ?? err.message}`);

@@ -20,6 +20,7 @@ import { ToolErrorCodes } from '../errors';
 import type { ToolApproval, ContentBlock, Json } from '../../pipeline/types';
 import { defineTool, toolOutput, type ToolDefinition } from '../../define/config';
 import { runProgram, type ProgramOutcome, type SandboxLimits } from './sandbox';
+import { executeUpdate } from '../../temporal/update';
 
 export interface CodeModeOptions {
   /** Sandbox limits; see DEFAULT_LIMITS in sandbox.ts. */
@@ -95,7 +96,7 @@ export function codeModeTool(options: CodeModeOptions = {}): ToolDefinition {
             argsDigest: argsDigest(args),
           };
           try {
-            const out = await batch.executeUpdate<CodeCallOutcome, [CodeCallRequest]>(CODE_CALL_UPDATE, {
+            const out = await executeUpdate<CodeCallOutcome, [CodeCallRequest]>(batch, CODE_CALL_UPDATE, {
               args: [request],
               updateId: codeCallUpdateId(request),
             });
