@@ -1,6 +1,6 @@
 // A call's record (the calls before it in the batch, in flight, for session facts) reaches the stages
-// that judge — pre-execute, and the guards wherever they run — but not a body's recorded input
-// unless the guards run in that same activity: the record grows with every call before this one,
+// that judge — pre-execute, and the guards wherever they run — but not a body's or a settle's
+// recorded input unless the guards run in that same activity: the record grows with every call before this one,
 // so in every body's input it made a batch's history grow with the square of its calls. On the
 // real dev server, read from the recorded history.
 import type { temporal } from '@temporalio/proto';
@@ -27,11 +27,28 @@ const config = defineConfig({
   guards: [(ctx) => void seen.set(`guard ${ctx.call.id}`, ctx.record?.calls.length ?? -1)],
 });
 
+/** The same tools, with a long-running post-execute: each call's settle is an activity, its input recorded. */
+const settlingConfig = defineConfig({
+  ...config,
+  postExecute: [
+    {
+      name: 'reads the record',
+      longRunning: true,
+      handler: (ctx) => void seen.set(`post ${ctx.call.id}`, ctx.record?.calls.length ?? -1),
+    },
+  ],
+});
+
 let h: Harness;
+let settling: Harness;
 beforeAll(async () => {
   h = await startHarness('body-input-record', config);
+  settling = await startHarness('settle-input-record', settlingConfig);
 });
-afterAll(() => h?.close());
+afterAll(async () => {
+  await h?.close();
+  await settling?.close();
+});
 
 const json = (p?: temporal.api.common.v1.IPayload | null) => Buffer.from(p?.data ?? []).toString('utf8');
 
@@ -94,5 +111,26 @@ describe("a call's record in the body's input", () => {
     expect(JSON.stringify(asked)).toContain('before-word');
     expect(asked).toHaveProperty('record');
     expect(bodyInputs(history).get('first')).not.toHaveProperty('record');
+  });
+
+  it("is left out of a settle activity's input too, and post-execute sees none", async () => {
+    const words = ['one-word', 'two-word', 'three-word', 'four-word'];
+    const req = batch(words.map((word, i) => ({ id: `s${i}`, name: 'note', args: { word } })));
+    const handle = await settling.client.startBatch(req);
+    const out = await handle.result();
+    expect(out.results.map((r) => text(r.result))).toEqual(words);
+    for (let i = 0; i < words.length; i++) expect(seen.get(`post s${i}`), `post-execute of s${i}`).toBe(-1);
+    const history = await settling.client.temporal.workflow.getHandle(handle.workflowId).fetchHistory();
+    const settles = (history.events ?? []).flatMap((e) => {
+      const a = e.activityTaskScheduledEventAttributes;
+      return a?.activityType?.name === 'settle' ? [JSON.parse(json(a.input?.payloads?.[0])) as { ref: object }[]] : [];
+    });
+    const refs = settles.flat().map((r) => r.ref as { callId: string });
+    expect(refs.map((r) => r.callId).sort()).toEqual(['s0', 's1', 's2', 's3']);
+    for (const ref of refs) {
+      expect(ref, ref.callId).not.toHaveProperty('record');
+      const others = words.filter((_, i) => `s${i}` !== ref.callId);
+      for (const w of others) expect(JSON.stringify(ref), `${ref.callId}'s settle input`).not.toContain(w);
+    }
   });
 });

@@ -204,14 +204,8 @@ export class CallPipeline {
     }
     // The worker bounds a body's result by BODY_INLINE_BYTES; the share goes along when smaller.
     const share = this.batch.budget.share(workflowInfo().historySize, this.batch.events.bytes);
-    // The call's record (the calls before it, for session facts) goes to the body's activity only
-    // when the guards run there: the body and its wrappers never read it, and the record grows with
-    // each call before this one, so carrying it in every body's recorded input made a batch's
-    // history grow with the square of its calls (a batch of 50: 2,973 bytes a call, 5.4× bare).
-    const { record, ...withoutRecord } = adm.ref!;
     const ref = {
-      ...withoutRecord,
-      ...(record && adm.guardsFirst ? { record } : {}),
+      ...pastJudgment(adm.ref!, adm.guardsFirst !== undefined),
       state: this.batch.state,
       ...(share < BODY_INLINE_BYTES ? { inlineBytes: share } : {}),
       ...(adm.guardsFirst?.askedUnder ? { askedUnder: adm.guardsFirst.askedUnder } : {}),
@@ -394,7 +388,7 @@ export class CallPipeline {
 
   private settleRequest(adm: Admission, s: Settlement, share: number) {
     return {
-      ref: withoutOwnDigest({ ...adm.ref!, state: this.batch.state, inlineBytes: share }),
+      ref: withoutOwnDigest({ ...pastJudgment(adm.ref!, false), state: this.batch.state, inlineBytes: share }),
       candidate: s.candidate,
       skipPostExecute: s.skipPostExecute,
       contexts: {
@@ -404,6 +398,18 @@ export class CallPipeline {
       },
     };
   }
+}
+
+/**
+ * A call as a stage after the judgment gets it: without its record (the calls before it, for
+ * session facts), which only pre-execute and the guards read, unless the guards run in that same
+ * activity (a body after a person's yes). The record grows with each call before this one, and a
+ * stage activity's input is recorded: carried to every body and settle, it made a batch's history
+ * grow with the square of its calls (a batch of 50: 2,973 bytes a call, 5.4× bare).
+ */
+function pastJudgment(ref: CallRef, guardsHere: boolean): CallRef {
+  const { record, ...rest } = ref;
+  return record && guardsHere ? { ...rest, record } : rest;
 }
 
 /**
