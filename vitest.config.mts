@@ -33,7 +33,6 @@ const entries: Record<string, string> = {
  */
 const SLOW = [
   'test/session.test.ts',
-  'test/docker.test.ts',
   'test/hook.test.ts',
   'test/shell-differential.test.ts',
   'test/shell-differential-generated-1.test.ts',
@@ -54,10 +53,7 @@ const SLOW = [
   'test/package.test.ts',
   'test/readme-blocks.test.ts',
   'test/faults/outcome-unknown.test.ts',
-  'test/session-facts-examples.test.ts',
-  'test/facts-scope.test.ts',
   'test/heartbeat-late-start.test.ts',
-  'test/session-parked.test.ts',
   'test/gateway-package.test.ts',
   'test/chat.test.ts',
   'test/bench-smoke.test.ts',
@@ -126,8 +122,8 @@ const UNIT_SHARED = [
 /**
  * The order the workers take files in, from one queue (vitest 4 gives projects of one
  * `sequence.groupOrder` and one maxWorkers a single pool, first in first out, in this order). The
- * slow files, slowest first, spread evenly among the first two thirds of the fast ones (vitest's
- * order: failed last time first, then longest): the slowest starts at once, the other workers go through fast files, so
+ * slow files, slowest first, spread evenly among the fast ones (vitest's order: failed last time
+ * first, then longest): the slowest starts at once, the other workers go through fast files, so
  * a fast file's failure shows in minutes; the slow files never wait for the last fast one, and the
  * run ends on short files, with no worker idle while one long file finishes. (Fast first, then
  * slow, made the run the sum of the two groups: a slow file could start only once the last fast
@@ -143,11 +139,7 @@ class SlowSpread extends BaseSequencer {
     const slow = sorted.filter((f) => rank(f) >= 0).sort((a, b) => rank(a) - rank(b));
     const unit = sorted.filter((f) => f.project.name === 'unit');
     const fast = sorted.filter((f) => rank(f) < 0 && f.project.name !== 'unit');
-    // The last third of the fast files come after the last slow one, so the run ends on short
-    // files only: spread through the whole queue, the last slow files started in the run's final
-    // minute and finished with the cores idle around them.
-    const head = Math.ceil((fast.length * 2) / 3);
-    return [...slow.slice(0, 1), ...unit, ...spread(slow.slice(1), fast.slice(0, head)), ...fast.slice(head)];
+    return [...slow.slice(0, 1), ...unit, ...spread(slow.slice(1), fast)];
   }
 }
 
@@ -170,11 +162,10 @@ function spread<T>(few: T[], many: T[]): T[] {
  * its processes to two cores. On a quiet machine three left the cores idle 12.5 % of a whole run
  * (751 s) and four 6 % (709 s), the idle mostly in the first minute, when the slowest files, which
  * wait more than they compute, start together; at load 30 four kept every worker busy to the end
- * without a faster run. Five, with the slow files spread through the first two thirds of the
- * queue, cut the idle at both ends further (SLUICE_TEST_WORKERS=<n> for another count). All projects share
+ * without a faster run. Four it is (SLUICE_TEST_WORKERS=<n> for another count). All projects share
  * one pool, which vitest allows only when their maxWorkers agree.
  */
-const WORKERS = Number(process.env.SLUICE_TEST_WORKERS ?? 5);
+const WORKERS = Number(process.env.SLUICE_TEST_WORKERS ?? 4);
 
 /** What both groups share; the global set-up is the root's, run once for the whole run. */
 const shared = {
