@@ -6,6 +6,7 @@
 // and no update. Nothing of an aborted update reached history, so sending it again is safe: the
 // caller would otherwise tell a person their approval failed when nothing was decided.
 import type { WorkflowHandle } from '@temporalio/client';
+import { randomUUID } from 'node:crypto';
 import type { UpdateDefinition } from '@temporalio/common';
 
 /** gRPC's status code for a request the target's state refuses. */
@@ -20,9 +21,12 @@ export async function executeUpdate<Ret, Args extends [unknown, ...unknown[]]>(
   def: UpdateDefinition<Ret, Args> | string,
   options: { args: Args; updateId?: string },
 ): Promise<Ret> {
+  // One id for every send: should the server ever abort an update it had accepted, it answers the
+  // resend with the first one's outcome, by that id, instead of running it twice.
+  const sent = { ...options, updateId: options.updateId ?? randomUUID() };
   for (let attempt = 0; ; attempt++) {
     try {
-      return await handle.executeUpdate<Ret, Args>(def, options);
+      return await handle.executeUpdate<Ret, Args>(def, sent);
     } catch (err) {
       if (attempt >= RETRY_PAUSES_MS.length || !abortedForTaskFailure(err)) throw err;
       await new Promise((r) => setTimeout(r, RETRY_PAUSES_MS[attempt]));
