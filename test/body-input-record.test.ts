@@ -1,8 +1,8 @@
 // A call's record (the calls before it in the batch, in flight, for session facts) reaches the stages
 // that judge — pre-execute, and the guards wherever they run — but not a body's or a settle's
-// recorded input unless the guards run in that same activity: the record grows with every call before this one,
-// so in every body's input it made a batch's history grow with the square of its calls. On the
-// real dev server, read from the recorded history.
+// recorded input unless the guards run in that same activity: the record grows with every call
+// before this one, so in every such input it made a batch's history grow with the square of its
+// calls. On the real dev server, read from the recorded history.
 import type { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';

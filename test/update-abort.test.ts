@@ -14,6 +14,7 @@ import { finish } from './fixtures/update-abort/workflows';
 
 const taskQueue = `update-abort-${process.pid}`;
 let client: Client;
+let workerConnection: NativeConnection;
 let worker: Worker;
 let running: Promise<void>;
 /** Each started activity's release: the test finishes it when it chooses. */
@@ -23,8 +24,9 @@ beforeAll(async () => {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const address = inject('temporalAddress');
   client = new Client({ connection: await Connection.connect({ address }) });
+  workerConnection = await NativeConnection.connect({ address });
   worker = await Worker.create({
-    connection: await NativeConnection.connect({ address }),
+    connection: workerConnection,
     taskQueue,
     workflowsPath: path.join(__dirname, 'fixtures/update-abort/workflows.ts'),
     // The handler blocks its thread for HOLD_TASK_MS on purpose, under the 5 s the SDK gives one
@@ -36,6 +38,8 @@ beforeAll(async () => {
 afterAll(async () => {
   worker?.shutdown();
   await running;
+  await workerConnection?.close();
+  await client?.connection.close();
 });
 
 /**
