@@ -85,7 +85,8 @@ describe('the sluice/browser bundle', () => {
       types: './dist/browser/index.d.ts',
       default: `./dist/browser/${FILES.esm}`,
     });
-    expect(pkg.scripts.build).toContain('scripts/build-browser.ts');
+    expect(pkg.scripts.build).toBe('node scripts/build.js');
+    expect(fs.readFileSync(path.join(repo, 'scripts', 'build.js'), 'utf8')).toContain("'build-browser.ts'");
     expect(pkg.files).toContain('dist');
   });
 });

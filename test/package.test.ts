@@ -54,8 +54,9 @@ let appNode = '';
 
 beforeAll(async () => {
   started = Date.now();
-  // `npm pack` runs `prepare`, which is `npm run build`: tsc to dist/ with declarations (once per
-  // test run, shared with the other files that install the tarball).
+  // `npm pack` runs `prepack`, which runs `npm run build` (tsc to dist/ with declarations, unless
+  // dist/ is up to date with its sources): once per test run, shared with the other files that
+  // install the tarball.
   tarball = await packSluice(inject('runDir'));
   jsApp = project(path.join(work, 'js-app'), 'js-app', path.join(fixtures, 'js-app'));
   // The TypeScript project resolves its packages from the JavaScript app's node_modules, a folder
