@@ -69,8 +69,11 @@ describe('session seqs', () => {
     // Sent again with the seq it was told: the same batch id runs this time.
     const out2 = await h.client.runBatch({ ...second, startSeq: out1.nextSeq });
     expect(ran).toContain('b1');
+    // The worker writes the log after the workflow task that ended the batch: it can trail the result.
+    await expect
+      .poll(() => readSessionLog(h.stateDir, session), { timeout: 30_000 })
+      .toEqual([...out1.events, ...out2.events]);
     const logged = await readSessionLog(h.stateDir, session);
-    expect(logged).toEqual([...out1.events, ...out2.events]);
     expect(logged.map((e) => e.seq)).toEqual(logged.map((_, i) => i));
     expect(await h.client.sessionEvents(session)).toEqual(logged);
     expect(fs.existsSync(conflictsPath(h.stateDir, session))).toBe(false);
@@ -99,7 +102,7 @@ describe('session seqs', () => {
     await h.client.approve(pending.approvalId, { workflowId: winner.workflowId, by: 'test' });
     const out = await winner.result();
     expect(ran).toContain(winnerCall);
-    expect(await readSessionLog(h.stateDir, a.sessionId)).toEqual(out.events);
+    await expect.poll(() => readSessionLog(h.stateDir, a.sessionId), { timeout: 30_000 }).toEqual(out.events);
   });
 
   it('events numbered over seqs the log holds are kept aside with their batch and reported, never dropped', async () => {
