@@ -48,7 +48,8 @@ function inputsDigest() {
 
 const digest = inputsDigest();
 if (!process.argv.includes('--force') && fs.existsSync(stamp) && fs.readFileSync(stamp, 'utf8') === digest) {
-  console.log('dist/ is up to date with its sources (npm run build -- --force builds it anyway)');
+  // stderr: `npm pack --json` runs this build and reads its stdout as the pack's JSON.
+  process.stderr.write('dist/ is up to date with its sources (npm run build -- --force builds it anyway)\n');
   process.exit(0);
 }
 fs.rmSync(stamp, { force: true });
