@@ -35,6 +35,7 @@ const entries: Record<string, string> = {
 const SLOW = [
   'test/session.test.ts',
   'test/hook.test.ts',
+  'test/docker.test.ts',
   'test/shell-differential.test.ts',
   'test/shell-differential-generated-1.test.ts',
   'test/shell-differential-generated-2.test.ts',
@@ -56,6 +57,9 @@ const SLOW = [
   'test/faults/outcome-unknown.test.ts',
   'test/heartbeat-late-start.test.ts',
   'test/gateway-package.test.ts',
+  'test/session-parked.test.ts',
+  'test/session-facts-examples.test.ts',
+  'test/facts-scope.test.ts',
   'test/chat.test.ts',
   'test/bench-smoke.test.ts',
   'test/faults/kill-worker.test.ts',
@@ -222,8 +226,8 @@ function spread<T>(few: T[], many: T[]): T[] {
  */
 const WORKERS = Number(process.env.SLUICE_TEST_WORKERS ?? 4);
 
-/** What both groups share; the global set-up is the root's, run once for the whole run. */
-const shared = {
+/** What every project shares; the global set-up is the root's, run once for the whole run. */
+const common = {
   resolve: {
     alias: Object.entries(entries).map(([name, file]) => ({
       find: new RegExp(`^${name}$`),
@@ -249,9 +253,9 @@ export default defineConfig({
     sequence: { sequencer: SlowSpread },
     projects: [
       {
-        ...shared,
+        ...common,
         test: {
-          ...shared.test,
+          ...common.test,
           name: 'fast',
           include: ['test/**/*.test.ts'],
           exclude: [...configDefaults.exclude, ...SLOW, ...UNIT_SHARED, ...SHARED],
@@ -259,9 +263,9 @@ export default defineConfig({
         },
       },
       {
-        ...shared,
+        ...common,
         test: {
-          ...shared.test,
+          ...common.test,
           name: 'shared',
           include: SHARED,
           isolate: false,
@@ -270,9 +274,9 @@ export default defineConfig({
         },
       },
       {
-        ...shared,
+        ...common,
         test: {
-          ...shared.test,
+          ...common.test,
           name: 'unit',
           include: UNIT_SHARED,
           isolate: false,
@@ -280,9 +284,9 @@ export default defineConfig({
         },
       },
       {
-        ...shared,
+        ...common,
         test: {
-          ...shared.test,
+          ...common.test,
           name: 'slow',
           include: SLOW,
           maxWorkers: WORKERS,
