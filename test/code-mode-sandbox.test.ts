@@ -5,12 +5,13 @@ import { runProgram, type SandboxLimits } from '../tools/code-mode';
 import { sandboxPoolStats } from '../tools/code-mode/sandbox';
 
 type Call = { index: number; name: string; args: JsonObject };
+type SentCall = Parameters<Parameters<typeof runProgram>[0]['callTool']>[0];
 type Answer = Awaited<ReturnType<Parameters<typeof runProgram>[0]['callTool']>>;
 
 function run(
   code: string,
   opts: {
-    answer?: (c: Call) => Answer | Promise<Answer>;
+    answer?: (c: SentCall) => Answer | Promise<Answer>;
     seed?: string;
     limits?: Partial<SandboxLimits>;
     signal?: AbortSignal;
@@ -29,12 +30,12 @@ function run(
     ...(opts.signal ? { signal: opts.signal } : {}),
     ...(opts.watchdogMs !== undefined ? { watchdogMs: opts.watchdogMs } : {}),
     async callTool(call) {
-      calls.push(call);
+      calls.push({ index: call.index, name: call.name, args: call.args });
       maxInFlight = Math.max(maxInFlight, ++inFlight);
       try {
         return await (
           opts.answer ??
-          ((c: Call) => (c.name === 'fail' ? { ok: false, message: `no ${c.index}` } : { ok: true, value: c.args }))
+          ((c: SentCall) => (c.name === 'fail' ? { ok: false, message: `no ${c.index}` } : { ok: true, value: c.args }))
         )(call);
       } finally {
         inFlight--;
@@ -159,6 +160,38 @@ describe('sandbox: the same run replays identically', () => {
 });
 
 describe('sandbox: failures and limits', () => {
+  it('ends a program that did not await its call once that call is taken, and makes none of the calls behind it', async () => {
+    // The batch workflow must have the call before it hears that the program ended: then it
+    // settles the call every time, rather than now running it and now refusing it (run-code.ts).
+    const order: string[] = [];
+    const answers: ((a: Answer) => void)[] = [];
+    const out = await run(
+      "tools.echo({ n: 1 }).catch(() => {});\ntools.echo({ n: 2 }).catch(() => {});\nreturn 'done';",
+      {
+        answer: (c) => {
+          setTimeout(() => {
+            order.push(`taken ${c.index}`);
+            c.taken();
+          }, 300);
+          return new Promise<Answer>((r) => answers.push(r));
+        },
+      },
+    ).then((o) => (order.push('ended'), o));
+    expect(order).toEqual(['taken 0', 'ended']);
+    expect(out).toMatchObject({ ok: true, result: 'done', calls: [{ index: 0, name: 'echo', args: { n: 1 } }] });
+    // The answer that comes after the end goes nowhere.
+    for (const a of answers) a({ ok: true, value: 1 });
+  });
+
+  it('ends a program whose unawaited call is answered without being marked taken once it is answered', async () => {
+    let answered = false;
+    const out = await run("tools.echo({ n: 1 });\nreturn 'done';", {
+      answer: () => new Promise<Answer>((r) => setTimeout(() => ((answered = true), r({ ok: true, value: 1 })), 300)),
+    });
+    expect(answered).toBe(true);
+    expect(out).toMatchObject({ ok: true, result: 'done', calls: [{ index: 0 }] });
+  });
+
   it('stops the run on a fatal answer, without further calls', async () => {
     const out = await run('await tools.echo({ a: 1 });\nawait tools.echo({ a: 2 });', {
       answer: () => ({ fatal: 'the program is not deterministic' }),

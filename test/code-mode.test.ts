@@ -61,8 +61,11 @@ const config = defineConfig({
   postExecute: [
     {
       name: 'note-reads',
-      handler: (ctx) => {
+      handler: async (ctx) => {
         if (ctx.call.name === 'read_file' && !ctx.result.isError) ctx.addContext(`read ${ctx.call.args.path}`);
+        // The unawaited sub-call's settle outlasts its program's, whatever the load: the batch has
+        // committed its own call first and must wait for the sub-call's handler (the test below).
+        if (ctx.call.args.line === 'unawaited-1') await new Promise((r) => setTimeout(r, 2_000));
       },
     },
   ],
@@ -326,7 +329,9 @@ describe('approval inside a program', () => {
   it('a sub-call still running when its program ended is settled before the batch returns', async () => {
     // The program does not await its call: run_code ends while the sub-call waits for a person.
     // Its ask is withdrawn, and the sub-call's update handler is still settling it when the batch
-    // has committed every call of its own; the batch waits for that handler before it returns.
+    // has committed every call of its own (the sub-call's post-execute is made slow above); the
+    // batch waits for that handler before it returns. The program's end waits until the workflow
+    // has taken the call (tools/code-mode/sandbox.ts), so the call is always asked, then withdrawn.
     const out = await h.client.runBatch(
       runCode("tools.guarded({ line: 'unawaited-1' }).catch(() => {});\nreturn 'done';", 'unawaited call'),
     );

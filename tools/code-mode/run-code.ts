@@ -86,7 +86,7 @@ export function codeModeTool(options: CodeModeOptions = {}): ToolDefinition {
         now: activity.info.scheduledTimestampMs,
         limits: options.limits,
         signal: ctx.signal,
-        async callTool({ index, name, args }) {
+        async callTool({ index, name, args, taken }) {
           const request: CodeCallRequest = {
             token: ctx.idempotencyKey,
             parentCallId: ctx.call.id,
@@ -99,6 +99,9 @@ export function codeModeTool(options: CodeModeOptions = {}): ToolDefinition {
             const out = await executeUpdate<CodeCallOutcome, [CodeCallRequest]>(batch, CODE_CALL_UPDATE, {
               args: [request],
               updateId: codeCallUpdateId(request),
+              // The program's end waits for this: the workflow takes an unawaited call before it
+              // hears that the program ended, and so settles it, every time.
+              onTaken: taken,
             });
             const changed = nonDeterminism(request, out);
             if (changed) return { fatal: changed };

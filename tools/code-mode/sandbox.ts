@@ -43,8 +43,14 @@ interface RunProgramOptions {
   /** What Date.now() returns throughout the run. */
   now: number;
   limits?: Partial<SandboxLimits>;
-  /** Runs one sub-call; called one at a time, in the order the program made the calls. A throw ends the run with that error. */
-  callTool(call: { index: number; name: string; args: JsonObject }): Promise<SubCallAnswer>;
+  /**
+   * Runs one sub-call; called one at a time, in the order the program made the calls. A throw ends
+   * the run with that error. Call `taken()` once whoever runs the call has taken it (or refused
+   * it), when that comes before the answer: a program that ends with a call it did not await ends
+   * only once that call is taken (or answered), so whether the call runs never races the program's
+   * end. Calls still waiting their turn when the program ends are not made.
+   */
+  callTool(call: { index: number; name: string; args: JsonObject; taken: () => void }): Promise<SubCallAnswer>;
   signal?: AbortSignal;
   /**
    * Time the thread may run without answering (summed over the run, like the CPU budget) before it
@@ -247,6 +253,10 @@ class ProgramRun {
   private calls = 0;
   private readonly queue: SubCall[] = [];
   private draining = false;
+  /** The program has returned or thrown: no more sub-calls are made or answered. */
+  private programEnded = false;
+  /** Until the sub-call being made is taken by whoever runs it (or answered). */
+  private sending: Promise<void> | undefined;
   /** Answers posted so far: a `waiting` that has seen fewer has one on its way, so the thread is still busy. */
   private answersSent = 0;
   private readonly watchdog: Watchdog;
@@ -309,14 +319,17 @@ class ProgramRun {
         this.queue.push(m);
         void this.drain();
         return;
-      case 'done':
+      case 'done': {
         this.watchdog.idle();
-        this.finish(
-          m.ok
-            ? { ok: true, ...(m.result !== undefined ? { result: m.result } : {}), cpuMs: m.cpuMs }
-            : { ok: false, kind: m.kind, error: m.error, cpuMs: m.cpuMs },
-          true,
-        );
+        this.programEnded = true;
+        const outcome = m.ok
+          ? { ok: true, ...(m.result !== undefined ? { result: m.result } : {}), cpuMs: m.cpuMs }
+          : { ok: false, kind: m.kind, error: m.error, cpuMs: m.cpuMs };
+        // A call the program made and did not await may be on its way: the run ends once it is
+        // taken, so the caller (the batch workflow) has it before it hears that the program ended.
+        if (this.sending) void this.sending.then(() => this.finish(outcome, true));
+        else this.finish(outcome, true);
+      }
     }
   }
 
@@ -337,15 +350,22 @@ class ProgramRun {
     if (this.draining) return;
     this.draining = true;
     try {
-      while (this.queue.length && !this.finished) {
+      while (this.queue.length && !this.finished && !this.programEnded) {
         const call = this.queue.shift()!;
         let got: SubCallAnswer;
+        let taken = () => {};
+        this.sending = new Promise<void>((r) => {
+          taken = r;
+        });
         try {
-          got = await this.opts.callTool({ index: call.callNo, name: call.name, args: call.args });
+          got = await this.opts.callTool({ index: call.callNo, name: call.name, args: call.args, taken });
         } catch (err) {
           return this.finish(err instanceof Error ? err : new Error(String(err)));
+        } finally {
+          taken();
+          this.sending = undefined;
         }
-        if (this.finished) return;
+        if (this.finished || this.programEnded) return;
         this.calls++;
         if ('fatal' in got) return this.fail(got.kind ?? 'fatal', got.fatal);
         this.answer(
